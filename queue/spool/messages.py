@@ -1,0 +1,156 @@
+"""The three spool file kinds (SPEC §4). Redacted material only.
+
+- request  ``requests/<request_id>.json``  shim -> worker
+- response ``responses/<request_id>.json`` worker -> shim
+- report   ``reports/<attempt_id>.json``   shim -> worker
+
+Each is a strict pydantic model (extra keys forbidden, no coercion) serialized as
+canonical JSON. Nothing in them can hold a canonical body, an expansion or a
+customer value: the only free-text-like field is ``composition``, which is the
+model's composition *as validated by the contract* (style lexemes and tokens).
+Reading goes through the contract's strict JSON reader (duplicate keys, NaN,
+non-NFC strings refused) before any model is built.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
+
+from spool.contract import Capsule, Composition
+from spool.contract._strictjson import StrictJsonError, read_object
+from spool.journal import canonical_json
+
+SPOOL_VERSION: Final = "kexpr-spool-v1"
+MAX_MESSAGE_BYTES: Final = 64 * 1024
+
+Hex32 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+Timestamp = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")]
+
+
+class ResponseStatus(enum.StrEnum):
+    ACCEPTED = "accepted"
+    CANONICAL = "canonical"
+    IN_FLIGHT = "in_flight"
+    ALREADY_ATTEMPTED = "already_attempted"
+
+
+class ResponseOutcome(enum.StrEnum):
+    """What the worker tells the shim. Terminal journal outcomes plus the
+    no-row answers; ``accepted`` means the attempt is open awaiting the report."""
+
+    ACCEPTED = "accepted"
+    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
+    PROVIDER_ERROR = "provider_error"
+    TIMEOUT = "timeout"
+    INVALID_RESPONSE = "invalid_response"
+    VALIDATION_REJECTED = "validation_rejected"
+    CLAIM_EXPIRED_CANONICAL = "claim_expired_canonical"
+    IN_FLIGHT = "in_flight"
+    ALREADY_ATTEMPTED = "already_attempted"
+    JOURNAL_UNAVAILABLE = "journal_unavailable"
+    INVALID_REQUEST = "invalid_request"
+
+
+class ReportOutcome(enum.StrEnum):
+    SHADOW_SELECTED = "shadow_selected"
+    SELECTED = "selected"
+    VALIDATION_REJECTED = "validation_rejected"
+    COMMIT_FAILED = "commit_failed"
+    PUBLICATION_FAILED = "publication_failed"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.model_dump(mode="json")).encode("utf-8")
+
+
+class SpoolRequest(_Strict):
+    spool_version: Literal["kexpr-spool-v1"]
+    request_id: Hex32
+    submitted_at_utc: Timestamp
+    deadline_at_utc: Timestamp
+    mode: Literal["shadow", "enabled"]
+    capsule: Capsule
+
+    @field_validator("capsule", mode="before")
+    @classmethod
+    def _capsule(cls, value: object) -> object:
+        # The contract validates its own documents (JSON arrays -> tuples, every
+        # capsule rule); a CapsuleError is a ValueError, so it fails this model.
+        return value if isinstance(value, Capsule) else Capsule.from_object(value)
+
+
+class SpoolResponse(_Strict):
+    spool_version: Literal["kexpr-spool-v1"]
+    request_id: Hex32
+    attempt_id: Hex32 | None
+    status: ResponseStatus
+    outcome: ResponseOutcome
+    composition: Composition | None
+
+    @field_validator("composition", mode="before")
+    @classmethod
+    def _composition(cls, value: object) -> object:
+        if value is None or isinstance(value, Composition):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError("composition")
+        slots = value.get("slots")
+        if isinstance(slots, list):
+            value = dict(value, slots=tuple(_tupled_slot(s) for s in slots))
+        return Composition.model_validate(value)
+
+
+class SpoolReport(_Strict):
+    spool_version: Literal["kexpr-spool-v1"]
+    attempt_id: Hex32
+    outcome: ReportOutcome
+
+
+def _tupled_slot(slot: object) -> object:
+    if not isinstance(slot, dict):
+        return slot
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in slot.items()}
+
+
+class MessageError(ValueError):
+    """A spool file that is not exactly one of our messages. No content."""
+
+
+def _load(data: bytes) -> Any:
+    try:
+        return read_object(data, max_bytes=MAX_MESSAGE_BYTES)
+    except (StrictJsonError, TypeError) as e:
+        raise MessageError("malformed") from e
+
+
+def parse_request(data: bytes) -> SpoolRequest:
+    _load(data)
+    try:
+        return SpoolRequest.model_validate_json(data)
+    except ValueError as e:
+        raise MessageError("schema") from e
+
+
+def parse_response(data: bytes) -> SpoolResponse:
+    _load(data)
+    try:
+        resp = SpoolResponse.model_validate_json(data)
+    except ValueError as e:
+        raise MessageError("schema") from e
+    if (resp.status is ResponseStatus.ACCEPTED) != (resp.composition is not None):
+        raise MessageError("schema")
+    return resp
+
+
+def parse_report(data: bytes) -> SpoolReport:
+    _load(data)
+    try:
+        return SpoolReport.model_validate_json(data)
+    except ValueError as e:
+        raise MessageError("schema") from e

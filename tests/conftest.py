@@ -1,0 +1,70 @@
+"""Shared fixtures: real processes, a real proxy and a loopback fake of the API."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeOpenAI
+
+from spool.layout import DataRoot
+from worker.daemon import wait_ready
+
+TEST_KEY = "sk-test-kexpr-0000"
+
+
+@pytest.fixture
+def fake_api(tmp_path: Path) -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(tmp_path / "fake") as fake:
+        yield fake
+        assert fake.errors == []
+
+
+@dataclass
+class RunningWorker:
+    root: DataRoot
+    supervisor: subprocess.Popen[bytes]
+
+    def stop(self) -> int:
+        if self.supervisor.poll() is None:
+            self.supervisor.send_signal(signal.SIGTERM)
+            try:
+                self.supervisor.wait(20)
+            except subprocess.TimeoutExpired:
+                self.supervisor.kill()
+                self.supervisor.wait()
+        return self.supervisor.returncode
+
+
+def start_supervised_worker(
+    data_root: Path, fake: FakeOpenAI | None, *, key: str | None = TEST_KEY
+) -> RunningWorker:
+    """``kexpr supervise`` exactly as an operator runs it: explicit env, the key,
+    and the egress proxy + CA passed as operator flags."""
+    root = DataRoot(data_root)
+    root.ensure()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    if key is not None:
+        env["OPENAI_API_KEY"] = key
+    cmd = [sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(data_root)]
+    if fake is not None:
+        cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+    running = RunningWorker(root, proc)
+    if not wait_ready(root, 30.0):
+        running.stop()
+        raise AssertionError("worker did not become ready")
+    return running
+
+
+@pytest.fixture
+def data_root(tmp_path: Path) -> Path:
+    d = tmp_path / "data" / "korean-expression-v1"
+    d.parent.mkdir(mode=0o700)
+    return d

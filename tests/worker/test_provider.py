@@ -1,0 +1,578 @@
+"""worker.provider: the one provider call, over an injected httpx.MockTransport.
+
+No real network: every request ends in a handler in this file. Each failure case
+asserts the handler ran exactly once (max_retries=0, no application retry).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import openai
+import pydantic
+import pytest
+
+from worker import provider
+from worker.instruction import SYSTEM_INSTRUCTION
+from worker.provider import (
+    ENDPOINT,
+    MODEL,
+    SDK_TIMEOUT_S,
+    ProviderOutcome,
+    ProviderResult,
+    build_client,
+    call_once,
+    call_with_deadline,
+    request_kwargs,
+)
+
+URL = "https://api.openai.com/v1/chat/completions"
+CAPSULE = json.dumps(
+    {
+        "schema_version": "korean-expression-v4",
+        "surface": "daily.v1",
+        "artifact_key": "0123456789abcdef" * 4,
+        "slots": [
+            {
+                "slot_id": "daily.status",
+                "allowed_predicate_ids": ["P_DAILY_COMPLETE"],
+                "allowed_action_ids": [],
+                "required_placeholder_tokens": ["[[P:01]]"],
+                "max_generated_chars": 96,
+                "max_style_lexemes": 8,
+            }
+        ],
+    },
+    separators=(",", ":"),
+)
+CONTENT = json.dumps(
+    {
+        "schema_version": "korean-expression-v4",
+        "surface": "daily.v1",
+        "artifact_key": "0123456789abcdef" * 4,
+        "slots": [
+            {
+                "slot_id": "daily.status",
+                "predicate_ids": ["P_DAILY_COMPLETE"],
+                "action_ids": [],
+                "placeholder_tokens": ["[[P:01]]"],
+                "generated_ko": "차분히, [[P:01]].",
+            }
+        ],
+    },
+    ensure_ascii=False,
+    indent=2,
+)
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+class Recorder:
+    """Counts and keeps requests, answers with `respond`."""
+
+    def __init__(self, respond: Handler) -> None:
+        self.respond = respond
+        self.requests: list[httpx.Request] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            self.requests.append(request)
+        return self.respond(request)
+
+
+@pytest.fixture(autouse=True)
+def worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("OPENAI_") or name == "SSLKEYLOGFILE":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+
+@pytest.fixture
+def connect() -> Iterator[Callable[[Recorder], openai.OpenAI]]:
+    opened: list[httpx.Client] = []
+
+    def make(recorder: Recorder) -> openai.OpenAI:
+        http_client = httpx.Client(transport=httpx.MockTransport(recorder))
+        opened.append(http_client)
+        client = build_client(http_client=http_client)
+        assert client is not None
+        return client
+
+    yield make
+    for http_client in opened:
+        http_client.close()
+
+
+def completion_body(
+    *,
+    content: object = CONTENT,
+    finish_reason: str = "stop",
+    refusal: str | None = None,
+    n_choices: int = 1,
+    **message_extra: object,
+) -> dict[str, object]:
+    message = {"role": "assistant", "content": content, "refusal": refusal, **message_extra}
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4.1-mini-2025-04-14",
+        "choices": [
+            {"index": i, "message": message, "finish_reason": finish_reason, "logprobs": None}
+            for i in range(n_choices)
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def ok(body: object) -> Handler:
+    return lambda request: httpx.Response(200, json=body)
+
+
+def raw(status: int, content: bytes, content_type: str) -> Handler:
+    return lambda request: httpx.Response(
+        status, content=content, headers={"content-type": content_type}
+    )
+
+
+def raises(exc: Exception) -> Handler:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise exc
+
+    return handler
+
+
+# --- the exact request ------------------------------------------------------------
+
+
+def test_the_exact_request(connect: Callable[[Recorder], openai.OpenAI]) -> None:
+    recorder = Recorder(ok(completion_body()))
+    result = call_once(connect(recorder), CAPSULE)
+    assert result == ProviderResult(ProviderOutcome.CONTENT, CONTENT)
+
+    (request,) = recorder.requests
+    assert request.method == "POST"
+    assert str(request.url) == URL
+    assert request.headers["authorization"] == "Bearer sk-test"
+    for header in ("openai-organization", "openai-project"):
+        assert header not in request.headers
+    body = json.loads(request.content)
+    assert body == {
+        "model": "gpt-4.1-mini",
+        "n": 1,
+        "temperature": 0.7,
+        "max_tokens": 384,
+        "response_format": {"type": "json_object"},
+        "store": False,
+        "messages": [
+            {"role": "system", "content": SYSTEM_INSTRUCTION},
+            {"role": "user", "content": CAPSULE},
+        ],
+    }
+    system, user = body["messages"]
+    assert user["content"].encode("utf-8") == CAPSULE.encode("utf-8")
+    assert "JSON" in system["content"]
+    assert "저장된 오늘 기록을 확인했습니다" not in system["content"]
+
+
+def test_capsule_passes_through_unchanged(connect: Callable[[Recorder], openai.OpenAI]) -> None:
+    # Whitespace and non-ASCII the SDK must not re-serialise away.
+    capsule = '{ "surface" :\t"daily.v1",\n"x": "차분히\\u0041" }'
+    recorder = Recorder(ok(completion_body()))
+    call_once(connect(recorder), capsule)
+    (request,) = recorder.requests
+    assert json.loads(request.content)["messages"][1]["content"] == capsule
+
+
+def test_request_kwargs_are_literal() -> None:
+    assert request_kwargs(CAPSULE) == {
+        "model": "gpt-4.1-mini",
+        "n": 1,
+        "temperature": 0.7,
+        "max_tokens": 384,
+        "response_format": {"type": "json_object"},
+        "store": False,
+        "messages": [
+            {"role": "system", "content": SYSTEM_INSTRUCTION},
+            {"role": "user", "content": CAPSULE},
+        ],
+    }
+    assert (ENDPOINT, MODEL, SDK_TIMEOUT_S) == ("https://api.openai.com/v1", "gpt-4.1-mini", 3.0)
+
+
+def test_client_construction_is_literal() -> None:
+    client = build_client()
+    assert client is not None
+    try:
+        assert str(client.base_url) == "https://api.openai.com/v1/"
+        assert client.max_retries == 0
+        assert client.timeout == 3.0
+        assert client.api_key == "sk-test"
+        assert client.organization is None and client.project is None
+    finally:
+        client.close()
+
+
+def test_endpoint_is_not_taken_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, connect: Callable[[Recorder], openai.OpenAI]
+) -> None:
+    # The worker refuses to start with OPENAI_BASE_URL set (worker.environment);
+    # independently, the endpoint is passed explicitly and wins.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://attacker.invalid/v1")
+    recorder = Recorder(ok(completion_body()))
+    call_once(connect(recorder), CAPSULE)
+    (request,) = recorder.requests
+    assert str(request.url) == URL
+
+
+# --- one request per outcome --------------------------------------------------------
+
+
+def _status(code: int) -> Handler:
+    return lambda request: httpx.Response(
+        code,
+        json={"error": {"message": "nope", "type": "x", "code": None}},
+        headers={"retry-after": "0", "x-should-retry": "true"},
+    )
+
+
+CASES: list[tuple[str, Handler, ProviderOutcome]] = [
+    ("read-timeout", raises(httpx.ReadTimeout("slow")), ProviderOutcome.TIMEOUT),
+    ("connect-timeout", raises(httpx.ConnectTimeout("slow")), ProviderOutcome.TIMEOUT),
+    ("429", _status(429), ProviderOutcome.PROVIDER_ERROR),
+    ("500", _status(500), ProviderOutcome.PROVIDER_ERROR),
+    ("503", _status(503), ProviderOutcome.PROVIDER_ERROR),
+    ("401", _status(401), ProviderOutcome.PROVIDER_ERROR),
+    ("400", _status(400), ProviderOutcome.PROVIDER_ERROR),
+    ("connect-error", raises(httpx.ConnectError("refused")), ProviderOutcome.PROVIDER_ERROR),
+    ("remote-protocol", raises(httpx.RemoteProtocolError("eof")), ProviderOutcome.PROVIDER_ERROR),
+    (
+        "invalid-json",
+        raw(200, b'{"id": "x", "choices": [', "application/json"),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    (
+        "text-html",
+        raw(200, b"<html><body>gateway</body></html>", "text/html"),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    ("empty-object", ok({}), ProviderOutcome.INVALID_RESPONSE),
+    ("json-null", raw(200, b"null", "application/json"), ProviderOutcome.INVALID_RESPONSE),
+    ("json-array", ok([completion_body()]), ProviderOutcome.INVALID_RESPONSE),
+    (
+        "choices-not-list",
+        ok({**completion_body(), "choices": {"0": "x"}}),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    ("zero-choices", ok(completion_body(n_choices=0)), ProviderOutcome.INVALID_RESPONSE),
+    ("two-choices", ok(completion_body(n_choices=2)), ProviderOutcome.INVALID_RESPONSE),
+    (
+        "finish-length",
+        ok(completion_body(finish_reason="length")),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    (
+        "finish-content-filter",
+        ok(completion_body(finish_reason="content_filter")),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    (
+        "refusal",
+        ok(completion_body(content=None, refusal="I can't help with that.")),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    ("refusal-with-content", ok(completion_body(refusal="no")), ProviderOutcome.INVALID_RESPONSE),
+    ("content-null", ok(completion_body(content=None)), ProviderOutcome.INVALID_RESPONSE),
+    ("content-number", ok(completion_body(content=7)), ProviderOutcome.INVALID_RESPONSE),
+    (
+        "content-list",
+        ok(completion_body(content=[{"type": "text", "text": "x"}])),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    (
+        "message-missing",
+        ok({**completion_body(), "choices": [{"index": 0, "finish_reason": "stop"}]}),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    (
+        "tool-calls",
+        ok(
+            completion_body(
+                tool_calls=[
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ]
+            )
+        ),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    (
+        "function-call",
+        ok(completion_body(function_call={"name": "f", "arguments": "{}"})),
+        ProviderOutcome.INVALID_RESPONSE,
+    ),
+    ("valid", ok(completion_body()), ProviderOutcome.CONTENT),
+    ("valid-empty-tool-calls", ok(completion_body(tool_calls=[])), ProviderOutcome.CONTENT),
+]
+
+
+@pytest.mark.parametrize(
+    ("handler", "expected"),
+    [pytest.param(h, e, id=name) for name, h, e in CASES],
+)
+def test_one_request_and_its_outcome(
+    connect: Callable[[Recorder], openai.OpenAI], handler: Handler, expected: ProviderOutcome
+) -> None:
+    recorder = Recorder(handler)
+    result = call_once(connect(recorder), CAPSULE)
+    assert len(recorder.requests) == 1
+    assert result.outcome is expected
+    if expected is ProviderOutcome.CONTENT:
+        assert result.content == CONTENT
+    else:
+        assert result.content is None
+
+
+def test_base_exceptions_propagate(connect: Callable[[Recorder], openai.OpenAI]) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise SystemExit(3)
+
+    recorder = Recorder(handler)
+    with pytest.raises(SystemExit):
+        call_once(connect(recorder), CAPSULE)
+    assert len(recorder.requests) == 1
+
+
+# --- credentials --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [None, "", "   ", "\t\n "])
+def test_no_client_without_a_key(monkeypatch: pytest.MonkeyPatch, key: str | None) -> None:
+    if key is None:
+        monkeypatch.delenv("OPENAI_API_KEY")
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+    recorder = Recorder(ok(completion_body()))
+    with httpx.Client(transport=httpx.MockTransport(recorder)) as http_client:
+        assert build_client(http_client=http_client) is None
+        assert build_client() is None
+    assert recorder.requests == []
+
+
+# --- the deadline -------------------------------------------------------------------
+
+
+def _join_call_threads() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "kexpr-provider-call":
+            assert thread.daemon
+            thread.join(timeout=5)
+            assert not thread.is_alive()
+
+
+def test_deadline_returns_timeout_and_discards_the_late_result(
+    connect: Callable[[Recorder], openai.OpenAI],
+) -> None:
+    release = threading.Event()
+    entered = threading.Event()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        entered.set()
+        release.wait(timeout=10)
+        return httpx.Response(200, json=completion_body())
+
+    recorder = Recorder(handler)
+    client = connect(recorder)
+    try:
+        started = time.monotonic()
+        result = call_with_deadline(client, CAPSULE, seconds=0.3)
+        elapsed = time.monotonic() - started
+        # A correctness bound (the caller is not held by the slow call), not a benchmark.
+        assert result == ProviderResult(ProviderOutcome.TIMEOUT)
+        assert elapsed < 2.0
+        assert entered.is_set()
+        assert len(recorder.requests) == 1
+    finally:
+        release.set()
+        _join_call_threads()
+    # The late answer arrived and was dropped; still only one request.
+    assert len(recorder.requests) == 1
+
+
+def test_deadline_passes_a_timely_result_through(
+    connect: Callable[[Recorder], openai.OpenAI],
+) -> None:
+    recorder = Recorder(ok(completion_body()))
+    result = call_with_deadline(connect(recorder), CAPSULE, seconds=5.0)
+    assert result == ProviderResult(ProviderOutcome.CONTENT, CONTENT)
+    assert len(recorder.requests) == 1
+    _join_call_threads()
+
+
+def test_deadline_maps_failures_like_call_once(
+    connect: Callable[[Recorder], openai.OpenAI],
+) -> None:
+    recorder = Recorder(_status(503))
+    result = call_with_deadline(connect(recorder), CAPSULE, seconds=5.0)
+    assert result == ProviderResult(ProviderOutcome.PROVIDER_ERROR)
+    assert len(recorder.requests) == 1
+    _join_call_threads()
+
+
+def test_deadline_reraises_a_timely_base_exception_in_the_caller(
+    connect: Callable[[Recorder], openai.OpenAI],
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise SystemExit(3)
+
+    with pytest.raises(SystemExit):
+        call_with_deadline(connect(Recorder(handler)), CAPSULE, seconds=5.0)
+    _join_call_threads()
+
+
+@pytest.mark.parametrize("seconds", [0.0, -0.0, -1.0, float("-inf")])
+def test_no_time_left_is_timeout_with_zero_requests(
+    connect: Callable[[Recorder], openai.OpenAI], seconds: float
+) -> None:
+    recorder = Recorder(ok(completion_body()))
+    result = call_with_deadline(connect(recorder), CAPSULE, seconds=seconds)
+    assert result == ProviderResult(ProviderOutcome.TIMEOUT)
+    assert recorder.requests == []
+    assert not any(t.name == "kexpr-provider-call" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf")])
+def test_unbounded_deadline_is_a_caller_bug(
+    connect: Callable[[Recorder], openai.OpenAI], seconds: float
+) -> None:
+    recorder = Recorder(ok(completion_body()))
+    with pytest.raises(ValueError):
+        call_with_deadline(connect(recorder), CAPSULE, seconds=seconds)
+    assert recorder.requests == []
+
+
+# --- the mapping function and the result type ----------------------------------------
+
+_REQ = httpx.Request("POST", URL)
+
+
+def _validation_error() -> pydantic.ValidationError:
+    class M(pydantic.BaseModel):
+        x: int
+
+    try:
+        M.model_validate({"x": "nope"})
+    except pydantic.ValidationError as exc:
+        return exc
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (openai.APITimeoutError(request=_REQ), ProviderOutcome.TIMEOUT),
+        (openai.APIConnectionError(request=_REQ), ProviderOutcome.PROVIDER_ERROR),
+        (
+            openai.RateLimitError("x", response=httpx.Response(429, request=_REQ), body=None),
+            ProviderOutcome.PROVIDER_ERROR,
+        ),
+        (
+            openai.InternalServerError("x", response=httpx.Response(500, request=_REQ), body=None),
+            ProviderOutcome.PROVIDER_ERROR,
+        ),
+        (
+            openai.APIResponseValidationError(
+                response=httpx.Response(200, request=_REQ), body=None
+            ),
+            ProviderOutcome.INVALID_RESPONSE,
+        ),
+        (openai.OpenAIError("x"), ProviderOutcome.PROVIDER_ERROR),
+        (httpx.ReadTimeout("x"), ProviderOutcome.TIMEOUT),
+        (TimeoutError(), ProviderOutcome.TIMEOUT),
+        (httpx.ConnectError("x"), ProviderOutcome.PROVIDER_ERROR),
+        (json.JSONDecodeError("x", "{", 1), ProviderOutcome.INVALID_RESPONSE),
+        (_validation_error(), ProviderOutcome.INVALID_RESPONSE),
+        (TypeError(), ProviderOutcome.INVALID_RESPONSE),
+        (ValueError(), ProviderOutcome.INVALID_RESPONSE),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "x"), ProviderOutcome.INVALID_RESPONSE),
+        (RuntimeError(), ProviderOutcome.PROVIDER_ERROR),
+        (OSError(), ProviderOutcome.PROVIDER_ERROR),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else str(v),
+)
+def test_map_failure(exc: BaseException, expected: ProviderOutcome) -> None:
+    assert provider._map_failure(exc) is expected
+
+
+def test_extract_content_accepts_only_a_completion() -> None:
+    from openai.types.chat import ChatCompletion
+
+    good = ChatCompletion.model_validate(completion_body())
+    assert provider._extract_content(good) == CONTENT
+    for other in (CONTENT, None, {}, completion_body(), ChatCompletion.construct()):
+        assert provider._extract_content(other) is None
+
+
+def test_result_never_shows_its_content() -> None:
+    result = ProviderResult(ProviderOutcome.CONTENT, "차분히, [[P:01]].")
+    assert "차분히" not in repr(result)
+    assert "[[P:01]]" not in str(result)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "content", "error"),
+    [
+        (ProviderOutcome.CONTENT, None, TypeError),
+        (ProviderOutcome.TIMEOUT, "x", ValueError),
+        ("content", "x", TypeError),
+    ],
+)
+def test_result_validates_on_construction(
+    outcome: object, content: str | None, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        ProviderResult(outcome, content)  # type: ignore[arg-type]
+
+
+# --- the system instruction -------------------------------------------------------------
+
+
+def test_instruction_is_static_and_mentions_json() -> None:
+    from worker import instruction
+
+    assert instruction._build() == SYSTEM_INSTRUCTION
+    assert "JSON" in SYSTEM_INSTRUCTION
+    for key in (
+        "schema_version",
+        "surface",
+        "artifact_key",
+        "slots",
+        "slot_id",
+        "predicate_ids",
+        "action_ids",
+        "placeholder_tokens",
+        "generated_ko",
+    ):
+        assert key in SYSTEM_INSTRUCTION
+
+
+def test_instruction_lists_ids_and_lexicon_but_no_expansion() -> None:
+    from spool.contract import ALL_SEMANTIC_IDS, SAFE_STYLE_LEXEMES
+
+    assert " ".join(sorted(ALL_SEMANTIC_IDS)) in SYSTEM_INSTRUCTION
+    assert " ".join(SAFE_STYLE_LEXEMES) in SYSTEM_INSTRUCTION
+    # The only Korean the model is shown is the lexicon: every Hangul run is a lexeme,
+    # so no glossary expansion (customer-visible canonical text) can be in there.
+    runs = re.findall(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]+", SYSTEM_INSTRUCTION)
+    assert runs
+    assert set(runs) <= set(SAFE_STYLE_LEXEMES)
+    assert "저장된 오늘 기록을 확인했습니다" not in SYSTEM_INSTRUCTION
+    assert "일부 항목이 기록되지 않아" not in SYSTEM_INSTRUCTION

@@ -1,0 +1,5 @@
+"""``python -m worker`` == ``kexpr worker``."""
+
+from worker.main import main
+
+raise SystemExit(main())

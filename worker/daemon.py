@@ -1,0 +1,538 @@
+"""The worker daemon: claim, dedupe, journal, one call, validate, respond (SPEC §4, §9).
+
+Invariants (each one is a reason for a line below):
+
+1. One artifact, at most one wire request, ever. The decision "start an attempt"
+   and the fsynced ``attempt_started`` row happen under one journal lock, and the
+   dedupe index is rebuilt from verified segments at start-up, so neither two
+   threads, two shims nor a restart can start a second attempt.
+2. ``attempt_started`` is on disk before the call; the call runs in a thread and
+   is bounded by the request's deadline (4 s after submission); a result that
+   arrives later is discarded under the lock and journaled ``timeout``.
+3. Fail closed: an unverifiable journal, an unsafe file, a malformed request, a
+   hazardous environment or a missing key means zero calls. A missing key still
+   journals ``credential_unavailable`` (the attempt is spent, zero HTTP).
+4. The worker is the journal's single writer; a second worker on the same data
+   root refuses to start (``worker.lock``).
+5. Nothing customer-visible passes through here: the capsule holds IDs and
+   tokens only, and the worker never logs content.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import datetime as dt
+import enum
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from spool.contract import Verdict, judge
+from spool.fsio import UnsafePath, claim, make_flock, publish, read_private, replace_private, unlink_quiet
+from spool.journal import (
+    AttemptRecord,
+    Event,
+    Journal,
+    JournalUnverified,
+    Mode,
+    Outcome,
+    Phase,
+    format_ts,
+    parse_ts,
+    transition,
+)
+from spool.layout import DataRoot
+from spool.messages import (
+    MAX_MESSAGE_BYTES,
+    SPOOL_VERSION,
+    MessageError,
+    ResponseOutcome,
+    ResponseStatus,
+    SpoolRequest,
+    SpoolResponse,
+    parse_report,
+    parse_request,
+)
+from worker.environment import hazardous_environment
+from worker.provider import ProviderOutcome, ProviderResult, build_client, call_with_deadline
+
+if TYPE_CHECKING:
+    import openai
+
+# An accepted attempt whose shim never reports is terminalized this long after
+# its deadline (SPEC §4). Long enough for a host's durable write + Telegram edit.
+COMMIT_GRACE: Final = dt.timedelta(minutes=10)
+# The spool protocol's wait: a request's deadline is at most this after submission.
+MAX_WAIT: Final = dt.timedelta(seconds=4)
+RESCAN_INTERVAL_S: Final = 1.0
+POOL_SIZE: Final = 8
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    ANOTHER_WORKER = 73  # EX_CANTCREAT: the worker lock is held
+    UNSAFE_DATA_ROOT = 74  # EX_IOERR
+    HAZARDOUS_ENVIRONMENT = 78  # EX_CONFIG
+
+
+_CALL_FAILED: Final = {
+    ProviderOutcome.CREDENTIAL_UNAVAILABLE: Outcome.CREDENTIAL_UNAVAILABLE,
+    ProviderOutcome.PROVIDER_ERROR: Outcome.PROVIDER_ERROR,
+    ProviderOutcome.TIMEOUT: Outcome.TIMEOUT,
+    ProviderOutcome.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
+}
+_VERDICT_OUTCOME: Final = {
+    Verdict.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
+    Verdict.VALIDATION_REJECTED: Outcome.VALIDATION_REJECTED,
+}
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(slots=True)
+class Counters:
+    """Content-free counters for ``worker.status.json`` (trio-style statistics)."""
+
+    claimed: int = 0
+    calls: int = 0
+    accepted: int = 0
+    canonical: int = 0
+    in_flight: int = 0
+    already_attempted: int = 0
+    expired_requests: int = 0
+    invalid_requests: int = 0
+    reports: int = 0
+    orphan_reports: int = 0
+    late_results: int = 0
+    by_outcome: dict[str, int] = field(default_factory=dict)
+
+    def outcome(self, o: Outcome) -> None:
+        self.by_outcome[o.value] = self.by_outcome.get(o.value, 0) + 1
+
+
+class _Wake(FileSystemEventHandler):
+    """The watchdog handler only wakes the scanner (SPEC §4 trap 2: on inotify
+    overflow watchdog delivers nothing, so the scanner, not the events, is the
+    source of truth; it also runs at start-up and on a timer)."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self._event = event
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self._event.set()
+
+
+class Worker:
+    def __init__(
+        self,
+        root: DataRoot,
+        *,
+        environ: dict[str, str] | None = None,
+        client_factory: Callable[[], openai.OpenAI | None] = build_client,
+        clock: Callable[[], dt.datetime] = utcnow,
+        commit_grace: dt.timedelta = COMMIT_GRACE,
+        rescan_interval_s: float = RESCAN_INTERVAL_S,
+    ) -> None:
+        self.root = root
+        self._environ = dict(os.environ) if environ is None else environ
+        self._client_factory = client_factory
+        self._clock = clock
+        self._grace = commit_grace
+        self._rescan = rescan_interval_s
+        self.journal = Journal(root)
+        self.journal_ok = False
+        self.counters = Counters()
+        # attempt_id -> phase known to *this* process (OPEN while our call runs,
+        # AWAITING_REPORT after an accepted response). Guarded by the journal lock.
+        self._phases: dict[str, Phase] = {}
+        self._busy: set[str] = set()
+        self._busy_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._client: openai.OpenAI | None = None
+        self._started_at = format_ts(clock())
+        self._state = "starting"
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, stop: threading.Event) -> ExitCode:
+        if hazardous_environment(self._environ):
+            return ExitCode.HAZARDOUS_ENVIRONMENT
+        try:
+            self.root.ensure()
+        except UnsafePath:
+            return ExitCode.UNSAFE_DATA_ROOT
+        wlock = make_flock(self.root.worker_lock)
+        try:
+            wlock.acquire(timeout=0)
+        except Exception:
+            return ExitCode.ANOTHER_WORKER
+        try:
+            return self._run_locked(stop)
+        finally:
+            wlock.release()
+
+    def _run_locked(self, stop: threading.Event) -> ExitCode:
+        self._client = self._client_factory()
+        try:
+            self.journal.load()
+            self.journal_ok = True
+        except (JournalUnverified, UnsafePath, OSError):
+            # Fail closed: answer every request canonical, zero calls, zero rows.
+            self.journal_ok = False
+        self._sweep()
+        observer = Observer()
+        observer.schedule(_Wake(self._wake), str(self.root.spool), recursive=True)
+        observer.start()
+        pool = cf.ThreadPoolExecutor(max_workers=POOL_SIZE, thread_name_prefix="kexpr-call")
+        try:
+            self._state = "ready"
+            self._scan(pool)
+            self._write_status()
+            while not stop.is_set():
+                self._wake.wait(self._rescan)
+                self._wake.clear()
+                if stop.is_set():
+                    break
+                self._scan(pool)
+                self._sweep()
+                self._write_status()
+        finally:
+            self._state = "stopping"
+            self._write_status()
+            # Graceful stop: in-flight calls finish or hit their deadline (<= 4 s).
+            pool.shutdown(wait=True)
+            observer.stop()
+            observer.join(timeout=5)
+            self._state = "stopped"
+            self._write_status()
+        return ExitCode.OK
+
+    def _scan(self, pool: cf.ThreadPoolExecutor) -> None:
+        # Orphans from a dead worker first (they are deduped like anything else).
+        for name in sorted(_json_names(self.root.claimed)):
+            self._dispatch(pool, name)
+        for name in sorted(_json_names(self.root.requests)):
+            if claim(self.root.requests / name, self.root.claimed / name):
+                self.counters.claimed += 1
+                self._dispatch(pool, name)
+        for name in sorted(_json_names(self.root.reports)):
+            self._handle_report(name)
+
+    def _dispatch(self, pool: cf.ThreadPoolExecutor, name: str) -> None:
+        with self._busy_lock:
+            if name in self._busy:
+                return
+            self._busy.add(name)
+
+        def job() -> None:
+            try:
+                self.handle_claimed(name)
+            finally:
+                with self._busy_lock:
+                    self._busy.discard(name)
+
+        pool.submit(job)
+
+    # ----------------------------------------------------------------- requests
+
+    def handle_claimed(self, name: str) -> None:
+        """Process one claimed request file to its response (or silent drop)."""
+        path = self.root.claimed / name
+        rid = name[: -len(".json")]
+        try:
+            req = parse_request(read_private(path, max_bytes=MAX_MESSAGE_BYTES))
+            if req.request_id != rid:
+                raise MessageError("request_id")
+            submitted = parse_ts(req.submitted_at_utc)
+            deadline = parse_ts(req.deadline_at_utc)
+            if not dt.timedelta(0) < deadline - submitted <= MAX_WAIT:
+                raise MessageError("deadline")
+        except FileNotFoundError:
+            return
+        except (UnsafePath, MessageError, OSError, ValueError):
+            self.counters.invalid_requests += 1
+            unlink_quiet(path)
+            if _is_hex32(rid):
+                self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+            return
+        try:
+            self._handle_request(req, deadline)
+        finally:
+            unlink_quiet(path)
+
+    def _handle_request(self, req: SpoolRequest, deadline: dt.datetime) -> None:
+        rid = req.request_id
+        if self._clock() >= deadline:
+            # The shim has already given up: no row, no call, no response.
+            self.counters.expired_requests += 1
+            return
+        if not self.journal_ok:
+            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+            return
+        capsule = req.capsule
+        mode = Mode(req.mode)
+        with self.journal.locked() as j:
+            try:
+                rec = j.index.by_artifact.get(capsule.artifact_key)
+                if rec is not None:
+                    self._answer_existing(rid, rec)
+                    return
+                rec = j.append_start(
+                    artifact_key=capsule.artifact_key,
+                    surface=capsule.surface,
+                    mode=mode,
+                    attempt_id=secrets.token_hex(16),
+                    started_at=self._clock(),
+                    deadline_at_utc=req.deadline_at_utc,
+                )
+            except (JournalUnverified, OSError):
+                self.journal_ok = False
+                self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+                return
+            self._phases[rec.attempt_id] = Phase.OPEN
+
+        if self._client is None:
+            result = ProviderResult(ProviderOutcome.CREDENTIAL_UNAVAILABLE, None)
+        else:
+            self.counters.calls += 1
+            seconds = (deadline - self._clock()).total_seconds()
+            result = call_with_deadline(self._client, capsule.to_json(), seconds=max(seconds, 0.0))
+        self._conclude(rid, rec, deadline, result, req)
+
+    def _answer_existing(self, rid: str, rec: AttemptRecord) -> None:
+        """Dedupe (caller holds the journal lock). Never a call."""
+        if rec.outcome is not None or self._phases.get(rec.attempt_id) is Phase.AWAITING_REPORT:
+            self.counters.already_attempted += 1
+            self._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED)
+        elif self._clock() < rec.deadline:
+            self.counters.in_flight += 1
+            self._respond(rid, None, ResponseStatus.IN_FLIGHT, ResponseOutcome.IN_FLIGHT)
+        else:
+            self._expire(rec)
+            self._respond(
+                rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLAIM_EXPIRED_CANONICAL
+            )
+
+    def _conclude(
+        self,
+        rid: str,
+        rec: AttemptRecord,
+        deadline: dt.datetime,
+        result: ProviderResult,
+        req: SpoolRequest,
+    ) -> None:
+        with self.journal.locked() as j:
+            now = self._clock()
+            if now >= deadline or result.outcome is ProviderOutcome.TIMEOUT:
+                # Late result: discarded here, under the lock. No response: the
+                # shim stopped waiting at the same deadline.
+                if result.outcome is not ProviderOutcome.TIMEOUT:
+                    self.counters.late_results += 1
+                self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, Outcome.TIMEOUT, now)
+                return
+            if result.outcome is ProviderOutcome.CONTENT and result.content is not None:
+                verdict = judge(req.capsule, result.content)
+                if verdict.verdict is Verdict.ACCEPTED and verdict.composition is not None:
+                    self._phases[rec.attempt_id] = transition(
+                        Phase.OPEN, Event.CALL_ACCEPTED, None, rec.mode
+                    )
+                    self.counters.accepted += 1
+                    accepted = SpoolResponse(
+                        spool_version=SPOOL_VERSION,
+                        request_id=rid,
+                        attempt_id=rec.attempt_id,
+                        status=ResponseStatus.ACCEPTED,
+                        outcome=ResponseOutcome.ACCEPTED,
+                        composition=verdict.composition,
+                    )
+                else:
+                    outcome = _VERDICT_OUTCOME[verdict.verdict]
+                    self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, outcome, now)
+                    accepted = None
+            else:
+                outcome = _CALL_FAILED.get(result.outcome, Outcome.PROVIDER_ERROR)
+                self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, outcome, now)
+                accepted = None
+        if accepted is not None:
+            self._publish_response(accepted)
+        else:
+            self._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome(outcome.value))
+
+    def _finalize(
+        self,
+        j: Journal,
+        rec: AttemptRecord,
+        phase: Phase,
+        event: Event,
+        outcome: Outcome,
+        now: dt.datetime,
+    ) -> None:
+        j.append_terminal(rec, phase, event, outcome, now)
+        self._phases.pop(rec.attempt_id, None)
+        self.counters.outcome(outcome)
+        if outcome not in (Outcome.SELECTED, Outcome.SHADOW_SELECTED):
+            self.counters.canonical += 1
+
+    def _expire(self, rec: AttemptRecord) -> None:
+        """Terminalize an attempt nobody owns any more (caller holds the lock)."""
+        phase = self._phases.get(rec.attempt_id, Phase.OPEN)
+        self._finalize(
+            self.journal, rec, phase, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, self._clock()
+        )
+
+    # ------------------------------------------------------------------ reports
+
+    def _handle_report(self, name: str) -> None:
+        path = self.root.reports / name
+        try:
+            report = parse_report(read_private(path, max_bytes=MAX_MESSAGE_BYTES))
+            if name != f"{report.attempt_id}.json":
+                raise MessageError("attempt_id")
+        except FileNotFoundError:
+            return
+        except (UnsafePath, MessageError, OSError, ValueError):
+            self.counters.orphan_reports += 1
+            unlink_quiet(path)
+            return
+        if self.journal_ok:
+            with self.journal.locked() as j:
+                rec = j.index.by_attempt.get(report.attempt_id)
+                phase = self._phases.get(report.attempt_id)
+                outcome = Outcome(report.outcome.value)
+                try:
+                    if rec is None or rec.outcome is not None or phase is not Phase.AWAITING_REPORT:
+                        raise MessageError("no_awaiting_attempt")
+                    self._finalize(j, rec, phase, Event.REPORT, outcome, self._clock())
+                    self.counters.reports += 1
+                except (MessageError, ValueError):
+                    self.counters.orphan_reports += 1
+                except (JournalUnverified, OSError):
+                    self.journal_ok = False
+        unlink_quiet(path)
+
+    # -------------------------------------------------------------------- sweep
+
+    def _sweep(self) -> None:
+        """Terminalize what nobody can finish any more (restart-after-expiry,
+        COMMIT_GRACE for accepted-but-unreported)."""
+        if not self.journal_ok:
+            return
+        now = self._clock()
+        with self.journal.locked() as j:
+            try:
+                for rec in list(j.index.open_attempts()):
+                    phase = self._phases.get(rec.attempt_id)
+                    if phase is Phase.OPEN:
+                        continue  # our own call is running; it concludes by the deadline
+                    limit = rec.deadline + (self._grace if phase is Phase.AWAITING_REPORT else dt.timedelta(0))
+                    if now >= limit:
+                        self._expire(rec)
+            except (JournalUnverified, OSError):
+                self.journal_ok = False
+
+    # ---------------------------------------------------------------- responses
+
+    def _respond(
+        self,
+        rid: str,
+        attempt_id: str | None,
+        status: ResponseStatus,
+        outcome: ResponseOutcome,
+    ) -> None:
+        self._publish_response(
+            SpoolResponse(
+                spool_version=SPOOL_VERSION,
+                request_id=rid,
+                attempt_id=attempt_id,
+                status=status,
+                outcome=outcome,
+                composition=None,
+            )
+        )
+
+    def _publish_response(self, resp: SpoolResponse) -> None:
+        if resp.status is not ResponseStatus.ACCEPTED:
+            self.counters.canonical += 0  # counted at finalization
+        try:
+            # Not fsynced: a response is only useful before its 4 s deadline, and
+            # after a crash the shim falls back to canonical anyway.
+            publish(
+                self.root.tmp,
+                self.root.responses / f"{resp.request_id}.json",
+                resp.to_bytes(),
+                durable=False,
+            )
+        except (FileExistsError, OSError):
+            pass
+
+    # ------------------------------------------------------------------- status
+
+    def _write_status(self) -> None:
+        c = self.counters
+        status = {
+            "schema": "kexpr-worker-status-v1",
+            "pid": os.getpid(),
+            "state": self._state,
+            "started_at_utc": self._started_at,
+            "heartbeat_at_utc": format_ts(self._clock()),
+            "journal": "verified" if self.journal_ok else "unverified",
+            "credential": "present" if self._client is not None else "absent",
+            "counters": {
+                "claimed": c.claimed,
+                "calls": c.calls,
+                "accepted": c.accepted,
+                "in_flight": c.in_flight,
+                "already_attempted": c.already_attempted,
+                "expired_requests": c.expired_requests,
+                "invalid_requests": c.invalid_requests,
+                "reports": c.reports,
+                "orphan_reports": c.orphan_reports,
+                "late_results": c.late_results,
+                "by_outcome": dict(sorted(c.by_outcome.items())),
+            },
+        }
+        try:
+            replace_private(
+                self.root.tmp,
+                self.root.status_file,
+                json.dumps(status, sort_keys=True).encode("utf-8"),
+            )
+        except OSError:
+            pass
+
+
+def _json_names(d: Path) -> list[str]:
+    try:
+        with os.scandir(d) as entries:
+            return [e.name for e in entries if e.name.endswith(".json") and not e.name.startswith(".")]
+    except FileNotFoundError:
+        return []
+
+
+def _is_hex32(s: str) -> bool:
+    return len(s) == 32 and all(c in "0123456789abcdef" for c in s)
+
+
+def wait_ready(root: DataRoot, timeout_s: float, *, pid: int | None = None) -> bool:
+    """Block until ``worker.status.json`` says ready (ops and tests use this)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            status = json.loads(root.status_file.read_bytes())
+            if status.get("state") == "ready" and (pid is None or status.get("pid") == pid):
+                return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    return False

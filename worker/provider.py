@@ -1,0 +1,292 @@
+"""The worker's one provider call: the only seam between kexpr and the network.
+
+SPEC §9 fixes every parameter; this module holds them as literals so a reviewer can
+read the whole wire contract in one place. It is a small seam in the filelock sense:
+:func:`build_client` (construction, once per process), :func:`call_once` (exactly
+one request) and :func:`call_with_deadline` (the real time bound). The SDK, httpx
+and everything else that can go wrong below them is folded into one
+:class:`ProviderOutcome` by exactly two functions, :func:`_map_failure` (things
+that raised) and :func:`_extract_content` (things that returned).
+
+Rules of this module:
+
+* Exactly one ``chat.completions.create`` per :func:`call_once`, and the client is
+  built with ``max_retries=0``: a 429, a 5xx, a transport error, a timeout, a
+  cancellation, a malformed answer or a late result never causes a second request.
+* Nothing here logs, and no exception, outcome or ``repr`` carries the prompt, the
+  capsule, the response content or the key. Outcomes are enum members; the content
+  of a ``CONTENT`` result is kept out of its ``repr``.
+* ``OPENAI_API_KEY`` is the only credential read, only in :func:`build_client`.
+  The SDK's other environment variables are refused before this module is used
+  (:mod:`worker.environment`); the endpoint is passed explicitly, so
+  ``OPENAI_BASE_URL`` could not redirect the call even if it slipped through.
+
+Outcome mapping (measured against openai 2.24.0 over ``httpx.MockTransport``)::
+
+    BaseException
+     ├── KeyboardInterrupt, SystemExit ............. propagate (call_once catches
+     │                                               only Exception; a stray one
+     │                                               given to _map_failure is a
+     │                                               cancellation: PROVIDER_ERROR)
+     └── Exception
+          ├── openai.OpenAIError
+          │    ├── APIError
+          │    │    ├── APIConnectionError ........ PROVIDER_ERROR
+          │    │    │    └── APITimeoutError ...... TIMEOUT  (httpx timeout, any phase)
+          │    │    ├── APIStatusError ............ PROVIDER_ERROR  (4xx, 429, 5xx)
+          │    │    └── APIResponseValidationError  INVALID_RESPONSE (malformed 200)
+          │    ├── LengthFinishReasonError ....... INVALID_RESPONSE (truncated 200)
+          │    ├── ContentFilterFinishReasonError  INVALID_RESPONSE (filtered 200)
+          │    └── (any other OpenAIError) ....... PROVIDER_ERROR
+          ├── httpx.TimeoutException, TimeoutError  TIMEOUT  (if one ever escapes the SDK)
+          ├── httpx.HTTPError ..................... PROVIDER_ERROR
+          ├── ValueError .......................... INVALID_RESPONSE
+          │    ├── json.JSONDecodeError              (200 whose body is not JSON)
+          │    └── pydantic.ValidationError
+          ├── TypeError ........................... INVALID_RESPONSE
+          └── (anything else) ..................... PROVIDER_ERROR
+
+    create() returned (no exception) -> _extract_content:
+     ├── ChatCompletion, exactly one Choice, finish_reason == "stop",
+     │   message.refusal is None, no tool/function call,
+     │   message.content is a str .................. CONTENT
+     └── anything else ............................. INVALID_RESPONSE
+          (a str for a 200 text/html body; None for a 200 "null"; choices=None
+           for "{}"; finish_reason "length" with silently truncated content;
+           a refusal; two choices; content null)
+
+    call_with_deadline: not finished within `seconds` ... TIMEOUT
+          (the late result, whatever it is, is discarded)
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from openai.types.chat.chat_completion import Choice
+
+from worker.environment import key_available
+from worker.instruction import SYSTEM_INSTRUCTION
+
+__all__ = [
+    "ENDPOINT",
+    "MODEL",
+    "SDK_TIMEOUT_S",
+    "ProviderOutcome",
+    "ProviderResult",
+    "build_client",
+    "call_once",
+    "call_with_deadline",
+    "request_kwargs",
+]
+
+# SPEC §9, literally. A change to any of these is a reviewed contract change.
+ENDPOINT: Final = "https://api.openai.com/v1"
+MODEL: Final = "gpt-4.1-mini"
+# Per phase (connect/read/write/pool), NOT per call: a server that drips bytes
+# slower than this can keep a call alive longer. call_with_deadline is the bound.
+SDK_TIMEOUT_S: Final = 3.0
+_MAX_RETRIES: Final = 0
+_TEMPERATURE: Final = 0.7
+_MAX_TOKENS: Final = 384
+
+
+class ProviderOutcome(enum.StrEnum):
+    CONTENT = "content"
+    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
+    PROVIDER_ERROR = "provider_error"
+    TIMEOUT = "timeout"
+    INVALID_RESPONSE = "invalid_response"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderResult:
+    """One call's outcome. ``content`` is the raw message content, only for CONTENT.
+
+    The content is still untrusted model output: the caller runs the contract's
+    strict parse on it. It is excluded from ``repr`` so that logging a result can
+    never log a response.
+    """
+
+    outcome: ProviderOutcome
+    content: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.outcome, ProviderOutcome):
+            raise TypeError("outcome must be a ProviderOutcome")
+        if self.outcome is ProviderOutcome.CONTENT:
+            if type(self.content) is not str:
+                raise TypeError("a CONTENT result carries its content as a str")
+        elif self.content is not None:
+            raise ValueError("only a CONTENT result carries content")
+
+
+def build_client(*, http_client: httpx.Client | None = None) -> openai.OpenAI | None:
+    """Build the one client, or ``None`` when the key is missing or blank.
+
+    ``None`` means ``credential_unavailable`` with zero HTTP. The caller builds the
+    client once per process. ``http_client`` is the unit tests' injection point for
+    an ``httpx.MockTransport``; production never passes it (black-box tests reach a
+    loopback fake through ``HTTPS_PROXY`` and ``SSL_CERT_FILE`` instead).
+    """
+    if not key_available(os.environ):
+        return None
+    if http_client is None:
+        return openai.OpenAI(
+            api_key=os.environ["OPENAI_API_KEY"],
+            base_url=ENDPOINT,
+            max_retries=_MAX_RETRIES,
+            timeout=SDK_TIMEOUT_S,
+        )
+    return openai.OpenAI(
+        api_key=os.environ["OPENAI_API_KEY"],
+        base_url=ENDPOINT,
+        max_retries=_MAX_RETRIES,
+        timeout=SDK_TIMEOUT_S,
+        http_client=http_client,
+    )
+
+
+def request_kwargs(capsule_json: str) -> dict[str, object]:
+    """The keyword arguments of the one ``chat.completions.create`` call.
+
+    Non-streaming (``stream`` is absent), no tools, ``store=False``. The capsule
+    JSON is the only user message, passed through as given.
+    """
+    return {
+        "model": MODEL,
+        "n": 1,
+        "temperature": _TEMPERATURE,
+        "max_tokens": _MAX_TOKENS,
+        "response_format": {"type": "json_object"},
+        "store": False,
+        "messages": [
+            {"role": "system", "content": SYSTEM_INSTRUCTION},
+            {"role": "user", "content": capsule_json},
+        ],
+    }
+
+
+def call_once(client: openai.OpenAI, capsule_json: str) -> ProviderResult:
+    """Make exactly one request and fold whatever happens into a result.
+
+    Blocks for as long as the SDK does (each phase bounded by ``SDK_TIMEOUT_S``,
+    the whole call not); use :func:`call_with_deadline` for a real bound.
+    """
+    # Typed as returning `object` on purpose: the SDK's annotation says
+    # ChatCompletion, but it returns a str for a text/html 200 and None for "null".
+    create: Callable[..., object] = client.chat.completions.create
+    try:
+        completion = create(**request_kwargs(capsule_json))
+    except Exception as exc:  # noqa: BLE001 -- every Exception is folded into an outcome
+        return ProviderResult(_map_failure(exc))
+    content = _extract_content(completion)
+    if content is None:
+        return ProviderResult(ProviderOutcome.INVALID_RESPONSE)
+    return ProviderResult(ProviderOutcome.CONTENT, content)
+
+
+def call_with_deadline(
+    client: openai.OpenAI, capsule_json: str, *, seconds: float
+) -> ProviderResult:
+    """:func:`call_once` in a daemon thread, waited on for at most ``seconds``.
+
+    Not finished in time: TIMEOUT, and the late result is discarded — the thread
+    runs to its own end (bounded per phase by the SDK timeout) and nothing reads
+    what it produced. There is never a second request. A BaseException raised in
+    the thread in time (none is expected: call_once folds every Exception) is
+    re-raised here, in the caller's thread; a late one is discarded with the result.
+
+    ``seconds <= 0`` (the deadline has already passed) is TIMEOUT with **zero**
+    requests: a result could only arrive late and be discarded. NaN or +inf is a
+    caller bug (there is always a finite deadline) and raises ValueError.
+    """
+    if math.isnan(seconds) or (math.isinf(seconds) and seconds > 0):
+        raise ValueError("seconds must be a finite number")
+    if seconds <= 0:
+        return ProviderResult(ProviderOutcome.TIMEOUT)
+    done = threading.Event()
+    box: list[ProviderResult | BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(call_once(client, capsule_json))
+        except BaseException as exc:  # noqa: BLE001 -- handed to the caller below, not swallowed
+            box.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="kexpr-provider-call", daemon=True).start()
+    if not done.wait(seconds):
+        return ProviderResult(ProviderOutcome.TIMEOUT)
+    (result,) = box
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _map_failure(exc: BaseException) -> ProviderOutcome:
+    """Map anything ``create()`` raised to an outcome. The tree is in the module
+    docstring; order matters where classes nest (a timeout is a connection error,
+    a JSONDecodeError is a ValueError)."""
+    if isinstance(exc, openai.OpenAIError):
+        if isinstance(exc, openai.APITimeoutError):
+            return ProviderOutcome.TIMEOUT
+        if isinstance(
+            exc,
+            (
+                openai.APIResponseValidationError,
+                openai.LengthFinishReasonError,
+                openai.ContentFilterFinishReasonError,
+            ),
+        ):
+            return ProviderOutcome.INVALID_RESPONSE
+        return ProviderOutcome.PROVIDER_ERROR
+    if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+        return ProviderOutcome.TIMEOUT
+    if isinstance(exc, httpx.HTTPError):
+        return ProviderOutcome.PROVIDER_ERROR
+    if isinstance(exc, (ValueError, TypeError)):
+        # json.JSONDecodeError and pydantic.ValidationError are ValueErrors.
+        return ProviderOutcome.INVALID_RESPONSE
+    return ProviderOutcome.PROVIDER_ERROR
+
+
+def _extract_content(completion: object) -> str | None:
+    """The message content of a well-formed single-choice completion, else None.
+
+    The SDK builds response models without validation, so every attribute is
+    checked for its type here rather than trusted from the annotations; a missing
+    attribute reads as a mismatch, never as an AttributeError.
+    """
+    if not isinstance(completion, ChatCompletion):
+        return None
+    choices: object = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or len(choices) != 1:
+        return None
+    (choice,) = choices
+    if not isinstance(choice, Choice) or getattr(choice, "finish_reason", None) != "stop":
+        return None
+    message: object = getattr(choice, "message", None)
+    if not isinstance(message, ChatCompletionMessage):
+        return None
+    if getattr(message, "refusal", None) is not None:
+        return None
+    tool_calls: object = getattr(message, "tool_calls", None)
+    if tool_calls is not None and tool_calls != []:
+        return None
+    if getattr(message, "function_call", None) is not None:
+        return None
+    content: object = getattr(message, "content", None)
+    if type(content) is not str:
+        return None
+    return content
