@@ -41,6 +41,7 @@ from spool.fsio import UnsafePath, claim, make_flock, publish, read_private, rep
 from spool.journal import (
     AttemptRecord,
     Event,
+    IllegalTransition,
     Journal,
     JournalUnverified,
     Mode,
@@ -182,7 +183,9 @@ class Worker:
         finally:
             wlock.release()
 
-    def _run_locked(self, stop: threading.Event) -> ExitCode:
+    def prepare(self) -> None:
+        """Build the one client (None without a key) and rebuild the dedupe index
+        from verified segments; then terminalize what died with a previous worker."""
         self._client = self._client_factory()
         try:
             self.journal.load()
@@ -191,6 +194,9 @@ class Worker:
             # Fail closed: answer every request canonical, zero calls, zero rows.
             self.journal_ok = False
         self._sweep()
+
+    def _run_locked(self, stop: threading.Event) -> ExitCode:
+        self.prepare()
         observer = Observer()
         observer.schedule(_Wake(self._wake), str(self.root.spool), recursive=True)
         observer.start()
@@ -415,7 +421,8 @@ class Worker:
                         raise MessageError("no_awaiting_attempt")
                     self._finalize(j, rec, phase, Event.REPORT, outcome, self._clock())
                     self.counters.reports += 1
-                except (MessageError, ValueError):
+                except (MessageError, ValueError, IllegalTransition):
+                    # e.g. shadow_selected for an enabled attempt: the table says no.
                     self.counters.orphan_reports += 1
                 except (JournalUnverified, OSError):
                     self.journal_ok = False

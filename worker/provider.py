@@ -207,11 +207,12 @@ def call_with_deadline(
     re-raised here, in the caller's thread; a late one is discarded with the result.
 
     ``seconds <= 0`` (the deadline has already passed) is TIMEOUT with **zero**
-    requests: a result could only arrive late and be discarded. NaN or +inf is a
-    caller bug (there is always a finite deadline) and raises ValueError.
+    requests: a result could only arrive late and be discarded. NaN, +inf or more
+    than ``threading.TIMEOUT_MAX`` is a caller bug (the worker's deadline is a few
+    seconds) and raises ValueError.
     """
-    if math.isnan(seconds) or (math.isinf(seconds) and seconds > 0):
-        raise ValueError("seconds must be a finite number")
+    if math.isnan(seconds) or seconds > threading.TIMEOUT_MAX:
+        raise ValueError("seconds must be a finite, waitable number")
     if seconds <= 0:
         return ProviderResult(ProviderOutcome.TIMEOUT)
     done = threading.Event()

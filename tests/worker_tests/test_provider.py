@@ -16,6 +16,15 @@ import httpx
 import openai
 import pydantic
 import pytest
+from spool.contract import (
+    ALL_SEMANTIC_IDS,
+    SAFE_STYLE_LEXEMES,
+    Capsule,
+    Verdict,
+    check_generated,
+    judge,
+    slot_policy,
+)
 
 from worker import provider
 from worker.instruction import SYSTEM_INSTRUCTION
@@ -32,24 +41,13 @@ from worker.provider import (
 )
 
 URL = "https://api.openai.com/v1/chat/completions"
-CAPSULE = json.dumps(
-    {
-        "schema_version": "korean-expression-v4",
-        "surface": "daily.v1",
-        "artifact_key": "0123456789abcdef" * 4,
-        "slots": [
-            {
-                "slot_id": "daily.status",
-                "allowed_predicate_ids": ["P_DAILY_COMPLETE"],
-                "allowed_action_ids": [],
-                "required_placeholder_tokens": ["[[P:01]]"],
-                "max_generated_chars": 96,
-                "max_style_lexemes": 8,
-            }
-        ],
-    },
-    separators=(",", ":"),
+CAPSULE_OBJ = Capsule(
+    schema_version="korean-expression-v4",
+    surface="daily.v1",
+    artifact_key="0123456789abcdef" * 4,
+    slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
 )
+CAPSULE = CAPSULE_OBJ.to_json()
 CONTENT = json.dumps(
     {
         "schema_version": "korean-expression-v4",
@@ -449,7 +447,7 @@ def test_no_time_left_is_timeout_with_zero_requests(
     assert not any(t.name == "kexpr-provider-call" for t in threading.enumerate())
 
 
-@pytest.mark.parametrize("seconds", [float("nan"), float("inf")])
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), 1e300])
 def test_unbounded_deadline_is_a_caller_bug(
     connect: Callable[[Recorder], openai.OpenAI], seconds: float
 ) -> None:
@@ -565,7 +563,7 @@ def test_instruction_is_static_and_mentions_json() -> None:
 
 
 def test_instruction_lists_ids_and_lexicon_but_no_expansion() -> None:
-    from spool.contract import ALL_SEMANTIC_IDS, SAFE_STYLE_LEXEMES
+    from gateway_shim.glossary import GLOSSARY
 
     assert " ".join(sorted(ALL_SEMANTIC_IDS)) in SYSTEM_INSTRUCTION
     assert " ".join(SAFE_STYLE_LEXEMES) in SYSTEM_INSTRUCTION
@@ -575,4 +573,30 @@ def test_instruction_lists_ids_and_lexicon_but_no_expansion() -> None:
     assert runs
     assert set(runs) <= set(SAFE_STYLE_LEXEMES)
     assert "저장된 오늘 기록을 확인했습니다" not in SYSTEM_INSTRUCTION
-    assert "일부 항목이 기록되지 않아" not in SYSTEM_INSTRUCTION
+    assert set(GLOSSARY) == set(ALL_SEMANTIC_IDS)
+    for expansion in GLOSSARY.values():
+        assert expansion not in SYSTEM_INSTRUCTION
+
+
+@pytest.mark.parametrize(
+    ("slot_id", "ids", "example"),
+    [
+        ("daily.status", ["P_DAILY_COMPLETE"], "차분히, [[P:01]]."),
+        (
+            "weekly.interpretation",
+            ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"],
+            "우선 [[P:01]]. 이어서 [[P:02]].",
+        ),
+    ],
+)
+def test_instruction_examples_are_accepted_by_the_contract(
+    slot_id: str, ids: list[str], example: str
+) -> None:
+    assert f": {example}\n" in SYSTEM_INSTRUCTION
+    assert check_generated(slot_policy(slot_id, ids), example) is None
+
+
+def test_fixture_content_is_what_the_contract_accepts() -> None:
+    # The CONTENT the fake provider returns is a well-formed answer to CAPSULE, so
+    # the CONTENT outcome tests exercise a realistic, pretty-printed response.
+    assert judge(CAPSULE_OBJ, CONTENT).verdict is Verdict.ACCEPTED

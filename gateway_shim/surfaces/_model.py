@@ -1,0 +1,371 @@
+"""Surface-independent model of a canonical body: locked bytes and prose slots.
+
+Rules of this module (SPEC §7; plan "Korean style grammar ... deterministic
+rejection"). Every surface adapter builds on them, so they live here once:
+
+Rule 1 — pure. Values in, values out: no I/O, no clock, no randomness (STYLE h11).
+
+Rule 2 — a body is a sequence of segments: ``Locked`` text that the host rendered
+and that must come back byte for byte, and ``SlotRef``s to ``ProseSlot``s whose
+canonical text is the exact local expansion of code-issued semantic IDs. A
+``CanonicalSurface`` that does not reassemble to its own body cannot be
+constructed.
+
+Rule 3 — nothing is expanded that the contract did not accept. ``render`` runs
+``spool.contract.check_generated`` on every slot itself, even though the
+coordinator has already done so: the shim re-validates (SPEC §1), and a caller of
+``render`` cannot skip it. One failed slot fails the whole body: all or nothing,
+no partial selection, no repair.
+
+Rule 4 — after expansion the whole body is rebuilt and every locked byte is
+PROVEN unchanged by an independent check: each locked segment is sliced out of
+the new body at its computed UTF-16 offsets and compared, and the concatenation
+of the locked slices of both bodies is compared. The layout (line structure) may
+not move: an expanded slot contains no line break or control character.
+
+Rule 5 — Telegram counts UTF-16 code units, not code points: an astral character
+(most emoji) is two units. Every length and offset here is in UTF-16 units, and
+no body longer than ``TELEGRAM_MAX_UTF16`` is canonical or rendered.
+
+Rule 6 — errors carry an enum and nothing else. An exception message is the
+enum's value; it never holds customer content, composition text or expansions.
+"""
+
+from __future__ import annotations
+
+import enum
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from spool.contract import Reason, SlotPolicy, check_generated, slot_policy
+from spool.contract.manifest import ACTION_PREFIX, PREDICATE_PREFIX, TOKEN_RE
+
+from gateway_shim.glossary import GLOSSARY
+
+__all__ = [
+    "TELEGRAM_MAX_UTF16",
+    "CanonicalSurface",
+    "Ineligible",
+    "IneligibleReason",
+    "Locked",
+    "Placeholder",
+    "ProseSlot",
+    "RenderError",
+    "RenderReason",
+    "RenderedBody",
+    "SlotRef",
+    "utf16_len",
+]
+
+TELEGRAM_MAX_UTF16: Final = 4096
+
+
+def utf16_len(s: str) -> int:
+    """Length of ``s`` in UTF-16 code units, the unit Telegram counts.
+
+    ``surrogatepass`` so that a lone surrogate counts as the one unit it is
+    instead of raising; the adapters reject such text separately.
+    """
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _utf16_slice(encoded: bytes, start: int, end: int) -> str:
+    """Decode the code units ``[start, end)`` of a UTF-16-LE encoded body."""
+    return encoded[2 * start : 2 * end].decode("utf-16-le", "surrogatepass")
+
+
+def _has_line_break_or_control(s: str) -> bool:
+    # Cc covers LF, CR, tab, NEL (U+0085); Zl/Zp are U+2028/U+2029, which Telegram
+    # clients and str.splitlines also treat as line breaks.
+    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in s)
+
+
+class IneligibleReason(enum.Enum):
+    """Why a canonical body is not eligible for expression (canonical, no request).
+
+    Shared by every surface adapter; a new surface adds the members it needs.
+    """
+
+    # Input types and whole-body limits, checked before any grammar.
+    NOT_TEXT = "not_text"
+    FACTS_INVALID = "facts_invalid"
+    INVALID_UNICODE = "invalid_unicode"
+    TOO_LONG_UTF16 = "too_long_utf16"
+    CARRIAGE_RETURN = "carriage_return"
+    TRAILING_NEWLINE = "trailing_newline"
+    CONTROL_CHARACTER = "control_character"
+    # Layout: paragraphs separated by exactly one blank line.
+    BLANK_LINE_MISMATCH = "blank_line_mismatch"
+    PARAGRAPH_COUNT_MISMATCH = "paragraph_count_mismatch"
+    TITLE_INVALID = "title_invalid"
+    # Fact block.
+    FACT_LINE_MALFORMED = "fact_line_malformed"
+    FACT_LABEL_UNKNOWN = "fact_label_unknown"
+    FACT_LABEL_DUPLICATE = "fact_label_duplicate"
+    FACT_LABEL_MISSING = "fact_label_missing"
+    FACT_LABEL_ORDER = "fact_label_order"
+    FACT_VALUE_EMPTY = "fact_value_empty"
+    # Slot text against the typed facts.
+    STATUS_TEXT_MISMATCH = "status_text_mismatch"
+    STATUS_COMPLETENESS_MISMATCH = "status_completeness_mismatch"
+    HOST_FACTS_MISMATCH = "host_facts_mismatch"
+    # Action block.
+    ACTIONS_HEADING_MISSING = "actions_heading_missing"
+    NO_ACTIONS = "no_actions"
+    ACTION_LINE_MALFORMED = "action_line_malformed"
+
+
+class RenderReason(enum.Enum):
+    """Why a composition could not be rendered (the canonical body is used)."""
+
+    MISSING_SLOT = "missing_slot"
+    UNKNOWN_SLOT = "unknown_slot"
+    COMPOSITION_REJECTED = "composition_rejected"
+    TOKEN_MISMATCH = "token_mismatch"
+    LAYOUT_CHANGED = "layout_changed"
+    LOCKED_BYTES_CHANGED = "locked_bytes_changed"
+    TOO_LONG_UTF16 = "too_long_utf16"
+
+
+class Ineligible(Exception):
+    """The canonical body is not eligible: publish it as is, make no request."""
+
+    def __init__(self, reason: IneligibleReason) -> None:
+        super().__init__(reason.value)
+        self.reason: Final = reason
+
+
+class RenderError(Exception):
+    """A composition could not be rendered: publish the canonical body.
+
+    ``contract_reason`` is the contract's own enum when ``reason`` is
+    ``COMPOSITION_REJECTED``, else ``None``.
+    """
+
+    def __init__(self, reason: RenderReason, contract_reason: Reason | None = None) -> None:
+        super().__init__(reason.value)
+        self.reason: Final = reason
+        self.contract_reason: Final = contract_reason
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    """One issued token and the local sentence it stands for."""
+
+    token: str
+    semantic_id: str
+    expansion: str
+
+    def __post_init__(self) -> None:
+        # A slot-local token (SPEC §6): the contract's own regex, ``fullmatch`` only.
+        if not isinstance(self.token, str) or TOKEN_RE.fullmatch(self.token) is None:
+            raise ValueError("placeholder token is malformed")
+        if not isinstance(self.semantic_id, str) or self.semantic_id not in GLOSSARY:
+            raise ValueError("placeholder semantic_id is not in the glossary")
+        # "[[P:01]]"[2] is the family letter; an ID's family is its prefix.
+        if not self.semantic_id.startswith(self.token[2] + "_"):
+            raise ValueError("placeholder token family does not match its semantic_id")
+        if self.expansion != GLOSSARY[self.semantic_id]:
+            raise ValueError("placeholder expansion is not the glossary sentence")
+
+
+@dataclass(frozen=True, slots=True)
+class ProseSlot:
+    """A slot: the only bytes of a body a composition may replace."""
+
+    slot_id: str
+    placeholders: tuple[Placeholder, ...]
+    canonical_text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.placeholders, tuple) or not self.placeholders:
+            raise ValueError("a prose slot needs at least one placeholder")
+        if not all(isinstance(p, Placeholder) for p in self.placeholders):
+            raise TypeError("placeholders must be Placeholder instances")
+        # The canonical composition is the bare tokens in issued order; its
+        # expansion is the canonical text.
+        if self.canonical_text != " ".join(p.expansion + "." for p in self.placeholders):
+            raise ValueError("canonical_text is not the expansion of the placeholders")
+        # Raises CapsuleError (a ValueError) unless the IDs are one manifest branch of
+        # this slot. The policy lists them in canonical branch order; the
+        # placeholders must be in that order with exactly the issued tokens, so
+        # token i stands for the same ID here, in the capsule and in the response.
+        policy = self.policy()
+        ids = tuple(p.semantic_id for p in self.placeholders)
+        if (
+            policy.required_placeholder_tokens != tuple(p.token for p in self.placeholders)
+            or policy.allowed_predicate_ids
+            != tuple(i for i in ids if i.startswith(PREDICATE_PREFIX))
+            or policy.allowed_action_ids != tuple(i for i in ids if i.startswith(ACTION_PREFIX))
+        ):
+            raise ValueError("placeholders are not the contract's issued tokens in branch order")
+
+    def policy(self) -> SlotPolicy:
+        """The capsule slot for this prose slot (manifest limits, issued tokens)."""
+        return slot_policy(self.slot_id, [p.semantic_id for p in self.placeholders])
+
+    def expand(self, generated_ko: str) -> str:
+        """Replace each issued token by its expansion.
+
+        Call only after the contract accepted ``generated_ko`` for ``policy()``.
+        Each token must occur exactly once; expansions never contain ``[[``
+        (glossary invariant), so one replacement cannot create another token.
+        """
+        text = generated_ko
+        for p in self.placeholders:
+            if text.count(p.token) != 1:
+                raise RenderError(RenderReason.TOKEN_MISMATCH)
+            text = text.replace(p.token, p.expansion, 1)
+        if "[[" in text:
+            raise RenderError(RenderReason.TOKEN_MISMATCH)
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Locked:
+    """Host-rendered bytes that must come back unchanged."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text:
+            raise ValueError("a locked segment is non-empty text")
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRef:
+    """The position of ``CanonicalSurface.slots[index]`` in the body."""
+
+    index: int
+
+    def __post_init__(self) -> None:
+        if type(self.index) is not int or self.index < 0:
+            raise ValueError("a slot reference is a non-negative int")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedBody:
+    """A body plus the UTF-16 ``[start, end)`` span of each locked segment in it.
+
+    A host shifts its Telegram message entities by these spans.
+    """
+
+    body: str
+    locked_spans_utf16: tuple[tuple[int, int], ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.body, str):
+            raise TypeError("body must be str")
+        position = 0
+        for start, end in self.locked_spans_utf16:
+            if not position <= start < end:
+                raise ValueError("locked spans must be non-empty, ordered and disjoint")
+            position = end
+        if position > utf16_len(self.body):
+            raise ValueError("a locked span lies outside the body")
+
+    def locked_texts(self) -> tuple[str, ...]:
+        """The text of each locked span, sliced out of ``body`` by its offsets."""
+        encoded = self.body.encode("utf-16-le", "surrogatepass")
+        return tuple(_utf16_slice(encoded, start, end) for start, end in self.locked_spans_utf16)
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalSurface:
+    """A parsed canonical body: its slots and its locked segments, in order."""
+
+    surface: str
+    body: str
+    slots: tuple[ProseSlot, ...]
+    segments: tuple[Locked | SlotRef, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.surface, str) or not self.surface:
+            raise ValueError("surface must be a non-empty str")
+        if not isinstance(self.slots, tuple) or not all(
+            isinstance(s, ProseSlot) for s in self.slots
+        ):
+            raise TypeError("slots must be a tuple of ProseSlot")
+        if len({s.slot_id for s in self.slots}) != len(self.slots):
+            raise ValueError("slot ids must be unique")
+        if not isinstance(self.segments, tuple):
+            raise TypeError("segments must be a tuple")
+        refs = [seg.index for seg in self.segments if isinstance(seg, SlotRef)]
+        if refs != list(range(len(self.slots))):
+            raise ValueError("every slot must be referenced exactly once, in order")
+        if not all(isinstance(seg, (Locked, SlotRef)) for seg in self.segments):
+            raise TypeError("segments must be Locked or SlotRef")
+        if self._assemble(tuple(s.canonical_text for s in self.slots)).body != self.body:
+            raise ValueError("segments and slot texts do not reassemble to the body")
+        if utf16_len(self.body) > TELEGRAM_MAX_UTF16:
+            raise ValueError("body exceeds the Telegram UTF-16 limit")
+
+    def _assemble(self, slot_texts: tuple[str, ...]) -> RenderedBody:
+        """Concatenate the segments with ``slot_texts``; record locked offsets."""
+        parts: list[str] = []
+        spans: list[tuple[int, int]] = []
+        position = 0
+        for seg in self.segments:
+            text = seg.text if isinstance(seg, Locked) else slot_texts[seg.index]
+            end = position + utf16_len(text)
+            if isinstance(seg, Locked):
+                spans.append((position, end))
+            parts.append(text)
+            position = end
+        return RenderedBody(body="".join(parts), locked_spans_utf16=tuple(spans))
+
+    def canonical(self) -> RenderedBody:
+        """The canonical body with its locked offsets (the fallback)."""
+        return self._assemble(tuple(s.canonical_text for s in self.slots))
+
+    def render(self, generated: Mapping[str, str]) -> RenderedBody:
+        """Expand a composition for EVERY slot and rebuild the whole body.
+
+        Raises ``RenderError``; the caller then publishes ``canonical()``.
+        """
+        if not isinstance(generated, Mapping):
+            raise RenderError(RenderReason.MISSING_SLOT)
+        slot_ids = [s.slot_id for s in self.slots]
+        if any(slot_id not in generated for slot_id in slot_ids):
+            raise RenderError(RenderReason.MISSING_SLOT)
+        if len(generated) != len(slot_ids):
+            raise RenderError(RenderReason.UNKNOWN_SLOT)
+        expanded: list[str] = []
+        for slot in self.slots:
+            generated_ko = generated[slot.slot_id]
+            if not isinstance(generated_ko, str):
+                raise RenderError(RenderReason.COMPOSITION_REJECTED)
+            contract_reason = check_generated(slot.policy(), generated_ko)
+            if contract_reason is not None:
+                raise RenderError(RenderReason.COMPOSITION_REJECTED, contract_reason)
+            text = slot.expand(generated_ko)
+            if _has_line_break_or_control(text):
+                raise RenderError(RenderReason.LAYOUT_CHANGED)
+            expanded.append(text)
+        rendered = self._assemble(tuple(expanded))
+        self._prove_locked(rendered)
+        if utf16_len(rendered.body) > TELEGRAM_MAX_UTF16:
+            raise RenderError(RenderReason.TOO_LONG_UTF16)
+        return rendered
+
+    def _prove_locked(self, rendered: RenderedBody) -> None:
+        """Independently prove every locked byte of ``rendered`` is unchanged.
+
+        Does not trust how ``rendered`` was built: slices its body at its
+        recorded offsets, compares each slice with the locked segment, and
+        compares the concatenation of locked slices with the canonical body's.
+        """
+        locked = tuple(seg.text for seg in self.segments if isinstance(seg, Locked))
+        try:
+            new_texts = rendered.locked_texts()
+            canonical_texts = self.canonical().locked_texts()
+        except UnicodeDecodeError as e:  # an offset split a surrogate pair
+            raise RenderError(RenderReason.LOCKED_BYTES_CHANGED) from e
+        if new_texts != locked or canonical_texts != locked:
+            raise RenderError(RenderReason.LOCKED_BYTES_CHANGED)
+        if "".join(new_texts) != "".join(canonical_texts):
+            raise RenderError(RenderReason.LOCKED_BYTES_CHANGED)
+        if rendered.body.count("\n") != self.body.count("\n"):
+            raise RenderError(RenderReason.LAYOUT_CHANGED)

@@ -1,0 +1,401 @@
+"""The coordinator against a scripted stand-in for the worker (a thread that
+answers the spool), so each shim-side rule can be forced: disabled and ineligible
+write nothing, a compromised worker cannot get text past re-validation, the wait
+is bounded, asyncio hosts are not blocked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway_shim import (
+    CandidateOutcome,
+    CandidateStatus,
+    DailyFacts,
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    exact_block,
+    format_daily,
+)
+from spool.fsio import publish
+from spool.layout import DataRoot
+from spool.messages import parse_report, parse_request
+
+BODY = format_daily(
+    title="체크인 요약",
+    facts=[("체중", "70kg"), ("식단", "3끼"), ("단백질", "120g"), ("수분", "2L"), ("운동", "걷기"), ("수면", "7시간"), ("컨디션", "보통")],
+    actions=["물 마시기"],
+)
+SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
+FACTS = DailyFacts(complete=True)
+
+Answer = Callable[[dict[str, object]], dict[str, object] | bytes | None]
+
+
+def composition(req: dict[str, object], generated: str) -> dict[str, object]:
+    capsule = req["capsule"]
+    assert isinstance(capsule, dict)
+    return {
+        "schema_version": capsule["schema_version"],
+        "surface": capsule["surface"],
+        "artifact_key": capsule["artifact_key"],
+        "slots": [
+            {
+                "slot_id": s["slot_id"],
+                "predicate_ids": s["allowed_predicate_ids"],
+                "action_ids": s["allowed_action_ids"],
+                "placeholder_tokens": s["required_placeholder_tokens"],
+                "generated_ko": generated,
+            }
+            for s in capsule["slots"]
+        ],
+    }
+
+
+def accepted(generated: str = "차분히, [[P:01]].") -> Answer:
+    def answer(req: dict[str, object]) -> dict[str, object]:
+        return {
+            "spool_version": "kexpr-spool-v1",
+            "request_id": req["request_id"],
+            "attempt_id": "e" * 32,
+            "status": "accepted",
+            "outcome": "accepted",
+            "composition": composition(req, generated),
+        }
+
+    return answer
+
+
+def status(st: str, outcome: str) -> Answer:
+    return lambda req: {
+        "spool_version": "kexpr-spool-v1",
+        "request_id": req["request_id"],
+        "attempt_id": None,
+        "status": st,
+        "outcome": outcome,
+        "composition": None,
+    }
+
+
+class ScriptedWorker:
+    """Answers each request in ``requests/`` with ``answer(request)`` after ``delay``."""
+
+    def __init__(self, root: DataRoot, answer: Answer, delay: float = 0.0) -> None:
+        self.root, self.answer, self.delay = root, answer, delay
+        self.requests: list[dict[str, object]] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> ScriptedWorker:
+        self.root.ensure()
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join(5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.01):
+            for p in sorted(self.root.requests.glob("*.json")):
+                raw = p.read_bytes()
+                parse_request(raw)  # the shim only ever writes valid requests
+                req = json.loads(raw)
+                p.unlink()
+                self.requests.append(req)
+                if self._stop.wait(self.delay):
+                    return
+                out = self.answer(req)
+                if out is None:
+                    continue
+                data = out if isinstance(out, bytes) else json.dumps(out, ensure_ascii=False).encode()
+                publish(self.root.tmp, self.root.responses / f"{req['request_id']}.json", data)
+
+
+def coordinator(root: Path, mode: Mode = Mode.ENABLED, **surfaces: bool) -> KoreanExpressionCoordinator:
+    surfaces = surfaces or {"daily": True}
+    return KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(mode, **surfaces)), root)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[DataRoot]:
+    yield DataRoot(tmp_path / "root")
+
+
+def files_under(path: Path) -> list[Path]:
+    return [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        KoreanExpressionConfig.from_extra(None),
+        KoreanExpressionConfig.from_block(exact_block(Mode.DISABLED, daily=True)),
+        KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True)),  # daily off
+        KoreanExpressionConfig.from_block({**exact_block(Mode.ENABLED, daily=True), "api_key": "x"}),
+    ],
+    ids=["absent", "disabled", "surface_off", "invalid"],
+)
+def test_disabled_is_canonical_and_writes_nothing(root: DataRoot, config: KoreanExpressionConfig) -> None:
+    coord = KoreanExpressionCoordinator(config, root.root)
+    cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    assert cand.outcome is CandidateOutcome.DISABLED
+    assert (cand.body, cand.status, cand.publication_permitted) == (BODY, CandidateStatus.CANONICAL, True)
+    assert cand.attempt_id is None and cand.artifact_key is None
+    assert not root.root.exists()
+
+
+def test_ineligible_body_is_canonical_and_writes_nothing(root: DataRoot) -> None:
+    coord = coordinator(root.root)
+    cand = coord.present_daily(BODY, facts=DailyFacts(complete=False), finalized_event_id="evt")
+    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == BODY
+    cand = coord.present_daily(BODY + "\n", facts=FACTS, finalized_event_id="evt")
+    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == BODY + "\n"
+    assert not root.root.exists()
+
+
+def test_enabled_selected_then_report(root: DataRoot) -> None:
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, accepted()) as w:
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+        coord.report(cand, "selected")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.ACCEPTED and cand.body == SELECTED
+    assert cand.status is CandidateStatus.SELECTED and cand.attempt_id == "e" * 32
+    # Locked spans: same texts in both bodies, offsets shifted after the slot.
+    assert cand.canonical_locked_spans_utf16[0] == cand.locked_spans_utf16[0]
+    assert cand.locked_spans_utf16[1][0] - cand.canonical_locked_spans_utf16[1][0] == len("차분히, ")
+    report = parse_report((root.reports / f"{'e' * 32}.json").read_bytes())
+    assert report.outcome.value == "selected"
+    req = w.requests[0]
+    assert req["mode"] == "enabled" and set(req) == {
+        "spool_version", "request_id", "submitted_at_utc", "deadline_at_utc", "mode", "capsule"
+    }
+    with pytest.raises(ValueError):
+        coord.report(cand, "selected")  # exactly once
+
+
+def test_shadow_reports_shadow_selected_and_publishes_canonical(root: DataRoot) -> None:
+    coord = coordinator(root.root, Mode.SHADOW)
+    with ScriptedWorker(root, accepted()):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.SHADOW_SELECTED
+    assert (cand.body, cand.status) == (BODY, CandidateStatus.CANONICAL)
+    assert parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value == "shadow_selected"
+    with pytest.raises(ValueError):
+        coord.report(cand, "selected")  # nothing to report in shadow
+
+
+@pytest.mark.parametrize(
+    "generated",
+    [
+        "오늘은 차분히, [[P:01]].",  # outside the lexicon
+        "차분히, [[P:01]]. 잘 하셨습니다.",
+        "[[P:01]].",  # canonical-only
+        "차분히, 저장된 오늘 기록을 확인했습니다.",  # literal expansion instead of the token
+    ],
+)
+def test_compromised_worker_cannot_get_text_past_revalidation(root: DataRoot, generated: str) -> None:
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, accepted(generated)):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.VALIDATION_REJECTED
+    assert cand.body == BODY and cand.status is CandidateStatus.CANONICAL
+    assert parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value == "validation_rejected"
+
+
+def test_compromised_worker_echoing_another_capsule_is_rejected(root: DataRoot) -> None:
+    def answer(req: dict[str, object]) -> dict[str, object]:
+        out = accepted()(req)
+        comp = out["composition"]
+        assert isinstance(comp, dict)
+        comp["artifact_key"] = "f" * 64
+        return out
+
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, answer):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.VALIDATION_REJECTED and cand.body == BODY
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"not json", b'{"spool_version":"kexpr-spool-v1"}', b"\xef\xbb\xbf{}"],
+)
+def test_malformed_response_is_canonical(root: DataRoot, raw: bytes) -> None:
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, lambda req: raw):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.INVALID_RESPONSE and cand.body == BODY
+
+
+def test_response_with_a_control_character_is_refused_before_parsing(root: DataRoot) -> None:
+    # The spool reader is the contract's strict JSON reader: a newline inside a
+    # string value fails the whole file before any model is built.
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, accepted("차분히,\n[[P:01]].")):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.INVALID_RESPONSE and cand.body == BODY
+
+
+def test_response_for_another_request_is_canonical(root: DataRoot) -> None:
+    def answer(req: dict[str, object]) -> dict[str, object]:
+        out = accepted()(req)
+        publish(root.tmp, root.responses / f"{req['request_id']}.json",
+                json.dumps({**out, "request_id": "0" * 32}, ensure_ascii=False).encode())
+        return None  # type: ignore[return-value]
+
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, answer):  # type: ignore[arg-type]
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.INVALID_RESPONSE
+
+
+@pytest.mark.parametrize(
+    ("st", "outcome", "permitted"),
+    [
+        ("in_flight", "in_flight", False),
+        ("already_attempted", "already_attempted", True),
+        ("canonical", "provider_error", True),
+        ("canonical", "credential_unavailable", True),
+        ("canonical", "journal_unavailable", True),
+    ],
+)
+def test_non_accepted_statuses(root: DataRoot, st: str, outcome: str, permitted: bool) -> None:
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, status(st, outcome)):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome.value == outcome and cand.body == BODY
+    assert cand.publication_permitted is permitted
+
+
+def test_no_response_times_out_at_the_deadline(root: DataRoot) -> None:
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, lambda req: None):
+        t0 = time.monotonic()
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+        elapsed = time.monotonic() - t0
+    coord.close()
+    assert cand.outcome is CandidateOutcome.TIMEOUT and cand.body == BODY
+    assert 3.9 <= elapsed < 5.5  # the 4 s wait, bounded (correctness, not a benchmark)
+
+
+def test_late_response_is_ignored(root: DataRoot) -> None:
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, accepted(), delay=4.3):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.TIMEOUT and cand.body == BODY
+    assert not list(root.reports.glob("*.json"))
+
+
+def test_artifact_key_is_stable_and_opaque(root: DataRoot) -> None:
+    coord = coordinator(root.root, Mode.SHADOW)
+    with ScriptedWorker(root, status("canonical", "provider_error")) as w:
+        a = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
+        b = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
+        c = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-2")
+    coord.close()
+    assert a.artifact_key == b.artifact_key != c.artifact_key
+    assert len(a.artifact_key or "") == 64
+    assert b"evt-1" not in json.dumps(w.requests).encode()
+
+
+def test_unsafe_data_root_is_canonical(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    coord = coordinator(link)
+    cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    assert cand.outcome is CandidateOutcome.SPOOL_UNAVAILABLE and cand.body == BODY
+    assert list(real.iterdir()) == []
+
+
+def test_telemetry_exact_fields_and_sink_failure_ignored(root: DataRoot) -> None:
+    events: list[dict[str, str]] = []
+    got = threading.Event()
+
+    def sink(ev):  # type: ignore[no-untyped-def]
+        events.append(dict(ev))
+        got.set()
+        raise RuntimeError("sink broken")
+
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True))
+    coord = KoreanExpressionCoordinator(cfg, root.root, telemetry=sink)
+    with ScriptedWorker(root, accepted()):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-secret")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.SHADOW_SELECTED
+    assert got.wait(5)
+    assert events[0] == {
+        "event": "korean_expression.presentation",
+        "contract_version": "korean-expression-v4",
+        "surface": "daily.v1",
+        "mode": "shadow",
+        "outcome": "shadow_selected",
+        "latency_bucket": events[0]["latency_bucket"],
+    }
+
+
+def test_async_presentation_does_not_block_the_event_loop(root: DataRoot) -> None:
+    coord = coordinator(root.root)
+
+    async def main() -> tuple[object, int]:
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        cand = await coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="evt")
+        stop.set()
+        await t
+        return cand, ticks
+
+    with ScriptedWorker(root, accepted(), delay=0.6):
+        cand, ticks = asyncio.run(main())
+    coord.close()
+    assert getattr(cand, "outcome") is CandidateOutcome.ACCEPTED
+    # ~60 ticks in 0.6 s if the loop ran freely; a blocked loop gives ~1.
+    assert ticks >= 20
+
+
+def test_gateway_side_never_imports_openai() -> None:
+    code = (
+        "import sys, gateway_shim, spool, spool.contract, spool.journal, spool.messages;"
+        "import gateway_shim.coordinator;"
+        "assert 'openai' not in sys.modules, 'openai imported';"
+        "assert 'httpx' not in sys.modules, 'httpx imported'"
+    )
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_gateway_side_source_never_names_the_key() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    for pkg in ("gateway_shim", "queue/spool"):
+        for src in (repo / pkg).rglob("*.py"):
+            assert "OPENAI_API_KEY" not in src.read_text("utf-8"), src
+            assert "import openai" not in src.read_text("utf-8"), src
