@@ -1,61 +1,45 @@
-"""The ``kexpr`` command line."""
+"""The ``kexpr`` command line.
+
+Each command lives in its own module and is imported only when run, so that
+``kexpr contract check`` on a gateway host never imports the worker or its SDK.
+To add a command, add one row to `COMMANDS`: ``name -> (module, function, help)``;
+the function takes the remaining argv and returns the exit code.
+"""
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
-from spool.layout import DEFAULT_DATA_ROOT
+COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
+    "run": ("ops.demo", "cli", "the main job: supervised worker + sample presentations, as a table"),
+    "supervise": ("ops.supervisor", "cli", "run the worker under supervision (explicit minimal env)"),
+    "worker": ("worker.main", "main", "run the worker in the foreground (started by `supervise`)"),
+    "contract": ("ops.contract_cli", "cli", "contract check: judge recorded responses against a capsule"),
+}
 
-USAGE = """kexpr <command> [options]
 
-commands:
-  run             the main job: supervised worker + sample presentations, printed as a table
-  supervise       run the worker under supervision (explicit minimal environment)
-  worker          run the worker in the foreground (normally started by `supervise`)
-  contract check  judge a recorded model response against a capsule
-"""
+def usage() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = ["usage: kexpr <command> [options]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
+        print(usage(), file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
-    cmd, rest = args[0], args[1:]
-    if cmd == "worker":
-        from worker.main import main as worker_main
-
-        return worker_main(rest)
-    if cmd == "supervise":
-        from ops.supervisor import WorkerSpec, supervise
-
-        p = argparse.ArgumentParser(prog="kexpr supervise")
-        p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-        p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
-        p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
-        a = p.parse_args(rest)
-        return supervise(WorkerSpec(a.data_root, a.https_proxy, a.ssl_cert_file))
-    if cmd == "contract":
-        if not rest or rest[0] != "check":
-            print("usage: kexpr contract check ...", file=sys.stderr)
-            return 2
-        from ops.contract_cli import run_contract_check
-
-        return run_contract_check(rest[1:], sys.stdout, sys.stderr)
-    if cmd == "run":
-        from ops.demo import run_main_job
-
-        p = argparse.ArgumentParser(prog="kexpr run")
-        p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-        p.add_argument("--https-proxy")
-        p.add_argument("--ssl-cert-file")
-        a = p.parse_args(rest)
-        return run_main_job(a.data_root, https_proxy=a.https_proxy, ssl_cert_file=a.ssl_cert_file)
-    print(USAGE, file=sys.stderr)
-    return 2
+    entry = COMMANDS.get(args[0])
+    if entry is None:
+        print(usage(), file=sys.stderr)
+        return 2
+    module, function, _ = entry
+    fn: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
+    return fn(args[1:])
 
 
 if __name__ == "__main__":

@@ -27,6 +27,19 @@ GATEWAY_ENV: Final = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 READY_TIMEOUT_S: Final = 20.0
 
 
+def cli(argv: list[str]) -> int:
+    import argparse
+
+    from spool.layout import DEFAULT_DATA_ROOT
+
+    p = argparse.ArgumentParser(prog="kexpr run")
+    p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
+    p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
+    a = p.parse_args(argv)
+    return run_main_job(a.data_root, https_proxy=a.https_proxy, ssl_cert_file=a.ssl_cert_file)
+
+
 def run_main_job(
     data_root: Path, *, https_proxy: str | None = None, ssl_cert_file: str | None = None
 ) -> int:

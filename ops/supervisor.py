@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from worker.daemon import ExitCode
+from worker.exitcodes import ExitCode
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
 BASE_ENV: Final[Mapping[str, str]] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -111,6 +111,19 @@ class Supervisor:
             child.kill()
             child.wait()
         return 0
+
+
+def cli(argv: list[str]) -> int:
+    import argparse
+
+    from spool.layout import DEFAULT_DATA_ROOT
+
+    p = argparse.ArgumentParser(prog="kexpr supervise")
+    p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
+    p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
+    a = p.parse_args(argv)
+    return supervise(WorkerSpec(a.data_root, a.https_proxy, a.ssl_cert_file))
 
 
 def supervise(spec: WorkerSpec) -> int:

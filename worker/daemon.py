@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime as dt
-import enum
 import json
 import os
 import secrets
@@ -64,6 +63,7 @@ from spool.messages import (
     parse_request,
 )
 from worker.environment import hazardous_environment
+from worker.exitcodes import ExitCode
 from worker.provider import ProviderOutcome, ProviderResult, build_client, call_with_deadline
 
 if TYPE_CHECKING:
@@ -76,13 +76,6 @@ COMMIT_GRACE: Final = dt.timedelta(minutes=10)
 MAX_WAIT: Final = dt.timedelta(seconds=4)
 RESCAN_INTERVAL_S: Final = 1.0
 POOL_SIZE: Final = 8
-
-
-class ExitCode(enum.IntEnum):
-    OK = 0
-    ANOTHER_WORKER = 73  # EX_CANTCREAT: the worker lock is held
-    UNSAFE_DATA_ROOT = 74  # EX_IOERR
-    HAZARDOUS_ENVIRONMENT = 78  # EX_CONFIG
 
 
 _CALL_FAILED: Final = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import signal
 import sys
 import threading
@@ -11,8 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from spool.layout import DEFAULT_DATA_ROOT, DataRoot
-from worker.daemon import ExitCode, Worker
 from worker.environment import hazardous_environment
+from worker.exitcodes import ExitCode
+
+# worker.daemon (and with it the openai SDK) is imported only after the
+# environment check: the SDK reads OPENAI_LOG at import time (SPEC §9).
 
 PR_SET_DUMPABLE = 4
 
@@ -32,8 +36,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     args = parser.parse_args(argv)
     _make_undumpable()
-    import os
-
     hazards = hazardous_environment(os.environ)
     if hazards:
         # Enum names only; never values.
@@ -43,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return int(ExitCode.HAZARDOUS_ENVIRONMENT)
+    from worker.daemon import Worker
+
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

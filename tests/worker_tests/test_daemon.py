@@ -25,7 +25,8 @@ from spool.messages import (
     SpoolRequest,
     parse_response,
 )
-from worker.daemon import ExitCode, Worker
+from worker.daemon import Worker
+from worker.exitcodes import ExitCode
 from worker.provider import build_client
 
 T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
