@@ -1,0 +1,58 @@
+"""spool.contract — the pure Korean expression contract (SPEC §6).
+
+Capsule and response models, the strict JSON reader, the style grammar, the lexicon and
+the forbidden vocabulary, and the per-slot semantic manifest. No I/O, no clock, no
+randomness: values in, values out (h11's rule for a protocol core).
+"""
+
+from __future__ import annotations
+
+from ._grammar import check_generated
+from ._judge import Judgement, judge
+from ._models import (
+    CONTRACT_VERSION,
+    Capsule,
+    CapsuleError,
+    Composition,
+    ResponseSlot,
+    SlotPolicy,
+    slot_policy,
+)
+from ._strictjson import MAX_RESPONSE_BYTES
+from .lexicon import SAFE_STYLE_LEXEMES
+from .manifest import (
+    ALL_SEMANTIC_IDS,
+    MANIFEST,
+    SURFACES,
+    SlotManifest,
+    manifest_for,
+    slot_ids_for_surface,
+    tokens_for,
+)
+from .reasons import REASON_VERDICT, CapsuleReason, Reason, Verdict
+
+__all__ = [
+    "ALL_SEMANTIC_IDS",
+    "CONTRACT_VERSION",
+    "MANIFEST",
+    "MAX_RESPONSE_BYTES",
+    "REASON_VERDICT",
+    "SAFE_STYLE_LEXEMES",
+    "SURFACES",
+    "Capsule",
+    "CapsuleError",
+    "CapsuleReason",
+    "Composition",
+    "Judgement",
+    "Reason",
+    "ResponseSlot",
+    "SlotManifest",
+    "SlotPolicy",
+    "Verdict",
+    "check_generated",
+    "judge",
+    "manifest_for",
+    "slot_ids_for_surface",
+    "slot_policy",
+    "tokens_for",
+]

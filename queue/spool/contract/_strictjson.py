@@ -1,0 +1,174 @@
+"""The strict JSON reader shared by responses and capsules (SPEC §6, parse order).
+
+Rules for this module:
+
+Rule 1: hard limits come before parsing (httpx's MAX_URL_LENGTH habit): encoding, size
+        and BOM are checked on the raw bytes before `json.loads` sees anything.
+Rule 2: the parse order is fixed and each step has its own reason:
+          1. str → strict UTF-8 encode (lone surrogates fail); bytes → strict decode
+                                                                      → not_utf8
+          2. more than `MAX_RESPONSE_BYTES` bytes                      → too_large
+          3. a leading UTF-8 BOM                                       → bom
+          4. one `json.loads` pass; the first problem in document order wins:
+             a key repeated in one object, compared *decoded* (so "\\u0073urface"
+             repeats "surface"), at every depth                        → duplicate_key
+             NaN / Infinity / -Infinity, or a float literal that overflows to ±inf
+                                                                      → non_finite_number
+             anything else json refuses (raw control characters inside strings,
+             trailing data, nesting beyond the interpreter's recursion limit)
+                                                                      → malformed_json
+          5. the top level is not an object                            → not_object
+          6. every string, keys included, is NFC                       → not_nfc
+          7. every string, keys included, is free of control/format/surrogate/private/
+             unassigned characters (Unicode category C*: Cc Cf Cs Co Cn — Cf holds ZWJ,
+             ZWNJ, ZWSP, word joiner, bidi controls, BOM, soft hyphen), line/paragraph
+             separators (Zl, Zp) and Hangul fillers (U+115F U+1160 U+3164 U+FFA0)
+                                                                      → forbidden_character
+        Steps 6 and 7 run on *decoded* strings, so an escaped "\\u0007" is caught.
+        Step 6 runs over all strings before step 7 (so the reason does not depend on
+        which string comes first in the document).
+Rule 3: JSON's structural whitespace (space, LF, CR, tab) and key order carry no meaning
+        and are accepted: models in JSON mode pretty-print.
+Rule 4: errors carry a reason and nothing else — never the document (json's own
+        JSONDecodeError holds the whole document in `.doc`, so it is not chained).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from typing import Final
+
+from .reasons import Reason
+
+MAX_RESPONSE_BYTES: Final = 16 * 1024
+
+_UTF8_BOM: Final = b"\xef\xbb\xbf"
+HANGUL_FILLERS: Final[frozenset[str]] = frozenset("\u115f\u1160\u3164\uffa0")
+
+# Python refuses int(str) beyond 4300 digits (CVE-2020-10735). Such a literal is valid
+# JSON, so it parses to this marker, which no schema field accepts (schema_mismatch).
+_MAX_INT_LITERAL_CHARS: Final = 4000
+
+
+class _OversizedInt:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<oversized int literal>"
+
+
+_OVERSIZED_INT: Final = _OversizedInt()
+
+
+class StrictJsonError(Exception):
+    """Internal: the reader refused the document. Carries only a reason code.
+
+    Deliberately not a ValueError: json.loads must not be able to mistake it for one of
+    its own errors while it propagates out of a hook.
+    """
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+def _object_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj: dict[str, object] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise StrictJsonError(Reason.DUPLICATE_KEY)
+        obj[key] = value
+    return obj
+
+
+def _reject_constant(_name: str) -> object:
+    # Called by json for exactly NaN, Infinity and -Infinity.
+    raise StrictJsonError(Reason.NON_FINITE_NUMBER)
+
+
+def _parse_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):  # e.g. 1e999
+        raise StrictJsonError(Reason.NON_FINITE_NUMBER)
+    return value
+
+
+def _parse_int(literal: str) -> object:
+    if len(literal) > _MAX_INT_LITERAL_CHARS:
+        return _OVERSIZED_INT
+    return int(literal)
+
+
+def is_forbidden_char(ch: str) -> bool:
+    """Rule 2 step 7 for one character."""
+    category = unicodedata.category(ch)
+    return category[0] == "C" or category in ("Zl", "Zp") or ch in HANGUL_FILLERS
+
+
+def _strings(root: object) -> list[str]:
+    # Iterative walk: json.loads may return nesting close to the recursion limit.
+    out: list[str] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                out.append(key)
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
+def read_object(content: str | bytes, *, max_bytes: int = MAX_RESPONSE_BYTES) -> dict[str, object]:
+    """Steps 1-7 of Rule 2: the decoded top-level object, or StrictJsonError."""
+    if isinstance(content, str):
+        try:
+            raw = content.encode("utf-8", "strict")
+        except UnicodeEncodeError:
+            raise StrictJsonError(Reason.NOT_UTF8) from None
+        text = content
+    elif isinstance(content, (bytes, bytearray, memoryview)):
+        raw = bytes(content)
+        try:
+            text = raw.decode("utf-8", "strict")
+        except UnicodeDecodeError:
+            raise StrictJsonError(Reason.NOT_UTF8) from None
+    else:
+        raise TypeError("content must be str or bytes")
+
+    if len(raw) > max_bytes:
+        raise StrictJsonError(Reason.TOO_LARGE)
+    if raw.startswith(_UTF8_BOM):
+        raise StrictJsonError(Reason.BOM)
+
+    try:
+        document = json.loads(
+            text,
+            object_pairs_hook=_object_pairs,
+            parse_constant=_reject_constant,
+            parse_float=_parse_float,
+            parse_int=_parse_int,
+        )
+    except StrictJsonError:
+        raise
+    except (ValueError, RecursionError):
+        # JSONDecodeError is a ValueError; `from None` drops its `.doc` (Rule 4).
+        raise StrictJsonError(Reason.MALFORMED_JSON) from None
+
+    if not isinstance(document, dict):
+        raise StrictJsonError(Reason.NOT_OBJECT)
+
+    strings = _strings(document)
+    if not all(unicodedata.is_normalized("NFC", s) for s in strings):
+        raise StrictJsonError(Reason.NOT_NFC)
+    for s in strings:
+        if s.isascii() and s.isprintable():
+            continue  # fast path: printable ASCII has no C*/Zl/Zp character
+        if any(is_forbidden_char(ch) for ch in s):
+            raise StrictJsonError(Reason.FORBIDDEN_CHARACTER)
+    return document

@@ -1,0 +1,208 @@
+"""The per-slot semantic manifest (seed plan "Per-slot semantic manifest"; SPEC §7).
+
+Rules for this module:
+
+Rule 1: the manifest is data. A slot's legal ID sets are its `branches`; each branch is
+        an *ordered* tuple of IDs, and that order is the canonical branch order: token i
+        of a slot stands for the i-th ID of its branch, and tokens are numbered per
+        family (`P_…` → `[[P:01]]`, `[[P:02]]`…; `A_…` → `[[A:01]]`…) in that order.
+Rule 2: a slot's limits (max generated characters / style lexemes) are the manifest's,
+        not the caller's. A capsule carrying any other limit cannot exist.
+Rule 3: semantic IDs are public enum names (never customer data). An ID's family is its
+        prefix: `P_` a predicate (a proposition the host rendered), `A_` an action.
+Rule 4: `adaptive.dual.review.N` is one manifest entry that covers N = 1..9 (one slot per
+        mapped reason line of the card's optional `검토 필요` block).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+SURFACES: Final[tuple[str, ...]] = (
+    "daily.v1",
+    "weekly.v1",
+    "adaptive.dualcoachtest.card.v1",
+    "adaptive.physique.card.v1",
+)
+
+PREDICATE_PREFIX: Final = "P_"
+ACTION_PREFIX: Final = "A_"
+
+# Well-formed placeholder token: family P or A, two digits 01..99. `fullmatch` only.
+TOKEN_PATTERN: Final = r"\[\[[PA]:(?:0[1-9]|[1-9][0-9])\]\]"
+TOKEN_RE: Final = re.compile(TOKEN_PATTERN)
+
+_MAX_TOKENS_PER_FAMILY: Final = 99
+_REVIEW_SLOT_COUNT: Final = 9
+
+
+@dataclass(frozen=True, slots=True)
+class SlotManifest:
+    """One manifest row: which slot ids it covers, their surface, branches and limits."""
+
+    pattern: str
+    slot_ids: tuple[str, ...]
+    surface: str
+    branches: tuple[tuple[str, ...], ...]
+    max_generated_chars: int
+    max_style_lexemes: int
+
+
+def _row(
+    pattern: str,
+    surface: str,
+    branches: tuple[tuple[str, ...], ...],
+    max_generated_chars: int,
+    max_style_lexemes: int,
+    slot_ids: tuple[str, ...] | None = None,
+) -> SlotManifest:
+    return SlotManifest(
+        pattern=pattern,
+        slot_ids=(pattern,) if slot_ids is None else slot_ids,
+        surface=surface,
+        branches=branches,
+        max_generated_chars=max_generated_chars,
+        max_style_lexemes=max_style_lexemes,
+    )
+
+
+_DUAL_DECISIONS: Final = (
+    "P_DUAL_DECISION_KEEP_PLAN",
+    "P_DUAL_DECISION_ADJUST_PLAN",
+    "P_DUAL_DECISION_HOLD_FOR_REVIEW",
+)
+_DUAL_REASONS: Final = (
+    "P_DUAL_REASON_RECORDS_INSUFFICIENT",
+    "P_DUAL_REASON_WEIGHT_TREND_UNCLEAR",
+    "P_DUAL_REASON_INTAKE_BELOW_PLAN",
+    "P_DUAL_REASON_INTAKE_ABOVE_PLAN",
+    "P_DUAL_REASON_GOAL_CONFLICT",
+)
+
+MANIFEST: Final[Mapping[str, SlotManifest]] = MappingProxyType(
+    {
+        row.pattern: row
+        for row in (
+            _row(
+                "daily.status",
+                "daily.v1",
+                (("P_DAILY_COMPLETE",), ("P_DAILY_PARTIAL",)),
+                96,
+                8,
+            ),
+            _row(
+                "weekly.interpretation",
+                "weekly.v1",
+                (
+                    ("P_WEEKLY_TREND_UNAVAILABLE", "A_WEEKLY_RECHECK_AFTER_RECORD"),
+                    ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"),
+                    ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
+                    ("P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"),
+                ),
+                220,
+                16,
+            ),
+            _row(
+                "weekly.rationale",
+                "weekly.v1",
+                (
+                    ("A_WEEKLY_KEEP_BASELINE",),
+                    ("A_WEEKLY_REVIEW_ADJUSTMENT",),
+                    ("P_WEEKLY_RECORDS_INSUFFICIENT",),
+                ),
+                144,
+                10,
+            ),
+            _row(
+                "adaptive.dual.judgment",
+                "adaptive.dualcoachtest.card.v1",
+                tuple((i,) for i in _DUAL_DECISIONS),
+                128,
+                10,
+            ),
+            _row(
+                "adaptive.dual.review.N",
+                "adaptive.dualcoachtest.card.v1",
+                tuple((i,) for i in _DUAL_REASONS),
+                128,
+                10,
+                slot_ids=tuple(
+                    f"adaptive.dual.review.{n}" for n in range(1, _REVIEW_SLOT_COUNT + 1)
+                ),
+            ),
+            _row(
+                "adaptive.physique.review_instruction",
+                "adaptive.physique.card.v1",
+                (("A_OPERATOR_REVIEW_DECISION",),),
+                128,
+                10,
+            ),
+        )
+    }
+)
+
+_BY_SLOT_ID: Final[Mapping[str, SlotManifest]] = MappingProxyType(
+    {slot_id: row for row in MANIFEST.values() for slot_id in row.slot_ids}
+)
+
+ALL_SEMANTIC_IDS: Final[frozenset[str]] = frozenset(
+    i for row in MANIFEST.values() for branch in row.branches for i in branch
+)
+
+
+def manifest_for(slot_id: str) -> SlotManifest | None:
+    """The manifest row covering `slot_id`, or None for a slot id the manifest lacks."""
+    return _BY_SLOT_ID.get(slot_id)
+
+
+def slot_ids_for_surface(surface: str) -> tuple[str, ...]:
+    """Every slot id the manifest allows on `surface`, in manifest order."""
+    return tuple(s for s, row in _BY_SLOT_ID.items() if row.surface == surface)
+
+
+def tokens_for(ids: Sequence[str]) -> tuple[str, ...]:
+    """Placeholder tokens for `ids`, numbered per family in the given order.
+
+    >>> tokens_for(["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"])
+    ('[[P:01]]', '[[A:01]]')
+
+    Raises ValueError for an ID of neither family or more than 99 of one family.
+    """
+    if isinstance(ids, str):
+        # A str is a Sequence[str]; iterating it would number its characters.
+        raise TypeError("ids must be a sequence of semantic IDs, not a str")
+    counts = {"P": 0, "A": 0}
+    out: list[str] = []
+    for semantic_id in ids:
+        if semantic_id.startswith(PREDICATE_PREFIX):
+            family = "P"
+        elif semantic_id.startswith(ACTION_PREFIX):
+            family = "A"
+        else:
+            raise ValueError("semantic ID is neither a predicate (P_) nor an action (A_)")
+        counts[family] += 1
+        if counts[family] > _MAX_TOKENS_PER_FAMILY:
+            raise ValueError("more than 99 placeholders of one family")
+        out.append(f"[[{family}:{counts[family]:02d}]]")
+    return tuple(out)
+
+
+def _check_manifest() -> None:
+    # Rule 1 and 3 hold for the data itself, checked at import so that an edit that
+    # breaks them fails loudly instead of producing unconstructible capsules.
+    for row in MANIFEST.values():
+        if row.surface not in SURFACES:
+            raise AssertionError("manifest row on an unknown surface")
+        for branch in row.branches:
+            if not 1 <= len(branch) <= 3 or len(set(branch)) != len(branch):
+                raise AssertionError("a branch has 1-3 distinct IDs")
+            tokens_for(branch)  # every ID has a family
+        if len({frozenset(b) for b in row.branches}) != len(row.branches):
+            raise AssertionError("branches of one slot are distinct sets")
+
+
+_check_manifest()

@@ -1,0 +1,158 @@
+"""Verdicts and reason codes: the only things the contract ever says about content.
+
+Rules for this module (SPEC §6):
+
+Rule 1: a verdict carries an enum reason, never free text and never content. Nothing in
+        this package formats a character of the judged document into a message that
+        leaves it.
+Rule 2: every `Reason` belongs to exactly one `Verdict` (`REASON_VERDICT` is total and
+        checked at import). `accepted` has no reason.
+Rule 3: the enum is fixed. Adding, renaming or re-homing a code is a reviewed change:
+        the journal, telemetry and operators' dashboards count these strings.
+
+Verdict tree::
+
+    accepted                      (reason None)
+    invalid_response              not a single, well-typed object of the response schema
+        not_utf8 · too_large · bom · duplicate_key · non_finite_number · malformed_json
+        not_object · not_nfc · forbidden_character · schema_mismatch
+    validation_rejected           well typed, but breaks a contract rule
+        echo:     schema_version_mismatch · surface_mismatch · artifact_key_mismatch
+                  slot_mismatch · predicate_ids_mismatch · action_ids_mismatch
+                  placeholder_tokens_mismatch
+        style:    see `spool.contract._grammar` (precedence documented there)
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+
+class Verdict(enum.StrEnum):
+    ACCEPTED = "accepted"
+    INVALID_RESPONSE = "invalid_response"
+    VALIDATION_REJECTED = "validation_rejected"
+
+
+class Reason(enum.StrEnum):
+    # -- invalid_response: the strict reader, in parse order (SPEC §6) ----------------
+    NOT_UTF8 = "not_utf8"
+    TOO_LARGE = "too_large"
+    BOM = "bom"
+    DUPLICATE_KEY = "duplicate_key"
+    NON_FINITE_NUMBER = "non_finite_number"
+    MALFORMED_JSON = "malformed_json"
+    NOT_OBJECT = "not_object"
+    NOT_NFC = "not_nfc"
+    FORBIDDEN_CHARACTER = "forbidden_character"
+    SCHEMA_MISMATCH = "schema_mismatch"
+
+    # -- validation_rejected: echo rules, in check order ------------------------------
+    SCHEMA_VERSION_MISMATCH = "schema_version_mismatch"
+    SURFACE_MISMATCH = "surface_mismatch"
+    ARTIFACT_KEY_MISMATCH = "artifact_key_mismatch"
+    SLOT_MISMATCH = "slot_mismatch"
+    PREDICATE_IDS_MISMATCH = "predicate_ids_mismatch"
+    ACTION_IDS_MISMATCH = "action_ids_mismatch"
+    PLACEHOLDER_TOKENS_MISMATCH = "placeholder_tokens_mismatch"
+
+    # -- validation_rejected: generated_ko, in precedence order (see _grammar.py) -----
+    TOO_LONG = "too_long"
+    DISALLOWED_WHITESPACE = "disallowed_whitespace"
+    CONTROL_CHARACTER = "control_character"
+    MALFORMED_TOKEN = "malformed_token"
+    BRACKET = "bracket"
+    QUOTE = "quote"
+    URL = "url"
+    LATIN = "latin"
+    DIGIT = "digit"
+    NUMBER_WORD = "number_word"
+    LAYOUT_SYNTAX = "layout_syntax"
+    ARITHMETIC_SYMBOL = "arithmetic_symbol"
+    UNIT_OR_DATE = "unit_or_date"
+    EMOJI = "emoji"
+    EVIDENTIAL_CLAIM = "evidential_claim"
+    FORBIDDEN_VOCABULARY = "forbidden_vocabulary"
+    NEGATION_OR_MODALITY = "negation_or_modality"
+    DISALLOWED_CHARACTER = "disallowed_character"
+    UNKNOWN_WORD = "unknown_word"
+    TOKEN_UNISSUED = "token_unissued"
+    TOKEN_DUPLICATE = "token_duplicate"
+    TOKEN_ORDER = "token_order"
+    TOKEN_MISSING = "token_missing"
+    GRAMMAR = "grammar"
+    NO_STYLE_LEXEME = "no_style_lexeme"
+    TOO_MANY_LEXEMES = "too_many_lexemes"
+
+
+_INVALID_RESPONSE: Final = frozenset(
+    {
+        Reason.NOT_UTF8,
+        Reason.TOO_LARGE,
+        Reason.BOM,
+        Reason.DUPLICATE_KEY,
+        Reason.NON_FINITE_NUMBER,
+        Reason.MALFORMED_JSON,
+        Reason.NOT_OBJECT,
+        Reason.NOT_NFC,
+        Reason.FORBIDDEN_CHARACTER,
+        Reason.SCHEMA_MISMATCH,
+    }
+)
+
+REASON_VERDICT: Final[Mapping[Reason, Verdict]] = MappingProxyType(
+    {
+        reason: (
+            Verdict.INVALID_RESPONSE if reason in _INVALID_RESPONSE else Verdict.VALIDATION_REJECTED
+        )
+        for reason in Reason
+    }
+)
+
+
+class CapsuleReason(enum.StrEnum):
+    """Why a capsule (or one of its slot policies) cannot exist.
+
+    The first ten mirror the strict reader's `Reason`s (`Capsule.from_json` uses the same
+    reader as responses); the rest are the capsule rules of SPEC §6 and the manifest.
+    """
+
+    # strict reader (same names and values as the response `Reason`s)
+    NOT_UTF8 = "not_utf8"
+    TOO_LARGE = "too_large"
+    BOM = "bom"
+    DUPLICATE_KEY = "duplicate_key"
+    NON_FINITE_NUMBER = "non_finite_number"
+    MALFORMED_JSON = "malformed_json"
+    NOT_OBJECT = "not_object"
+    NOT_NFC = "not_nfc"
+    FORBIDDEN_CHARACTER = "forbidden_character"
+    SCHEMA_MISMATCH = "schema_mismatch"
+    # capsule rules
+    UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
+    UNKNOWN_SURFACE = "unknown_surface"
+    MALFORMED_ARTIFACT_KEY = "malformed_artifact_key"
+    NO_SLOTS = "no_slots"
+    DUPLICATE_SLOT_ID = "duplicate_slot_id"
+    UNKNOWN_SLOT_ID = "unknown_slot_id"
+    SLOT_SURFACE_MISMATCH = "slot_surface_mismatch"
+    MALFORMED_TOKEN = "malformed_token"
+    TOKEN_COUNT = "token_count"
+    TOKEN_SEQUENCE = "token_sequence"
+    IDS_NOT_IN_MANIFEST = "ids_not_in_manifest"
+    IDS_MISPLACED = "ids_misplaced"
+    LIMITS_MISMATCH = "limits_mismatch"
+
+
+def _check_tables() -> None:
+    # Rule 2, checked once at import: a half-edited enum fails loudly, not at runtime.
+    if set(REASON_VERDICT) != set(Reason):
+        raise AssertionError("REASON_VERDICT must map every Reason")
+    if not {r.value for r in _INVALID_RESPONSE} <= {r.value for r in CapsuleReason}:
+        raise AssertionError("CapsuleReason must mirror the strict reader's reasons")
+
+
+_check_tables()

@@ -1,0 +1,90 @@
+"""Builders shared by the contract tests: capsules, policies and response documents."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from spool.contract import CONTRACT_VERSION, MANIFEST, Capsule, SlotPolicy, slot_policy
+
+KEY = "0123456789abcdef" * 4
+OTHER_KEY = "f" * 64
+
+# One policy per shape the grammar cares about.
+DAILY_SLOT = slot_policy("daily.status", ["P_DAILY_COMPLETE"])  # [[P:01]]
+PHYSIQUE_SLOT = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
+WEEKLY_PP = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
+WEEKLY_PA = slot_policy(
+    "weekly.interpretation", ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
+)
+WEEKLY_RATIONALE_A = slot_policy("weekly.rationale", ["A_WEEKLY_KEEP_BASELINE"])
+
+
+def capsule(surface: str, *slots: SlotPolicy, key: str = KEY) -> Capsule:
+    return Capsule(schema_version=CONTRACT_VERSION, surface=surface, artifact_key=key, slots=slots)
+
+
+DAILY = capsule("daily.v1", DAILY_SLOT)
+PHYSIQUE = capsule("adaptive.physique.card.v1", PHYSIQUE_SLOT)
+WEEKLY = capsule("weekly.v1", WEEKLY_PP, WEEKLY_RATIONALE_A)
+DUAL = capsule(
+    "adaptive.dualcoachtest.card.v1",
+    slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD_FOR_REVIEW"]),
+    slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_RECORDS_INSUFFICIENT"]),
+    slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_GOAL_CONFLICT"]),
+)
+
+# A valid generated_ko per capsule above, slot by slot.
+GOOD: dict[str, tuple[str, ...]] = {
+    "daily.v1": ("차분히, [[P:01]].",),
+    "adaptive.physique.card.v1": ("하나씩 순서대로, [[A:01]].",),
+    "weekly.v1": ("차분히, [[P:01]]. 이어서 [[P:02]].", "우선 [[A:01]]."),
+    "adaptive.dualcoachtest.card.v1": ("우선, [[P:01]].", "먼저 [[P:01]].", "또 [[P:01]]."),
+}
+
+
+def all_policies() -> list[SlotPolicy]:
+    """Every (slot id, branch) the manifest allows, as a policy."""
+    return [
+        slot_policy(slot_id, branch)
+        for row in MANIFEST.values()
+        for slot_id in row.slot_ids
+        for branch in row.branches
+    ]
+
+
+def response(cap: Capsule, *generated: str) -> dict[str, Any]:
+    """The response document that echoes `cap` exactly, with `generated` per slot."""
+    texts = generated or GOOD[cap.surface]
+    return {
+        "schema_version": cap.schema_version,
+        "surface": cap.surface,
+        "artifact_key": cap.artifact_key,
+        "slots": [
+            {
+                "slot_id": p.slot_id,
+                "predicate_ids": list(p.allowed_predicate_ids),
+                "action_ids": list(p.allowed_action_ids),
+                "placeholder_tokens": list(p.required_placeholder_tokens),
+                "generated_ko": text,
+            }
+            for p, text in zip(cap.slots, texts, strict=True)
+        ],
+    }
+
+
+def dumps(doc: object, **kwargs: Any) -> str:
+    return json.dumps(doc, ensure_ascii=False, **kwargs)
+
+
+def doc(cap: Capsule, *generated: str) -> str:
+    return dumps(response(cap, *generated))
+
+
+def mutated(cap: Capsule, change: Callable[[dict[str, Any]], object]) -> str:
+    """The echoing document of `cap` after `change` edited it in place."""
+    d = copy.deepcopy(response(cap))
+    change(d)
+    return dumps(d)
