@@ -503,8 +503,11 @@ class Worker:
             },
         }
         try:
+            # Staged beside its final name, outside the watched spool tree: a
+            # rename *out of* a watched folder is an unmatched IN_MOVED_FROM that
+            # watchdog holds for 500 ms, delaying every later event (SPEC §4 trap 1).
             replace_private(
-                self.root.tmp,
+                self.root.root,
                 self.root.status_file,
                 json.dumps(status, sort_keys=True).encode("utf-8"),
             )

@@ -1,0 +1,465 @@
+"""kexpr benchmark harness (issue 5): what the two-process isolation costs.
+
+Runs, in one invocation on this machine, against the loopback fake of the API
+(run in its own process, answering instantly, through the real CONNECT proxy):
+
+- spool round trip: shim ``present_daily`` + ``report`` -> accepted candidate,
+  through the real supervised worker process;
+- in-process baseline: the same durable work (journal start row with fsync, the
+  call to the same fake, validation, render, terminal row with fsync) in one
+  process without the spool;
+- floor: the primitive costs on this disk (fsync of a small file, directory fsync,
+  rename, one watchdog notification) and their sum for one accepted artifact;
+- validation: µs per response (accepted / rejected) and render µs per surface;
+- throughput: artifacts per second for a fixed time with 8 concurrent shims;
+- start-up: worker start to ready with 36 daily segments x 1,000 attempts.
+
+Prints a table, then as its LAST line one JSON object with the figures.
+Timing targets live here, never in unit tests: this machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
+
+from gateway_shim import (  # noqa: E402
+    CandidateOutcome,
+    DailyFacts,
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    exact_block,
+    format_daily,
+)
+from gateway_shim.surfaces.daily import parse_daily  # noqa: E402
+from spool.contract import Capsule, judge  # noqa: E402
+from spool.journal import (  # noqa: E402
+    JOURNAL_SCHEMA,
+    ZERO_DIGEST,
+    Event,
+    Journal,
+    Mode as JMode,
+    Outcome,
+    Phase,
+    canonical_json,
+    format_ts,
+)
+from spool.layout import DataRoot  # noqa: E402
+
+FACTS = [
+    ("체중", "72.4kg"),
+    ("식단", "2,150kcal"),
+    ("단백질", "138g"),
+    ("수분", "2.1L"),
+    ("운동", "스쿼트 5세트"),
+    ("수면", "6시간 40분"),
+    ("컨디션", "보통"),
+]
+BODY = format_daily(title="벤치마크 체크인", facts=FACTS, actions=["물 마시기", "스트레칭"])
+DAILY = DailyFacts(complete=True)
+KEY = "sk-bench"
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def summary(xs: list[float]) -> dict[str, float]:
+    return {
+        "p50": pct(xs, 50),
+        "p90": pct(xs, 90),
+        "p99": pct(xs, 99),
+        "max": max(xs),
+        "n": float(len(xs)),
+    }
+
+
+# --------------------------------------------------------------------- processes
+
+
+@contextmanager
+def fake_api(workdir: Path) -> Iterator[dict[str, Any]]:
+    d = workdir / "fake"
+    d.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO / "tests")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fakeapi", "--dir", str(d), "--mode", "accept"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        info_path = d / "fake.json"
+        for _ in range(400):
+            if info_path.exists():
+                break
+            time.sleep(0.025)
+        info = json.loads(info_path.read_text())
+        info["requests_log"] = str(d / "requests.jsonl")
+        yield info
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+@contextmanager
+def supervised_worker(root: Path, fake: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
+    from worker.daemon import wait_ready
+
+    DataRoot(root).ensure()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "OPENAI_API_KEY": KEY}
+    cmd = [
+        sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(root),
+        "--https-proxy", fake["proxy_url"], "--ssl-cert-file", fake["ca_file"],
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+    try:
+        if not wait_ready(DataRoot(root), 30):
+            raise SystemExit("worker did not become ready")
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def requests_per_artifact(fake: dict[str, Any]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    path = Path(fake["requests_log"])
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key = json.loads(line).get("artifact_key")
+            if key:
+                counts[key] += 1
+    return counts
+
+
+# ------------------------------------------------------------------ measurements
+
+
+def spool_round_trip(root: Path, n: int, tag: str) -> list[float]:
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    coord = KoreanExpressionCoordinator(cfg, root)
+    out: list[float] = []
+    try:
+        for i in range(-10, n):  # 10 warm-up artifacts
+            t0 = time.perf_counter()
+            cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"{tag}-{i}")
+            if cand.outcome is not CandidateOutcome.ACCEPTED:
+                raise SystemExit(f"spool round trip: unexpected outcome {cand.outcome}")
+            coord.report(cand, "selected")
+            if i >= 0:
+                out.append((time.perf_counter() - t0) * 1000)
+    finally:
+        coord.close()
+    return out
+
+
+def in_process(root: Path, fake: dict[str, Any], n: int) -> list[float]:
+    """The same durable work without the spool: one process does it all."""
+    os.environ.update({"OPENAI_API_KEY": KEY, "HTTPS_PROXY": fake["proxy_url"], "SSL_CERT_FILE": fake["ca_file"]})
+    from worker.provider import ProviderOutcome, build_client, call_once
+
+    from gateway_shim.identity import artifact_key
+
+    client = build_client()
+    assert client is not None
+    data = DataRoot(root)
+    data.ensure()
+    journal = Journal(data)
+    journal.load()
+    key = os.urandom(32)
+    out: list[float] = []
+    for i in range(-10, n):
+        t0 = time.perf_counter()
+        surface = parse_daily(BODY, DAILY)
+        akey = artifact_key(key, ("daily.v1", f"inproc-{i}"))
+        capsule = Capsule(
+            schema_version="korean-expression-v4",
+            surface="daily.v1",
+            artifact_key=akey,
+            slots=tuple(s.policy() for s in surface.slots),
+        )
+        now = dt.datetime.now(dt.UTC)
+        with journal.locked() as j:
+            rec = j.append_start(
+                artifact_key=akey, surface="daily.v1", mode=JMode.ENABLED,
+                attempt_id=os.urandom(16).hex(), started_at=now,
+                deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
+            )
+        result = call_once(client, capsule.to_json())
+        assert result.outcome is ProviderOutcome.CONTENT and result.content is not None
+        verdict = judge(capsule, result.content)
+        assert verdict.composition is not None
+        surface.render({s.slot_id: s.generated_ko for s in verdict.composition.slots})
+        with journal.locked() as j:
+            j.append_terminal(rec, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SELECTED, dt.datetime.now(dt.UTC))
+        if i >= 0:
+            out.append((time.perf_counter() - t0) * 1000)
+    for k in ("OPENAI_API_KEY", "HTTPS_PROXY", "SSL_CERT_FILE"):
+        os.environ.pop(k, None)
+    return out
+
+
+def floor(workdir: Path, reps: int) -> dict[str, float]:
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    d = workdir / "floor"
+    d.mkdir()
+    (d / "w").mkdir()
+    fsync_file, fsync_dir, rename, notify = [], [], [], []
+    got = threading.Event()
+    stamp: list[float] = [0.0]
+
+    class H(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            if not stamp[0]:
+                stamp[0] = time.perf_counter()
+                got.set()
+
+    obs = Observer()
+    obs.schedule(H(), str(d / "w"), recursive=True)
+    obs.start()
+    try:
+        for i in range(reps):
+            p = d / f"f{i}"
+            t0 = time.perf_counter()
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, b"x" * 512)
+            os.fsync(fd)
+            os.close(fd)
+            fsync_file.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+            os.fsync(dfd)
+            os.close(dfd)
+            fsync_dir.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            os.rename(p, d / f"g{i}")
+            rename.append((time.perf_counter() - t0) * 1000)
+            got.clear()
+            stamp[0] = 0.0
+            t0 = time.perf_counter()
+            fd = os.open(d / "w" / f"n{i}", os.O_WRONLY | os.O_CREAT, 0o600)
+            os.close(fd)
+            if got.wait(2):
+                notify.append((stamp[0] - t0) * 1000)
+    finally:
+        obs.stop()
+        obs.join(5)
+    f = {
+        "fsync_file_ms": statistics.median(fsync_file),
+        "fsync_dir_ms": statistics.median(fsync_dir),
+        "rename_ms": statistics.median(rename),
+        "watchdog_notify_ms": statistics.median(notify),
+    }
+    # One accepted artifact on the spool path beyond what in-process also does
+    # (2 journal fsyncs, the call, validation, render): three published files
+    # (request, response, report: file fsync + dir fsync each), one claim rename,
+    # and two notifications (worker wake, shim wake).
+    f["floor_ms"] = 3 * (f["fsync_file_ms"] + f["fsync_dir_ms"]) + f["rename_ms"] + 2 * f["watchdog_notify_ms"]
+    return f
+
+
+def validation(reps: int) -> dict[str, float]:
+    surface = parse_daily(BODY, DAILY)
+    capsule = Capsule(
+        schema_version="korean-expression-v4", surface="daily.v1", artifact_key="a" * 64,
+        slots=tuple(s.policy() for s in surface.slots),
+    )
+    def doc(generated: str) -> str:
+        return json.dumps({
+            "schema_version": "korean-expression-v4", "surface": "daily.v1", "artifact_key": "a" * 64,
+            "slots": [{"slot_id": "daily.status", "predicate_ids": ["P_DAILY_COMPLETE"], "action_ids": [],
+                       "placeholder_tokens": ["[[P:01]]"], "generated_ko": generated}],
+        }, ensure_ascii=False)
+    good, bad = doc("차분히 이어서, [[P:01]]."), doc("오늘은 차분히, [[P:01]].")
+    assert judge(capsule, good).composition is not None and judge(capsule, bad).composition is None
+
+    def per_call(fn: Callable[[], object]) -> float:
+        for _ in range(200):
+            fn()
+        t0 = time.perf_counter_ns()
+        for _ in range(reps):
+            fn()
+        return (time.perf_counter_ns() - t0) / reps / 1000
+
+    return {
+        "validate_accept_us": per_call(lambda: judge(capsule, good)),
+        "validate_reject_us": per_call(lambda: judge(capsule, bad)),
+        "render_daily_us": per_call(lambda: surface.render({"daily.status": "차분히 이어서, [[P:01]]."})),
+        "parse_daily_us": per_call(lambda: parse_daily(BODY, DAILY)),
+    }
+
+
+def throughput(root: Path, fake: dict[str, Any], seconds: float, shims: int = 8) -> dict[str, float]:
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    before = requests_per_artifact(fake)
+    stop = time.monotonic() + seconds
+    keys: list[str] = []
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def shim(n: int) -> None:
+        coord = KoreanExpressionCoordinator(cfg, root)
+        i = 0
+        try:
+            while time.monotonic() < stop:
+                cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"tp-{n}-{i}")
+                if cand.outcome is CandidateOutcome.ACCEPTED:
+                    coord.report(cand, "selected")
+                with lock:
+                    outcomes[cand.outcome.value] += 1
+                    if cand.artifact_key:
+                        keys.append(cand.artifact_key)
+                i += 1
+        finally:
+            coord.close()
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=shim, args=(n,)) for n in range(shims)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - t0
+    time.sleep(0.5)
+    after = requests_per_artifact(fake)
+    counts = {k: after[k] - before.get(k, 0) for k in keys}
+    lost = sum(1 for k in keys if counts.get(k, 0) == 0) + sum(v for o, v in outcomes.items() if o != "accepted")
+    duplicated = sum(1 for v in counts.values() if v > 1)
+    return {
+        "throughput_per_s": outcomes["accepted"] / elapsed,
+        "presented": float(len(keys)),
+        "lost": float(lost),
+        "duplicated": float(duplicated),
+        "tp_outcomes": dict(outcomes),  # type: ignore[dict-item]
+    }
+
+
+def build_journal(root: DataRoot, days: int, per_day: int) -> None:
+    """Write `days` verified segments of `per_day` attempts each, by hand."""
+    root.ensure()
+    today = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    for d in range(days):
+        day = today - dt.timedelta(days=d)
+        lines = []
+        prev, seq = ZERO_DIGEST, 0
+        for a in range(per_day):
+            start = day + dt.timedelta(seconds=a)
+            base = {
+                "schema_version": JOURNAL_SCHEMA,
+                "artifact_key": hashlib.sha256(f"{d}-{a}".encode()).hexdigest(),
+                "surface": "daily.v1", "mode": "shadow", "attempt_id": hashlib.md5(f"{d}-{a}".encode()).hexdigest(),
+                "started_at_utc": format_ts(start), "deadline_at_utc": format_ts(start + dt.timedelta(seconds=4)),
+            }
+            for state, outcome, fin in (
+                ("attempt_started", "attempt_started", None),
+                ("finalized", "shadow_selected", format_ts(start + dt.timedelta(seconds=1))),
+            ):
+                seq += 1
+                row = {**base, "sequence": seq, "state": state, "outcome": outcome,
+                       "finalized_at_utc": fin, "previous_row_digest": prev}
+                row["row_digest"] = hashlib.sha256(canonical_json(row).encode()).hexdigest()
+                prev = row["row_digest"]
+                lines.append(canonical_json(row))
+        path = root.outcomes / f"{day:%Y-%m-%d}.jsonl"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, ("\n".join(lines) + "\n").encode())
+        os.close(fd)
+
+
+def startup(workdir: Path, days: int, per_day: int) -> dict[str, float]:
+    from worker.daemon import wait_ready
+
+    root = DataRoot(workdir / "startup" / "korean-expression-v1")
+    root.root.parent.mkdir(mode=0o700)
+    build_journal(root, days, per_day)
+    t0 = time.perf_counter()
+    idx = Journal(root).load()
+    load_s = time.perf_counter() - t0
+    assert len(idx.by_attempt) == days * per_day
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "worker", "--data-root", str(root.root)], env=env)
+    try:
+        ok = wait_ready(root, 60, pid=proc.pid)
+        ready_s = time.perf_counter() - t0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    if not ok:
+        raise SystemExit("worker did not become ready")
+    status = json.loads(root.status_file.read_bytes())
+    assert status["journal"] == "verified"
+    return {"startup_s": ready_s, "index_rebuild_s": load_s}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="bench/run.py")
+    p.add_argument("--quick", action="store_true")
+    a = p.parse_args()
+    n = 200 if a.quick else 1000
+    tp_s = 10.0 if a.quick else 30.0
+    figures: dict[str, Any] = {"quick": a.quick, "nproc": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="kexpr-bench-") as tmp:
+        work = Path(tmp)
+        os.chmod(work, 0o700)
+        figures.update(validation(2000 if a.quick else 10000))
+        figures.update(floor(work, 50 if a.quick else 200))
+        with fake_api(work) as fake:
+            inproc = in_process(work / "inproc" / "korean-expression-v1", fake, n)
+            root = work / "spool" / "korean-expression-v1"
+            root.parent.mkdir(mode=0o700)
+            with supervised_worker(root, fake):
+                spool = spool_round_trip(root, n, "rt")
+                before = requests_per_artifact(fake)
+                figures.update(throughput(root, fake, tp_s))
+                del before
+        figures.update(startup(work, 36, 1000))
+    s, i = summary(spool), summary(inproc)
+    figures.update({
+        "spool_p50_ms": s["p50"], "spool_p90_ms": s["p90"], "spool_p99_ms": s["p99"], "spool_max_ms": s["max"],
+        "inproc_p50_ms": i["p50"], "inproc_p90_ms": i["p90"], "inproc_p99_ms": i["p99"], "inproc_max_ms": i["max"],
+        "ratio_p50": s["p50"] / i["p50"], "ratio_p99": s["p99"] / i["p99"],
+        "overhead_p50_ms": s["p50"] - i["p50"], "artifacts": n,
+    })
+    rows = [
+        ("spool round trip (ms)", f"p50 {s['p50']:.2f}  p90 {s['p90']:.2f}  p99 {s['p99']:.2f}  max {s['max']:.2f}"),
+        ("in-process baseline (ms)", f"p50 {i['p50']:.2f}  p90 {i['p90']:.2f}  p99 {i['p99']:.2f}  max {i['max']:.2f}"),
+        ("ratio spool/in-process", f"p50 {figures['ratio_p50']:.2f}  p99 {figures['ratio_p99']:.2f}  overhead p50 {figures['overhead_p50_ms']:.2f} ms"),
+        ("floor (ms)", f"fsync {figures['fsync_file_ms']:.3f}  dir fsync {figures['fsync_dir_ms']:.3f}  rename {figures['rename_ms']:.3f}  notify {figures['watchdog_notify_ms']:.3f}  sum {figures['floor_ms']:.2f}"),
+        ("validation (µs)", f"accept {figures['validate_accept_us']:.1f}  reject {figures['validate_reject_us']:.1f}  render daily {figures['render_daily_us']:.1f}  parse daily {figures['parse_daily_us']:.1f}"),
+        ("throughput (8 shims)", f"{figures['throughput_per_s']:.1f}/s  presented {figures['presented']:.0f}  lost {figures['lost']:.0f}  duplicated {figures['duplicated']:.0f}"),
+        ("start-up (36 x 1000)", f"worker ready {figures['startup_s']:.2f} s  index rebuild {figures['index_rebuild_s']:.2f} s"),
+    ]
+    w = max(len(r[0]) for r in rows)
+    for name, val in rows:
+        print(f"{name:<{w}}  {val}")
+    print(json.dumps(figures, sort_keys=True, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
