@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_ROOT ?= ./var/korean-expression-v1
 
-.PHONY: run test worker supervise clean
+.PHONY: run test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,11 @@ run: $(VENV)/.installed-run
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# Benchmarks print figures; they are never timed unit tests (shared, noisy machines).
+# `make bench QUICK=1` is the ~1 minute profile.
+bench: $(VENV)/.installed-test
+	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis
