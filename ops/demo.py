@@ -7,7 +7,9 @@ Three processes, as in production:
 - the supervisor starts the worker (the only process holding the key);
 - a *gateway* process (``python -m ops.demo``) started with an explicit
   environment WITHOUT the key imports `gateway_shim`, presents sample artifacts
-  on the embedded default (shadow mode, every surface on), and prints a table.
+  of all four surfaces (daily complete/partial, weekly, a dualcoachtest card
+  with two review reasons, a physique card) on the embedded default (shadow
+  mode, every surface on), and prints a table.
 
 Without a key every row is canonical with ``credential_unavailable``; with a key
 the worker makes the real call (shadow mode: canonical is what gets published).
@@ -20,8 +22,13 @@ import secrets
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from gateway_shim import KoreanExpressionCoordinator, PresentationCandidate
 
 GATEWAY_ENV: Final = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 READY_TIMEOUT_S: Final = 20.0
@@ -44,6 +51,7 @@ def run_main_job(
     data_root: Path, *, https_proxy: str | None = None, ssl_cert_file: str | None = None
 ) -> int:
     from spool.layout import DataRoot
+
     from worker.daemon import wait_ready
 
     root = DataRoot(data_root.resolve())
@@ -81,9 +89,47 @@ def run_main_job(
             sup.wait()
 
 
-def _samples() -> list[tuple[str, str, object, str]]:
-    """(label, canonical body, typed facts, finalized event id). Synthetic data."""
-    from gateway_shim.surfaces.daily import DailyFacts, format_daily
+@dataclass(frozen=True)
+class Sample:
+    """One synthetic artifact of the demo: how to present it, where its slot is."""
+
+    surface: str
+    label: str
+    present: Callable[[KoreanExpressionCoordinator], PresentationCandidate]
+    excerpt: Callable[[str], str]
+
+
+def _line_after(heading: str) -> Callable[[str], str]:
+    def excerpt(body: str) -> str:
+        lines = body.split("\n")
+        return lines[lines.index(heading) + 1] if heading in lines else lines[-1]
+
+    return excerpt
+
+
+def _line_starting(prefix: str) -> Callable[[str], str]:
+    return lambda body: next(line for line in body.split("\n") if line.startswith(prefix))
+
+
+def _samples() -> list[Sample]:
+    """The four surfaces, with synthetic data: daily (complete and partial),
+    weekly, a dualcoachtest card with two review reasons, a physique card.
+    Artifact inputs carry a fresh run token so each run is a new artifact."""
+    from gateway_shim import (
+        AdaptiveBinding,
+        DailyFacts,
+        DualDecision,
+        DualFacts,
+        DualReason,
+        WeeklyFacts,
+        WeeklyInterpretation,
+        WeeklyRationale,
+        card_payload,
+        format_daily,
+        format_dual_card,
+        format_physique_card,
+        format_weekly,
+    )
 
     run = secrets.token_hex(4)
     complete = format_daily(
@@ -112,16 +158,125 @@ def _samples() -> list[tuple[str, str, object, str]]:
         ],
         actions=["남은 식사 기록하기"],
     )
+    interpretation, rationale = WeeklyInterpretation.IN_GOAL, WeeklyRationale.KEEP_BASELINE
+    weekly_facts = WeeklyFacts(interpretation=interpretation, rationale=rationale)
+    weekly = format_weekly(
+        title="주간 리포트 · 데모 고객",
+        facts=[
+            ("기간", "11월 24일 ~ 11월 30일"),
+            ("평균 체중", "72.4kg"),
+            ("체중 변화", "+0.3kg"),
+            ("목표 범위", "주당 +0.2~0.4kg"),
+            ("주간 변화율", "+0.4%"),
+            ("기록률", "6/7일"),
+            ("판단", "현재 계획 유지"),
+        ],
+        interpretation=interpretation,
+        rationale=rationale,
+        actions=["매일 아침 체중 기록하기"],
+    )
+    dual_facts = DualFacts(
+        decision=DualDecision.ADJUST_PLAN,
+        reasons=(DualReason.RECORDS_INSUFFICIENT, DualReason.INTAKE_BELOW_PLAN),
+    )
+    buttons = [[("승인", f"demo:{run}:approve"), ("보류", f"demo:{run}:hold")]]
+
+    def adaptive(surface: str, text: str, n: int) -> tuple[dict[str, object], AdaptiveBinding]:
+        session_id, proposal = f"demo-{run}-session-{n}", f"demo-{run}-proposal-{n}"
+        payload = card_payload(
+            surface=surface,
+            text=text,
+            buttons=buttons,
+            session_id=session_id,
+            proposal_digest=proposal,
+            revision=1,
+            card_kind="proposal_review",
+        )
+        binding = AdaptiveBinding(
+            callback_action="demo_review",
+            session_id=session_id,
+            proposal_digest=proposal,
+            revision=1,
+            card_kind="proposal_review",
+        )
+        return payload, binding
+
+    dual_payload, dual_binding = adaptive(
+        "adaptive.dualcoachtest.card.v1",
+        format_dual_card(
+            title="데모 고객",
+            customer="데모 고객",
+            date="11월 30일",
+            facts=("최근 7일 평균 체중 72.4kg",),
+            goal="린매스업",
+            decision=dual_facts.decision,
+            recommendations=("하루 탄수화물 20g 줄이기",),
+            reasons=dual_facts.reasons,
+            details=("평균 섭취 2,150kcal",),
+        ),
+        1,
+    )
+    physique_payload, physique_binding = adaptive(
+        "adaptive.physique.card.v1",
+        format_physique_card(
+            title="데모 고객",
+            customer="데모 고객",
+            day="11월 30일",
+            day_count=12,
+            decision="탄수화물 20g 감량",
+            basis="최근 7일 평균 체중 증가가 목표보다 빠름",
+            target="하루 2,300kcal",
+        ),
+        2,
+    )
+    daily_excerpt = lambda body: body.split("\n\n")[2]
     return [
-        ("daily complete", complete, DailyFacts(complete=True), f"demo-{run}-1"),
-        ("daily partial", partial, DailyFacts(complete=False), f"demo-{run}-2"),
+        Sample(
+            "daily.v1",
+            "daily complete",
+            lambda c: c.present_daily(
+                complete, facts=DailyFacts(complete=True), finalized_event_id=f"demo-{run}-1"
+            ),
+            daily_excerpt,
+        ),
+        Sample(
+            "daily.v1",
+            "daily partial",
+            lambda c: c.present_daily(
+                partial, facts=DailyFacts(complete=False), finalized_event_id=f"demo-{run}-2"
+            ),
+            daily_excerpt,
+        ),
+        Sample(
+            "weekly.v1",
+            "weekly in goal",
+            lambda c: c.present_weekly(
+                weekly,
+                facts=weekly_facts,
+                schedule_key=f"demo-{run}-weekly",
+                kind="weekly_report",
+                kst_day="2025-11-30",
+            ),
+            _line_after("주간 해석"),
+        ),
+        Sample(
+            "adaptive.dualcoachtest.card.v1",
+            "dual card, 2 reasons",
+            lambda c: c.present_adaptive(dual_payload, binding=dual_binding, facts=dual_facts),
+            _line_starting("현재 판단: "),
+        ),
+        Sample(
+            "adaptive.physique.card.v1",
+            "physique card",
+            lambda c: c.present_adaptive(physique_payload, binding=physique_binding),
+            _line_after("검토 안내"),
+        ),
     ]
 
 
 def gateway_main(data_root: Path) -> int:
     """The gateway side of the demo. Runs in a process started without the key."""
     from gateway_shim import KoreanExpressionConfig, KoreanExpressionCoordinator, Mode, exact_block
-    from gateway_shim.surfaces.daily import DailyFacts
 
     config = KoreanExpressionConfig.from_block(
         exact_block(Mode.SHADOW, daily=True, weekly=True, adaptive_operator=True)
@@ -129,15 +284,16 @@ def gateway_main(data_root: Path) -> int:
     coord = KoreanExpressionCoordinator(config, data_root)
     rows = []
     try:
-        for label, body, facts, event_id in _samples():
-            assert isinstance(facts, DailyFacts)
-            cand = coord.present_daily(body, facts=facts, finalized_event_id=event_id)
-            status_line = body.split("\n\n")[2]
-            excerpt = status_line if len(status_line) <= 40 else status_line[:39] + "…"
-            rows.append((cand.surface_version, label, cand.outcome.value, cand.status.value, excerpt))
+        for sample in _samples():
+            cand = sample.present(coord)
+            excerpt = sample.excerpt(cand.body)
+            excerpt = excerpt if len(excerpt) <= 40 else excerpt[:39] + "…"
+            rows.append(
+                (cand.surface_version, sample.label, cand.outcome.value, cand.status.value, excerpt)
+            )
     finally:
         coord.close()
-    headers = ("surface", "sample", "outcome", "status", "body excerpt (status paragraph)")
+    headers = ("surface", "sample", "outcome", "status", "body excerpt (first slot)")
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     line = "  ".join("{:<" + str(w) + "}" for w in widths)
     print(line.format(*headers))

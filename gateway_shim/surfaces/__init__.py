@@ -2,6 +2,13 @@
 
 Pure: no I/O, no clock, no randomness. Each surface module exports its own
 ``parse_*``/``format_*`` pair; the surface-independent model is re-exported here.
+
+- ``daily``     ``daily.v1``                         (``parse_daily``)
+- ``weekly``    ``weekly.v1``                        (``parse_weekly``)
+- ``card``      the enveloped adaptive payload and its eligibility
+- ``dual``      ``adaptive.dualcoachtest.card.v1``   (``parse_dual_card``)
+- ``physique``  ``adaptive.physique.card.v1``        (``parse_physique_card``)
+- ``adaptive``  ``parse_adaptive``: either card, by its envelope's schema
 """
 
 from gateway_shim.surfaces._model import (

@@ -115,6 +115,38 @@ class IneligibleReason(enum.Enum):
     ACTIONS_HEADING_MISSING = "actions_heading_missing"
     NO_ACTIONS = "no_actions"
     ACTION_LINE_MALFORMED = "action_line_malformed"
+    # weekly.v1: where the two paragraphs came from (plan "Per-slot semantic
+    # manifest", ineligible conditions), then their headings and exact text.
+    EXPLICIT_SOURCE_FIELD = "explicit_source_field"
+    UNTYPED_SOURCE_FIELD = "untyped_source_field"
+    UNSUPPORTED_BRANCH = "unsupported_branch"
+    SECTION_HEADING_MISMATCH = "section_heading_mismatch"
+    INTERPRETATION_TEXT_MISMATCH = "interpretation_text_mismatch"
+    RATIONALE_TEXT_MISMATCH = "rationale_text_mismatch"
+    # Adaptive payload envelope (plan "Adaptive schemas and publication boundary"):
+    # only a fresh, well-formed ``status == "card"`` payload of a known schema,
+    # bound to the host's session/proposal/revision, is eligible.
+    PAYLOAD_MALFORMED = "payload_malformed"
+    BUTTONS_MALFORMED = "buttons_malformed"
+    UNKNOWN_SCHEMA = "unknown_schema"
+    SCHEMA_MISMATCH = "schema_mismatch"
+    RECOVERY_PAYLOAD = "recovery_payload"
+    STATUS_NOT_CARD = "status_not_card"
+    BINDING_MISMATCH = "binding_mismatch"
+    # Adaptive card text grammar (both cards).
+    ENVELOPE_SEPARATOR_MISSING = "envelope_separator_missing"
+    FINAL_LINE_MISSING = "final_line_missing"
+    DAY_COUNT_MALFORMED = "day_count_malformed"
+    DETAIL_LINE_MALFORMED = "detail_line_malformed"
+    # adaptive.dualcoachtest.card.v1: the judgment line and the review block.
+    JUDGMENT_LINE_MISSING = "judgment_line_missing"
+    JUDGMENT_UNKNOWN = "judgment_unknown"
+    REVIEW_BLOCK_MISMATCH = "review_block_mismatch"
+    REVIEW_REASON_UNKNOWN = "review_reason_unknown"
+    REVIEW_REASON_DUPLICATE = "review_reason_duplicate"
+    REVIEW_TOO_MANY = "review_too_many"
+    REVIEW_REASON_MISSING = "review_reason_missing"
+    REVIEW_REASON_ORDER = "review_reason_order"
 
 
 class RenderReason(enum.Enum):

@@ -1,0 +1,373 @@
+"""Black-box end to end for every surface: real `kexpr supervise` + worker
+processes, the real shim in this process, a loopback HTTPS fake reached only
+through a real CONNECT proxy. One worker serves the whole module (the machine's
+cores are shared); every test uses its own artifacts, so the worker's dedupe
+never couples them.
+
+Per surface: one accepted and one rejected composition. Then the host-side
+guarantees that depend on the provider call count, with the real worker: the
+weekly restart sends pinned bytes with zero requests, and an authority change
+between candidate and commit persists nothing and keeps the call count at one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import RunningWorker, start_supervised_worker
+from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
+from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService, Callback
+from reference_host.samples import (
+    CUSTOMER_VALUES,
+    SCHEDULE,
+    WEEKLY_BODY,
+    WEEKLY_FACTS,
+    WEEKLY_SELECTED,
+    dual_card,
+    physique_card,
+    session,
+)
+from reference_host.weekly import ScheduledDeliveryLedger, SimulatedCrash, WeeklyTaskHost
+from spool.journal import Journal
+from spool.layout import DataRoot
+
+from gateway_shim import (
+    CandidateOutcome,
+    CandidateStatus,
+    DailyFacts,
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    PresentationCandidate,
+    RevalidationError,
+    exact_block,
+    format_daily,
+    revalidate,
+)
+
+pytestmark = pytest.mark.e2e
+
+STATUS_LINE = "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
+REVIEW_SENTENCE = "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요."
+DAILY_BODY = format_daily(
+    title="김민지 님 11월 30일 체크인",
+    facts=[
+        ("체중", "72.4kg"),
+        ("식단", "2,150kcal"),
+        ("단백질", "138g"),
+        ("수분", "2.1L"),
+        ("운동", "스쿼트 5세트"),
+        ("수면", "6시간 40분"),
+        ("컨디션", "보통"),
+    ],
+    actions=["저녁 단백질 보충하기"],
+)
+
+
+@dataclass
+class Stack:
+    root: Path
+    fake: FakeOpenAI
+    worker: RunningWorker
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    base = tmp_path_factory.mktemp("surfaces-e2e")
+    (base / "data").mkdir(mode=0o700)
+    root = base / "data" / "korean-expression-v1"
+    with FakeOpenAI(base / "fake") as fake:
+        worker = start_supervised_worker(root, fake)
+        try:
+            yield Stack(root, fake, worker)
+        finally:
+            worker.stop()
+        assert fake.errors == []
+    Journal(DataRoot(root)).load()  # the run leaves a verifiable journal
+
+
+@pytest.fixture
+def coordinator(stack: Stack) -> Iterator[Callable[[Mode], KoreanExpressionCoordinator]]:
+    made: list[KoreanExpressionCoordinator] = []
+
+    def make(mode: Mode) -> KoreanExpressionCoordinator:
+        cfg = KoreanExpressionConfig.from_block(
+            exact_block(mode, daily=True, weekly=True, adaptive_operator=True)
+        )
+        coord = KoreanExpressionCoordinator(cfg, stack.root)
+        made.append(coord)
+        return coord
+
+    yield make
+    for coord in made:
+        coord.close()
+
+
+def journal_outcomes(
+    root: Path, artifact_key: str | None, n: int, timeout: float = 15.0
+) -> list[str]:
+    """(state, outcome) rows of one artifact, once there are ``n`` of them."""
+    end = time.monotonic() + timeout
+    while True:
+        rows: list[dict[str, Any]] = []
+        for seg in sorted((root / "outcomes").glob("*.jsonl")):
+            rows += [json.loads(line) for line in seg.read_text("utf-8").splitlines()]
+        mine = [r["outcome"] for r in rows if r["artifact_key"] == artifact_key]
+        if len(mine) >= n or time.monotonic() > end:
+            return mine
+        time.sleep(0.05)
+
+
+# --- one accepted and one rejected composition per surface ----------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """How to present one surface's sample, what its selected and canonical
+    bodies are, and (adaptive) how a host re-proves the candidate."""
+
+    present: Callable[[KoreanExpressionCoordinator, str], PresentationCandidate]
+    selected: Callable[[str], str]
+    canonical: Callable[[str], str]
+    recheck: Callable[[PresentationCandidate, str], object] | None = None
+
+
+def _dual(tag: str) -> tuple[dict[str, object], Any, Any]:
+    s = session(session_id=f"sess-e2e-{tag}")
+    payload, facts = dual_card(s)
+    return (
+        payload,
+        AdaptiveOperatorService.binding_for(
+            s, Callback("adaptive_review", s.session_id, s.epoch), "4711"
+        ),
+        facts,
+    )
+
+
+def _physique(tag: str) -> tuple[dict[str, object], Any, Any]:
+    s = session(session_id=f"sess-e2e-{tag}")
+    payload, facts = physique_card(s)
+    return (
+        payload,
+        AdaptiveOperatorService.binding_for(
+            s, Callback("adaptive_review", s.session_id, s.epoch), ""
+        ),
+        facts,
+    )
+
+
+def _projection(text: str) -> str:
+    return text[: -len(STATUS_LINE)] + f"검토 안내\n{REVIEW_SENTENCE}\n\n" + STATUS_LINE
+
+
+def _present_adaptive(
+    make: Callable[[str], tuple[dict[str, object], Any, Any]],
+) -> Callable[[KoreanExpressionCoordinator, str], PresentationCandidate]:
+    def present(coord: KoreanExpressionCoordinator, tag: str) -> PresentationCandidate:
+        payload, binding, facts = make(tag)
+        return coord.present_adaptive(payload, binding=binding, facts=facts)
+
+    return present
+
+
+def _recheck(
+    make: Callable[[str], tuple[dict[str, object], Any, Any]],
+) -> Callable[[PresentationCandidate, str], object]:
+    def recheck(cand: PresentationCandidate, tag: str) -> object:
+        payload, binding, facts = make(tag)
+        persisted = revalidate(cand, payload, binding, facts)
+        assert {k: v for k, v in persisted.items() if k != "text"} == {
+            k: v for k, v in payload.items() if k != "text"
+        }
+        return persisted
+
+    return recheck
+
+
+def _dual_text(tag: str) -> str:
+    return str(_dual(tag)[0]["text"])
+
+
+def _physique_text(tag: str) -> str:
+    return str(_physique(tag)[0]["text"])
+
+
+CASES: dict[str, Case] = {
+    "daily.v1": Case(
+        present=lambda c, tag: c.present_daily(
+            DAILY_BODY, facts=DailyFacts(complete=True), finalized_event_id=f"evt-e2e-{tag}"
+        ),
+        selected=lambda tag: DAILY_BODY.replace("저장된 오늘", "차분히, 저장된 오늘"),
+        canonical=lambda tag: DAILY_BODY,
+    ),
+    "weekly.v1": Case(
+        present=lambda c, tag: c.present_weekly(
+            WEEKLY_BODY, facts=WEEKLY_FACTS, **{**SCHEDULE, "schedule_key": f"sched-e2e-{tag}"}
+        ),
+        selected=lambda tag: WEEKLY_SELECTED,
+        canonical=lambda tag: WEEKLY_BODY,
+    ),
+    "adaptive.dualcoachtest.card.v1": Case(
+        present=_present_adaptive(_dual),
+        selected=lambda tag: (
+            _dual_text(tag)
+            .replace("현재 판단: ", "현재 판단: 차분히, ")
+            .replace("\n- 판단에 필요한", "\n- 차분히, 판단에 필요한")
+            .replace("\n- 섭취량이", "\n- 차분히, 섭취량이")
+        ),
+        canonical=_dual_text,
+        recheck=_recheck(_dual),
+    ),
+    "adaptive.physique.card.v1": Case(
+        present=_present_adaptive(_physique),
+        selected=lambda tag: _projection(_physique_text(tag)).replace(
+            "\n" + REVIEW_SENTENCE, "\n차분히, " + REVIEW_SENTENCE
+        ),
+        canonical=lambda tag: _projection(_physique_text(tag)),
+        recheck=_recheck(_physique),
+    ),
+}
+
+
+def assert_no_customer_bytes(stack: Stack) -> None:
+    blobs = [
+        p.read_bytes() for p in stack.root.rglob("*") if p.is_file() and p.name != "identity.key"
+    ]
+    blobs += [r.body for r in stack.fake.requests]
+    for value in (*CUSTOMER_VALUES, "evt-e2e", "sched-e2e", "sess-e2e", "4711", "coach-1"):
+        needle = value.encode("utf-8")
+        assert not any(needle in blob for blob in blobs), value
+
+
+@pytest.mark.parametrize("surface", sorted(CASES))
+def test_accepted_composition_is_selected(
+    stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator], surface: str
+) -> None:
+    case, tag = CASES[surface], f"accept-{surface}"
+    stack.fake.behaviour = compose_reply(default_style)
+    coord = coordinator(Mode.ENABLED)
+    cand = case.present(coord, tag)
+    assert (cand.outcome, cand.status, cand.surface_version) == (
+        CandidateOutcome.ACCEPTED,
+        CandidateStatus.SELECTED,
+        surface,
+    )
+    assert cand.body == case.selected(tag) != case.canonical(tag)
+    if case.recheck is not None:
+        case.recheck(cand, tag)  # what the host runs under its locks
+    coord.report(cand, "selected")  # after the host's durable write / edit
+    assert journal_outcomes(stack.root, cand.artifact_key, 2) == ["attempt_started", "selected"]
+    assert stack.fake.count_for(cand.artifact_key or "") == 1
+    assert_no_customer_bytes(stack)
+
+
+@pytest.mark.parametrize("surface", sorted(CASES))
+def test_rejected_composition_is_canonical(
+    stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator], surface: str
+) -> None:
+    case, tag = CASES[surface], f"reject-{surface}"
+    stack.fake.behaviour = compose_reply(invalid_style)  # "오늘은 …": outside the lexicon
+    coord = coordinator(Mode.ENABLED)
+    cand = case.present(coord, tag)
+    assert (cand.outcome, cand.status) == (
+        CandidateOutcome.VALIDATION_REJECTED,
+        CandidateStatus.CANONICAL,
+    )
+    assert cand.body == case.canonical(tag) and cand.publication_permitted
+    if case.recheck is not None:
+        case.recheck(cand, tag)  # a canonical candidate persists the canonical card
+    assert journal_outcomes(stack.root, cand.artifact_key, 2) == [
+        "attempt_started",
+        "validation_rejected",
+    ]
+    assert stack.fake.count_for(cand.artifact_key or "") == 1
+
+
+# --- host-side guarantees with the real worker ------------------------------------------------
+
+
+def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
+    stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator], tmp_path: Path
+) -> None:
+    stack.fake.behaviour = compose_reply(default_style)
+    schedule = {**SCHEDULE, "schedule_key": "sched-e2e-restart"}
+    path = tmp_path / "ledger.jsonl"
+    sent: list[tuple[object, str]] = []
+    destination = {"chat_id": "-100200300"}
+
+    def renders() -> tuple[str, Any]:
+        return WEEKLY_BODY, WEEKLY_FACTS
+
+    first = WeeklyTaskHost(
+        ScheduledDeliveryLedger(path),
+        coordinator(Mode.ENABLED),
+        lambda d, b: sent.append((d, b)),
+        renders,
+        crash_after_reserve=True,
+    )
+    with pytest.raises(SimulatedCrash):
+        first.run(**schedule, destination=destination)
+    requests_after_crash = len(stack.fake.requests)
+
+    def must_not_render() -> tuple[str, Any]:
+        raise AssertionError("rendered after restart")
+
+    restarted = WeeklyTaskHost(
+        ScheduledDeliveryLedger(path),
+        coordinator(Mode.ENABLED),
+        lambda d, b: sent.append((d, b)),
+        must_not_render,
+    )
+    assert restarted.run(**schedule, destination=destination) == "sent_pinned"
+    assert sent == [(destination, WEEKLY_SELECTED)]
+    assert len(stack.fake.requests) == requests_after_crash
+    assert list(DataRoot(stack.root).requests.iterdir()) == []
+
+
+def test_authority_change_between_candidate_and_commit_persists_nothing(
+    stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator]
+) -> None:
+    stack.fake.behaviour = compose_reply(default_style)
+    s = session(session_id="sess-e2e-race")
+    svc = AdaptiveOperatorService(sessions={s.session_id: s})
+    edits: list[object] = []
+    gateway = AdaptiveGatewayHost(svc, coordinator(Mode.ENABLED), dual_card, edits.append)
+    callback = Callback("adaptive_review", s.session_id, s.epoch)
+    barrier, changed = threading.Barrier(2, timeout=20), threading.Event()
+    seen: dict[str, Any] = {}
+
+    def gateway_thread() -> None:
+        cand, payload, facts = gateway.present(callback)
+        seen["candidate"] = cand
+        barrier.wait()
+        assert changed.wait(20)
+        try:
+            gateway.commit(callback, cand, payload, facts)
+        except RevalidationError as e:
+            seen["error"] = e
+
+    def authority_thread() -> None:
+        barrier.wait()
+        svc.change_session(s.session_id, epoch=s.epoch + 1)
+        changed.set()
+
+    threads = [threading.Thread(target=gateway_thread), threading.Thread(target=authority_thread)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    cand = seen["candidate"]
+    assert cand.outcome is CandidateOutcome.ACCEPTED and "error" in seen
+    assert svc.pending_rows == [] and edits == []
+    assert stack.fake.count_for(cand.artifact_key) == 1
+    assert journal_outcomes(stack.root, cand.artifact_key, 2) == [
+        "attempt_started",
+        "commit_failed",
+    ]

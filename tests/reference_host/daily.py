@@ -1,0 +1,51 @@
+"""Reference daily host: first save and replay (plan "Daily cutover").
+
+Tests only. The first save of a finalized check-in renders canonical,
+optionally obtains a candidate, and performs ONE edit; ``selected`` is
+reported only after that edit. Replay (``_render_physique_feedback_replay``
+in the plan) is canonical-only: it never presents, so it can never open a
+claim, call the provider or recreate an old selected expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gateway_shim import CandidateOutcome, DailyFacts, KoreanExpressionCoordinator
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizedCheckin:
+    body: str  # the canonical daily body the host rendered
+    facts: DailyFacts
+    finalized_event_id: str
+
+
+Editor = Callable[[str], None]
+
+
+class DailyHost:
+    def __init__(self, coordinator: KoreanExpressionCoordinator, editor: Editor) -> None:
+        self.coordinator = coordinator
+        self.editor = editor
+
+    def first_save(self, checkin: FinalizedCheckin) -> str:
+        cand = self.coordinator.present_daily(
+            checkin.body, facts=checkin.facts, finalized_event_id=checkin.finalized_event_id
+        )
+        body = cand.body if cand.publication_permitted else checkin.body
+        try:
+            self.editor(body)
+        except BaseException:
+            if cand.outcome is CandidateOutcome.ACCEPTED:
+                self.coordinator.report(cand, "publication_failed")
+            raise
+        if cand.outcome is CandidateOutcome.ACCEPTED:
+            self.coordinator.report(cand, "selected")
+        return body
+
+    def replay(self, checkin: FinalizedCheckin) -> str:
+        # Canonical-only by construction: no coordinator call on this path.
+        self.editor(checkin.body)
+        return checkin.body

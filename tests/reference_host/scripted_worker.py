@@ -1,0 +1,152 @@
+"""A scripted stand-in for the worker: a thread that answers the spool.
+
+Tests only. It behaves like the real worker where the host-side guarantees
+depend on it: it claims each request (removes it from ``requests/``), counts a
+*provider call* only for an artifact key it has not seen, and answers a repeat
+of a key ``already_attempted`` with no call (SPEC §4 dedupe). Each request it
+ever saw stays in ``requests`` so tests can count spool traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Self
+
+from spool.fsio import publish
+from spool.layout import DataRoot
+from spool.messages import parse_request
+
+# capsule -> generated_ko per slot id (accepted), a canonical outcome such as
+# "provider_error" (answered canonical, no composition), or None (no answer).
+Compose = Callable[[Mapping[str, Any]], Mapping[str, str] | str | None]
+
+
+def provider_error(capsule: Mapping[str, Any]) -> str:
+    return "provider_error"
+
+
+def style(capsule: Mapping[str, Any]) -> dict[str, str]:
+    """A valid composition per slot: "차분히, T1. 이어서 T2. 그리고 T3."."""
+    out: dict[str, str] = {}
+    for slot in capsule["slots"]:
+        tokens = slot["required_placeholder_tokens"]
+        lexemes = ("차분히,", "이어서", "그리고")
+        out[slot["slot_id"]] = " ".join(f"{lexemes[i]} {t}." for i, t in enumerate(tokens))
+    return out
+
+
+def invalid(capsule: Mapping[str, Any]) -> dict[str, str]:
+    """Well-typed but outside the lexicon: rejected by the shim's re-validation."""
+    return {
+        slot["slot_id"]: "오늘은 " + " ".join(f"{t}." for t in slot["required_placeholder_tokens"])
+        for slot in capsule["slots"]
+    }
+
+
+def composition(capsule: Mapping[str, Any], generated: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "schema_version": capsule["schema_version"],
+        "surface": capsule["surface"],
+        "artifact_key": capsule["artifact_key"],
+        "slots": [
+            {
+                "slot_id": s["slot_id"],
+                "predicate_ids": s["allowed_predicate_ids"],
+                "action_ids": s["allowed_action_ids"],
+                "placeholder_tokens": s["required_placeholder_tokens"],
+                "generated_ko": generated[s["slot_id"]],
+            }
+            for s in capsule["slots"]
+        ],
+    }
+
+
+class ScriptedWorker:
+    """Answers each request in ``requests/`` after ``delay`` seconds."""
+
+    def __init__(self, root: DataRoot, compose: Compose = style, delay: float = 0.0) -> None:
+        self.root, self.compose, self.delay = root, compose, delay
+        self.requests: list[dict[str, Any]] = []
+        self.provider_calls = 0
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.root.ensure()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def calls_for(self, artifact_key: str | None) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if r["capsule"]["artifact_key"] == artifact_key)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.01):
+            for path in sorted(self.root.requests.glob("*.json")):
+                raw = path.read_bytes()
+                parse_request(raw)  # the shim only ever writes valid requests
+                request = json.loads(raw)
+                path.unlink()
+                if self._stop.wait(self.delay):
+                    return
+                self._answer(request)
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        capsule = request["capsule"]
+        key = capsule["artifact_key"]
+        with self._lock:
+            self.requests.append(request)
+            repeat = key in self._seen
+            self._seen.add(key)
+            if not repeat:
+                self.provider_calls += 1
+        if repeat:
+            response: dict[str, Any] = {
+                "status": "already_attempted",
+                "outcome": "already_attempted",
+                "attempt_id": None,
+                "composition": None,
+            }
+        else:
+            generated = self.compose(capsule)
+            if generated is None:
+                return
+            if isinstance(generated, str):
+                response = {
+                    "status": "canonical",
+                    "outcome": generated,
+                    "attempt_id": os.urandom(16).hex(),
+                    "composition": None,
+                }
+            else:
+                response = {
+                    "status": "accepted",
+                    "outcome": "accepted",
+                    "attempt_id": os.urandom(16).hex(),
+                    "composition": composition(capsule, generated),
+                }
+        response |= {"spool_version": "kexpr-spool-v1", "request_id": request["request_id"]}
+        data = json.dumps(response, ensure_ascii=False).encode("utf-8")
+        publish(self.root.tmp, self.root.responses / f"{request['request_id']}.json", data)
+
+
+def report_outcomes(root: DataRoot) -> list[str]:
+    """The outcomes of the shim's reports (which the worker would journal), sorted."""
+    if not root.reports.exists():
+        return []
+    return sorted(json.loads(p.read_bytes())["outcome"] for p in root.reports.glob("*.json"))
+
+
+def spool_request_files(root: DataRoot) -> list[Path]:
+    """Request files still waiting in the spool (none once the worker claimed them)."""
+    return list(root.requests.glob("*")) if root.requests.exists() else []

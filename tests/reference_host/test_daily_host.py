@@ -1,0 +1,69 @@
+"""Daily: the first save edits once; replay is canonical-only with zero requests
+(plan "Daily cutover"; SPEC §8)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from spool.layout import DataRoot
+
+from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Mode, format_daily
+from reference_host.daily import DailyHost, FinalizedCheckin
+from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files
+
+BODY = format_daily(
+    title="김민지 님 11월 30일 체크인",
+    facts=[
+        ("체중", "72.4kg"),
+        ("식단", "2,150kcal"),
+        ("단백질", "138g"),
+        ("수분", "2.1L"),
+        ("운동", "스쿼트 5세트"),
+        ("수면", "6시간 40분"),
+        ("컨디션", "보통"),
+    ],
+    actions=["저녁 단백질 보충하기"],
+)
+CHECKIN = FinalizedCheckin(
+    body=BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-0001"
+)
+SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
+
+
+def test_first_save_edits_once_then_replay_is_canonical_with_zero_requests(
+    root: DataRoot,
+    worker: ScriptedWorker,
+    make_coordinator: Callable[[Mode], KoreanExpressionCoordinator],
+) -> None:
+    edits: list[str] = []
+    daily = DailyHost(make_coordinator(Mode.ENABLED), edits.append)
+    assert daily.first_save(CHECKIN) == SELECTED
+    assert report_outcomes(root) == ["selected"]
+    requests = len(worker.requests)
+    for _ in range(3):
+        assert daily.replay(CHECKIN) == BODY  # never the old selected expression
+    assert edits == [SELECTED, BODY, BODY, BODY]
+    assert len(worker.requests) == requests == 1 and worker.provider_calls == 1
+    assert spool_request_files(root) == []
+
+
+def test_replay_alone_touches_nothing(
+    tmp_path: Path, make_coordinator: Callable[[Mode], KoreanExpressionCoordinator]
+) -> None:
+    edits: list[str] = []
+    daily = DailyHost(make_coordinator(Mode.ENABLED), edits.append)
+    assert daily.replay(CHECKIN) == BODY
+    assert edits == [BODY]
+    assert not (tmp_path / "kexpr").exists()  # zero files: the data root was never created
+
+
+def test_a_selected_body_fed_back_as_canonical_is_ineligible_with_zero_files(
+    tmp_path: Path, make_coordinator: Callable[[Mode], KoreanExpressionCoordinator]
+) -> None:
+    coord = make_coordinator(Mode.ENABLED)
+    cand = coord.present_daily(
+        SELECTED, facts=DailyFacts(complete=True), finalized_event_id="evt-0001"
+    )
+    assert cand.outcome.value == "ineligible" and cand.body == SELECTED
+    assert not (tmp_path / "kexpr").exists()

@@ -1,0 +1,237 @@
+"""Weekly pin-before-send and restart (plan "Weekly pin-before-send and
+restart"; SPEC §8 host integration contract), proven with the reference host."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from spool.layout import DataRoot
+
+from gateway_shim import (
+    CandidateOutcome,
+    KoreanExpressionCoordinator,
+    Mode,
+    WeeklyFacts,
+)
+from reference_host.samples import SCHEDULE, WEEKLY_BODY, WEEKLY_FACTS, WEEKLY_SELECTED
+from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files
+from reference_host.weekly import (
+    LedgerCorrupt,
+    ScheduledDeliveryLedger,
+    SimulatedCrash,
+    WeeklyTaskHost,
+    sha256_text,
+)
+
+DESTINATION = {"chat_id": "-100200300", "topic_id": 17}
+MakeCoordinator = Callable[[Mode], KoreanExpressionCoordinator]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sent: list[tuple[object, str]] = []
+
+    def __call__(self, destination: object, body: str) -> None:
+        self.sent.append((destination, body))
+
+
+def renders(
+    body: str = WEEKLY_BODY, facts: WeeklyFacts = WEEKLY_FACTS
+) -> Callable[[], tuple[str, WeeklyFacts]]:
+    return lambda: (body, facts)
+
+
+def must_not_render() -> tuple[str, WeeklyFacts]:
+    raise AssertionError("a prepared receipt must be handled before any report rendering")
+
+
+class NoPresentation(KoreanExpressionCoordinator):
+    """A coordinator that fails the test if anything presents through it."""
+
+    def _present(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+        raise AssertionError("the restart path must not present")
+
+
+def restarted_coordinator(root: DataRoot) -> KoreanExpressionCoordinator:
+    from gateway_shim import KoreanExpressionConfig, exact_block
+
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
+    return NoPresentation(config, root.root)
+
+
+def test_new_task_pins_the_selected_body_before_sending(
+    tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    ledger = ScheduledDeliveryLedger(tmp_path / "ledger.jsonl")
+    sender = Recorder()
+    host = WeeklyTaskHost(ledger, make_coordinator(Mode.ENABLED), sender, renders())
+    assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
+    assert sender.sent == [(DESTINATION, WEEKLY_SELECTED)]
+    # The reservation holds exactly the sent bytes, pinned by their digest.
+    prepared, sending, delivered = ledger.rows()
+    assert prepared["state"] == "prepared" and prepared["body"] == WEEKLY_SELECTED
+    assert prepared["template_digest"] == sha256_text(WEEKLY_SELECTED)
+    assert (sending["state"], delivered["state"]) == ("sending", "delivered")
+    assert report_outcomes(root) == ["selected"]
+    assert worker.provider_calls == 1
+
+
+def test_restart_with_a_prepared_row_sends_the_pinned_bytes_with_zero_requests(
+    tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    first = WeeklyTaskHost(
+        ScheduledDeliveryLedger(path),
+        make_coordinator(Mode.ENABLED),
+        Recorder(),
+        renders(),
+        crash_after_reserve=True,
+    )
+    with pytest.raises(SimulatedCrash):
+        first.run(**SCHEDULE, destination=DESTINATION)
+    assert [r["state"] for r in ScheduledDeliveryLedger(path).rows()] == ["prepared"]
+    requests_before = len(worker.requests)
+
+    # A new gateway process: a fresh ledger handle, a coordinator that may not
+    # present, and a renderer that may not run.
+    sender = Recorder()
+    coord = restarted_coordinator(root)
+    try:
+        restarted = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
+        assert restarted.run(**SCHEDULE, destination=DESTINATION) == "sent_pinned"
+        assert sender.sent == [(DESTINATION, WEEKLY_SELECTED)]  # the pinned bytes, exactly
+        # `delivered` keeps its no-retry semantics: a later tick sends nothing.
+        assert restarted.run(**SCHEDULE, destination=DESTINATION) == "no_retry"
+        assert len(sender.sent) == 1
+    finally:
+        coord.close()
+    assert len(worker.requests) == requests_before == 1
+    assert worker.provider_calls == 1
+    assert spool_request_files(root) == []
+    assert [r["state"] for r in ScheduledDeliveryLedger(path).rows()] == [
+        "prepared",
+        "sending",
+        "delivered",
+    ]
+
+
+def test_restart_after_sending_never_sends_again(
+    tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = ScheduledDeliveryLedger(path)
+
+    def crash_while_sending(destination: object, body: str) -> None:
+        raise SimulatedCrash
+
+    host = WeeklyTaskHost(ledger, make_coordinator(Mode.ENABLED), crash_while_sending, renders())
+    with pytest.raises(SimulatedCrash):
+        host.run(**SCHEDULE, destination=DESTINATION)
+    sender = Recorder()
+    coord = restarted_coordinator(root)
+    try:
+        again = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
+        assert again.run(**SCHEDULE, destination=DESTINATION) == "no_retry"
+    finally:
+        coord.close()
+    assert sender.sent == [] and worker.provider_calls == 1
+
+
+def test_restart_with_a_changed_destination_pin_marks_unknown_without_sending(
+    tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    first = WeeklyTaskHost(
+        ScheduledDeliveryLedger(path),
+        make_coordinator(Mode.ENABLED),
+        Recorder(),
+        renders(),
+        crash_after_reserve=True,
+    )
+    with pytest.raises(SimulatedCrash):
+        first.run(**SCHEDULE, destination=DESTINATION)
+    sender = Recorder()
+    coord = restarted_coordinator(root)
+    try:
+        restarted = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
+        moved = {**DESTINATION, "topic_id": 18}
+        assert restarted.run(**SCHEDULE, destination=moved) == "unknown"
+    finally:
+        coord.close()
+    rows = ScheduledDeliveryLedger(path).rows()
+    assert [(r["state"], r["reason"]) for r in rows] == [
+        ("prepared", None),
+        ("unknown", "prepared_material_unavailable"),
+    ]
+    assert sender.sent == [] and worker.provider_calls == 1 and spool_request_files(root) == []
+
+
+def test_corrupt_ledger_hard_stops_without_a_provider_call(
+    tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    first = WeeklyTaskHost(
+        ScheduledDeliveryLedger(path),
+        make_coordinator(Mode.ENABLED),
+        Recorder(),
+        renders(),
+        crash_after_reserve=True,
+    )
+    with pytest.raises(SimulatedCrash):
+        first.run(**SCHEDULE, destination=DESTINATION)
+    row = json.loads(path.read_text("utf-8"))
+    row["body"] = row["body"].replace("차분히", "잘")  # the pinned bytes altered on disk
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", "utf-8")
+    sender = Recorder()
+    coord = restarted_coordinator(root)
+    try:
+        restarted = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
+        with pytest.raises(LedgerCorrupt):
+            restarted.run(**SCHEDULE, destination=DESTINATION)
+    finally:
+        coord.close()
+    assert sender.sent == [] and worker.provider_calls == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "outcome"),
+    [(Mode.SHADOW, "shadow_selected"), (Mode.DISABLED, None)],
+)
+def test_shadow_and_disabled_pin_the_canonical_body(
+    tmp_path: Path,
+    root: DataRoot,
+    worker: ScriptedWorker,
+    make_coordinator: MakeCoordinator,
+    mode: Mode,
+    outcome: str | None,
+) -> None:
+    ledger = ScheduledDeliveryLedger(tmp_path / "ledger.jsonl")
+    sender = Recorder()
+    host = WeeklyTaskHost(ledger, make_coordinator(mode), sender, renders())
+    assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
+    assert sender.sent == [(DESTINATION, WEEKLY_BODY)]
+    assert ledger.rows()[0]["body"] == WEEKLY_BODY
+    assert report_outcomes(root) == ([outcome] if outcome else [])
+    assert worker.provider_calls == (1 if outcome else 0)
+
+
+def test_untyped_weekly_report_is_pinned_canonical_with_zero_requests(
+    tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    explicit = WeeklyFacts(
+        interpretation=WEEKLY_FACTS.interpretation,
+        rationale=WEEKLY_FACTS.rationale,
+        prose_fields=frozenset({"trend_interpretation"}),
+    )
+    ledger = ScheduledDeliveryLedger(tmp_path / "ledger.jsonl")
+    sender = Recorder()
+    coord = make_coordinator(Mode.ENABLED)
+    cand = coord.present_weekly(WEEKLY_BODY, facts=explicit, **SCHEDULE)
+    assert cand.outcome is CandidateOutcome.INELIGIBLE
+    host = WeeklyTaskHost(ledger, coord, sender, renders(facts=explicit))
+    assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
+    assert sender.sent == [(DESTINATION, WEEKLY_BODY)]
+    assert worker.requests == [] and worker.provider_calls == 0

@@ -1,0 +1,126 @@
+"""Shared helpers of the surface tests: Hypothesis strategies for lines and for
+compositions the style grammar generates, and the structural checks every
+surface's golden and property tests make (locked bytes, layout, UTF-16 spans)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+from spool.contract import SAFE_STYLE_LEXEMES, SlotPolicy, check_generated
+
+from gateway_shim.surfaces import CanonicalSurface, RenderedBody, utf16_len
+from gateway_shim.surfaces.card import AdaptiveBinding, card_payload
+
+# Any single line the grammars can carry: no control, surrogate or line-break
+# characters. Astral characters included, so UTF-16 offsets are exercised.
+LINE_CHARS = st.characters(exclude_categories=("Cc", "Cs", "Zl", "Zp"))
+LINES = st.text(LINE_CHARS, min_size=1, max_size=30)
+
+_SEPARATORS = (", ", " ")
+
+
+def _compose(tokens: Sequence[str], parts: Sequence[tuple[list[str], str]]) -> str:
+    """sentence ::= (LEXEME (" " LEXEME)* (", " | " "))? TOKEN "." joined by " "."""
+    return " ".join(
+        (" ".join(lexemes) + separator if lexemes else "") + token + "."
+        for token, (lexemes, separator) in zip(tokens, parts, strict=True)
+    )
+
+
+def compositions(policy: SlotPolicy) -> st.SearchStrategy[str]:
+    """Compositions generated from the style grammar for ``policy``: every issued
+    token once, in order, at least one lexeme, within the slot's limits."""
+    tokens = policy.required_placeholder_tokens
+    part = st.tuples(
+        st.lists(st.sampled_from(tuple(SAFE_STYLE_LEXEMES)), max_size=4),
+        st.sampled_from(_SEPARATORS),
+    )
+    return (
+        st.lists(part, min_size=len(tokens), max_size=len(tokens))
+        .filter(lambda parts: any(lexemes for lexemes, _ in parts))
+        .filter(lambda parts: sum(len(lexemes) for lexemes, _ in parts) <= policy.max_style_lexemes)
+        .map(lambda parts: _compose(tokens, parts))
+        .filter(lambda text: len(text) <= policy.max_generated_chars)
+    )
+
+
+def composition_for_every_slot(surface: CanonicalSurface) -> st.SearchStrategy[dict[str, str]]:
+    return st.fixed_dictionaries({s.slot_id: compositions(s.policy()) for s in surface.slots})
+
+
+def assert_grammar_accepts(surface: CanonicalSurface, generated: dict[str, str]) -> None:
+    for slot in surface.slots:
+        assert check_generated(slot.policy(), generated[slot.slot_id]) is None
+
+
+def assert_locked_identical(canonical: RenderedBody, selected: RenderedBody) -> None:
+    """Every locked byte identical, sliced out of each body at its own offsets;
+    the spans start the body and end it (no unlocked edge)."""
+    assert len(canonical.locked_spans_utf16) == len(selected.locked_spans_utf16)
+    assert canonical.locked_texts() == selected.locked_texts()
+    assert "".join(canonical.locked_texts()) == "".join(selected.locked_texts())
+    for rendered in (canonical, selected):
+        assert rendered.locked_spans_utf16[0][0] == 0
+        assert rendered.locked_spans_utf16[-1][1] == utf16_len(rendered.body)
+        assert utf16_len(rendered.body) <= 4096
+
+
+def assert_layout_identical(surface: CanonicalSurface, selected: str) -> None:
+    """Line structure identical: same line count, blank lines at the same
+    places, and only lines holding a slot differ (headings, bullets, order and
+    every other line byte-identical)."""
+    canonical_lines = surface.canonical().body.split("\n")
+    selected_lines = selected.split("\n")
+    assert len(canonical_lines) == len(selected_lines)
+    assert [i for i, line in enumerate(canonical_lines) if line == ""] == [
+        i for i, line in enumerate(selected_lines) if line == ""
+    ]
+    slot_texts = [s.canonical_text for s in surface.slots]
+    for before, after in zip(canonical_lines, selected_lines, strict=True):
+        if before != after:
+            assert any(text in before for text in slot_texts)
+
+
+# --- adaptive payloads ----------------------------------------------------------------
+
+SESSION_ID = "sess-7f3a9c"
+PROPOSAL_DIGEST = "prop-3b1e" + "0a" * 8
+REVISION = 3
+CARD_KIND = "proposal_review"
+# Rows of (text, callback_data): locked, returned byte for byte.
+BUTTONS: tuple[tuple[tuple[str, str], ...], ...] = (
+    (
+        ("✅ 승인", "adaptive:approve:sess-7f3a9c:3"),
+        ("✏️ 수정 요청", "adaptive:revise:sess-7f3a9c:3"),
+    ),
+    (("⏸ 보류", "adaptive:hold:sess-7f3a9c:3"),),
+)
+
+
+def binding(**changes: Any) -> AdaptiveBinding:
+    fields: dict[str, Any] = {
+        "callback_action": "adaptive:review:open",
+        "session_id": SESSION_ID,
+        "proposal_digest": PROPOSAL_DIGEST,
+        "revision": REVISION,
+        "card_kind": CARD_KIND,
+        "origin_message_id": "4711",
+        **changes,
+    }
+    return AdaptiveBinding(**fields)
+
+
+def payload(surface: str, text: str, **changes: Any) -> dict[str, object]:
+    fields: dict[str, Any] = {
+        "surface": surface,
+        "text": text,
+        "buttons": BUTTONS,
+        "session_id": SESSION_ID,
+        "proposal_digest": PROPOSAL_DIGEST,
+        "revision": REVISION,
+        "card_kind": CARD_KIND,
+        **changes,
+    }
+    return card_payload(**fields)
