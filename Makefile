@@ -23,13 +23,45 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/kexpr run --data-root $(DATA_ROOT)
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test test-tools
 	$(BIN)/python -m pytest
+
+# systemd-analyze for the unit tests (tests/ops_tests/test_systemd.py): Debian's
+# `systemd` package, installed with apt only if missing; otherwise the test skips
+# with the reason the script prints.
+.PHONY: test-tools
+test-tools:
+	@sh tests/ops_tests/ensure-systemd-analyze.sh
 
 # Benchmarks print figures; they are never timed unit tests (shared, noisy machines).
 # `make bench QUICK=1` is the ~1 minute profile.
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
+
+# Fuzzing (issue 7): the generative properties at 10**5 examples each (Hypothesis
+# profile `fuzz`, tests/adversarial/hypothesis_profiles.py), then coverage-guided
+# fuzzing of judge() with atheris for FUZZ_SECONDS (fuzz/fuzz_judge.py). Both run
+# under `nice`. New corpus entries and crashes go to var/fuzz, never to fuzz/corpus.
+FUZZ_SECONDS ?= 300
+.PHONY: fuzz
+$(VENV)/.installed-fuzz: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test,fuzz]'
+	touch $@ $(VENV)/.installed-test $(VENV)/.installed-run
+
+fuzz: $(VENV)/.installed-fuzz
+	KEXPR_HYPOTHESIS_PROFILE=fuzz nice $(BIN)/python -m pytest -q tests/adversarial tests/redaction tests/contract/test_contract_properties.py
+	mkdir -p var/fuzz/corpus var/fuzz/artifacts
+	nice $(BIN)/python fuzz/fuzz_judge.py var/fuzz/corpus fuzz/corpus/judge -dict=fuzz/judge.dict \
+		-max_len=17408 -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=var/fuzz/artifacts/ -print_final_stats=1
+
+# Crash campaign (issue 4): real supervisor/worker/shim processes, SIGKILLed at
+# random phases, invariants after every round; the counts are the last line.
+# `make test` runs a short one (tests/crash/test_crash_campaign.py).
+# MAX_SECONDS=1800 starts no round after that (the counts say how many ran).
+N ?= 1000
+.PHONY: crash
+crash: $(VENV)/.installed-test
+	$(BIN)/python tests/crash/campaign.py --rounds $(N) $(if $(SEED),--seed $(SEED),) $(if $(MAX_SECONDS),--max-seconds $(MAX_SECONDS),)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -28,13 +28,13 @@ DOMAIN: Final = b"korean-expression-v4\0"
 def load_or_create_key(root: DataRoot) -> bytes:
     """Read ``identity.key``; create it if absent. Fail closed on anything odd."""
     try:
-        key = read_private(root.identity_key, max_bytes=KEY_BYTES)
+        key = read_private(root.identity_key, max_bytes=KEY_BYTES, exclusive=True)
     except FileNotFoundError:
         try:
             create_private_file(root.identity_key, secrets.token_bytes(KEY_BYTES))
         except FileExistsError:
             pass  # another gateway thread/process won the race; read theirs
-        key = read_private(root.identity_key, max_bytes=KEY_BYTES)
+        key = read_private(root.identity_key, max_bytes=KEY_BYTES, exclusive=True)
     if len(key) != KEY_BYTES:
         raise UnsafePath(UnsafeReason.TOO_LARGE if len(key) > KEY_BYTES else UnsafeReason.BAD_MODE)
     return key

@@ -18,6 +18,12 @@ COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
     "supervise": ("ops.supervisor", "cli", "run the worker under supervision (explicit minimal env)"),
     "worker": ("worker.main", "main", "run the worker in the foreground (started by `supervise`)"),
     "contract": ("ops.contract_cli", "cli", "contract check: judge recorded responses against a capsule"),
+    "status": ("ops.status_cli", "cli", "worker state, heartbeat and counters (human or --json; no content)"),
+    "audit": ("ops.audit", "cli", "credential isolation, permissions, journal chain, spool redaction scan"),
+    "preflight": ("ops.preflight", "preflight_cli", "check host config.yaml files before a release (legacy key, exact block)"),
+    "migrate-config": ("ops.preflight", "migrate_cli", "remove the legacy key and add the exact disabled block (dry run unless --write)"),
+    "promotion-report": ("ops.promotion", "cli", "shadow evidence per surface and promotion gates, from the journal"),
+    "journal": ("ops.journal_cli", "cli", "journal verify | stats | prune | quarantine (enums and counts; no content)"),
 }
 
 

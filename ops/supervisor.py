@@ -11,31 +11,137 @@ each process with an explicit ``env=``. The worker gets:
 
 Nothing else: in particular no ``OPENAI_BASE_URL``/``OPENAI_ORG_ID``/``OPENAI_LOG``/
 ``OPENAI_CUSTOM_HEADERS``/``SSLKEYLOGFILE``, which the SDK or ssl would act on.
+
+Restart rules (the decision is `RestartTracker.on_exit`, pure and clock-injected;
+the loop in `Supervisor.run` only carries it out):
+
+1. A fatal exit (`FATAL_EXITS`: hazardous environment, unsafe data root, not
+   undumpable) is not restarted: a restart cannot fix it.
+2. Any other exit is restarted after an exponential backoff (0.5 s doubling to
+   30 s), reset after a run that stayed up `healthy_after_s`.
+3. Crash loop: more than ``max_restarts`` exits within ``window_s`` stops
+   supervising with the enum diagnostic ``crash_loop`` and `CRASH_LOOP_EXIT`,
+   instead of burning the provider budget or the disk (systemd's
+   ``StartLimitBurst``/``StartLimitIntervalSec`` do the same for the unit).
+4. Graceful stop (SIGTERM/SIGINT to the supervisor): SIGTERM to the worker, which
+   stops claiming and lets a call in flight finish or reach its 4 s deadline;
+   SIGKILL only after `STOP_GRACE_S`, which is longer than that deadline.
+
+``supervisor.status.json`` (beside ``worker.status.json``) records the
+supervisor's state, restarts and last exit code for ``kexpr status``: enums and
+integers only, never content. It is a heartbeat, not evidence: a failed write is
+ignored, and nothing is created in the data root that the worker would not.
 """
 
 from __future__ import annotations
 
+import collections
+import datetime as dt
+import enum
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
+
+from spool.layout import DataRoot
 
 from worker.exitcodes import ExitCode
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
 BASE_ENV: Final[Mapping[str, str]] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-BACKOFF_START_S: Final = 0.5
-BACKOFF_MAX_S: Final = 30.0
-HEALTHY_AFTER_S: Final = 60.0
+# An in-flight call ends by its request's deadline (<= 4 s after submission,
+# SPEC §4); the worker then drains and writes its last status. 10 s covers that
+# with slack; only then is the worker killed.
 STOP_GRACE_S: Final = 10.0
 # Exit codes that a restart cannot fix: supervising stops with them.
-FATAL_EXITS: Final = frozenset({int(ExitCode.HAZARDOUS_ENVIRONMENT), int(ExitCode.UNSAFE_DATA_ROOT)})
+# ANOTHER_WORKER (73) is deliberately *not* fatal: after a supervisor was killed,
+# its orphaned worker drains (<= the 4 s deadline, then exits on PR_SET_PDEATHSIG)
+# while still holding worker.lock; backoff outlasts that. A real second
+# supervisor on the same data root ends in `crash_loop` instead.
+FATAL_EXITS: Final = frozenset(
+    {
+        int(ExitCode.HAZARDOUS_ENVIRONMENT),
+        int(ExitCode.UNSAFE_DATA_ROOT),
+        int(ExitCode.NOT_UNDUMPABLE),
+    }
+)
+# EX_SOFTWARE: the worker keeps dying; an operator has to look (kexpr status).
+CRASH_LOOP_EXIT: Final = 70
+STATUS_SCHEMA: Final = "kexpr-supervisor-status-v1"
+STATUS_NAME: Final = "supervisor.status.json"
+HEARTBEAT_S: Final = 5.0
+_POLL_S: Final = 0.2
+
+
+def supervisor_status_path(root: DataRoot) -> Path:
+    """Where the supervisor's heartbeat lives (next to ``worker.status.json``)."""
+    return root.root / STATUS_NAME
+
+
+@dataclass(frozen=True, slots=True)
+class RestartPolicy:
+    backoff_start_s: float = 0.5
+    backoff_max_s: float = 30.0
+    healthy_after_s: float = 60.0
+    max_restarts: int = 5
+    window_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.backoff_start_s <= self.backoff_max_s) or self.max_restarts < 0 or self.window_s <= 0:
+            raise ValueError("restart_policy")
+
+
+class Action(enum.StrEnum):
+    RESTART = "restart"
+    STOP_FATAL = "fatal"
+    STOP_CRASH_LOOP = "crash_loop"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    delay_s: float = 0.0
+
+
+class RestartTracker:
+    """What to do after the worker exited (rules 1-3). No processes, no clock."""
+
+    def __init__(self, policy: RestartPolicy) -> None:
+        self.policy = policy
+        self._exits: collections.deque[float] = collections.deque()
+        self._backoff = policy.backoff_start_s
+
+    def on_exit(self, code: int, ran_s: float, now: float) -> Decision:
+        if code in FATAL_EXITS:
+            return Decision(Action.STOP_FATAL)
+        p = self.policy
+        self._exits.append(now)
+        while self._exits and now - self._exits[0] > p.window_s:
+            self._exits.popleft()
+        if len(self._exits) > p.max_restarts:
+            return Decision(Action.STOP_CRASH_LOOP)
+        if ran_s >= p.healthy_after_s:
+            self._backoff = p.backoff_start_s
+        delay = self._backoff
+        self._backoff = min(self._backoff * 2, p.backoff_max_s)
+        return Decision(Action.RESTART, delay)
+
+
+class State(enum.StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    BACKOFF = "backoff"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    CRASH_LOOP = "crash_loop"
+    FATAL = "fatal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,55 +168,164 @@ def worker_command(spec: WorkerSpec) -> list[str]:
     return [sys.executable, "-m", "worker", "--data-root", str(spec.data_root.resolve())]
 
 
+class Child(Protocol):
+    pid: int
+
+    def poll(self) -> int | None: ...
+    def send_signal(self, sig: int) -> None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def kill(self) -> None: ...
+
+
+def _die_with_parent_preexec() -> Callable[[], None] | None:
+    """``prctl(PR_SET_PDEATHSIG, SIGTERM)`` between fork and exec.
+
+    The worker asks for the same itself (`worker.main.die_with_parent`), but only
+    once its module is imported; set here, a supervisor killed during the
+    worker's interpreter start-up cannot leave an orphan holding ``worker.lock``.
+    Resolved in the parent (no import after fork); None where prctl is missing.
+    The supervisor spawns from its main thread, whose exit is what the kernel
+    watches.
+    """
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+
+    return preexec
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 class Supervisor:
-    def __init__(self, spec: WorkerSpec, source_env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        source_env: Mapping[str, str],
+        *,
+        policy: RestartPolicy | None = None,
+        spawn: Callable[[], Child] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        stop_grace_s: float = STOP_GRACE_S,
+    ) -> None:
         self.spec = spec
         self._env = worker_environment(spec, source_env)
+        self._spawn = spawn or self._start
+        self._clock = clock
+        self._grace = stop_grace_s
+        self.tracker = RestartTracker(policy or RestartPolicy())
         self.stop = threading.Event()
-        self.child: subprocess.Popen[bytes] | None = None
+        self.child: Child | None = None
         self.restarts = 0
+        self.last_exit: int | None = None
+        self.state = State.STARTING
+        self._root = DataRoot(spec.data_root)
+        self._beat = 0.0
+        self._status_ok = False
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def _start(self) -> Child:
         return subprocess.Popen(
             worker_command(self.spec),
             env=self._env,
             cwd="/",
             stdin=subprocess.DEVNULL,
             close_fds=True,
+            # The supervisor is single-threaded (signal handlers only set an Event).
+            preexec_fn=_die_with_parent_preexec(),  # noqa: PLW1509
         )
 
     def run(self) -> int:
-        backoff = BACKOFF_START_S
-        code = 0
+        self._set(State.STARTING)
         while not self.stop.is_set():
-            started = time.monotonic()
-            self.child = self._start()
-            while self.child.poll() is None:
-                if self.stop.wait(0.2):
+            started = self._clock()
+            child = self.child = self._spawn()
+            self._set(State.RUNNING)
+            while child.poll() is None:
+                if self.stop.wait(_POLL_S):
                     return self._terminate_child()
-            code = self.child.returncode
-            if code in FATAL_EXITS:
-                print(f"kexpr supervise: worker exit {code}: not restarting", file=sys.stderr)
+                # Beat every HEARTBEAT_S, and retry at once while the worker has
+                # not yet created the data root (the first writes fail).
+                if not self._status_ok or self._clock() - self._beat >= HEARTBEAT_S:
+                    self._set(State.RUNNING)
+            code = child.poll()
+            assert code is not None
+            self.last_exit = code
+            now = self._clock()
+            decision = self.tracker.on_exit(code, now - started, now)
+            if decision.action is Action.STOP_FATAL:
+                self._diagnose("fatal_exit", code)
+                self._set(State.FATAL)
                 return code
-            if time.monotonic() - started > HEALTHY_AFTER_S:
-                backoff = BACKOFF_START_S
-            if self.stop.wait(backoff):
+            if decision.action is Action.STOP_CRASH_LOOP:
+                self._diagnose("crash_loop", code)
+                self._set(State.CRASH_LOOP)
+                return CRASH_LOOP_EXIT
+            self._set(State.BACKOFF)
+            if self.stop.wait(decision.delay_s):
                 break
-            backoff = min(backoff * 2, BACKOFF_MAX_S)
             self.restarts += 1
-        return code
+        self._set(State.STOPPED)
+        return 0
 
     def _terminate_child(self) -> int:
+        """Rule 4: SIGTERM, wait past the call deadline, only then SIGKILL."""
+        self._set(State.STOPPING)
         child = self.child
-        if child is None or child.poll() is not None:
-            return 0
-        child.send_signal(signal.SIGTERM)
+        code = 0
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+            try:
+                code = child.wait(self._grace)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+                self._diagnose("stop_timeout", None)
+                code = 1
+        self.last_exit = code if child is not None else None
+        self._set(State.STOPPED)
+        return 0 if code == 0 else 1
+
+    def _diagnose(self, diagnostic: str, code: int | None) -> None:
+        suffix = "" if code is None else f" (worker exit {code})"
+        print(f"kexpr supervise: {diagnostic}{suffix}", file=sys.stderr)
+
+    def _set(self, state: State) -> None:
+        self.state = state
+        self._beat = self._clock()
+        child = self.child
+        status = {
+            "schema": STATUS_SCHEMA,
+            "pid": os.getpid(),
+            "state": state.value,
+            "heartbeat_at_utc": _utc_now(),
+            "worker_pid": child.pid if child is not None and state is State.RUNNING else None,
+            "restarts": self.restarts,
+            "last_exit": self.last_exit,
+            "policy": {
+                "max_restarts": self.tracker.policy.max_restarts,
+                "window_s": self.tracker.policy.window_s,
+            },
+        }
+        from spool.fsio import UnsafePath, replace_private
+
         try:
-            child.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        return 0
+            # Never creates the data root: until the worker has made it, this
+            # raises FileNotFoundError and the beat is simply skipped.
+            replace_private(
+                self._root.tmp,
+                supervisor_status_path(self._root),
+                json.dumps(status, sort_keys=True).encode("utf-8"),
+            )
+            self._status_ok = True
+        except (OSError, UnsafePath):
+            self._status_ok = False
 
 
 def cli(argv: list[str]) -> int:
@@ -118,16 +333,33 @@ def cli(argv: list[str]) -> int:
 
     from spool.layout import DEFAULT_DATA_ROOT
 
+    defaults = RestartPolicy()
     p = argparse.ArgumentParser(prog="kexpr supervise")
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
     p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
+    p.add_argument(
+        "--max-restarts",
+        type=int,
+        default=defaults.max_restarts,
+        help=f"crash loop: stop after more than this many restarts within --restart-window (default {defaults.max_restarts})",
+    )
+    p.add_argument(
+        "--restart-window",
+        type=float,
+        default=defaults.window_s,
+        help=f"crash-loop window in seconds (default {defaults.window_s:g})",
+    )
     a = p.parse_args(argv)
-    return supervise(WorkerSpec(a.data_root, a.https_proxy, a.ssl_cert_file))
+    try:
+        policy = RestartPolicy(max_restarts=a.max_restarts, window_s=a.restart_window)
+    except ValueError:
+        p.error("--max-restarts must be >= 0 and --restart-window > 0")
+    return supervise(WorkerSpec(a.data_root, a.https_proxy, a.ssl_cert_file), policy)
 
 
-def supervise(spec: WorkerSpec) -> int:
-    sup = Supervisor(spec, os.environ)
+def supervise(spec: WorkerSpec, policy: RestartPolicy | None = None) -> int:
+    sup = Supervisor(spec, os.environ, policy=policy)
 
     def on_signal(signum: int, frame: object) -> None:
         sup.stop.set()

@@ -16,6 +16,18 @@ Invariants (each one is a reason for a line below):
    root refuses to start (``worker.lock``).
 5. Nothing customer-visible passes through here: the capsule holds IDs and
    tokens only, and the worker never logs content.
+6. Quarantine (SPEC §3, §5; `spool.journal` "Torn tail"): a journal that does
+   not verify at start-up, a data-root directory that is not what it was (a
+   symlink, a bad mode or owner, a swapped inode — checked before every scan), a
+   lock file that is not the checked inode, or a failed append puts the worker
+   in quarantine *until it is restarted*: every request is answered canonical
+   (``journal_unavailable``) with zero rows and zero calls; nothing is repaired,
+   truncated or retried. The reason is an enum in ``worker.status.json`` and one
+   stderr line. An unsafe *file* (symlink, FIFO, bad mode or owner, oversized)
+   only makes its own request canonical; it is counted by reason.
+7. Retention (`spool.journal` rule 7) runs at start-up, after every scan and
+   before a new attempt: open attempts in an expiring segment are terminalized
+   ``claim_expired_canonical`` first, then the whole segment is removed.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import datetime as dt
 import json
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -32,11 +45,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
-
 from spool.contract import Verdict, judge
-from spool.fsio import UnsafePath, claim, make_flock, publish, read_private, replace_private, unlink_quiet
+from spool.fsio import (
+    FileId,
+    LockTimeout,
+    UnsafePath,
+    claim,
+    list_dir,
+    make_flock,
+    publish,
+    read_private_identified,
+    replace_private,
+    unlink_if_same,
+    unlink_quiet,
+)
 from spool.journal import (
     AttemptRecord,
     Event,
@@ -62,6 +84,9 @@ from spool.messages import (
     parse_report,
     parse_request,
 )
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
 from worker.environment import hazardous_environment
 from worker.exitcodes import ExitCode
 from worker.provider import ProviderOutcome, ProviderResult, build_client, call_with_deadline
@@ -109,10 +134,16 @@ class Counters:
     reports: int = 0
     orphan_reports: int = 0
     late_results: int = 0
+    retired_segments: int = 0
     by_outcome: dict[str, int] = field(default_factory=dict)
+    # Unsafe spool files by `spool.fsio.UnsafeReason` value (enum keys only).
+    unsafe: dict[str, int] = field(default_factory=dict)
 
     def outcome(self, o: Outcome) -> None:
         self.by_outcome[o.value] = self.by_outcome.get(o.value, 0) + 1
+
+    def unsafe_file(self, e: UnsafePath) -> None:
+        self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
 
 
 class _Wake(FileSystemEventHandler):
@@ -146,6 +177,9 @@ class Worker:
         self._rescan = rescan_interval_s
         self.journal = Journal(root)
         self.journal_ok = False
+        # Why the worker is in quarantine (rule 6): an enum value, or None.
+        self.quarantine: str | None = None
+        self._tree: dict[str, FileId] | None = None
         self.counters = Counters()
         # attempt_id -> phase known to *this* process (OPEN while our call runs,
         # AWAITING_REPORT after an accepted response). Guarded by the journal lock.
@@ -164,29 +198,66 @@ class Worker:
             return ExitCode.HAZARDOUS_ENVIRONMENT
         try:
             self.root.ensure()
-        except UnsafePath:
+        except (UnsafePath, OSError):
             return ExitCode.UNSAFE_DATA_ROOT
         wlock = make_flock(self.root.worker_lock)
         try:
             wlock.acquire(timeout=0)
-        except Exception:
+        except LockTimeout:
             return ExitCode.ANOTHER_WORKER
+        except (UnsafePath, OSError):
+            return ExitCode.UNSAFE_DATA_ROOT
         try:
             return self._run_locked(stop)
         finally:
             wlock.release()
 
     def prepare(self) -> None:
-        """Build the one client (None without a key) and rebuild the dedupe index
-        from verified segments; then terminalize what died with a previous worker."""
+        """Build the one client (None without a key), remember the data root's
+        directories, rebuild the dedupe index from verified segments; then
+        terminalize what died with a previous worker and apply retention."""
         self._client = self._client_factory()
+        try:
+            self._tree = self.root.verify_tree()
+        except UnsafePath as e:
+            self._enter_quarantine(e.reason.value)
+            return
+        except OSError:
+            self._enter_quarantine("io_error")
+            return
         try:
             self.journal.load()
             self.journal_ok = True
-        except (JournalUnverified, UnsafePath, OSError):
+        except JournalUnverified as e:
             # Fail closed: answer every request canonical, zero calls, zero rows.
-            self.journal_ok = False
+            self._enter_quarantine(e.finding.value)
+        except UnsafePath as e:
+            self._enter_quarantine(e.reason.value)
+        except OSError:
+            self._enter_quarantine("io_error")
         self._sweep()
+
+    def _enter_quarantine(self, reason: str) -> None:
+        """Rule 6: refuse every new attempt until restarted. Enum only, once."""
+        self.journal_ok = False
+        if self.quarantine is None:
+            self.quarantine = reason
+            print(f"kexpr worker: quarantine: {reason}", file=sys.stderr, flush=True)
+
+    def _check_tree(self) -> None:
+        """Every product directory is still the checked one (rule 6)."""
+        if not self.journal_ok:
+            return
+        try:
+            tree = self.root.verify_tree()
+        except UnsafePath as e:
+            self._enter_quarantine(e.reason.value)
+            return
+        except OSError:
+            self._enter_quarantine("io_error")
+            return
+        if self._tree is not None and tree != self._tree:
+            self._enter_quarantine("inode_changed")
 
     def _run_locked(self, stop: threading.Event) -> ExitCode:
         self.prepare()
@@ -218,15 +289,20 @@ class Worker:
         return ExitCode.OK
 
     def _scan(self, pool: cf.ThreadPoolExecutor) -> None:
-        # Orphans from a dead worker first (they are deduped like anything else).
-        for name in sorted(_json_names(self.root.claimed)):
-            self._dispatch(pool, name)
-        for name in sorted(_json_names(self.root.requests)):
-            if claim(self.root.requests / name, self.root.claimed / name):
-                self.counters.claimed += 1
+        self._check_tree()
+        try:
+            # Orphans from a dead worker first (they are deduped like anything else).
+            for name in sorted(_json_names(self.root.claimed)):
                 self._dispatch(pool, name)
-        for name in sorted(_json_names(self.root.reports)):
-            self._handle_report(name)
+            for name in sorted(_json_names(self.root.requests)):
+                if claim(self.root.requests / name, self.root.claimed / name):
+                    self.counters.claimed += 1
+                    self._dispatch(pool, name)
+            for name in sorted(_json_names(self.root.reports)):
+                self._handle_report(name)
+        except UnsafePath as e:
+            # A spool directory itself is unsafe: nothing in it can be trusted.
+            self._enter_quarantine(e.reason.value)
 
     def _dispatch(self, pool: cf.ThreadPoolExecutor, name: str) -> None:
         with self._busy_lock:
@@ -250,7 +326,8 @@ class Worker:
         path = self.root.claimed / name
         rid = name[: -len(".json")]
         try:
-            req = parse_request(read_private(path, max_bytes=MAX_MESSAGE_BYTES))
+            data, fid = read_private_identified(path, max_bytes=MAX_MESSAGE_BYTES)
+            req = parse_request(data)
             if req.request_id != rid:
                 raise MessageError("request_id")
             submitted = parse_ts(req.submitted_at_utc)
@@ -259,16 +336,26 @@ class Worker:
                 raise MessageError("deadline")
         except FileNotFoundError:
             return
-        except (UnsafePath, MessageError, OSError, ValueError):
+        except (UnsafePath, MessageError, OSError, ValueError) as e:
+            # Canonical, zero calls, zero rows; an unsafe file is counted by reason.
             self.counters.invalid_requests += 1
-            unlink_quiet(path)
+            if isinstance(e, UnsafePath):
+                self.counters.unsafe_file(e)
+            _quiet(unlink_quiet, path)
             if _is_hex32(rid):
                 self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
             return
         try:
             self._handle_request(req, deadline)
         finally:
-            unlink_quiet(path)
+            try:
+                # Remove only the file we read (fsio rule 4); a swapped one is
+                # left for the next scan, where it is deduped like any request.
+                unlink_if_same(path, fid)
+            except UnsafePath as e:
+                self.counters.unsafe_file(e)
+            except OSError:
+                pass
 
     def _handle_request(self, req: SpoolRequest, deadline: dt.datetime) -> None:
         rid = req.request_id
@@ -281,8 +368,18 @@ class Worker:
             return
         capsule = req.capsule
         mode = Mode(req.mode)
-        with self.journal.locked() as j:
-            try:
+        try:
+            with self.journal.locked() as j:
+                if not self.journal_ok:
+                    raise _Quarantined
+                self._retain_if_due(j)
+                if capsule.artifact_key in j.index.sealed:
+                    # Attempted in a quarantined segment: never again (spool.journal).
+                    self.counters.already_attempted += 1
+                    self._respond(
+                        rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED
+                    )
+                    return
                 rec = j.index.by_artifact.get(capsule.artifact_key)
                 if rec is not None:
                     self._answer_existing(rid, rec)
@@ -295,11 +392,11 @@ class Worker:
                     started_at=self._clock(),
                     deadline_at_utc=req.deadline_at_utc,
                 )
-            except (JournalUnverified, OSError):
-                self.journal_ok = False
-                self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
-                return
-            self._phases[rec.attempt_id] = Phase.OPEN
+                self._phases[rec.attempt_id] = Phase.OPEN
+        except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
+            self._journal_failed(e)
+            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+            return
 
         if self._client is None:
             result = ProviderResult(ProviderOutcome.CREDENTIAL_UNAVAILABLE, None)
@@ -311,10 +408,13 @@ class Worker:
 
     def _answer_existing(self, rid: str, rec: AttemptRecord) -> None:
         """Dedupe (caller holds the journal lock). Never a call."""
-        if rec.outcome is not None or self._phases.get(rec.attempt_id) is Phase.AWAITING_REPORT:
+        phase = self._phases.get(rec.attempt_id)
+        if rec.outcome is not None or phase is Phase.AWAITING_REPORT:
             self.counters.already_attempted += 1
             self._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED)
-        elif self._clock() < rec.deadline:
+        elif self._clock() < rec.deadline or phase is Phase.OPEN:
+            # Unexpired, or our own call is still concluding at its deadline: the
+            # owner writes the terminal row, never an observer (no row, no call).
             self.counters.in_flight += 1
             self._respond(rid, None, ResponseStatus.IN_FLIGHT, ResponseOutcome.IN_FLIGHT)
         else:
@@ -331,15 +431,49 @@ class Worker:
         result: ProviderResult,
         req: SpoolRequest,
     ) -> None:
+        try:
+            accepted, outcome = self._conclude_locked(rec, deadline, result, req, rid)
+        except (JournalUnverified, UnsafePath, OSError) as e:
+            # The terminal row could not be written: quarantine, and nothing the
+            # call produced is delivered (rule 6).
+            self._phases.pop(rec.attempt_id, None)
+            self._journal_failed(e)
+            self._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+            return
+        if accepted is not None:
+            self._publish_response(accepted)
+        elif outcome is not None:
+            self._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome(outcome.value))
+
+    def _conclude_locked(
+        self,
+        rec: AttemptRecord,
+        deadline: dt.datetime,
+        result: ProviderResult,
+        req: SpoolRequest,
+        rid: str,
+    ) -> tuple[SpoolResponse | None, Outcome | None]:
+        """Judge the one result under the lock. (accepted response, None) or
+        (None, terminal outcome to answer with) or (None, None): no answer."""
+        accepted: SpoolResponse | None = None
+        outcome: Outcome | None = None
         with self.journal.locked() as j:
             now = self._clock()
+            current = j.index.by_attempt.get(rec.attempt_id)
+            if current is None or current.outcome is not None:
+                return None, None  # terminalized meanwhile (retention): discard, say nothing
+            if not self.journal_ok:
+                # Quarantined while the call ran (rule 6): nothing it produced is
+                # delivered; the attempt ends canonical, no answer but canonical.
+                self._finalize(j, rec, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, now)
+                return None, Outcome.CLAIM_EXPIRED_CANONICAL
             if now >= deadline or result.outcome is ProviderOutcome.TIMEOUT:
                 # Late result: discarded here, under the lock. No response: the
                 # shim stopped waiting at the same deadline.
                 if result.outcome is not ProviderOutcome.TIMEOUT:
                     self.counters.late_results += 1
                 self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, Outcome.TIMEOUT, now)
-                return
+                return None, None
             if result.outcome is ProviderOutcome.CONTENT and result.content is not None:
                 verdict = judge(req.capsule, result.content)
                 if verdict.verdict is Verdict.ACCEPTED and verdict.composition is not None:
@@ -358,15 +492,10 @@ class Worker:
                 else:
                     outcome = _VERDICT_OUTCOME[verdict.verdict]
                     self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, outcome, now)
-                    accepted = None
             else:
                 outcome = _CALL_FAILED.get(result.outcome, Outcome.PROVIDER_ERROR)
                 self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, outcome, now)
-                accepted = None
-        if accepted is not None:
-            self._publish_response(accepted)
-        else:
-            self._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome(outcome.value))
+        return accepted, outcome
 
     def _finalize(
         self,
@@ -395,42 +524,51 @@ class Worker:
     def _handle_report(self, name: str) -> None:
         path = self.root.reports / name
         try:
-            report = parse_report(read_private(path, max_bytes=MAX_MESSAGE_BYTES))
+            data, fid = read_private_identified(path, max_bytes=MAX_MESSAGE_BYTES)
+            report = parse_report(data)
             if name != f"{report.attempt_id}.json":
                 raise MessageError("attempt_id")
         except FileNotFoundError:
             return
-        except (UnsafePath, MessageError, OSError, ValueError):
+        except (UnsafePath, MessageError, OSError, ValueError) as e:
             self.counters.orphan_reports += 1
-            unlink_quiet(path)
+            if isinstance(e, UnsafePath):
+                self.counters.unsafe_file(e)
+            _quiet(unlink_quiet, path)
             return
         if self.journal_ok:
-            with self.journal.locked() as j:
-                rec = j.index.by_attempt.get(report.attempt_id)
-                phase = self._phases.get(report.attempt_id)
-                outcome = Outcome(report.outcome.value)
-                try:
-                    if rec is None or rec.outcome is not None or phase is not Phase.AWAITING_REPORT:
-                        raise MessageError("no_awaiting_attempt")
-                    self._finalize(j, rec, phase, Event.REPORT, outcome, self._clock())
-                    self.counters.reports += 1
-                except (MessageError, ValueError, IllegalTransition):
-                    # e.g. shadow_selected for an enabled attempt: the table says no.
-                    self.counters.orphan_reports += 1
-                except (JournalUnverified, OSError):
-                    self.journal_ok = False
-        unlink_quiet(path)
+            try:
+                with self.journal.locked() as j:
+                    rec = j.index.by_attempt.get(report.attempt_id)
+                    phase = self._phases.get(report.attempt_id)
+                    outcome = Outcome(report.outcome.value)
+                    try:
+                        if rec is None or rec.outcome is not None or phase is not Phase.AWAITING_REPORT:
+                            raise MessageError("no_awaiting_attempt")
+                        self._finalize(j, rec, phase, Event.REPORT, outcome, self._clock())
+                        self.counters.reports += 1
+                    except (MessageError, ValueError, IllegalTransition):
+                        # e.g. shadow_selected for an enabled attempt: the table says no.
+                        self.counters.orphan_reports += 1
+            except (JournalUnverified, UnsafePath, OSError) as e:
+                self._journal_failed(e)
+        try:
+            unlink_if_same(path, fid)
+        except UnsafePath as e:
+            self.counters.unsafe_file(e)
+        except OSError:
+            pass
 
     # -------------------------------------------------------------------- sweep
 
     def _sweep(self) -> None:
         """Terminalize what nobody can finish any more (restart-after-expiry,
-        COMMIT_GRACE for accepted-but-unreported)."""
+        COMMIT_GRACE for accepted-but-unreported), then apply retention."""
         if not self.journal_ok:
             return
         now = self._clock()
-        with self.journal.locked() as j:
-            try:
+        try:
+            with self.journal.locked() as j:
                 for rec in list(j.index.open_attempts()):
                     phase = self._phases.get(rec.attempt_id)
                     if phase is Phase.OPEN:
@@ -438,8 +576,35 @@ class Worker:
                     limit = rec.deadline + (self._grace if phase is Phase.AWAITING_REPORT else dt.timedelta(0))
                     if now >= limit:
                         self._expire(rec)
-            except (JournalUnverified, OSError):
-                self.journal_ok = False
+                self._retain(j)
+        except (JournalUnverified, UnsafePath, OSError) as e:
+            self._journal_failed(e)
+
+    def _retain_if_due(self, j: Journal) -> None:
+        """Before a new attempt: retention, if a segment in memory has aged out."""
+        if j.has_expired(self._clock().date()):
+            self._retain(j)
+
+    def _retain(self, j: Journal) -> None:
+        """Rule 7 (caller holds the lock): terminalize open attempts in expiring
+        segments ``claim_expired_canonical``, then remove those segments whole."""
+        today = self._clock().date()
+        for day in j.expired(today):
+            for rec in j.open_in(day):
+                if self._phases.get(rec.attempt_id) is not Phase.OPEN:
+                    self._expire(rec)
+        removed, _ = j.remove_expired(today)
+        self.counters.retired_segments += len(removed)
+
+    def _journal_failed(self, e: BaseException) -> None:
+        if isinstance(e, JournalUnverified):
+            self._enter_quarantine(e.finding.value)
+        elif isinstance(e, UnsafePath):
+            self._enter_quarantine(e.reason.value)
+        elif isinstance(e, _Quarantined):
+            self.journal_ok = False
+        else:
+            self._enter_quarantine("io_error")
 
     # ---------------------------------------------------------------- responses
 
@@ -473,8 +638,11 @@ class Worker:
                 resp.to_bytes(),
                 durable=False,
             )
-        except (FileExistsError, OSError):
-            pass
+        except UnsafePath as e:
+            # responses/ is not what it was: the shim times out canonical.
+            self._enter_quarantine(e.reason.value)
+        except OSError:
+            pass  # FileExistsError included: the shim falls back to canonical
 
     # ------------------------------------------------------------------- status
 
@@ -487,6 +655,8 @@ class Worker:
             "started_at_utc": self._started_at,
             "heartbeat_at_utc": format_ts(self._clock()),
             "journal": "verified" if self.journal_ok else "unverified",
+            "quarantine": self.quarantine,
+            "unsafe": dict(sorted(c.unsafe.items())),
             "credential": "present" if self._client is not None else "absent",
             "counters": {
                 "claimed": c.claimed,
@@ -499,6 +669,7 @@ class Worker:
                 "reports": c.reports,
                 "orphan_reports": c.orphan_reports,
                 "late_results": c.late_results,
+                "retired_segments": c.retired_segments,
                 "by_outcome": dict(sorted(c.by_outcome.items())),
             },
         }
@@ -511,16 +682,30 @@ class Worker:
                 self.root.status_file,
                 json.dumps(status, sort_keys=True).encode("utf-8"),
             )
-        except OSError:
-            pass
+        except (OSError, UnsafePath):
+            pass  # a heartbeat, not evidence; the tree check reports the cause
+
+
+class _Quarantined(Exception):
+    """Internal: the worker is in quarantine (rule 6)."""
+
+
+def _quiet(fn: Callable[[Path], None], path: Path) -> None:
+    """Best-effort removal of a refused file; an unsafe directory is caught by
+    the tree check before the next scan."""
+    try:
+        fn(path)
+    except (OSError, UnsafePath):
+        pass
 
 
 def _json_names(d: Path) -> list[str]:
+    """Spool entries (walked and checked by `spool.fsio`; raises `UnsafePath`)."""
     try:
-        with os.scandir(d) as entries:
-            return [e.name for e in entries if e.name.endswith(".json") and not e.name.startswith(".")]
+        names = list_dir(d)
     except FileNotFoundError:
         return []
+    return [n for n in names if n.endswith(".json") and not n.startswith(".")]
 
 
 def _is_hex32(s: str) -> bool:

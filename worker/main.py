@@ -1,41 +1,105 @@
-"""Entry point of the worker process (``kexpr worker`` / ``python -m worker``)."""
+"""Entry point of the worker process (``kexpr worker`` / ``python -m worker``).
+
+Start-up order, each step a precondition of the next (SPEC §9, §10):
+
+1. Make the process non-dumpable and *verify* it (``PR_GET_DUMPABLE == 0``). The
+   environment holds the key; a dumpable process lets every same-UID process read
+   ``/proc/PID/environ`` and ``/proc/PID/mem``. Fail closed: if the kernel refuses,
+   the worker exits `ExitCode.NOT_UNDUMPABLE` before anything reads the key.
+   Then ask the kernel for SIGTERM when the parent (the supervisor) dies
+   (``PR_SET_PDEATHSIG``, `die_with_parent`): a SIGKILLed supervisor must not
+   leave an orphan worker holding ``worker.lock`` — the next supervisor's worker
+   would refuse to start (exit 73) for as long as the orphan lived (issue 4). The
+   orphan stops gracefully, like any SIGTERM. A parent that died before the
+   request (the process was already re-parented) means exit at once.
+2. Refuse a hazardous environment (any ``OPENAI_*`` but the key, ``SSLKEYLOGFILE``)
+   before the SDK is imported: the SDK reads ``OPENAI_LOG`` at import time.
+3. Only then import the daemon (and with it ``openai``) and run until SIGTERM.
+   SIGTERM is a graceful stop: no new claims; a call in flight finishes or hits
+   its 4 s deadline; the terminal row is written (worker.daemon).
+"""
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Final
 
 from spool.layout import DEFAULT_DATA_ROOT, DataRoot
+
 from worker.environment import hazardous_environment
 from worker.exitcodes import ExitCode
 
 # worker.daemon (and with it the openai SDK) is imported only after the
 # environment check: the SDK reads OPENAI_LOG at import time (SPEC §9).
 
-PR_SET_DUMPABLE = 4
+PR_SET_PDEATHSIG: Final = 1
+PR_GET_DUMPABLE: Final = 3
+PR_SET_DUMPABLE: Final = 4
+# As early as this process can observe it (``python -m worker`` imports this
+# module first): the parent that started us, for `die_with_parent`'s race check.
+_PARENT_AT_START: Final = os.getppid()
+
+Prctl = Callable[[int, int, int, int, int], int]
 
 
-def _make_undumpable() -> None:
-    """prctl(PR_SET_DUMPABLE, 0): same-UID processes cannot read our memory or
-    /proc/PID/environ, which holds the key (SPEC §10). Linux only; best effort."""
+def _libc_prctl() -> Prctl | None:
     try:
+        import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+        fn: Prctl = libc.prctl
+    except (OSError, AttributeError, ImportError, MemoryError):
+        return None
+    return fn
+
+
+def make_undumpable(prctl: Prctl | None = None) -> bool:
+    """prctl(PR_SET_DUMPABLE, 0), then read it back. True only if it holds.
+
+    Non-dumpable: ``/proc/PID/*`` becomes root-owned and ptrace-mode access from
+    any process without CAP_SYS_PTRACE fails, so neither the gateway nor any other
+    same-UID process can read the key from our environment or memory, and no core
+    dump is written (SPEC §10; proc(5), "PR_SET_DUMPABLE" in prctl(2)).
+    """
+    fn = _libc_prctl() if prctl is None else prctl
+    if fn is None:
+        return False
+    if fn(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        return False
+    return fn(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+
+
+def die_with_parent(prctl: Prctl | None = None, *, parent: int = _PARENT_AT_START) -> bool:
+    """prctl(PR_SET_PDEATHSIG, SIGTERM); False if the parent is already gone.
+
+    The re-parenting check closes the window between our start and the prctl;
+    the window before this module is imported is closed only if the supervisor
+    sets the same prctl between fork and exec. Without prctl (not Linux) this is
+    a no-op that returns True: the supervisor's stop path still applies.
+    """
+    fn = _libc_prctl() if prctl is None else prctl
+    if fn is not None:
+        fn(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    return os.getppid() == parent
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kexpr worker")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     args = parser.parse_args(argv)
-    _make_undumpable()
+    if not make_undumpable():
+        # Fail closed before anything uses the key (enum diagnostic only).
+        print("kexpr worker: refusing to start: not_undumpable", file=sys.stderr)
+        return int(ExitCode.NOT_UNDUMPABLE)
+    if not die_with_parent():
+        print("kexpr worker: refusing to start: orphaned", file=sys.stderr)
+        return int(ExitCode.OK)
     hazards = hazardous_environment(os.environ)
     if hazards:
         # Enum names only; never values.

@@ -1,40 +1,93 @@
 """File-system discipline for everything this product writes (SPEC §3, §4).
 
-Rules, each learnt from a mail queue or a CVE:
+Rules, each learnt from a mail queue or a CVE. Everything that opens, creates,
+renames or removes a product file goes through this module, so the rules live in
+one place:
 
-1. Every open uses ``O_NOFOLLOW | O_CLOEXEC``; a symlink where we expect a file is
-   an attack, never a redirection to follow (filelock CVE-2025-68146: truncation
-   through a symlink before the lock). Fail closed: `UnsafePath`.
-2. After open we ``fstat`` the descriptor (not the path): regular file, owned by us,
-   no permission bits for "other". Checking the descriptor closes the
-   check-then-use window of checking the path.
-3. A file that must survive a crash is written in ``tmp/`` with ``O_EXCL``,
-   fsynced, then *linked* into place (``os.link`` cannot replace an existing file,
+1. **No symlink anywhere.** A path is never handed to the kernel whole: it is
+   walked one component at a time with ``openat(O_PATH | O_DIRECTORY |
+   O_NOFOLLOW)`` and the leaf is opened with ``O_NOFOLLOW`` relative to its
+   directory's descriptor. A symlink at *any* component is `UnsafeReason.SYMLINK`,
+   never a redirection to follow (filelock CVE-2025-68146: truncation through a
+   symlink before the lock). `spool.layout.DataRoot` resolves the ancestors
+   *above* the data root once (``realpath`` of its parent), so a symlink met on a
+   later walk was put there after start-up. Fail closed: `UnsafePath`.
+2. **Checked after creation and on every open.** After every open the
+   *descriptor* (not the path) is ``fstat``-ed: regular file (a FIFO or device is
+   `NOT_REGULAR_FILE`; reads open ``O_NONBLOCK`` so a planted FIFO cannot hang
+   us), owner, group and mode as the containing directory's `Sharing` allows.
+   Files are created ``O_EXCL`` and then ``fchmod``-ed to the exact mode (the
+   umask cannot widen or narrow it) and re-checked.
+3. **Two sharing modes, decided by the directory itself** (SPEC §3):
+
+   ============  ==================  ======================  =====================
+   mode          directories         files                   owners
+   ============  ==================  ======================  =====================
+   private       0700 (or stricter)  0600 (or stricter)      this process's UID
+   shared group  exactly 02770       0660/0640/0600, group   this UID, a member of
+                 (setgid: new files  = the directory's       the group (group
+                 inherit the group)  group, never "other"    database), or the data
+                                                             root's owner
+   ============  ==================  ======================  =====================
+
+   The shared mode is for a worker that runs under its own UID: the operator
+   creates the data root ``install -d -m 2770 -o <gateway> -g <kexpr-group>``
+   and every directory below it must then be 02770 with the same group. Any
+   other mode (0755, 0770 without setgid, a world bit) is `BAD_MODE`. The data
+   root's owner (the topmost 02770 directory on the walk) is a party even when its
+   membership is only a runtime ``SupplementaryGroups=`` the group database does
+   not show. The
+   ``identity.key`` is created 0600 in both modes (`create_private_file`): the
+   worker never needs it.
+4. **Inode identity.** A file that is read and later removed is removed only if
+   the path still names the inode that was read (`read_private_identified` +
+   `unlink_if_same`); a lock is only held if the descriptor filelock locked is
+   the inode at the lock path (`ProductLock`). Otherwise `INODE_CHANGED`.
+5. A file that must survive a crash is written in ``tmp/`` with ``O_EXCL``,
+   fsynced, then *linked* into place (``linkat`` cannot replace an existing file,
    so losing a race is ``EEXIST``, never an overwrite) and its directory fsynced
-   (Maildir/Postfix queue rules).
-4. A claim is a ``rename`` between two directories of one watched tree; exactly
-   one claimer wins, the loser sees ``ENOENT``.
-5. Nothing here ever opens with ``O_TRUNC``.
+   (Maildir/Postfix queue rules). A claim is a ``renameat`` between two
+   directories of one watched tree; exactly one claimer wins, the loser sees
+   ``ENOENT``.
+6. Nothing here ever opens with ``O_TRUNC`` (`_open_leaf` refuses the flag), and
+   a lock file is never unlinked (SPEC §3: unlinking a flock target lets two
+   holders coexist on two inodes).
 
-Violations raise `UnsafePath` carrying an enum reason and never the content.
+Violations raise `UnsafePath` carrying an enum reason and never a path or content.
 """
 
 from __future__ import annotations
 
 import enum
 import errno
+import functools
+import grp
 import inspect
 import os
+import pwd
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from types import TracebackType
+from typing import Final, Self
 
 import filelock
 
-_OPEN_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-_OPEN_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-FILE_MODE: Final = 0o600
-DIR_MODE: Final = 0o700
+_O_PATH: Final = getattr(os, "O_PATH", os.O_RDONLY)
+# How every directory component is walked (rule 1). O_PATH needs only search
+# permission, so a shared-group worker can walk a gateway-owned ancestor.
+_WALK: Final = _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_LEAF: Final = os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_READ: Final = os.O_RDONLY | os.O_NONBLOCK
+_OPEN_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+
+PRIVATE_DIR_MODE: Final = 0o700
+SHARED_DIR_MODE: Final = 0o2770
+PRIVATE_FILE_MODE: Final = 0o600
+SHARED_FILE_MODE: Final = 0o660
+# Back-compatible names: the private mode.
+FILE_MODE: Final = PRIVATE_FILE_MODE
+DIR_MODE: Final = PRIVATE_DIR_MODE
 
 
 class UnsafeReason(enum.StrEnum):
@@ -42,98 +95,376 @@ class UnsafeReason(enum.StrEnum):
     NOT_REGULAR_FILE = "not_regular_file"
     NOT_DIRECTORY = "not_directory"
     WRONG_OWNER = "wrong_owner"
+    WRONG_GROUP = "wrong_group"
     BAD_MODE = "bad_mode"
     TOO_LARGE = "too_large"
     INODE_CHANGED = "inode_changed"
 
 
-class UnsafePath(Exception):
-    """A path this product owns is not what it must be. Fail closed."""
+class UnsafePath(OSError):
+    """A path this product owns is not what it must be. Fail closed.
+
+    An `OSError` on purpose: every caller that already fails closed on an I/O
+    error (the shim answers canonical, the worker refuses) does so on this too.
+    Callers that want the reason catch it *before* ``OSError``.
+    """
 
     def __init__(self, reason: UnsafeReason) -> None:
         super().__init__(reason.value)
         self.reason = reason
 
 
-def _check_file_stat(st: os.stat_result) -> None:
-    if not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(UnsafeReason.NOT_REGULAR_FILE)
-    if st.st_uid != os.geteuid():
-        raise UnsafePath(UnsafeReason.WRONG_OWNER)
-    if st.st_mode & 0o007:
-        raise UnsafePath(UnsafeReason.BAD_MODE)
+_audit_owner: int | None = None
 
 
-def ensure_private_dir(path: Path, *, create_parents: bool = False) -> None:
-    """Create ``path`` 0700 if missing; check it is a real directory owned by us."""
+def expect_owner(uid: int | None) -> None:
+    """For an *auditing* process only (``kexpr journal``): judge ownership against
+    ``uid`` (the data root's owner) instead of this process's UID, so that an
+    operator can audit a root the worker owns. The worker and the shim never
+    call this: for them, "ours" means their own UID."""
+    global _audit_owner
+    _audit_owner = uid
+
+
+def _owner_uid() -> int:
+    return os.geteuid() if _audit_owner is None else _audit_owner
+
+
+@functools.lru_cache(maxsize=8)
+def _group_member_uids(gid: int) -> frozenset[int]:
+    """UIDs of the group's members (supplementary and primary). Cached for the
+    life of the process: a membership change takes effect at the next restart."""
+    uids: set[int] = set()
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        if create_parents:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        names = grp.getgrgid(gid).gr_mem
+    except KeyError:
+        names = []
+    for name in names:
         try:
-            os.mkdir(path, DIR_MODE)
-        except FileExistsError:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
             pass
-        st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(UnsafeReason.SYMLINK)
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafePath(UnsafeReason.NOT_DIRECTORY)
-    if st.st_uid != os.geteuid():
-        raise UnsafePath(UnsafeReason.WRONG_OWNER)
-    if st.st_mode & 0o007:
-        raise UnsafePath(UnsafeReason.BAD_MODE)
+    uids.update(p.pw_uid for p in pwd.getpwall() if p.pw_gid == gid)
+    return frozenset(uids)
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """Who may own and read what is inside a product directory (rule 3).
+
+    ``gid is None``: private (0700/0600, owner = us). Otherwise shared with that
+    group (02770/0660, owner = us or a member of the group).
+    """
+
+    gid: int | None = None
+    # The data root's owner in a shared-group root (see `sharing_of`): a party
+    # even when its membership is only a runtime SupplementaryGroups=. Not part
+    # of the mode's identity.
+    peer: int | None = field(default=None, compare=False)
+
+    @property
+    def shared(self) -> bool:
+        return self.gid is not None
+
+    @property
+    def dir_mode(self) -> int:
+        return SHARED_DIR_MODE if self.shared else PRIVATE_DIR_MODE
+
+    @property
+    def file_mode(self) -> int:
+        return SHARED_FILE_MODE if self.shared else PRIVATE_FILE_MODE
+
+    def _check_owner(self, st: os.stat_result) -> None:
+        euid = _owner_uid()
+        if self.gid is None:
+            if st.st_uid != euid:
+                raise UnsafePath(UnsafeReason.WRONG_OWNER)
+            return
+        if st.st_uid not in (euid, self.peer) and st.st_uid not in _group_member_uids(self.gid):
+            raise UnsafePath(UnsafeReason.WRONG_OWNER)
+        if st.st_gid != self.gid:
+            raise UnsafePath(UnsafeReason.WRONG_GROUP)
+
+    def check_dir(self, st: os.stat_result) -> None:
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePath(UnsafeReason.SYMLINK)
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(UnsafeReason.NOT_DIRECTORY)
+        self._check_owner(st)
+        perms = stat.S_IMODE(st.st_mode)
+        if (perms != SHARED_DIR_MODE) if self.shared else bool(perms & 0o7077):
+            raise UnsafePath(UnsafeReason.BAD_MODE)
+
+    def check_file(self, st: os.stat_result, *, exclusive: bool = False) -> None:
+        """``exclusive``: the file must be private even in a shared directory
+        (``identity.key``)."""
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePath(UnsafeReason.SYMLINK)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(UnsafeReason.NOT_REGULAR_FILE)
+        self._check_owner(st)
+        forbidden = 0o7077 if (exclusive or not self.shared) else 0o7007
+        if stat.S_IMODE(st.st_mode) & forbidden:
+            raise UnsafePath(UnsafeReason.BAD_MODE)
+
+
+PRIVATE: Final = Sharing()
+
+
+def sharing_of(st: os.stat_result, anchor: os.stat_result | None = None) -> Sharing:
+    """The sharing mode a product directory declares by its own mode (rule 3).
+
+    ``anchor``: the topmost 02770 directory above (or at) it, the data root; its
+    owner is trusted when it shares the group (the operator made it so).
+    """
+    perms = stat.S_IMODE(st.st_mode)
+    if not perms & 0o7077:
+        return PRIVATE
+    if perms == SHARED_DIR_MODE:
+        peer = anchor.st_uid if anchor is not None and anchor.st_gid == st.st_gid else None
+        return Sharing(st.st_gid, peer)
+    raise UnsafePath(UnsafeReason.BAD_MODE)
+
+
+@dataclass(frozen=True, slots=True)
+class FileId:
+    """(device, inode): what "the same file" means across open and re-open."""
+
+    dev: int
+    ino: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileId:
+        return cls(st.st_dev, st.st_ino)
+
+
+# ------------------------------------------------------------------- walking
+
+
+def _open_dir(path: Path) -> tuple[int, os.stat_result | None]:
+    """A descriptor of directory ``path`` reached without following any symlink,
+    and the stat of the topmost shared-group (02770) directory on the way: the
+    data root of a shared-group deployment, whose owner is a party (rule 3)."""
+    p = os.fspath(path)
+    fd = os.open("/" if os.path.isabs(p) else ".", _WALK)
+    anchor: os.stat_result | None = None
     try:
-        os.fsync(fd)
-    finally:
+        for part in p.split("/"):
+            if part in ("", "."):
+                continue
+            try:
+                nxt = os.open(part, _WALK, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ENOTDIR, errno.ELOOP):
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                    raise UnsafePath(
+                        UnsafeReason.SYMLINK if stat.S_ISLNK(st.st_mode) else UnsafeReason.NOT_DIRECTORY
+                    ) from e
+                raise
+            os.close(fd)
+            fd = nxt
+            if anchor is None:
+                st = os.fstat(fd)
+                if stat.S_IMODE(st.st_mode) == SHARED_DIR_MODE:
+                    anchor = st
+        return fd, anchor
+    except BaseException:
         os.close(fd)
+        raise
 
 
-def read_private(path: Path, *, max_bytes: int) -> bytes:
-    """Read a whole private file: no symlink, regular, ours, no 'other' bits, bounded."""
+class _Dir:
+    """An open product directory: its descriptor and the sharing it declares.
+
+    ``product=False`` is for the data root's parent, which the operator owns:
+    it is walked without symlinks but its mode and owner are not ours to judge.
+    """
+
+    __slots__ = ("fd", "sharing", "st")
+
+    def __init__(self, path: Path, *, product: bool = True) -> None:
+        self.fd, anchor = _open_dir(path)
+        try:
+            self.st = os.fstat(self.fd)
+            self.sharing = PRIVATE
+            if product:
+                self.sharing = sharing_of(self.st, anchor)
+                self.sharing.check_dir(self.st)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+    def fsync(self) -> None:
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=self.fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _open_leaf(
+    d: _Dir, name: str, flags: int, *, mode: int | None = None, exclusive: bool = False
+) -> tuple[int, os.stat_result]:
+    """Open ``name`` inside ``d`` (``O_NOFOLLOW``), check the descriptor (rule 2).
+
+    With ``O_CREAT`` the file is created with ``mode`` (default: the directory's
+    file mode), ``fchmod``-ed to exactly that and re-checked.
+    """
+    if flags & os.O_TRUNC:
+        raise ValueError("O_TRUNC is never used (rule 6)")
+    create_mode = mode if mode is not None else d.sharing.file_mode
     try:
-        fd = os.open(path, _OPEN_READ)
+        fd = os.open(name, flags | _LEAF, create_mode, dir_fd=d.fd)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise UnsafePath(UnsafeReason.SYMLINK) from e
         raise
     try:
+        if flags & os.O_CREAT and flags & os.O_EXCL:
+            os.fchmod(fd, create_mode)
         st = os.fstat(fd)
-        _check_file_stat(st)
-        if st.st_size > max_bytes:
-            raise UnsafePath(UnsafeReason.TOO_LARGE)
-        chunks: list[bytes] = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > max_bytes:
-            raise UnsafePath(UnsafeReason.TOO_LARGE)
-        return data
-    finally:
+        d.sharing.check_file(st, exclusive=exclusive)
+        return fd, st
+    except BaseException:
         os.close(fd)
+        raise
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` exclusively (0600), write, fsync. Never follows or truncates."""
-    fd = os.open(path, _OPEN_CREATE, FILE_MODE)
+def _read_all(fd: int, st: os.stat_result, max_bytes: int) -> bytes:
+    if st.st_size > max_bytes:
+        raise UnsafePath(UnsafeReason.TOO_LARGE)
+    chunks: list[bytes] = []
+    remaining = max_bytes + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise UnsafePath(UnsafeReason.TOO_LARGE)
+    return data
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+# ---------------------------------------------------------------- public API
+
+
+def check_dir(path: Path) -> tuple[Sharing, FileId]:
+    """Check one product directory (walk, type, owner, mode); its sharing and identity."""
+    with _Dir(path) as d:
+        return d.sharing, FileId.of(d.st)
+
+
+def ensure_dir(path: Path, sharing: Sharing, *, parent_is_product: bool = True) -> FileId:
+    """Create ``path`` with ``sharing``'s mode if missing; check it declares exactly ``sharing``."""
+    with _Dir(path.parent, product=parent_is_product) as parent:
+        try:
+            os.mkdir(path.name, sharing.dir_mode, dir_fd=parent.fd)
+        except FileExistsError:
+            pass
+        else:
+            # mkdir honours the umask: set the exact mode through a descriptor.
+            fd = os.open(path.name, os.O_RDONLY | os.O_DIRECTORY | _LEAF, dir_fd=parent.fd)
+            try:
+                os.fchmod(fd, sharing.dir_mode)
+            finally:
+                os.close(fd)
+            try:
+                parent.fsync()
+            except PermissionError:
+                if parent_is_product:
+                    raise  # an operator-owned parent may not be readable to us
+    got, fid = check_dir(path)
+    if got != sharing:
+        raise UnsafePath(UnsafeReason.BAD_MODE if got.shared != sharing.shared else UnsafeReason.WRONG_GROUP)
+    return fid
+
+
+def ensure_private_dir(path: Path, *, create_parents: bool = False) -> None:
+    """Create ``path`` 0700 if missing (parents with default modes when asked);
+    check it is a product directory of ours (private or shared-group)."""
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        os.lstat(path)
+    except FileNotFoundError:
+        if create_parents:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path, PRIVATE, parent_is_product=False)
+    check_dir(path)
+
+
+def fsync_dir(path: Path) -> None:
+    with _Dir(path) as d:
+        d.fsync()
+
+
+def read_private_identified(
+    path: Path, *, max_bytes: int, exclusive: bool = False
+) -> tuple[bytes, FileId]:
+    """Read a whole product file (rules 1-2, bounded); also its identity."""
+    with _Dir(path.parent) as d:
+        fd, st = _open_leaf(d, path.name, _OPEN_READ, exclusive=exclusive)
+        try:
+            return _read_all(fd, st, max_bytes), FileId.of(st)
+        finally:
+            os.close(fd)
+
+
+def read_private(path: Path, *, max_bytes: int, exclusive: bool = False) -> bytes:
+    """Read a whole product file: no symlink on the way, regular, owner/mode as
+    its directory allows, bounded. ``exclusive``: 0600-or-stricter even in a
+    shared-group directory (``identity.key``)."""
+    return read_private_identified(path, max_bytes=max_bytes, exclusive=exclusive)[0]
+
+
+def unlink_if_same(path: Path, fid: FileId) -> bool:
+    """Remove ``path`` only if it still names ``fid`` (rule 4). False if gone."""
+    with _Dir(path.parent) as d:
+        try:
+            st = os.stat(path.name, dir_fd=d.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if FileId.of(st) != fid:
+            raise UnsafePath(UnsafeReason.INODE_CHANGED)
+        try:
+            os.unlink(path.name, dir_fd=d.fd)
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def open_append(path: Path, *, create: bool) -> tuple[int, os.stat_result]:
+    """Open a journal segment for appending (``O_APPEND``; ``O_EXCL`` when
+    ``create``). Never ``O_TRUNC``. The caller holds the journal lock."""
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
+    with _Dir(path.parent) as d:
+        return _open_leaf(d, path.name, flags)
+
+
+def open_read(path: Path, *, exclusive: bool = False) -> tuple[int, os.stat_result]:
+    """Open a product file for reading (rules 1-2); the caller closes it."""
+    with _Dir(path.parent) as d:
+        return _open_leaf(d, path.name, _OPEN_READ, exclusive=exclusive)
+
+
+def check_file(path: Path, *, exclusive: bool = False) -> FileId:
+    """Open-and-check a product file without reading it (for audits)."""
+    fd, st = open_read(path, exclusive=exclusive)
+    os.close(fd)
+    return FileId.of(st)
 
 
 def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -143,64 +474,215 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
     replaces. The staging file is removed in every case (partial state undone on
     ``BaseException``, then re-raised).
     """
-    staging = tmp_dir / f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
-    _write_new(staging, data)
-    try:
-        os.link(staging, final_path)
-    finally:
-        os.unlink(staging)
-    if durable:
-        fsync_dir(final_path.parent)
+    staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
+    with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
+        if tmp.sharing != final.sharing:
+            raise UnsafePath(UnsafeReason.BAD_MODE)
+        fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.link(staging, final_path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd, follow_symlinks=False)
+        finally:
+            os.unlink(staging, dir_fd=tmp.fd)
+        if durable:
+            final.fsync()
 
 
 def create_private_file(path: Path, data: bytes) -> None:
-    """Create a new private file in place (``O_EXCL``), fsync it and its directory."""
-    _write_new(path, data)
-    fsync_dir(path.parent)
+    """Create a new file in place (``O_EXCL``, 0600 in either sharing mode),
+    fsync it and its directory. For ``identity.key``."""
+    with _Dir(path.parent) as d:
+        fd, _ = _open_leaf(d, path.name, _OPEN_CREATE, mode=PRIVATE_FILE_MODE, exclusive=True)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        d.fsync()
 
 
 def claim(src: Path, dst: Path) -> bool:
     """Rename ``src`` to ``dst``; True if we won the claim, False if someone else did."""
-    try:
-        os.rename(src, dst)
-    except FileNotFoundError:
-        return False
+    with _Dir(src.parent) as s, _Dir(dst.parent) as d:
+        try:
+            os.rename(src.name, dst.name, src_dir_fd=s.fd, dst_dir_fd=d.fd)
+        except FileNotFoundError:
+            return False
     return True
 
 
 def unlink_quiet(path: Path) -> None:
+    """Remove ``path`` if present (a symlink is removed, never followed)."""
     try:
-        os.unlink(path)
+        with _Dir(path.parent) as d:
+            os.unlink(path.name, dir_fd=d.fd)
     except FileNotFoundError:
         pass
+
+
+def remove_file(d: Path, name: str) -> None:
+    """Remove a whole file and fsync its directory (journal retention)."""
+    with _Dir(d) as dd:
+        os.unlink(name, dir_fd=dd.fd)
+        dd.fsync()
+
+
+def link_into(src: Path, dst: Path) -> None:
+    """Hard-link ``src`` to ``dst`` (never replaces: ``EEXIST``), fsync ``dst``'s directory."""
+    with _Dir(src.parent) as s, _Dir(dst.parent) as d:
+        os.link(src.name, dst.name, src_dir_fd=s.fd, dst_dir_fd=d.fd, follow_symlinks=False)
+        d.fsync()
+
+
+def list_dir(path: Path) -> list[str]:
+    """Entry names of a product directory (walked, checked)."""
+    with _Dir(path) as d:
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=d.fd)
+        try:
+            return os.listdir(fd)
+        finally:
+            os.close(fd)
 
 
 def replace_private(tmp_dir: Path, final_path: Path, data: bytes) -> None:
     """Replace a non-durable status file atomically (rename over). Only for
     ``worker.status.json``: a heartbeat, not evidence."""
-    staging = tmp_dir / f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
-    _write_new(staging, data)
-    try:
-        os.rename(staging, final_path)
-    except BaseException:
-        unlink_quiet(staging)
-        raise
+    staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
+    with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
+        fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        try:
+            os.rename(staging, final_path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd)
+        except BaseException:
+            try:
+                os.unlink(staging, dir_fd=tmp.fd)
+            except FileNotFoundError:
+                pass
+            raise
 
 
-def make_flock(path: Path) -> filelock.BaseFileLock:
-    """A flock on ``path`` that is never unlinked and never degrades to a soft lock.
+# --------------------------------------------------------------------- locks
+
+
+def _filelock(path: Path, mode: int) -> filelock.BaseFileLock:
+    """filelock, pinned: never unlinks, never degrades to a soft lock.
 
     filelock 3.20.x never unlinks a Unix lock file; 3.30+ unlinks by default
     unless ``preserve_lock_file=True`` and may fall back to a soft marker file on
-    a file system without flock. Both defaults are wrong here (SPEC §3: the lock
-    file is never unlinked — unlinking a flock target lets two holders coexist on
-    two inodes), so they are pinned off whatever the installed version. Not
-    thread-local: callers order their threads with their own mutex.
+    a file system without flock. Both defaults are wrong here (rule 6), so they
+    are pinned off whatever the installed version. Not thread-local: callers
+    order their threads with their own mutex.
     """
-    kwargs: dict[str, object] = {"mode": FILE_MODE, "thread_local": False}
+    kwargs: dict[str, object] = {"mode": mode, "thread_local": False}
     params = inspect.signature(filelock.FileLock).parameters
     if "preserve_lock_file" in params:
         kwargs["preserve_lock_file"] = True
     if "fallback_to_soft" in params:
         kwargs["fallback_to_soft"] = False
     return filelock.FileLock(str(path), **kwargs)  # type: ignore[arg-type]
+
+
+class ProductLock:
+    """An flock on a product lock file, with this module's rules around filelock.
+
+    Before every acquire the lock file is created by us (``O_EXCL``, the
+    directory's file mode, never ``O_TRUNC``) or opened and checked (regular,
+    owner, mode; no symlink on the way). After filelock has the flock, the
+    descriptor it locked must be the inode now at the path and the one we
+    checked; otherwise the lock is released and `INODE_CHANGED` raised: a lock on
+    an inode that is no longer at the path excludes nobody. filelock itself opens
+    with ``O_NOFOLLOW`` (3.20.1+, CVE-2025-68146); 3.20.x also passes ``O_TRUNC``,
+    which is harmless here only because a lock file never holds a byte.
+    The file is never unlinked.
+
+    ``create=False`` (the ops tools, possibly run as root): never create the
+    file — a root-owned lock file would lock the worker out — and treat an
+    absent one as "no writer has ever run": acquiring is then a no-op.
+    """
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        self.path = path
+        self._create = create
+        self._absent = False
+        # The inode first checked: every later acquire must find the same one
+        # (rule 4, "inode identity across open and re-open").
+        self._first: FileId | None = None
+        self._lock = _filelock(path, PRIVATE_FILE_MODE)
+
+    def _prepare(self) -> FileId | None:
+        with _Dir(self.path.parent) as d:
+            try:
+                if not self._create:
+                    raise FileExistsError
+                fd, st = _open_leaf(d, self.path.name, _OPEN_CREATE)
+            except FileExistsError:
+                try:
+                    fd, st = _open_leaf(d, self.path.name, _OPEN_READ)
+                except FileNotFoundError:
+                    if self._create:
+                        raise
+                    return None
+            os.close(fd)
+            return FileId.of(st)
+
+    def _held_fd(self) -> int | None:
+        ctx = getattr(self._lock, "_context", None)
+        fd = getattr(ctx, "lock_file_fd", None)
+        return fd if isinstance(fd, int) else None
+
+    def acquire(self, timeout: float = -1) -> None:
+        checked = self._prepare()
+        self._absent = checked is None
+        if checked is None:
+            return
+        if self._first is None:
+            self._first = checked
+        elif checked != self._first:
+            raise UnsafePath(UnsafeReason.INODE_CHANGED)
+        self._lock.acquire(timeout=timeout)
+        try:
+            fd = self._held_fd()
+            if fd is not None and FileId.of(os.fstat(fd)) != checked:
+                raise UnsafePath(UnsafeReason.INODE_CHANGED)
+            if self._prepare() != checked:
+                raise UnsafePath(UnsafeReason.INODE_CHANGED)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def release(self) -> None:
+        if self._absent:
+            return
+        self._lock.release()
+
+    @property
+    def is_locked(self) -> bool:
+        return bool(self._lock.is_locked)
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def make_flock(path: Path, *, create: bool = True) -> ProductLock:
+    """The lock of ``journal.lock`` / ``worker.lock`` (see `ProductLock`)."""
+    return ProductLock(path, create=create)
+
+
+# filelock's timeout, re-exported so callers need not import filelock.
+LockTimeout = filelock.Timeout

@@ -14,10 +14,50 @@ here, and the lifecycle is a table, not scattered ifs):
    one per attempt. One artifact has at most one attempt, ever.
 4. Every append happens under the ``journal.lock`` flock (filelock, never
    unlinked) and is fsynced before the lock is released; ``attempt_started`` is on
-   disk before the one wire request is made.
+   disk before the one wire request is made. An append first checks that the
+   segment is still the inode, and the size, this process last wrote.
 5. Nothing here is ever rewritten or truncated. A row that fails any rule makes
    the journal *unverified*: the worker then makes zero new calls (fail closed).
 6. No text, prompt, response, value or raw identifier is ever a field.
+7. Retention: a segment is kept for exactly `RETENTION_DAYS` (35) completed UTC
+   days plus today and then removed *whole* (unlink + directory fsync), only
+   once every attempt in it is terminal; the worker terminalizes an open attempt
+   ``claim_expired_canonical`` before its segment can age out. Dedupe is across
+   the retention window (SPEC §4).
+
+Torn tail — what the worker does, and what the operator does
+-------------------------------------------------------------
+
+A row is *acknowledged* only when its ``fsync`` has returned, and nothing (no
+wire request, no response, no further row) ever follows an unacknowledged row. A
+last line without its LF is therefore the remains of a write that was never
+acknowledged — but the worker cannot tell a crash from tampering, so:
+
+- **Start-up with a torn tail (or any other finding): quarantine.** `Journal.load`
+  raises `JournalUnverified`; the worker refuses every new attempt and keeps
+  answering each request canonical (``journal_unavailable``): zero rows, zero
+  provider calls, and it never truncates, rewrites or "repairs" a byte. Its
+  status file says ``"journal": "unverified"`` with the finding enum. This lasts
+  until an operator acts and restarts it.
+- **The operator's documented command**, with the worker stopped::
+
+      kexpr journal verify --data-root D            # shows torn_tail and the segment
+      kexpr journal quarantine --data-root D --segment YYYY-MM-DD          # dry run
+      kexpr journal quarantine --data-root D --segment YYYY-MM-DD --apply
+
+  It accepts only a segment whose *sole* defect is a torn last line (every
+  complete line verifies, in the context of every other segment). It hard-links
+  the file unchanged to ``quarantine/YYYY-MM-DD.N.jsonl`` and removes the name
+  from ``outcomes/`` (both directories fsynced). No byte is rewritten; the torn
+  bytes stay as evidence. Any other finding is refused: it needs investigation,
+  not a command.
+- **Quarantined segments still count for dedupe.** Every artifact key in a
+  quarantined file (its verified lines, and the torn line when it got as far as
+  its first field, ``artifact_key``) is *sealed*: a later request for it is
+  answered ``already_attempted`` with no call and no row, forever (within
+  retention). Attempts left open in a quarantined file can never be terminalized
+  (their segment is no longer appendable); `kexpr journal verify` reports them.
+  A fresh ``outcomes/YYYY-MM-DD.jsonl`` may then start again at sequence 1.
 """
 
 from __future__ import annotations
@@ -28,14 +68,25 @@ import hashlib
 import json
 import os
 import re
-import stat
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from spool.fsio import FILE_MODE, UnsafePath, UnsafeReason, fsync_dir, make_flock
+from spool.fsio import (
+    FileId,
+    UnsafePath,
+    UnsafeReason,
+    fsync_dir,
+    link_into,
+    list_dir,
+    make_flock,
+    open_append,
+    open_read,
+    remove_file,
+    unlink_if_same,
+)
 from spool.layout import DataRoot
 
 JOURNAL_SCHEMA: Final = "korean-expression-journal-v1"
@@ -58,10 +109,15 @@ ROW_FIELDS: Final = frozenset(
     }
 )
 MAX_SEGMENT_BYTES: Final = 256 * 1024 * 1024
-_SEGMENT_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.jsonl")
+# Rule 7: 35 completed UTC days plus today (the plan's retention).
+RETENTION_DAYS: Final = 35
+_SEGMENT_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.jsonl")
+_QUARANTINE_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.([1-9]\d{0,5})\.jsonl")
 _TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
+# A torn canonical row that got past its first field (keys sort: artifact_key first).
+_TORN_KEY = re.compile(rb'\{"artifact_key":"([0-9a-f]{64})"')
 _SURFACES: Final = frozenset(
     {"daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"}
 )
@@ -194,6 +250,7 @@ class Finding(enum.StrEnum):
     TERMINAL_MISMATCH = "terminal_mismatch"
     DOUBLE_TERMINAL = "double_terminal"
     APPEND_CONFLICT = "append_conflict"
+    LOCK_UNSAFE = "lock_unsafe"  # journal.lock is not the checked inode / file
 
 
 class JournalUnverified(Exception):
@@ -215,9 +272,32 @@ def format_ts(t: dt.datetime) -> str:
 
 
 def parse_ts(s: str) -> dt.datetime:
+    """The exact format *and* a real instant (``2026-02-30T…`` is refused)."""
     if not _TS.fullmatch(s):
         raise ValueError("timestamp format")
     return dt.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
+
+
+def _is_ts(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        parse_ts(value)
+    except ValueError:
+        return False
+    return True
+
+
+def segment_date(segment: str) -> dt.date:
+    """``YYYY-MM-DD`` of a real day, else ValueError."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", segment):
+        raise ValueError("segment name")
+    return dt.date.fromisoformat(segment)
+
+
+def retention_cutoff(today: dt.date) -> dt.date:
+    """The oldest day kept: 35 completed UTC days before ``today`` (rule 7)."""
+    return today - dt.timedelta(days=RETENTION_DAYS)
 
 
 def canonical_json(obj: object) -> str:
@@ -256,17 +336,35 @@ class _Tail:
 
 @dataclass(slots=True)
 class Index:
-    """The dedupe index: rebuilt from verified segments at start-up."""
+    """The dedupe index: rebuilt from verified segments at start-up.
+
+    ``sealed`` maps an artifact key found in a quarantined file to that file's
+    day: attempted, outcome unknowable, never again callable (module docstring).
+    """
 
     by_artifact: dict[str, AttemptRecord] = field(default_factory=dict)
     by_attempt: dict[str, AttemptRecord] = field(default_factory=dict)
+    sealed: dict[str, str] = field(default_factory=dict)
+    sealed_open: int = 0
 
     def put(self, rec: AttemptRecord) -> None:
         self.by_artifact[rec.artifact_key] = rec
         self.by_attempt[rec.attempt_id] = rec
 
+    def knows(self, artifact_key: str) -> bool:
+        return artifact_key in self.by_artifact or artifact_key in self.sealed
+
     def open_attempts(self) -> Iterator[AttemptRecord]:
         return (r for r in self.by_attempt.values() if r.outcome is None)
+
+    def drop_segment(self, segment: str) -> None:
+        """Forget a removed segment's attempts (retention: dedupe is per window)."""
+        for rec in [r for r in self.by_attempt.values() if r.segment == segment]:
+            del self.by_attempt[rec.attempt_id]
+            if self.by_artifact.get(rec.artifact_key) is rec:
+                del self.by_artifact[rec.artifact_key]
+        for akey in [k for k, day in self.sealed.items() if day == segment]:
+            del self.sealed[akey]
 
 
 # ----------------------------------------------------------------- verification
@@ -294,7 +392,7 @@ def _check_row_fields(row: Mapping[str, Any], segment: str) -> None:
     if row["surface"] not in _SURFACES or row["mode"] not in {m.value for m in Mode}:
         raise bad(Finding.FIELD_FORMAT)
     for k in ("started_at_utc", "deadline_at_utc"):
-        if not isinstance(row[k], str) or not _TS.fullmatch(row[k]):
+        if not _is_ts(row[k]):
             raise bad(Finding.FIELD_FORMAT)
     state, outcome, fin = row["state"], row["outcome"], row["finalized_at_utc"]
     if state == State.ATTEMPT_STARTED:
@@ -303,7 +401,7 @@ def _check_row_fields(row: Mapping[str, Any], segment: str) -> None:
     elif state == State.FINALIZED:
         if outcome not in {o.value for o in TERMINAL_OUTCOMES}:
             raise bad(Finding.STATE_OUTCOME)
-        if not isinstance(fin, str) or not _TS.fullmatch(fin):
+        if not _is_ts(fin):
             raise bad(Finding.FIELD_FORMAT)
     else:
         raise bad(Finding.STATE_OUTCOME)
@@ -359,7 +457,7 @@ def verify_segment_bytes(
                 raise JournalUnverified(Finding.WRONG_SEGMENT, segment)
             if aid in local or aid in index.by_attempt:
                 raise JournalUnverified(Finding.DUPLICATE_START, segment)
-            if row["artifact_key"] in index.by_artifact:
+            if index.knows(row["artifact_key"]):
                 raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, segment)
             rec = AttemptRecord(
                 attempt_id=aid,
@@ -424,6 +522,41 @@ def _phase_for_terminal(start: AttemptRecord, outcome: Outcome) -> None:
 # ---------------------------------------------------------------------- journal
 
 
+@dataclass(frozen=True, slots=True)
+class QuarantinedFile:
+    name: str  # YYYY-MM-DD.N.jsonl
+    segment: str
+
+
+def _seal(data: bytes, q: QuarantinedFile, index: Index) -> None:
+    """Fold a quarantined file into ``index`` as sealed artifact keys (dedupe only).
+
+    Its complete lines must verify exactly like a segment's (they did when it was
+    quarantined: anything else now is tampering); the torn rest is searched for
+    the one field it may have got as far as (``artifact_key`` sorts first).
+    """
+    cut = data.rfind(b"\n") + 1
+    prefix, tail = data[:cut], data[cut:]
+    scratch = Index(
+        by_artifact=dict(index.by_artifact),
+        by_attempt=dict(index.by_attempt),
+        sealed=dict(index.sealed),
+    )
+    verify_segment_bytes(prefix, q.segment, scratch)
+    for aid, rec in scratch.by_attempt.items():
+        if aid in index.by_attempt:
+            continue
+        index.sealed[rec.artifact_key] = q.segment
+        if rec.outcome is None:
+            index.sealed_open += 1
+    m = _TORN_KEY.match(tail)
+    if m is not None:
+        akey = m.group(1).decode("ascii")
+        if akey in index.by_artifact:
+            raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, q.segment)
+        index.sealed.setdefault(akey, q.segment)
+
+
 class Journal:
     """Single-writer, hash-chained, daily-segmented outcome journal.
 
@@ -433,39 +566,56 @@ class Journal:
     is `Finding.APPEND_CONFLICT` and nothing is written.
     """
 
-    def __init__(self, root: DataRoot) -> None:
+    def __init__(self, root: DataRoot, *, create_lock: bool = True) -> None:
+        """``create_lock=False`` for the ops tools (`spool.fsio.ProductLock`)."""
         self._root = root
         self._mutex = threading.RLock()
-        self._flock = make_flock(root.journal_lock)
+        self._flock = make_flock(root.journal_lock, create=create_lock)
         self._tails: dict[str, _Tail] = {}
         self.index = Index()
 
     # -- reading ---------------------------------------------------------------
 
+    def _list(self, d: Path) -> list[str]:
+        try:
+            return list_dir(d)
+        except FileNotFoundError:
+            return []
+        except UnsafePath as e:
+            raise JournalUnverified(Finding.UNSAFE_FILE, "") from e
+
     def segments(self) -> list[str]:
-        with os.scandir(self._root.outcomes) as entries:
-            names = [entry.name for entry in entries]
-        if not all(_SEGMENT_NAME.fullmatch(n) for n in names):
-            raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
-        return sorted(n[:10] for n in names)
+        names = self._list(self._root.outcomes)
+        out: list[str] = []
+        for n in names:
+            m = _SEGMENT_NAME.fullmatch(n)
+            if m is None or not _real_day(m.group(1)):
+                raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
+            out.append(m.group(1))
+        return sorted(out)
+
+    def quarantined(self) -> list[QuarantinedFile]:
+        out: list[QuarantinedFile] = []
+        for n in self._list(self._root.quarantine):
+            m = _QUARANTINE_NAME.fullmatch(n)
+            if m is None or not _real_day(m.group(1)):
+                raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
+            out.append(QuarantinedFile(n, m.group(1)))
+        return sorted(out, key=lambda q: (q.segment, int(q.name.split(".")[1])))
 
     def _segment_path(self, segment: str) -> Path:
         return self._root.outcomes / f"{segment}.jsonl"
 
-    def _read_segment(self, segment: str) -> tuple[bytes, os.stat_result]:
-        path = self._segment_path(segment)
+    @staticmethod
+    def _read_file(path: Path, segment: str) -> tuple[bytes, os.stat_result]:
+        """Read a segment through `spool.fsio` (no symlink on the way, regular,
+        owner/mode, bounded). Any refusal is `Finding.UNSAFE_FILE`."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as e:
+            fd, st = open_read(path)
+        except (UnsafePath, OSError) as e:
             raise JournalUnverified(Finding.UNSAFE_FILE, segment) from e
         try:
-            st = os.fstat(fd)
-            if (
-                not stat.S_ISREG(st.st_mode)
-                or st.st_uid != os.geteuid()
-                or st.st_mode & 0o077
-                or st.st_size > MAX_SEGMENT_BYTES
-            ):
+            if st.st_size > MAX_SEGMENT_BYTES:
                 raise JournalUnverified(Finding.UNSAFE_FILE, segment)
             chunks = []
             while True:
@@ -477,17 +627,32 @@ class Journal:
         finally:
             os.close(fd)
 
+    def _read_segment(self, segment: str) -> tuple[bytes, os.stat_result]:
+        return self._read_file(self._segment_path(segment), segment)
+
+    def _load_unlocked(self, *, skip: str | None = None) -> tuple[Index, dict[str, _Tail]]:
+        index = Index()
+        tails: dict[str, _Tail] = {}
+        for q in self.quarantined():
+            data, _ = self._read_file(self._root.quarantine / q.name, q.segment)
+            _seal(data, q, index)
+        for segment in self.segments():
+            if segment == skip:
+                continue
+            data, st = self._read_segment(segment)
+            seq, digest = verify_segment_bytes(data, segment, index)
+            tails[segment] = _Tail(seq, digest, st.st_size, st.st_ino)
+        return index, tails
+
     def load(self) -> Index:
-        """Verify every segment and rebuild the dedupe index. Fail closed."""
-        with self._mutex, self._flock:
-            index = Index()
-            tails: dict[str, _Tail] = {}
-            for segment in self.segments():
-                data, st = self._read_segment(segment)
-                seq, digest = verify_segment_bytes(data, segment, index)
-                tails[segment] = _Tail(seq, digest, st.st_size, st.st_ino)
-            self.index, self._tails = index, tails
-            return index
+        """Verify every segment (and quarantined file) and rebuild the dedupe
+        index. Fail closed: `JournalUnverified` on the first finding."""
+        with self._mutex, self._locked_flock():
+            self.index, self._tails = self._load_unlocked()
+            return self.index
+
+    def _locked_flock(self) -> _FlockGuard:
+        return _FlockGuard(self)
 
     # -- writing ---------------------------------------------------------------
 
@@ -496,25 +661,15 @@ class Journal:
         segment = row["started_at_utc"][:10]
         path = self._segment_path(segment)
         tail = self._tails.get(segment)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        created = False
+        created = tail is None
         if tail is None:
-            flags |= os.O_CREAT | os.O_EXCL
             tail = _Tail(0, ZERO_DIGEST, 0, 0)
-            created = True
         try:
-            fd = os.open(path, flags, FILE_MODE)
-        except OSError as e:
+            fd, st = open_append(path, create=created)
+        except (UnsafePath, OSError) as e:
             raise JournalUnverified(Finding.APPEND_CONFLICT, segment) from e
         try:
-            st = os.fstat(fd)
-            if (
-                not stat.S_ISREG(st.st_mode)
-                or st.st_uid != os.geteuid()
-                or st.st_mode & 0o077
-                or st.st_size != tail.size
-                or (not created and st.st_ino != tail.ino)
-            ):
+            if st.st_size != tail.size or (not created and st.st_ino != tail.ino):
                 raise JournalUnverified(Finding.APPEND_CONFLICT, segment)
             row["sequence"] = tail.sequence + 1
             row["previous_row_digest"] = tail.digest
@@ -534,7 +689,10 @@ class Journal:
             fsync_dir(self._root.outcomes)
 
     def locked(self) -> _Locked:
-        """``with journal.locked():`` — decisions and appends that must be atomic."""
+        """``with journal.locked():`` — decisions and appends that must be atomic.
+
+        Raises `JournalUnverified` (``lock_unsafe``) when the lock file is not
+        what it must be (`spool.fsio.ProductLock`)."""
         return _Locked(self)
 
     def append_start(
@@ -548,7 +706,7 @@ class Journal:
         deadline_at_utc: str,
     ) -> AttemptRecord:
         """Append + fsync ``attempt_started``. Caller holds `locked()`."""
-        if artifact_key in self.index.by_artifact:
+        if self.index.knows(artifact_key):
             raise IllegalTransition(Phase.FINALIZED, Event.START, None)
         transition(None, Event.START, None, mode)
         started = format_ts(started_at)
@@ -588,6 +746,101 @@ class Journal:
         self.index.put(done)
         return done
 
+    # -- retention (rule 7) ------------------------------------------------------
+
+    def expired(self, today: dt.date) -> list[str]:
+        """Days (live or quarantined) older than the retention window. Caller holds `locked()`."""
+        cutoff = retention_cutoff(today)
+        days = {s for s in self.segments()} | {q.segment for q in self.quarantined()}
+        return sorted(d for d in days if segment_date(d) < cutoff)
+
+    def has_expired(self, today: dt.date) -> bool:
+        """In memory, no I/O: does a loaded segment or sealed day lie before the window?"""
+        cutoff = retention_cutoff(today)
+        days = set(self._tails) | set(self.index.sealed.values())
+        return any(segment_date(d) < cutoff for d in days)
+
+    def open_in(self, segment: str) -> list[AttemptRecord]:
+        return [r for r in self.index.open_attempts() if r.segment == segment]
+
+    def remove_expired(self, today: dt.date) -> tuple[list[str], list[str]]:
+        """Remove whole expired segments whose attempts are all terminal.
+
+        Returns (removed, kept_open): a segment with an open attempt is kept; the
+        worker terminalizes that attempt first (``claim_expired_canonical``).
+        Caller holds `locked()` and has loaded the journal.
+        """
+        removed: list[str] = []
+        kept: list[str] = []
+        for day in self.expired(today):
+            if self.open_in(day):
+                kept.append(day)
+                continue
+            try:
+                if day in self.segments():
+                    remove_file(self._root.outcomes, f"{day}.jsonl")
+                for q in self.quarantined():
+                    if q.segment == day:
+                        remove_file(self._root.quarantine, q.name)
+            except (UnsafePath, OSError) as e:
+                raise JournalUnverified(Finding.UNSAFE_FILE, day) from e
+            self._tails.pop(day, None)
+            self.index.drop_segment(day)
+            removed.append(day)
+        # Days another process (`kexpr journal prune`) removed under the lock.
+        cutoff = retention_cutoff(today)
+        for day in [d for d in self._tails if segment_date(d) < cutoff and d not in kept]:
+            self._tails.pop(day, None)
+            self.index.drop_segment(day)
+        return removed, kept
+
+    def prune(self, today: dt.date, *, apply: bool) -> tuple[list[str], list[str]]:
+        """`kexpr journal prune`: under the lock, verify everything, then list
+        (dry run) or remove the expired segments without open attempts. Never
+        writes a row: open attempts are left to the worker (rule 7)."""
+        with self._mutex, self._locked_flock():
+            self.index, self._tails = self._load_unlocked()
+            expired = self.expired(today)
+            kept = [d for d in expired if self.open_in(d)]
+            if not apply:
+                return [d for d in expired if d not in kept], kept
+            return self.remove_expired(today)
+
+    # -- the operator's torn-tail command (module docstring) ------------------------
+
+    def quarantine_torn(self, segment: str, *, apply: bool) -> str:
+        """Set aside a segment whose only defect is a torn last line.
+
+        Returns the quarantine file name it was (or would be) linked to. Raises
+        `JournalUnverified` with the finding that makes it ineligible. The caller
+        holds ``worker.lock`` (the worker is stopped). Never rewrites a byte.
+        """
+        with self._mutex, self._locked_flock():
+            if segment not in self.segments():
+                raise JournalUnverified(Finding.UNEXPECTED_FILE, segment)
+            index, _ = self._load_unlocked(skip=segment)
+            data, st = self._read_segment(segment)
+            if data.endswith(b"\n") or not data:
+                raise JournalUnverified(Finding.TORN_TAIL, segment)  # not torn: nothing to do
+            cut = data.rfind(b"\n") + 1
+            verify_segment_bytes(data[:cut], segment, index)
+            taken = {q.name for q in self.quarantined()}
+            n = 1
+            while f"{segment}.{n}.jsonl" in taken:
+                n += 1
+            name = f"{segment}.{n}.jsonl"
+            if not apply:
+                return name
+            src = self._segment_path(segment)
+            try:
+                link_into(src, self._root.quarantine / name)
+                unlink_if_same(src, FileId.of(st))
+                fsync_dir(self._root.outcomes)
+            except (UnsafePath, OSError) as e:
+                raise JournalUnverified(Finding.UNSAFE_FILE, segment) from e
+            self.index, self._tails = self._load_unlocked()
+            return name
+
     @staticmethod
     def _row(
         rec: AttemptRecord, state: State, outcome: Outcome, finalized: str | None
@@ -608,14 +861,39 @@ class Journal:
         }
 
 
+def _real_day(segment: str) -> bool:
+    try:
+        segment_date(segment)
+    except ValueError:
+        return False
+    return True
+
+
+class _FlockGuard:
+    """The flock alone; an unsafe lock file is `Finding.LOCK_UNSAFE` (fail closed)."""
+
+    def __init__(self, journal: Journal) -> None:
+        self._j = journal
+
+    def __enter__(self) -> None:
+        try:
+            self._j._flock.acquire()
+        except UnsafePath as e:
+            raise JournalUnverified(Finding.LOCK_UNSAFE, "") from e
+
+    def __exit__(self, *exc: object) -> None:
+        self._j._flock.release()
+
+
 class _Locked:
     def __init__(self, journal: Journal) -> None:
         self._j = journal
+        self._guard = _FlockGuard(journal)
 
     def __enter__(self) -> Journal:
         self._j._mutex.acquire()
         try:
-            self._j._flock.acquire()
+            self._guard.__enter__()
         except BaseException:
             self._j._mutex.release()
             raise
@@ -623,35 +901,119 @@ class _Locked:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self._j._flock.release()
+            self._guard.__exit__()
         finally:
             self._j._mutex.release()
 
 
+# ------------------------------------------------------------- whole-root audit
+
+
+@dataclass(frozen=True, slots=True)
+class JournalFinding:
+    """One finding of `audit_journal`: an enum and where (a relative product
+    path such as ``outcomes/2026-11-30.jsonl``; never content)."""
+
+    finding: str
+    where: str
+
+
+@dataclass(slots=True)
+class JournalAudit:
+    findings: list[JournalFinding] = field(default_factory=list)
+    index: Index = field(default_factory=Index)
+    segments: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def audit_journal(root: DataRoot) -> JournalAudit:
+    """Verify every segment and quarantined file, collecting *every* finding (one
+    per file) instead of stopping at the first; for `kexpr journal verify`.
+
+    Read-only: takes ``journal.lock`` (so that a row being appended is never
+    mistaken for a torn tail) and never writes a row.
+    """
+    out = JournalAudit()
+    j = Journal(root, create_lock=False)
+    try:
+        with j._mutex, j._locked_flock():
+            try:
+                quarantined = j.quarantined()
+            except JournalUnverified as e:
+                out.findings.append(JournalFinding(e.finding.value, "quarantine"))
+                quarantined = []
+            for q in quarantined:
+                where = f"quarantine/{q.name}"
+                out.quarantined.append(q.name)
+                try:
+                    data, _ = j._read_file(root.quarantine / q.name, q.segment)
+                    _seal(data, q, out.index)
+                except JournalUnverified as e:
+                    out.findings.append(JournalFinding(e.finding.value, where))
+            try:
+                segments = j.segments()
+            except JournalUnverified as e:
+                out.findings.append(JournalFinding(e.finding.value, "outcomes"))
+                segments = []
+            for segment in segments:
+                where = f"outcomes/{segment}.jsonl"
+                out.segments.append(segment)
+                scratch = Index(
+                    by_artifact=dict(out.index.by_artifact),
+                    by_attempt=dict(out.index.by_attempt),
+                    sealed=dict(out.index.sealed),
+                    sealed_open=out.index.sealed_open,
+                )
+                try:
+                    data, _ = j._read_segment(segment)
+                    verify_segment_bytes(data, segment, scratch)
+                except JournalUnverified as e:
+                    out.findings.append(JournalFinding(e.finding.value, where))
+                    continue
+                out.index = scratch
+    except JournalUnverified as e:
+        out.findings.append(JournalFinding(e.finding.value, "journal.lock"))
+    except (UnsafePath, OSError) as e:
+        reason = e.reason.value if isinstance(e, UnsafePath) else Finding.UNSAFE_FILE.value
+        out.findings.append(JournalFinding(reason, "journal.lock"))
+    return out
+
+
 __all__ = [
-    "JOURNAL_SCHEMA",
-    "ZERO_DIGEST",
-    "ROW_FIELDS",
-    "TRANSITIONS",
     "EVENT_OUTCOMES",
+    "JOURNAL_SCHEMA",
+    "RETENTION_DAYS",
+    "ROW_FIELDS",
     "TERMINAL_OUTCOMES",
+    "TRANSITIONS",
+    "ZERO_DIGEST",
     "AttemptRecord",
     "Event",
     "Finding",
     "IllegalTransition",
     "Index",
     "Journal",
+    "JournalAudit",
+    "JournalFinding",
     "JournalUnverified",
     "Mode",
     "Outcome",
     "Phase",
+    "QuarantinedFile",
     "State",
     "UnsafePath",
     "UnsafeReason",
+    "audit_journal",
     "canonical_json",
     "format_ts",
     "parse_ts",
+    "retention_cutoff",
     "row_digest",
+    "segment_date",
     "transition",
     "verify_segment_bytes",
 ]

@@ -12,7 +12,13 @@ path is never assembled by hand elsewhere::
     journal.lock          flock target, never unlinked
     worker.lock           held by the one live worker, never unlinked
     outcomes/YYYY-MM-DD.jsonl
+    quarantine/YYYY-MM-DD.N.jsonl   torn segments set aside by an operator
+                                    (`kexpr journal quarantine`), read for dedupe only
     worker.status.json
+
+Every directory is 0700 (private) or, when the worker runs under its own UID,
+02770 with one shared group (`spool.fsio`, rule 3): the data root's own mode
+decides, and every directory below it must declare the same.
 """
 
 from __future__ import annotations
@@ -22,14 +28,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from spool.fsio import ensure_private_dir
+from spool.fsio import (
+    FileId,
+    Sharing,
+    UnsafePath,
+    UnsafeReason,
+    check_dir,
+    ensure_dir,
+    ensure_private_dir,
+)
 
 DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
 
 
 @dataclass(frozen=True, slots=True)
 class DataRoot:
+    """``root`` is made absolute and its *parent* resolved once (``realpath``):
+    ancestors above the data root are the operator's and may be symlinks; from
+    the data root down nothing may be (`spool.fsio`, rule 1)."""
+
     root: Path
+
+    def __post_init__(self) -> None:
+        absolute = Path(os.path.abspath(self.root))
+        object.__setattr__(self, "root", Path(os.path.realpath(absolute.parent)) / absolute.name)
 
     @property
     def identity_key(self) -> Path:
@@ -72,19 +94,46 @@ class DataRoot:
         return self.root / "outcomes"
 
     @property
+    def quarantine(self) -> Path:
+        return self.root / "quarantine"
+
+    @property
     def status_file(self) -> Path:
         return self.root / "worker.status.json"
 
     def spool_dirs(self) -> tuple[Path, ...]:
         return (self.requests, self.claimed, self.responses, self.reports, self.tmp)
 
-    def ensure(self) -> None:
-        """Create every directory 0700 (idempotent), refusing symlinks and foreign owners.
+    def product_dirs(self) -> tuple[Path, ...]:
+        """Every directory below the root, parents first."""
+        return (self.spool, *self.spool_dirs(), self.outcomes, self.quarantine)
 
-        Raises `spool.fsio.UnsafePath` (fail closed) when an existing component is
-        not a private directory owned by this user.
+    def ensure(self) -> None:
+        """Create every directory (idempotent) in the root's sharing mode.
+
+        A missing root is created private (0700). Raises `spool.fsio.UnsafePath`
+        (fail closed) when any existing component is a symlink, not a directory,
+        not ours, or declares a different sharing mode than the root.
         """
-        root = Path(os.path.abspath(self.root))
-        ensure_private_dir(root, create_parents=True)
-        for d in (self.spool, *self.spool_dirs(), self.outcomes):
-            ensure_private_dir(d)
+        ensure_private_dir(self.root, create_parents=True)
+        sharing, _ = check_dir(self.root)
+        for d in self.product_dirs():
+            ensure_dir(d, sharing)
+
+    def sharing(self) -> Sharing:
+        return check_dir(self.root)[0]
+
+    def verify_tree(self) -> dict[str, FileId]:
+        """Check the root and every product directory without creating anything.
+
+        Returns each directory's identity, so that a caller can notice a directory
+        swapped after start-up (`UnsafeReason.INODE_CHANGED`).
+        """
+        sharing, root_id = check_dir(self.root)
+        ids = {".": root_id}
+        for d in self.product_dirs():
+            got, fid = check_dir(d)
+            if got != sharing:
+                raise UnsafePath(UnsafeReason.BAD_MODE)
+            ids[str(d.relative_to(self.root))] = fid
+        return ids

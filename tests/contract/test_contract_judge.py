@@ -20,6 +20,7 @@ from contract_support import (
     response,
 )
 from spool.contract import (
+    MAX_NESTING,
     MAX_RESPONSE_BYTES,
     REASON_VERDICT,
     Capsule,
@@ -368,3 +369,39 @@ def test_judgement_invariants(
 def test_judge_rejects_non_text_content_as_a_caller_bug() -> None:
     with pytest.raises(TypeError):
         judge(DAILY, None)  # type: ignore[arg-type]
+
+
+# -- issue 7 finding: the reason for deep nesting must not depend on the caller's stack --
+
+
+def _nested(depth: int) -> str:
+    return _DAILY_DOC[:-1] + ',"x":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+def _from_deep_stack(frames: int, content: str) -> Judgement:
+    return judge(DAILY, content) if frames == 0 else _from_deep_stack(frames - 1, content)
+
+
+@pytest.mark.parametrize("frames", [0, 300, 600])
+def test_nesting_limit_is_fixed_not_the_callers_recursion_budget(frames: int) -> None:
+    # Was: a document nested ~700 deep judged schema_mismatch from a shallow stack and
+    # malformed_json from a deep one (RecursionError). Now a fixed limit decides.
+    assert _from_deep_stack(frames, _nested(700)).reason is Reason.MALFORMED_JSON
+    assert _from_deep_stack(frames, _nested(MAX_NESTING)).reason is Reason.SCHEMA_MISMATCH
+    assert _from_deep_stack(frames, _nested(MAX_NESTING + 1)).reason is Reason.MALFORMED_JSON
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    deep_text = "[" * 70 + '\\"{' * 5  # 85 characters, 75 "nested" in the text
+    assert judge(DAILY, doc(DAILY, deep_text)).reason is Reason.MALFORMED_TOKEN
+    assert judge(DAILY, _DAILY_DOC[:-1] + ',"x":"' + "{" * 200 + '"}').reason is Reason.SCHEMA_MISMATCH
+    # An unterminated string hides what follows it; the document is malformed anyway.
+    assert judge(DAILY, '{"x":"' + "[" * 200).reason is Reason.MALFORMED_JSON
+
+
+def test_nesting_limit_leaves_room_for_every_contract_document() -> None:
+    from spool.contract._strictjson import _nesting_exceeds
+
+    assert MAX_NESTING >= 16
+    assert not _nesting_exceeds(dumps(response(DUAL), indent=2), 5)
+    assert _nesting_exceeds("[" * 6, 5) and not _nesting_exceeds("[[[]]]" * 50, 3)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from adversarial.hypothesis_profiles import PROPERTY
 from contract_support import DAILY, WEEKLY, all_policies, capsule, doc
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from spool.contract import (
     MANIFEST,
@@ -19,7 +20,8 @@ from spool.contract import (
     manifest_for,
 )
 
-PROFILE = settings(max_examples=200, deadline=None)
+# Small in `make test`, 10**5 examples in `make fuzz` (KEXPR_HYPOTHESIS_PROFILE).
+PROFILE = PROPERTY
 POLICIES = all_policies()
 
 

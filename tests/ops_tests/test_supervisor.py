@@ -1,4 +1,5 @@
-"""The supervisor: an explicit minimal worker environment, restart, clean stop."""
+"""The supervisor: an explicit minimal worker environment, restart with backoff,
+crash-loop stop, heartbeat status, clean stop; and the worker's non-dumpable start."""
 
 from __future__ import annotations
 
@@ -12,10 +13,24 @@ from pathlib import Path
 
 import pytest
 from conftest import start_supervised_worker
-
-from ops.supervisor import BASE_ENV, WorkerSpec, worker_command, worker_environment
+from ops_support import NOGROUP, kexpr, start_supervisor, wait_for
 from spool.layout import DataRoot
+
+from ops.supervisor import (
+    BASE_ENV,
+    CRASH_LOOP_EXIT,
+    FATAL_EXITS,
+    Action,
+    RestartPolicy,
+    RestartTracker,
+    Supervisor,
+    WorkerSpec,
+    supervisor_status_path,
+    worker_command,
+    worker_environment,
+)
 from worker.daemon import wait_ready
+from worker.exitcodes import ExitCode
 
 
 def test_worker_environment_is_an_allow_list(tmp_path: Path) -> None:
@@ -104,3 +119,174 @@ def test_supervisor_restarts_a_dead_worker_and_stops_cleanly(data_root: Path) ->
     assert status["state"] == "stopped"
     with pytest.raises(ProcessLookupError):
         os.kill(second, 0)
+
+
+# ----------------------------------------------------------------- restart policy
+# The decision is pure (ops.supervisor.RestartTracker): tested with a hand-driven
+# clock, never with sleeps.
+
+
+
+def test_backoff_doubles_to_the_cap_and_resets_after_a_healthy_run() -> None:
+    t = RestartTracker(RestartPolicy(backoff_start_s=0.5, backoff_max_s=4.0, healthy_after_s=60, max_restarts=100))
+    now = 0.0
+    delays = []
+    for _ in range(6):
+        now += 1
+        d = t.on_exit(1, ran_s=1.0, now=now)
+        assert d.action is Action.RESTART
+        delays.append(d.delay_s)
+    assert delays == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    now += 1000
+    assert t.on_exit(1, ran_s=120.0, now=now).delay_s == 0.5
+
+
+def test_crash_loop_is_more_than_max_restarts_within_the_window() -> None:
+    t = RestartTracker(RestartPolicy(max_restarts=3, window_s=100))
+    assert [t.on_exit(-9, 0.1, now).action for now in (0, 10, 20)] == [Action.RESTART] * 3
+    assert t.on_exit(-9, 0.1, 30).action is Action.STOP_CRASH_LOOP
+
+
+def test_exits_outside_the_window_do_not_count() -> None:
+    t = RestartTracker(RestartPolicy(max_restarts=3, window_s=100))
+    for now in (0, 50, 150, 250, 350, 450):  # never more than 2 within any 100 s
+        assert t.on_exit(1, 0.1, now).action is Action.RESTART
+
+
+def test_fatal_exits_are_never_restarted() -> None:
+    assert FATAL_EXITS == {int(ExitCode.HAZARDOUS_ENVIRONMENT), int(ExitCode.UNSAFE_DATA_ROOT), int(ExitCode.NOT_UNDUMPABLE)}
+    for code in FATAL_EXITS:
+        assert RestartTracker(RestartPolicy()).on_exit(code, 0.1, 0).action is Action.STOP_FATAL
+    # Another live worker is transient (an orphan draining its last call): restarted.
+    assert RestartTracker(RestartPolicy()).on_exit(int(ExitCode.ANOTHER_WORKER), 0.1, 0).action is Action.RESTART
+
+
+class _DeadChild:
+    """A child that has already exited with ``code``."""
+
+    _pids = iter(range(40000, 50000))
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+        self.pid = next(self._pids)
+
+    def poll(self) -> int:
+        return self.code
+
+    def send_signal(self, sig: int) -> None:
+        raise AssertionError("a dead child is never signalled")
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.code
+
+    def kill(self) -> None:
+        raise AssertionError("a dead child is never killed")
+
+
+def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    DataRoot(data_root).ensure()
+    spawned: list[_DeadChild] = []
+
+    def spawn() -> _DeadChild:
+        spawned.append(_DeadChild(1))
+        return spawned[-1]
+
+    sup = Supervisor(
+        WorkerSpec(data_root), {}, policy=RestartPolicy(backoff_start_s=0.001, backoff_max_s=0.001, max_restarts=4), spawn=spawn
+    )
+    assert sup.run() == CRASH_LOOP_EXIT
+    assert len(spawned) == 5 and sup.restarts == 4
+    assert "crash_loop" in capsys.readouterr().err
+    status = json.loads(supervisor_status_path(DataRoot(data_root)).read_bytes())
+    assert status["state"] == "crash_loop" and status["restarts"] == 4 and status["last_exit"] == 1
+    assert set(status) == {"schema", "pid", "state", "heartbeat_at_utc", "worker_pid", "restarts", "last_exit", "policy"}
+
+
+def test_supervisor_loop_stops_at_once_on_a_fatal_exit(data_root: Path) -> None:
+    sup = Supervisor(WorkerSpec(data_root), {}, spawn=lambda: _DeadChild(int(ExitCode.HAZARDOUS_ENVIRONMENT)))
+    assert sup.run() == int(ExitCode.HAZARDOUS_ENVIRONMENT)
+    assert sup.restarts == 0
+
+
+# ----------------------------------------------------------------- real processes
+
+
+
+def test_crash_loop_stops_supervising_with_a_diagnostic(data_root: Path) -> None:
+    """Kill the worker each time it is up: after --max-restarts the supervisor
+    gives up (exit 70, enum diagnostic) and `kexpr status` says crash_loop."""
+    sup = start_supervisor(data_root, extra_args=["--max-restarts", "2", "--restart-window", "120"])
+    try:
+        killed: set[int] = set()
+        while sup.proc.poll() is None and len(killed) < 5:
+            assert wait_for(lambda: sup.proc.poll() is not None or (wait_ready(sup.root, 0.1) and sup.worker_pid() not in killed))
+            if sup.proc.poll() is not None:
+                break
+            pid = sup.worker_pid()
+            killed.add(pid)
+            os.kill(pid, signal.SIGKILL)
+        sup.proc.wait(30)
+    finally:
+        sup.stop()
+    assert sup.proc.returncode == CRASH_LOOP_EXIT
+    assert len(killed) == 3
+    assert "kexpr supervise: crash_loop" in sup.stderr
+    out = kexpr("status", "--data-root", data_root, "--json")
+    assert out.returncode == 1
+    report = json.loads(out.stdout)
+    assert report["verdict"] == "crash_loop"
+    assert report["supervisor"]["state"] == "crash_loop" and report["supervisor"]["restarts"] == 2
+
+
+def test_status_reports_a_healthy_supervised_worker_and_then_a_stopped_one(data_root: Path) -> None:
+    sup = start_supervisor(data_root, key="sk-status-secret-value-000")
+    try:
+        assert wait_for(lambda: json.loads(kexpr("status", "--data-root", data_root, "--json").stdout)["supervisor"] is not None)
+        out = kexpr("status", "--data-root", data_root)
+        assert out.returncode == 0, out.stdout
+        assert "verdict     healthy" in out.stdout
+        assert "sk-status-secret-value-000" not in out.stdout
+        report = json.loads(kexpr("status", "--data-root", data_root, "--json").stdout)
+        assert report["worker"]["state"] == "ready" and report["worker"]["alive"] is True
+        assert report["worker"]["credential"] == "present" and report["worker"]["journal"] == "verified"
+        assert report["supervisor"]["state"] == "running"
+        assert report["supervisor"]["worker_pid"] == report["worker"]["pid"]
+    finally:
+        assert sup.stop() == 0
+    out = kexpr("status", "--data-root", data_root, "--json")
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["verdict"] == "stopped"
+
+
+def test_worker_makes_itself_undumpable_and_verifies_it() -> None:
+    from worker.main import PR_GET_DUMPABLE, PR_SET_DUMPABLE, make_undumpable
+
+    calls: list[tuple[int, int]] = []
+    state = {"dumpable": 1}
+
+    def prctl(option: int, arg: int, *_: int) -> int:
+        calls.append((option, arg))
+        if option == PR_SET_DUMPABLE:
+            state["dumpable"] = arg
+            return 0
+        return state["dumpable"]
+
+    assert make_undumpable(prctl) is True
+    assert calls == [(PR_SET_DUMPABLE, 0), (PR_GET_DUMPABLE, 0)]
+    # Fail closed: a refused prctl, or one that does not hold, is not undumpable.
+    assert make_undumpable(lambda *a: -1) is False
+    assert make_undumpable(lambda option, *a: 0 if option == PR_SET_DUMPABLE else 1) is False
+
+
+def test_supervised_worker_is_non_dumpable_by_the_kernels_own_account(data_root: Path) -> None:
+    """proc(5): the files of a non-dumpable process's /proc/PID are root:root. The
+    worker runs under a non-root group here so that the two cases can be told apart."""
+    sup = start_supervisor(data_root, group=NOGROUP)
+    try:
+        pid = sup.worker_pid()
+        assert os.stat(f"/proc/{pid}").st_gid == NOGROUP  # the directory keeps the ids
+        assert os.stat(f"/proc/{sup.proc.pid}/environ").st_gid == NOGROUP  # supervisor: dumpable
+        st = os.stat(f"/proc/{pid}/environ")
+        assert (st.st_uid, st.st_gid) == (0, 0)
+    finally:
+        sup.stop()

@@ -68,3 +68,13 @@ def test_short_key_is_refused(tmp_path: Path) -> None:
     os.close(fd)
     with pytest.raises(UnsafePath):
         load_or_create_key(root)
+
+
+def test_group_readable_key_is_refused(tmp_path: Path) -> None:
+    # identity.key stays 0600 even where the spool is shared with a group (0660).
+    root = DataRoot(tmp_path / "r")
+    root.ensure()
+    load_or_create_key(root)
+    os.chmod(root.identity_key, 0o640)
+    with pytest.raises(UnsafePath):
+        load_or_create_key(root)

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from spool.journal import (
     JOURNAL_SCHEMA,
     ROW_FIELDS,
@@ -30,6 +29,7 @@ from spool.journal import (
     verify_segment_bytes,
 )
 from spool.layout import DataRoot
+from spool_tests.journal_support import hand_rows, write_segment
 
 T0 = dt.datetime(2026, 11, 30, 23, 59, 59, 500000, tzinfo=dt.UTC)
 AKEY = "a" * 64
@@ -303,3 +303,259 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
     os.close(fd)
     index = Journal(root).load()
     assert index.by_artifact["1" * 64].outcome is Outcome.SHADOW_SELECTED
+
+
+# ----------------------------------------------------- issue 4: every finding
+
+MORE_CORRUPTIONS = [
+    ("missing_field", lambda d: _rewrite(d, lambda rows: (rows[0].pop("surface"), _rechain(rows))), Finding.FIELD_SET),
+    ("impossible_date", lambda d: _rewrite(d, _set("started_at_utc", "2026-02-30T23:59:59.500000Z")), Finding.FIELD_FORMAT),
+    ("bad_finalized_ts", lambda d: _rewrite(d, _set("finalized_at_utc", "2026-12-01T00:00:01.5Z", row=1)), Finding.FIELD_FORMAT),
+    ("terminal_without_finalized", lambda d: _rewrite(d, _set("finalized_at_utc", None, row=1)), Finding.FIELD_FORMAT),
+    ("start_with_finalized", lambda d: _rewrite(d, _set("finalized_at_utc", "2026-12-01T00:00:01.500000Z")), Finding.STATE_OUTCOME),
+    ("unknown_state", lambda d: _rewrite(d, _set("state", "repaired", row=1)), Finding.STATE_OUTCOME),
+    ("shadow_ends_selected", lambda d: _rewrite(d, _set("outcome", "selected", row=1)), Finding.STATE_OUTCOME),
+    ("sequence_from_two", lambda d: _rewrite(d, lambda rows: (rows[0].update(sequence=2), rows[1].update(sequence=3), _rechain(rows))), Finding.SEQUENCE_GAP),
+    ("sequence_bool", lambda d: _rewrite(d, _set("sequence", True)), Finding.FIELD_FORMAT),
+    ("first_predecessor_not_zero", lambda d: _rewrite(d, _set("previous_row_digest", "1" * 64, rechain=False)), Finding.CHAIN_BROKEN),
+    ("upper_hex_attempt", lambda d: _rewrite(d, lambda rows: ([r.update(attempt_id="B" * 32) for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
+    ("upper_hex_digest", lambda d: d.replace(d[d.index(b'"row_digest":"') + 14 : d.index(b'"row_digest":"') + 78], d[d.index(b'"row_digest":"') + 14 : d.index(b'"row_digest":"') + 78].upper(), 1), Finding.FIELD_FORMAT),
+    ("short_artifact_key", lambda d: _rewrite(d, lambda rows: ([r.update(artifact_key="a" * 63) for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
+    ("unknown_surface", lambda d: _rewrite(d, lambda rows: ([r.update(surface="daily.v2") for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
+    ("wrong_schema", lambda d: _rewrite(d, lambda rows: ([r.update(schema_version="korean-expression-journal-v2") for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
+    ("start_in_wrong_segment", lambda d: _rewrite(d, lambda rows: ([r.update(started_at_utc="2026-12-01T00:00:00.000000Z") for r in rows], _rechain(rows))), Finding.WRONG_SEGMENT),
+    ("duplicate_start", lambda d: _rewrite(d, lambda rows: (rows.insert(1, dict(rows[0])), [r.update(sequence=i) for i, r in enumerate(rows, 1)], _rechain(rows))), Finding.DUPLICATE_START),
+    ("terminal_other_mode", lambda d: _rewrite(d, _set("mode", "enabled", row=1)), Finding.TERMINAL_MISMATCH),
+    ("crlf", lambda d: d.replace(b"\n", b"\r\n"), Finding.NON_CANONICAL_ROW),
+    ("bom", lambda d: b"\xef\xbb\xbf" + d, Finding.MALFORMED_ROW),
+    ("nan", lambda d: d.replace(b'"sequence":1', b'"sequence":NaN', 1), Finding.MALFORMED_ROW),
+    ("escaped_ascii", lambda d: d.replace(b'"daily.v1"', b'"daily\\u002ev1"', 1), Finding.NON_CANONICAL_ROW),
+    ("blank_line", lambda d: d + b"\n", Finding.MALFORMED_ROW),
+    ("array_row", lambda d: b"[]\n" + d, Finding.MALFORMED_ROW),
+    ("invalid_utf8", lambda d: d.replace(b'"daily.v1"', b'"daily\xff1"', 1), Finding.MALFORMED_ROW),
+]
+
+
+@pytest.mark.parametrize(("name", "corrupt", "finding"), MORE_CORRUPTIONS, ids=[c[0] for c in MORE_CORRUPTIONS])
+def test_more_corruption_is_detected(journal: Journal, name: str, corrupt, finding: Finding) -> None:  # type: ignore[no-untyped-def]
+    data = corrupt(_segment(journal))
+    with pytest.raises(JournalUnverified) as e:
+        verify_segment_bytes(data, "2026-11-30", Index())
+    assert e.value.finding is finding
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> DataRoot:
+    r = DataRoot(tmp_path / "root")
+    r.ensure()
+    return r
+
+
+def test_hand_built_multi_day_journal_verifies(root: DataRoot) -> None:
+    write_segment(root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
+    write_segment(
+        root, "2026-11-30.jsonl", hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled")
+    )
+    index = Journal(root).load()
+    assert index.by_artifact["1" * 64].outcome is Outcome.TIMEOUT
+    assert index.by_artifact["3" * 64].outcome is Outcome.SELECTED
+
+
+def test_same_artifact_in_two_segments_is_a_duplicate(root: DataRoot) -> None:
+    write_segment(root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
+    write_segment(root, "2026-11-30.jsonl", hand_rows("1" * 64, "4" * 32, "2026-11-30", []))
+    with pytest.raises(JournalUnverified) as e:
+        Journal(root).load()
+    assert (e.value.finding, e.value.segment) == (Finding.DUPLICATE_ARTIFACT, "2026-11-30")
+
+
+@pytest.mark.parametrize("name", ["2026-13-01.jsonl", "2026-11-30.jsonl.bak", "2026-11-30.JSONL", ".2026-11-30.jsonl"])
+def test_unexpected_names_in_outcomes_are_refused(root: DataRoot, name: str) -> None:
+    write_segment(root, name, b"")
+    with pytest.raises(JournalUnverified) as e:
+        Journal(root).load()
+    assert e.value.finding is Finding.UNEXPECTED_FILE
+
+
+@pytest.mark.parametrize("kind", ["mode", "fifo", "directory", "symlinked_outcomes"])
+def test_unsafe_segment_files_are_refused(root: DataRoot, tmp_path: Path, kind: str) -> None:
+    if kind == "mode":
+        write_segment(root, "2026-11-30.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-30", []), mode=0o640)
+    elif kind == "fifo":
+        os.mkfifo(root.outcomes / "2026-11-30.jsonl", 0o600)
+    elif kind == "directory":
+        os.mkdir(root.outcomes / "2026-11-30.jsonl", 0o700)
+    else:
+        os.rename(root.outcomes, tmp_path / "real-outcomes")
+        os.symlink(tmp_path / "real-outcomes", root.outcomes)
+    with pytest.raises(JournalUnverified) as e:
+        Journal(root).load()
+    assert e.value.finding is Finding.UNSAFE_FILE
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_segment_of_another_owner_is_refused(root: DataRoot) -> None:
+    p = write_segment(root, "2026-11-30.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-30", []))
+    os.chown(p, 65534, -1)
+    with pytest.raises(JournalUnverified) as e:
+        Journal(root).load()
+    assert e.value.finding is Finding.UNSAFE_FILE
+
+
+def test_swapped_segment_inode_is_an_append_conflict(journal: Journal) -> None:
+    rec = start(journal)
+    path = journal._root.outcomes / "2026-11-30.jsonl"
+    data = path.read_bytes()
+    os.rename(path, journal._root.root / "aside")  # keep the old inode alive
+    write_segment(journal._root, "2026-11-30.jsonl", data)  # same bytes, another inode
+    with journal.locked(), pytest.raises(JournalUnverified) as e:
+        journal.append_terminal(rec, Phase.OPEN, Event.CALL_FAILED, Outcome.TIMEOUT, T0)
+    assert e.value.finding is Finding.APPEND_CONFLICT
+    assert path.read_bytes() == data  # nothing written
+
+
+def test_swapped_lock_file_fails_closed(journal: Journal) -> None:
+    start(journal)
+    lock = journal._root.journal_lock
+    os.rename(lock, journal._root.root / "old.lock")
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    with pytest.raises(JournalUnverified) as e, journal.locked():
+        pass
+    assert e.value.finding is Finding.LOCK_UNSAFE
+
+
+# ------------------------------------------------------------------ retention
+
+
+def test_retention_window_is_35_completed_days_plus_today() -> None:
+    from spool.journal import RETENTION_DAYS, retention_cutoff
+
+    today = dt.date(2026, 11, 30)
+    assert RETENTION_DAYS == 35
+    assert retention_cutoff(today) == dt.date(2026, 10, 26)  # 35 completed days before today
+
+
+def test_expired_segments_are_removed_whole_with_a_directory_fsync(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spool import fsio
+
+    write_segment(root, "2026-10-25.jsonl", hand_rows("1" * 64, "2" * 32, "2026-10-25", ["timeout"]))
+    write_segment(root, "2026-10-26.jsonl", hand_rows("3" * 64, "4" * 32, "2026-10-26", ["timeout"]))
+    write_segment(root, "2026-11-30.jsonl", hand_rows("5" * 64, "6" * 32, "2026-11-30", []))
+    j = Journal(root)
+    j.load()
+    synced: list[int] = []
+    real = fsio._Dir.fsync
+    monkeypatch.setattr(fsio._Dir, "fsync", lambda self: (synced.append(self.st.st_ino), real(self))[1])
+    with j.locked():
+        assert j.expired(dt.date(2026, 11, 30)) == ["2026-10-25"]
+        removed, kept = j.remove_expired(dt.date(2026, 11, 30))
+    assert (removed, kept) == (["2026-10-25"], [])
+    assert sorted(os.listdir(root.outcomes)) == ["2026-10-26.jsonl", "2026-11-30.jsonl"]
+    assert os.stat(root.outcomes).st_ino in synced
+    assert "1" * 64 not in j.index.by_artifact and "3" * 64 in j.index.by_artifact
+    Journal(root).load()  # what remains still verifies
+
+
+def test_a_segment_with_an_open_attempt_is_kept(root: DataRoot) -> None:
+    write_segment(root, "2026-10-01.jsonl", hand_rows("1" * 64, "2" * 32, "2026-10-01", []))
+    j = Journal(root)
+    j.load()
+    with j.locked():
+        assert j.remove_expired(dt.date(2026, 11, 30)) == ([], ["2026-10-01"])
+    assert j.prune(dt.date(2026, 11, 30), apply=False) == ([], ["2026-10-01"])
+    assert (root.outcomes / "2026-10-01.jsonl").exists()
+
+
+# ---------------------------------------------------- torn tail: quarantine
+
+
+def _torn(root: DataRoot) -> bytes:
+    data = hand_rows("1" * 64, "2" * 32, "2026-11-30", ["timeout"]) + hand_rows(
+        "3" * 64, "4" * 32, "2026-11-30", []
+    ).replace(b'"sequence":1', b'"sequence":3', 1)
+    # Re-chain the second attempt's start row after the first attempt's rows.
+    rows = [json.loads(x) for x in data.split(b"\n")[:-1]]
+    _rechain(rows)
+    good = b"".join((canonical_json(r) + "\n").encode() for r in rows)
+    torn_start = canonical_json({**rows[0], "artifact_key": "7" * 64, "sequence": 4})[:120]
+    return good + torn_start.encode()
+
+
+def test_torn_tail_is_quarantined_unchanged_and_still_dedupes(root: DataRoot) -> None:
+    data = _torn(root)
+    write_segment(root, "2026-11-30.jsonl", data)
+    with pytest.raises(JournalUnverified) as e:
+        Journal(root).load()
+    assert e.value.finding is Finding.TORN_TAIL
+    j = Journal(root)
+    assert j.quarantine_torn("2026-11-30", apply=False) == "2026-11-30.1.jsonl"
+    assert (root.outcomes / "2026-11-30.jsonl").read_bytes() == data  # dry run: untouched
+    assert j.quarantine_torn("2026-11-30", apply=True) == "2026-11-30.1.jsonl"
+    assert not (root.outcomes / "2026-11-30.jsonl").exists()
+    assert (root.quarantine / "2026-11-30.1.jsonl").read_bytes() == data  # not one byte rewritten
+    index = Journal(root).load()
+    # Verified lines and the torn line's artifact are sealed: attempted, never again.
+    assert set(index.sealed) == {"1" * 64, "3" * 64, "7" * 64}
+    assert index.sealed_open == 1 and index.by_artifact == {}
+    j2 = Journal(root)
+    j2.load()
+    with j2.locked(), pytest.raises(IllegalTransition):
+        j2.append_start(
+            artifact_key="3" * 64,
+            surface="daily.v1",
+            mode=Mode.SHADOW,
+            attempt_id="9" * 32,
+            started_at=T0,
+            deadline_at_utc=format_ts(T0 + dt.timedelta(seconds=4)),
+        )
+    # A fresh segment for the same day starts again at sequence 1 and verifies.
+    start(j2, akey="8" * 64, aid="a" * 32, at=dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC))
+    assert Journal(root).load().by_artifact["8" * 64].segment == "2026-11-30"
+
+
+def test_quarantine_refuses_anything_but_a_torn_tail(root: DataRoot) -> None:
+    j = Journal(root)
+    write_segment(root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
+    with pytest.raises(JournalUnverified) as e:
+        j.quarantine_torn("2026-11-29", apply=True)
+    assert e.value.finding is Finding.TORN_TAIL  # intact: nothing to quarantine
+    bad = hand_rows("3" * 64, "4" * 32, "2026-11-30", ["timeout"]).replace(b'"sequence":2', b'"sequence":5')
+    write_segment(root, "2026-11-30.jsonl", bad + b'{"artifact_key":"')
+    with pytest.raises(JournalUnverified) as e:
+        j.quarantine_torn("2026-11-30", apply=True)
+    assert e.value.finding is Finding.SEQUENCE_GAP  # torn *and* tampered: investigate
+    assert (root.outcomes / "2026-11-30.jsonl").exists() and os.listdir(root.quarantine) == []
+    with pytest.raises(JournalUnverified) as e:
+        j.quarantine_torn("2026-11-28", apply=True)
+    assert e.value.finding is Finding.UNEXPECTED_FILE
+
+
+def test_tampered_quarantine_file_fails_verification(root: DataRoot) -> None:
+    write_segment(root, "2026-11-30.jsonl", _torn(root))
+    Journal(root).quarantine_torn("2026-11-30", apply=True)
+    q = root.quarantine / "2026-11-30.1.jsonl"
+    data = q.read_bytes()
+    os.chmod(q, 0o600)
+    q.write_bytes(data.replace(b'"timeout"', b'"selected"', 1))
+    with pytest.raises(JournalUnverified):
+        Journal(root).load()
+
+
+def test_audit_collects_a_finding_per_file(root: DataRoot) -> None:
+    from spool.journal import audit_journal
+
+    write_segment(root, "2026-11-28.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-28", ["timeout"])[:-1])
+    write_segment(root, "2026-11-29.jsonl", hand_rows("3" * 64, "4" * 32, "2026-11-29", ["timeout"]))
+    write_segment(
+        root, "2026-11-30.jsonl", hand_rows("5" * 64, "6" * 32, "2026-11-30", ["selected"])
+    )  # shadow attempt "selected"
+    audit = audit_journal(root)
+    assert [(f.finding, f.where) for f in audit.findings] == [
+        ("torn_tail", "outcomes/2026-11-28.jsonl"),
+        ("state_outcome", "outcomes/2026-11-30.jsonl"),
+    ]
+    assert set(audit.index.by_artifact) == {"3" * 64}
+    assert not root.journal_lock.exists()  # an audit never creates the lock file

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-
 from spool.contract import Capsule, slot_policy
 from spool.fsio import publish
 from spool.journal import Journal, Mode, format_ts
 from spool.layout import DataRoot
 from spool.messages import (
+    MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
     ReportOutcome,
     ResponseOutcome,
@@ -25,6 +27,7 @@ from spool.messages import (
     SpoolRequest,
     parse_response,
 )
+
 from worker.daemon import Worker
 from worker.exitcodes import ExitCode
 from worker.provider import build_client
@@ -496,3 +499,279 @@ def _no_leaked_threads() -> Iterator[None]:
     yield
     for t in set(threading.enumerate()) - before:
         t.join(5)
+
+
+# ------------------------------------- issue 4: unsafe files, quarantine, retention
+
+
+def status(root: DataRoot) -> dict[str, object]:
+    return json.loads(root.status_file.read_bytes())  # type: ignore[no-any-return]
+
+
+def raw_segment(root: DataRoot, day: str = "2026-11-30") -> bytes:
+    return (root.outcomes / f"{day}.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "bad_mode", "directory", "oversized", "wrong_owner"])
+def test_unsafe_request_file_is_canonical_with_zero_calls(root, provider, env, kind) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    path = root.claimed / f"{rid(1)}.json"
+    expected = {
+        "fifo": "not_regular_file",
+        "bad_mode": "bad_mode",
+        "directory": "not_regular_file",
+        "oversized": "too_large",
+        "wrong_owner": "wrong_owner",
+    }[kind]
+    if kind == "fifo":
+        os.mkfifo(path, 0o600)
+    elif kind == "directory":
+        os.mkdir(path, 0o700)
+    elif kind == "oversized":
+        publish(root.tmp, path, b" " * (MAX_MESSAGE_BYTES + 1))
+    else:
+        submit(root, clock, rid=rid(1))
+        if kind == "bad_mode":
+            os.chmod(path, 0o644)
+        else:
+            if os.geteuid() != 0:
+                pytest.skip("chown needs root")
+            os.chown(path, 65534, -1)
+    w.handle_claimed(path.name)
+    r = response(root, rid(1))
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+    assert provider.calls == [] and outcomes(root) == []
+    assert w.counters.unsafe == {expected: 1}
+    if kind != "directory":
+        assert not os.path.lexists(path)
+
+
+def test_symlinked_request_is_counted_by_reason(root, provider, env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    submit(root, clock, rid=rid(1))
+    real = tmp_path / "real.json"
+    (root.claimed / f"{rid(1)}.json").rename(real)
+    (root.claimed / f"{rid(1)}.json").symlink_to(real)
+    w.handle_claimed(f"{rid(1)}.json")
+    assert w.counters.unsafe == {"symlink": 1} and provider.calls == []
+    assert real.exists()  # the link was removed, never its target
+    w._write_status()
+    assert status(root)["unsafe"] == {"symlink": 1}
+
+
+def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1), mode='enabled')}.json")
+    attempt = response(root, rid(1)).attempt_id
+    rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=ReportOutcome.SELECTED)
+    publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
+    os.chmod(root.reports / f"{attempt}.json", 0o666)
+    w._handle_report(f"{attempt}.json")
+    assert outcomes(root) == [None] and w.counters.unsafe == {"bad_mode": 1}
+
+
+def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env)
+    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    seg = root.outcomes / "2026-11-30.jsonl"
+    with open(seg, "ab") as f:
+        f.write(b'{"artifact_key":"' + b"2" * 64)  # a crash mid-append
+    torn = seg.read_bytes()
+    w2 = Worker(root, environ=env, client_factory=w1._client_factory, clock=clock)
+    w2.prepare()
+    assert not w2.journal_ok and w2.quarantine == "torn_tail"
+    for n, akey in ((2, "3" * 64), (3, "1" * 64)):
+        w2.handle_claimed(f"{submit(root, clock, akey=akey, rid=rid(n))}.json")
+        r = response(root, rid(n))
+        assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+    assert len(provider.calls) == 1  # only w1's, before the tear
+    assert seg.read_bytes() == torn  # never truncated, never repaired
+    w2._write_status()
+    assert (status(root)["journal"], status(root)["quarantine"]) == ("unverified", "torn_tail")
+
+
+def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_again(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env)
+    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # accepted, open
+    with open(root.outcomes / "2026-11-30.jsonl", "ab") as f:
+        f.write(b'{"artifact_key":"' + b"2" * 64 + b'","attempt_id":"')
+    Journal(root).quarantine_torn("2026-11-30", apply=True)
+    clock.advance(60)
+    w2 = make_worker(root, provider, clock, env)  # verifies again
+    for n, akey in ((2, "1" * 64), (3, "2" * 64)):
+        w2.handle_claimed(f"{submit(root, clock, akey=akey, rid=rid(n))}.json")
+        assert response(root, rid(n)).status is ResponseStatus.ALREADY_ATTEMPTED
+    w2.handle_claimed(f"{submit(root, clock, akey='4' * 64, rid=rid(4))}.json")
+    assert response(root, rid(4)).status is ResponseStatus.ACCEPTED
+    assert [c["artifact_key"] for c in provider.calls] == ["1" * 64, "4" * 64]
+
+
+@pytest.mark.parametrize("where", ["spool", "claimed", "outcomes"])
+def test_directory_swapped_after_start_up_quarantines(root, provider, env, tmp_path: Path, where: str) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    target = {"spool": root.spool, "claimed": root.claimed, "outcomes": root.outcomes}[where]
+    aside = tmp_path / "aside"
+    os.rename(target, aside)
+    os.mkdir(target, 0o700)  # a look-alike: right type, mode and owner, another inode
+    if where == "spool":
+        for d in root.spool_dirs():
+            os.mkdir(d, 0o700)
+    w._check_tree()
+    assert w.quarantine == "inode_changed" and not w.journal_ok
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
+    assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert provider.calls == []
+
+
+def test_directory_replaced_by_a_symlink_quarantines(root, provider, env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    os.rename(root.outcomes, tmp_path / "real")
+    os.symlink(tmp_path / "real", root.outcomes)
+    w._check_tree()
+    assert w.quarantine == "symlink"
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
+    assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert provider.calls == [] and os.listdir(tmp_path / "real") == []
+
+
+def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    seg = root.outcomes / "2026-11-30.jsonl"
+    data = seg.read_bytes()
+    os.rename(seg, root.root / "aside")
+    fd = os.open(seg, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, data)
+    os.close(fd)
+    w.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")
+    assert response(root, rid(2)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert w.quarantine == "append_conflict"
+    assert [c["artifact_key"] for c in provider.calls] == ["1" * 64]
+    assert seg.read_bytes() == data
+
+
+def test_swapped_journal_lock_quarantines_with_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    os.rename(root.journal_lock, root.root / "old.lock")
+    fd = os.open(root.journal_lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
+    assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert w.quarantine == "lock_unsafe" and provider.calls == []
+
+
+def test_quarantine_while_a_call_runs_delivers_nothing(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    provider.on_call = lambda: w._enter_quarantine("inode_changed")
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
+    r = response(root, rid(1))
+    assert (r.status, r.composition) == (ResponseStatus.CANONICAL, None)
+    assert outcomes(root) == ["claim_expired_canonical"] and len(provider.calls) == 1
+
+
+def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env)
+    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # open (awaiting report)
+    clock.advance(35 * 86400)  # 2027-01-04: 2026-11-30 is exactly 35 completed days old
+    w2 = make_worker(root, provider, clock, env)
+    assert outcomes(root) == ["claim_expired_canonical"]  # restart after expiry
+    assert (root.outcomes / "2026-11-30.jsonl").exists()  # still inside the window
+    clock.advance(86400)
+    w2._sweep()
+    assert os.listdir(root.outcomes) == [] and w2.counters.retired_segments == 1
+    # Outside the window dedupe is over (SPEC §4): a new attempt is allowed.
+    w2.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(2))}.json")
+    assert response(root, rid(2)).status is ResponseStatus.ACCEPTED
+
+
+def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(days=400))
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # awaiting report
+    clock.advance(36 * 86400)
+    before = raw_segment(root)
+    w._sweep()  # the grace has not passed, but the segment is leaving the window
+    assert not (root.outcomes / "2026-11-30.jsonl").exists()
+    rows = [json.loads(x) for x in before.split(b"\n") if x]
+    assert len(rows) == 1  # we saw only the start row before the sweep
+    assert w.counters.by_outcome == {"claim_expired_canonical": 1}
+
+
+def test_retention_runs_before_a_new_attempt(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    clock.advance(36 * 86400)
+    w.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")  # no sweep in between
+    assert sorted(os.listdir(root.outcomes)) == ["2027-01-05.jsonl"]
+
+
+def test_commit_grace_is_ten_minutes() -> None:
+    from worker.daemon import COMMIT_GRACE
+
+    assert COMMIT_GRACE == dt.timedelta(minutes=10)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a shared group root is set up with chown")
+def test_worker_serves_a_shared_group_root(tmp_path: Path, provider, env) -> None:  # type: ignore[no-untyped-def]
+    d = tmp_path / "shared"
+    d.mkdir()
+    os.chown(d, -1, 65534)
+    os.chmod(d, 0o2770)
+    root = DataRoot(d)
+    root.ensure()
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    name = f"{submit(root, clock, rid=rid(1))}.json"
+    os.chown(root.claimed / name, 65534, -1)  # written by the gateway user, a member
+    w.handle_claimed(name)
+    resp = root.responses / name
+    st = os.stat(resp)
+    assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == 65534
+    assert response(root, rid(1)).status is ResponseStatus.ACCEPTED
+    seg = os.stat(root.outcomes / "2026-11-30.jsonl")
+    assert stat.S_IMODE(seg.st_mode) == 0o660 and seg.st_gid == 65534
+
+
+def test_observer_past_the_deadline_leaves_the_terminal_row_to_the_running_owner(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    """A second request arrives after the deadline while the owner's call is still
+    concluding: in_flight (no row, no call); the owner writes the one terminal row."""
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+
+    def meanwhile() -> None:
+        clock.advance(4.5)  # the owner's deadline has passed; the new request is fresh
+        w.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
+
+    provider.on_call = meanwhile
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
+    assert response(root, rid(2)).status is ResponseStatus.IN_FLIGHT
+    assert outcomes(root) == ["timeout"] and len(provider.calls) == 1
+
+
+def test_die_with_parent_asks_for_sigterm_and_notices_an_early_orphan() -> None:
+    import signal as _signal
+
+    from worker.main import PR_SET_PDEATHSIG, die_with_parent
+
+    calls: list[tuple[int, ...]] = []
+
+    def prctl(*args: int) -> int:
+        calls.append(args)
+        return 0
+
+    assert die_with_parent(prctl, parent=os.getppid()) is True
+    assert calls == [(PR_SET_PDEATHSIG, int(_signal.SIGTERM), 0, 0, 0)]
+    assert die_with_parent(prctl, parent=-1) is False  # already re-parented: exit at once

@@ -18,7 +18,7 @@ from ._models import (
     SlotPolicy,
     slot_policy,
 )
-from ._strictjson import MAX_RESPONSE_BYTES
+from ._strictjson import MAX_NESTING, MAX_RESPONSE_BYTES
 from .lexicon import SAFE_STYLE_LEXEMES
 from .manifest import (
     ALL_SEMANTIC_IDS,
@@ -35,6 +35,7 @@ __all__ = [
     "ALL_SEMANTIC_IDS",
     "CONTRACT_VERSION",
     "MANIFEST",
+    "MAX_NESTING",
     "MAX_RESPONSE_BYTES",
     "REASON_VERDICT",
     "SAFE_STYLE_LEXEMES",

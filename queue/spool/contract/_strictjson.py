@@ -9,40 +9,55 @@ Rule 2: the parse order is fixed and each step has its own reason:
                                                                       → not_utf8
           2. more than `MAX_RESPONSE_BYTES` bytes                      → too_large
           3. a leading UTF-8 BOM                                       → bom
-          4. one `json.loads` pass; the first problem in document order wins:
+          4. brackets nested deeper than `MAX_NESTING`, counted outside strings
+             (a hard limit, before parsing; see Rule 5)                → malformed_json
+          5. one `json.loads` pass; the first problem in document order wins:
              a key repeated in one object, compared *decoded* (so "\\u0073urface"
              repeats "surface"), at every depth                        → duplicate_key
              NaN / Infinity / -Infinity, or a float literal that overflows to ±inf
                                                                       → non_finite_number
              anything else json refuses (raw control characters inside strings,
-             trailing data, nesting beyond the interpreter's recursion limit)
-                                                                      → malformed_json
-          5. the top level is not an object                            → not_object
-          6. every string, keys included, is NFC                       → not_nfc
-          7. every string, keys included, is free of control/format/surrogate/private/
+             trailing data; nesting beyond the interpreter's recursion limit is a
+             backstop only, step 4 stops it first)                   → malformed_json
+          6. the top level is not an object                            → not_object
+          7. every string, keys included, is NFC                       → not_nfc
+          8. every string, keys included, is free of control/format/surrogate/private/
              unassigned characters (Unicode category C*: Cc Cf Cs Co Cn — Cf holds ZWJ,
              ZWNJ, ZWSP, word joiner, bidi controls, BOM, soft hyphen), line/paragraph
              separators (Zl, Zp) and Hangul fillers (U+115F U+1160 U+3164 U+FFA0)
                                                                       → forbidden_character
-        Steps 6 and 7 run on *decoded* strings, so an escaped "\\u0007" is caught.
-        Step 6 runs over all strings before step 7 (so the reason does not depend on
+        Steps 7 and 8 run on *decoded* strings, so an escaped "\\u0007" is caught.
+        Step 7 runs over all strings before step 8 (so the reason does not depend on
         which string comes first in the document).
 Rule 3: JSON's structural whitespace (space, LF, CR, tab) and key order carry no meaning
         and are accepted: models in JSON mode pretty-print.
 Rule 4: errors carry a reason and nothing else — never the document (json's own
         JSONDecodeError holds the whole document in `.doc`, so it is not chained).
+Rule 5: the same content gets the same reason wherever it is judged. Deep nesting
+        used to be caught only as a RecursionError, whose depth depends on how deep
+        the *caller's* stack already is (worker thread, shim, CLI): a document nested
+        ~700 deep was schema_mismatch from a shallow stack and malformed_json from a
+        deep one (issue 7 finding). Step 4 makes that a fixed limit. Every document
+        of this contract nests at most 5 deep (spool request → capsule → slots → slot
+        → ids), so `MAX_NESTING` leaves room and stays far below any recursion limit.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from typing import Final
 
 from .reasons import Reason
 
 MAX_RESPONSE_BYTES: Final = 16 * 1024
+MAX_NESTING: Final = 64  # Rule 5
+
+# A JSON string (an unterminated one runs to the end) and the structural brackets.
+_JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\Z)', re.DOTALL)
+_BRACKET: Final = re.compile(r"[\[\]{}]")
 
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 HANGUL_FILLERS: Final[frozenset[str]] = frozenset("\u115f\u1160\u3164\uffa0")
@@ -101,6 +116,19 @@ def _parse_int(literal: str) -> object:
     return int(literal)
 
 
+def _nesting_exceeds(text: str, limit: int) -> bool:
+    """Step 4: whether brackets outside strings nest deeper than ``limit``."""
+    depth = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def is_forbidden_char(ch: str) -> bool:
     """Rule 2 step 7 for one character."""
     category = unicodedata.category(ch)
@@ -125,7 +153,7 @@ def _strings(root: object) -> list[str]:
 
 
 def read_object(content: str | bytes, *, max_bytes: int = MAX_RESPONSE_BYTES) -> dict[str, object]:
-    """Steps 1-7 of Rule 2: the decoded top-level object, or StrictJsonError."""
+    """Steps 1-8 of Rule 2: the decoded top-level object, or StrictJsonError."""
     if isinstance(content, str):
         try:
             raw = content.encode("utf-8", "strict")
@@ -145,6 +173,8 @@ def read_object(content: str | bytes, *, max_bytes: int = MAX_RESPONSE_BYTES) ->
         raise StrictJsonError(Reason.TOO_LARGE)
     if raw.startswith(_UTF8_BOM):
         raise StrictJsonError(Reason.BOM)
+    if _nesting_exceeds(text, MAX_NESTING):
+        raise StrictJsonError(Reason.MALFORMED_JSON)
 
     try:
         document = json.loads(

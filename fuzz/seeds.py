@@ -1,0 +1,91 @@
+"""Writes the seed corpus ``fuzz/corpus/judge`` and the dictionary ``fuzz/judge.dict``.
+
+    python fuzz/seeds.py
+
+Seeds are small: one valid response per capsule of ``judge_target.CAPSULES`` (files
+``valid-*``, which must be accepted) and a few attack shapes from the plan's list.
+The dictionary holds the schema's keys, tokens, lexemes and escapes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from adversarial.builders import GOOD, response
+from adversarial.oracle import SPEC_LEXICON
+from judge_target import CAPSULES, encode_input
+
+CORPUS = HERE / "corpus" / "judge"
+DICTIONARY = HERE / "judge.dict"
+
+
+def _doc(index: int, *generated: str, **dumps: object) -> bytes:
+    cap = CAPSULES[index]
+    return json.dumps(
+        response(cap, *(generated or GOOD[cap])), ensure_ascii=False, **dumps
+    ).encode()  # type: ignore[arg-type]
+
+
+def seeds() -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for index, cap in enumerate(CAPSULES):
+        out[f"valid-{index}-{cap.surface}"] = encode_input(index, _doc(index))
+    out["valid-0-pretty"] = encode_input(0, _doc(0, indent=2))
+    out["valid-2-ascii"] = encode_input(2, json.dumps(response(CAPSULES[2])).encode())
+    daily = _doc(0).decode()
+    attacks = {  # name: (capsule index, content)
+        "duplicate-escaped-key": (0, daily[:-1] + ',"\\u0073urface":"daily.v1"}'),
+        "plan-daily-example": (0, _doc(0, "오늘은 차분히, [[P:01]].").decode()),
+        "number-word": (1, _doc(1, "하나, [[A:01]].").decode()),
+        "evidential": (1, _doc(1, "확인 결과, [[A:01]].").decode()),
+        "canonical-only": (0, _doc(0, "[[P:01]].").decode()),
+        "nfd": (0, daily.replace("차분히", "\\u110e\\u1161\\u1107\\u116e\\u11ab\\u1112\\u1175")),
+        "zero-width": (0, daily.replace("차분히, ", "차분히,\\u200b ")),
+        "nan": (0, daily[:-1] + ',"x":NaN}'),
+        "tokens-reordered": (
+            2,
+            _doc(2, "차분히 [[P:02]]. 또 [[P:01]].", "우선 [[A:01]].").decode(),
+        ),
+    }
+    for name, (index, text) in attacks.items():
+        out[f"attack-{name}"] = encode_input(index, text.encode())
+    out["attack-bom"] = encode_input(0, b"\xef\xbb\xbf" + _doc(0))
+    out["attack-invalid-utf8"] = encode_input(0, _doc(0).replace("차".encode(), b"\xed\xa0\x80"))
+    out["attack-lone-surrogate-str"] = bytes([5]) + _doc(0) + b"\xed\xa0"  # form 1
+    return out
+
+
+def dictionary() -> str:
+    words = [
+        '"schema_version"', '"surface"', '"artifact_key"', '"slots"', '"slot_id"',
+        '"predicate_ids"', '"action_ids"', '"placeholder_tokens"', '"generated_ko"',
+        "[[P:01]]", "[[P:02]]", "[[A:01]]", "[[P:", "]]", ", ", ". ", "\\u", "\\ud800",
+        "\\u0073", "NaN", "Infinity", "1e999", "true", "null", "[]", "{}", "\ufeff",
+        *SPEC_LEXICON, "하나", "오늘", "확인 결과", "잘", "일", "kg",
+    ]  # fmt: skip
+    lines = []
+    for number, word in enumerate(words):
+        escaped = "".join(
+            chr(b) if 0x20 <= b < 0x7F and b not in b'"\\' else f"\\x{b:02x}"
+            for b in word.encode("utf-8")
+        )
+        lines.append(f'kw{number}="{escaped}"')
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    for old in CORPUS.iterdir():
+        old.unlink()
+    for name, data in seeds().items():
+        (CORPUS / name).write_bytes(data)
+    DICTIONARY.write_text(dictionary(), "ascii")
+
+
+if __name__ == "__main__":
+    main()

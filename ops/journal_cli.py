@@ -1,0 +1,313 @@
+"""``kexpr journal verify | stats | prune | quarantine`` (SPEC §5, §10; issue 4).
+
+Every output is enums, counts, dates and product-relative paths
+(``outcomes/2026-11-30.jsonl``): never a row's content, an artifact key or an
+attempt id.
+
+``verify``     the whole data root: every directory (no symlink, type, owner,
+               group, mode — private 0700/0600 or shared-group 02770/0660,
+               `spool.fsio` rule 3), the lock, key and status files, every spool
+               file, and every journal segment and quarantined file against
+               every rule of `spool.journal`. Exit 0 when intact — attempts
+               still open are legal and reported — 1 on any violation.
+``stats``      counts per day / surface / mode / outcome (open attempts as
+               ``open``); exit 1 if the journal does not verify.
+``prune``      retention (35 completed UTC days plus today): lists the whole
+               segments that have aged out; ``--apply`` removes them (directory
+               fsynced). A segment with an open attempt is kept: the worker
+               terminalizes it first. Never writes a row. Exit 1 if the journal
+               does not verify.
+``quarantine`` the documented operator action for a torn tail (`spool.journal`
+               "Torn tail"), with the worker stopped: sets the segment aside
+               unchanged under ``quarantine/``. Dry run unless ``--apply``.
+
+Exit codes: 0 ok, 1 finding/violation/refusal, 2 usage.
+
+Run it as the data root's owner or as root: ownership is judged against the
+data root's owner (`spool.fsio.expect_owner`), not against the caller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from spool.fsio import (
+    LockTimeout,
+    UnsafePath,
+    check_dir,
+    check_file,
+    expect_owner,
+    list_dir,
+    make_flock,
+)
+from spool.journal import (
+    Finding,
+    Journal,
+    JournalUnverified,
+    audit_journal,
+)
+from spool.layout import DEFAULT_DATA_ROOT, DataRoot
+
+# What may sit at the top of a data root (files; directories are `product_dirs`).
+_ROOT_FILES: Final = {
+    "identity.key": True,  # exclusive: 0600 even in a shared-group root
+    "journal.lock": False,
+    "worker.lock": False,
+    "worker.status.json": False,
+    "supervisor.status.json": False,
+}
+_SPOOL_NAME: Final = re.compile(r"[0-9a-f]{32}\.json")
+# `spool.fsio.publish` / `replace_private` staging: ".<final name>.<pid>.<12 hex>".
+_STAGING_NAME: Final = re.compile(r"\.[0-9a-z._]+\.\d+\.[0-9a-f]{12}")
+
+
+@dataclass(slots=True)
+class Report:
+    findings: list[dict[str, str]] = field(default_factory=list)
+    notices: list[dict[str, str]] = field(default_factory=list)
+
+    def finding(self, what: str, where: str) -> None:
+        self.findings.append({"finding": what, "where": where})
+
+    def notice(self, what: str, where: str) -> None:
+        self.notices.append({"notice": what, "where": where})
+
+
+def _os_reason(e: OSError) -> str:
+    if isinstance(e, PermissionError):
+        return "permission_denied"
+    if isinstance(e, FileNotFoundError):
+        return "missing"
+    return "io_error"
+
+
+def _audit_tree(root: DataRoot, rep: Report) -> str | None:
+    """Directories, root files and spool files. Returns the sharing mode name."""
+    try:
+        sharing, _ = check_dir(root.root)
+    except UnsafePath as e:
+        rep.finding(e.reason.value, ".")
+        return None
+    except OSError as e:
+        rep.finding(_os_reason(e), ".")
+        return None
+    for d in root.product_dirs():
+        rel = str(d.relative_to(root.root))
+        try:
+            got, _ = check_dir(d)
+            if got != sharing:
+                rep.finding("bad_mode", rel)
+        except FileNotFoundError:
+            rep.notice("missing", rel)
+        except UnsafePath as e:
+            rep.finding(e.reason.value, rel)
+        except OSError as e:
+            rep.finding(_os_reason(e), rel)
+    try:
+        names = list_dir(root.root)
+    except (UnsafePath, OSError):
+        names = []
+    product = {p.name for p in root.product_dirs() if p.parent == root.root}
+    for name in sorted(names):
+        if name in product:
+            continue
+        if name not in _ROOT_FILES:
+            rep.notice("unexpected_entry", name)
+            continue
+        try:
+            check_file(root.root / name, exclusive=_ROOT_FILES[name])
+        except UnsafePath as e:
+            rep.finding(e.reason.value, name)
+        except OSError as e:
+            rep.finding(_os_reason(e), name)
+    for d in root.spool_dirs():
+        rel = str(d.relative_to(root.root))
+        try:
+            entries = list_dir(d)
+        except (UnsafePath, OSError):
+            continue  # already reported as a directory finding
+        for name in sorted(entries):
+            where = f"{rel}/{name}"
+            expected = _STAGING_NAME if d == root.tmp else _SPOOL_NAME
+            if not expected.fullmatch(name):
+                rep.notice("unexpected_entry", where)
+            try:
+                check_file(d / name)
+            except UnsafePath as e:
+                rep.finding(e.reason.value, where)
+            except FileNotFoundError:
+                pass  # consumed meanwhile by the worker or the shim
+            except OSError as e:
+                rep.finding(_os_reason(e), where)
+    return "shared_group" if sharing.shared else "private"
+
+
+def verify(root: DataRoot) -> tuple[bool, dict[str, Any]]:
+    rep = Report()
+    sharing = _audit_tree(root, rep)
+    audit = audit_journal(root)
+    for f in audit.findings:
+        rep.finding(f.finding, f.where)
+    idx = audit.index
+    out: dict[str, Any] = {
+        "ok": not rep.findings,
+        "sharing": sharing,
+        "segments": len(audit.segments),
+        "quarantined": audit.quarantined,
+        "attempts": len(idx.by_attempt),
+        "open_attempts": sum(1 for _ in idx.open_attempts()),
+        "sealed_artifacts": len(idx.sealed),
+        "sealed_open": idx.sealed_open,
+        "findings": rep.findings,
+        "notices": rep.notices,
+    }
+    return not rep.findings, out
+
+
+def stats(root: DataRoot) -> tuple[bool, dict[str, Any]]:
+    audit = audit_journal(root)
+    if not audit.ok:
+        return False, {"ok": False, "findings": [{"finding": f.finding, "where": f.where} for f in audit.findings]}
+    days: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+    totals: dict[str, int] = {}
+    for rec in audit.index.by_attempt.values():
+        outcome = rec.outcome.value if rec.outcome is not None else "open"
+        per_mode = days.setdefault(rec.segment, {}).setdefault(rec.surface, {}).setdefault(rec.mode.value, {})
+        per_mode[outcome] = per_mode.get(outcome, 0) + 1
+        totals[outcome] = totals.get(outcome, 0) + 1
+    return True, {
+        "ok": True,
+        "attempts": len(audit.index.by_attempt),
+        "totals": dict(sorted(totals.items())),
+        "days": {d: days[d] for d in sorted(days)},
+        "sealed_artifacts": len(audit.index.sealed),
+    }
+
+
+def prune(root: DataRoot, *, apply: bool, today: dt.date) -> tuple[bool, dict[str, Any]]:
+    try:
+        removable, kept_open = Journal(root, create_lock=False).prune(today, apply=apply)
+    except JournalUnverified as e:
+        where = f"outcomes/{e.segment}.jsonl" if e.segment else "outcomes"
+        return False, {"ok": False, "findings": [{"finding": e.finding.value, "where": where}]}
+    except (UnsafePath, OSError) as e:
+        reason = e.reason.value if isinstance(e, UnsafePath) else _os_reason(e)
+        return False, {"ok": False, "findings": [{"finding": reason, "where": "outcomes"}]}
+    return True, {
+        "ok": True,
+        "applied": apply,
+        "today": today.isoformat(),
+        "removed" if apply else "would_remove": removable,
+        "kept_open": kept_open,
+    }
+
+
+def quarantine(root: DataRoot, segment: str, *, apply: bool) -> tuple[bool, dict[str, Any]]:
+    def refused(what: str, where: str) -> tuple[bool, dict[str, Any]]:
+        return False, {"ok": False, "findings": [{"finding": what, "where": where}]}
+
+    wlock = make_flock(root.worker_lock, create=False)
+    try:
+        wlock.acquire(timeout=0)
+    except LockTimeout:
+        return refused("worker_running", "worker.lock")
+    except (UnsafePath, OSError) as e:
+        return refused(e.reason.value if isinstance(e, UnsafePath) else _os_reason(e), "worker.lock")
+    try:
+        name = Journal(root, create_lock=False).quarantine_torn(segment, apply=apply)
+    except JournalUnverified as e:
+        if e.finding is Finding.TORN_TAIL:
+            return refused("not_torn", f"outcomes/{segment}.jsonl")
+        where = f"outcomes/{e.segment}.jsonl" if e.segment else "outcomes"
+        return refused(e.finding.value, where)
+    finally:
+        wlock.release()
+    key = "quarantined_to" if apply else "would_quarantine_to"
+    return True, {"ok": True, "applied": apply, "segment": segment, key: f"quarantine/{name}"}
+
+
+# --------------------------------------------------------------------- output
+
+
+def _human(command: str, ok: bool, out: dict[str, Any]) -> str:
+    lines = [f"kexpr journal {command}: {'ok' if ok else 'FAILED'}"]
+    scalars = {k: v for k, v in out.items() if k not in ("ok", "findings", "notices", "days")}
+    if scalars:
+        lines.append("  " + "  ".join(f"{k} {_short(v)}" for k, v in scalars.items()))
+    for f in out.get("findings", []):
+        lines.append(f"  finding  {f['finding']:<20} {f['where']}")
+    for n in out.get("notices", []):
+        lines.append(f"  notice   {n['notice']:<20} {n['where']}")
+    for day, surfaces in out.get("days", {}).items():
+        for surface, modes in surfaces.items():
+            for mode, outcomes in modes.items():
+                counts = " ".join(f"{o}={c}" for o, c in sorted(outcomes.items()))
+                lines.append(f"  {day}  {surface:<32} {mode:<8} {counts}")
+    return "\n".join(lines)
+
+
+def _short(v: object) -> str:
+    if isinstance(v, list):
+        return ",".join(str(x) for x in v) or "-"
+    if isinstance(v, dict):
+        return ",".join(f"{k}={n}" for k, n in v.items()) or "-"
+    return "-" if v is None else str(v)
+
+
+def _owner_of(root: DataRoot) -> int | None:
+    try:
+        st = os.lstat(root.root)
+    except OSError:
+        return None
+    return st.st_uid if stat.S_ISDIR(st.st_mode) else None
+
+
+def cli(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="kexpr journal", description="verify, count and prune the outcome journal")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, help_ in (
+        ("verify", "check the data root and every journal rule; exit 1 on any violation"),
+        ("stats", "counts per day/surface/mode/outcome (no content)"),
+        ("prune", "retention: whole segments older than 35 completed UTC days (dry run unless --apply)"),
+        ("quarantine", "set a torn segment aside, unchanged (worker stopped; dry run unless --apply)"),
+    ):
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+        sp.add_argument("--json", action="store_true", help="one JSON object on stdout")
+        if name in ("prune", "quarantine"):
+            sp.add_argument("--apply", action="store_true", help="act (default: dry run)")
+        if name == "quarantine":
+            sp.add_argument("--segment", required=True, help="YYYY-MM-DD")
+    a = p.parse_args(argv)
+    root = DataRoot(a.data_root)
+    if not os.path.isdir(root.root) or os.path.islink(root.root):
+        ok, out = False, {"ok": False, "findings": [{"finding": "missing" if not os.path.lexists(root.root) else "not_directory", "where": "."}]}
+    else:
+        expect_owner(_owner_of(root))
+        try:
+            if a.command == "verify":
+                ok, out = verify(root)
+            elif a.command == "stats":
+                ok, out = stats(root)
+            elif a.command == "prune":
+                ok, out = prune(root, apply=a.apply, today=dt.datetime.now(dt.UTC).date())
+            else:
+                if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", a.segment):
+                    p.error("--segment must be YYYY-MM-DD")
+                ok, out = quarantine(root, a.segment, apply=a.apply)
+        finally:
+            expect_owner(None)
+    if a.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        print(_human(a.command, ok, out), file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1

@@ -1,0 +1,266 @@
+"""``kexpr promotion-report``: shadow evidence per surface and the promotion gates
+(plan "Verification … controlled live shadow"; SPEC §10).
+
+From the outcome journal only — metadata rows, verified by the journal's own rules
+(`ops.readers.verify_journal`) — never from logs, telemetry or the spool.
+
+The plan's gates, as data (`FLAGS`, `REQUIRED_SELECTED`, `WINDOW_DAYS`):
+
+- Configuration starts disabled; each surface runs in ``shadow`` on the test
+  profile. A surface's gate **holds** when, within the window (14 days), it has
+  at least 10 shadow observations, every one ``shadow_selected``: "10/10 selected
+  observations with zero failures". Any other terminal outcome in the window
+  (credential, provider, timeout, invalid response, validation, expired claim)
+  is a failure and the gate does not hold; an attempt still open is not yet an
+  observation and holds the gate back (fail closed: its outcome is unknown).
+- Flags are enabled one at a time in `FLAGS` order: ``daily`` → ``weekly`` →
+  ``adaptive_operator``. The shared ``adaptive_operator`` flag covers both card
+  schemas, so its gate holds only when *both* adaptive surfaces' gates hold
+  ("both adaptive versions must pass independently").
+- A journal that does not verify is no evidence: exit 2, no gates. A segment
+  quarantined inside the window (`kexpr journal quarantine`) hides outcomes that
+  can no longer be known: every gate is ``journal_incomplete``.
+
+This command never enables anything; enabling is an operator's config change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from spool.layout import DataRoot
+
+from ops.readers import JournalCheck, JournalRecord, ReadRefused, verify_journal
+
+WINDOW_DAYS: Final = 14
+REQUIRED_SELECTED: Final = 10
+SURFACES: Final[tuple[str, ...]] = (
+    "daily.v1",
+    "weekly.v1",
+    "adaptive.dualcoachtest.card.v1",
+    "adaptive.physique.card.v1",
+)
+# Promotion order and what each config switch covers (gateway_shim.config.SURFACE_SWITCH).
+FLAGS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    ("daily", ("daily.v1",)),
+    ("weekly", ("weekly.v1",)),
+    ("adaptive_operator", ("adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1")),
+)
+SELECTED: Final = "shadow_selected"
+
+
+class Gate(enum.StrEnum):
+    """A gate's state. Declaration order is severity order (worst first)."""
+
+    JOURNAL_INCOMPLETE = "journal_incomplete"
+    FAILURES_PRESENT = "failures_present"
+    PENDING_ATTEMPTS = "pending_attempts"
+    INSUFFICIENT_OBSERVATIONS = "insufficient_observations"
+    HELD = "held"
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceEvidence:
+    surface: str
+    observations: int  # terminal shadow attempts in the window
+    selected: int
+    failures: Mapping[str, int]
+    pending: int
+    enabled_attempts: int  # enabled-mode attempts in the window (not shadow evidence)
+    gate: Gate
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "surface": self.surface,
+            "observations": self.observations,
+            "selected": self.selected,
+            "failures": dict(sorted(self.failures.items())),
+            "failure_count": sum(self.failures.values()),
+            "pending": self.pending,
+            "enabled_attempts": self.enabled_attempts,
+            "gate": self.gate.value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FlagGate:
+    flag: str
+    surfaces: tuple[str, ...]
+    gate: Gate
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flag": self.flag, "surfaces": list(self.surfaces), "gate": self.gate.value}
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionReport:
+    window_start_utc: str
+    window_end_utc: str
+    days: int
+    surfaces: tuple[SurfaceEvidence, ...]
+    flags: tuple[FlagGate, ...]
+    journal: Mapping[str, int] = field(default_factory=dict)
+
+    def flag(self, name: str) -> FlagGate:
+        return next(f for f in self.flags if f.flag == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "kexpr-promotion-report-v1",
+            "window": {"start_utc": self.window_start_utc, "end_utc": self.window_end_utc, "days": self.days},
+            "required_selected": REQUIRED_SELECTED,
+            "surfaces": [s.to_json() for s in self.surfaces],
+            "flags": [f.to_json() for f in self.flags],
+            "order": [name for name, _ in FLAGS],
+            "journal": dict(self.journal),
+        }
+
+
+def _ts(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def evaluate(
+    records: Sequence[JournalRecord],
+    *,
+    now: dt.datetime,
+    days: int = WINDOW_DAYS,
+    quarantined_days: Sequence[str] = (),
+) -> PromotionReport:
+    """The report for ``records`` (pure: no I/O, the clock is a parameter)."""
+    start = now - dt.timedelta(days=days)
+    start_s, end_s = _ts(start), _ts(now)
+    incomplete = any(start_s[:10] <= d <= end_s[:10] for d in quarantined_days)
+    evidence = []
+    for surface in SURFACES:
+        window = [r for r in records if r.surface == surface and start_s <= r.started_at_utc <= end_s]
+        shadow = [r for r in window if r.mode == "shadow"]
+        done = [r for r in shadow if r.outcome is not None]
+        selected = sum(1 for r in done if r.outcome == SELECTED)
+        failures = Counter(r.outcome for r in done if r.outcome != SELECTED)
+        pending = len(shadow) - len(done)
+        if incomplete:
+            gate = Gate.JOURNAL_INCOMPLETE
+        elif failures:
+            gate = Gate.FAILURES_PRESENT
+        elif pending:
+            gate = Gate.PENDING_ATTEMPTS
+        elif selected < REQUIRED_SELECTED:
+            gate = Gate.INSUFFICIENT_OBSERVATIONS
+        else:
+            gate = Gate.HELD
+        evidence.append(
+            SurfaceEvidence(
+                surface=surface,
+                observations=len(done),
+                selected=selected,
+                failures={str(k): v for k, v in failures.items()},
+                pending=pending,
+                enabled_attempts=sum(1 for r in window if r.mode == "enabled"),
+                gate=gate,
+            )
+        )
+    by_surface = {e.surface: e.gate for e in evidence}
+    order = list(Gate)
+    flags = tuple(
+        FlagGate(name, covered, min((by_surface[s] for s in covered), key=order.index))
+        for name, covered in FLAGS
+    )
+    return PromotionReport(start_s, end_s, days, tuple(evidence), flags)
+
+
+def report_for(
+    root: DataRoot, *, days: int = WINDOW_DAYS, now: Callable[[], dt.datetime] | None = None
+) -> tuple[PromotionReport | None, JournalCheck]:
+    check = verify_journal(root)
+    if not check.ok:
+        return None, check
+    t = now() if now is not None else dt.datetime.now(dt.UTC)
+    report = evaluate(check.records, now=t, days=days, quarantined_days=check.quarantined)
+    journal = {"segments": check.segments, "quarantined": len(check.quarantined), "attempts": len(check.records)}
+    return PromotionReport(
+        report.window_start_utc, report.window_end_utc, report.days, report.surfaces, report.flags, journal
+    ), check
+
+
+def render(report: PromotionReport) -> str:
+    head = (
+        f"kexpr promotion-report  window {report.days} days  "
+        f"{report.window_start_utc} .. {report.window_end_utc}  "
+        f"journal verified ({report.journal.get('segments', 0)} segments, "
+        f"{report.journal.get('attempts', 0)} attempts)"
+    )
+    lines = [
+        head,
+        "",
+        f"{'surface':<32}{'shadow':>7}{'selected':>10}{'failures':>10}{'pending':>9}{'enabled':>9}  gate",
+    ]
+    for s in report.surfaces:
+        lines.append(
+            f"{s.surface:<32}{s.observations:>7}{s.selected:>10}{sum(s.failures.values()):>10}"
+            f"{s.pending:>9}{s.enabled_attempts:>9}  {s.gate.value}"
+        )
+    for s in report.surfaces:
+        if s.failures:
+            lines.append(
+                f"  failures {s.surface}: " + "  ".join(f"{k} {v}" for k, v in sorted(s.failures.items()))
+            )
+    lines += ["", f"{'flag':<20}gate"]
+    for f in report.flags:
+        note = "  (both adaptive surfaces)" if len(f.surfaces) > 1 else ""
+        lines.append(f"{f.flag:<20}{f.gate.value}{note}")
+    lines += [
+        "",
+        f"gate: >= {REQUIRED_SELECTED} shadow observations in the window, all shadow_selected, none pending",
+        "order: daily -> weekly -> adaptive_operator, one flag at a time; enable a flag only when its gate",
+        "holds and every earlier flag is already enabled. This report enables nothing.",
+    ]
+    return "\n".join(lines)
+
+
+def cli(argv: list[str]) -> int:
+    import argparse
+
+    from spool.layout import DEFAULT_DATA_ROOT
+
+    p = argparse.ArgumentParser(
+        prog="kexpr promotion-report",
+        description="shadow evidence per surface and the promotion gates, from the journal only "
+        "(exit 0 report, 1 a --require'd gate does not hold, 2 journal unusable)",
+    )
+    p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    p.add_argument("--days", type=int, default=WINDOW_DAYS, help=f"window in days (default {WINDOW_DAYS})")
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        choices=[name for name, _ in FLAGS],
+        help="exit 1 unless this flag's gate holds (repeatable)",
+    )
+    a = p.parse_args(argv)
+    if a.days < 1:
+        p.error("--days must be >= 1")
+    try:
+        report, check = report_for(DataRoot(a.data_root), days=a.days)
+    except ReadRefused as e:
+        print(f"kexpr promotion-report: data root unusable ({e.problem.value})", file=sys.stderr)
+        return 2
+    if report is None:
+        reason = check.unusable or ",".join(sorted({f for f, _ in check.findings}))
+        if a.json:
+            print(json.dumps({"schema": "kexpr-promotion-report-v1", "journal_unverified": reason}, sort_keys=True))
+        else:
+            print(f"kexpr promotion-report: journal unverified ({reason}): no evidence", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_json(), sort_keys=True) if a.json else render(report))
+    held = all(report.flag(name).gate is Gate.HELD for name in a.require)
+    return 0 if held else 1

@@ -1,0 +1,310 @@
+"""``kexpr status``: is the worker up, and what has it done? (SPEC §10)
+
+Reads ``worker.status.json`` (the worker's heartbeat and counters) and, when
+present, ``supervisor.status.json`` (`ops.supervisor`). Both are content-free by
+construction; this command still prints only what it has validated: a state
+from a fixed set, integers, and timestamps in the journal's exact format.
+Anything else in those files is shown as ``unknown`` — a planted string is
+never echoed.
+
+Verdict (exit code):
+
+- ``healthy`` (0): state ``ready``, heartbeat fresher than ``--stale-after``, and
+  the recorded pid alive.
+- ``no_status`` / ``starting`` / ``stopping`` / ``stopped`` / ``stale_heartbeat`` /
+  ``worker_not_running`` / ``crash_loop`` / ``fatal`` / ``quarantined`` (the worker
+  is up but refuses every new attempt: journal unverified) (1).
+- ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
+  malformed JSON where the status should be; or the data root is missing.
+
+The worker rewrites its status on every pass of its scan loop (at least once a
+second, `worker.daemon.RESCAN_INTERVAL_S`), so a heartbeat older than the
+default 10 s means the loop is stuck or the process is gone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from spool.layout import DataRoot
+
+from ops.readers import ReadProblem, ReadRefused, read_nofollow
+from ops.supervisor import supervisor_status_path
+
+STALE_AFTER_S: Final = 10.0
+MAX_STATUS_BYTES: Final = 64 * 1024
+WORKER_STATES: Final = frozenset({"starting", "ready", "stopping", "stopped"})
+SUPERVISOR_STATES: Final = frozenset(
+    {"starting", "running", "backoff", "stopping", "stopped", "crash_loop", "fatal"}
+)
+_TS: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+_ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
+
+
+class Verdict(enum.StrEnum):
+    HEALTHY = "healthy"
+    NO_STATUS = "no_status"
+    STARTING = "starting"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    STALE_HEARTBEAT = "stale_heartbeat"
+    WORKER_NOT_RUNNING = "worker_not_running"
+    CRASH_LOOP = "crash_loop"
+    FATAL = "fatal"
+    # Up, but refusing every new attempt (journal unverified / quarantine):
+    # each request is answered canonical until an operator acts (worker.daemon).
+    QUARANTINED = "quarantined"
+    STATUS_UNREADABLE = "status_unreadable"
+
+
+EXIT: Final[Mapping[Verdict, int]] = {v: (0 if v is Verdict.HEALTHY else 2 if v is Verdict.STATUS_UNREADABLE else 1) for v in Verdict}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStatus:
+    """One validated status file. Every field is an enum, an int or None."""
+
+    state: str  # one of the known states, or "unknown"
+    pid: int | None
+    alive: bool | None
+    heartbeat_age_s: float | None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    verdict: Verdict
+    worker: ProcessStatus | None
+    supervisor: ProcessStatus | None
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        def proc(p: ProcessStatus | None) -> dict[str, Any] | None:
+            if p is None:
+                return None
+            return {
+                "state": p.state,
+                "pid": p.pid,
+                "alive": p.alive,
+                "heartbeat_age_s": None if p.heartbeat_age_s is None else round(p.heartbeat_age_s, 3),
+                **p.fields,
+            }
+
+        return {
+            "schema": "kexpr-status-v1",
+            "verdict": self.verdict.value,
+            "problem": self.problem,
+            "worker": proc(self.worker),
+            "supervisor": proc(self.supervisor),
+        }
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else (e.g. the worker's own user)
+    return True
+
+
+def _int(v: object) -> int | None:
+    return v if type(v) is int and v >= 0 else None
+
+
+def _enum(v: object, allowed: frozenset[str] | None = None) -> str:
+    if isinstance(v, str) and _ENUMISH.fullmatch(v) and (allowed is None or v in allowed):
+        return v
+    return "unknown"
+
+
+def _age(v: object, now: dt.datetime) -> float | None:
+    if not isinstance(v, str) or not _TS.fullmatch(v):
+        return None
+    t = dt.datetime.strptime(v, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
+    return (now - t).total_seconds()
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data = read_nofollow(path, max_bytes=MAX_STATUS_BYTES)
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ReadRefused(ReadProblem.IO_ERROR) from e
+    if not isinstance(obj, dict):
+        raise ReadRefused(ReadProblem.IO_ERROR)
+    return obj
+
+
+def _worker(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]) -> ProcessStatus:
+    pid = _int(obj.get("pid"))
+    counters_in = obj.get("counters")
+    counters: dict[str, Any] = {}
+    if isinstance(counters_in, Mapping):
+        for k, v in sorted(counters_in.items()):
+            if k == "by_outcome" and isinstance(v, Mapping):
+                counters[k] = {
+                    _enum(o): n for o, n in sorted(v.items()) if _int(n) is not None
+                }
+            elif _int(v) is not None and _ENUMISH.fullmatch(str(k)):
+                counters[str(k)] = v
+    return ProcessStatus(
+        state=_enum(obj.get("state"), WORKER_STATES),
+        pid=pid,
+        alive=None if pid is None else alive(pid),
+        heartbeat_age_s=_age(obj.get("heartbeat_at_utc"), now),
+        fields={
+            "journal": _enum(obj.get("journal"), frozenset({"verified", "unverified"})),
+            "quarantine": None if obj.get("quarantine") is None else _enum(obj.get("quarantine")),
+            "unsafe": {
+                _enum(k): v for k, v in sorted((obj.get("unsafe") or {}).items()) if _int(v) is not None
+            }
+            if isinstance(obj.get("unsafe"), Mapping)
+            else {},
+            "credential": _enum(obj.get("credential"), frozenset({"present", "absent"})),
+            "counters": counters,
+        },
+    )
+
+
+def _supervisor(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]) -> ProcessStatus:
+    pid = _int(obj.get("pid"))
+    last_exit = obj.get("last_exit")
+    return ProcessStatus(
+        state=_enum(obj.get("state"), SUPERVISOR_STATES),
+        pid=pid,
+        alive=None if pid is None else alive(pid),
+        heartbeat_age_s=_age(obj.get("heartbeat_at_utc"), now),
+        fields={
+            "restarts": _int(obj.get("restarts")),
+            "last_exit": last_exit if type(last_exit) is int else None,
+            "worker_pid": _int(obj.get("worker_pid")),
+        },
+    )
+
+
+def collect(
+    root: DataRoot,
+    *,
+    stale_after_s: float = STALE_AFTER_S,
+    now: dt.datetime | None = None,
+    alive: Callable[[int], bool] = pid_alive,
+) -> StatusReport:
+    now = now or dt.datetime.now(dt.UTC)
+    if not os.path.isdir(root.root):
+        return StatusReport(Verdict.STATUS_UNREADABLE, None, None, "data_root_missing")
+    supervisor: ProcessStatus | None = None
+    try:
+        supervisor = _supervisor(_load(supervisor_status_path(root)), now, alive)
+    except ReadRefused as e:
+        if e.problem is not ReadProblem.MISSING:
+            return StatusReport(Verdict.STATUS_UNREADABLE, None, None, f"supervisor_{e.problem.value}")
+    try:
+        worker = _worker(_load(root.status_file), now, alive)
+    except ReadRefused as e:
+        if e.problem is not ReadProblem.MISSING:
+            return StatusReport(Verdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}")
+        worker = None
+    return StatusReport(_verdict(worker, supervisor, stale_after_s), worker, supervisor)
+
+
+def _verdict(
+    worker: ProcessStatus | None, supervisor: ProcessStatus | None, stale_after_s: float
+) -> Verdict:
+    # A supervisor that gave up explains everything else.
+    if supervisor is not None and supervisor.state == "crash_loop":
+        return Verdict.CRASH_LOOP
+    if supervisor is not None and supervisor.state == "fatal":
+        return Verdict.FATAL
+    if worker is None:
+        return Verdict.NO_STATUS
+    if worker.state == "stopped":
+        return Verdict.STOPPED
+    if worker.alive is False or worker.pid is None:
+        return Verdict.WORKER_NOT_RUNNING
+    if worker.heartbeat_age_s is None or worker.heartbeat_age_s > stale_after_s:
+        return Verdict.STALE_HEARTBEAT
+    if worker.state == "starting":
+        return Verdict.STARTING
+    if worker.state == "stopping":
+        return Verdict.STOPPING
+    if worker.state != "ready":
+        return Verdict.STATUS_UNREADABLE
+    if worker.fields["journal"] != "verified" or worker.fields["quarantine"] is not None:
+        return Verdict.QUARANTINED
+    return Verdict.HEALTHY
+
+
+def render(report: StatusReport) -> str:
+    lines: list[str] = []
+
+    def age(p: ProcessStatus) -> str:
+        return "no heartbeat" if p.heartbeat_age_s is None else f"heartbeat {p.heartbeat_age_s:.1f} s ago"
+
+    def pid(p: ProcessStatus) -> str:
+        if p.pid is None:
+            return "pid ?"
+        return f"pid {p.pid} ({'alive' if p.alive else 'gone'})"
+
+    w = report.worker
+    if w is None:
+        lines.append("worker      no status file")
+    else:
+        f = w.fields
+        lines.append(
+            f"worker      {w.state}  {pid(w)}  {age(w)}  journal {f['journal']}  credential {f['credential']}"
+        )
+        if f["quarantine"] is not None or f["unsafe"]:
+            unsafe = "  ".join(f"{k} {v}" for k, v in f["unsafe"].items()) or "none"
+            lines.append(f"quarantine  {f['quarantine'] or '-'}  unsafe paths: {unsafe}")
+        counters = {k: v for k, v in f["counters"].items() if k != "by_outcome"}
+        if counters:
+            lines.append("counters    " + "  ".join(f"{k} {v}" for k, v in counters.items()))
+        outcomes = f["counters"].get("by_outcome") or {}
+        lines.append(
+            "outcomes    " + ("  ".join(f"{k} {v}" for k, v in outcomes.items()) if outcomes else "none yet")
+        )
+    s = report.supervisor
+    if s is not None:
+        f = s.fields
+        last = "-" if f["last_exit"] is None else str(f["last_exit"])
+        lines.append(
+            f"supervisor  {s.state}  {pid(s)}  {age(s)}  restarts {f['restarts']}  last worker exit {last}"
+        )
+    verdict = report.verdict.value + (f" ({report.problem})" if report.problem else "")
+    lines.append(f"verdict     {verdict}")
+    return "\n".join(lines)
+
+
+def cli(argv: list[str]) -> int:
+    import argparse
+
+    from spool.layout import DEFAULT_DATA_ROOT
+
+    p = argparse.ArgumentParser(prog="kexpr status", description="worker state and counters (no content)")
+    p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    p.add_argument(
+        "--stale-after",
+        type=float,
+        default=STALE_AFTER_S,
+        help=f"seconds after which a heartbeat is stale (default {STALE_AFTER_S:g})",
+    )
+    a = p.parse_args(argv)
+    report = collect(DataRoot(a.data_root), stale_after_s=a.stale_after)
+    if a.json:
+        print(json.dumps(report.to_json(), sort_keys=True))
+    else:
+        print(render(report))
+    sys.stdout.flush()
+    return EXIT[report.verdict]

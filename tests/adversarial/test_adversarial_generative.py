@@ -1,0 +1,345 @@
+"""Generative contract tests judged against an independent oracle (issue 7).
+
+The oracle (``adversarial.oracle``) is a regular expression built from the spec's
+lexicon and the issued tokens plus the two counts, and a yes/no reading of SPEC §6's
+response rules; it shares no code with ``spool.contract._grammar``. Some mutations
+stay valid (deleting the comma of ``차분히, [[P:01]].`` leaves ``차분히 [[P:01]].``), so
+each mutated example is compared with the oracle, not assumed rejected.
+
+Example counts come from ``adversarial.hypothesis_profiles`` (``make test``: a few
+hundred per property; ``make fuzz``: 10**5). ``STATS`` tallies what was accepted and
+rejected for the closing counts.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+from spool.contract import (
+    MANIFEST,
+    REASON_VERDICT,
+    SAFE_STYLE_LEXEMES,
+    Capsule,
+    Judgement,
+    Reason,
+    SlotPolicy,
+    Verdict,
+    check_generated,
+    judge,
+    manifest_for,
+    slot_policy,
+)
+
+from adversarial.builders import (
+    DUAL_J,
+    all_policies,
+    capsule,
+    capsule_dict,
+    doc,
+    dumps,
+    response,
+)
+from adversarial.hypothesis_profiles import PROPERTY, STATS
+from adversarial.oracle import SPEC_LEXICON, document_ok, generated_ok, grammar_regex
+from adversarial.strategies import (
+    Mutation,
+    canonical_only,
+    composition_of,
+    compositions,
+    json_document,
+    mutation,
+    mutation_of,
+)
+
+POLICIES = all_policies()
+
+
+def _surface(policy: SlotPolicy) -> str:
+    row = manifest_for(policy.slot_id)
+    assert row is not None
+    return row.surface
+
+
+def _single(policy: SlotPolicy) -> Capsule:
+    return capsule(_surface(policy), policy)
+
+
+def _ok(policy: SlotPolicy, text: str) -> bool:
+    return generated_ok(
+        policy.required_placeholder_tokens,
+        policy.max_generated_chars,
+        policy.max_style_lexemes,
+        text,
+    )
+
+
+def _consistent(judgement: Judgement) -> None:
+    """A verdict's own invariants: composition iff accepted, reason of its verdict."""
+    assert (judgement.composition is not None) is (judgement.verdict is Verdict.ACCEPTED)
+    if judgement.reason is not None:
+        assert REASON_VERDICT[judgement.reason] is judgement.verdict
+
+
+def _tally(test: str, accepted: bool) -> None:
+    STATS.add(test, "accepted" if accepted else "rejected")
+
+
+def test_oracle_lexicon_is_the_code_constant() -> None:
+    # The oracle copies SPEC §6; the code constant must be the same list.
+    assert SPEC_LEXICON == SAFE_STYLE_LEXEMES
+
+
+def test_oracle_reads_the_spec_examples() -> None:
+    daily = slot_policy("daily.status", ["P_DAILY_COMPLETE"])
+    physique = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
+    weekly = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
+    assert _ok(daily, "차분히, [[P:01]].") and _ok(daily, "차분히 [[P:01]].")
+    assert not _ok(daily, "오늘은 차분히, [[P:01]].")  # SPEC §6: rejected
+    assert _ok(physique, "하나씩 순서대로, [[A:01]].") and not _ok(physique, "하나, [[A:01]].")
+    assert _ok(weekly, "차분히, [[P:01]]. 이어서 [[P:02]].")
+    assert not _ok(daily, "[[P:01]].")  # canonical-only
+    assert not _ok(daily, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 [[P:01]].")
+    assert grammar_regex(("[[P:01]]",)).fullmatch("차분히, [[P:01]].") is not None
+
+
+# -- 1. everything the grammar generates is accepted ------------------------------------
+
+
+@st.composite
+def policy_and_composition(draw: st.DrawFn, *, over_limit: bool = False) -> tuple[SlotPolicy, str]:
+    policy = draw(st.sampled_from(POLICIES))
+    return policy, draw(compositions(policy, over_limit=over_limit))
+
+
+@PROPERTY
+@given(policy_and_composition())
+def test_every_grammar_composition_is_accepted(case: tuple[SlotPolicy, str]) -> None:
+    policy, text = case
+    assert _ok(policy, text)  # the generator and the oracle agree on the grammar
+    assert check_generated(policy, text) is None
+    cap = _single(policy)
+    judgement = judge(cap, doc(cap, text))
+    assert judgement.verdict is Verdict.ACCEPTED, judgement.reason
+    assert judgement.composition is not None
+    assert judgement.composition.slots[0].generated_ko == text
+    # The shim re-validates the canonical JSON of what the worker accepted.
+    assert judge(cap, judgement.composition.to_json()).composition == judgement.composition
+    _tally("grammar compositions", True)
+
+
+@PROPERTY
+@given(policy_and_composition(over_limit=True))
+def test_grammar_compositions_over_the_limits_are_rejected(case: tuple[SlotPolicy, str]) -> None:
+    # The only rule these break is a limit, so the reason is exactly that limit.
+    policy, text = case
+    assert not _ok(policy, text)
+    expected = (
+        Reason.TOO_LONG if len(text) > policy.max_generated_chars else Reason.TOO_MANY_LEXEMES
+    )
+    assert check_generated(policy, text) is expected
+    cap = _single(policy)
+    assert judge(cap, doc(cap, text)).reason is expected
+    _tally("over-limit compositions", False)
+
+
+def test_canonical_only_is_rejected_for_every_policy() -> None:
+    for policy in POLICIES:
+        text = canonical_only(policy)
+        assert not _ok(policy, text)
+        assert check_generated(policy, text) is Reason.NO_STYLE_LEXEME
+
+
+# -- 2. single-character mutations against the oracle ------------------------------------
+
+
+@st.composite
+def mutated(draw: st.DrawFn, *, anywhere: bool) -> tuple[SlotPolicy, str, Mutation]:
+    policy, text = draw(policy_and_composition())
+    m = draw(mutation(text, policy.required_placeholder_tokens, anywhere=anywhere))
+    return policy, m.apply(text), m
+
+
+def _agree(test: str, policy: SlotPolicy, text: str) -> None:
+    expected = _ok(policy, text)
+    assert (check_generated(policy, text) is None) is expected
+    cap = _single(policy)
+    judgement = judge(cap, doc(cap, text))
+    _consistent(judgement)
+    assert (judgement.verdict is Verdict.ACCEPTED) is expected
+    _tally(test, expected)
+
+
+@PROPERTY
+@given(mutated(anywhere=False))
+def test_single_character_mutations_outside_tokens_agree_with_the_oracle(
+    case: tuple[SlotPolicy, str, Mutation],
+) -> None:
+    policy, text, _ = case
+    _agree("mutations outside tokens", policy, text)
+
+
+@PROPERTY
+@given(mutated(anywhere=True))
+def test_single_character_mutations_anywhere_agree_with_the_oracle(
+    case: tuple[SlotPolicy, str, Mutation],
+) -> None:
+    # Inside a token too: a token has a fixed spelling, so nearly every change to it
+    # is rejected — but [[P:01]] -> [[P:02]] in a two-token slot is a duplicate, and
+    # the oracle decides.
+    policy, text, _ = case
+    _agree("mutations anywhere", policy, text)
+
+
+@PROPERTY
+@given(st.data())
+def test_repeated_mutations_agree_with_the_oracle(data: st.DataObject) -> None:
+    policy, text = data.draw(policy_and_composition())
+    for _ in range(data.draw(st.integers(2, 5))):
+        text = data.draw(mutation(text, policy.required_placeholder_tokens, anywhere=True)).apply(
+            text
+        )
+        if not text:
+            break
+    _agree("repeated mutations", policy, text)
+
+
+def test_deleting_the_comma_keeps_a_valid_composition() -> None:
+    # The issue's own example of a mutation that stays valid.
+    policy = slot_policy("daily.status", ["P_DAILY_COMPLETE"])
+    text = Mutation("delete", 3, "").apply("차분히, [[P:01]].")
+    assert text == "차분히 [[P:01]]." and _ok(policy, text)
+    assert check_generated(policy, text) is None
+
+
+# -- 3. one bad slot rejects the whole document --------------------------------------------
+
+
+@st.composite
+def multi_slot(draw: st.DrawFn) -> tuple[Capsule, list[str], int, Mutation]:
+    rng = random.Random(draw(st.integers(0, 2**64 - 1)))
+    if rng.random() < 0.5:
+        rows = (MANIFEST["weekly.interpretation"], MANIFEST["weekly.rationale"])
+        policies = [slot_policy(r.slot_ids[0], rng.choice(r.branches)) for r in rows]
+        cap = capsule("weekly.v1", *policies)
+    else:
+        judgment = slot_policy(
+            "adaptive.dual.judgment", rng.choice(MANIFEST["adaptive.dual.judgment"].branches)
+        )
+        reasons = MANIFEST["adaptive.dual.review.N"].branches
+        reviews = [
+            slot_policy(f"adaptive.dual.review.{i}", rng.choice(reasons))
+            for i in range(1, rng.randint(0, 9) + 1)
+        ]
+        cap = capsule("adaptive.dualcoachtest.card.v1", judgment, *reviews)
+    texts = [composition_of(rng, p) for p in cap.slots]
+    bad = rng.randrange(len(texts))
+    m = mutation_of(rng, texts[bad], cap.slots[bad].required_placeholder_tokens)
+    return cap, texts, bad, m
+
+
+@PROPERTY
+@given(multi_slot())
+def test_one_mutated_slot_decides_the_whole_document(
+    case: tuple[Capsule, list[str], int, Mutation],
+) -> None:
+    cap, texts, bad, m = case
+    assert judge(cap, doc(cap, *texts)).verdict is Verdict.ACCEPTED
+    texts[bad] = m.apply(texts[bad])
+    expected = all(_ok(p, t) for p, t in zip(cap.slots, texts, strict=True))
+    judgement = judge(cap, doc(cap, *texts))
+    _consistent(judgement)
+    assert (judgement.verdict is Verdict.ACCEPTED) is expected
+    if not expected:
+        # The reason is the mutated slot's own: every other slot is valid.
+        assert judgement.reason is check_generated(cap.slots[bad], texts[bad]) or (
+            judgement.verdict is Verdict.INVALID_RESPONSE
+        )
+    _tally("one mutated slot of many", expected)
+
+
+# -- 4. random JSON documents around valid slots ----------------------------------------------
+
+_DOC_CAPSULES = [
+    _single(slot_policy("daily.status", ["P_DAILY_PARTIAL"])),
+    capsule(
+        "weekly.v1",
+        slot_policy("weekly.interpretation", ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"]),
+        slot_policy("weekly.rationale", ["A_WEEKLY_REVIEW_ADJUSTMENT"]),
+    ),
+    capsule(
+        "adaptive.dualcoachtest.card.v1",
+        DUAL_J,
+        slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_INTAKE_BELOW_PLAN"]),
+    ),
+]
+
+
+@st.composite
+def document(draw: st.DrawFn) -> tuple[Capsule, str | bytes]:
+    cap = draw(st.sampled_from(_DOC_CAPSULES))
+    texts = [draw(compositions(p)) for p in cap.slots]
+    generated = [
+        st.one_of(
+            compositions(p),
+            st.builds(lambda m, t=t: m.apply(t), mutation(t, p.required_placeholder_tokens)),
+        )
+        for p, t in zip(cap.slots, texts, strict=True)
+    ]
+    return cap, draw(json_document(response(cap, *texts), generated))
+
+
+@PROPERTY
+@given(document())
+def test_random_documents_around_valid_slots_agree_with_the_oracle(
+    case: tuple[Capsule, str | bytes],
+) -> None:
+    cap, content = case
+    judgement = judge(cap, content)  # never raises: any exception fails the test
+    _consistent(judgement)
+    expected = document_ok(capsule_dict(cap), content)
+    assert (judgement.verdict is Verdict.ACCEPTED) is expected, judgement.reason
+    _tally("random JSON documents", expected)
+
+
+@st.composite
+def byte_mutated(draw: st.DrawFn) -> tuple[Capsule, bytes]:
+    rng = random.Random(draw(st.integers(0, 2**64 - 1)))
+    cap = rng.choice(_DOC_CAPSULES)
+    valid = response(cap, *[composition_of(rng, p) for p in cap.slots])
+    raw = bytearray(dumps(valid, indent=rng.choice((None, 1))).encode())
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.choice(("insert", "delete", "replace"))
+        at = rng.randrange(len(raw) + (1 if kind == "insert" else 0))
+        byte = rng.randrange(256) if rng.random() < 0.5 else rng.choice(b' \t\n\r",:[]{}\\u0')
+        if kind == "insert":
+            raw.insert(at, byte)
+        elif kind == "delete":
+            del raw[at]
+        else:
+            raw[at] = byte
+    return cap, bytes(raw)
+
+
+@PROPERTY
+@given(byte_mutated())
+def test_byte_mutations_of_a_valid_document_agree_with_the_oracle(
+    case: tuple[Capsule, bytes],
+) -> None:
+    cap, content = case
+    judgement = judge(cap, content)
+    _consistent(judgement)
+    expected = document_ok(capsule_dict(cap), content)
+    assert (judgement.verdict is Verdict.ACCEPTED) is expected, judgement.reason
+    _tally("byte mutations of documents", expected)
+
+
+@PROPERTY
+@given(st.one_of(st.text(max_size=400), st.binary(max_size=400)))
+def test_arbitrary_content_gets_a_verdict(content: str | bytes) -> None:
+    cap = _DOC_CAPSULES[0]
+    judgement = judge(cap, content)
+    _consistent(judgement)
+    assert (judgement.verdict is Verdict.ACCEPTED) is document_ok(capsule_dict(cap), content)
+    _tally("arbitrary content", judgement.verdict is Verdict.ACCEPTED)

@@ -1,0 +1,247 @@
+"""The attack list against the gateway shim, as if the worker were compromised.
+
+SPEC §1: "a compromised worker still cannot make the gateway publish anything outside
+the grammar". Here the worker is a scripted thread that answers every request with
+an ``accepted`` spool response carrying an attack composition. The shim must publish
+the canonical body, report ``validation_rejected`` when it could read the response,
+and never expand the attack.
+
+Two layers, both from the same attack table:
+
+- every generated_ko attack on ``daily.v1`` goes through the shim's pure re-validation
+  and render (``parse_daily(...).render``), which must refuse it;
+- every one of them again, plus echo attacks a compromised worker would try (another
+  artifact's key, another branch's predicate, another surface), goes through the whole
+  ``KoreanExpressionCoordinator`` with a real spool.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Self
+
+import pytest
+from spool.fsio import publish
+from spool.layout import DataRoot
+from spool.messages import parse_report, parse_request
+
+from adversarial.builders import DAILY, capsule_dict, response
+from adversarial.oracle import slot_ok
+from adversarial.test_adversarial_attacks import ATTACKS
+from gateway_shim import (
+    CandidateOutcome,
+    CandidateStatus,
+    DailyFacts,
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    exact_block,
+    format_daily,
+)
+from gateway_shim.surfaces import RenderError
+from gateway_shim.surfaces.daily import parse_daily
+
+BODY = format_daily(
+    title="체크인 요약",
+    facts=[("체중", "70kg"), ("식단", "3끼"), ("단백질", "120g"), ("수분", "2L"), ("운동", "걷기"), ("수면", "7시간"), ("컨디션", "보통")],
+    actions=["물 마시기"],
+)  # fmt: skip
+FACTS = DailyFacts(complete=True)
+ATTEMPT = "a" * 32
+
+
+def _generated_attacks() -> list[tuple[str, str]]:
+    """(name, generated_ko) of every attack on DAILY that differs from the valid
+    response only in its generated_ko, where that generated_ko is itself outside the
+    grammar (by the independent oracle: a duplicate-key attack whose surviving value
+    is valid does not count)."""
+    out: list[tuple[str, str]] = []
+    policy = capsule_dict(DAILY)["slots"][0]
+    valid_slot = response(DAILY)["slots"][0]
+    for attack in ATTACKS:
+        if attack.capsule != DAILY or attack.reason is None or isinstance(attack.content, bytes):
+            continue
+        try:
+            doc = json.loads(attack.content)
+        except (ValueError, RecursionError):
+            continue
+        if (
+            not isinstance(doc, dict)
+            or not isinstance(doc.get("slots"), list)
+            or len(doc["slots"]) != 1
+        ):
+            continue
+        slot = doc["slots"][0]
+        text = slot.get("generated_ko") if isinstance(slot, dict) else None
+        if (
+            isinstance(text, str)
+            and not slot_ok(policy, text)
+            and {k: v for k, v in slot.items() if k != "generated_ko"}
+            == {k: v for k, v in valid_slot.items() if k != "generated_ko"}
+            and {k: v for k, v in doc.items() if k != "slots"}
+            == {k: v for k, v in response(DAILY).items() if k != "slots"}
+        ):
+            out.append((f"{attack.category}: {attack.name}", text))
+    return out
+
+
+GENERATED = _generated_attacks()
+
+
+def test_the_attack_table_yields_generated_ko_attacks() -> None:
+    assert len(GENERATED) >= 300
+
+
+@pytest.mark.parametrize(("name", "text"), GENERATED, ids=[n for n, _ in GENERATED])
+def test_shim_render_refuses_every_generated_attack(name: str, text: str) -> None:
+    surface = parse_daily(BODY, FACTS)
+    with pytest.raises(RenderError):
+        surface.render({"daily.status": text})
+
+
+# -- the whole coordinator with a compromised worker ---------------------------------------
+
+Answer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class CompromisedWorker:
+    """Answers each request with ``answer(request)`` as an accepted spool response."""
+
+    def __init__(self, root: DataRoot) -> None:
+        self.root = root
+        self.answer: Answer = lambda req: {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.root.ensure()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.002):
+            for path in sorted(self.root.requests.glob("*.json")):
+                raw = path.read_bytes()
+                parse_request(raw)  # the shim only ever writes valid requests
+                request = json.loads(raw)
+                path.unlink()
+                composition = self.answer(request["capsule"])
+                out = {
+                    "spool_version": "kexpr-spool-v1",
+                    "request_id": request["request_id"],
+                    "attempt_id": ATTEMPT,
+                    "status": "accepted",
+                    "outcome": "accepted",
+                    "composition": composition,
+                }
+                data = json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                publish(self.root.tmp, self.root.responses / f"{request['request_id']}.json", data)
+
+
+def echo(capsule: dict[str, Any], generated: str) -> dict[str, Any]:
+    return {
+        "schema_version": capsule["schema_version"],
+        "surface": capsule["surface"],
+        "artifact_key": capsule["artifact_key"],
+        "slots": [
+            {
+                "slot_id": s["slot_id"],
+                "predicate_ids": s["allowed_predicate_ids"],
+                "action_ids": s["allowed_action_ids"],
+                "placeholder_tokens": s["required_placeholder_tokens"],
+                "generated_ko": generated,
+            }
+            for s in capsule["slots"]
+        ],
+    }
+
+
+def _with(generated: str) -> Answer:
+    return lambda capsule: echo(capsule, generated)
+
+
+def _edit(change: Callable[[dict[str, Any]], None]) -> Answer:
+    def answer(capsule: dict[str, Any]) -> dict[str, Any]:
+        comp = echo(capsule, "차분히, [[P:01]].")
+        change(comp)
+        return comp
+
+    return answer
+
+
+def _set(key: str, value: object, slot: bool = False) -> Callable[[dict[str, Any]], None]:
+    def change(comp: dict[str, Any]) -> None:
+        (comp["slots"][0] if slot else comp)[key] = value
+
+    return change
+
+
+COORDINATOR_CASES: list[tuple[str, Answer]] = [
+    *[(name, _with(text)) for name, text in GENERATED],
+    ("echo: another artifact's key", _edit(_set("artifact_key", "f" * 64))),
+    (
+        "echo: the other branch's predicate",
+        _edit(_set("predicate_ids", ["P_DAILY_PARTIAL"], slot=True)),
+    ),
+    ("echo: another surface", _edit(_set("surface", "weekly.v1"))),
+    ("echo: another slot", _edit(_set("slot_id", "weekly.rationale", slot=True))),
+    ("echo: an added action", _edit(_set("action_ids", ["A_OPERATOR_REVIEW_DECISION"], slot=True))),
+    ("echo: a second slot", _edit(lambda c: c["slots"].append(dict(c["slots"][0])))),
+]
+
+
+@pytest.fixture(scope="module")
+def shim(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[KoreanExpressionCoordinator, CompromisedWorker]]:
+    root = DataRoot(Path(tmp_path_factory.mktemp("compromised")) / "root")
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    coordinator = KoreanExpressionCoordinator(config, root.root)
+    with CompromisedWorker(root) as worker:
+        yield coordinator, worker
+    coordinator.close()
+
+
+def test_the_compromised_worker_can_get_a_valid_composition_selected(
+    shim: tuple[KoreanExpressionCoordinator, CompromisedWorker],
+) -> None:
+    # Control: the same scripted worker with a valid composition is selected, so the
+    # rejections below are the attacks' doing.
+    coordinator, worker = shim
+    worker.answer = _with("차분히, [[P:01]].")
+    candidate = coordinator.present_daily(BODY, facts=FACTS, finalized_event_id="evt-control")
+    assert candidate.outcome is CandidateOutcome.ACCEPTED
+    assert candidate.body == BODY.replace("저장된 오늘", "차분히, 저장된 오늘")
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"), COORDINATOR_CASES, ids=[c[0] for c in COORDINATOR_CASES]
+)
+def test_compromised_worker_cannot_get_an_attack_published(
+    shim: tuple[KoreanExpressionCoordinator, CompromisedWorker], name: str, answer: Answer
+) -> None:
+    coordinator, worker = shim
+    worker.answer = answer
+    report = worker.root.reports / f"{ATTEMPT}.json"
+    report.unlink(missing_ok=True)
+    candidate = coordinator.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{name}")
+    assert candidate.body == BODY
+    assert candidate.status is CandidateStatus.CANONICAL and candidate.publication_permitted
+    # The spool reader refuses what the contract's reader refuses (a zero-width
+    # character, a lone surrogate, ...): invalid_response, nothing to report. Anything
+    # it can read is re-validated and reported validation_rejected.
+    assert candidate.outcome in (
+        CandidateOutcome.VALIDATION_REJECTED,
+        CandidateOutcome.INVALID_RESPONSE,
+    )
+    if candidate.outcome is CandidateOutcome.VALIDATION_REJECTED:
+        assert parse_report(report.read_bytes()).outcome.value == "validation_rejected"
+    else:
+        assert not report.exists()

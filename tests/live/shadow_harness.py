@@ -1,0 +1,502 @@
+"""The controlled shadow proof (plan "Verification … controlled live shadow"; SPEC §10).
+
+One harness, two uses:
+
+- **live** (`test_live_shadow.py`, marker ``live_korean_expression``, only with
+  ``RUN_KOREAN_EXPRESSION_LIVE=1``): the real supervised worker calls the real
+  API with the operator's key;
+- **rehearsal** (`test_shadow_rehearsal.py`, in ``make test``): the same code
+  against the loopback HTTPS fake behind a real CONNECT proxy, so the harness
+  itself is known to work before anyone spends a real call on it.
+
+What one run does:
+
+1. Starts ``kexpr supervise`` with an explicit environment holding the key (the
+   worker is the only process that receives it) — under a non-root group when
+   run as root, so that ``kexpr audit`` can read the worker's dumpability.
+2. Starts a *gateway* process (`shadow_gateway.py`) with a clean environment —
+   no key — that presents ``count`` distinct synthetic artifacts per surface
+   through the real shim in ``shadow`` mode. Each surface is one row of `CASES`:
+   how to render its i-th synthetic canonical input and present it. Every host
+   sender / editor / reservation / mark-pending entry point (`HostSpy`) raises
+   if called; the gateway captures every log record and telemetry event.
+3. While both are alive: ``kexpr audit`` on the gateway, the worker and the data
+   root (as root; recorded as skipped otherwise).
+4. Reads the journal (verified), and passes only with ``count`` ``shadow_selected``
+   per surface, zero other outcomes (journal and candidates alike), zero host
+   calls, zero content in any captured field, and one call per artifact at the
+   fake (rehearsal) — then writes ``proof-summary.json`` (counts, enums and
+   booleans only).
+
+The synthetic inputs carry customer-looking strings (`CUSTOMER_VALUES`) so that
+"zero content" is a real test: none of them may appear in a log record, a
+telemetry event, the worker's output, a spool file or (rehearsal) on the wire.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from gateway_shim import (
+    AdaptiveBinding,
+    CandidateStatus,
+    DailyFacts,
+    DualDecision,
+    DualFacts,
+    DualReason,
+    KoreanExpressionCoordinator,
+    PresentationCandidate,
+    WeeklyFacts,
+    WeeklyInterpretation,
+    WeeklyRationale,
+    card_payload,
+    format_daily,
+    format_dual_card,
+    format_physique_card,
+    format_weekly,
+)
+
+HERE: Final = Path(__file__).resolve().parent
+COUNT: Final = 12  # distinct synthetic capsules per surface (plan: 12 x 4 = 48)
+CLEAN_ENV: Final = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+NOGROUP: Final = 65534
+PROOF_WINDOW: Final = dt.timedelta(hours=24)  # plan: within one 24-hour window
+
+# Synthetic customer material: must never be captured anywhere.
+CUSTOMER_VALUES: Final = (
+    "김하늘",
+    "이서준",
+    "73.1kg",
+    "2,240kcal",
+    "142g",
+    "12월 1일",
+    "evt-live-",
+    "sched-live-",
+    "sess-live-",
+    "prop-live-",
+)
+BUTTONS: Final = ((("✅ 승인", "adaptive:approve"), ("✏️ 수정 요청", "adaptive:revise")), (("⏸ 보류", "adaptive:hold"),))
+
+
+class HostCallForbidden(AssertionError):
+    """A host entry point was called during a shadow proof."""
+
+
+@dataclass
+class HostSpy:
+    """Every host entry point that could send, edit, reserve or persist. In a
+    shadow run none may be reached: each one counts and raises."""
+
+    calls: list[str] = field(default_factory=list)
+
+    def _forbid(self, name: str) -> None:
+        self.calls.append(name)
+        raise HostCallForbidden(name)
+
+    def send_message(self, *a: object, **k: object) -> None:
+        self._forbid("send_message")
+
+    def edit_message(self, *a: object, **k: object) -> None:
+        self._forbid("edit_message")
+
+    def reserve_customer_task_delivery(self, *a: object, **k: object) -> None:
+        self._forbid("reserve_customer_task_delivery")
+
+    def validate_and_mark_presented_card(self, *a: object, **k: object) -> None:
+        self._forbid("validate_and_mark_presented_card")
+
+    def mark_published(self, *a: object, **k: object) -> None:
+        self._forbid("mark_published")
+
+
+def host_step(spy: HostSpy, surface: str, cand: PresentationCandidate) -> None:
+    """What a host does with a candidate once the expression path is done. Only a
+    SELECTED candidate would reach the host's send/persist authorities; shadow
+    must never produce one, and if it did the spy raises."""
+    if cand.status is not CandidateStatus.SELECTED:
+        return
+    if surface == "daily.v1":
+        spy.edit_message(cand.body)
+    elif surface == "weekly.v1":
+        spy.reserve_customer_task_delivery(cand.body)
+        spy.send_message(cand.body)
+    else:
+        spy.validate_and_mark_presented_card(cand)
+        spy.edit_message(cand.body)
+        spy.mark_published(cand)
+
+
+# ------------------------------------------------------------------ the table
+
+
+def _daily(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    complete = i % 2 == 0
+    body = format_daily(
+        title=f"{CUSTOMER_VALUES[i % 2]} 님 12월 1일 체크인",
+        facts=[
+            ("체중", "73.1kg"),
+            ("식단", "2,240kcal" if complete else "미기록"),
+            ("단백질", "142g"),
+            ("수분", "2.3L"),
+            ("운동", f"하체 {40 + i}분"),
+            ("수면", "7시간"),
+            ("컨디션", "보통"),
+        ],
+        actions=["저녁 식사 기록하기", "취침 전 스트레칭"],
+    )
+    return coord.present_daily(body, facts=DailyFacts(complete=complete), finalized_event_id=f"evt-live-{run}-{i}")
+
+
+def _weekly(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    interpretation = list(WeeklyInterpretation)[i % 4]
+    rationale = list(WeeklyRationale)[(i // 4) % 3]  # 4 x 3 = 12 distinct branch pairs
+    body = format_weekly(
+        title=f"{CUSTOMER_VALUES[i % 2]} 님 주간 리포트 · 11월 25일 ~ 12월 1일",
+        facts=[
+            ("기간", "11월 25일 ~ 12월 1일"),
+            ("평균 체중", "73.1kg"),
+            ("체중 변화", f"+0.{i % 5}kg"),
+            ("목표 범위", "주당 +0.2~0.4kg"),
+            ("주간 변화율", "+0.3%"),
+            ("기록률", "6/7일"),
+            ("판단", "현재 계획 유지"),
+        ],
+        interpretation=interpretation,
+        rationale=rationale,
+        actions=["평균 섭취 2,240kcal 유지", "매일 아침 체중 기록하기"],
+    )
+    return coord.present_weekly(
+        body,
+        facts=WeeklyFacts(interpretation=interpretation, rationale=rationale),
+        schedule_key=f"sched-live-{run}-{i}",
+        kind="weekly_report",
+        kst_day="2025-12-01",
+    )
+
+
+def _binding(surface: str, i: int, run: str) -> tuple[AdaptiveBinding, dict[str, object]]:
+    binding = AdaptiveBinding(
+        callback_action="adaptive:review",
+        session_id=f"sess-live-{run}-{surface[9:13]}-{i}",
+        proposal_digest=f"prop-live-{run}-{i}",
+        revision=i + 1,
+        card_kind="proposal_review",
+    )
+    ids = {
+        "session_id": binding.session_id,
+        "proposal_digest": binding.proposal_digest,
+        "revision": binding.revision,
+        "card_kind": binding.card_kind,
+    }
+    return binding, ids
+
+
+def _dual(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    surface = "adaptive.dualcoachtest.card.v1"
+    decision = list(DualDecision)[i % 3]
+    reasons = tuple(list(DualReason)[: (i // 3) % 4])  # 3 decisions x 0..3 reasons = 12
+    facts = DualFacts(decision=decision, reasons=reasons)
+    text = format_dual_card(
+        title=f"{CUSTOMER_VALUES[i % 2]} 님",
+        customer=CUSTOMER_VALUES[i % 2],
+        date="12월 1일",
+        facts=("최근 7일 평균 체중 73.1kg", "평균 섭취 2,240kcal"),
+        goal="린매스업",
+        decision=decision,
+        recommendations=("하루 탄수화물 20g 줄이기",),
+        reasons=reasons,
+    )
+    binding, ids = _binding(surface, i, run)
+    payload = card_payload(surface=surface, text=text, buttons=BUTTONS, **ids)  # type: ignore[arg-type]
+    return coord.present_adaptive(payload, binding=binding, facts=facts)
+
+
+def _physique(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    surface = "adaptive.physique.card.v1"
+    text = format_physique_card(
+        title=f"{CUSTOMER_VALUES[i % 2]} 님",
+        customer=CUSTOMER_VALUES[i % 2],
+        day="12월 1일",
+        day_count=10 + i,
+        decision="탄수화물 20g 감량",
+        basis="최근 7일 평균 체중 증가가 목표보다 빠름",
+        target="하루 2,240kcal",
+    )
+    binding, ids = _binding(surface, i, run)
+    payload = card_payload(surface=surface, text=text, buttons=BUTTONS, **ids)  # type: ignore[arg-type]
+    return coord.present_adaptive(payload, binding=binding)
+
+
+@dataclass(frozen=True)
+class SurfaceCase:
+    """One row: a surface, its config switch, and how to present its i-th
+    synthetic artifact (distinct artifact key, varied typed IDs where the surface
+    has a choice)."""
+
+    surface: str
+    switch: str
+    present: Callable[[KoreanExpressionCoordinator, int, str], PresentationCandidate]
+
+
+CASES: Final[tuple[SurfaceCase, ...]] = (
+    SurfaceCase("daily.v1", "daily", _daily),
+    SurfaceCase("weekly.v1", "weekly", _weekly),
+    SurfaceCase("adaptive.dualcoachtest.card.v1", "adaptive_operator", _dual),
+    SurfaceCase("adaptive.physique.card.v1", "adaptive_operator", _physique),
+)
+
+
+# ------------------------------------------------------------------ content checks
+
+_ENUMISH: Final = re.compile(r"[a-z0-9_.\-]{1,64}")
+_HANGUL: Final = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+
+
+def content_free(texts: Iterable[str], *, secrets: Iterable[str] = (), hangul_ok: bool = False) -> bool:
+    """No customer value, no secret, and (unless allowed) no Hangul at all."""
+    needles = [*CUSTOMER_VALUES, *(s for s in secrets if s)]
+    for text in texts:
+        if any(n in text for n in needles):
+            return False
+        if not hangul_ok and _HANGUL.search(text):
+            return False
+    return True
+
+
+def telemetry_content_free(events: Iterable[Mapping[str, object]]) -> bool:
+    fields = {"event", "contract_version", "surface", "mode", "outcome", "latency_bucket"}
+    return all(
+        set(e) == fields and all(isinstance(v, str) and _ENUMISH.fullmatch(v) for v in e.values())
+        for e in events
+    )
+
+
+# ------------------------------------------------------------------ the run
+
+
+@dataclass
+class ProofRun:
+    summary: dict[str, Any]
+    gateway_results: dict[str, Any]
+    journal_rows: list[dict[str, Any]]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.summary["passed"])
+
+
+def _journal_rows(root: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for seg in sorted((root / "outcomes").glob("*.jsonl")):
+        rows += [json.loads(line) for line in seg.read_text("utf-8").splitlines()]
+    return rows
+
+
+def _kexpr(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ops.cli", *args],
+        env=CLEAN_ENV, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def run_proof(
+    data_root: Path,
+    out_dir: Path,
+    *,
+    key: str,
+    mode: str,
+    https_proxy: str | None = None,
+    ssl_cert_file: str | None = None,
+    cases: Iterable[SurfaceCase] = CASES,
+    count: int = COUNT,
+    wire: Callable[[], list[bytes]] | None = None,
+) -> ProofRun:
+    """Run the proof end to end and write ``out_dir/proof-summary.json``.
+
+    ``wire``: (rehearsal) the request bodies the fake API received, for the
+    one-call-per-artifact and no-content checks. The live API offers no such view;
+    there the journal is the record of calls.
+    """
+    cases = tuple(cases)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = dt.datetime.now(dt.UTC)
+    sup_env = {**CLEAN_ENV, "OPENAI_API_KEY": key}
+    cmd = [sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(data_root)]
+    if https_proxy:
+        cmd += ["--https-proxy", https_proxy]
+    if ssl_cert_file:
+        cmd += ["--ssl-cert-file", ssl_cert_file]
+    as_root = os.geteuid() == 0
+    worker_log = out_dir / "worker.log"
+    with worker_log.open("wb") as log:
+        sup = subprocess.Popen(cmd, env=sup_env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                               group=NOGROUP if as_root else None)
+    gateway: subprocess.Popen[str] | None = None
+    audit: dict[str, Any] | str = "skipped_not_root"
+    try:
+        from spool.layout import DataRoot
+
+        from worker.daemon import wait_ready
+
+        if not wait_ready(DataRoot(data_root), 60.0):
+            raise AssertionError("worker did not become ready")
+        worker_pid = int(json.loads((data_root / "worker.status.json").read_bytes())["pid"])
+        results_path = out_dir / "gateway-results.json"
+        gateway = subprocess.Popen(
+            [sys.executable, str(HERE / "shadow_gateway.py"), "--data-root", str(data_root),
+             "--out", str(results_path), "--count", str(count), "--surfaces", ",".join(c.surface for c in cases)],
+            env=dict(CLEAN_ENV), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert gateway.stdout is not None and gateway.stdin is not None
+        line = gateway.stdout.readline()
+        if line.strip() != "READY":
+            raise AssertionError("gateway process failed before presenting")
+        if as_root:
+            # Both processes alive: the key is in the worker only.
+            out = _kexpr("audit", "--json", "--gateway-pid", str(gateway.pid),
+                         "--worker-pid", str(worker_pid), "--data-root", str(data_root))
+            audit = json.loads(out.stdout)
+        gateway.stdin.close()
+        gateway.wait(30)
+        results = json.loads(results_path.read_text("utf-8"))
+        expected_rows = 2 * count * len(cases)
+        end = time.monotonic() + 30
+        while len(_journal_rows(data_root)) < expected_rows and time.monotonic() < end:
+            time.sleep(0.1)
+    finally:
+        if gateway is not None and gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()
+        if gateway is not None and gateway.stdout is not None:
+            gateway.stdout.close()
+        sup.send_signal(signal.SIGTERM)
+        try:
+            sup.wait(30)
+        except subprocess.TimeoutExpired:
+            sup.kill()
+            sup.wait()
+    finished = dt.datetime.now(dt.UTC)
+    rows = _journal_rows(data_root)
+    from spool.layout import DataRoot as _DataRoot
+
+    from ops.readers import verify_journal
+
+    verified = verify_journal(_DataRoot(data_root)).ok
+    summary = summarize(
+        cases, count, results, rows, audit,
+        worker_log=worker_log.read_text("utf-8", "replace"),
+        key=key, mode=mode, started=started, finished=finished,
+        journal_verified=verified,
+        wire=wire() if wire is not None else None,
+    )
+    (out_dir / "proof-summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return ProofRun(summary, results, rows)
+
+
+def summarize(
+    cases: tuple[SurfaceCase, ...],
+    count: int,
+    results: Mapping[str, Any],
+    rows: list[dict[str, Any]],
+    audit: Mapping[str, Any] | str,
+    *,
+    worker_log: str,
+    key: str,
+    mode: str,
+    started: dt.datetime,
+    finished: dt.datetime,
+    journal_verified: bool,
+    wire: list[bytes] | None,
+) -> dict[str, Any]:
+    """The proof summary: counts, enums and booleans only."""
+    surfaces: dict[str, Any] = {}
+    for case in cases:
+        cands = [c for c in results["candidates"] if c["surface"] == case.surface]
+        terminal = [r["outcome"] for r in rows if r["surface"] == case.surface and r["state"] == "finalized"]
+        starts = [r for r in rows if r["surface"] == case.surface and r["state"] == "attempt_started"]
+        others: dict[str, int] = {}
+        for o in [*terminal, *(c["outcome"] for c in cands)]:
+            if o != "shadow_selected":
+                others[o] = others.get(o, 0) + 1
+        surfaces[case.surface] = {
+            "capsules": len({c["artifact_key"] for c in cands if c["artifact_key"]}),
+            "attempts": len(starts),
+            "shadow_selected": sum(1 for o in terminal if o == "shadow_selected"),
+            "candidates_shadow_selected": sum(1 for c in cands if c["outcome"] == "shadow_selected"),
+            "other_outcomes": dict(sorted(others.items())),
+            "modes": sorted({r["mode"] for r in starts}),
+        }
+    logs = [f"{r['logger']} {r['message']}" for r in results["log_records"]]
+    summary: dict[str, Any] = {
+        "schema": "kexpr-shadow-proof-v1",
+        "mode": mode,
+        "started_at_utc": started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "finished_at_utc": finished.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "within_24h": finished - started < PROOF_WINDOW,
+        "capsules_per_surface": count,
+        "surfaces": surfaces,
+        "host_calls": len(results["host_calls"]),
+        "telemetry_events": len(results["telemetry"]),
+        "telemetry_content_free": telemetry_content_free(results["telemetry"]),
+        "log_records": len(logs),
+        "gateway_logs_content_free": content_free(logs, secrets=[key]),
+        "worker_log_content_free": content_free([worker_log], secrets=[key]),
+        "gateway_environment_had_key": results["gateway_environment_had_key"],
+        "gateway_imported_openai": results["gateway_imported_openai"],
+        "journal_verified": journal_verified,
+        "audit": audit if isinstance(audit, str) else audit.get("verdict"),
+    }
+    if wire is not None:
+        keys = [_artifact_key(b) for b in wire]
+        summary["wire_requests"] = len(wire)
+        summary["wire_max_requests_per_artifact"] = max((keys.count(k) for k in keys), default=0)
+        summary["wire_content_free"] = content_free([b.decode("utf-8", "replace") for b in wire], hangul_ok=True)
+    checks = [
+        summary["within_24h"],
+        summary["journal_verified"],
+        summary["host_calls"] == 0,
+        summary["telemetry_events"] == count * len(cases),
+        summary["telemetry_content_free"],
+        summary["gateway_logs_content_free"],
+        summary["worker_log_content_free"],
+        summary["gateway_environment_had_key"] is False,
+        summary["gateway_imported_openai"] is False,
+        summary["audit"] in ("clean", "skipped_not_root"),
+        *(
+            s["capsules"] == count
+            and s["attempts"] == count
+            and s["shadow_selected"] == count
+            and s["candidates_shadow_selected"] == count
+            and not s["other_outcomes"]
+            and s["modes"] == ["shadow"]
+            for s in surfaces.values()
+        ),
+    ]
+    if wire is not None:
+        checks += [
+            summary["wire_requests"] == count * len(cases),
+            summary["wire_max_requests_per_artifact"] == 1,
+            summary["wire_content_free"],
+        ]
+    summary["passed"] = all(checks)
+    return summary
+
+
+def _artifact_key(body: bytes) -> str:
+    try:
+        messages = json.loads(body)["messages"]
+        capsule = json.loads(next(m["content"] for m in reversed(messages) if m["role"] == "user"))
+        return str(capsule["artifact_key"])
+    except (ValueError, KeyError, StopIteration, TypeError):
+        return ""

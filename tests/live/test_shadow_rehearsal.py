@@ -1,0 +1,100 @@
+"""Rehearsal of the controlled shadow proof in `make test`: the very harness of
+`test_live_shadow.py`, against the loopback HTTPS fake behind a real CONNECT
+proxy, so the harness is known to work here before a real call is spent on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
+from shadow_harness import CASES, COUNT, run_proof
+
+pytestmark = pytest.mark.e2e
+
+KEY = "sk-rehearsal-4c8e2a9f71"
+
+
+def test_rehearsal_48_of_48_shadow_selected(data_root: Path, fake_api: FakeOpenAI, tmp_path: Path) -> None:
+    fake_api.behaviour = compose_reply(default_style)
+    run = run_proof(
+        data_root, tmp_path / "proof", key=KEY, mode="rehearsal",
+        https_proxy=fake_api.proxy_url, ssl_cert_file=str(fake_api.ca_file),
+        wire=lambda: [r.body for r in fake_api.requests],
+    )
+    summary = json.loads((tmp_path / "proof" / "proof-summary.json").read_text())
+    assert summary == run.summary
+    assert run.passed, json.dumps(summary, indent=2)
+    assert sorted(summary["surfaces"]) == sorted(c.surface for c in CASES)
+    assert all(s["shadow_selected"] == COUNT for s in summary["surfaces"].values())
+    assert summary["wire_requests"] == 48 and summary["wire_max_requests_per_artifact"] == 1
+    assert summary["host_calls"] == 0 and summary["telemetry_events"] == 48
+    assert summary["audit"] == "clean"
+    # The summary itself is counts, enums and booleans.
+    text = json.dumps(summary, ensure_ascii=False)
+    assert KEY not in text and not any("\uac00" <= c <= "\ud7a3" for c in text)
+    # The worker's key stayed in the worker: the fake saw it, the gateway never had it.
+    assert {r.headers["authorization"] for r in fake_api.requests} == {f"Bearer {KEY}"}
+
+
+def test_rehearsal_fails_on_a_single_rejected_composition(data_root: Path, fake_api: FakeOpenAI, tmp_path: Path) -> None:
+    """The harness is not a rubber stamp: one invalid composition fails the proof."""
+    seen: list[str] = []
+    good, bad = compose_reply(default_style), compose_reply(invalid_style)
+
+    def behaviour(req):  # type: ignore[no-untyped-def]
+        seen.append(req.artifact_key or "")
+        return bad(req) if len(seen) == 2 else good(req)
+
+    fake_api.behaviour = behaviour
+    run = run_proof(
+        data_root, tmp_path / "proof", key=KEY, mode="rehearsal",
+        https_proxy=fake_api.proxy_url, ssl_cert_file=str(fake_api.ca_file),
+        cases=CASES[:1], count=3, wire=lambda: [r.body for r in fake_api.requests],
+    )
+    assert not run.passed
+    assert run.summary["surfaces"]["daily.v1"]["other_outcomes"] == {"validation_rejected": 2}
+    assert run.summary["surfaces"]["daily.v1"]["shadow_selected"] == 2
+
+
+def test_host_entry_points_all_raise() -> None:
+    from shadow_harness import HostCallForbidden, HostSpy
+
+    spy = HostSpy()
+    for name in ("send_message", "edit_message", "reserve_customer_task_delivery",
+                 "validate_and_mark_presented_card", "mark_published"):
+        with pytest.raises(HostCallForbidden):
+            getattr(spy, name)("body")
+    assert len(spy.calls) == 5
+
+
+def test_a_selected_candidate_in_shadow_would_reach_the_spy() -> None:
+    from shadow_harness import HostCallForbidden, HostSpy, host_step
+
+    from gateway_shim import CandidateOutcome, CandidateStatus, PresentationCandidate
+
+    cand = PresentationCandidate(
+        surface_version="daily.v1", attempt_id=None, artifact_key=None, binding_digest="0" * 64,
+        status=CandidateStatus.SELECTED, body="x", publication_permitted=True, outcome=CandidateOutcome.ACCEPTED,
+    )
+    spy = HostSpy()
+    with pytest.raises(HostCallForbidden):
+        host_step(spy, "daily.v1", cand)
+    assert spy.calls == ["edit_message"]
+
+
+def test_content_checks_catch_content() -> None:
+    from shadow_harness import content_free, telemetry_content_free
+
+    assert content_free(["watchdog: scheduled /tmp/x"])
+    assert not content_free(["presented 김하늘 body"])
+    assert not content_free(["evt-live-ab12-3"])
+    assert not content_free(["a Hangul word: 차분히"])
+    assert content_free(["a Hangul word: 차분히"], hangul_ok=True)
+    assert not content_free(["Bearer sk-x"], secrets=["sk-x"])
+    ok = {"event": "e", "contract_version": "korean-expression-v4", "surface": "daily.v1", "mode": "shadow",
+          "outcome": "shadow_selected", "latency_bucket": "lt_100ms"}
+    assert telemetry_content_free([ok])
+    assert not telemetry_content_free([{**ok, "body": "x"}])
+    assert not telemetry_content_free([{**ok, "outcome": "김하늘"}])

@@ -1,0 +1,103 @@
+"""Graceful stop (SPEC §10): SIGTERM to `kexpr supervise` lets a call in flight
+finish — or reach its 4 s deadline and be journaled `timeout` — before the worker
+exits. Real supervisor, worker and shim; the loopback HTTPS fake behind a real
+CONNECT proxy."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeOpenAI, compose_reply, default_style
+from ops_support import start_supervisor, wait_for
+from spool.journal import Journal
+from spool.layout import DataRoot
+
+from gateway_shim import (
+    CandidateOutcome,
+    DailyFacts,
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    PresentationCandidate,
+    exact_block,
+    format_daily,
+)
+
+pytestmark = pytest.mark.e2e
+
+BODY = format_daily(
+    title="합성 고객 체크인",
+    facts=[("체중", "70.0kg"), ("식단", "기록"), ("단백질", "120g"), ("수분", "2L"),
+           ("운동", "걷기"), ("수면", "7시간"), ("컨디션", "보통")],
+    actions=["저녁 기록하기"],
+)
+
+
+def _present_in_thread(root: Path, mode: Mode, out: list[PresentationCandidate]) -> threading.Thread:
+    def run() -> None:
+        coord = KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(mode, daily=True)), root)
+        try:
+            out.append(coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-graceful-1"))
+        finally:
+            coord.close()
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+def _rows(root: Path) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for seg in sorted((root / "outcomes").glob("*.jsonl")):
+        rows += [json.loads(line) for line in seg.read_text("utf-8").splitlines()]
+    return rows
+
+
+def test_sigterm_lets_the_call_in_flight_finish(data_root: Path, fake_api: FakeOpenAI) -> None:
+    fake_api.behaviour = compose_reply(default_style, delay_s=1.5)
+    sup = start_supervisor(data_root, fake=fake_api)
+    out: list[PresentationCandidate] = []
+    t = _present_in_thread(data_root, Mode.ENABLED, out)
+    try:
+        assert wait_for(lambda: len(fake_api.requests) == 1, timeout=10)
+        t0 = time.monotonic()
+        sup.proc.send_signal(signal.SIGTERM)
+        assert sup.proc.wait(20) == 0
+        waited = time.monotonic() - t0
+    finally:
+        t.join(10)
+        sup.stop()
+    # The worker waited for the provider (~1.5 s) instead of dying mid-call ...
+    assert waited >= 1.0
+    # ... and the shim got the accepted composition before the deadline.
+    assert [c.outcome for c in out] == [CandidateOutcome.ACCEPTED]
+    assert len(fake_api.requests) == 1
+    status = json.loads(DataRoot(data_root).status_file.read_bytes())
+    assert status["state"] == "stopped"
+    Journal(DataRoot(data_root)).load()
+
+
+def test_sigterm_during_a_slow_call_journals_timeout_before_exit(data_root: Path, fake_api: FakeOpenAI) -> None:
+    fake_api.behaviour = compose_reply(default_style, delay_s=8.0)
+    sup = start_supervisor(data_root, fake=fake_api)
+    out: list[PresentationCandidate] = []
+    t = _present_in_thread(data_root, Mode.SHADOW, out)
+    try:
+        assert wait_for(lambda: len(fake_api.requests) == 1, timeout=10)
+        sup.proc.send_signal(signal.SIGTERM)
+        assert sup.proc.wait(20) == 0
+    finally:
+        t.join(10)
+        sup.stop()
+    # The attempt is terminal in the journal (not left open for a restart to expire).
+    assert [(r["state"], r["outcome"]) for r in _rows(data_root)] == [
+        ("attempt_started", "attempt_started"),
+        ("finalized", "timeout"),
+    ]
+    assert [c.outcome for c in out] == [CandidateOutcome.TIMEOUT]
+    assert len(fake_api.requests) == 1

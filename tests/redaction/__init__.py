@@ -1,0 +1,2 @@
+"""Redaction proofs (issue 7): customer material never leaves the gateway. A package,
+for the same reason as ``tests/adversarial``."""

@@ -1,0 +1,710 @@
+"""Redaction proofs over the whole path (issue 7; plan acceptance gate 3).
+
+Property: for random customer material put into canonical bodies and host inputs,
+none of it — nor any substring of ≥ 3 characters of it that is not also the
+product's own static text (``leaks.static_text``) — appears in anything the product
+writes, sends or logs: request files, the capsule on the wire (the whole HTTPS
+request body, and its headers), the provider's reply, response files, reports,
+journal rows, any other file under the data root, telemetry events, and log lines
+(this process's logging at DEBUG, and the supervisor's and worker's stdout/stderr).
+
+The path is the real one: the shim in this process, ``kexpr supervise`` and its
+worker as real processes with the key, a loopback HTTPS fake of the API reached only
+through a real CONNECT proxy, the journal, the telemetry sink. One worker serves the
+whole module (module-scoped fixture); Hypothesis runs many examples through it.
+
+What the shim writes to and reads from the spool is observed by wrapping the
+coordinator module's ``publish`` / ``read_private`` (test-side only; every byte the
+shim exchanges with the worker passes through them), because the worker and the
+shim remove those files within milliseconds.
+
+Besides the substring scan, each artifact is also checked *positively* against its
+whitelist (the capsule holds only manifest IDs, tokens, limits and the artifact key;
+the wire request is the static instruction plus that capsule; headers never change;
+journal rows and telemetry hold only enums, hex and timestamps): two independent
+nets.
+
+Each surface is one row of ``SURFACES``; a row whose coordinator method does not
+exist yet is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from adversarial.hypothesis_profiles import REDACTION, STATS
+from adversarial.strategies import composition_of
+from fakeapi import FakeOpenAI, FakeReply, capsule_of, chat_completion, error_reply
+from hypothesis import given
+from hypothesis import strategies as st
+from spool.contract import CONTRACT_VERSION, Capsule, manifest_for, slot_policy
+from spool.journal import JOURNAL_SCHEMA, ROW_FIELDS, Journal, Outcome
+from spool.layout import DataRoot
+from spool.messages import parse_report, parse_request, parse_response
+
+import gateway_shim.coordinator as coordinator_module
+from gateway_shim import (
+    CandidateOutcome,
+    DailyFacts,
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    exact_block,
+    format_daily,
+)
+from gateway_shim.surfaces.daily import FACT_LABELS, MISSING_VALUE
+from redaction import material
+from redaction.leaks import HEX64, find_leak, minimal_pieces, scan_text_of, static_text
+from worker.daemon import wait_ready
+from worker.instruction import SYSTEM_INSTRUCTION
+
+pytestmark = pytest.mark.e2e
+
+API_KEY = "sk-test-kexpr-redaction-0000"
+TELEMETRY_FIELDS = {"event", "contract_version", "surface", "mode", "outcome", "latency_bucket"}
+WIRE_PARAMETERS = {
+    "model": "gpt-4.1-mini",
+    "n": 1,
+    "temperature": 0.7,
+    "max_tokens": 384,
+    "response_format": {"type": "json_object"},
+    "store": False,
+}
+WIRE_KEYS = {"messages", *WIRE_PARAMETERS}
+
+
+# ------------------------------------------------------------------------------ world
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@dataclass
+class World:
+    tmp: Path
+    root: Path
+    fake: FakeOpenAI
+    supervisor: subprocess.Popen[bytes]
+    logs: _Records
+    coordinators: dict[Mode, KoreanExpressionCoordinator]
+    telemetry: list[dict[str, str]] = field(default_factory=list)
+    written: list[tuple[str, bytes]] = field(default_factory=list)  # shim → spool
+    read: list[bytes] = field(default_factory=list)  # spool → shim
+    replies: list[str] = field(default_factory=list)  # provider reply contents
+    # The product's static text (leaks.static_text) plus what the probe showed of the
+    # text the processes emit for input that holds no customer material: the keys
+    # and states of the status files, the constant part of library DEBUG lines
+    # (watchdog's inotify event reprs), product IDs and paths masked.
+    static: str = ""
+    probe_headers: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def process_output(self) -> str:
+        return "".join(
+            (self.tmp / name).read_text("utf-8", "replace") for name in ("stdout.txt", "stderr.txt")
+        )
+
+
+def _start_supervisor(tmp: Path, root: Path, fake: FakeOpenAI) -> subprocess.Popen[bytes]:
+    """``kexpr supervise`` as an operator runs it (tests/conftest.py), with its stdout
+    and stderr — and the worker's, which it inherits — captured to files."""
+    DataRoot(root).ensure()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": API_KEY,
+    }
+    cmd = [
+        sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(root),
+        "--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file),
+    ]  # fmt: skip
+    with open(tmp / "stdout.txt", "wb") as out, open(tmp / "stderr.txt", "wb") as err:
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    if not wait_ready(DataRoot(root), 30.0):
+        _stop(proc)
+        raise AssertionError("worker did not become ready")
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("redaction")
+    (tmp / "data").mkdir(mode=0o700)
+    root = tmp / "data" / "korean-expression-v1"
+    logs = _Records()
+    root_logger = logging.getLogger()
+    old_level = root_logger.level
+    root_logger.addHandler(logs)
+    root_logger.setLevel(logging.DEBUG)
+    with FakeOpenAI(tmp / "fake") as fake, pytest.MonkeyPatch.context() as mp:
+        supervisor = _start_supervisor(tmp, root, fake)
+        world = World(
+            tmp=tmp, root=root, fake=fake, supervisor=supervisor, logs=logs, coordinators={}
+        )
+
+        original_publish = coordinator_module.publish
+        original_read = coordinator_module.read_private
+
+        def publish(tmp_dir: Path, dest: Path, data: bytes, *args: Any, **kwargs: Any) -> Any:
+            with world.lock:
+                world.written.append((Path(dest).parent.name, bytes(data)))
+            return original_publish(tmp_dir, dest, data, *args, **kwargs)
+
+        def read_private(path: Path, *args: Any, **kwargs: Any) -> bytes:
+            data = original_read(path, *args, **kwargs)
+            with world.lock:
+                world.read.append(bytes(data))
+            return data
+
+        mp.setattr(coordinator_module, "publish", publish)
+        mp.setattr(coordinator_module, "read_private", read_private)
+
+        def sink(event: Any) -> None:
+            with world.lock:
+                world.telemetry.append(dict(event))
+
+        for mode in (Mode.ENABLED, Mode.SHADOW):
+            config = KoreanExpressionConfig.from_block(
+                exact_block(mode, daily=True, weekly=True, adaptive_operator=True)
+            )
+            assert config.valid
+            world.coordinators[mode] = KoreanExpressionCoordinator(config, root, telemetry=sink)
+        try:
+            _probe(world)
+            yield world
+        finally:
+            for coordinator in world.coordinators.values():
+                coordinator.close()
+            _stop(supervisor)
+            root_logger.removeHandler(logs)
+            root_logger.setLevel(old_level)
+    # Every run leaves a journal that verifies (hash chain, schema, transitions).
+    Journal(DataRoot(root)).load()
+    assert fake.errors == []
+
+
+PROBE_VALUES = ("프로브 체크인 요약", "프로브값", "프로브 행동")
+PROBE_BODY = format_daily(
+    title=PROBE_VALUES[0],
+    facts=[(label, MISSING_VALUE if label == "수면" else PROBE_VALUES[1]) for label in FACT_LABELS],
+    actions=[PROBE_VALUES[2]],
+)
+
+
+def _probe(world: World) -> None:
+    """One presentation with fixed, non-customer text: the wire's invariant parts
+    (headers) that every later request must repeat exactly, and the constant text of
+    the libraries' DEBUG log lines."""
+    world.fake.behaviour = _reply(world, "valid", random.Random(0))
+    before = Marks.now(world)
+    candidate = world.coordinators[Mode.SHADOW].present_daily(
+        PROBE_BODY, facts=DailyFacts(complete=False), finalized_event_id="probe"
+    )
+    assert candidate.outcome is CandidateOutcome.SHADOW_SELECTED, candidate.outcome
+    assert candidate.attempt_id is not None
+    _wait_terminal(world.root, candidate.attempt_id)
+    (request,) = world.fake.requests
+    world.probe_headers = {k: v for k, v in request.headers.items() if k != "content-length"}
+    ids = _product_ids(world, before)
+    learned = [_mask(scan_text_of(blob), world, ids) for _, blob in _artifacts(world, before)]
+    assert world.logs.lines, "DEBUG logging was captured"
+    world.static = static_text(learned)
+    for value in PROBE_VALUES:  # the probe's own "customer" text did not leak either
+        assert find_leak(value, "\0".join(learned), static_text()) is None, value
+
+
+# ------------------------------------------------------------------ provider replies
+
+REPLIES = ("valid", "valid", "valid", "invalid_style", "malformed", "http_500", "length")
+
+
+def _reply(world: World, kind: str, rng: random.Random) -> Callable[[Any], FakeReply]:
+    def behaviour(request: Any) -> FakeReply:
+        capsule = capsule_of(request)
+        if capsule is None or kind == "http_500":
+            return error_reply(500)
+        slots = [
+            {
+                "slot_id": s["slot_id"],
+                "predicate_ids": s["allowed_predicate_ids"],
+                "action_ids": s["allowed_action_ids"],
+                "placeholder_tokens": s["required_placeholder_tokens"],
+                "generated_ko": (
+                    composition_of(
+                        rng,
+                        slot_policy(
+                            s["slot_id"], [*s["allowed_predicate_ids"], *s["allowed_action_ids"]]
+                        ),
+                    )
+                    if kind != "invalid_style"
+                    else "오늘은 " + " ".join(f"{t}." for t in s["required_placeholder_tokens"])
+                ),
+            }
+            for s in capsule["slots"]
+        ]
+        content = json.dumps(
+            {
+                **{k: capsule[k] for k in ("schema_version", "surface", "artifact_key")},
+                "slots": slots,
+            },
+            ensure_ascii=False,
+        )
+        if kind == "malformed":
+            content = content[: len(content) // 2]
+        with world.lock:
+            world.replies.append(content)
+        return FakeReply(
+            body=chat_completion(content, finish_reason="length" if kind == "length" else "stop")
+        )
+
+    return behaviour
+
+
+# ------------------------------------------------------------------- surface rows
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """One artifact: what the host passes, and the customer values inside it."""
+
+    present: Callable[[KoreanExpressionCoordinator], Any]
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SurfaceRow:
+    surface: str
+    method: str  # the coordinator method this row needs
+    draw: Callable[[random.Random, str], Presentation]
+
+    def available(self) -> bool:
+        return hasattr(KoreanExpressionCoordinator, self.method)
+
+
+def _line(rng: random.Random, parts: int = 1) -> str:
+    """One line of customer text that no grammar mistakes for a bullet."""
+    text = material.mixed(rng, parts)
+    return text.removeprefix("- ")
+
+
+def _daily(rng: random.Random, nonce: str) -> Presentation:
+    title = material.mixed(rng, rng.randint(1, 3))
+    while title.startswith("- "):
+        title = title[2:] or material.korean_name(rng)
+    values = {
+        label: MISSING_VALUE if rng.random() < 0.15 else material.any_value(rng)
+        for label in FACT_LABELS
+    }
+    actions = [material.mixed(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
+    event_id = f"{material.identifier(rng)}:{material.identifier(rng)}:{nonce}"
+    body = format_daily(title=title, facts=values, actions=actions)
+    complete = MISSING_VALUE not in values.values()
+
+    def present(coordinator: KoreanExpressionCoordinator) -> Any:
+        return coordinator.present_daily(
+            body, facts=DailyFacts(complete=complete), finalized_event_id=event_id
+        )
+
+    customer = [title, *(v for v in values.values() if v != MISSING_VALUE), *actions, event_id]
+    return Presentation(present, tuple(customer))
+
+
+def _weekly(rng: random.Random, nonce: str) -> Presentation:
+    from gateway_shim.surfaces import weekly
+
+    title = _line(rng, rng.randint(1, 3))
+    values = {label: material.any_value(rng) for label in weekly.FACT_LABELS}
+    actions = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
+    interpretation = rng.choice(list(weekly.WeeklyInterpretation))
+    rationale = rng.choice(list(weekly.WeeklyRationale))
+    body = weekly.format_weekly(
+        title=title,
+        facts=values,
+        interpretation=interpretation,
+        rationale=rationale,
+        actions=actions,
+    )
+    facts = weekly.WeeklyFacts(interpretation=interpretation, rationale=rationale)
+    schedule_key = f"{material.identifier(rng)}:{nonce}"
+    kind, kst_day = f"weekly_report:{material.identifier(rng)}", material.date(rng)
+
+    def present(coordinator: KoreanExpressionCoordinator) -> Any:
+        return coordinator.present_weekly(
+            body, facts=facts, schedule_key=schedule_key, kind=kind, kst_day=kst_day
+        )
+
+    return Presentation(present, (title, *values.values(), *actions, schedule_key, kind, kst_day))
+
+
+def _binding(rng: random.Random, nonce: str) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
+    from gateway_shim.surfaces.card import AdaptiveBinding
+
+    session_id = f"{material.identifier(rng)}:{nonce}"
+    digest = f"prop:{material.identifier(rng)}"
+    revision = rng.randint(0, 10**6)
+    card_kind = f"proposal_review:{material.identifier(rng)}"
+    buttons = (
+        ((f"승인 {material.korean_name(rng)}", f"adaptive:approve:{session_id}:{revision}"),),
+        ((_line(rng), f"adaptive:hold:{material.identifier(rng)}"),),
+    )
+    binding = AdaptiveBinding(
+        callback_action=f"adaptive:review:{material.identifier(rng)}",
+        session_id=session_id,
+        proposal_digest=digest,
+        revision=revision,
+        card_kind=card_kind,
+        origin_message_id=material.identifier(rng),
+    )
+    envelope = {
+        "buttons": buttons, "session_id": session_id, "proposal_digest": digest,
+        "revision": revision, "card_kind": card_kind,
+    }  # fmt: skip
+    values = (
+        session_id, digest, card_kind, binding.callback_action, binding.origin_message_id,
+        *(text for row in buttons for pair in row for text in pair),
+    )  # fmt: skip
+    return binding, envelope, values
+
+
+def _dual(rng: random.Random, nonce: str) -> Presentation:
+    from gateway_shim.surfaces import dual
+    from gateway_shim.surfaces.card import card_payload
+
+    decision = rng.choice(list(dual.DualDecision))
+    reasons = tuple(rng.sample(list(dual.DualReason), rng.randint(0, len(dual.DualReason))))
+    fields = {
+        "title": _line(rng, rng.randint(1, 2)), "customer": material.korean_name(rng),
+        "date": material.date(rng), "goal": _line(rng),
+    }  # fmt: skip
+    facts = [_line(rng) for _ in range(rng.randint(0, 4))]
+    recommendations = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
+    note = _line(rng) if rng.random() < 0.5 else None
+    details = [_line(rng) for _ in range(rng.randint(0, 2))]
+    text = dual.format_dual_card(
+        **fields, facts=facts, decision=decision, recommendations=recommendations,
+        note=note, reasons=reasons, details=details,
+    )  # fmt: skip
+    binding, envelope, ids = _binding(rng, nonce)
+    payload = card_payload(surface=dual.SURFACE, text=text, **envelope)
+    host_facts = dual.DualFacts(decision=decision, reasons=reasons)
+
+    def present(coordinator: KoreanExpressionCoordinator) -> Any:
+        return coordinator.present_adaptive(payload, binding=binding, facts=host_facts)
+
+    customer = (
+        *fields.values(),
+        *facts,
+        *recommendations,
+        *details,
+        *([note] if note else []),
+        *ids,
+    )
+    return Presentation(present, customer)
+
+
+def _physique(rng: random.Random, nonce: str) -> Presentation:
+    from gateway_shim.surfaces import physique
+    from gateway_shim.surfaces.card import card_payload
+
+    optional = {
+        name: _line(rng) if rng.random() < 0.5 else None
+        for name in ("target", "cycle", "meal", "note")
+    }
+    fields = {
+        "title": _line(rng) if rng.random() < 0.7 else "", "customer": material.korean_name(rng),
+        "day": material.date(rng), "decision": _line(rng, 2), "basis": _line(rng, 2),
+    }  # fmt: skip
+    text = physique.format_physique_card(**fields, day_count=rng.randint(0, 400), **optional)
+    binding, envelope, ids = _binding(rng, nonce)
+    payload = card_payload(surface=physique.SURFACE, text=text, **envelope)
+
+    def present(coordinator: KoreanExpressionCoordinator) -> Any:
+        return coordinator.present_adaptive(payload, binding=binding)
+
+    customer = tuple(v for v in (*fields.values(), *optional.values()) if v) + ids
+    return Presentation(present, customer)
+
+
+SURFACES = [
+    SurfaceRow("daily.v1", "present_daily", _daily),
+    SurfaceRow("weekly.v1", "present_weekly", _weekly),
+    SurfaceRow("adaptive.dualcoachtest.card.v1", "present_adaptive", _dual),
+    SurfaceRow("adaptive.physique.card.v1", "present_adaptive", _physique),
+]
+
+
+# ------------------------------------------------------------------------- checks
+
+
+def _journal_rows(root: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for segment in sorted((root / "outcomes").glob("*.jsonl")):
+        rows += [json.loads(line) for line in segment.read_text("utf-8").splitlines() if line]
+    return rows
+
+
+def _wait_terminal(root: Path, attempt_id: str, timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if any(
+            r["attempt_id"] == attempt_id and r["state"] == "finalized" for r in _journal_rows(root)
+        ):
+            return
+        time.sleep(0.01)
+    raise AssertionError("no terminal journal row for the attempt")
+
+
+def _check_capsule(capsule: dict[str, Any], artifact_key: str | None) -> None:
+    """Whitelist: the capsule is exactly manifest IDs, tokens, limits and the key."""
+    parsed = Capsule.from_object(capsule)  # every manifest rule holds
+    assert parsed.schema_version == CONTRACT_VERSION
+    assert HEX64.fullmatch(parsed.artifact_key) and parsed.artifact_key == artifact_key
+    for slot in parsed.slots:
+        row = manifest_for(slot.slot_id)
+        assert row is not None and row.surface == parsed.surface
+        assert slot == slot_policy(
+            slot.slot_id, slot.semantic_ids
+        )  # limits, tokens: the manifest's
+
+
+def _check_wire(world: World, request: Any, capsule_file: dict[str, Any]) -> None:
+    payload = request.json
+    assert isinstance(payload, dict) and set(payload) == WIRE_KEYS
+    assert {k: v for k, v in payload.items() if k != "messages"} == WIRE_PARAMETERS  # SPEC §9
+    system, user = payload["messages"]
+    assert system == {"role": "system", "content": SYSTEM_INSTRUCTION}
+    assert set(user) == {"role", "content"} and user["role"] == "user"
+    assert json.loads(user["content"]) == capsule_file  # the capsule and nothing else
+    headers = {k: v for k, v in request.headers.items() if k != "content-length"}
+    assert headers == world.probe_headers
+
+
+def _check_journal_row(row: dict[str, Any]) -> None:
+    assert set(row) == ROW_FIELDS and row["schema_version"] == JOURNAL_SCHEMA
+    assert row["state"] in ("attempt_started", "finalized")
+    assert row["outcome"] in {o.value for o in Outcome} | {"attempt_started"}
+    assert row["mode"] in ("shadow", "enabled") and isinstance(row["sequence"], int)
+
+
+def _check_telemetry(event: dict[str, str]) -> None:
+    assert set(event) == TELEMETRY_FIELDS
+    assert event["contract_version"] == CONTRACT_VERSION
+    assert event["outcome"] in {o.value for o in CandidateOutcome}
+
+
+@dataclass
+class Marks:
+    requests: int
+    replies: int
+    written: int
+    read: int
+    telemetry: int
+    logs: int
+    journal: int
+
+    @classmethod
+    def now(cls, world: World) -> Marks:
+        with world.lock:
+            return cls(
+                len(world.fake.requests), len(world.replies), len(world.written), len(world.read),
+                len(world.telemetry), len(world.logs.lines), len(_journal_rows(world.root)),
+            )  # fmt: skip
+
+
+def _artifacts(world: World, before: Marks) -> list[tuple[str, bytes | str]]:
+    """Everything the product wrote, sent or logged since ``before``, by kind."""
+    with world.lock:
+        out: list[tuple[str, bytes | str]] = []
+        out += [("wire request", r.body) for r in world.fake.requests[before.requests :]]
+        out += [("provider reply", c) for c in world.replies[before.replies :]]
+        out += [(f"{kind} file", data) for kind, data in world.written[before.written :]]
+        out += [("response file", data) for data in world.read[before.read :]]
+        out += [
+            ("telemetry", json.dumps(e, ensure_ascii=False))
+            for e in world.telemetry[before.telemetry :]
+        ]
+        out += [("log line", line) for line in world.logs.lines[before.logs :]]
+    for path in world.root.rglob("*"):
+        if path.is_file() and path.name != "identity.key":
+            try:
+                out.append((f"data root file {path.relative_to(world.root)}", path.read_bytes()))
+            except FileNotFoundError:
+                continue  # a spool file the worker or the shim consumed meanwhile
+    out.append(("process output", world.process_output()))
+    return out
+
+
+def _product_ids(world: World, before: Marks) -> set[str]:
+    """The product's own random identifiers seen since ``before`` (request, attempt
+    and artifact IDs, journal digests): masked in raw text such as log lines, where
+    they appear inside file names."""
+    ids: set[str] = set()
+    with world.lock:
+        blobs = [data for _, data in world.written[before.written :]] + world.read[before.read :]
+    for blob in blobs:
+        doc = json.loads(blob)
+        ids.update(str(doc[k]) for k in ("request_id", "attempt_id") if doc.get(k))
+        capsule = doc.get("capsule") or doc.get("composition") or {}
+        if capsule.get("artifact_key"):
+            ids.add(capsule["artifact_key"])
+    for row in _journal_rows(world.root):
+        ids.update(
+            str(row[k]) for k in ("attempt_id", "artifact_key", "row_digest", "previous_row_digest")
+        )
+    return ids
+
+
+def _mask(text: str, world: World, ids: set[str]) -> str:
+    text = text.replace(str(world.tmp), "<tmp>")  # the host-chosen data root path
+    for product_id in ids:
+        text = text.replace(product_id, "<id>")
+    return text
+
+
+def _assert_no_leak(
+    world: World, values: tuple[str, ...], artifacts: list[tuple[str, bytes | str]], ids: set[str]
+) -> None:
+    pieces = [minimal_pieces(value, world.static) for value in values]
+    for kind, blob in artifacts:
+        text = _mask(scan_text_of(blob), world, ids)
+        for value_pieces in pieces:
+            leaked = [piece for piece in value_pieces if piece in text]
+            assert not leaked, f"customer text {min(leaked, key=len)!r} leaked into a {kind}"
+
+
+# --------------------------------------------------------------------------- tests
+
+_nonce = iter(range(10**9))
+
+
+@pytest.mark.parametrize("row", SURFACES, ids=[r.surface for r in SURFACES])
+def test_no_customer_material_leaves_the_gateway(world: World, row: SurfaceRow) -> None:
+    if not row.available():
+        pytest.skip(f"KoreanExpressionCoordinator has no {row.method} yet")
+
+    @REDACTION
+    @given(
+        seed=st.integers(0, 2**64 - 1),
+        mode=st.sampled_from((Mode.ENABLED, Mode.SHADOW)),
+        reply=st.sampled_from(REPLIES),
+        host=st.sampled_from(("selected", "commit_failed", "publication_failed")),
+    )
+    def example(seed: int, mode: Mode, reply: str, host: str) -> None:
+        rng = random.Random(seed)
+        presentation = row.draw(rng, f"n{next(_nonce)}")
+        world.fake.behaviour = _reply(world, reply, rng)
+        before = Marks.now(world)
+        candidate = presentation.present(world.coordinators[mode])
+        if candidate.outcome is CandidateOutcome.ACCEPTED:
+            world.coordinators[mode].report(candidate, host)
+        if candidate.attempt_id is not None:
+            _wait_terminal(world.root, candidate.attempt_id)
+        deadline = time.monotonic() + 5
+        while Marks.now(world).telemetry <= before.telemetry and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+        # Positive whitelists, artifact by artifact.
+        with world.lock:
+            requests = world.fake.requests[before.requests :]
+            written = world.written[before.written :]
+            read = world.read[before.read :]
+            events = world.telemetry[before.telemetry :]
+        request_files = [parse_request(data) for kind, data in written if kind == "requests"]
+        assert len(request_files) == 1, "the shim wrote one request per eligible presentation"
+        capsule_file = json.loads(request_files[0].capsule.to_json())
+        _check_capsule(capsule_file, candidate.artifact_key)
+        assert len(requests) <= 1
+        for request in requests:
+            _check_wire(world, request, capsule_file)
+        for kind, data in written:
+            if kind == "reports":
+                parse_report(data)
+        for data in read:
+            parse_response(data)
+        for row_ in _journal_rows(world.root)[before.journal :]:
+            _check_journal_row(row_)
+        assert len(events) == 1
+        _check_telemetry(events[0])
+
+        # Headers are not scanned: _check_wire proved them byte-equal to the probe's.
+        _assert_no_leak(
+            world, presentation.values, _artifacts(world, before), _product_ids(world, before)
+        )
+        STATS.add(f"redaction {row.surface}", "redaction_examples")
+        STATS.add(f"redaction {row.surface}", f"outcome_{candidate.outcome.value}")
+
+    example()
+
+
+def test_the_scanner_finds_a_planted_leak(world: World) -> None:
+    # The proof is only as good as its scanner: plant customer text in each kind of
+    # artifact and in each encoding the product could use, and it must be found.
+    value = "김민지 서울특별시 마포구 월드컵북로 17"
+    static = world.static
+    for blob in (
+        json.dumps({"x": value}, ensure_ascii=True),  # escaped JSON
+        json.dumps({"messages": [{"content": json.dumps({"v": value[4:12]})}]}),  # nested
+        f"DEBUG watchdog {value[:5]}",  # a log line
+        ("{}\n" + json.dumps({"note": "마포구 월드"}, ensure_ascii=False) + "\n").encode(),  # JSONL
+    ):
+        assert find_leak(value, scan_text_of(blob), static) is not None, blob
+    # Static product text and short pieces are not leaks.
+    assert (
+        find_leak("저장된 오늘 기록을 확인했습니다", "저장된 오늘 기록을 확인했습니다", static)
+        is None
+    )
+    assert find_leak("72kg", "ab 72 cd", static) is None
+
+
+def test_product_identifier_fields_must_have_their_format(world: World) -> None:
+    # Identifier fields are not scanned, so a leak hidden in one must fail the format.
+    with pytest.raises(AssertionError):
+        scan_text_of(json.dumps({"attempt_id": "evt-secret-1234"}))
+
+
+def test_a_planted_leak_in_a_log_line_or_a_file_is_caught(world: World) -> None:
+    # The whole net, not just the scanner: text that reaches this process's logging
+    # at DEBUG, or any file under the data root, is found by the same assertion the
+    # property uses.
+    value = "박서연 010-2345-6789 evt-planted"
+    before = Marks.now(world)
+    logging.getLogger("some.library").debug("processing %s", value[4:17])
+    with pytest.raises(AssertionError, match="leaked into a log line"):
+        _assert_no_leak(world, (value,), _artifacts(world, before), set())
+    planted = world.root / "spool" / "tmp" / "planted.txt"
+    planted.write_text(value[:6], "utf-8")
+    try:
+        with pytest.raises(AssertionError, match="leaked into a data root file"):
+            _assert_no_leak(world, (value,), _artifacts(world, Marks.now(world)), set())
+    finally:
+        planted.unlink()

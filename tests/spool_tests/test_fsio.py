@@ -1,0 +1,471 @@
+"""File-system discipline (SPEC §3; `spool.fsio` rules 1-6): every violation is a
+precise `UnsafeReason`, both sharing modes are exact, nothing is followed,
+truncated or unlinked that must not be."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from spool.fsio import (
+    PRIVATE,
+    ProductLock,
+    Sharing,
+    UnsafePath,
+    UnsafeReason,
+    _Dir,
+    _open_leaf,
+    check_dir,
+    claim,
+    create_private_file,
+    make_flock,
+    publish,
+    read_private,
+    read_private_identified,
+    replace_private,
+    unlink_if_same,
+)
+from spool.layout import DataRoot
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> DataRoot:
+    r = DataRoot(tmp_path / "root")
+    r.ensure()
+    return r
+
+
+def mode_of(p: Path) -> int:
+    return stat.S_IMODE(os.lstat(p).st_mode)
+
+
+def reason(excinfo: pytest.ExceptionInfo[UnsafePath]) -> UnsafeReason:
+    return excinfo.value.reason
+
+
+def put(root: DataRoot, d: Path, name: str, data: bytes = b"{}") -> Path:
+    publish(root.tmp, d / name, data)
+    return d / name
+
+
+# ------------------------------------------------------------- private mode
+
+
+def test_private_layout_is_0700_and_files_0600_whatever_the_umask(root: DataRoot) -> None:
+    old = os.umask(0)
+    try:
+        p = put(root, root.responses, "a.json")
+    finally:
+        os.umask(old)
+    for d in (root.root, *root.product_dirs()):
+        assert mode_of(d) == 0o700, d
+    assert mode_of(p) == 0o600
+    old = os.umask(0o777)
+    try:
+        q = put(root, root.responses, "b.json")
+    finally:
+        os.umask(old)
+    assert mode_of(q) == 0o600  # fchmod after O_EXCL: the umask cannot narrow it either
+
+
+def test_ensure_recreates_missing_directories_with_exact_mode(root: DataRoot) -> None:
+    os.rmdir(root.quarantine)
+    old = os.umask(0o022)
+    try:
+        root.ensure()
+    finally:
+        os.umask(old)
+    assert mode_of(root.quarantine) == 0o700
+
+
+@pytest.mark.parametrize("component", ["spool", "spool/responses", "."])
+def test_symlink_at_any_product_component_is_refused(root: DataRoot, tmp_path: Path, component: str) -> None:
+    """A directory replaced by a symlink to a look-alike: refused, not followed."""
+    target = root.root / component if component != "." else root.root
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(target, elsewhere)
+    os.symlink(elsewhere, target)
+    with pytest.raises(UnsafePath) as e:
+        publish(root.tmp, root.responses / "x.json", b"{}")
+    assert reason(e) is UnsafeReason.SYMLINK
+    with pytest.raises(UnsafePath) as e:
+        read_private(root.responses / "x.json", max_bytes=10)
+    assert reason(e) is UnsafeReason.SYMLINK
+    with pytest.raises(UnsafePath) as e:
+        root.verify_tree()
+    assert reason(e) is UnsafeReason.SYMLINK
+    assert not list(elsewhere.rglob("x.json"))  # nothing was written through it
+
+
+def test_symlinked_leaf_is_refused_and_never_written_through(root: DataRoot, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (root.responses / "x.json").symlink_to(victim)
+    with pytest.raises(UnsafePath) as e:
+        read_private(root.responses / "x.json", max_bytes=100)
+    assert reason(e) is UnsafeReason.SYMLINK
+    with pytest.raises(FileExistsError):
+        publish(root.tmp, root.responses / "x.json", b"evil")  # link never replaces
+    assert victim.read_bytes() == b"precious"
+    assert os.listdir(root.tmp) == []  # staging undone
+
+
+def test_data_root_itself_may_not_be_a_symlink_but_its_ancestors_may(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    (tmp_path / "alias").symlink_to(real)
+    r = DataRoot(tmp_path / "alias" / "root")  # ancestor symlink: resolved once
+    r.ensure()
+    assert r.root == real / "root"
+    publish(r.tmp, r.responses / "x.json", b"{}")
+    (tmp_path / "rootlink").symlink_to(real / "root")
+    with pytest.raises(UnsafePath) as e:
+        DataRoot(tmp_path / "rootlink").ensure()
+    assert reason(e) is UnsafeReason.SYMLINK
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o4600, 0o700])
+def test_file_with_group_or_other_or_special_bits_is_refused_in_a_private_dir(root: DataRoot, mode: int) -> None:
+    p = put(root, root.responses, "x.json")
+    os.chmod(p, mode)
+    if mode == 0o700:
+        assert read_private(p, max_bytes=10) == b"{}"  # owner bits only: fine
+        return
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=10)
+    assert reason(e) is UnsafeReason.BAD_MODE
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o770, 0o750, 0o1700, 0o2700])
+def test_directory_with_a_bad_mode_is_refused(root: DataRoot, mode: int) -> None:
+    os.chmod(root.responses, mode)
+    with pytest.raises(UnsafePath) as e:
+        publish(root.tmp, root.responses / "x.json", b"{}")
+    assert reason(e) is UnsafeReason.BAD_MODE
+    with pytest.raises(UnsafePath) as e:
+        root.verify_tree()
+    assert reason(e) is UnsafeReason.BAD_MODE
+
+
+def test_fifo_is_not_a_regular_file_and_does_not_hang(root: DataRoot) -> None:
+    os.mkfifo(root.claimed / "x.json", 0o600)
+    with pytest.raises(UnsafePath) as e:
+        read_private(root.claimed / "x.json", max_bytes=10)
+    assert reason(e) is UnsafeReason.NOT_REGULAR_FILE
+
+
+def test_directory_where_a_file_belongs_is_refused(root: DataRoot) -> None:
+    os.mkdir(root.claimed / "x.json", 0o700)
+    with pytest.raises(UnsafePath) as e:
+        read_private(root.claimed / "x.json", max_bytes=10)
+    assert reason(e) is UnsafeReason.NOT_REGULAR_FILE
+
+
+def test_file_where_a_directory_belongs_is_refused(root: DataRoot) -> None:
+    os.rmdir(root.reports)
+    fd = os.open(root.reports, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+    with pytest.raises(UnsafePath) as e:
+        root.verify_tree()
+    assert reason(e) is UnsafeReason.NOT_DIRECTORY
+
+
+def test_oversized_file_is_refused(root: DataRoot) -> None:
+    p = put(root, root.claimed, "x.json", b"x" * 101)
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=100)
+    assert reason(e) is UnsafeReason.TOO_LARGE
+
+
+@root_only
+def test_file_of_another_owner_is_refused(root: DataRoot) -> None:
+    p = put(root, root.claimed, "x.json")
+    os.chown(p, pwd.getpwnam("nobody").pw_uid, -1)
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=10)
+    assert reason(e) is UnsafeReason.WRONG_OWNER
+
+
+@root_only
+def test_directory_of_another_owner_is_refused(root: DataRoot) -> None:
+    os.chown(root.claimed, pwd.getpwnam("nobody").pw_uid, -1)
+    with pytest.raises(UnsafePath) as e:
+        root.verify_tree()
+    assert reason(e) is UnsafeReason.WRONG_OWNER
+
+
+def test_inode_swapped_between_read_and_remove_is_not_removed(root: DataRoot) -> None:
+    p = put(root, root.claimed, "x.json", b"first")
+    data, fid = read_private_identified(p, max_bytes=10)
+    assert data == b"first"
+    os.rename(p, root.tmp / "kept")  # kept alive: its inode number cannot be reused
+    put(root, root.claimed, "x.json", b"second")  # a different inode at the same path
+    with pytest.raises(UnsafePath) as e:
+        unlink_if_same(p, fid)
+    assert reason(e) is UnsafeReason.INODE_CHANGED
+    assert p.read_bytes() == b"second"
+    _, fid2 = read_private_identified(p, max_bytes=10)
+    assert unlink_if_same(p, fid2) and not p.exists()
+    assert unlink_if_same(p, fid2) is False  # already gone
+
+
+def test_o_trunc_is_never_used(root: DataRoot) -> None:
+    with _Dir(root.claimed) as d, pytest.raises(ValueError):
+        _open_leaf(d, "x.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+
+
+def test_publish_never_replaces_and_claim_has_one_winner(root: DataRoot) -> None:
+    put(root, root.requests, "r.json", b"one")
+    with pytest.raises(FileExistsError):
+        publish(root.tmp, root.requests / "r.json", b"two")
+    assert (root.requests / "r.json").read_bytes() == b"one"
+    assert claim(root.requests / "r.json", root.claimed / "r.json") is True
+    assert claim(root.requests / "r.json", root.claimed / "r.json") is False
+
+
+def test_status_replace_keeps_directory_mode(root: DataRoot) -> None:
+    replace_private(root.tmp, root.status_file, b"1")
+    replace_private(root.tmp, root.status_file, b"2")
+    assert root.status_file.read_bytes() == b"2" and mode_of(root.status_file) == 0o600
+
+
+# -------------------------------------------------------------------- locks
+
+
+def test_lock_file_is_created_private_and_never_unlinked(root: DataRoot) -> None:
+    lock = make_flock(root.journal_lock)
+    with lock:
+        ino = os.stat(root.journal_lock).st_ino
+    with lock:
+        pass
+    assert os.stat(root.journal_lock).st_ino == ino and mode_of(root.journal_lock) == 0o600
+
+
+def test_lock_file_swapped_after_first_use_is_refused(root: DataRoot) -> None:
+    lock = make_flock(root.journal_lock)
+    with lock:
+        pass
+    fd = os.open(root.root / "other", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    os.rename(root.root / "other", root.journal_lock)  # a new inode at the lock path
+    with pytest.raises(UnsafePath) as e:
+        lock.acquire()
+    assert reason(e) is UnsafeReason.INODE_CHANGED
+    assert not lock.is_locked
+
+
+@pytest.mark.parametrize("bad", ["symlink", "mode", "fifo"])
+def test_unsafe_lock_file_is_refused(root: DataRoot, tmp_path: Path, bad: str) -> None:
+    if bad == "symlink":
+        (tmp_path / "t").write_bytes(b"")
+        root.journal_lock.symlink_to(tmp_path / "t")
+        expected = UnsafeReason.SYMLINK
+    elif bad == "mode":
+        fd = os.open(root.journal_lock, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.close(fd)
+        os.chmod(root.journal_lock, 0o644)
+        expected = UnsafeReason.BAD_MODE
+    else:
+        os.mkfifo(root.journal_lock, 0o600)
+        expected = UnsafeReason.NOT_REGULAR_FILE
+    with pytest.raises(UnsafePath) as e:
+        ProductLock(root.journal_lock).acquire()
+    assert reason(e) is expected
+
+
+def test_ops_lock_never_creates_a_lock_file(root: DataRoot) -> None:
+    lock = make_flock(root.worker_lock, create=False)
+    with lock:
+        pass
+    assert not root.worker_lock.exists()
+
+
+# ------------------------------------------------------- shared-group mode
+
+
+@pytest.fixture
+def shared_gid() -> int:
+    """A group with at least one member other than us, if the machine has one."""
+    for g in grp.getgrall():
+        members = [pwd.getpwnam(n).pw_uid for n in g.gr_mem if _known(n)]
+        members += [p.pw_uid for p in pwd.getpwall() if p.pw_gid == g.gr_gid]
+        if any(u != os.geteuid() for u in members) and g.gr_gid != 0:
+            return g.gr_gid
+    pytest.skip("no group with another member on this machine")
+
+
+def _known(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _member(gid: int) -> int:
+    g = grp.getgrgid(gid)
+    uids = [pwd.getpwnam(n).pw_uid for n in g.gr_mem if _known(n)]
+    uids += [p.pw_uid for p in pwd.getpwall() if p.pw_gid == gid]
+    return next(u for u in uids if u != os.geteuid())
+
+
+def _non_member(gid: int) -> int:
+    g = grp.getgrgid(gid)
+    members = {pwd.getpwnam(n).pw_uid for n in g.gr_mem if _known(n)}
+    return next(p.pw_uid for p in pwd.getpwall() if p.pw_gid != gid and p.pw_uid not in members and p.pw_uid != os.geteuid())
+
+
+def shared_root(tmp_path: Path, gid: int) -> DataRoot:
+    """What the operator creates: ``install -d -m 2770 -g <group> root``."""
+    d = tmp_path / "shared"
+    d.mkdir()
+    os.chown(d, -1, gid)
+    os.chmod(d, 0o2770)
+    r = DataRoot(d)
+    r.ensure()
+    return r
+
+
+@root_only
+def test_shared_group_layout_is_02770_and_files_0660_in_the_group(tmp_path: Path, shared_gid: int) -> None:
+    r = shared_root(tmp_path, shared_gid)
+    for d in (r.root, *r.product_dirs()):
+        st = os.lstat(d)
+        assert stat.S_IMODE(st.st_mode) == 0o2770 and st.st_gid == shared_gid, d
+    old = os.umask(0o077)  # systemd UMask=0077 must not make a response unreadable to the peer
+    try:
+        p = put(r, r.responses, "x.json")
+    finally:
+        os.umask(old)
+    st = os.lstat(p)
+    assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == shared_gid
+    assert check_dir(r.root)[0] == Sharing(shared_gid)
+    create_private_file(r.identity_key, b"k" * 32)
+    assert mode_of(r.identity_key) == 0o600  # the key stays the gateway's alone
+
+
+@root_only
+def test_shared_group_accepts_a_member_and_refuses_a_stranger(tmp_path: Path, shared_gid: int) -> None:
+    r = shared_root(tmp_path, shared_gid)
+    p = put(r, r.requests, "x.json")
+    os.chown(p, _member(shared_gid), -1)  # written by the peer process
+    assert read_private(p, max_bytes=10) == b"{}"
+    os.chown(p, _non_member(shared_gid), -1)
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=10)
+    assert reason(e) is UnsafeReason.WRONG_OWNER
+
+
+@root_only
+def test_shared_group_trusts_the_data_root_owner_without_membership(tmp_path: Path, shared_gid: int) -> None:
+    """The gateway may be in the group only through systemd's SupplementaryGroups=
+    (not in the group database): as the data root's owner it is still a party."""
+    owner = _non_member(shared_gid)
+    stranger = next(
+        p.pw_uid
+        for p in pwd.getpwall()
+        if p.pw_uid not in (owner, os.geteuid()) and p.pw_gid != shared_gid
+        and p.pw_name not in grp.getgrgid(shared_gid).gr_mem
+    )
+    r = shared_root(tmp_path, shared_gid)
+    os.chown(r.root, owner, -1)
+    p = put(r, r.requests, "x.json")
+    os.chown(p, owner, -1)
+    assert read_private(p, max_bytes=10) == b"{}"
+    r.verify_tree()
+    os.chown(p, stranger, -1)
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=10)
+    assert reason(e) is UnsafeReason.WRONG_OWNER
+
+
+@root_only
+def test_shared_group_refuses_wrong_group_other_bits_and_mixed_modes(tmp_path: Path, shared_gid: int) -> None:
+    r = shared_root(tmp_path, shared_gid)
+    p = put(r, r.requests, "x.json")
+    os.chmod(p, 0o664)
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=10)
+    assert reason(e) is UnsafeReason.BAD_MODE
+    os.chmod(p, 0o660)
+    os.chown(p, -1, 0)
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=10)
+    assert reason(e) is UnsafeReason.WRONG_GROUP
+    os.chmod(r.reports, 0o770)  # no setgid: new files would not inherit the group
+    with pytest.raises(UnsafePath) as e:
+        r.verify_tree()
+    assert reason(e) is UnsafeReason.BAD_MODE
+    os.chmod(r.reports, 0o700)  # private inside shared: not the declared mode
+    with pytest.raises(UnsafePath) as e:
+        r.ensure()
+    assert reason(e) is UnsafeReason.BAD_MODE
+
+
+def test_private_sharing_is_the_default() -> None:
+    assert PRIVATE == Sharing() and not PRIVATE.shared
+    assert (PRIVATE.dir_mode, PRIVATE.file_mode) == (0o700, 0o600)
+    assert (Sharing(1234).dir_mode, Sharing(1234).file_mode) == (0o2770, 0o660)
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_umask() -> Iterator[None]:
+    old = os.umask(0o022)
+    os.umask(old)
+    yield
+    assert os.umask(old) == old
+
+
+@root_only
+def test_exclusive_read_refuses_a_group_readable_key_in_a_shared_root(tmp_path: Path, shared_gid: int) -> None:
+    r = shared_root(tmp_path, shared_gid)
+    create_private_file(r.identity_key, b"k" * 32)
+    assert read_private(r.identity_key, max_bytes=32, exclusive=True) == b"k" * 32
+    os.chmod(r.identity_key, 0o640)
+    assert read_private(r.identity_key, max_bytes=32) == b"k" * 32  # what a plain read allows
+    with pytest.raises(UnsafePath) as e:
+        read_private(r.identity_key, max_bytes=32, exclusive=True)
+    assert reason(e) is UnsafeReason.BAD_MODE
+
+
+@pytest.mark.parametrize("damage", ["symlinked_requests", "bad_mode_tmp", "symlinked_root"])
+def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: str) -> None:
+    """The gateway side of the same rules: no exception reaches the host, the
+    candidate is canonical (spool_unavailable), nothing is written through."""
+    from gateway_shim import (
+        CandidateOutcome,
+        DailyFacts,
+        KoreanExpressionConfig,
+        KoreanExpressionCoordinator,
+        Mode,
+        exact_block,
+        format_daily,
+    )
+
+    r = DataRoot(tmp_path / "root")
+    r.ensure()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    if damage == "symlinked_requests":
+        os.rmdir(r.requests)
+        os.symlink(elsewhere, r.requests)
+    elif damage == "bad_mode_tmp":
+        os.chmod(r.tmp, 0o777)
+    else:
+        os.rename(r.root, elsewhere / "root")
+        os.symlink(elsewhere / "root", r.root)
+    body = format_daily(title="t", facts=[(k, "1") for k in ("체중", "식단", "단백질", "수분", "운동", "수면", "컨디션")], actions=["a"])
+    coord = KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True)), r.root)
+    try:
+        cand = coord.present_daily(body, facts=DailyFacts(complete=True), finalized_event_id="evt-1")
+    finally:
+        coord.close()
+    assert cand.outcome is CandidateOutcome.SPOOL_UNAVAILABLE and cand.body == body
+    assert not list(elsewhere.rglob("*.json"))

@@ -1,0 +1,214 @@
+"""``kexpr journal verify | stats | prune | quarantine``: exit codes, enum findings,
+no content in any output."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spool.fsio import make_flock, publish
+from spool.layout import DataRoot
+from spool_tests.journal_support import hand_rows, write_segment
+
+from ops.journal_cli import cli
+
+AKEYS = ("1" * 64, "3" * 64, "5" * 64)
+AIDS = ("2" * 32, "4" * 32, "6" * 32)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> DataRoot:
+    r = DataRoot(tmp_path / "root")
+    r.ensure()
+    return r
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = cli([*argv, "--json"])
+    out = capsys.readouterr().out
+    assert all(k not in out for k in (*AKEYS, *AIDS)), "no artifact key or attempt id in any output"
+    return code, json.loads(out)
+
+
+def today() -> str:
+    return dt.datetime.now(dt.UTC).date().isoformat()
+
+
+def intact(root: DataRoot) -> None:
+    write_segment(root, "2026-11-29.jsonl", hand_rows(AKEYS[0], AIDS[0], "2026-11-29", ["timeout"]))
+    write_segment(root, f"{today()}.jsonl", hand_rows(AKEYS[1], AIDS[1], today(), []))  # still open
+
+
+def test_verify_intact_journal_with_an_open_attempt(root: DataRoot, capsys: pytest.CaptureFixture[str]) -> None:
+    intact(root)
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 0 and out["ok"] is True
+    assert (out["segments"], out["attempts"], out["open_attempts"]) == (2, 2, 1)
+    assert out["findings"] == [] and out["sharing"] == "private"
+
+
+@pytest.mark.parametrize(
+    ("damage", "finding", "where"),
+    [
+        (lambda r: (r.outcomes / "2026-11-29.jsonl").write_bytes(b'{"x":1}\n'), "field_set", "outcomes/2026-11-29.jsonl"),
+        (lambda r: os.chmod(r.outcomes / "2026-11-29.jsonl", 0o644), "unsafe_file", "outcomes/2026-11-29.jsonl"),
+        (lambda r: os.chmod(r.claimed, 0o755), "bad_mode", "spool/claimed"),
+        (lambda r: os.symlink("/etc/passwd", r.requests / ("a" * 32 + ".json")), "symlink", "spool/requests/" + "a" * 32 + ".json"),
+        (lambda r: os.mkfifo(r.responses / ("b" * 32 + ".json"), 0o600), "not_regular_file", "spool/responses/" + "b" * 32 + ".json"),
+        (lambda r: (publish(r.tmp, r.identity_key, b"k" * 32), os.chmod(r.identity_key, 0o640)), "bad_mode", "identity.key"),
+        (lambda r: os.symlink("/tmp", r.journal_lock), "symlink", "journal.lock"),
+        (lambda r: (r.outcomes / "notes.txt").write_bytes(b""), "unexpected_file", "outcomes"),
+    ],
+    ids=["malformed_row", "segment_mode", "dir_mode", "spool_symlink", "spool_fifo", "key_mode", "lock_symlink", "stray_file"],
+)
+def test_verify_reports_each_violation_with_exit_1(
+    root: DataRoot, capsys: pytest.CaptureFixture[str], damage: Any, finding: str, where: str
+) -> None:
+    intact(root)
+    damage(root)
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 1 and out["ok"] is False
+    assert {"finding": finding, "where": where} in out["findings"]
+
+
+def test_verify_human_output_and_process_exit(root: DataRoot) -> None:
+    intact(root)
+    with open(root.outcomes / "2026-11-29.jsonl", "ab") as f:
+        f.write(b'{"artifact_key":"')
+    p = subprocess.run(
+        [sys.executable, "-m", "ops.cli", "journal", "verify", "--data-root", str(root.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 1
+    assert "torn_tail" in p.stderr and "outcomes/2026-11-29.jsonl" in p.stderr
+    p = subprocess.run(
+        [sys.executable, "-m", "ops.cli", "journal", "verify"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=root.root.parent,
+    )
+    assert p.returncode == 1  # the default ./var/korean-expression-v1 does not exist here
+    p = subprocess.run(
+        [sys.executable, "-m", "ops.cli", "journal", "frobnicate"], capture_output=True, text=True, check=False
+    )
+    assert p.returncode == 2
+
+
+def test_verify_tolerates_crash_debris_and_leftover_spool_files(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    intact(root)
+    publish(root.tmp, root.responses / ("c" * 32 + ".json"), b"{}")  # never read: shim gave up
+    fd = os.open(root.tmp / f".{'d' * 32}.json.123.{'e' * 12}", os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)  # staging left by a SIGKILL
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 0 and out["notices"] == []
+
+
+def test_stats_counts_without_content(root: DataRoot, capsys: pytest.CaptureFixture[str]) -> None:
+    intact(root)
+    write_segment(
+        root, "2026-11-28.jsonl", hand_rows(AKEYS[2], AIDS[2], "2026-11-28", ["selected"], mode="enabled")
+    )
+    code, out = run(capsys, "stats", "--data-root", str(root.root))
+    assert code == 0
+    assert out["totals"] == {"open": 1, "selected": 1, "timeout": 1}
+    assert out["days"]["2026-11-28"] == {"daily.v1": {"enabled": {"selected": 1}}}
+    assert out["days"]["2026-11-29"] == {"daily.v1": {"shadow": {"timeout": 1}}}
+    os.chmod(root.outcomes / "2026-11-28.jsonl", 0o666)
+    code, out = run(capsys, "stats", "--data-root", str(root.root))
+    assert code == 1 and out["findings"][0]["finding"] == "unsafe_file"
+
+
+def test_prune_is_a_dry_run_by_default_and_keeps_open_attempts(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=40)).isoformat()
+    older = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=41)).isoformat()
+    edge = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=35)).isoformat()
+    write_segment(root, f"{older}.jsonl", hand_rows(AKEYS[0], AIDS[0], older, ["timeout"]))
+    write_segment(root, f"{old}.jsonl", hand_rows(AKEYS[1], AIDS[1], old, []))  # open
+    write_segment(root, f"{edge}.jsonl", hand_rows(AKEYS[2], AIDS[2], edge, ["timeout"]))
+    code, out = run(capsys, "prune", "--data-root", str(root.root))
+    assert code == 0 and out["would_remove"] == [older] and out["kept_open"] == [old]
+    assert len(os.listdir(root.outcomes)) == 3
+    code, out = run(capsys, "prune", "--data-root", str(root.root), "--apply")
+    assert code == 0 and out["removed"] == [older]
+    assert sorted(os.listdir(root.outcomes)) == [f"{old}.jsonl", f"{edge}.jsonl"]
+    assert not root.journal_lock.exists() or os.stat(root.journal_lock).st_uid == os.geteuid()
+
+
+def test_prune_refuses_an_unverified_journal(root: DataRoot, capsys: pytest.CaptureFixture[str]) -> None:
+    older = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=41)).isoformat()
+    write_segment(root, f"{older}.jsonl", hand_rows(AKEYS[0], AIDS[0], older, ["timeout"])[:-1])
+    code, out = run(capsys, "prune", "--data-root", str(root.root), "--apply")
+    assert code == 1 and out["findings"] == [{"finding": "torn_tail", "where": f"outcomes/{older}.jsonl"}]
+    assert os.listdir(root.outcomes) == [f"{older}.jsonl"]
+
+
+def test_quarantine_command_flow(root: DataRoot, capsys: pytest.CaptureFixture[str]) -> None:
+    intact(root)
+    seg = root.outcomes / "2026-11-29.jsonl"
+    with open(seg, "ab") as f:
+        f.write(b'{"artifact_key":"' + b"7" * 40)
+    torn = seg.read_bytes()
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 1 and out["findings"] == [{"finding": "torn_tail", "where": "outcomes/2026-11-29.jsonl"}]
+    lock = make_flock(root.worker_lock)
+    lock.acquire()
+    try:
+        code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", "2026-11-29", "--apply")
+        assert code == 1 and out["findings"] == [{"finding": "worker_running", "where": "worker.lock"}]
+    finally:
+        lock.release()
+    code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", "2026-11-29")
+    assert code == 0 and out["would_quarantine_to"] == "quarantine/2026-11-29.1.jsonl" and seg.exists()
+    code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", "2026-11-29", "--apply")
+    assert code == 0 and out["quarantined_to"] == "quarantine/2026-11-29.1.jsonl"
+    assert (root.quarantine / "2026-11-29.1.jsonl").read_bytes() == torn
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 0 and out["quarantined"] == ["2026-11-29.1.jsonl"] and out["sealed_artifacts"] == 1
+    code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", today(), "--apply")
+    assert code == 1 and out["findings"] == [{"finding": "not_torn", "where": f"outcomes/{today()}.jsonl"}]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_verify_judges_ownership_against_the_data_root_owner(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator (root here) auditing a root the worker's user owns."""
+    intact(root)
+    for dirpath, dirnames, filenames in os.walk(root.root):
+        for n in (*dirnames, *filenames):
+            os.chown(os.path.join(dirpath, n), 65534, -1)
+    os.chown(root.root, 65534, -1)
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 0, out
+    os.chown(root.outcomes / "2026-11-29.jsonl", 0, -1)  # one file of someone else
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 1 and {"finding": "unsafe_file", "where": "outcomes/2026-11-29.jsonl"} in out["findings"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a shared group root is set up with chown")
+def test_verify_a_shared_group_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "shared"
+    d.mkdir()
+    os.chown(d, -1, 65534)
+    os.chmod(d, 0o2770)
+    root = DataRoot(d)
+    root.ensure()
+    publish(root.tmp, root.requests / ("a" * 32 + ".json"), b"{}")
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 0 and out["sharing"] == "shared_group"
+    os.chmod(root.requests / ("a" * 32 + ".json"), 0o666)
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 1 and out["findings"] == [{"finding": "bad_mode", "where": "spool/requests/" + "a" * 32 + ".json"}]
