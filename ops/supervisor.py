@@ -319,7 +319,6 @@ class Supervisor:
             # Never creates the data root: until the worker has made it, this
             # raises FileNotFoundError and the beat is simply skipped.
             replace_private(
-                self._root.tmp,
                 supervisor_status_path(self._root),
                 json.dumps(status, sort_keys=True).encode("utf-8"),
             )

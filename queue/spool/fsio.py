@@ -548,21 +548,27 @@ def list_dir(path: Path) -> list[str]:
             os.close(fd)
 
 
-def replace_private(tmp_dir: Path, final_path: Path, data: bytes) -> None:
-    """Replace a non-durable status file atomically (rename over). Only for
-    ``worker.status.json``: a heartbeat, not evidence."""
+def replace_private(final_path: Path, data: bytes) -> None:
+    """Replace a non-durable status file atomically (rename over). Only for the
+    ``*.status.json`` heartbeats: not evidence, so not fsynced.
+
+    Staged in the final file's own directory, never in ``spool/tmp``: a rename
+    *out of* the watched spool tree is an unmatched ``IN_MOVED_FROM`` that
+    watchdog holds for 500 ms, delaying every later event (SPEC §4 trap 1;
+    measured by bench/run.py as a 500 ms stall per heartbeat).
+    """
     staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
-    with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
-        fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+    with _Dir(final_path.parent) as final:
+        fd, _ = _open_leaf(final, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
         try:
             _write_all(fd, data)
         finally:
             os.close(fd)
         try:
-            os.rename(staging, final_path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd)
+            os.rename(staging, final_path.name, src_dir_fd=final.fd, dst_dir_fd=final.fd)
         except BaseException:
             try:
-                os.unlink(staging, dir_fd=tmp.fd)
+                os.unlink(staging, dir_fd=final.fd)
             except FileNotFoundError:
                 pass
             raise

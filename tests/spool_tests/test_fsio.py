@@ -231,8 +231,8 @@ def test_publish_never_replaces_and_claim_has_one_winner(root: DataRoot) -> None
 
 
 def test_status_replace_keeps_directory_mode(root: DataRoot) -> None:
-    replace_private(root.tmp, root.status_file, b"1")
-    replace_private(root.tmp, root.status_file, b"2")
+    replace_private(root.status_file, b"1")
+    replace_private(root.status_file, b"2")
     assert root.status_file.read_bytes() == b"2" and mode_of(root.status_file) == 0o600
 
 
@@ -469,3 +469,38 @@ def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: s
         coord.close()
     assert cand.outcome is CandidateOutcome.SPOOL_UNAVAILABLE and cand.body == body
     assert not list(elsewhere.rglob("*.json"))
+
+
+def test_status_replace_never_touches_the_watched_spool_tree(root: DataRoot) -> None:
+    """A heartbeat staged in spool/tmp and renamed into the data root is an
+    unmatched IN_MOVED_FROM for the worker's recursive watch of spool/, which
+    watchdog holds 500 ms, delaying every later event (SPEC §4 trap 1). The
+    heartbeats must produce no event at all under spool/."""
+    import threading
+
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    seen: list[str] = []
+    flushed = threading.Event()
+
+    class Record(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            if str(event.src_path).endswith("marker"):
+                flushed.set()
+            else:
+                seen.append(type(event).__name__)
+
+    observer = Observer()
+    observer.schedule(Record(), str(root.spool), recursive=True)
+    observer.start()
+    try:
+        for i in range(5):
+            replace_private(root.status_file, str(i).encode())
+            replace_private(root.root / "supervisor.status.json", str(i).encode())
+        (root.requests / "marker").write_bytes(b"")  # a later event flushes the queue
+        assert flushed.wait(10)
+    finally:
+        observer.stop()
+        observer.join(5)
+    assert [e for e in seen if "Dir" not in e] == []
