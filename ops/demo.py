@@ -274,6 +274,26 @@ def _samples() -> list[Sample]:
     ]
 
 
+def display_width(text: str) -> int:
+    """Terminal columns: Hangul and other East Asian wide characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def print_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    cells = [tuple(str(c) for c in r) for r in [headers, *rows]]
+    widths = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
+
+    def fmt(r: tuple[str, ...]) -> str:
+        return "  ".join(c + " " * (w - display_width(c)) for c, w in zip(r, widths, strict=True)).rstrip()
+
+    print(fmt(cells[0]))
+    print(fmt(tuple("-" * w for w in widths)))
+    for r in cells[1:]:
+        print(fmt(r))
+
+
 def gateway_main(data_root: Path) -> int:
     """The gateway side of the demo. Runs in a process started without the key."""
     from gateway_shim import KoreanExpressionConfig, KoreanExpressionCoordinator, Mode, exact_block
@@ -294,12 +314,7 @@ def gateway_main(data_root: Path) -> int:
     finally:
         coord.close()
     headers = ("surface", "sample", "outcome", "status", "body excerpt (first slot)")
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
-    line = "  ".join("{:<" + str(w) + "}" for w in widths)
-    print(line.format(*headers))
-    print(line.format(*("-" * w for w in widths)))
-    for r in rows:
-        print(line.format(*r))
+    print_table(headers, rows)
     return 0
 
 
