@@ -22,7 +22,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -281,7 +281,7 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def print_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+def print_table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     cells = [tuple(str(c) for c in r) for r in [headers, *rows]]
     widths = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
 
