@@ -24,15 +24,12 @@ request. Daily replay is canonical-only and never parsed for expression.
 
 from __future__ import annotations
 
-import itertools
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from gateway_shim.glossary import GLOSSARY
 from gateway_shim.surfaces._model import (
-    TELEGRAM_MAX_UTF16,
     CanonicalSurface,
     Ineligible,
     IneligibleReason,
@@ -40,7 +37,11 @@ from gateway_shim.surfaces._model import (
     Placeholder,
     ProseSlot,
     SlotRef,
-    utf16_len,
+)
+from gateway_shim.surfaces._text import (
+    check_body,
+    is_line_text,
+    paragraphs,
 )
 
 __all__ = [
@@ -88,18 +89,6 @@ def _status_text(complete: bool) -> str:
     return GLOSSARY[_status_id(complete)] + "."
 
 
-# Cc: LF, CR, tab, NEL and the other C0/C1 controls; Cs: lone surrogates; Zl/Zp:
-# U+2028/U+2029, which clients and str.splitlines treat as line breaks.
-_FORBIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cs", "Zl", "Zp"})
-
-
-def _has_forbidden_char(text: str) -> bool:
-    return any(unicodedata.category(c) in _FORBIDDEN_CATEGORIES for c in text)
-
-
-def _is_line_text(text: str) -> bool:
-    """Non-empty, and no control, line-break or lone-surrogate character."""
-    return bool(text) and not _has_forbidden_char(text)
 
 
 # --- the reference renderer (the host's v1 format) --------------------------------
@@ -118,7 +107,7 @@ def format_daily(
     grammar cannot carry. Does not enforce the Telegram length limit: that is an
     eligibility question for ``parse_daily``.
     """
-    if not isinstance(title, str) or not _is_line_text(title) or title.startswith(_BULLET):
+    if not isinstance(title, str) or not is_line_text(title) or title.startswith(_BULLET):
         raise ValueError("title must be one non-empty line not starting with a bullet")
     if isinstance(facts, Mapping):
         if set(facts) != set(FACT_LABELS):
@@ -129,11 +118,11 @@ def format_daily(
         if [pair[0] for pair in pairs] != list(FACT_LABELS):
             raise ValueError("facts must be the seven daily labels in order")
     values = [value for _, value in pairs]
-    if not all(isinstance(v, str) and _is_line_text(v) for v in values):
+    if not all(isinstance(v, str) and is_line_text(v) for v in values):
         raise ValueError("each fact value must be one non-empty line")
     if isinstance(actions, str) or not actions:
         raise ValueError("actions must be a non-empty sequence of lines")
-    if not all(isinstance(a, str) and _is_line_text(a) for a in actions):
+    if not all(isinstance(a, str) and is_line_text(a) for a in actions):
         raise ValueError("each action must be one non-empty line")
     complete = MISSING_VALUE not in values
     lines = [
@@ -160,20 +149,20 @@ def parse_daily(body: str, facts: DailyFacts) -> CanonicalSurface:
     """
     if not isinstance(facts, DailyFacts):
         raise Ineligible(IneligibleReason.FACTS_INVALID)
-    _check_text(body)
-    paragraphs = _paragraphs(body)
-    _parse_title(paragraphs[0])
-    derived_complete = _parse_facts(paragraphs[1])
-    status_line = _parse_status(paragraphs[2], derived_complete)
-    _parse_actions(paragraphs[3])
+    check_body(body)
+    parts = _paragraphs(body)
+    _parse_title(parts[0])
+    derived_complete = _parse_facts(parts[1])
+    status_line = _parse_status(parts[2], derived_complete)
+    _parse_actions(parts[3])
     # Grammar first, then the host's typed fact: all three must agree.
     if facts.complete != derived_complete:
         raise Ineligible(IneligibleReason.HOST_FACTS_MISMATCH)
 
     # The status paragraph is the whole third paragraph: one line, located by
     # paragraph position, never by searching for its text.
-    prefix = "\n\n".join(paragraphs[0:2]) + "\n\n"
-    suffix = "\n\n" + paragraphs[3]
+    prefix = "\n\n".join(parts[0:2]) + "\n\n"
+    suffix = "\n\n" + parts[3]
     status_id = _status_id(derived_complete)
     slot = ProseSlot(
         slot_id=SLOT_ID,
@@ -190,35 +179,12 @@ def parse_daily(body: str, facts: DailyFacts) -> CanonicalSurface:
     )
 
 
-def _check_text(body: object) -> None:
-    """Whole-body limits, before any grammar (cheap checks first)."""
-    if not isinstance(body, str):
-        raise Ineligible(IneligibleReason.NOT_TEXT)
-    try:
-        body.encode("utf-8")
-    except UnicodeEncodeError as e:  # a lone surrogate cannot reach Telegram
-        raise Ineligible(IneligibleReason.INVALID_UNICODE) from e
-    if utf16_len(body) > TELEGRAM_MAX_UTF16:
-        raise Ineligible(IneligibleReason.TOO_LONG_UTF16)
-    if "\r" in body:
-        raise Ineligible(IneligibleReason.CARRIAGE_RETURN)
-    if body.endswith("\n"):
-        raise Ineligible(IneligibleReason.TRAILING_NEWLINE)
-    if _has_forbidden_char(body.replace("\n", "")):
-        raise Ineligible(IneligibleReason.CONTROL_CHARACTER)
-
-
 def _paragraphs(body: str) -> list[str]:
     """paragraphs ::= PARAGRAPH ("\\n\\n" PARAGRAPH){3}, no empty line elsewhere."""
-    lines = body.split("\n")
-    # An empty line at the start, or two in a row: an extra blank line. (An empty
-    # line at the end is a trailing newline, rejected before.)
-    if lines[0] == "" or any(a == "" and b == "" for a, b in itertools.pairwise(lines)):
-        raise Ineligible(IneligibleReason.BLANK_LINE_MISMATCH)
-    paragraphs = body.split("\n\n")
-    if len(paragraphs) != _PARAGRAPHS:
+    found = paragraphs(body)
+    if len(found) != _PARAGRAPHS:
         raise Ineligible(IneligibleReason.PARAGRAPH_COUNT_MISMATCH)
-    return paragraphs
+    return found
 
 
 def _parse_title(paragraph: str) -> None:
