@@ -31,7 +31,7 @@ PROFILE_ENV: Final = "KEXPR_HYPOTHESIS_PROFILE"
 PROFILE_NAME: Final = os.environ.get(PROFILE_ENV, "kexpr-test")
 
 _PROPERTY_EXAMPLES: Final = {"kexpr-test": 200, "fuzz": 100_000}
-_REDACTION_EXAMPLES: Final = {"kexpr-test": 40, "fuzz": 1_000}  # per surface
+_REDACTION_EXAMPLES: Final = {"kexpr-test": 40, "fuzz": 500}  # per surface
 
 if PROFILE_NAME not in _PROPERTY_EXAMPLES:
     raise RuntimeError(f"{PROFILE_ENV} must be one of {sorted(_PROPERTY_EXAMPLES)}")

@@ -20,7 +20,7 @@ from spool.contract import (
     manifest_for,
 )
 
-# Small in `make test`, 10**5 examples in `make fuzz` (KEXPR_HYPOTHESIS_PROFILE).
+# Small in `make test`; 10**5 examples with KEXPR_HYPOTHESIS_PROFILE=fuzz.
 PROFILE = PROPERTY
 POLICIES = all_policies()
 
