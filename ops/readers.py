@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spool.fsio import UnsafePath, read_bounded
 from spool.layout import DataRoot
 
 
@@ -58,20 +59,10 @@ def read_nofollow(path: os.PathLike[str] | str, *, max_bytes: int) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ReadRefused(ReadProblem.NOT_REGULAR_FILE)
-        if st.st_size > max_bytes:
-            raise ReadRefused(ReadProblem.TOO_LARGE)
-        chunks: list[bytes] = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > max_bytes:
-            raise ReadRefused(ReadProblem.TOO_LARGE)
-        return data
+        try:
+            return read_bounded(fd, st, max_bytes)
+        except UnsafePath as e:  # an OSError: must be caught before the one below
+            raise ReadRefused(ReadProblem.TOO_LARGE) from e
     except OSError as e:
         raise ReadRefused(ReadProblem.IO_ERROR) from e
     finally:

@@ -336,7 +336,9 @@ def _open_leaf(
         raise
 
 
-def _read_all(fd: int, st: os.stat_result, max_bytes: int) -> bytes:
+def read_bounded(fd: int, st: os.stat_result, max_bytes: int) -> bytes:
+    """The whole file behind ``fd`` (already checked by the caller), at most
+    ``max_bytes``; `UnsafePath(TOO_LARGE)` beyond. Shared with the ops readers."""
     if st.st_size > max_bytes:
         raise UnsafePath(UnsafeReason.TOO_LARGE)
     chunks: list[bytes] = []
@@ -418,7 +420,7 @@ def read_private_identified(
     with _Dir(path.parent) as d:
         fd, st = _open_leaf(d, path.name, _OPEN_READ, exclusive=exclusive)
         try:
-            return _read_all(fd, st, max_bytes), FileId.of(st)
+            return read_bounded(fd, st, max_bytes), FileId.of(st)
         finally:
             os.close(fd)
 
