@@ -60,12 +60,15 @@ from __future__ import annotations
 
 import enum
 import errno
+import fcntl
 import functools
 import grp
 import inspect
 import os
 import pwd
 import stat
+import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -475,6 +478,13 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
     Raises ``FileExistsError`` if ``final_path`` already exists: publication never
     replaces. The staging file is removed in every case (partial state undone on
     ``BaseException``, then re-raised).
+
+    ``durable=False`` (rule 5 applies only to files that must survive a crash):
+    neither the file nor the directory is fsynced; the link is still atomic, so a
+    reader sees the whole file or nothing while the machine is up. After a crash
+    such a file may be empty or torn, which its reader must refuse (the spool's
+    strict message parsers do). For requests and responses, which are worthless
+    after their 4 s deadline anyway.
     """
     staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
     with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
@@ -484,7 +494,8 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
         try:
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.link(staging, final_path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd, follow_symlinks=False)
@@ -685,6 +696,123 @@ class ProductLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+class HeldFlock:
+    """The journal lock of its single writer: one checked descriptor, kept open,
+    ``flock``-ed for each critical section.
+
+    The first acquire does what `ProductLock` does before every acquire — walk
+    to the lock file without following a symlink, create it ``O_EXCL`` (the
+    directory's file mode) or open and check it (regular, owner, mode) — and
+    keeps that descriptor. Every acquire then takes ``flock(LOCK_EX)`` on it and
+    checks, with one ``lstat`` of the lock path, that the path still names this
+    inode and that it is still a regular file of the right owner and mode;
+    otherwise the flock is dropped and `INODE_CHANGED` (or the check's own
+    reason) is raised: a lock on an inode no longer at the path excludes nobody.
+    There is no open per acquire, so there is nothing to create or truncate
+    through a path that changed under us (the filelock CVE class); a changed
+    path is *detected*, and the worker's tree check quarantines it.
+
+    Why not `ProductLock` for the journal: it re-walks the path twice and
+    filelock re-opens the file on every acquire — 115–470 µs, three or four
+    times per artifact (docs/performance.md, finding D); this costs one
+    ``flock`` and one ``lstat``. Both lock the same inode with ``flock(2)``, so
+    a `HeldFlock` in the worker and a `ProductLock` in an ops tool exclude each
+    other. Re-entrant per object (a depth count); callers order their threads
+    with their own mutex, as with `ProductLock`. The descriptor is closed when
+    the object is collected, or by `close`; the file is never unlinked.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._id: FileId | None = None
+        self._sharing: Sharing = PRIVATE
+        self._depth = 0
+        self._finalizer: weakref.finalize[[int], None] | None = None
+
+    def _open(self) -> int:
+        with _Dir(self.path.parent) as d:
+            try:
+                fd, st = _open_leaf(d, self.path.name, _OPEN_CREATE)
+            except FileExistsError:
+                fd, st = _open_leaf(d, self.path.name, _OPEN_READ)
+            sharing = d.sharing
+        if self._id is not None and FileId.of(st) != self._id:
+            os.close(fd)
+            raise UnsafePath(UnsafeReason.INODE_CHANGED)
+        self._fd, self._id, self._sharing = fd, FileId.of(st), sharing
+        self._finalizer = weakref.finalize(self, os.close, fd)
+        return fd
+
+    def _check_path(self) -> None:
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError as e:
+            raise UnsafePath(UnsafeReason.INODE_CHANGED) from e
+        if FileId.of(st) != self._id:
+            raise UnsafePath(UnsafeReason.INODE_CHANGED)
+        self._sharing.check_file(st)
+
+    def acquire(self, timeout: float = -1) -> None:
+        if self._depth:
+            self._depth += 1
+            return
+        fd = self._fd if self._fd is not None else self._open()
+        _flock_fd(fd, timeout, self.path)
+        try:
+            self._check_path()
+        except BaseException:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            raise
+        self._depth = 1
+
+    def release(self) -> None:
+        if self._depth == 0:
+            raise RuntimeError("release of an unheld lock")
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    @property
+    def is_locked(self) -> bool:
+        return self._depth > 0
+
+    def close(self) -> None:
+        """Drop the descriptor (and with it any flock). The next acquire
+        re-opens and must find the same inode."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._fd, self._finalizer, self._depth = None, None, 0
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def _flock_fd(fd: int, timeout: float, path: Path) -> None:
+    """``flock(LOCK_EX)``: blocking for ``timeout < 0``, else polled until it."""
+    if timeout < 0:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= end:
+                raise filelock.Timeout(str(path)) from None
+            time.sleep(min(0.01, max(0.0, end - time.monotonic())))
 
 
 def make_flock(path: Path, *, create: bool = True) -> ProductLock:

@@ -4,6 +4,7 @@ truncated or unlinked that must not be."""
 
 from __future__ import annotations
 
+import fcntl
 import grp
 import os
 import pwd
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 from spool.fsio import (
     PRIVATE,
+    HeldFlock,
+    LockTimeout,
     ProductLock,
     Sharing,
     UnsafePath,
@@ -278,6 +281,116 @@ def test_unsafe_lock_file_is_refused(root: DataRoot, tmp_path: Path, bad: str) -
     with pytest.raises(UnsafePath) as e:
         ProductLock(root.journal_lock).acquire()
     assert reason(e) is expected
+
+
+# HeldFlock: the journal writer's lock (one checked descriptor, flock per use).
+
+
+def test_held_lock_file_is_created_private_and_never_unlinked(root: DataRoot) -> None:
+    lock = HeldFlock(root.journal_lock)
+    with lock:
+        ino = os.stat(root.journal_lock).st_ino
+        assert lock.is_locked
+    assert not lock.is_locked
+    with lock:
+        pass
+    lock.close()
+    with lock:  # re-opened after close: the same inode
+        pass
+    assert os.stat(root.journal_lock).st_ino == ino and mode_of(root.journal_lock) == 0o600
+
+
+@pytest.mark.parametrize("first", ["held", "product"])
+def test_held_and_product_locks_exclude_each_other(root: DataRoot, first: str) -> None:
+    """The worker holds a HeldFlock, an ops tool a ProductLock: same inode, flock(2)."""
+    held, product = HeldFlock(root.journal_lock), make_flock(root.journal_lock)
+    a, b = (held, product) if first == "held" else (product, held)
+    with a:
+        with pytest.raises(LockTimeout):
+            b.acquire(timeout=0)
+        with pytest.raises(LockTimeout):
+            b.acquire(timeout=0.05)
+    b.acquire(timeout=0)
+    b.release()
+
+
+def test_held_lock_is_reentrant_until_the_outer_release(root: DataRoot) -> None:
+    lock, other = HeldFlock(root.journal_lock), make_flock(root.journal_lock)
+    with lock:
+        with lock:
+            pass
+        with pytest.raises(LockTimeout):  # the inner release did not unlock
+            other.acquire(timeout=0)
+    other.acquire(timeout=0)
+    other.release()
+    with pytest.raises(RuntimeError):
+        lock.release()
+
+
+@pytest.mark.parametrize("change", ["swapped", "removed", "symlink", "mode"])
+def test_held_lock_refuses_a_lock_path_changed_after_first_use(
+    root: DataRoot, tmp_path: Path, change: str
+) -> None:
+    lock = HeldFlock(root.journal_lock)
+    with lock:
+        pass
+    expected = UnsafeReason.INODE_CHANGED
+    if change == "swapped":
+        fd = os.open(root.root / "other", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        os.rename(root.root / "other", root.journal_lock)
+    elif change == "removed":
+        os.unlink(root.journal_lock)
+    elif change == "symlink":
+        os.rename(root.journal_lock, tmp_path / "real.lock")
+        root.journal_lock.symlink_to(tmp_path / "real.lock")
+    else:
+        os.chmod(root.journal_lock, 0o644)
+        expected = UnsafeReason.BAD_MODE
+    with pytest.raises(UnsafePath) as e:
+        lock.acquire()
+    assert reason(e) is expected
+    assert not lock.is_locked
+    # The refused acquire let go of the flock: a new open file description of
+    # the very inode it holds (through /proc) can take it at once.
+    fd = os.open(f"/proc/self/fd/{lock._fd}", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+
+
+def test_held_lock_refuses_a_data_root_swapped_after_first_use(root: DataRoot, tmp_path: Path) -> None:
+    lock = HeldFlock(root.journal_lock)
+    with lock:
+        pass
+    os.rename(root.root, tmp_path / "aside")
+    DataRoot(root.root).ensure()
+    fd = os.open(root.journal_lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    with pytest.raises(UnsafePath) as e:
+        lock.acquire()
+    assert reason(e) is UnsafeReason.INODE_CHANGED
+
+
+@pytest.mark.parametrize("bad", ["symlink", "mode", "fifo"])
+def test_unsafe_lock_file_is_refused_by_the_held_lock_too(root: DataRoot, tmp_path: Path, bad: str) -> None:
+    if bad == "symlink":
+        (tmp_path / "t").write_bytes(b"")
+        root.journal_lock.symlink_to(tmp_path / "t")
+        expected = UnsafeReason.SYMLINK
+    elif bad == "mode":
+        fd = os.open(root.journal_lock, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.close(fd)
+        os.chmod(root.journal_lock, 0o644)
+        expected = UnsafeReason.BAD_MODE
+    else:
+        os.mkfifo(root.journal_lock, 0o600)
+        expected = UnsafeReason.NOT_REGULAR_FILE
+    lock = HeldFlock(root.journal_lock)
+    with pytest.raises(UnsafePath) as e:
+        lock.acquire()
+    assert reason(e) is expected and not lock.is_locked
 
 
 def test_ops_lock_never_creates_a_lock_file(root: DataRoot) -> None:
