@@ -56,7 +56,12 @@ from spool.messages import (
     SpoolRequest,
     parse_response,
 )
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    FileCreatedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
@@ -561,7 +566,16 @@ class KoreanExpressionCoordinator:
         arrived = self._waiters.register(rid)
         try:
             try:
-                publish(self.root.tmp, self.root.requests / f"{rid}.json", request.to_bytes())
+                # Not fsynced (fsio rule 5 is for files that must survive a
+                # crash): a request is worthless after its 4 s deadline, and a
+                # torn one left by a power loss is refused by the worker's
+                # strict parser (invalid_request: no row, no call).
+                publish(
+                    self.root.tmp,
+                    self.root.requests / f"{rid}.json",
+                    request.to_bytes(),
+                    durable=False,
+                )
             except OSError:
                 return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
             data = self._wait_for(response_path, arrived, mono_deadline)
@@ -657,7 +671,15 @@ class KoreanExpressionCoordinator:
                 self._key = load_or_create_key(self.root)
             if self._observer is None:
                 observer = Observer()
-                observer.schedule(self._waiters, str(self.root.responses), recursive=False)
+                # Arrivals only: the inotify mask then leaves out the opens,
+                # closes and removals of every response read (ours and the
+                # other shims'), which would each cost the observer's threads.
+                observer.schedule(
+                    self._waiters,
+                    str(self.root.responses),
+                    recursive=False,
+                    event_filter=[FileCreatedEvent, FileMovedEvent],
+                )
                 observer.daemon = True
                 observer.start()
                 self._observer = observer
