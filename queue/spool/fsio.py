@@ -249,8 +249,11 @@ def _open_dir(path: Path) -> tuple[int, os.stat_result | None]:
     and the stat of the topmost shared-group (02770) directory on the way: the
     data root of a shared-group deployment, whose owner is a party (rule 3)."""
     p = os.fspath(path)
-    fd = os.open("/" if os.path.isabs(p) else ".", _WALK)
-    anchor: os.stat_result | None = None
+    return _walk(os.open("/" if os.path.isabs(p) else ".", _WALK), p, None)
+
+
+def _walk(fd: int, p: str, anchor: os.stat_result | None) -> tuple[int, os.stat_result | None]:
+    """Walk the components of ``p`` from ``fd`` (consumed: closed or returned)."""
     try:
         for part in p.split("/"):
             if part in ("", "."):
@@ -283,10 +286,11 @@ class _Dir:
     it is walked without symlinks but its mode and owner are not ours to judge.
     """
 
-    __slots__ = ("fd", "sharing", "st")
+    __slots__ = ("anchor", "fd", "sharing", "st")
 
     def __init__(self, path: Path, *, product: bool = True) -> None:
         self.fd, anchor = _open_dir(path)
+        self.anchor = anchor
         try:
             self.st = os.fstat(self.fd)
             self.sharing = PRIVATE
@@ -372,6 +376,47 @@ def check_dir(path: Path) -> tuple[Sharing, FileId]:
     """Check one product directory (walk, type, owner, mode); its sharing and identity."""
     with _Dir(path) as d:
         return d.sharing, FileId.of(d.st)
+
+
+def check_tree(root: Path, below: tuple[str, ...]) -> tuple[Sharing, dict[str, FileId]]:
+    """Check ``root`` and each directory ``below`` it (relative paths) as
+    `check_dir` does, in one walk: the root is walked from ``/``, each directory
+    below from the root's descriptor (still one component at a time, no symlink
+    followed). Every directory below must declare the root's sharing
+    (`BAD_MODE` otherwise). Returns the sharing and each identity, ``"."`` for
+    the root."""
+    with _Dir(root) as r:
+        ids = {".": FileId.of(r.st)}
+        for rel in below:
+            fd, sub_anchor = _walk(os.dup(r.fd), rel, r.anchor)
+            try:
+                st = os.fstat(fd)
+                sharing = sharing_of(st, sub_anchor)
+                sharing.check_dir(st)
+            finally:
+                os.close(fd)
+            if sharing != r.sharing:
+                raise UnsafePath(UnsafeReason.BAD_MODE)
+            ids[rel] = FileId.of(st)
+        return r.sharing, ids
+
+
+def glance_dirs(paths: tuple[Path, ...], sharing: Sharing) -> tuple[FileId, ...]:
+    """One ``lstat`` per directory, no walk: each must still be a directory (a
+    symlink is `SYMLINK`) with ``sharing``'s owner and mode; their identities.
+
+    For a frequent re-check between two `check_tree` walks (the worker's scan):
+    compared with the identities of the last walk, it finds a product directory
+    replaced, swapped, re-moded or turned into a symlink. What only the walk
+    finds is a symlink put *above* the data root that leads back to the same
+    directories — harmless to what is opened, and found at the next walk.
+    """
+    out = []
+    for p in paths:
+        st = os.lstat(p)
+        sharing.check_dir(st)
+        out.append(FileId.of(st))
+    return tuple(out)
 
 
 def ensure_dir(path: Path, sharing: Sharing, *, parent_is_product: bool = True) -> FileId:
@@ -730,7 +775,7 @@ class HeldFlock:
         self._id: FileId | None = None
         self._sharing: Sharing = PRIVATE
         self._depth = 0
-        self._finalizer: weakref.finalize[[int], None] | None = None
+        self._finalizer: weakref.finalize[[int], HeldFlock] | None = None
 
     def _open(self) -> int:
         with _Dir(self.path.parent) as d:

@@ -31,10 +31,10 @@ from typing import Final
 from spool.fsio import (
     FileId,
     Sharing,
-    UnsafePath,
-    UnsafeReason,
     check_dir,
+    check_tree,
     ensure_dir,
+    glance_dirs,
     ensure_private_dir,
 )
 
@@ -129,11 +129,14 @@ class DataRoot:
         Returns each directory's identity, so that a caller can notice a directory
         swapped after start-up (`UnsafeReason.INODE_CHANGED`).
         """
-        sharing, root_id = check_dir(self.root)
-        ids = {".": root_id}
-        for d in self.product_dirs():
-            got, fid = check_dir(d)
-            if got != sharing:
-                raise UnsafePath(UnsafeReason.BAD_MODE)
-            ids[str(d.relative_to(self.root))] = fid
-        return ids
+        # One walk from "/" to the root, then each directory from the root's
+        # descriptor.
+        rels = tuple(str(d.relative_to(self.root)) for d in self.product_dirs())
+        return check_tree(self.root, rels)[1]
+
+    def glance_tree(self, sharing: Sharing) -> dict[str, FileId]:
+        """`verify_tree`'s answer from one ``lstat`` per directory (no walk, see
+        `spool.fsio.glance_dirs`): for the worker's every scan, between walks."""
+        dirs = (self.root, *self.product_dirs())
+        ids = glance_dirs(dirs, sharing)
+        return {str(d.relative_to(self.root)): i for d, i in zip(dirs, ids, strict=True)}

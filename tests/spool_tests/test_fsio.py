@@ -24,6 +24,7 @@ from spool.fsio import (
     _Dir,
     _open_leaf,
     check_dir,
+    check_tree,
     claim,
     create_private_file,
     make_flock,
@@ -617,3 +618,100 @@ def test_status_replace_never_touches_the_watched_spool_tree(root: DataRoot) -> 
         observer.stop()
         observer.join(5)
     assert [e for e in seen if "Dir" not in e] == []
+
+
+# ------------------------------------------------------------- check_tree
+
+
+def test_check_tree_agrees_with_check_dir_on_a_sound_tree(root: DataRoot) -> None:
+    rels = tuple(str(d.relative_to(root.root)) for d in root.product_dirs())
+    sharing, ids = check_tree(root.root, rels)
+    assert sharing == check_dir(root.root)[0]
+    assert ids == {".": check_dir(root.root)[1], **{r: check_dir(root.root / r)[1] for r in rels}}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["symlink_below", "symlink_at_root", "mode_below", "file_below", "missing_below"],
+)
+def test_check_tree_refuses_what_check_dir_refuses(root: DataRoot, tmp_path: Path, damage: str) -> None:
+    rels = tuple(str(d.relative_to(root.root)) for d in root.product_dirs())
+    victim = root.requests
+    if damage == "symlink_below":
+        os.rename(victim, tmp_path / "real")
+        victim.symlink_to(tmp_path / "real")
+    elif damage == "symlink_at_root":
+        os.rename(root.root, tmp_path / "real")
+        root.root.symlink_to(tmp_path / "real")
+        victim = root.root
+    elif damage == "mode_below":
+        os.chmod(victim, 0o755)
+    elif damage == "file_below":
+        os.rmdir(victim)
+        victim.write_bytes(b"")
+    else:
+        os.rmdir(victim)
+    with pytest.raises(OSError) as walked:
+        check_dir(victim)
+    with pytest.raises(OSError) as tree:
+        check_tree(root.root, rels)
+    assert type(tree.value) is type(walked.value)
+    assert getattr(tree.value, "reason", None) == getattr(walked.value, "reason", None)
+
+
+def test_check_tree_refuses_a_subdirectory_of_another_sharing(root: DataRoot) -> None:
+    gid = os.getegid()
+    os.chmod(root.reports, 0o2770)
+    os.chown(root.reports, -1, gid)
+    with pytest.raises(UnsafePath) as e:
+        check_tree(root.root, ("spool", "spool/reports"))
+    assert reason(e) is UnsafeReason.BAD_MODE
+
+
+def test_glance_agrees_with_the_walk_on_a_sound_tree(root: DataRoot) -> None:
+    assert root.glance_tree(root.sharing()) == root.verify_tree()
+
+
+@pytest.mark.parametrize("damage", ["symlink_below", "symlink_at_root", "mode_below", "file_below", "swapped"])
+def test_glance_refuses_or_notices_what_the_walk_does(root: DataRoot, tmp_path: Path, damage: str) -> None:
+    sharing, before = root.sharing(), root.verify_tree()
+    victim = root.requests
+    if damage == "symlink_below":
+        os.rename(victim, tmp_path / "real")
+        victim.symlink_to(tmp_path / "real")
+    elif damage == "symlink_at_root":
+        os.rename(root.root, tmp_path / "real")
+        root.root.symlink_to(tmp_path / "real")
+    elif damage == "mode_below":
+        os.chmod(victim, 0o755)
+    elif damage == "file_below":
+        os.rmdir(victim)
+        victim.write_bytes(b"")
+    else:
+        os.rename(victim, tmp_path / "aside")
+        os.mkdir(victim, 0o700)  # a look-alike: only its identity differs
+    if damage == "swapped":
+        assert root.verify_tree() != before
+        assert root.glance_tree(sharing) != before
+    else:
+        with pytest.raises(UnsafePath) as walked:
+            root.verify_tree()
+        with pytest.raises(UnsafePath) as glanced:
+            root.glance_tree(sharing)
+        assert reason(glanced) is reason(walked)
+
+
+def test_glance_does_not_see_a_symlink_above_the_root_that_leads_back(root: DataRoot, tmp_path: Path) -> None:
+    """The documented difference: only the walk (on the worker's timer) finds it."""
+    sharing, before = root.sharing(), root.verify_tree()
+    parent = root.root.parent
+    os.rename(parent, tmp_path.parent / (tmp_path.name + "-real"))
+    os.symlink(tmp_path.parent / (tmp_path.name + "-real"), parent)
+    try:
+        assert root.glance_tree(sharing) == before
+        with pytest.raises(UnsafePath) as e:
+            root.verify_tree()
+        assert reason(e) is UnsafeReason.SYMLINK
+    finally:
+        os.unlink(parent)
+        os.rename(tmp_path.parent / (tmp_path.name + "-real"), parent)

@@ -611,8 +611,9 @@ def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_
     assert [c["artifact_key"] for c in provider.calls] == ["1" * 64, "4" * 64]
 
 
+@pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
 @pytest.mark.parametrize("where", ["spool", "claimed", "outcomes"])
-def test_directory_swapped_after_start_up_quarantines(root, provider, env, tmp_path: Path, where: str) -> None:  # type: ignore[no-untyped-def]
+def test_directory_swapped_after_start_up_quarantines(root, provider, env, tmp_path: Path, where: str, walk: bool) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     target = {"spool": root.spool, "claimed": root.claimed, "outcomes": root.outcomes}[where]
@@ -622,23 +623,32 @@ def test_directory_swapped_after_start_up_quarantines(root, provider, env, tmp_p
     if where == "spool":
         for d in root.spool_dirs():
             os.mkdir(d, 0o700)
-    w._check_tree()
+    w._check_tree(walk=walk)
     assert w.quarantine == "inode_changed" and not w.journal_ok
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
     assert provider.calls == []
 
 
-def test_directory_replaced_by_a_symlink_quarantines(root, provider, env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
+def test_directory_replaced_by_a_symlink_quarantines(root, provider, env, tmp_path: Path, walk: bool) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     os.rename(root.outcomes, tmp_path / "real")
     os.symlink(tmp_path / "real", root.outcomes)
-    w._check_tree()
+    w._check_tree(walk=walk)
     assert w.quarantine == "symlink"
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
     assert provider.calls == [] and os.listdir(tmp_path / "real") == []
+
+
+@pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
+def test_directory_re_moded_after_start_up_quarantines(root, provider, env, walk: bool) -> None:  # type: ignore[no-untyped-def]
+    w = make_worker(root, provider, Clock(), env)
+    os.chmod(root.reports, 0o755)
+    w._check_tree(walk=walk)
+    assert w.quarantine == "bad_mode" and not w.journal_ok
 
 
 def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
