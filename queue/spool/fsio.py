@@ -10,8 +10,12 @@ one place:
    directory's descriptor. A symlink at *any* component is `UnsafeReason.SYMLINK`,
    never a redirection to follow (filelock CVE-2025-68146: truncation through a
    symlink before the lock). `spool.layout.DataRoot` resolves the ancestors
-   *above* the data root once (``realpath`` of its parent), so a symlink met on a
-   later walk was put there after start-up. Fail closed: `UnsafePath`.
+   *above* the data root once (``realpath`` of its parent) and pins that
+   directory (`pin_ancestor`): the first walk through it keeps its descriptor
+   and later walks start there, so nothing above the data root can redirect a
+   later open; from the data root down every walk is complete. `check_tree`
+   always walks fresh from ``/``, so a symlink put above the root after
+   start-up is still reported. Fail closed: `UnsafePath`.
 2. **Checked after creation and on every open.** After every open the
    *descriptor* (not the path) is ``fstat``-ed: regular file (a FIFO or device is
    `NOT_REGULAR_FILE`; reads open ``O_NONBLOCK`` so a planted FIFO cannot hang
@@ -58,6 +62,7 @@ Violations raise `UnsafePath` carrying an enum reason and never a path or conten
 
 from __future__ import annotations
 
+import collections
 import enum
 import errno
 import fcntl
@@ -67,6 +72,7 @@ import inspect
 import os
 import pwd
 import stat
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -244,11 +250,68 @@ class FileId:
 # ------------------------------------------------------------------- walking
 
 
-def _open_dir(path: Path) -> tuple[int, os.stat_result | None]:
+# Pinned ancestors (rule 1): the operator's directory above a data root,
+# resolved once by `spool.layout.DataRoot` and registered with `pin_ancestor`.
+# The first walk below it walks it from "/" and keeps that O_PATH descriptor;
+# later walks start there (on a dup), so the few components above the data root
+# are walked once per process instead of on every open. A bounded LRU: an
+# evicted pin's descriptor is closed, in-flight walks hold their own dup.
+_PIN_MAX: Final = 16
+_pins: collections.OrderedDict[str, tuple[int, os.stat_result | None] | None] = (
+    collections.OrderedDict()
+)
+_pin_lock = threading.Lock()
+
+
+def pin_ancestor(path: Path) -> None:
+    """Register ``path`` (absolute and already resolved) as a pinned ancestor.
+
+    Cheap: the directory is walked (no symlink, from ``/``) and its descriptor
+    kept at the first walk that passes through it. Once pinned, a change above
+    it (a rename, a symlink put in its place) cannot redirect any later open:
+    they all continue in the directory that was walked. Such a change is not an
+    error for the walks that start from the pin; the worker's timer walk
+    (`check_tree`, always fresh from ``/``) reports it and quarantines.
+    """
+    p = os.fspath(path)
+    if not os.path.isabs(p) or p == "/" or p != os.path.normpath(p):
+        return
+    with _pin_lock:
+        if p in _pins:
+            _pins.move_to_end(p)
+            return
+        _pins[p] = None
+        while len(_pins) > _PIN_MAX:
+            _, old = _pins.popitem(last=False)
+            if old is not None:
+                os.close(old[0])
+
+
+def _pinned_start(p: str) -> tuple[int, str, os.stat_result | None] | None:
+    """A dup of the pin that ``p`` lies under, the rest of ``p``, the pin's anchor."""
+    with _pin_lock:
+        for base, state in _pins.items():
+            if p.startswith(base) and (len(p) == len(base) or p[len(base)] == "/"):
+                break
+        else:
+            return None
+        if state is None:
+            state = _walk(os.open("/", _WALK), base, None)
+            _pins[base] = state
+        return os.dup(state[0]), p[len(base) :], state[1]
+
+
+def _open_dir(path: Path, *, fresh: bool = False) -> tuple[int, os.stat_result | None]:
     """A descriptor of directory ``path`` reached without following any symlink,
     and the stat of the topmost shared-group (02770) directory on the way: the
-    data root of a shared-group deployment, whose owner is a party (rule 3)."""
+    data root of a shared-group deployment, whose owner is a party (rule 3).
+
+    From a pinned ancestor when ``path`` lies under one, unless ``fresh``."""
     p = os.fspath(path)
+    if not fresh:
+        start = _pinned_start(p)
+        if start is not None:
+            return _walk(*start)
     return _walk(os.open("/" if os.path.isabs(p) else ".", _WALK), p, None)
 
 
@@ -288,8 +351,8 @@ class _Dir:
 
     __slots__ = ("anchor", "fd", "sharing", "st")
 
-    def __init__(self, path: Path, *, product: bool = True) -> None:
-        self.fd, anchor = _open_dir(path)
+    def __init__(self, path: Path, *, product: bool = True, fresh: bool = False) -> None:
+        self.fd, anchor = _open_dir(path, fresh=fresh)
         self.anchor = anchor
         try:
             self.st = os.fstat(self.fd)
@@ -380,12 +443,13 @@ def check_dir(path: Path) -> tuple[Sharing, FileId]:
 
 def check_tree(root: Path, below: tuple[str, ...]) -> tuple[Sharing, dict[str, FileId]]:
     """Check ``root`` and each directory ``below`` it (relative paths) as
-    `check_dir` does, in one walk: the root is walked from ``/``, each directory
+    `check_dir` does, in one walk: the root is walked fresh from ``/`` (never
+    from a pinned ancestor, so a change above the root is found), each directory
     below from the root's descriptor (still one component at a time, no symlink
     followed). Every directory below must declare the root's sharing
     (`BAD_MODE` otherwise). Returns the sharing and each identity, ``"."`` for
     the root."""
-    with _Dir(root) as r:
+    with _Dir(root, fresh=True) as r:
         ids = {".": FileId.of(r.st)}
         for rel in below:
             fd, sub_anchor = _walk(os.dup(r.fd), rel, r.anchor)

@@ -35,6 +35,7 @@ from spool.fsio import (
     check_tree,
     ensure_dir,
     glance_dirs,
+    pin_ancestor,
     ensure_private_dir,
 )
 
@@ -43,15 +44,18 @@ DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
 
 @dataclass(frozen=True, slots=True)
 class DataRoot:
-    """``root`` is made absolute and its *parent* resolved once (``realpath``):
-    ancestors above the data root are the operator's and may be symlinks; from
-    the data root down nothing may be (`spool.fsio`, rule 1)."""
+    """``root`` is made absolute and its *parent* resolved once (``realpath``)
+    and pinned (`spool.fsio.pin_ancestor`): ancestors above the data root are
+    the operator's and may be symlinks; from the data root down nothing may be
+    (`spool.fsio`, rule 1)."""
 
     root: Path
 
     def __post_init__(self) -> None:
         absolute = Path(os.path.abspath(self.root))
-        object.__setattr__(self, "root", Path(os.path.realpath(absolute.parent)) / absolute.name)
+        parent = Path(os.path.realpath(absolute.parent))
+        object.__setattr__(self, "root", parent / absolute.name)
+        pin_ancestor(parent)
 
     @property
     def identity_key(self) -> Path:

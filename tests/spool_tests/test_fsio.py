@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from spool.fsio import (
+    _PIN_MAX,
     PRIVATE,
     HeldFlock,
     LockTimeout,
@@ -28,6 +29,7 @@ from spool.fsio import (
     claim,
     create_private_file,
     make_flock,
+    pin_ancestor,
     publish,
     read_private,
     read_private_identified,
@@ -715,3 +717,51 @@ def test_glance_does_not_see_a_symlink_above_the_root_that_leads_back(root: Data
     finally:
         os.unlink(parent)
         os.rename(tmp_path.parent / (tmp_path.name + "-real"), parent)
+
+
+# ------------------------------------------------------ pinned ancestors
+
+
+def test_a_change_above_the_data_root_cannot_redirect_a_later_open(tmp_path: Path) -> None:
+    """Once walked, the data root's parent is pinned: a rename + symlink put in
+    its place after start-up leads nowhere; only the fresh walk reports it."""
+    base = tmp_path / "base"
+    base.mkdir()
+    root = DataRoot(base / "root")
+    root.ensure()
+    publish(root.tmp, root.requests / "before.json", b"1")  # pins `base`
+    os.rename(base, tmp_path / "moved")
+    decoy = tmp_path / "decoy"
+    DataRoot(decoy / "root").ensure()
+    os.symlink(decoy, base)
+    publish(root.tmp, root.requests / "after.json", b"2")
+    assert sorted(os.listdir(tmp_path / "moved" / "root" / "spool" / "requests")) == ["after.json", "before.json"]
+    assert os.listdir(decoy / "root" / "spool" / "requests") == []
+    with pytest.raises(UnsafePath) as e:
+        root.verify_tree()
+    assert reason(e) is UnsafeReason.SYMLINK
+
+
+def test_a_pinned_ancestor_is_walked_without_following_symlinks(tmp_path: Path) -> None:
+    (tmp_path / "real" / "root").mkdir(parents=True, mode=0o700)
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    pin_ancestor(tmp_path / "link")  # not resolved: its first walk meets the symlink
+    with pytest.raises(UnsafePath) as e:
+        check_dir(tmp_path / "link" / "root")
+    assert reason(e) is UnsafeReason.SYMLINK
+
+
+def test_pins_are_bounded_and_close_their_descriptors(tmp_path: Path) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    roots = []
+    for i in range(3 * _PIN_MAX):
+        r = DataRoot(tmp_path / f"p{i}" / "root")
+        r.ensure()
+        roots.append(r)
+    before = open_fds()
+    for r in roots:
+        DataRoot(r.root)  # re-registers (moves to the LRU end)
+        check_dir(r.requests)  # walks through the pin: opens it once
+    assert open_fds() - before <= _PIN_MAX
