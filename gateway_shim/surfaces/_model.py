@@ -21,7 +21,9 @@ Rule 4 — after expansion the whole body is rebuilt and every locked byte is
 PROVEN unchanged by an independent check: each locked segment is sliced out of
 the new body at its computed UTF-16 offsets and compared, and the concatenation
 of the locked slices of both bodies is compared. The layout (line structure) may
-not move: an expanded slot contains no line break or control character.
+not move: an expanded slot contains no line break or control character. (The
+canonical body and its offsets are a value of the immutable surface: they are
+assembled and checked once, at construction, and sliced again on every render.)
 
 Rule 5 — Telegram counts UTF-16 code units, not code points: an astral character
 (most emoji) is two units. Every length and offset here is in UTF-16 units, and
@@ -36,7 +38,7 @@ from __future__ import annotations
 import enum
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from spool.contract import Reason, SlotPolicy, check_generated, slot_policy
@@ -78,7 +80,11 @@ def _utf16_slice(encoded: bytes, start: int, end: int) -> str:
 
 def _has_line_break_or_control(s: str) -> bool:
     # Cc covers LF, CR, tab, NEL (U+0085); Zl/Zp are U+2028/U+2029, which Telegram
-    # clients and str.splitlines also treat as line breaks.
+    # clients and str.splitlines also treat as line breaks. Fast path, exact:
+    # str.isprintable() is False for every character of category C* or Z* but the
+    # ASCII space (Python documents this), so printable text has none of them.
+    if s.isprintable():
+        return False
     return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in s)
 
 
@@ -312,6 +318,9 @@ class CanonicalSurface:
     body: str
     slots: tuple[ProseSlot, ...]
     segments: tuple[Locked | SlotRef, ...]
+    # The canonical body with its locked offsets, built (and checked) once: a value of
+    # the fields above, which are immutable.
+    _canonical: RenderedBody = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.surface, str) or not self.surface:
@@ -329,10 +338,12 @@ class CanonicalSurface:
             raise ValueError("every slot must be referenced exactly once, in order")
         if not all(isinstance(seg, (Locked, SlotRef)) for seg in self.segments):
             raise TypeError("segments must be Locked or SlotRef")
-        if self._assemble(tuple(s.canonical_text for s in self.slots)).body != self.body:
+        canonical = self._assemble(tuple(s.canonical_text for s in self.slots))
+        if canonical.body != self.body:
             raise ValueError("segments and slot texts do not reassemble to the body")
         if utf16_len(self.body) > TELEGRAM_MAX_UTF16:
             raise ValueError("body exceeds the Telegram UTF-16 limit")
+        object.__setattr__(self, "_canonical", canonical)
 
     def _assemble(self, slot_texts: tuple[str, ...]) -> RenderedBody:
         """Concatenate the segments with ``slot_texts``; record locked offsets."""
@@ -350,7 +361,7 @@ class CanonicalSurface:
 
     def canonical(self) -> RenderedBody:
         """The canonical body with its locked offsets (the fallback)."""
-        return self._assemble(tuple(s.canonical_text for s in self.slots))
+        return self._canonical
 
     def render(self, generated: Mapping[str, str]) -> RenderedBody:
         """Expand a composition for EVERY slot and rebuild the whole body.

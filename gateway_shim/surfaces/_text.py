@@ -47,6 +47,11 @@ _FORBIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cs", "Zl", "Zp"})
 
 
 def has_forbidden_char(text: str) -> bool:
+    # Fast path, exact: str.isprintable() is False for every character of Unicode
+    # category C* or Z* but the ASCII space (Python documents this), so printable text
+    # has none of the forbidden categories. Other text is checked per character.
+    if text.isprintable():
+        return False
     return any(unicodedata.category(c) in _FORBIDDEN_CATEGORIES for c in text)
 
 

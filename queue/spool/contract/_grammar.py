@@ -76,6 +76,17 @@ Rule 3: the tokenizer splits the text into pieces (a well-formed token, one of `
 Rule 4: `_StyleError` carries a reason, a message and a span for debugging and tests; it
         never leaves `check_generated`, which returns only the reason (SPEC §6: never
         content).
+Rule 5: a fast path may only *accept*, never reject or choose a reason. After the
+        too_long limit, `_accepted_lexemes` matches the whole text against the grammar
+        above written as one regular expression — over `_CLEAN_LEXEMES` only (the
+        lexemes computed at import to have no finding of their own) and well-formed
+        tokens — then requires the tokens found to be exactly the issued ones in
+        issued order, no url and no evidential claim in any between-token segment,
+        and 1..max lexemes. Such a text has no finding, passes the token checks and
+        parses with the same lexeme count, so the full check would accept it too.
+        Whenever any of that fails, the full tokenizer, findings and parser above run
+        unchanged and decide. `tests/contract/test_contract_equivalence.py` checks
+        the fast path against the full check.
 """
 
 from __future__ import annotations
@@ -84,9 +95,8 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn
 
 from ._strictjson import HANGUL_FILLERS
 from .lexicon import (
@@ -160,6 +170,14 @@ _URL_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _HANGUL_SYLLABLES: Final = ("\uac00", "\ud7a3")
+_HANGUL_RUN: Final = re.compile(f"[{_HANGUL_SYLLABLES[0]}-{_HANGUL_SYLLABLES[1]}]+")
+if any(_HANGUL_SYLLABLES[0] <= ch <= _HANGUL_SYLLABLES[1] for ch in _LAYOUT_LEAD):
+    raise AssertionError("a Hangul syllable must not be a layout lead")  # _word_findings
+
+# "Any of these substrings occurs in the text", as one search each.
+_FORBIDDEN_VOCABULARY_RE: Final = re.compile("|".join(map(re.escape, FORBIDDEN_VOCABULARY)))
+_NEGATION_MODALITY_RE: Final = re.compile("|".join(map(re.escape, NEGATION_MODALITY_SUBSTRINGS)))
+_EVIDENTIAL_CLAIM_RE: Final = re.compile("|".join(map(re.escape, EVIDENTIAL_CLAIMS)))
 
 
 def _is_latin(ch: str) -> bool:
@@ -221,12 +239,12 @@ DEFAULT_RULES: Final[Mapping[str, re.Pattern[str]]] = MappingProxyType(
     }
 )
 
-# Splits text into pieces; every character lands in exactly one piece.
+# Splits text into pieces; every character lands in exactly one piece and the pieces are
+# contiguous: at any position a token, a separator or a word (>= 1 character) matches.
 _PIECES: Final = re.compile(rf"{TOKEN_PATTERN}|[ ,.]|(?:(?!{TOKEN_PATTERN})[^ ,.])+", re.DOTALL)
 
 
-@dataclass(frozen=True, slots=True)
-class _Piece:
+class _Piece(NamedTuple):
     text: str
     start: int
 
@@ -257,7 +275,12 @@ class _Tokenizer:
     def __init__(self, source: str, *, rules: Mapping[str, re.Pattern[str]]) -> None:
         self.source = source
         self.rules = rules
-        self.pieces = tuple(_Piece(m.group(), m.start()) for m in _PIECES.finditer(source))
+        # The pieces tile the source (see _PIECES), so each starts where the last ended.
+        texts = _PIECES.findall(source)
+        self.pieces = tuple(map(_Piece, texts, itertools.accumulate(map(len, texts), initial=0)))
+        # `is_(piece, "TOKEN")` of each piece, computed once (the checks ask it often).
+        token = rules["TOKEN"]
+        self.is_token = tuple(token.fullmatch(text) is not None for text in texts)
         self.position = 0
 
     def is_(self, piece: _Piece, name: str) -> bool:
@@ -301,8 +324,8 @@ class _Tokenizer:
 def _segments(tokenizer: _Tokenizer) -> Iterator[list[_Piece]]:
     """Runs of non-token pieces between tokens (and at either end)."""
     run: list[_Piece] = []
-    for piece in tokenizer.pieces:
-        if tokenizer.is_(piece, "TOKEN"):
+    for piece, is_token in zip(tokenizer.pieces, tokenizer.is_token, strict=True):
+        if is_token:
             yield run
             run = []
         else:
@@ -311,17 +334,20 @@ def _segments(tokenizer: _Tokenizer) -> Iterator[list[_Piece]]:
 
 
 def _words(tokenizer: _Tokenizer) -> Iterator[_Piece]:
-    for piece in tokenizer.pieces:
-        if piece.text not in _SEPARATORS and not tokenizer.is_(piece, "TOKEN"):
+    for piece, is_token in zip(tokenizer.pieces, tokenizer.is_token, strict=True):
+        if piece.text not in _SEPARATORS and not is_token:
             yield piece
 
 
-def _findings(tokenizer: _Tokenizer) -> Iterator[tuple[Reason, tuple[int, int]]]:
-    source = tokenizer.source
-    lead = len(source) - len(source.lstrip(" "))
-
-    for word in _words(tokenizer):
-        for offset, ch in enumerate(word.text):
+def _word_findings(
+    word: _Piece, lead: int, lexeme: re.Pattern[str]
+) -> Iterator[tuple[Reason, tuple[int, int]]]:
+    """The findings of one word (`lead`: index of the source's first non-space)."""
+    text = word.text
+    # A run of Hangul syllables has no character finding: char_class is None for each
+    # and none is in _LAYOUT_LEAD (checked at import). Anything else is classified.
+    if _HANGUL_RUN.fullmatch(text) is None:
+        for offset, ch in enumerate(text):
             index = word.start + offset
             reason = char_class(ch)
             if index == lead and ch in _LAYOUT_LEAD:
@@ -329,17 +355,29 @@ def _findings(tokenizer: _Tokenizer) -> Iterator[tuple[Reason, tuple[int, int]]]
             if reason is not None:
                 yield reason, (index, index + 1)
 
-        text = word.text
-        if text in NUMBER_WORDS:
-            yield Reason.NUMBER_WORD, (word.start, word.end)
-        if text in UNIT_DATE_WORDS or text.endswith(UNIT_DATE_SUFFIXES):
-            yield Reason.UNIT_OR_DATE, (word.start, word.end)
-        if any(v in text for v in FORBIDDEN_VOCABULARY):
-            yield Reason.FORBIDDEN_VOCABULARY, (word.start, word.end)
-        if text in NEGATION_MODALITY_WORDS or any(n in text for n in NEGATION_MODALITY_SUBSTRINGS):
-            yield Reason.NEGATION_OR_MODALITY, (word.start, word.end)
-        if tokenizer.rules["LEXEME"].fullmatch(text) is None:
-            yield Reason.UNKNOWN_WORD, (word.start, word.end)
+    if text in NUMBER_WORDS:
+        yield Reason.NUMBER_WORD, (word.start, word.end)
+    if text in UNIT_DATE_WORDS or text.endswith(UNIT_DATE_SUFFIXES):
+        yield Reason.UNIT_OR_DATE, (word.start, word.end)
+    if _FORBIDDEN_VOCABULARY_RE.search(text) is not None:  # any listed substring
+        yield Reason.FORBIDDEN_VOCABULARY, (word.start, word.end)
+    if text in NEGATION_MODALITY_WORDS or _NEGATION_MODALITY_RE.search(text) is not None:
+        yield Reason.NEGATION_OR_MODALITY, (word.start, word.end)
+    if lexeme.fullmatch(text) is None:
+        yield Reason.UNKNOWN_WORD, (word.start, word.end)
+
+
+def _findings(tokenizer: _Tokenizer) -> Iterator[tuple[Reason, tuple[int, int]]]:
+    source = tokenizer.source
+    lead = len(source) - len(source.lstrip(" "))
+    lexeme = tokenizer.rules["LEXEME"]
+    # With the default rules a lexeme has no finding wherever it stands (checked at
+    # import: `_CLEAN_LEXEMES`), so the accepted words skip the per-word checks.
+    clean = _CLEAN_LEXEMES if tokenizer.rules is DEFAULT_RULES else frozenset()
+
+    for word in _words(tokenizer):
+        if word.text not in clean:
+            yield from _word_findings(word, lead, lexeme)
 
     for segment in _segments(tokenizer):
         if not segment:
@@ -349,18 +387,33 @@ def _findings(tokenizer: _Tokenizer) -> Iterator[tuple[Reason, tuple[int, int]]]
         for m in _URL_RE.finditer(text):
             yield Reason.URL, (start + m.start(), start + m.end())
         # Evidential phrases span words ("확인 결과"): join the segment's words.
+        joined = "".join(p.text for p in segment if p.text not in _SEPARATORS)
+        if _EVIDENTIAL_CLAIM_RE.search(joined) is None:  # no claim at all: nothing to find
+            continue
         positions = [
             p.start + i for p in segment if p.text not in _SEPARATORS for i in range(len(p.text))
         ]
-        joined = "".join(p.text for p in segment if p.text not in _SEPARATORS)
         for claim in EVIDENTIAL_CLAIMS:
             at = joined.find(claim)
             if at >= 0:
                 yield Reason.EVIDENTIAL_CLAIM, (positions[at], positions[at + len(claim) - 1] + 1)
 
 
+# The lexemes that have no finding under the default rules, at the start of the text or
+# anywhere else (the only position-dependent finding is a layout lead at the first
+# non-space character, which begins a word). Lexicon Rule 2 says that is every lexeme;
+# computed, not assumed, so a lexeme that had a finding would still be checked.
+_CLEAN_LEXEMES: Final[frozenset[str]] = frozenset(
+    lexeme
+    for lexeme in SAFE_STYLE_LEXEMES
+    if not any(
+        any(_word_findings(_Piece(lexeme, 0), lead, DEFAULT_RULES["LEXEME"])) for lead in (0, -1)
+    )
+)
+
+
 def _check_tokens(tokenizer: _Tokenizer, issued: tuple[str, ...]) -> None:
-    seen = [p for p in tokenizer.pieces if tokenizer.is_(p, "TOKEN")]
+    seen = [p for p, is_token in zip(tokenizer.pieces, tokenizer.is_token, strict=True) if is_token]
     for piece in seen:
         if piece.text not in issued:
             tokenizer.raise_syntax_error(
@@ -438,6 +491,41 @@ def _parse_style(tokenizer: _Tokenizer) -> int:
 
 
 # --------------------------------------------------------------------------------------
+# The accepted shape (Rule 5)
+# --------------------------------------------------------------------------------------
+
+# The grammar of the module docstring as one pattern, over the clean lexemes only and
+# any well-formed token (the issued sequence is compared separately).
+_CLEAN_LEXEME: Final = "(?:" + "|".join(re.escape(w) for w in sorted(_CLEAN_LEXEMES)) + ")"
+_CLEAN_STYLE: Final = f"{_CLEAN_LEXEME}(?: {_CLEAN_LEXEME})*(?:, | )"
+_CLEAN_SENTENCE: Final = f"(?:{_CLEAN_STYLE})?{TOKEN_PATTERN}\\."
+_ACCEPTED_SHAPE: Final = re.compile(f"{_CLEAN_SENTENCE}(?: {_CLEAN_SENTENCE})*")
+_WORD_RUN: Final = re.compile(r"[^ ,.]+")
+
+
+def _accepted_lexemes(slot: SlotPolicy, generated_ko: str) -> int | None:
+    """The lexeme count if `generated_ko` is certainly accepted, else None (Rule 5).
+
+    None decides nothing: the full check then runs.
+    """
+    if _ACCEPTED_SHAPE.fullmatch(generated_ko) is None:
+        return None
+    if tuple(TOKEN_RE.findall(generated_ko)) != slot.required_placeholder_tokens:
+        return None
+    lexemes = 0
+    for segment in TOKEN_RE.split(generated_ko):  # the text between tokens, as _segments
+        if _URL_RE.search(segment) is not None:
+            return None
+        words = _WORD_RUN.findall(segment)
+        if _EVIDENTIAL_CLAIM_RE.search("".join(words)) is not None:
+            return None
+        lexemes += len(words)
+    if not 1 <= lexemes <= slot.max_style_lexemes:
+        return None
+    return lexemes
+
+
+# --------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------
 
@@ -450,6 +538,14 @@ def validate_generated(slot: SlotPolicy, generated_ko: str) -> int:
             "longer than the slot allows",
             (slot.max_generated_chars, len(generated_ko)),
         )
+    lexemes = _accepted_lexemes(slot, generated_ko)
+    if lexemes is not None:
+        return lexemes
+    return _validate_in_full(slot, generated_ko)
+
+
+def _validate_in_full(slot: SlotPolicy, generated_ko: str) -> int:
+    """`validate_generated` after the length limit, without the fast path (Rule 5)."""
     tokenizer = _Tokenizer(generated_ko, rules=DEFAULT_RULES)
 
     worst: tuple[int, int, Reason, tuple[int, int]] | None = None

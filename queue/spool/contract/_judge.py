@@ -24,7 +24,10 @@ Rule 4: a Judgement carries an enum reason, never content.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
 
 from pydantic import ValidationError
 
@@ -51,6 +54,9 @@ class Judgement:
 
     @classmethod
     def rejected(cls, reason: Reason) -> Judgement:
+        # A rejection holds only its enum, so there is one (frozen) value per Reason.
+        if cls is Judgement:
+            return _REJECTED[reason]
         return cls(verdict=REASON_VERDICT[reason], reason=reason, composition=None)
 
     @classmethod
@@ -63,6 +69,11 @@ class Judgement:
             "verdict": self.verdict.value,
             "reason": None if self.reason is None else self.reason.value,
         }
+
+
+_REJECTED: Final[Mapping[Reason, Judgement]] = MappingProxyType(
+    {reason: Judgement(REASON_VERDICT[reason], reason, None) for reason in Reason}
+)
 
 
 def _echo_reason(capsule: Capsule, composition: Composition) -> Reason | None:

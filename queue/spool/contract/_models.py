@@ -29,6 +29,11 @@ Rule 4: models hide their input in error messages (`hide_input_in_errors`): a
 Rule 5: JSON arrays arrive as lists but strict pydantic only accepts tuples in Python
         mode; `_tupled` converts lists to tuples *only at the schema's own array
         positions*, so a list anywhere else is still a type error.
+Rule 6: `slot_policy` returns one shared (frozen) `SlotPolicy` per slot id and manifest
+        branch: it validates the slot id and the ID set against the manifest on every
+        call, and builds (and validates) the policy once. The cache is keyed only by
+        those manifest values, after they are checked, so it holds at most one entry
+        per (slot id, branch) the manifest defines; never by anything else.
 """
 
 from __future__ import annotations
@@ -303,11 +308,22 @@ def slot_policy(slot_id: str, ids: Sequence[str]) -> SlotPolicy:
     branch = _branch_of(row, tuple(ids))
     if branch is None:
         raise CapsuleError(CapsuleReason.IDS_NOT_IN_MANIFEST)
-    return SlotPolicy(
-        slot_id=slot_id,
-        allowed_predicate_ids=tuple(i for i in branch if i.startswith(PREDICATE_PREFIX)),
-        allowed_action_ids=tuple(i for i in branch if i.startswith(ACTION_PREFIX)),
-        required_placeholder_tokens=tokens_for(branch),
-        max_generated_chars=row.max_generated_chars,
-        max_style_lexemes=row.max_style_lexemes,
-    )
+    # Rule 6: the policy is a function of (slot id, branch) alone, both manifest values.
+    key = (slot_id, branch)
+    policy = _SLOT_POLICIES.get(key) if type(slot_id) is str else None
+    if policy is None:
+        policy = SlotPolicy(
+            slot_id=slot_id,
+            allowed_predicate_ids=tuple(i for i in branch if i.startswith(PREDICATE_PREFIX)),
+            allowed_action_ids=tuple(i for i in branch if i.startswith(ACTION_PREFIX)),
+            required_placeholder_tokens=tokens_for(branch),
+            max_generated_chars=row.max_generated_chars,
+            max_style_lexemes=row.max_style_lexemes,
+        )
+        if type(slot_id) is str:
+            _SLOT_POLICIES[key] = policy
+    return policy
+
+
+# Rule 6. Bounded by the manifest: one entry per (slot id, branch) it defines.
+_SLOT_POLICIES: Final[dict[tuple[str, tuple[str, ...]], SlotPolicy]] = {}

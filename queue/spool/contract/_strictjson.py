@@ -11,7 +11,8 @@ Rule 2: the parse order is fixed and each step has its own reason:
           3. a leading UTF-8 BOM                                       → bom
           4. brackets nested deeper than `MAX_NESTING`, counted outside strings
              (a hard limit, before parsing; see Rule 5)                → malformed_json
-          5. one `json.loads` pass; the first problem in document order wins:
+          5. one `json` decode pass (one shared `JSONDecoder`, which is what
+             `json.loads` runs); the first problem in document order wins:
              a key repeated in one object, compared *decoded* (so "\\u0073urface"
              repeats "surface"), at every depth                        → duplicate_key
              NaN / Infinity / -Infinity, or a float literal that overflows to ±inf
@@ -44,6 +45,7 @@ Rule 5: the same content gets the same reason wherever it is judged. Deep nestin
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -90,11 +92,9 @@ class StrictJsonError(Exception):
 
 
 def _object_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    obj: dict[str, object] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise StrictJsonError(Reason.DUPLICATE_KEY)
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):  # a key repeated (compared decoded, as json hands them)
+        raise StrictJsonError(Reason.DUPLICATE_KEY)
     return obj
 
 
@@ -118,6 +118,11 @@ def _parse_int(literal: str) -> object:
 
 def _nesting_exceeds(text: str, limit: int) -> bool:
     """Step 4: whether brackets outside strings nest deeper than ``limit``."""
+    # Fast path, exact: the depth outside strings never exceeds the number of opening
+    # brackets anywhere in the text, so a text with at most `limit` of them cannot
+    # nest deeper. Every contract document takes this path.
+    if text.count("[") + text.count("{") <= limit:
+        return False
     depth = 0
     for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
         if bracket in "[{":
@@ -130,12 +135,13 @@ def _nesting_exceeds(text: str, limit: int) -> bool:
 
 
 def is_forbidden_char(ch: str) -> bool:
-    """Rule 2 step 7 for one character."""
+    """Rule 2 step 8 for one character."""
     category = unicodedata.category(ch)
     return category[0] == "C" or category in ("Zl", "Zp") or ch in HANGUL_FILLERS
 
 
 def _strings(root: object) -> list[str]:
+    """Every string of a decoded document, keys included (in no particular order)."""
     # Iterative walk: json.loads may return nesting close to the recursion limit.
     out: list[str] = []
     stack = [root]
@@ -144,12 +150,23 @@ def _strings(root: object) -> list[str]:
         if isinstance(node, str):
             out.append(node)
         elif isinstance(node, dict):
-            for key, value in node.items():
-                out.append(key)
-                stack.append(value)
+            out.extend(node)
+            stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
     return out
+
+
+# One decoder for every call: json.loads(text, **hooks) would build a new decoder and
+# scanner each time (the stdlib shares its default decoder between threads the same
+# way). json.loads' own BOM test is step 3, already done on the raw bytes.
+_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_object_pairs,
+    parse_constant=_reject_constant,
+    parse_float=_parse_float,
+    parse_int=_parse_int,
+)
+_is_nfc: Final = functools.partial(unicodedata.is_normalized, "NFC")
 
 
 def read_object(content: str | bytes, *, max_bytes: int = MAX_RESPONSE_BYTES) -> dict[str, object]:
@@ -177,13 +194,7 @@ def read_object(content: str | bytes, *, max_bytes: int = MAX_RESPONSE_BYTES) ->
         raise StrictJsonError(Reason.MALFORMED_JSON)
 
     try:
-        document = json.loads(
-            text,
-            object_pairs_hook=_object_pairs,
-            parse_constant=_reject_constant,
-            parse_float=_parse_float,
-            parse_int=_parse_int,
-        )
+        document = _DECODER.decode(text)
     except StrictJsonError:
         raise
     except (ValueError, RecursionError):
@@ -194,11 +205,17 @@ def read_object(content: str | bytes, *, max_bytes: int = MAX_RESPONSE_BYTES) ->
         raise StrictJsonError(Reason.NOT_OBJECT)
 
     strings = _strings(document)
-    if not all(unicodedata.is_normalized("NFC", s) for s in strings):
+    if not all(map(_is_nfc, strings)):
         raise StrictJsonError(Reason.NOT_NFC)
-    for s in strings:
-        if s.isascii() and s.isprintable():
-            continue  # fast path: printable ASCII has no C*/Zl/Zp character
-        if any(is_forbidden_char(ch) for ch in s):
+    # Step 8 is a per-character property, so it holds for every string iff it holds for
+    # their concatenation. Fast path, exact: str.isprintable() is False for every
+    # character of Unicode category C* or Z* except the ASCII space (Python documents
+    # this; the same UCD as unicodedata), so printable text can only fail step 8 by
+    # a Hangul filler (category Lo). Anything else takes the per-character check.
+    joined = "".join(strings)
+    if joined.isprintable():
+        if any(filler in joined for filler in HANGUL_FILLERS):
             raise StrictJsonError(Reason.FORBIDDEN_CHARACTER)
+    elif any(is_forbidden_char(ch) for ch in joined):
+        raise StrictJsonError(Reason.FORBIDDEN_CHARACTER)
     return document
