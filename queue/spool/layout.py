@@ -24,7 +24,7 @@ decides, and every directory below it must declare the same.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -50,60 +50,47 @@ class DataRoot:
     (`spool.fsio`, rule 1)."""
 
     root: Path
+    # Every path below the root, computed once in __post_init__ (they sit on
+    # the hot path of every spool operation; a pathlib join costs a few µs).
+    identity_key: Path = field(init=False, repr=False, compare=False)
+    spool: Path = field(init=False, repr=False, compare=False)
+    requests: Path = field(init=False, repr=False, compare=False)
+    claimed: Path = field(init=False, repr=False, compare=False)
+    responses: Path = field(init=False, repr=False, compare=False)
+    reports: Path = field(init=False, repr=False, compare=False)
+    tmp: Path = field(init=False, repr=False, compare=False)
+    journal_lock: Path = field(init=False, repr=False, compare=False)
+    worker_lock: Path = field(init=False, repr=False, compare=False)
+    outcomes: Path = field(init=False, repr=False, compare=False)
+    quarantine: Path = field(init=False, repr=False, compare=False)
+    status_file: Path = field(init=False, repr=False, compare=False)
+    _tree: tuple[tuple[str, Path], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         absolute = Path(os.path.abspath(self.root))
         parent = Path(os.path.realpath(absolute.parent))
-        object.__setattr__(self, "root", parent / absolute.name)
+        root = parent / absolute.name
+        spool = root / "spool"
+        paths = {
+            "root": root,
+            "identity_key": root / "identity.key",
+            "spool": spool,
+            "requests": spool / "requests",
+            "claimed": spool / "claimed",
+            "responses": spool / "responses",
+            "reports": spool / "reports",
+            "tmp": spool / "tmp",
+            "journal_lock": root / "journal.lock",
+            "worker_lock": root / "worker.lock",
+            "outcomes": root / "outcomes",
+            "quarantine": root / "quarantine",
+            "status_file": root / "worker.status.json",
+        }
+        for name, path in paths.items():
+            object.__setattr__(self, name, path)
+        tree = (root, *self.product_dirs())
+        object.__setattr__(self, "_tree", tuple((str(d.relative_to(root)), d) for d in tree))
         pin_ancestor(parent)
-
-    @property
-    def identity_key(self) -> Path:
-        return self.root / "identity.key"
-
-    @property
-    def spool(self) -> Path:
-        return self.root / "spool"
-
-    @property
-    def requests(self) -> Path:
-        return self.spool / "requests"
-
-    @property
-    def claimed(self) -> Path:
-        return self.spool / "claimed"
-
-    @property
-    def responses(self) -> Path:
-        return self.spool / "responses"
-
-    @property
-    def reports(self) -> Path:
-        return self.spool / "reports"
-
-    @property
-    def tmp(self) -> Path:
-        return self.spool / "tmp"
-
-    @property
-    def journal_lock(self) -> Path:
-        return self.root / "journal.lock"
-
-    @property
-    def worker_lock(self) -> Path:
-        return self.root / "worker.lock"
-
-    @property
-    def outcomes(self) -> Path:
-        return self.root / "outcomes"
-
-    @property
-    def quarantine(self) -> Path:
-        return self.root / "quarantine"
-
-    @property
-    def status_file(self) -> Path:
-        return self.root / "worker.status.json"
 
     def spool_dirs(self) -> tuple[Path, ...]:
         return (self.requests, self.claimed, self.responses, self.reports, self.tmp)
@@ -135,12 +122,10 @@ class DataRoot:
         """
         # One walk from "/" to the root, then each directory from the root's
         # descriptor.
-        rels = tuple(str(d.relative_to(self.root)) for d in self.product_dirs())
-        return check_tree(self.root, rels)[1]
+        return check_tree(self.root, tuple(rel for rel, _ in self._tree[1:]))[1]
 
     def glance_tree(self, sharing: Sharing) -> dict[str, FileId]:
         """`verify_tree`'s answer from one ``lstat`` per directory (no walk, see
         `spool.fsio.glance_dirs`): for the worker's every scan, between walks."""
-        dirs = (self.root, *self.product_dirs())
-        ids = glance_dirs(dirs, sharing)
-        return {str(d.relative_to(self.root)): i for d, i in zip(dirs, ids, strict=True)}
+        ids = glance_dirs(tuple(d for _, d in self._tree), sharing)
+        return {rel: i for (rel, _), i in zip(self._tree, ids, strict=True)}
