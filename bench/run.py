@@ -117,6 +117,7 @@ def fake_api(workdir: Path) -> Iterator[dict[str, Any]]:
             time.sleep(0.025)
         info = json.loads(info_path.read_text())
         info["requests_log"] = str(d / "requests.jsonl")
+        info["pid"] = proc.pid
         yield info
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -143,6 +144,16 @@ def supervised_worker(root: Path, fake: dict[str, Any]) -> Iterator[subprocess.P
         proc.wait(30)
 
 
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process (all its threads, dead ones included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_pid(root: Path) -> int:
+    return int(json.loads((root / "worker.status.json").read_bytes())["pid"])
+
+
 def requests_per_artifact(fake: dict[str, Any]) -> Counter[str]:
     counts: Counter[str] = Counter()
     path = Path(fake["requests_log"])
@@ -157,12 +168,21 @@ def requests_per_artifact(fake: dict[str, Any]) -> Counter[str]:
 # ------------------------------------------------------------------ measurements
 
 
-def spool_round_trip(root: Path, n: int, tag: str) -> list[float]:
+def spool_round_trip(
+    root: Path, n: int, tag: str, cpu: dict[str, float] | None = None, fake_pid: int | None = None
+) -> list[float]:
+    """``cpu``: filled with CPU ms per artifact of the shim (this process), the
+    worker and the fake API, over the measured artifacts."""
     cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
     coord = KoreanExpressionCoordinator(cfg, root)
     out: list[float] = []
+    start: dict[str, float] = {}
     try:
         for i in range(-10, n):  # 10 warm-up artifacts
+            if i == 0 and cpu is not None:
+                start = {"shim": time.process_time(), "worker": proc_cpu_s(worker_pid(root))}
+                if fake_pid is not None:
+                    start["fake"] = proc_cpu_s(fake_pid)
             t0 = time.perf_counter()
             cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"{tag}-{i}")
             if cand.outcome is not CandidateOutcome.ACCEPTED:
@@ -170,12 +190,18 @@ def spool_round_trip(root: Path, n: int, tag: str) -> list[float]:
             coord.report(cand, "selected")
             if i >= 0:
                 out.append((time.perf_counter() - t0) * 1000)
+        if cpu is not None:
+            now = {"shim": time.process_time(), "worker": proc_cpu_s(worker_pid(root))}
+            if fake_pid is not None:
+                now["fake"] = proc_cpu_s(fake_pid)
+            for k, v in now.items():
+                cpu[f"cpu_{k}_ms_per_artifact"] = (v - start[k]) * 1000 / n
     finally:
         coord.close()
     return out
 
 
-def in_process(root: Path, fake: dict[str, Any], n: int) -> list[float]:
+def in_process(root: Path, fake: dict[str, Any], n: int, cpu: dict[str, float] | None = None) -> list[float]:
     """The same durable work without the spool: one process does it all."""
     os.environ.update({"OPENAI_API_KEY": KEY, "HTTPS_PROXY": fake["proxy_url"], "SSL_CERT_FILE": fake["ca_file"]})
     from worker.provider import ProviderOutcome, build_client, call_once
@@ -190,7 +216,10 @@ def in_process(root: Path, fake: dict[str, Any], n: int) -> list[float]:
     journal.load()
     key = os.urandom(32)
     out: list[float] = []
+    c0 = 0.0
     for i in range(-10, n):
+        if i == 0:
+            c0 = time.process_time()
         t0 = time.perf_counter()
         surface = parse_daily(BODY, DAILY)
         akey = artifact_key(key, ("daily.v1", f"inproc-{i}"))
@@ -216,6 +245,8 @@ def in_process(root: Path, fake: dict[str, Any], n: int) -> list[float]:
             j.append_terminal(rec, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SELECTED, dt.datetime.now(dt.UTC))
         if i >= 0:
             out.append((time.perf_counter() - t0) * 1000)
+    if cpu is not None:
+        cpu["cpu_inproc_ms_per_artifact"] = (time.process_time() - c0) * 1000 / n
     for k in ("OPENAI_API_KEY", "HTTPS_PROXY", "SSL_CERT_FILE"):
         os.environ.pop(k, None)
     return out
@@ -275,10 +306,13 @@ def floor(workdir: Path, reps: int) -> dict[str, float]:
         "watchdog_notify_ms": statistics.median(notify),
     }
     # One accepted artifact on the spool path beyond what in-process also does
-    # (2 journal fsyncs, the call, validation, render): three published files
-    # (request, response, report: file fsync + dir fsync each), one claim rename,
-    # and two notifications (worker wake, shim wake).
-    f["floor_ms"] = 3 * (f["fsync_file_ms"] + f["fsync_dir_ms"]) + f["rename_ms"] + 2 * f["watchdog_notify_ms"]
+    # (2 journal fsyncs, the call, validation, render): the report published
+    # durably (file fsync + directory fsync), the request and the response
+    # published without fsync (one link each, counted as a rename), one claim
+    # rename, and two notifications (worker wake, shim wake).
+    f["floor_ms"] = (
+        f["fsync_file_ms"] + f["fsync_dir_ms"] + 3 * f["rename_ms"] + 2 * f["watchdog_notify_ms"]
+    )
     return f
 
 
@@ -390,21 +424,16 @@ def build_journal(root: DataRoot, days: int, per_day: int) -> None:
         os.close(fd)
 
 
-def startup(workdir: Path, days: int, per_day: int) -> dict[str, float]:
+def worker_ready_s(root: DataRoot) -> float:
+    """Process start -> ``ready``, with a key (the SDK is imported and its
+    resources loaded before ready), polled every 10 ms."""
     from worker.daemon import wait_ready
 
-    root = DataRoot(workdir / "startup" / "korean-expression-v1")
-    root.root.parent.mkdir(mode=0o700)
-    build_journal(root, days, per_day)
-    t0 = time.perf_counter()
-    idx = Journal(root).load()
-    load_s = time.perf_counter() - t0
-    assert len(idx.by_attempt) == days * per_day
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENAI_API_KEY": KEY}
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "worker", "--data-root", str(root.root)], env=env)
     try:
-        ok = wait_ready(root, 60, pid=proc.pid)
+        ok = wait_ready(root, 60, pid=proc.pid, poll_s=0.01)
         ready_s = time.perf_counter() - t0
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -413,7 +442,24 @@ def startup(workdir: Path, days: int, per_day: int) -> dict[str, float]:
         raise SystemExit("worker did not become ready")
     status = json.loads(root.status_file.read_bytes())
     assert status["journal"] == "verified"
-    return {"startup_s": ready_s, "index_rebuild_s": load_s}
+    return ready_s
+
+
+def startup(workdir: Path, days: int, per_day: int) -> dict[str, float]:
+    empty = DataRoot(workdir / "startup-empty" / "korean-expression-v1")
+    empty.root.parent.mkdir(mode=0o700)
+    empty.ensure()
+    root = DataRoot(workdir / "startup" / "korean-expression-v1")
+    root.root.parent.mkdir(mode=0o700)
+    build_journal(root, days, per_day)
+    t0 = time.perf_counter()
+    idx = Journal(root).load()
+    load_s = time.perf_counter() - t0
+    assert len(idx.by_attempt) == days * per_day
+    # Median of 3 each: one start is one sample of a noisy machine.
+    empty_s = statistics.median(worker_ready_s(empty) for _ in range(3))
+    ready_s = statistics.median(worker_ready_s(root) for _ in range(3))
+    return {"startup_s": ready_s, "startup_empty_s": empty_s, "index_rebuild_s": load_s}
 
 
 def main() -> int:
@@ -428,15 +474,17 @@ def main() -> int:
         os.chmod(work, 0o700)
         figures.update(validation(2000 if a.quick else 10000))
         figures.update(floor(work, 50 if a.quick else 200))
+        cpu: dict[str, float] = {}
         with fake_api(work) as fake:
-            inproc = in_process(work / "inproc" / "korean-expression-v1", fake, n)
+            inproc = in_process(work / "inproc" / "korean-expression-v1", fake, n, cpu)
             root = work / "spool" / "korean-expression-v1"
             root.parent.mkdir(mode=0o700)
             with supervised_worker(root, fake):
-                spool = spool_round_trip(root, n, "rt")
+                spool = spool_round_trip(root, n, "rt", cpu, fake["pid"])
                 before = requests_per_artifact(fake)
                 figures.update(throughput(root, fake, tp_s))
                 del before
+        figures.update(cpu)
         figures.update(startup(work, 36, 1000))
     s, i = summary(spool), summary(inproc)
     figures.update({
@@ -452,7 +500,8 @@ def main() -> int:
         ("floor (ms)", f"fsync {figures['fsync_file_ms']:.3f}  dir fsync {figures['fsync_dir_ms']:.3f}  rename {figures['rename_ms']:.3f}  notify {figures['watchdog_notify_ms']:.3f}  sum {figures['floor_ms']:.2f}"),
         ("validation (µs)", f"accept {figures['validate_accept_us']:.1f}  reject {figures['validate_reject_us']:.1f}  render daily {figures['render_daily_us']:.1f}  parse daily {figures['parse_daily_us']:.1f}"),
         ("throughput (8 shims)", f"{figures['throughput_per_s']:.1f}/s  presented {figures['presented']:.0f}  lost {figures['lost']:.0f}  duplicated {figures['duplicated']:.0f}"),
-        ("start-up (36 x 1000)", f"worker ready {figures['startup_s']:.2f} s  index rebuild {figures['index_rebuild_s']:.2f} s"),
+        ("cpu per artifact (ms)", f"in-process {figures['cpu_inproc_ms_per_artifact']:.2f}  spool: shim {figures['cpu_shim_ms_per_artifact']:.2f}  worker {figures['cpu_worker_ms_per_artifact']:.2f}  fake API {figures['cpu_fake_ms_per_artifact']:.2f}"),
+        ("start-up (36 x 1000)", f"worker ready {figures['startup_s']:.2f} s  (empty journal {figures['startup_empty_s']:.2f} s)  index rebuild alone {figures['index_rebuild_s']:.2f} s"),
     ]
     w = max(len(r[0]) for r in rows)
     for name, val in rows:

@@ -788,7 +788,9 @@ def _is_hex32(s: str) -> bool:
     return len(s) == 32 and all(c in "0123456789abcdef" for c in s)
 
 
-def wait_ready(root: DataRoot, timeout_s: float, *, pid: int | None = None) -> bool:
+def wait_ready(
+    root: DataRoot, timeout_s: float, *, pid: int | None = None, poll_s: float = 0.05
+) -> bool:
     """Block until ``worker.status.json`` says ready (ops and tests use this)."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
@@ -798,5 +800,5 @@ def wait_ready(root: DataRoot, timeout_s: float, *, pid: int | None = None) -> b
                 return True
         except (OSError, ValueError):
             pass
-        time.sleep(0.05)
+        time.sleep(poll_s)
     return False
