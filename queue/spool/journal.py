@@ -69,13 +69,15 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
 from spool.fsio import (
     FileId,
+    HeldFlock,
+    ProductLock,
     UnsafePath,
     UnsafeReason,
     fsync_dir,
@@ -111,9 +113,9 @@ ROW_FIELDS: Final = frozenset(
 MAX_SEGMENT_BYTES: Final = 256 * 1024 * 1024
 # Rule 7: 35 completed UTC days plus today (the plan's retention).
 RETENTION_DAYS: Final = 35
-_SEGMENT_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.jsonl")
-_QUARANTINE_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.([1-9]\d{0,5})\.jsonl")
-_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+_SEGMENT_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl")
+_QUARANTINE_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.([1-9][0-9]{0,5})\.jsonl")
+_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 # A torn canonical row that got past its first field (keys sort: artifact_key first).
@@ -290,7 +292,7 @@ def _is_ts(value: object) -> bool:
 
 def segment_date(segment: str) -> dt.date:
     """``YYYY-MM-DD`` of a real day, else ValueError."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", segment):
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", segment):
         raise ValueError("segment name")
     return dt.date.fromisoformat(segment)
 
@@ -420,7 +422,10 @@ def _strict_row(line: bytes, segment: str) -> dict[str, Any]:
     try:
         text = line.decode("utf-8")
         row = json.loads(text, object_pairs_hook=no_dupes, parse_constant=no_constants)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (ValueError, RecursionError) as e:
+        # UnicodeDecodeError and JSONDecodeError are ValueErrors; so is an
+        # integer of more than 4,300 digits (CPython's int limit), and a deeply
+        # nested line exhausts the stack: all malformed, never a crash.
         raise JournalUnverified(Finding.MALFORMED_ROW, segment) from e
     if not isinstance(row, dict):
         raise JournalUnverified(Finding.MALFORMED_ROW, segment)
@@ -429,79 +434,266 @@ def _strict_row(line: bytes, segment: str) -> dict[str, Any]:
     return row
 
 
+def _slow_row(
+    line: bytes,
+    segment: str,
+    seq: int,
+    prev: str,
+    local: dict[str, AttemptRecord],
+    index: Index,
+) -> tuple[int, str]:
+    """The reference: verify one row after (``seq``, ``prev``) and fold it into
+    ``local`` and ``index``. Returns the new (sequence, digest) tail; raises the
+    row's exact `JournalUnverified` finding (nothing is folded in then)."""
+    row = _strict_row(line, segment)
+    _check_row_fields(row, segment)
+    if row["sequence"] != seq + 1:
+        raise JournalUnverified(Finding.SEQUENCE_GAP, segment)
+    if row["previous_row_digest"] != prev:
+        raise JournalUnverified(Finding.CHAIN_BROKEN, segment)
+    body = {k: v for k, v in row.items() if k != "row_digest"}
+    if row_digest(body) != row["row_digest"]:
+        raise JournalUnverified(Finding.DIGEST_MISMATCH, segment)
+    aid = row["attempt_id"]
+    if row["state"] == State.ATTEMPT_STARTED:
+        if row["started_at_utc"][:10] != segment:
+            raise JournalUnverified(Finding.WRONG_SEGMENT, segment)
+        if aid in local or aid in index.by_attempt:
+            raise JournalUnverified(Finding.DUPLICATE_START, segment)
+        if index.knows(row["artifact_key"]):
+            raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, segment)
+        rec = AttemptRecord(
+            attempt_id=aid,
+            artifact_key=row["artifact_key"],
+            surface=row["surface"],
+            mode=Mode(row["mode"]),
+            started_at_utc=row["started_at_utc"],
+            deadline_at_utc=row["deadline_at_utc"],
+            segment=segment,
+            outcome=None,
+        )
+        local[aid] = rec
+        index.put(rec)
+    else:
+        start = local.get(aid)
+        if start is None:
+            raise JournalUnverified(Finding.ORPHAN_TERMINAL, segment)
+        if start.outcome is not None:
+            raise JournalUnverified(Finding.DOUBLE_TERMINAL, segment)
+        if (
+            row["artifact_key"] != start.artifact_key
+            or row["surface"] != start.surface
+            or row["mode"] != start.mode
+            or row["started_at_utc"] != start.started_at_utc
+            or row["deadline_at_utc"] != start.deadline_at_utc
+        ):
+            raise JournalUnverified(Finding.TERMINAL_MISMATCH, segment)
+        try:
+            _phase_for_terminal(start, Outcome(row["outcome"]))
+        except IllegalTransition as e:
+            raise JournalUnverified(Finding.STATE_OUTCOME, segment) from e
+        done = AttemptRecord(
+            attempt_id=aid,
+            artifact_key=start.artifact_key,
+            surface=start.surface,
+            mode=start.mode,
+            started_at_utc=start.started_at_utc,
+            deadline_at_utc=start.deadline_at_utc,
+            segment=segment,
+            outcome=Outcome(row["outcome"]),
+        )
+        local[aid] = done
+        index.put(done)
+    return row["sequence"], row["row_digest"]
+
+
 def verify_segment_bytes(
-    data: bytes, segment: str, index: Index
+    data: bytes, segment: str, index: Index, *, fast: bool = True
 ) -> tuple[int, str]:
     """Verify one segment's bytes and fold its attempts into ``index``.
 
     Returns the (last sequence, last digest) tail. Raises `JournalUnverified`.
+
+    Every row gets the full verification either way. ``fast`` (the default) lets
+    the fast path (`_FAST_PAIR`, `_FAST_ROW`, below) accept the rows it can vouch
+    for with certainty: exact canonical layout, digest, chain, sequence, formats,
+    duplicates and lifecycle, all checked. Any other row goes — with the state
+    exactly as the reference would have it by then — to `_slow_row` (the
+    reference), which folds it in or raises its exact finding. So the fast path
+    is only ever stricter than the reference, never more lenient, and the result
+    (finding, tail, index contents and order) is the reference's. ``fast=False``
+    runs the reference alone (the differential tests compare the two).
     """
     if data and not data.endswith(b"\n"):
         raise JournalUnverified(Finding.TORN_TAIL, segment)
     seq, prev = 0, ZERO_DIGEST
     local: dict[str, AttemptRecord] = {}
-    for line in data.split(b"\n")[:-1] if data else []:
-        row = _strict_row(line, segment)
-        _check_row_fields(row, segment)
-        if row["sequence"] != seq + 1:
-            raise JournalUnverified(Finding.SEQUENCE_GAP, segment)
-        if row["previous_row_digest"] != prev:
-            raise JournalUnverified(Finding.CHAIN_BROKEN, segment)
-        body = {k: v for k, v in row.items() if k != "row_digest"}
-        if row_digest(body) != row["row_digest"]:
-            raise JournalUnverified(Finding.DIGEST_MISMATCH, segment)
-        seq, prev = row["sequence"], row["row_digest"]
-        aid = row["attempt_id"]
-        if row["state"] == State.ATTEMPT_STARTED:
-            if row["started_at_utc"][:10] != segment:
-                raise JournalUnverified(Finding.WRONG_SEGMENT, segment)
-            if aid in local or aid in index.by_attempt:
-                raise JournalUnverified(Finding.DUPLICATE_START, segment)
-            if index.knows(row["artifact_key"]):
-                raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, segment)
-            rec = AttemptRecord(
-                attempt_id=aid,
-                artifact_key=row["artifact_key"],
-                surface=row["surface"],
-                mode=Mode(row["mode"]),
-                started_at_utc=row["started_at_utc"],
-                deadline_at_utc=row["deadline_at_utc"],
-                segment=segment,
-                outcome=None,
-            )
-            local[aid] = rec
-            index.put(rec)
-        else:
-            start = local.get(aid)
-            if start is None:
-                raise JournalUnverified(Finding.ORPHAN_TERMINAL, segment)
-            if start.outcome is not None:
-                raise JournalUnverified(Finding.DOUBLE_TERMINAL, segment)
+    slow_row = _slow_row  # looked up per call: the tests count fallbacks by patching it
+    if not fast:
+        for line in data.split(b"\n")[:-1] if data else []:
+            seq, prev = slow_row(line, segment, seq, prev, local, index)
+        return seq, prev
+    # latin-1 never fails and keeps byte offsets; the fast patterns match only
+    # ASCII, whole lines, so a match's offsets are its row's bytes in `data`.
+    text = data.decode("latin-1")
+    match_pair, match_row = _FAST_PAIR.match, _FAST_ROW.match
+    sha256 = hashlib.sha256
+    hours, hour_ok = _HOURS, _hour_ok
+    by_attempt, by_artifact, sealed = index.by_attempt, index.by_artifact, index.sealed
+    legal, modes, record = _LEGAL_TERMINAL, _MODE_BY_VALUE, _record
+    new_record = object.__new__
+    (set_aid, set_akey, set_surface, set_mode, set_started, set_deadline, set_segment,
+     set_outcome) = _RECORD_SLOTS
+    # Single start rows the fast path accepted but has not folded into `local` /
+    # `index` yet: attempt_id -> [artifact_key, surface, mode, started, deadline,
+    # outcome], and their artifact keys. `_fold` makes one record per attempt in
+    # start order (the reference's insertion order) before the reference judges a
+    # row, and at the end; until then these ids and keys are absent from `index`.
+    pending: dict[str, list[Any]] = {}
+    keys: set[str] = set()
+    # Start hours judged for this segment: a real hour *of this day* (`_hour_ok`).
+    day_hours: dict[str, bool] = {}
+
+    def start_hour_ok(hour: str) -> bool:
+        ok = day_hours[hour] = hour_ok(hour) and hour[:10] == segment
+        return ok
+
+    size, pos = len(data), 0  # every row before `pos` has been judged
+    while pos < size:
+        # A start row directly followed by its terminal row (the writer's usual
+        # order); the pattern's back-references make the copied fields equal.
+        m = match_pair(text, pos)
+        if m is not None:
+            (akey, aid, deadline, deadline_h, mode, prev_d, digest, seq_s, started, started_h,
+             surface, _, fin_h, outcome, digest2, seq2_s) = m.groups()
+            cut, mid = m.start(_PAIR_DIGEST) - _DIGEST_PREFIX, m.start(_PAIR_SECOND)
+            cut2, end = m.start(_PAIR_DIGEST2) - _DIGEST_PREFIX, m.end()
             if (
-                row["artifact_key"] != start.artifact_key
-                or row["surface"] != start.surface
-                or row["mode"] != start.mode
-                or row["started_at_utc"] != start.started_at_utc
-                or row["deadline_at_utc"] != start.deadline_at_utc
+                int(seq_s) == seq + 1
+                and int(seq2_s) == seq + 2
+                and prev_d == prev
+                and (done := legal.get((mode, outcome))) is not None
+                and (day_hours.get(started_h) or start_hour_ok(started_h))
+                and (hours.get(deadline_h) or hour_ok(deadline_h))
+                and (hours.get(fin_h) or hour_ok(fin_h))
+                and aid not in pending
+                and aid not in by_attempt
+                and akey not in keys
+                and akey not in by_artifact
+                and akey not in sealed
+                # The rows are canonical, so each digest body (the canonical row
+                # without row_digest) is the line without its row_digest member.
+                and sha256(data[pos:cut] + data[cut + _DIGEST_MEMBER : mid - 1]).hexdigest()
+                == digest
+                and sha256(data[mid:cut2] + data[cut2 + _DIGEST_MEMBER : end - 1]).hexdigest()
+                == digest2
             ):
-                raise JournalUnverified(Finding.TERMINAL_MISMATCH, segment)
-            try:
-                _phase_for_terminal(start, Outcome(row["outcome"]))
-            except IllegalTransition as e:
-                raise JournalUnverified(Finding.STATE_OUTCOME, segment) from e
-            done = AttemptRecord(
-                attempt_id=aid,
-                artifact_key=start.artifact_key,
-                surface=start.surface,
-                mode=start.mode,
-                started_at_utc=start.started_at_utc,
-                deadline_at_utc=start.deadline_at_utc,
-                segment=segment,
-                outcome=Outcome(row["outcome"]),
-            )
-            local[aid] = done
-            index.put(done)
+                if pending:
+                    pending[aid] = [akey, surface, mode, started, deadline, done]
+                    keys.add(akey)
+                else:  # `_record`, inlined: the hot path
+                    rec = new_record(AttemptRecord)
+                    set_aid(rec, aid)
+                    set_akey(rec, akey)
+                    set_surface(rec, surface)
+                    set_mode(rec, modes[mode])
+                    set_started(rec, started)
+                    set_deadline(rec, deadline)
+                    set_segment(rec, segment)
+                    set_outcome(rec, done)
+                    local[aid] = by_attempt[aid] = by_artifact[akey] = rec
+                seq, prev, pos = seq + 2, digest2, end
+                continue
+        m = match_row(text, pos)
+        if m is not None:
+            (akey, aid, deadline, deadline_h, fin_h, mode, outcome, prev_d, digest, seq_s,
+             started, started_h, state, surface) = m.groups()
+            cut, end = m.start(_ROW_DIGEST) - _DIGEST_PREFIX, m.end()
+            if (
+                int(seq_s) == seq + 1
+                and prev_d == prev
+                and sha256(data[pos:cut] + data[cut + _DIGEST_MEMBER : end - 1]).hexdigest()
+                == digest
+            ):
+                if state == "attempt_started":
+                    if (
+                        fin_h is None
+                        and outcome == "attempt_started"
+                        and (day_hours.get(started_h) or start_hour_ok(started_h))
+                        and (hours.get(deadline_h) or hour_ok(deadline_h))
+                        and aid not in pending
+                        and aid not in by_attempt
+                        and akey not in keys
+                        and akey not in by_artifact
+                        and akey not in sealed
+                    ):
+                        pending[aid] = [akey, surface, mode, started, deadline, None]
+                        keys.add(akey)
+                        seq, prev, pos = seq + 1, digest, end
+                        continue
+                elif (
+                    fin_h is not None
+                    and (done := legal.get((mode, outcome))) is not None
+                    and (hours.get(fin_h) or hour_ok(fin_h))
+                ):
+                    # started/deadline equal to the start row's, already judged.
+                    start = pending.get(aid)
+                    if start is not None:
+                        if (
+                            start[5] is None
+                            and akey == start[0]
+                            and surface == start[1]
+                            and mode == start[2]
+                            and started == start[3]
+                            and deadline == start[4]
+                        ):
+                            start[5] = done
+                            seq, prev, pos = seq + 1, digest, end
+                            continue
+                    elif (
+                        (folded := local.get(aid)) is not None
+                        and folded.outcome is None
+                        and akey == folded.artifact_key
+                        and surface == folded.surface
+                        and mode == folded.mode
+                        and started == folded.started_at_utc
+                        and deadline == folded.deadline_at_utc
+                    ):
+                        # Already in `index`: replacing the value keeps its place.
+                        rec = record(
+                            aid, akey, folded.surface, folded.mode, folded.started_at_utc,
+                            folded.deadline_at_utc, segment, done,
+                        )
+                        local[aid] = by_attempt[aid] = by_artifact[akey] = rec
+                        seq, prev, pos = seq + 1, digest, end
+                        continue
+        # Not a row the fast path vouches for: the reference judges it.
+        _fold(pending, keys, segment, local, index)
+        nl = data.index(b"\n", pos)
+        seq, prev = slow_row(data[pos:nl], segment, seq, prev, local, index)
+        pos = nl + 1
+    _fold(pending, keys, segment, local, index)
     return seq, prev
+
+
+def _fold(
+    pending: dict[str, list[Any]],
+    keys: set[str],
+    segment: str,
+    local: dict[str, AttemptRecord],
+    index: Index,
+) -> None:
+    """Fold the fast path's pending attempts into ``local`` and ``index`` exactly
+    as the reference would have by now (the same records, in the same order)."""
+    if not pending:
+        return
+    record, modes = _record, _MODE_BY_VALUE
+    by_attempt, by_artifact = index.by_attempt, index.by_artifact
+    for aid, (akey, surface, mode, started, deadline, outcome) in pending.items():
+        rec = record(aid, akey, surface, modes[mode], started, deadline, segment, outcome)
+        local[aid] = by_attempt[aid] = by_artifact[akey] = rec
+    pending.clear()
+    keys.clear()
 
 
 def _phase_for_terminal(start: AttemptRecord, outcome: Outcome) -> None:
@@ -517,6 +709,169 @@ def _phase_for_terminal(start: AttemptRecord, outcome: Outcome) -> None:
         except IllegalTransition:
             pass
     transition(Phase.AWAITING_REPORT, Event.REPORT, outcome, start.mode)
+
+
+# The fast path of `verify_segment_bytes`. Built from the reference's own sets and
+# tables, so it cannot drift from them; whatever it does not accept with certainty
+# is left to the reference (`_slow_row`).
+
+
+def _alt(values: Iterable[str]) -> str:
+    return "(?:" + "|".join(re.escape(v) for v in sorted(values)) + ")"
+
+
+# A timestamp: its first 13 characters (``YYYY-MM-DDTHH``, a group of its own)
+# are judged by `_hour_ok`, the rest must be minutes and seconds 00-59 and six
+# ASCII digits. Stricter than `_TS` + strptime (which also take seconds 60 and 61
+# and non-ASCII digits).
+_FAST_HOUR: Final = "([-0-9T]{13})"
+_FAST_REST: Final = r":[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
+_FAST_TS: Final = f"({_FAST_HOUR}{_FAST_REST})"  # two groups: the timestamp, its hour
+_FAST_SEQUENCE: Final = "([1-9][0-9]{0,17})"  # longer: the reference's (never seq + 1)
+# Any 64 characters but a line break: accepted only when equal to the previous
+# digest / the computed digest (lowercase hex, so then the layout is exact).
+_FAST_DIGEST: Final = '"(.{64})"'
+_FAST_SCHEMA: Final = f'"{re.escape(JOURNAL_SCHEMA)}"'
+
+
+def _row_pattern(members: Mapping[str, str]) -> str:
+    """One whole line that is exactly `canonical_json` of a row with these member
+    value patterns: sorted keys, no whitespace, then a line feed. No value pattern
+    admits a line break, and none but `_FAST_DIGEST` (accepted only when equal to
+    a lowercase hex digest) a quote, backslash or non-ASCII character."""
+    assert set(members) == ROW_FIELDS
+    return r"\{" + ",".join(f'"{k}":{members[k]}' for k in sorted(members)) + r"\}\n"
+
+
+_FAST_ROW: Final = re.compile(
+    _row_pattern(
+        {
+            "artifact_key": '"([0-9a-f]{64})"',
+            "attempt_id": '"([0-9a-f]{32})"',
+            "deadline_at_utc": f'"{_FAST_TS}"',
+            "finalized_at_utc": f'(?:null|"{_FAST_HOUR}{_FAST_REST}")',  # its hour only
+            "mode": f'"({_alt(m.value for m in Mode)})"',
+            "outcome": f'"({_alt(o.value for o in Outcome)})"',
+            "previous_row_digest": _FAST_DIGEST,
+            "row_digest": _FAST_DIGEST,
+            "schema_version": _FAST_SCHEMA,
+            "sequence": _FAST_SEQUENCE,
+            "started_at_utc": f'"{_FAST_TS}"',
+            "state": f'"({_alt(s.value for s in State)})"',
+            "surface": f'"({_alt(_SURFACES)})"',
+        }
+    ),
+    re.ASCII,
+)
+_ROW_DIGEST: Final = 9  # group of the row_digest value
+# A start row and, directly after it, its terminal row: the copied fields are
+# back-references, the terminal's previous_row_digest is the start's row_digest.
+_FAST_PAIR: Final = re.compile(
+    _row_pattern(
+        {
+            "artifact_key": '"(?P<akey>[0-9a-f]{64})"',
+            "attempt_id": '"(?P<aid>[0-9a-f]{32})"',
+            "deadline_at_utc": f'"(?P<deadline>{_FAST_HOUR}{_FAST_REST})"',
+            "finalized_at_utc": "null",
+            "mode": f'"(?P<mode>{_alt(m.value for m in Mode)})"',
+            "outcome": f'"{re.escape(Outcome.ATTEMPT_STARTED.value)}"',
+            "previous_row_digest": _FAST_DIGEST,
+            "row_digest": '"(?P<digest>.{64})"',
+            "schema_version": _FAST_SCHEMA,
+            "sequence": _FAST_SEQUENCE,
+            "started_at_utc": f'"(?P<started>{_FAST_HOUR}{_FAST_REST})"',
+            "state": f'"{re.escape(State.ATTEMPT_STARTED.value)}"',
+            "surface": f'"(?P<surface>{_alt(_SURFACES)})"',
+        }
+    )
+    + "()"  # empty: where the terminal row begins
+    + _row_pattern(
+        {
+            "artifact_key": '"(?P=akey)"',
+            "attempt_id": '"(?P=aid)"',
+            "deadline_at_utc": '"(?P=deadline)"',
+            "finalized_at_utc": f'"{_FAST_HOUR}{_FAST_REST}"',  # its hour only
+            "mode": '"(?P=mode)"',
+            "outcome": f'"({_alt(o.value for o in TERMINAL_OUTCOMES)})"',
+            "previous_row_digest": '"(?P=digest)"',
+            "row_digest": _FAST_DIGEST,
+            "schema_version": _FAST_SCHEMA,
+            "sequence": _FAST_SEQUENCE,
+            "started_at_utc": '"(?P=started)"',
+            "state": f'"{re.escape(State.FINALIZED.value)}"',
+            "surface": '"(?P=surface)"',
+        }
+    ),
+    re.ASCII,
+)
+_PAIR_DIGEST: Final = 7  # groups: the start's row_digest, the empty one, the terminal's
+_PAIR_SECOND: Final = 12
+_PAIR_DIGEST2: Final = 15
+assert _FAST_ROW.groups == 14 and _FAST_PAIR.groups == 16
+assert _FAST_PAIR.groupindex["digest"] == _PAIR_DIGEST
+_DIGEST_PREFIX: Final = len('"row_digest":"')
+_DIGEST_MEMBER: Final = len('"row_digest":"",') + 64  # the member and its comma
+_MODE_BY_VALUE: Final[Mapping[str, Mode]] = {m.value: m for m in Mode}
+_RECORD_SLOTS: Final = tuple(getattr(AttemptRecord, f).__set__ for f in AttemptRecord.__slots__)
+assert AttemptRecord.__slots__ == tuple(f.name for f in fields(AttemptRecord))
+
+
+def _record(
+    attempt_id: str,
+    artifact_key: str,
+    surface: str,
+    mode: Mode,
+    started_at_utc: str,
+    deadline_at_utc: str,
+    segment: str,
+    outcome: Outcome | None,
+) -> AttemptRecord:
+    """``AttemptRecord(...)`` without the frozen ``__init__``'s per-field
+    ``object.__setattr__`` (3x the cost): the same class, the same slot values."""
+    rec: AttemptRecord = object.__new__(AttemptRecord)
+    s0, s1, s2, s3, s4, s5, s6, s7 = _RECORD_SLOTS
+    s0(rec, attempt_id)
+    s1(rec, artifact_key)
+    s2(rec, surface)
+    s3(rec, mode)
+    s4(rec, started_at_utc)
+    s5(rec, deadline_at_utc)
+    s6(rec, segment)
+    s7(rec, outcome)
+    return rec
+
+
+def _legal_terminals() -> dict[tuple[str, str], Outcome]:
+    """(mode, outcome) of every terminal row `_phase_for_terminal` accepts."""
+    legal: dict[tuple[str, str], Outcome] = {}
+    for mode in Mode:
+        probe = AttemptRecord("", "", "", mode, "", "", "", None)
+        for outcome in TERMINAL_OUTCOMES:
+            try:
+                _phase_for_terminal(probe, outcome)
+            except IllegalTransition:
+                continue
+            legal[(mode.value, outcome.value)] = outcome
+    return legal
+
+
+_LEGAL_TERMINAL: Final[Mapping[tuple[str, str], Outcome]] = _legal_terminals()
+_HOURS: dict[str, bool] = {}
+_HOURS_MAX: Final = 4096
+
+
+def _hour_ok(hour: str) -> bool:
+    """Does the reference accept a timestamp that starts with ``hour`` (the first
+    13 characters of a `_FAST_TS`) when its minutes and seconds are 00-59 and its
+    fraction six ASCII digits? Judged by the reference itself (`_is_ts`), which
+    checks the whole ``YYYY-MM-DDTHH`` format and the real date. Memoised (bounded)."""
+    ok = _HOURS.get(hour)
+    if ok is None:
+        ok = _is_ts(hour + ":00:00.000000Z")
+        if len(_HOURS) >= _HOURS_MAX:
+            _HOURS.clear()
+        _HOURS[hour] = ok
+    return ok
 
 
 # ---------------------------------------------------------------------- journal
@@ -570,7 +925,14 @@ class Journal:
         """``create_lock=False`` for the ops tools (`spool.fsio.ProductLock`)."""
         self._root = root
         self._mutex = threading.RLock()
-        self._flock = make_flock(root.journal_lock, create=create_lock)
+        # The writer keeps one checked descriptor (`HeldFlock`: one flock and
+        # one lstat per critical section); ops tools re-check everything on
+        # every acquire and never create the file (`ProductLock`).
+        self._flock: HeldFlock | ProductLock = (
+            HeldFlock(root.journal_lock)
+            if create_lock
+            else make_flock(root.journal_lock, create=False)
+        )
         self._tails: dict[str, _Tail] = {}
         self.index = Index()
 

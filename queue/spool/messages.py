@@ -27,7 +27,7 @@ SPOOL_VERSION: Final = "kexpr-spool-v1"
 MAX_MESSAGE_BYTES: Final = 64 * 1024
 
 Hex32 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
-Timestamp = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")]
+Timestamp = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")]
 
 
 class ResponseStatus(enum.StrEnum):
