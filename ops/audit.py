@@ -382,7 +382,7 @@ def audit_env_file(path: Path, known_values: Iterable[str]) -> tuple[CheckResult
 # ------------------------------------------------------------------ data root
 
 _HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
-_STAGING: Final = re.compile(r"\.[0-9a-z._]{1,80}\.\d{1,10}\.[0-9a-f]{12}")
+_STAGING: Final = re.compile(r"\.[0-9a-z._]{1,80}\.[0-9]{1,10}\.[0-9a-f]{12}")
 _TOP_LEVEL: Final = frozenset(
     {
         "identity.key",
@@ -396,8 +396,8 @@ _TOP_LEVEL: Final = frozenset(
     }
 )
 _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})
-_SEGMENT: Final = re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")
-_QUARANTINED: Final = re.compile(r"\d{4}-\d{2}-\d{2}\.[1-9]\d{0,5}\.jsonl")
+_SEGMENT: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.jsonl")
+_QUARANTINED: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.[1-9][0-9]{0,5}\.jsonl")
 SHARED_DIR_MODE: Final = 0o2770
 SHARED_FILE_MODES: Final = frozenset({0o660, 0o640, 0o600})
 
@@ -574,7 +574,7 @@ class _Rules:
 # The only shapes in which a digit may appear in a spool or status string.
 _DIGIT_SHAPES: Final = (
     re.compile(r"[0-9a-f]{32}|[0-9a-f]{64}"),  # request/attempt IDs, artifact keys
-    re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z"),  # timestamps
+    re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"),  # timestamps
     re.compile(r"[a-z][a-z._-]*-v[0-9]{1,2}"),  # schema versions (korean-expression-v4)
     re.compile(r"[a-z][a-z_]*(\.[a-z][a-z_]*)*\.v[0-9]{1,2}"),  # surfaces (daily.v1)
     re.compile(r"[a-z][a-z_]*(\.[a-z][a-z_]*)+\.[1-9]"),  # adaptive.dual.review.N

@@ -67,7 +67,7 @@ _ROOT_FILES: Final = {
 }
 _SPOOL_NAME: Final = re.compile(r"[0-9a-f]{32}\.json")
 # `spool.fsio.publish` / `replace_private` staging: ".<final name>.<pid>.<12 hex>".
-_STAGING_NAME: Final = re.compile(r"\.[0-9a-z._]+\.\d+\.[0-9a-f]{12}")
+_STAGING_NAME: Final = re.compile(r"\.[0-9a-z._]+\.[0-9]+\.[0-9a-f]{12}")
 
 
 @dataclass(slots=True)
@@ -301,7 +301,7 @@ def cli(argv: list[str]) -> int:
             elif a.command == "prune":
                 ok, out = prune(root, apply=a.apply, today=dt.datetime.now(dt.UTC).date())
             else:
-                if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", a.segment):
+                if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", a.segment):
                     p.error("--segment must be YYYY-MM-DD")
                 ok, out = quarantine(root, a.segment, apply=a.apply)
         finally:

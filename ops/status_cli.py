@@ -46,7 +46,7 @@ WORKER_STATES: Final = frozenset({"starting", "ready", "stopping", "stopped"})
 SUPERVISOR_STATES: Final = frozenset(
     {"starting", "running", "backoff", "stopping", "stopped", "crash_loop", "fatal"}
 )
-_TS: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+_TS: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
 
 

@@ -333,6 +333,13 @@ MORE_CORRUPTIONS = [
     ("blank_line", lambda d: d + b"\n", Finding.MALFORMED_ROW),
     ("array_row", lambda d: b"[]\n" + d, Finding.MALFORMED_ROW),
     ("invalid_utf8", lambda d: d.replace(b'"daily.v1"', b'"daily\xff1"', 1), Finding.MALFORMED_ROW),
+    # Past CPython's 4,300-digit int limit json.loads raises a bare ValueError,
+    # and deep nesting a RecursionError: both once escaped load() and crashed
+    # the worker's start-up instead of quarantining.
+    ("huge_sequence", lambda d: d.replace(b'"sequence":1', b'"sequence":1' + b"0" * 5000, 1), Finding.MALFORMED_ROW),
+    ("deep_nesting", lambda d: d.replace(b'"sequence":1', b'"sequence":' + b"[" * 100_000 + b"]" * 100_000, 1), Finding.MALFORMED_ROW),
+    # RFC3339 digits are ASCII: \d would have let fullwidth digits through.
+    ("fullwidth_digits", lambda d: _rewrite(d, _set("deadline_at_utc", "２０２６-11-30T00:00:04.000000Z", row=0, rechain=True)), Finding.FIELD_FORMAT),
 ]
 
 

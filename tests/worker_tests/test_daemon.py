@@ -390,8 +390,10 @@ def test_unverified_journal_means_zero_calls(root, provider, env) -> None:  # ty
         lambda b: b.replace(b"P_DAILY_COMPLETE", b"P_WEEKLY_IN_GOAL"),
         lambda b: b[:-1],
         lambda b: b"\xef\xbb\xbf" + b,
+        # RFC3339 digits are ASCII (a \d pattern took these, and strptime too).
+        lambda b: b.replace(b'"submitted_at_utc":"2026', '"submitted_at_utc":"２０２６'.encode()),
     ],
-    ids=["mode", "extra_key", "deadline_extended", "foreign_id", "truncated", "bom"],
+    ids=["mode", "extra_key", "deadline_extended", "foreign_id", "truncated", "bom", "fullwidth_digits"],
 )
 def test_invalid_request_gets_canonical_and_no_call(root, provider, env, mutate) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
