@@ -101,6 +101,7 @@ from watchdog.observers import Observer
 
 from worker.environment import hazardous_environment
 from worker.exitcodes import ExitCode
+from worker.preload import Preload
 from worker.provider import ProviderOutcome, ProviderResult, build_client, call_with_deadline
 
 if TYPE_CHECKING:
@@ -219,6 +220,7 @@ class Worker:
         clock: Callable[[], dt.datetime] = utcnow,
         commit_grace: dt.timedelta = COMMIT_GRACE,
         rescan_interval_s: float = RESCAN_INTERVAL_S,
+        preload: Preload | None = None,
     ) -> None:
         self.root = root
         self._environ = dict(os.environ) if environ is None else environ
@@ -226,6 +228,8 @@ class Worker:
         self._clock = clock
         self._grace = commit_grace
         self._rescan = rescan_interval_s
+        # A child verifying the journal since before the SDK import (worker.preload).
+        self._preload = preload
         self.journal = Journal(root)
         self.journal_ok = False
         # Why the worker is in quarantine (rule 6): an enum value, or None.
@@ -284,7 +288,11 @@ class Worker:
             self._enter_quarantine("io_error")
             return
         try:
-            self.journal.load()
+            blob = self._preload.result() if self._preload is not None else None
+            # adopt() installs the child's index only if every journal file is
+            # still the one it read; anything else: the full load, here.
+            if blob is None or not self.journal.adopt(blob):
+                self.journal.load()
             self.journal_ok = True
         except JournalUnverified as e:
             # Fail closed: answer every request canonical, zero calls, zero rows.

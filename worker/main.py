@@ -14,7 +14,10 @@ Start-up order, each step a precondition of the next (SPEC §9, §10):
    request (the process was already re-parented) means exit at once.
 2. Refuse a hazardous environment (any ``OPENAI_*`` but the key, ``SSLKEYLOGFILE``)
    before the SDK is imported: the SDK reads ``OPENAI_LOG`` at import time.
-3. Only then import the daemon (and with it ``openai``) and run until SIGTERM.
+3. Fork the journal verifier (`worker.preload`: the child verifies on the other
+   core while this process imports the SDK; its result is re-checked, never
+   trusted blindly).
+4. Only then import the daemon (and with it ``openai``) and run until SIGTERM.
    SIGTERM is a graceful stop: no new claims; a call in flight finishes or hits
    its 4 s deadline; the terminal row is written (worker.daemon).
 """
@@ -35,6 +38,7 @@ from spool.layout import DEFAULT_DATA_ROOT, DataRoot
 
 from worker.environment import hazardous_environment
 from worker.exitcodes import ExitCode
+from worker.preload import start as start_preload
 
 # worker.daemon (and with it the openai SDK) is imported only after the
 # environment check: the SDK reads OPENAI_LOG at import time (SPEC §9).
@@ -125,6 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return int(ExitCode.HAZARDOUS_ENVIRONMENT)
+    # Before the SDK import and before any thread: the journal is verified in a
+    # forked child on the other core meanwhile (worker.preload; never trusted
+    # blindly: the parent re-checks every file, else loads by itself).
+    preload = start_preload(DataRoot(args.data_root))
     from worker.daemon import Worker
 
     stop = threading.Event()
@@ -134,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    code = Worker(DataRoot(args.data_root)).run(stop)
+    code = Worker(DataRoot(args.data_root), preload=preload).run(stop)
     if code is not ExitCode.OK:
         print(f"kexpr worker: exit {code.name.lower()}", file=sys.stderr)
     return int(code)

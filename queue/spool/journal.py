@@ -66,6 +66,7 @@ import datetime as dt
 import enum
 import hashlib
 import json
+import marshal
 import os
 import re
 import threading
@@ -326,6 +327,17 @@ class AttemptRecord:
     @property
     def deadline(self) -> dt.datetime:
         return parse_ts(self.deadline_at_utc)
+
+
+# A journal file as read: (kind "s"egment | "q"uarantined, name, device, inode,
+# size, ctime ns). Equal prints mean the same bytes unless someone forged a ctime,
+# which needs CAP_SYS_TIME or the raw device.
+_Print = tuple[str, str, int, int, int, int]
+_EXPORT_VERSION: Final = "kexpr-journal-export-v1"
+
+
+def _print(kind: str, name: str, st: os.stat_result) -> _Print:
+    return (kind, name, st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
 
 
 @dataclass(slots=True)
@@ -992,19 +1004,92 @@ class Journal:
     def _read_segment(self, segment: str) -> tuple[bytes, os.stat_result]:
         return self._read_file(self._segment_path(segment), segment)
 
-    def _load_unlocked(self, *, skip: str | None = None) -> tuple[Index, dict[str, _Tail]]:
+    def _load_unlocked(
+        self, *, skip: str | None = None, prints: list[_Print] | None = None
+    ) -> tuple[Index, dict[str, _Tail]]:
+        """``prints``: filled with what was read (`_Print`), for `export_verified`."""
         index = Index()
         tails: dict[str, _Tail] = {}
         for q in self.quarantined():
-            data, _ = self._read_file(self._root.quarantine / q.name, q.segment)
+            data, st = self._read_file(self._root.quarantine / q.name, q.segment)
             _seal(data, q, index)
+            if prints is not None:
+                prints.append(_print("q", q.name, st))
         for segment in self.segments():
             if segment == skip:
                 continue
             data, st = self._read_segment(segment)
             seq, digest = verify_segment_bytes(data, segment, index)
             tails[segment] = _Tail(seq, digest, st.st_size, st.st_ino)
+            if prints is not None:
+                prints.append(_print("s", segment, st))
         return index, tails
+
+    def _prints_now(self) -> list[_Print]:
+        """`_Print` of every journal file now (opened and checked, not read)."""
+        out: list[_Print] = []
+        for kind, d, names in (
+            ("q", self._root.quarantine, [q.name for q in self.quarantined()]),
+            ("s", self._root.outcomes, [f"{s}.jsonl" for s in self.segments()]),
+        ):
+            for name in names:
+                fd, st = open_read(d / name)
+                os.close(fd)
+                out.append(_print(kind, name if kind == "q" else name[: -len(".jsonl")], st))
+        return out
+
+    # -- verification in another process (worker start-up) ---------------------
+
+    def export_verified(self) -> bytes:
+        """Verify everything exactly as `load` does and return the result for
+        `adopt` in another process: the index, the tails and a print of every
+        file read (name, device, inode, size, ctime). Raises what `load` raises.
+
+        The worker forks a child for this at start-up, so that the verification
+        runs on the second core while the parent imports the SDK (docs/
+        performance.md). The child's verdict is never trusted: a child that
+        fails sends nothing, and the parent loads by itself.
+        """
+        prints: list[_Print] = []
+        with self._mutex, self._locked_flock():
+            index, tails = self._load_unlocked(prints=prints)
+        records = tuple(
+            (r.attempt_id, r.artifact_key, r.surface, r.mode.value, r.started_at_utc,
+             r.deadline_at_utc, r.segment, None if r.outcome is None else r.outcome.value)
+            for r in index.by_attempt.values()
+        )
+        return marshal.dumps((
+            _EXPORT_VERSION,
+            records,
+            tuple(index.sealed.items()),
+            index.sealed_open,
+            tuple((seg, t.sequence, t.digest, t.size, t.ino) for seg, t in tails.items()),
+            tuple(prints),
+        ))
+
+    def adopt(self, blob: bytes) -> bool:
+        """Install what `export_verified` produced elsewhere, under the journal
+        lock, only if every journal file is still exactly one it read (same
+        names, device, inode, size and ctime: an append, a rewrite in place, a
+        new, removed or swapped file all change a print). False, with nothing
+        installed, on any difference or any doubt about ``blob``: the caller
+        then calls `load`."""
+        with self._mutex, self._locked_flock():
+            try:
+                version, records, sealed, sealed_open, tails, prints = marshal.loads(blob)
+                if version != _EXPORT_VERSION or list(prints) != self._prints_now():
+                    return False
+                index = Index(sealed=dict(sealed), sealed_open=sealed_open)
+                for aid, akey, surface, mode, started, deadline, segment, outcome in records:
+                    index.put(
+                        _record(aid, akey, surface, Mode(mode), started, deadline, segment,
+                                None if outcome is None else Outcome(outcome))
+                    )
+                new_tails = {seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails}
+            except (ValueError, TypeError, EOFError, UnsafePath, OSError, JournalUnverified):
+                return False
+            self.index, self._tails = index, new_tails
+            return True
 
     def load(self) -> Index:
         """Verify every segment (and quarantined file) and rebuild the dedupe
