@@ -250,6 +250,13 @@ class Worker:
     # ------------------------------------------------------------------ running
 
     def run(self, stop: threading.Event) -> ExitCode:
+        try:
+            return self._run(stop)
+        finally:
+            if self._preload is not None:
+                self._preload.discard()
+
+    def _run(self, stop: threading.Event) -> ExitCode:
         if hazardous_environment(self._environ):
             return ExitCode.HAZARDOUS_ENVIRONMENT
         try:

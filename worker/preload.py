@@ -78,6 +78,15 @@ class Preload:
             return None
         return data[1:]
 
+    def discard(self) -> None:
+        """Stop and reap the child if its result was never taken (the worker
+        did not get as far as loading: another worker, an unsafe data root)."""
+        if self._done:
+            return
+        self._done = True
+        os.close(self._fd)
+        self._reap(kill=True)
+
     def _reap(self, *, kill: bool) -> None:
         try:
             if kill:

@@ -87,3 +87,26 @@ def test_worker_prefers_its_own_load_when_the_journal_changed(root: DataRoot) ->
     )
     w.prepare()
     assert w.journal_ok and {"1" * 64, "3" * 64} <= set(w.journal.index.by_artifact)
+
+
+def test_a_preload_the_worker_never_used_is_stopped_and_reaped(root: DataRoot) -> None:
+    """E.g. another worker holds worker.lock: the child must not outlive us."""
+    import threading
+
+    from spool.fsio import make_flock
+
+    from worker.daemon import Worker
+    from worker.exitcodes import ExitCode
+
+    other = make_flock(root.worker_lock)
+    other.acquire()
+    try:
+        p = preload.start(root)
+        assert p is not None
+        w = Worker(root, environ={"PATH": "/usr/bin"}, client_factory=lambda: None, preload=p)
+        assert w.run(threading.Event()) is ExitCode.ANOTHER_WORKER
+        with pytest.raises(ChildProcessError):
+            os.waitpid(p._pid, 0)  # already reaped
+        assert p.result() is None
+    finally:
+        other.release()
