@@ -717,7 +717,29 @@ def _filelock(path: Path, mode: int) -> filelock.BaseFileLock:
     return filelock.FileLock(str(path), **kwargs)  # type: ignore[arg-type]
 
 
-class ProductLock:
+class _LockContext:
+    """``with lock:`` for the two lock classes below."""
+
+    def acquire(self, timeout: float = -1) -> None:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+class ProductLock(_LockContext):
     """An flock on a product lock file, with this module's rules around filelock.
 
     Before every acquire the lock file is created by us (``O_EXCL``, the
@@ -794,20 +816,8 @@ class ProductLock:
     def is_locked(self) -> bool:
         return bool(self._lock.is_locked)
 
-    def __enter__(self) -> Self:
-        self.acquire()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-
-
-class HeldFlock:
+class HeldFlock(_LockContext):
     """The journal lock of its single writer: one checked descriptor, kept open,
     ``flock``-ed for each critical section.
 
@@ -894,18 +904,6 @@ class HeldFlock:
         if self._finalizer is not None:
             self._finalizer()
         self._fd, self._finalizer, self._depth = None, None, 0
-
-    def __enter__(self) -> Self:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
 
 def _flock_fd(fd: int, timeout: float, path: Path) -> None:

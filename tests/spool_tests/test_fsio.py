@@ -267,8 +267,9 @@ def test_lock_file_swapped_after_first_use_is_refused(root: DataRoot) -> None:
     assert not lock.is_locked
 
 
+@pytest.mark.parametrize("kind", [ProductLock, HeldFlock], ids=["product", "held"])
 @pytest.mark.parametrize("bad", ["symlink", "mode", "fifo"])
-def test_unsafe_lock_file_is_refused(root: DataRoot, tmp_path: Path, bad: str) -> None:
+def test_unsafe_lock_file_is_refused(root: DataRoot, tmp_path: Path, bad: str, kind: type) -> None:
     if bad == "symlink":
         (tmp_path / "t").write_bytes(b"")
         root.journal_lock.symlink_to(tmp_path / "t")
@@ -281,9 +282,10 @@ def test_unsafe_lock_file_is_refused(root: DataRoot, tmp_path: Path, bad: str) -
     else:
         os.mkfifo(root.journal_lock, 0o600)
         expected = UnsafeReason.NOT_REGULAR_FILE
+    lock = kind(root.journal_lock)
     with pytest.raises(UnsafePath) as e:
-        ProductLock(root.journal_lock).acquire()
-    assert reason(e) is expected
+        lock.acquire()
+    assert reason(e) is expected and not lock.is_locked
 
 
 # HeldFlock: the journal writer's lock (one checked descriptor, flock per use).
@@ -374,26 +376,6 @@ def test_held_lock_refuses_a_data_root_swapped_after_first_use(root: DataRoot, t
     with pytest.raises(UnsafePath) as e:
         lock.acquire()
     assert reason(e) is UnsafeReason.INODE_CHANGED
-
-
-@pytest.mark.parametrize("bad", ["symlink", "mode", "fifo"])
-def test_unsafe_lock_file_is_refused_by_the_held_lock_too(root: DataRoot, tmp_path: Path, bad: str) -> None:
-    if bad == "symlink":
-        (tmp_path / "t").write_bytes(b"")
-        root.journal_lock.symlink_to(tmp_path / "t")
-        expected = UnsafeReason.SYMLINK
-    elif bad == "mode":
-        fd = os.open(root.journal_lock, os.O_WRONLY | os.O_CREAT, 0o600)
-        os.close(fd)
-        os.chmod(root.journal_lock, 0o644)
-        expected = UnsafeReason.BAD_MODE
-    else:
-        os.mkfifo(root.journal_lock, 0o600)
-        expected = UnsafeReason.NOT_REGULAR_FILE
-    lock = HeldFlock(root.journal_lock)
-    with pytest.raises(UnsafePath) as e:
-        lock.acquire()
-    assert reason(e) is expected and not lock.is_locked
 
 
 def test_ops_lock_never_creates_a_lock_file(root: DataRoot) -> None:
