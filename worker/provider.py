@@ -64,6 +64,7 @@ from __future__ import annotations
 import enum
 import math
 import os
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -198,7 +199,8 @@ def call_once(client: openai.OpenAI, capsule_json: str) -> ProviderResult:
 def call_with_deadline(
     client: openai.OpenAI, capsule_json: str, *, seconds: float
 ) -> ProviderResult:
-    """:func:`call_once` in a daemon thread, waited on for at most ``seconds``.
+    """:func:`call_once` in a daemon thread (a kept one if idle, see
+    `_CallThreads`), waited on for at most ``seconds``.
 
     Not finished in time: TIMEOUT, and the late result is discarded — the thread
     runs to its own end (bounded per phase by the SDK timeout) and nothing reads
@@ -226,13 +228,60 @@ def call_with_deadline(
         finally:
             done.set()
 
-    threading.Thread(target=run, name="kexpr-provider-call", daemon=True).start()
+    _CALL_THREADS.run(run)
     if not done.wait(seconds):
         return ProviderResult(ProviderOutcome.TIMEOUT)
     (result,) = box
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+class _CallThreads:
+    """Daemon threads kept for the next call.
+
+    Starting a thread per call cost 0.5–1 ms of hand-offs per artifact under
+    load (``Thread.start`` waits for the new thread to run; bench/run.py). The
+    semantics are those of a new daemon thread per call: a call *never* waits
+    for a thread — with none idle, a new one is started at once — so a hung call
+    cannot delay another, and a thread still running a late call is simply not
+    idle. At most `KEEP` threads are kept idle; the others end. A thread is named
+    ``kexpr-provider-call`` while it runs a call and ``kexpr-provider-idle``
+    while parked.
+    """
+
+    KEEP: Final = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+
+    def run(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(
+                target=self._serve, args=(inbox,), name="kexpr-provider-call", daemon=True
+            ).start()
+        inbox.put(fn)
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        me = threading.current_thread()
+        while True:
+            fn = inbox.get()
+            me.name = "kexpr-provider-call"
+            fn()  # never raises: call_with_deadline's `run` hands everything over
+            with self._lock:
+                if len(self._idle) >= self.KEEP:
+                    return
+                self._idle.append(inbox)
+                # Renamed under the lock, once parked: a thread named -idle is
+                # one `run` can hand the next call to.
+                me.name = "kexpr-provider-idle"
+
+
+_CALL_THREADS: Final = _CallThreads()
 
 
 def _map_failure(exc: BaseException) -> ProviderOutcome:

@@ -369,11 +369,40 @@ def test_no_client_without_a_key(monkeypatch: pytest.MonkeyPatch, key: str | Non
 
 
 def _join_call_threads() -> None:
-    for thread in threading.enumerate():
-        if thread.name == "kexpr-provider-call":
-            assert thread.daemon
-            thread.join(timeout=5)
-            assert not thread.is_alive()
+    """Wait until no call runs any more (kept threads park as ``-idle``)."""
+    end = time.monotonic() + 5
+    while any(t.name == "kexpr-provider-call" for t in threading.enumerate()):
+        assert time.monotonic() < end, "a provider call is still running"
+        time.sleep(0.01)
+    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("kexpr-provider"))
+
+
+def test_call_threads_are_kept_and_a_hung_call_never_delays_another(
+    connect: Callable[[Recorder], openai.OpenAI],
+) -> None:
+    release = threading.Event()
+    threads: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        threads.append(threading.get_ident())
+        if len(threads) == 2:
+            release.wait(timeout=10)  # the second call hangs
+        return httpx.Response(200, json=completion_body())
+
+    client = connect(Recorder(handler))
+    assert call_with_deadline(client, CAPSULE, seconds=5.0).outcome is ProviderOutcome.CONTENT
+    _join_call_threads()
+    try:
+        # The hung one times out; the next starts at once on another thread.
+        assert call_with_deadline(client, CAPSULE, seconds=0.2).outcome is ProviderOutcome.TIMEOUT
+        started = time.monotonic()
+        assert call_with_deadline(client, CAPSULE, seconds=5.0).outcome is ProviderOutcome.CONTENT
+        assert time.monotonic() - started < 2.0  # a correctness bound, not a benchmark
+    finally:
+        release.set()
+        _join_call_threads()
+    assert threads[0] == threads[1]  # the first thread was kept and reused
+    assert threads[2] != threads[1]  # the hung one was busy: a new thread, no waiting
 
 
 def test_deadline_returns_timeout_and_discards_the_late_result(
