@@ -824,6 +824,10 @@ assert _FAST_PAIR.groupindex["digest"] == _PAIR_DIGEST
 _DIGEST_PREFIX: Final = len('"row_digest":"')
 _DIGEST_MEMBER: Final = len('"row_digest":"",') + 64  # the member and its comma
 _MODE_BY_VALUE: Final[Mapping[str, Mode]] = {m.value: m for m in Mode}
+_OUTCOME_OR_OPEN: Final[Mapping[str | None, Outcome | None]] = {
+    None: None,
+    **{o.value: o for o in Outcome},
+}
 _RECORD_SLOTS: Final = tuple(getattr(AttemptRecord, f).__set__ for f in AttemptRecord.__slots__)
 assert AttemptRecord.__slots__ == tuple(f.name for f in fields(AttemptRecord))
 
@@ -1080,13 +1084,16 @@ class Journal:
                 if version != _EXPORT_VERSION or list(prints) != self._prints_now():
                     return False
                 index = Index(sealed=dict(sealed), sealed_open=sealed_open)
+                # Dict lookups, not Enum(value) calls: 36,000 records here.
+                # A value no enum has is a KeyError: refused like any doubt.
+                by_attempt, by_artifact, record = index.by_attempt, index.by_artifact, _record
+                modes, outcomes = _MODE_BY_VALUE, _OUTCOME_OR_OPEN
                 for aid, akey, surface, mode, started, deadline, segment, outcome in records:
-                    index.put(
-                        _record(aid, akey, surface, Mode(mode), started, deadline, segment,
-                                None if outcome is None else Outcome(outcome))
-                    )
+                    rec = record(aid, akey, surface, modes[mode], started, deadline, segment,
+                                 outcomes[outcome])
+                    by_attempt[aid] = by_artifact[akey] = rec
                 new_tails = {seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails}
-            except (ValueError, TypeError, EOFError, UnsafePath, OSError, JournalUnverified):
+            except (ValueError, TypeError, KeyError, EOFError, UnsafePath, OSError, JournalUnverified):
                 return False
             self.index, self._tails = index, new_tails
             return True
