@@ -90,7 +90,6 @@ from watchdog.events import (
     EVENT_TYPE_MODIFIED,
     EVENT_TYPE_MOVED,
     DirCreatedEvent,
-    DirDeletedEvent,
     DirMovedEvent,
     FileCreatedEvent,
     FileMovedEvent,
@@ -159,15 +158,16 @@ class Counters:
         self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
 
 
-# The inotify mask (watchdog derives it from the filter): creations, moves and
-# deletions only. Opens, closes, modifications and attribute changes — every
-# read and write of every spool file — never leave the kernel.
+# The inotify mask (watchdog derives it from the filter): creations and moves
+# only. Opens, closes, modifications, attribute changes and removals — every
+# read, write and unlink of every spool file — never leave the kernel. (A
+# removed or re-moded directory wakes nobody: the tree walk on the rescan
+# timer finds it within a second.)
 WAKE_EVENTS: Final[list[type[FileSystemEvent]]] = [
     FileCreatedEvent,
     FileMovedEvent,
     DirCreatedEvent,
     DirMovedEvent,
-    DirDeletedEvent,
 ]
 
 
@@ -187,8 +187,8 @@ class _Wake(FileSystemEventHandler):
     and three listings) several times per artifact (bench/run.py profile).
     `WAKE_EVENTS` keeps most of that traffic in the kernel in the first place:
     watchdog's three threads cost ~4.5 ms of CPU per artifact on the full mask.
-    A directory's mode change is not an event here; the tree check on the
-    rescan timer finds it.
+    A directory's removal or mode change is not an event here; the tree check
+    on the rescan timer finds it.
     """
 
     def __init__(self, event: threading.Event, inboxes: tuple[Path, ...]) -> None:

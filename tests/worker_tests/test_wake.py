@@ -141,5 +141,6 @@ def test_one_real_round_trip_wakes_the_scanner_exactly_twice(root: DataRoot) -> 
     assert counter.n == 2
     # Staging creations and moves still arrive (the stream was not empty) ...
     assert seen.count("created") >= 6 and "moved" in seen
-    # ... but the kernel never sent a read's or a write's events (the mask).
-    assert not {"opened", "closed", "closed_no_write", "modified"} & set(seen)
+    # ... but the kernel never sent a read's, a write's or a removal's events
+    # (the mask).
+    assert not {"opened", "closed", "closed_no_write", "modified", "deleted"} & set(seen)
