@@ -31,7 +31,7 @@ def load_or_create_key(root: DataRoot) -> bytes:
         key = read_private(root.identity_key, max_bytes=KEY_BYTES, exclusive=True)
     except FileNotFoundError:
         try:
-            create_private_file(root.identity_key, secrets.token_bytes(KEY_BYTES))
+            create_private_file(root.tmp, root.identity_key, secrets.token_bytes(KEY_BYTES))
         except FileExistsError:
             pass  # another gateway thread/process won the race; read theirs
         key = read_private(root.identity_key, max_bytes=KEY_BYTES, exclusive=True)

@@ -614,17 +614,25 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
             final.fsync()
 
 
-def create_private_file(path: Path, data: bytes) -> None:
-    """Create a new file in place (``O_EXCL``, 0600 in either sharing mode),
-    fsync it and its directory. For ``identity.key``."""
-    with _Dir(path.parent) as d:
-        fd, _ = _open_leaf(d, path.name, _OPEN_CREATE, mode=PRIVATE_FILE_MODE, exclusive=True)
+def create_private_file(tmp_dir: Path, path: Path, data: bytes) -> None:
+    """Create ``path`` with ``data``, 0600 in either sharing mode, complete or
+    not at all (rule 5): written and fsynced in ``tmp_dir``, then linked into
+    place (``FileExistsError`` if someone else's is there: never replaced) and
+    the directory fsynced. For ``identity.key``: created in place, a racing
+    gateway could open the new, still empty file and read a short key."""
+    staging = f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}"
+    with _Dir(tmp_dir) as tmp, _Dir(path.parent) as final:
+        fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=PRIVATE_FILE_MODE, exclusive=True)
         try:
-            _write_all(fd, data)
-            os.fsync(fd)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.link(staging, path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd, follow_symlinks=False)
         finally:
-            os.close(fd)
-        d.fsync()
+            os.unlink(staging, dir_fd=tmp.fd)
+        final.fsync()
 
 
 def claim(src: Path, dst: Path) -> bool:

@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-
-from gateway_shim.identity import DOMAIN, artifact_key, encode_fields, load_or_create_key
 from spool.fsio import UnsafePath, UnsafeReason
 from spool.layout import DataRoot
+
+from gateway_shim.identity import DOMAIN, artifact_key, encode_fields, load_or_create_key
 
 
 def test_vector() -> None:
@@ -78,3 +78,55 @@ def test_group_readable_key_is_refused(tmp_path: Path) -> None:
     os.chmod(root.identity_key, 0o640)
     with pytest.raises(UnsafePath):
         load_or_create_key(root)
+
+
+def test_gateways_starting_at_once_all_get_the_one_key(tmp_path: Path) -> None:
+    """The crash suite once saw two artifact keys for one artifact: a gateway
+    opened the key file another had just created and not yet written, read
+    0 bytes and failed. The key now appears complete or not at all."""
+    import threading
+
+    for round_ in range(20):
+        root = DataRoot(tmp_path / f"r{round_}")
+        root.ensure()
+        gate = threading.Barrier(6)
+        keys: list[bytes | Exception] = []
+
+        def start(
+            gate: threading.Barrier = gate,
+            keys: list[bytes | Exception] = keys,
+            root: DataRoot = root,
+        ) -> None:
+            gate.wait()
+            try:
+                keys.append(load_or_create_key(root))
+            except Exception as e:  # noqa: BLE001 -- recorded, asserted below
+                keys.append(e)
+
+        threads = [threading.Thread(target=start) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(keys) == 6 and all(isinstance(k, bytes) and len(k) == 32 for k in keys), keys
+        assert len(set(keys)) == 1  # type: ignore[arg-type]
+
+
+def test_the_key_is_never_visible_half_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic form of the race: while the creator is between its create
+    and its write, the key path must not exist yet."""
+    from spool import fsio
+
+    root = DataRoot(tmp_path / "r")
+    root.ensure()
+    seen: list[bool] = []
+    real_write_all = fsio._write_all
+
+    def write_all(fd: int, data: bytes) -> None:
+        seen.append(root.identity_key.exists())
+        real_write_all(fd, data)
+
+    monkeypatch.setattr(fsio, "_write_all", write_all)
+    key = load_or_create_key(root)
+    assert seen == [False] and len(key) == 32
+    assert os.listdir(root.tmp) == []  # the staging file is gone

@@ -445,7 +445,7 @@ def test_shared_group_layout_is_02770_and_files_0660_in_the_group(tmp_path: Path
     st = os.lstat(p)
     assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == shared_gid
     assert check_dir(r.root)[0] == Sharing(shared_gid)
-    create_private_file(r.identity_key, b"k" * 32)
+    create_private_file(r.tmp, r.identity_key, b"k" * 32)
     assert mode_of(r.identity_key) == 0o600  # the key stays the gateway's alone
 
 
@@ -524,7 +524,7 @@ def _no_stray_umask() -> Iterator[None]:
 @root_only
 def test_exclusive_read_refuses_a_group_readable_key_in_a_shared_root(tmp_path: Path, shared_gid: int) -> None:
     r = shared_root(tmp_path, shared_gid)
-    create_private_file(r.identity_key, b"k" * 32)
+    create_private_file(r.tmp, r.identity_key, b"k" * 32)
     assert read_private(r.identity_key, max_bytes=32, exclusive=True) == b"k" * 32
     os.chmod(r.identity_key, 0o640)
     assert read_private(r.identity_key, max_bytes=32) == b"k" * 32  # what a plain read allows
