@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from spool.fsio import group_member_uids
 from spool.layout import DataRoot
 
 from ops.readers import ReadProblem, ReadRefused, read_nofollow, verify_journal
@@ -452,24 +453,6 @@ def _walk(top: Path) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
                 stack.append(sub)
 
 
-def _group_members(gid: int) -> set[int]:
-    import grp
-    import pwd
-
-    uids: set[int] = set()
-    try:
-        names = grp.getgrgid(gid).gr_mem
-    except KeyError:
-        names = []
-    for name in names:
-        try:
-            uids.add(pwd.getpwnam(name).pw_uid)
-        except KeyError:
-            pass
-    uids.update(p.pw_uid for p in pwd.getpwall() if p.pw_gid == gid)
-    return uids
-
-
 def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult:
     result = CheckResult(Check.DATA_ROOT, str(path))
     root = DataRoot(path)
@@ -489,7 +472,7 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
     result.info["sharing"] = "shared_group" if shared else "private"
     owners = {top.st_uid, *extra_owners}
     if shared:
-        owners |= _group_members(top.st_gid)
+        owners |= group_member_uids(top.st_gid)
     try:
         key_st = os.lstat(root.identity_key)
         if stat.S_ISREG(key_st.st_mode):

@@ -140,7 +140,7 @@ def _owner_uid() -> int:
 
 
 @functools.lru_cache(maxsize=8)
-def _group_member_uids(gid: int) -> frozenset[int]:
+def group_member_uids(gid: int) -> frozenset[int]:
     """UIDs of the group's members (supplementary and primary). Cached for the
     life of the process: a membership change takes effect at the next restart."""
     uids: set[int] = set()
@@ -189,7 +189,7 @@ class Sharing:
             if st.st_uid != euid:
                 raise UnsafePath(UnsafeReason.WRONG_OWNER)
             return
-        if st.st_uid not in (euid, self.peer) and st.st_uid not in _group_member_uids(self.gid):
+        if st.st_uid not in (euid, self.peer) and st.st_uid not in group_member_uids(self.gid):
             raise UnsafePath(UnsafeReason.WRONG_OWNER)
         if st.st_gid != self.gid:
             raise UnsafePath(UnsafeReason.WRONG_GROUP)
