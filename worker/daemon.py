@@ -286,8 +286,7 @@ class Worker:
             # inside the first artifact's 4 s deadline.
             self._client.chat.completions  # noqa: B018
         try:
-            self._tree = self.root.verify_tree()
-            self._sharing = self.root.sharing()
+            self._sharing, self._tree = self.root.verify_tree_sharing()
         except UnsafePath as e:
             self._enter_quarantine(e.reason.value)
             return

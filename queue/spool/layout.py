@@ -120,9 +120,13 @@ class DataRoot:
         Returns each directory's identity, so that a caller can notice a directory
         swapped after start-up (`UnsafeReason.INODE_CHANGED`).
         """
+        return self.verify_tree_sharing()[1]
+
+    def verify_tree_sharing(self) -> tuple[Sharing, dict[str, FileId]]:
+        """`verify_tree`, and the sharing the root declares (one walk for both)."""
         # One walk from "/" to the root, then each directory from the root's
         # descriptor.
-        return check_tree(self.root, tuple(rel for rel, _ in self._tree[1:]))[1]
+        return check_tree(self.root, tuple(rel for rel, _ in self._tree[1:]))
 
     def glance_tree(self, sharing: Sharing) -> dict[str, FileId]:
         """`verify_tree`'s answer from one ``lstat`` per directory (no walk, see

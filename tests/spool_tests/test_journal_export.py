@@ -141,3 +141,14 @@ def test_export_raises_what_load_raises(root: DataRoot) -> None:
     with pytest.raises(JournalUnverified) as e:
         Journal(root).export_verified()
     assert e.value.finding is Finding.TORN_TAIL
+
+
+@pytest.mark.parametrize("field", [3, 7], ids=["mode", "outcome"])
+def test_adopt_refuses_a_record_with_a_value_no_enum_has(root: DataRoot, field: int) -> None:
+    """The prints match; only a record is off: still nothing is installed."""
+    version, records, sealed, sealed_open, tails, prints = marshal.loads(Journal(root).export_verified())
+    bad = list(records[0])
+    bad[field] = "repaired"
+    blob = marshal.dumps((version, (tuple(bad), *records[1:]), sealed, sealed_open, tails, prints))
+    j = Journal(root)
+    assert not j.adopt(blob) and j.index.by_attempt == {}

@@ -653,6 +653,14 @@ def test_directory_re_moded_after_start_up_quarantines(root, provider, env, walk
     assert w.quarantine == "bad_mode" and not w.journal_ok
 
 
+@pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
+def test_directory_removed_after_start_up_quarantines(root, provider, env, walk: bool) -> None:  # type: ignore[no-untyped-def]
+    w = make_worker(root, provider, Clock(), env)
+    os.rmdir(root.reports)
+    w._check_tree(walk=walk)
+    assert w.quarantine == "io_error" and not w.journal_ok
+
+
 def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
