@@ -70,7 +70,7 @@ import marshal
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
@@ -327,6 +327,19 @@ class AttemptRecord:
     @property
     def deadline(self) -> dt.datetime:
         return parse_ts(self.deadline_at_utc)
+
+
+def _finalized(rec: AttemptRecord, outcome: Outcome) -> AttemptRecord:
+    return AttemptRecord(
+        attempt_id=rec.attempt_id,
+        artifact_key=rec.artifact_key,
+        surface=rec.surface,
+        mode=rec.mode,
+        started_at_utc=rec.started_at_utc,
+        deadline_at_utc=rec.deadline_at_utc,
+        segment=rec.segment,
+        outcome=outcome,
+    )
 
 
 # A journal file as read: (kind "s"egment | "q"uarantined, name, device, inode,
@@ -1112,7 +1125,11 @@ class Journal:
 
     def _append(self, row: dict[str, Any]) -> None:
         """Append one row to its segment. Caller holds both locks."""
-        segment = row["started_at_utc"][:10]
+        self._append_rows(row["started_at_utc"][:10], [row])
+
+    def _append_rows(self, segment: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Append rows to one segment: one write, one fsync (group commit).
+        Caller holds both locks. The tail moves only after the fsync."""
         path = self._segment_path(segment)
         tail = self._tails.get(segment)
         created = tail is None
@@ -1125,18 +1142,23 @@ class Journal:
         try:
             if st.st_size != tail.size or (not created and st.st_ino != tail.ino):
                 raise JournalUnverified(Finding.APPEND_CONFLICT, segment)
-            row["sequence"] = tail.sequence + 1
-            row["previous_row_digest"] = tail.digest
-            row.pop("row_digest", None)
-            row["row_digest"] = row_digest(row)
-            line = (canonical_json(row) + "\n").encode("utf-8")
-            written = os.write(fd, line)
-            if written != len(line):
+            sequence, digest = tail.sequence, tail.digest
+            lines = []
+            for row in rows:
+                if row["started_at_utc"][:10] != segment:
+                    raise ValueError("a row goes in the segment of its start row")
+                sequence += 1
+                row["sequence"] = sequence
+                row["previous_row_digest"] = digest
+                row.pop("row_digest", None)
+                row["row_digest"] = digest = row_digest(row)
+                lines.append(canonical_json(row) + "\n")
+            data = "".join(lines).encode("utf-8")
+            written = os.write(fd, data)
+            if written != len(data):
                 raise JournalUnverified(Finding.TORN_TAIL, segment)
             os.fsync(fd)
-            self._tails[segment] = _Tail(
-                row["sequence"], row["row_digest"], tail.size + len(line), st.st_ino
-            )
+            self._tails[segment] = _Tail(sequence, digest, tail.size + len(data), st.st_ino)
         finally:
             os.close(fd)
         if created:
@@ -1186,19 +1208,43 @@ class Journal:
         if current is None or current.outcome is not None:
             raise IllegalTransition(Phase.FINALIZED, event, outcome)
         transition(phase, event, outcome, rec.mode)
-        done = AttemptRecord(
-            attempt_id=rec.attempt_id,
-            artifact_key=rec.artifact_key,
-            surface=rec.surface,
-            mode=rec.mode,
-            started_at_utc=rec.started_at_utc,
-            deadline_at_utc=rec.deadline_at_utc,
-            segment=rec.segment,
-            outcome=outcome,
-        )
+        done = _finalized(rec, outcome)
         self._append(self._row(done, State.FINALIZED, outcome, format_ts(now)))
         self.index.put(done)
         return done
+
+    def append_terminals(
+        self, items: Sequence[tuple[AttemptRecord, Phase, Event, Outcome]], now: dt.datetime
+    ) -> list[AttemptRecord]:
+        """Append the terminal rows of several attempts as one group: per segment
+        one write and one fsync (group commit), instead of one fsync per row.
+
+        All or nothing before any I/O: every item is judged first (known, not yet
+        terminal, not twice in the group, a legal transition), and one illegal
+        item raises `IllegalTransition` with nothing written. An I/O failure
+        raises `JournalUnverified`; segments already synced stay in the index.
+        Caller holds `locked()`."""
+        finalized = format_ts(now)
+        seen: set[str] = set()
+        done: list[tuple[AttemptRecord, Outcome]] = []
+        for rec, phase, event, outcome in items:
+            current = self.index.by_attempt.get(rec.attempt_id)
+            if current is None or current.outcome is not None or rec.attempt_id in seen:
+                raise IllegalTransition(Phase.FINALIZED, event, outcome)
+            transition(phase, event, outcome, rec.mode)
+            seen.add(rec.attempt_id)
+            done.append((_finalized(current, outcome), outcome))
+        by_segment: dict[str, list[tuple[AttemptRecord, Outcome]]] = {}
+        for d, outcome in done:
+            by_segment.setdefault(d.segment, []).append((d, outcome))
+        for segment in sorted(by_segment):
+            group = by_segment[segment]
+            self._append_rows(
+                segment, [self._row(d, State.FINALIZED, o, finalized) for d, o in group]
+            )
+            for d, _ in group:
+                self.index.put(d)
+        return [d for d, _ in done]
 
     # -- retention (rule 7) ------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -14,6 +15,7 @@ from spool.journal import (
     ROW_FIELDS,
     TRANSITIONS,
     ZERO_DIGEST,
+    AttemptRecord,
     Event,
     Finding,
     IllegalTransition,
@@ -566,3 +568,117 @@ def test_audit_collects_a_finding_per_file(root: DataRoot) -> None:
     ]
     assert set(audit.index.by_artifact) == {"3" * 64}
     assert not root.journal_lock.exists()  # an audit never creates the lock file
+
+
+# -- group commit (append_terminals) --------------------------------------------
+
+
+def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls
+
+
+def _starts(j: Journal, n: int, at: dt.datetime = T0, mode: Mode = Mode.SHADOW) -> list[AttemptRecord]:
+    return [start(j, akey=f"{i + 1:064x}", aid=f"{i + 1:032x}", mode=mode, at=at) for i in range(n)]
+
+
+def test_group_of_terminal_rows_is_one_write_and_one_fsync(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recs = _starts(journal, 5)
+    fsyncs = _count_fsyncs(monkeypatch)
+    with journal.locked():
+        done = journal.append_terminals(
+            [(r, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SHADOW_SELECTED) for r in recs], T0
+        )
+    assert len(fsyncs) == 1
+    assert [d.attempt_id for d in done] == [r.attempt_id for r in recs]
+    assert all(d.outcome is Outcome.SHADOW_SELECTED for d in done)
+    # The rows chain on from the start rows exactly as single appends would,
+    # and a fresh load verifies them and rebuilds the same index.
+    rows = [json.loads(line) for line in segment_lines(journal, "2026-11-30")]
+    assert [r["sequence"] for r in rows] == list(range(1, 11))
+    assert [r["state"] for r in rows[5:]] == ["finalized"] * 5
+    fresh = Journal(journal._root).load()
+    assert fresh.by_attempt == journal.index.by_attempt
+    assert not list(fresh.open_attempts())
+
+
+def test_group_commit_writes_the_same_bytes_as_single_appends(tmp_path: Path) -> None:
+    def build(name: str, grouped: bool) -> bytes:
+        root = DataRoot(tmp_path / name)
+        root.ensure()
+        j = Journal(root)
+        j.load()
+        recs = _starts(j, 4)
+        items = [(r, Phase.OPEN, Event.CALL_FAILED, Outcome.TIMEOUT) for r in recs]
+        with j.locked():
+            if grouped:
+                j.append_terminals(items, T0)
+            else:
+                for item in items:
+                    j.append_terminal(*item, T0)
+        return (root.outcomes / "2026-11-30.jsonl").read_bytes()
+
+    assert build("grouped", True) == build("single", False)
+
+
+def test_group_spanning_segments_syncs_each_segment_once(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    day1 = _starts(journal, 2)
+    day2 = [
+        start(journal, akey=f"{i + 10:064x}", aid=f"{i + 10:032x}", at=T0 + dt.timedelta(seconds=1))
+        for i in range(2)
+    ]
+    fsyncs = _count_fsyncs(monkeypatch)
+    with journal.locked():
+        journal.append_terminals(
+            [(r, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL) for r in day2 + day1], T0
+        )
+    assert len(fsyncs) == 2
+    for seg in ("2026-11-30", "2026-12-01"):
+        states = [json.loads(line)["state"] for line in segment_lines(journal, seg)]
+        assert states == ["attempt_started"] * 2 + ["finalized"] * 2
+    assert Journal(journal._root).load().by_attempt == journal.index.by_attempt
+
+
+@pytest.mark.parametrize("bad", ["unknown", "terminal", "twice", "illegal"])
+def test_one_illegal_item_rejects_the_whole_group_before_any_io(journal: Journal, bad: str) -> None:
+    recs = _starts(journal, 3)
+    items = [(r, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SHADOW_SELECTED) for r in recs]
+    if bad == "unknown":
+        ghost = dataclasses.replace(recs[0], attempt_id="f" * 32)
+        items.append((ghost, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SHADOW_SELECTED))
+    elif bad == "terminal":
+        with journal.locked():
+            journal.append_terminal(recs[2], Phase.AWAITING_REPORT, Event.REPORT, Outcome.VALIDATION_REJECTED, T0)
+    elif bad == "twice":
+        items.append(items[0])
+    else:  # `selected` is an enabled-mode outcome; these attempts are shadow
+        items[1] = (recs[1], Phase.AWAITING_REPORT, Event.REPORT, Outcome.SELECTED)
+    before = (journal._root.outcomes / "2026-11-30.jsonl").read_bytes()
+    index_before = dict(journal.index.by_attempt)
+    with journal.locked(), pytest.raises(IllegalTransition):
+        journal.append_terminals(items, T0)
+    assert (journal._root.outcomes / "2026-11-30.jsonl").read_bytes() == before
+    assert journal.index.by_attempt == index_before
+
+
+def test_group_refuses_a_segment_changed_under_it(journal: Journal) -> None:
+    recs = _starts(journal, 2)
+    with open(journal._root.outcomes / "2026-11-30.jsonl", "ab") as f:
+        f.write(b"\n")
+    with journal.locked(), pytest.raises(JournalUnverified) as e:
+        journal.append_terminals(
+            [(r, Phase.OPEN, Event.CALL_FAILED, Outcome.TIMEOUT) for r in recs], T0
+        )
+    assert e.value.finding is Finding.APPEND_CONFLICT
+    assert all(r.outcome is None for r in journal.index.by_attempt.values())

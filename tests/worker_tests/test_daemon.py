@@ -190,7 +190,7 @@ def test_report_terminalizes_accepted_attempt(root, provider, env) -> None:  # t
         spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=ReportOutcome.SHADOW_SELECTED
     )
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
-    w._handle_report(f"{attempt}.json")
+    w._handle_reports([f"{attempt}.json"])
     assert outcomes(root) == ["shadow_selected"]
     assert not (root.reports / f"{attempt}.json").exists()
 
@@ -208,7 +208,7 @@ def test_report_that_contradicts_the_mode_is_ignored(
     attempt = response(root, rid(1)).attempt_id
     rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=report_outcome)
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
-    w._handle_report(f"{attempt}.json")
+    w._handle_reports([f"{attempt}.json"])
     assert outcomes(root) == [None]
     assert w.counters.orphan_reports == 1
 
@@ -219,7 +219,7 @@ def test_report_for_unknown_attempt_is_ignored(root, provider, env) -> None:  # 
         spool_version=SPOOL_VERSION, attempt_id="c" * 32, outcome=ReportOutcome.SELECTED
     )
     publish(root.tmp, root.reports / f"{'c' * 32}.json", rep.to_bytes())
-    w._handle_report(f"{'c' * 32}.json")
+    w._handle_reports([f"{'c' * 32}.json"])
     assert outcomes(root) == [] and w.counters.orphan_reports == 1
 
 
@@ -571,7 +571,7 @@ def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # t
     rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=ReportOutcome.SELECTED)
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
     os.chmod(root.reports / f"{attempt}.json", 0o666)
-    w._handle_report(f"{attempt}.json")
+    w._handle_reports([f"{attempt}.json"])
     assert outcomes(root) == [None] and w.counters.unsafe == {"bad_mode": 1}
 
 
@@ -795,3 +795,117 @@ def test_die_with_parent_asks_for_sigterm_and_notices_an_early_orphan() -> None:
     assert die_with_parent(prctl, parent=os.getppid()) is True
     assert calls == [(PR_SET_PDEATHSIG, int(_signal.SIGTERM), 0, 0, 0)]
     assert die_with_parent(prctl, parent=-1) is False  # already re-parented: exit at once
+
+
+# -- reports are journaled as a group on the rescan timer (group commit) --------
+
+
+def _accepted(w: Worker, root: DataRoot, clock: Clock, n: int, mode: str = "enabled") -> list[str]:
+    attempts = []
+    for i in range(n):
+        w.handle_claimed(f"{submit(root, clock, akey=f'{i + 1:064x}', rid=rid(i + 1), mode=mode)}.json")
+        attempts.append(response(root, rid(i + 1)).attempt_id)
+    return attempts
+
+
+def _report(root: DataRoot, attempt: str, outcome: ReportOutcome) -> str:
+    rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=outcome)
+    publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
+    return f"{attempt}.json"
+
+
+def test_reports_are_journaled_as_one_group_with_one_fsync(
+    root, provider, env, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    attempts = _accepted(w, root, clock, 4)
+    names = [_report(root, a, ReportOutcome.SELECTED) for a in attempts]
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    w._handle_reports(sorted(names))
+    assert len(synced) == 1  # one segment, one group: one fsync for four rows
+    assert outcomes(root) == ["selected"] * 4
+    assert w.counters.reports == 4 and w.counters.orphan_reports == 0
+    assert list(root.reports.iterdir()) == []
+
+
+def test_an_orphan_in_a_group_is_counted_and_the_rest_are_journaled(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    attempts = _accepted(w, root, clock, 3)
+    names = [
+        _report(root, attempts[0], ReportOutcome.SELECTED),
+        _report(root, attempts[1], ReportOutcome.SHADOW_SELECTED),  # enabled attempt: illegal
+        _report(root, "c" * 32, ReportOutcome.SELECTED),  # no such attempt
+        _report(root, attempts[2], ReportOutcome.COMMIT_FAILED),
+    ]
+    (root.reports / f"{'d' * 32}.json").write_bytes(b"{not json")  # malformed
+    os.chmod(root.reports / f"{'d' * 32}.json", 0o600)
+    w._handle_reports(sorted([*names, f"{'d' * 32}.json"]))
+    assert sorted(o or "open" for o in outcomes(root)) == ["commit_failed", "open", "selected"]
+    assert w.counters.reports == 2 and w.counters.orphan_reports == 3
+    assert list(root.reports.iterdir()) == []
+
+
+def test_a_report_waits_for_the_timer_scan_and_a_wake_scan_leaves_it(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    (attempt,) = _accepted(w, root, clock, 1)
+    _report(root, attempt, ReportOutcome.SELECTED)
+    import concurrent.futures as cf
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        w._scan(pool, walk=False, reports=False)  # a wake: requests only
+        assert outcomes(root) == [None] and (root.reports / f"{attempt}.json").exists()
+        w._scan(pool, walk=True, reports=True)  # the timer tick
+    assert outcomes(root) == ["selected"] and not (root.reports / f"{attempt}.json").exists()
+
+
+def test_a_failed_group_append_quarantines_and_journals_nothing(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    attempts = _accepted(w, root, clock, 2)
+    names = [_report(root, a, ReportOutcome.SELECTED) for a in attempts]
+    with open(root.outcomes / "2026-11-30.jsonl", "ab") as f:
+        f.write(b"\n")  # the segment changed under the worker
+    w._handle_reports(sorted(names))
+    assert not w.journal_ok and w.quarantine == "append_conflict"
+    assert w.counters.reports == 0
+
+
+def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    stop = threading.Event()
+    client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(provider.handler)))
+    w = Worker(root, environ=env, client_factory=lambda: client, rescan_interval_s=3600)
+    t = threading.Thread(target=w.run, args=(stop,))
+    t.start()
+    try:
+        for _ in range(200):
+            if root.status_file.exists() and json.loads(root.status_file.read_bytes())["state"] == "ready":
+                break
+            stop.wait(0.05)
+        clock = Clock()
+        clock.now = dt.datetime.now(dt.UTC)
+        submit(root, clock, rid=rid(1), mode="enabled")
+        # Published like a shim does: an arrival in requests/ wakes the worker.
+        os.rename(root.claimed / f"{rid(1)}.json", root.requests / f"{rid(1)}.json")
+        for _ in range(200):
+            if (root.responses / f"{rid(1)}.json").exists():
+                break
+            stop.wait(0.05)
+        attempt = response(root, rid(1)).attempt_id
+        _report(root, attempt, ReportOutcome.SELECTED)
+        stop.wait(0.2)
+        assert (root.reports / f"{attempt}.json").exists()  # the tick is an hour away
+        stop.set()
+        _report(root, "e" * 32, ReportOutcome.SELECTED)  # an arrival: the loop sees stop
+        t.join(10)
+        assert not t.is_alive()
+    finally:
+        stop.set()
+        t.join(10)
+    assert outcomes(root) == ["selected"]
+    assert w.counters.reports == 1 and w.counters.orphan_reports == 1
+    assert list(root.reports.iterdir()) == []
