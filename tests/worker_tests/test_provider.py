@@ -16,6 +16,8 @@ import httpx
 import openai
 import pydantic
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from spool.contract import (
     ALL_SEMANTIC_IDS,
     SAFE_STYLE_LEXEMES,
@@ -38,6 +40,7 @@ from worker.provider import (
     call_once,
     call_with_deadline,
     request_kwargs,
+    wire_kwargs,
 )
 
 URL = "https://api.openai.com/v1/chat/completions"
@@ -230,6 +233,174 @@ def test_endpoint_is_not_taken_from_the_environment(
     call_once(connect(recorder), CAPSULE)
     (request,) = recorder.requests
     assert str(request.url) == URL
+
+
+# --- the wire kwargs: byte-identical to the plain typed call ---------------------------
+
+LARGE_CAPSULE = json.dumps(
+    {
+        "schema_version": "korean-expression-v4",
+        "slots": [
+            {"slot_id": f"s{i}", "generated_ko": '차분히 "인용" \\ 역슬래시\u2028\t끝', "i": i}
+            for i in range(4000)
+        ],
+    },
+    ensure_ascii=False,
+)
+WIRE_CAPSULES = [
+    pytest.param(CAPSULE, id="capsule"),
+    pytest.param('{"generated_ko": "차분히, 오늘 기록을 확인했습니다."}', id="korean"),
+    pytest.param(json.dumps({"ko": "차분히 [[P:01]]."}, ensure_ascii=True), id="korean-escaped"),
+    pytest.param('{"x": "\\u0041\\n\\t\\"\\\\\\/\\ud83d\\ude00"}', id="json-escapes"),
+    pytest.param('say "hi" \\ back\\slash \\\\ "" \'', id="quotes-backslashes"),
+    pytest.param("\x00\x01\x1f\x7f\x80\u2028\u2029\ufeff", id="control-and-separators"),
+    pytest.param("😀𝄞 \U0010ffff", id="non-bmp"),
+    pytest.param("", id="empty"),
+    pytest.param(' { "surface" :\t"daily.v1",\n"x": "차분히\\u0041" }\r\n', id="whitespace"),
+    pytest.param(LARGE_CAPSULE, id="large"),
+]
+
+
+def _on_the_wire(request: httpx.Request) -> tuple[object, ...]:
+    """Everything of a request that reaches the transport, headers in order.
+
+    openai 2.24.0 puts no per-request random header on this call (this client sends
+    no idempotency key), so every header is compared; should one ever appear, this
+    comparison fails and says so rather than silently skipping it.
+    """
+    return (
+        request.method,
+        str(request.url),
+        request.headers.multi_items(),
+        request.content,
+        request.extensions,
+    )
+
+
+def _assert_wire_identical(client: openai.OpenAI, recorder: Recorder, capsule: str) -> None:
+    """call_once's request == the plain typed ``create(**request_kwargs(...))``'s."""
+    before = len(recorder.requests)
+    assert call_once(client, capsule).outcome is ProviderOutcome.CONTENT
+    assert len(recorder.requests) == before + 1  # exactly one request per call_once
+    client.chat.completions.create(**request_kwargs(capsule))  # type: ignore[call-overload]
+    assert len(recorder.requests) == before + 2
+    ours, typed = recorder.requests[before:]
+    assert _on_the_wire(ours) == _on_the_wire(typed)
+    assert json.loads(ours.content)["messages"][1]["content"] == capsule
+
+
+@pytest.fixture
+def wire_client(
+    connect: Callable[[Recorder], openai.OpenAI],
+) -> tuple[openai.OpenAI, Recorder]:
+    recorder = Recorder(ok(completion_body()))
+    return connect(recorder), recorder
+
+
+@pytest.mark.parametrize("capsule", WIRE_CAPSULES)
+def test_wire_request_is_byte_identical_to_the_typed_call(
+    wire_client: tuple[openai.OpenAI, Recorder], capsule: str
+) -> None:
+    _assert_wire_identical(*wire_client, capsule)
+
+
+def test_wire_body_keeps_the_sdk_key_order(wire_client: tuple[openai.OpenAI, Recorder]) -> None:
+    # The placeholder holds messages' place: it is first, as in the SDK's own literal.
+    client, recorder = wire_client
+    call_once(client, CAPSULE)
+    (request,) = recorder.requests
+    assert list(json.loads(request.content)) == [
+        "messages",
+        "model",
+        "max_tokens",
+        "n",
+        "response_format",
+        "store",
+        "temperature",
+    ]
+    assert request.content.startswith(b'{"messages":[{"role":"system","content":')
+
+
+_TEXT = st.text(
+    st.one_of(
+        st.characters(codec="utf-8"),
+        st.sampled_from(list('가나다차분히했습니다 "\\/{}[]:,\n\t\r\x00\u2028😀')),
+    )
+)
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+_CAPSULES = st.one_of(
+    _TEXT,
+    st.builds(
+        lambda value, ascii_only, indent: json.dumps(value, ensure_ascii=ascii_only, indent=indent),
+        _JSON_VALUES,
+        st.booleans(),
+        st.sampled_from([None, 2]),
+    ),
+)
+
+
+# Modest and fixed (two MockTransport calls an example): not tied to the fuzz profile.
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],  # one client, reused
+)
+@given(capsule=_CAPSULES)
+def test_wire_request_is_byte_identical_for_arbitrary_capsules(
+    wire_client: tuple[openai.OpenAI, Recorder], capsule: str
+) -> None:
+    _assert_wire_identical(*wire_client, capsule)
+
+
+def test_an_unencodable_capsule_fails_alike_with_zero_requests(
+    wire_client: tuple[openai.OpenAI, Recorder],
+) -> None:
+    # A lone surrogate cannot be UTF-8 encoded: both forms fail before any request.
+    client, recorder = wire_client
+    for kwargs in (wire_kwargs("\ud800"), request_kwargs("\ud800")):
+        with pytest.raises(UnicodeEncodeError):
+            client.chat.completions.create(**kwargs)  # type: ignore[call-overload]
+    assert recorder.requests == []
+
+
+def test_wire_kwargs_are_request_kwargs_with_messages_moved() -> None:
+    wire = wire_kwargs(CAPSULE)
+    expected = request_kwargs(CAPSULE)
+    assert wire == {**expected, "messages": [], "extra_body": {"messages": expected["messages"]}}
+    assert list(wire) == [*expected, "extra_body"]
+
+
+def test_wire_kwargs_share_nothing_between_calls() -> None:
+    first, second = wire_kwargs(CAPSULE), wire_kwargs(CAPSULE)
+    documented = request_kwargs(CAPSULE)
+
+    def containers(kwargs: dict[str, object]) -> list[object]:
+        extra = kwargs["extra_body"]
+        assert isinstance(extra, dict)
+        messages = extra["messages"]
+        assert isinstance(messages, list)
+        return [kwargs, extra, messages, *messages, kwargs["messages"], kwargs["response_format"]]
+
+    ids_first = {id(c) for c in containers(first)}
+    assert ids_first.isdisjoint(id(c) for c in containers(second))
+    assert ids_first.isdisjoint(
+        id(c) for c in [documented, documented["messages"], documented["response_format"]]
+    )
+
+    # Mutating everything one call was given alters neither the next call nor the
+    # documented parameters.
+    for container in containers(first):
+        if isinstance(container, dict):
+            container.clear()
+        elif isinstance(container, list):
+            container.append({"role": "user", "content": "injected"})
+    assert wire_kwargs(CAPSULE) == second
+    assert request_kwargs(CAPSULE) == documented
+    assert second["messages"] == []
 
 
 # --- one request per outcome --------------------------------------------------------
