@@ -86,18 +86,7 @@ from spool.messages import (
     parse_report,
     parse_request,
 )
-from watchdog.events import (
-    EVENT_TYPE_CREATED,
-    EVENT_TYPE_MODIFIED,
-    EVENT_TYPE_MOVED,
-    DirCreatedEvent,
-    DirMovedEvent,
-    FileCreatedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
+from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD, Mask
 
 from worker.environment import hazardous_environment
 from worker.exitcodes import ExitCode
@@ -165,56 +154,71 @@ class Counters:
         self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
 
 
-# The inotify mask (watchdog derives it from the filter): creations and moves
-# only. Opens, closes, modifications, attribute changes and removals — every
-# read, write and unlink of every spool file — never leave the kernel. (A
-# removed or re-moded directory wakes nobody: the tree walk on the rescan
-# timer finds it within a second.)
-WAKE_EVENTS: Final[list[type[FileSystemEvent]]] = [
-    FileCreatedEvent,
-    FileMovedEvent,
-    DirCreatedEvent,
-    DirMovedEvent,
-]
+# What the kernel queues for the worker (SPEC §4 "waiting"): a file or directory
+# arriving in ``requests/`` or ``reports/`` (created there, linked there or moved
+# in), and either inbox itself being removed or moved away. Everything else —
+# every ``tmp/`` staging write, claims (a move *out of* requests/), responses,
+# reads, removals — never leaves the kernel. The watched paths must be the
+# checked directories themselves: never a symlink (``IN_DONT_FOLLOW``), only a
+# directory (``IN_ONLYDIR``).
+INBOX_MASK: Final = Mask(
+    InotifyConstants.IN_CREATE
+    | InotifyConstants.IN_MOVED_TO
+    | InotifyConstants.IN_DELETE_SELF
+    | InotifyConstants.IN_MOVE_SELF
+    | InotifyConstants.IN_ONLYDIR
+    | InotifyConstants.IN_DONT_FOLLOW
+)
 
 
-class _Wake(FileSystemEventHandler):
-    """The watchdog handler only wakes the scanner (SPEC §4 trap 2: on inotify
-    overflow watchdog delivers nothing, so the scanner, not the events, is the
-    source of truth; it also runs at start-up and on a timer).
-
-    The whole spool tree is watched (trap 1: claim renames stay inside it), but
-    only an arrival wakes the scanner: a file created or moved *into*
-    ``requests/`` or ``reports/``, or a directory itself created, removed, moved
-    (watchdog's ``DirModifiedEvent``, queued for the parent of every file event,
-    does not count: the file event does). Everything else
-    is this worker's own traffic or the shims' staging — the ``tmp/`` writes
-    behind every publication, claims, our reads (inotify reports opens and
-    closes), responses, removals — and waking on it cost a full scan (tree check
-    and three listings) several times per artifact (bench/run.py profile).
-    `WAKE_EVENTS` keeps most of that traffic in the kernel in the first place:
-    watchdog's three threads cost ~4.5 ms of CPU per artifact on the full mask.
-    A directory's removal or mode change is not an event here; the tree check
-    on the rescan timer finds it.
+class _Wake:
+    """Called by watchdog's inotify reader thread (its ``WatchCallback``); it only
+    wakes the scanner. The scanner, not the events, is the source of truth
+    (SPEC §4 trap 2): it lists the folders, at start-up, on every wake and on the
+    rescan timer. A queue overflow and a removed watch wake it too.
     """
 
-    def __init__(self, event: threading.Event, inboxes: tuple[Path, ...]) -> None:
+    def __init__(self, event: threading.Event) -> None:
         self._event = event
-        self._inboxes = frozenset(os.fsdecode(p) for p in inboxes)
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory:
-            if event.event_type != EVENT_TYPE_MODIFIED:
-                self._event.set()
-            return
-        if event.event_type == EVENT_TYPE_MOVED:
-            path = event.dest_path
-        elif event.event_type == EVENT_TYPE_CREATED:
-            path = event.src_path
-        else:
-            return
-        if os.path.dirname(os.fsdecode(path)) in self._inboxes:
-            self._event.set()
+    def on_event(self, event: InotifyEvent) -> None:
+        self._event.set()
+
+    def on_watch_deleted(self, wd: int) -> None:
+        self._event.set()
+
+    def on_queue_overflow(self) -> None:
+        self._event.set()
+
+
+class _InboxWatch:
+    """watchdog's inotify descriptor (`InotifyFD`, its own instance and reader
+    thread) watching the two inboxes, calling `_Wake` directly. Live from
+    construction until `stop`.
+
+    Not an `Observer`: the observer's emitter and dispatcher threads, its event
+    objects and its move pairing cost ~1.6 ms of the worker's CPU per artifact
+    and two thread hand-offs per wake (docs/performance.md, finding P). The
+    observer's 500 ms hold of an unmatched ``IN_MOVED_FROM`` (SPEC §4 trap 1, the
+    reason the whole tree was watched) cannot occur: nothing here pairs moves,
+    and a move out of an inbox is not in the mask.
+    """
+
+    def __init__(self, inboxes: tuple[Path, ...], event: threading.Event) -> None:
+        self._fd = InotifyFD()
+        self._fd.start()
+        try:
+            for inbox in inboxes:
+                self._fd.add_callback(
+                    os.fsencode(inbox), INBOX_MASK, _Wake(event), CallbackId(0)
+                )
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self._fd.stop()
+        self._fd.join(5)
 
 
 class Worker:
@@ -348,14 +352,7 @@ class Worker:
 
     def _run_locked(self, stop: threading.Event) -> ExitCode:
         self.prepare()
-        observer = Observer()
-        observer.schedule(
-            _Wake(self._wake, (self.root.requests, self.root.reports)),
-            str(self.root.spool),
-            recursive=True,
-            event_filter=WAKE_EVENTS,
-        )
-        observer.start()
+        watch = _InboxWatch((self.root.requests, self.root.reports), self._wake)
         pool = cf.ThreadPoolExecutor(max_workers=POOL_SIZE, thread_name_prefix="kexpr-call")
         try:
             self._state = "ready"
@@ -386,13 +383,14 @@ class Worker:
             # Reports that arrived since the last tick are journaled now, not
             # left for the next worker (whose restart would expire their attempts).
             self._scan_reports()
-            observer.stop()
-            observer.join(timeout=5)
+            watch.stop()
             self._state = "stopped"
             self._write_status()
         return ExitCode.OK
 
-    def _scan(self, pool: cf.ThreadPoolExecutor, *, walk: bool = True, reports: bool = True) -> None:
+    def _scan(
+        self, pool: cf.ThreadPoolExecutor, *, walk: bool = True, reports: bool = True
+    ) -> None:
         self._check_tree(walk=walk)
         try:
             # Orphans from a dead worker first (they are deduped like anything else).
@@ -489,7 +487,10 @@ class Worker:
                     # Attempted in a quarantined segment: never again (spool.journal).
                     self.counters.already_attempted += 1
                     self._respond(
-                        rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED
+                        rid,
+                        None,
+                        ResponseStatus.ALREADY_ATTEMPTED,
+                        ResponseOutcome.ALREADY_ATTEMPTED,
                     )
                     return
                 rec = j.index.by_artifact.get(capsule.artifact_key)
@@ -523,7 +524,9 @@ class Worker:
         phase = self._phases.get(rec.attempt_id)
         if rec.outcome is not None or phase is Phase.AWAITING_REPORT:
             self.counters.already_attempted += 1
-            self._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED)
+            self._respond(
+                rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED
+            )
         elif self._clock() < rec.deadline or phase is Phase.OPEN:
             # Unexpired, or our own call is still concluding at its deadline: the
             # owner writes the terminal row, never an observer (no row, no call).
@@ -550,12 +553,16 @@ class Worker:
             # call produced is delivered (rule 6).
             self._phases.pop(rec.attempt_id, None)
             self._journal_failed(e)
-            self._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+            self._respond(
+                rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE
+            )
             return
         if accepted is not None:
             self._publish_response(accepted)
         elif outcome is not None:
-            self._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome(outcome.value))
+            self._respond(
+                rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome(outcome.value)
+            )
 
     def _conclude_locked(
         self,
@@ -577,7 +584,9 @@ class Worker:
             if not self.journal_ok:
                 # Quarantined while the call ran (rule 6): nothing it produced is
                 # delivered; the attempt ends canonical, no answer but canonical.
-                self._finalize(j, rec, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, now)
+                self._finalize(
+                    j, rec, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, now
+                )
                 return None, Outcome.CLAIM_EXPIRED_CANONICAL
             if now >= deadline or result.outcome is ProviderOutcome.TIMEOUT:
                 # Late result: discarded here, under the lock. No response: the
@@ -711,7 +720,9 @@ class Worker:
                     phase = self._phases.get(rec.attempt_id)
                     if phase is Phase.OPEN:
                         continue  # our own call is running; it concludes by the deadline
-                    limit = rec.deadline + (self._grace if phase is Phase.AWAITING_REPORT else dt.timedelta(0))
+                    limit = rec.deadline + (
+                        self._grace if phase is Phase.AWAITING_REPORT else dt.timedelta(0)
+                    )
                     if now >= limit:
                         self._expire(rec)
                 self._retain(j)

@@ -25,7 +25,6 @@ Start-up order, each step a precondition of the next (SPEC §9, §10):
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -94,22 +93,7 @@ def die_with_parent(prctl: Prctl | None = None, *, parent: int = _PARENT_AT_STAR
     return os.getppid() == parent
 
 
-class _DropInotifyStopRace(logging.Filter):
-    """watchdog 7 logs "InotifyEmitter.queue_events() called when the thread is
-    inactive" at ERROR when an observer is stopped while its emitter is mid-read:
-    a benign race on every graceful stop (the event is dropped on purpose). Only
-    that exact message is dropped; every other watchdog record passes."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "called when the thread is inactive" not in record.getMessage()
-
-
-def quiet_watchdog_stop_race() -> None:
-    logging.getLogger("watchdog.observers.inotify").addFilter(_DropInotifyStopRace())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    quiet_watchdog_stop_race()
     parser = argparse.ArgumentParser(prog="kexpr worker")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     args = parser.parse_args(argv)

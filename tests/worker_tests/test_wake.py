@@ -1,10 +1,8 @@
-"""What wakes the worker's scanner (`worker.daemon._Wake`).
+"""The worker's wake-up (SPEC §4 "waiting"): watchdog's inotify reader calls
+`_Wake`, which only wakes the scanner; the kernel queues nothing but arrivals
+in ``requests/`` and ``reports/`` and either inbox itself going away.
 
-The spool tree is watched recursively (SPEC §4 trap 1), so inotify reports every
-staging write, claim, read and removal. Only arrivals may cost a scan; the
-rescan timer stays the safety net (trap 2). Tested twice: on synthetic watchdog
-events (every kind, deterministic) and on the real event stream of one whole
-round trip through a real observer.
+Counted, never timed: which spool traffic reaches the scanner at all.
 """
 
 from __future__ import annotations
@@ -16,24 +14,9 @@ from pathlib import Path
 import pytest
 from spool.fsio import claim, publish, read_private, unlink_quiet
 from spool.layout import DataRoot
-from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirModifiedEvent,
-    DirMovedEvent,
-    FileClosedEvent,
-    FileClosedNoWriteEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileOpenedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
+from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent
 
-from worker.daemon import WAKE_EVENTS, _Wake
+from worker.daemon import INBOX_MASK, _InboxWatch, _Wake
 
 
 class Counter:
@@ -41,9 +24,32 @@ class Counter:
 
     def __init__(self) -> None:
         self.n = 0
+        self._lock = threading.Lock()
 
     def set(self) -> None:
-        self.n += 1
+        with self._lock:
+            self.n += 1
+
+
+class Sentinel:
+    """A second callback on the same inotify descriptor, watching ``tmp/``.
+
+    One reader thread hands the descriptor's events to the callbacks in kernel
+    order, so once the sentinel file is seen every earlier event has been
+    delivered (or was never queued)."""
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+
+    def on_event(self, event: InotifyEvent) -> None:
+        if event.name == b"sentinel":
+            self.seen.set()
+
+    def on_watch_deleted(self, wd: int) -> None:
+        pass
+
+    def on_queue_overflow(self) -> None:
+        pass
 
 
 @pytest.fixture
@@ -53,74 +59,41 @@ def root(tmp_path: Path) -> DataRoot:
     return r
 
 
-def wakes(root: DataRoot, event: FileSystemEvent) -> bool:
-    c = Counter()
-    _Wake(c, (root.requests, root.reports)).on_any_event(event)  # type: ignore[arg-type]
-    return c.n == 1
+def _settle(watch: _InboxWatch, root: DataRoot) -> None:
+    sentinel = Sentinel()
+    watch._fd.add_callback(os.fsencode(root.tmp), InotifyConstants.IN_CREATE, sentinel, CallbackId(1))
+    fd = os.open(root.tmp / "sentinel", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    assert sentinel.seen.wait(10)
+    os.unlink(root.tmp / "sentinel")
 
 
-def test_arrivals_in_requests_and_reports_wake(root: DataRoot) -> None:
-    for inbox in (root.requests, root.reports):
-        assert wakes(root, FileCreatedEvent(str(inbox / "x.json")))
-        assert wakes(root, FileMovedEvent(str(root.tmp / ".x"), str(inbox / "x.json")))
+def _watching(root: DataRoot, counter: Counter) -> _InboxWatch:
+    return _InboxWatch((root.requests, root.reports), counter)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda r: FileCreatedEvent(str(r.tmp / ".x.json.1.abc")),  # staging of every publish
-        lambda r: FileCreatedEvent(str(r.responses / "x.json")),  # our own response
-        lambda r: FileCreatedEvent(str(r.claimed / "x.json")),
-        lambda r: FileMovedEvent(str(r.requests / "x.json"), str(r.claimed / "x.json")),  # our claim
-        lambda r: FileDeletedEvent(str(r.requests / "x.json")),
-        lambda r: FileDeletedEvent(str(r.reports / "x.json")),  # we remove a handled report
-        lambda r: FileModifiedEvent(str(r.requests / "x.json")),
-        lambda r: FileOpenedEvent(str(r.reports / "x.json")),  # we read it
-        lambda r: FileClosedNoWriteEvent(str(r.reports / "x.json")),
-        lambda r: FileClosedEvent(str(r.tmp / ".x")),
-        lambda r: DirModifiedEvent(str(r.requests)),  # queued beside every file event
-        lambda r: FileCreatedEvent(str(r.requests / "deeper" / "x.json")),  # not directly in
-    ],
-)
-def test_own_traffic_and_staging_do_not_wake(root: DataRoot, make) -> None:  # type: ignore[no-untyped-def]
-    assert not wakes(root, make(root))
-
-
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda r: DirCreatedEvent(str(r.requests)),
-        lambda r: DirDeletedEvent(str(r.claimed)),
-        lambda r: DirMovedEvent(str(r.requests), str(r.root / "aside")),
-    ],
-)
-def test_directory_changes_wake_so_the_tree_check_runs(root: DataRoot, make) -> None:  # type: ignore[no-untyped-def]
-    assert wakes(root, make(root))
+def test_the_mask_is_arrivals_and_the_inbox_itself_only() -> None:
+    c = InotifyConstants
+    assert INBOX_MASK == (
+        c.IN_CREATE
+        | c.IN_MOVED_TO
+        | c.IN_DELETE_SELF
+        | c.IN_MOVE_SELF
+        | c.IN_ONLYDIR
+        | c.IN_DONT_FOLLOW
+    )
+    # None of a read's, a write's, a removal's or a move-out's events.
+    for noisy in (
+        c.IN_OPEN, c.IN_ACCESS, c.IN_CLOSE_WRITE, c.IN_CLOSE_NOWRITE, c.IN_MODIFY,
+        c.IN_ATTRIB, c.IN_DELETE, c.IN_MOVED_FROM,
+    ):  # fmt: skip
+        assert not INBOX_MASK & noisy
 
 
 def test_one_real_round_trip_wakes_the_scanner_exactly_twice(root: DataRoot) -> None:
     """Request arrival and report arrival; not the dozens of other events around them."""
     counter = Counter()
-    seen: list[str] = []
-    sentinel = threading.Event()
-
-    class Sentinel(FileSystemEventHandler):
-        def on_any_event(self, event: FileSystemEvent) -> None:
-            seen.append(event.event_type)
-            if os.fsdecode(event.src_path).endswith("sentinel"):
-                sentinel.set()
-
-    observer = Observer()
-    # Same watch, two handlers: the dispatcher hands each event to both in turn,
-    # so when the sentinel is seen every earlier event has reached _Wake.
-    watch = observer.schedule(
-        _Wake(counter, (root.requests, root.reports)),  # type: ignore[arg-type]
-        str(root.spool),
-        recursive=True,
-        event_filter=WAKE_EVENTS,  # as the worker schedules it
-    )
-    observer.add_handler_for_watch(Sentinel(), watch)
-    observer.start()
+    watch = _watching(root, counter)
     try:
         publish(root.tmp, root.requests / "r.json", b"{}", durable=False)  # shim
         assert claim(root.requests / "r.json", root.claimed / "r.json")  # worker
@@ -132,15 +105,61 @@ def test_one_real_round_trip_wakes_the_scanner_exactly_twice(root: DataRoot) -> 
         publish(root.tmp, root.reports / "a.json", b"{}")  # shim
         read_private(root.reports / "a.json", max_bytes=100)  # worker
         unlink_quiet(root.reports / "a.json")
-        fd = os.open(root.tmp / "sentinel", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
-        assert sentinel.wait(10)
+        _settle(watch, root)
+        assert counter.n == 2
     finally:
-        observer.stop()
-        observer.join(10)
-    assert counter.n == 2
-    # Staging creations and moves still arrive (the stream was not empty) ...
-    assert seen.count("created") >= 6 and "moved" in seen
-    # ... but the kernel never sent a read's, a write's or a removal's events
-    # (the mask).
-    assert not {"opened", "closed", "closed_no_write", "modified", "deleted"} & set(seen)
+        watch.stop()  # (removing the watches calls on_watch_deleted: more wakes)
+
+
+@pytest.mark.parametrize("inbox", ["requests", "reports"])
+def test_a_file_moved_into_an_inbox_wakes(root: DataRoot, inbox: str) -> None:
+    counter = Counter()
+    watch = _watching(root, counter)
+    try:
+        (root.tmp / "x").write_bytes(b"{}")
+        os.rename(root.tmp / "x", getattr(root, inbox) / "x.json")
+        _settle(watch, root)
+        assert counter.n == 1
+    finally:
+        watch.stop()
+
+
+@pytest.mark.parametrize("change", ["removed", "moved"])
+def test_an_inbox_removed_or_moved_away_wakes_so_the_tree_check_runs(
+    root: DataRoot, change: str
+) -> None:
+    counter = Counter()
+    watch = _watching(root, counter)
+    try:
+        if change == "removed":
+            os.rmdir(root.requests)
+        else:
+            os.rename(root.reports, root.root / "aside")
+        _settle(watch, root)
+        assert counter.n >= 1
+    finally:
+        watch.stop()
+
+
+def test_every_callback_of_the_reader_wakes() -> None:
+    counter = Counter()
+    wake = _Wake(counter)  # type: ignore[arg-type]
+    wake.on_event(InotifyEvent(1, InotifyConstants.IN_CREATE, 0, b"x.json"))
+    wake.on_watch_deleted(1)
+    wake.on_queue_overflow()  # SPEC §4 trap 2: the scanner lists the folders
+    assert counter.n == 3
+
+
+def test_an_inbox_that_is_a_symlink_is_not_watched(root: DataRoot, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.rmdir(root.requests)
+    os.symlink(elsewhere, root.requests)
+    with pytest.raises(OSError):
+        _InboxWatch((root.requests, root.reports), Counter())  # type: ignore[arg-type]
+
+
+def test_stop_ends_the_reader_thread(root: DataRoot) -> None:
+    watch = _watching(root, Counter())
+    watch.stop()
+    assert not watch._fd.is_alive()
