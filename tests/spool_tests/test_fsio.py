@@ -747,3 +747,23 @@ def test_pins_are_bounded_and_close_their_descriptors(tmp_path: Path) -> None:
         DataRoot(r.root)  # re-registers (moves to the LRU end)
         check_dir(r.requests)  # walks through the pin: opens it once
     assert open_fds() - before <= _PIN_MAX
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "relative/dir",  # relative: it would depend on the working directory
+        "{t}/a/../b",  # not normalized: ".." is a walk, not a name
+        "{t}/a//b",
+        "{t}/a/./b",
+        "{t}/a/b/",
+        "/",  # the root itself: every walk starts there anyway
+    ],
+)
+def test_only_absolute_normalized_paths_are_pinned(tmp_path: Path, spelling: str) -> None:
+    from spool import fsio
+
+    p = spelling.format(t=tmp_path)
+    before = dict(fsio._pins)
+    fsio.pin_ancestor(p)  # type: ignore[arg-type]  # the raw spelling (a Path would normalize it)
+    assert fsio._pins == before

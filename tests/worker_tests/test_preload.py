@@ -110,3 +110,32 @@ def test_a_preload_the_worker_never_used_is_stopped_and_reaped(root: DataRoot) -
         assert p.result() is None
     finally:
         other.release()
+
+
+def test_a_read_error_on_the_pipe_is_no_result_and_the_child_is_killed(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a child that writes a good-looking prefix, then waits
+        os.close(r)
+        try:
+            os.write(w, b"1partial")
+            import time
+
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(w)
+
+    def failing_read(fd: int, n: int) -> bytes:
+        raise OSError(5, "EIO")
+
+    monkeypatch.setattr(preload.os, "read", failing_read)
+    p = preload.Preload(pid, r)
+    assert p.result(timeout_s=5) is None  # never the partial bytes
+    monkeypatch.undo()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)  # killed and reaped
+    with pytest.raises(OSError):
+        os.fstat(r)  # the pipe was closed
