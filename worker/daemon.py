@@ -318,6 +318,11 @@ class Worker:
             self._enter_quarantine(e.reason.value)
         except OSError:
             self._enter_quarantine("io_error")
+        if self.journal_ok:
+            # Reports a previous worker left unjournaled (it died before its
+            # tick) are the shims' outcomes of accepted attempts: journal them
+            # before the sweep would expire those attempts.
+            self._scan_reports(left_by_previous_worker=True)
         self._sweep()
 
     def _enter_quarantine(self, reason: str) -> None:
@@ -406,9 +411,12 @@ class Worker:
             # A spool directory itself is unsafe: nothing in it can be trusted.
             self._enter_quarantine(e.reason.value)
 
-    def _scan_reports(self) -> None:
+    def _scan_reports(self, *, left_by_previous_worker: bool = False) -> None:
         try:
-            self._handle_reports(sorted(_json_names(self.root.reports)))
+            self._handle_reports(
+                sorted(_json_names(self.root.reports)),
+                left_by_previous_worker=left_by_previous_worker,
+            )
         except UnsafePath as e:
             self._enter_quarantine(e.reason.value)
         except OSError:
@@ -645,14 +653,23 @@ class Worker:
 
     # ------------------------------------------------------------------ reports
 
-    def _handle_reports(self, names: list[str]) -> None:
+    def _handle_reports(self, names: list[str], *, left_by_previous_worker: bool = False) -> None:
         """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
 
         Each report is read and judged on its own: an unreadable, malformed or
         misnamed file, or one for no attempt awaiting a report, or an outcome the
         table forbids (e.g. shadow_selected for an enabled attempt) is an orphan
         and only counted. The rest are appended together, one fsync per segment;
-        every file is then removed (only the one that was read, fsio rule 4)."""
+        every file is then removed (only the one that was read, fsio rule 4).
+
+        ``left_by_previous_worker`` (start-up, before the first sweep): an open
+        attempt this process never saw is taken as awaiting its report when a
+        report names it and its deadline + COMMIT_GRACE has not passed. Only an
+        accepted attempt can have one: the shim learns an attempt's id from an
+        accepted response, and every other answer that names an attempt
+        follows its terminal row (SPEC §4). Without this, a report written in
+        the last interval before a crash would be ignored and its attempt
+        expired ``claim_expired_canonical``."""
         read: list[tuple[Path, FileId, SpoolReport]] = []
         for name in names:
             path = self.root.reports / name
@@ -679,6 +696,14 @@ class Worker:
                     for _, _, report in read:
                         rec = j.index.by_attempt.get(report.attempt_id)
                         phase = self._phases.get(report.attempt_id)
+                        if (
+                            left_by_previous_worker
+                            and phase is None
+                            and rec is not None
+                            and rec.outcome is None
+                            and self._clock() < rec.deadline + self._grace
+                        ):
+                            phase = Phase.AWAITING_REPORT
                         outcome = _OUTCOMES.get(report.outcome.value)
                         if (
                             outcome is None

@@ -909,3 +909,49 @@ def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provid
     assert outcomes(root) == ["selected"]
     assert w.counters.reports == 1 and w.counters.orphan_reports == 1
     assert list(root.reports.iterdir()) == []
+
+
+def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    """The worker died before its tick: the next one journals the shim's outcome
+    before its start-up sweep, instead of expiring the attempt."""
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env)
+    (attempt,) = _accepted(w1, root, clock, 1)
+    _report(root, attempt, ReportOutcome.SELECTED)
+    clock.advance(30)  # past the deadline, within COMMIT_GRACE
+    w2 = make_worker(root, provider, clock, env)
+    assert outcomes(root) == ["selected"]
+    assert w2.counters.reports == 1 and w2.counters.orphan_reports == 0
+    assert list(root.reports.iterdir()) == []
+
+
+def test_a_left_report_past_commit_grace_is_an_orphan_and_the_attempt_expires(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
+    (attempt,) = _accepted(w1, root, clock, 1)
+    _report(root, attempt, ReportOutcome.SELECTED)
+    clock.advance(120)
+    w2 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
+    assert outcomes(root) == ["claim_expired_canonical"]
+    assert w2.counters.orphan_reports == 1
+
+
+def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env)
+    (attempt,) = _accepted(w1, root, clock, 1, mode="shadow")
+    _report(root, attempt, ReportOutcome.SELECTED)  # enabled-only outcome
+    w2 = make_worker(root, provider, clock, env)
+    assert w2.counters.orphan_reports == 1
+    assert outcomes(root) == [None]  # before its deadline: still open, not expired
+
+
+def test_only_start_up_takes_an_unseen_open_attempt_as_awaiting_its_report(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    """A report that turns up later for an attempt this worker never saw (it
+    started after the previous worker died mid-call) is an orphan, as before."""
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env)
+    (attempt,) = _accepted(w1, root, clock, 1)
+    w2 = make_worker(root, provider, clock, env)  # nothing in reports/ at its start
+    w2._handle_reports([_report(root, attempt, ReportOutcome.SELECTED)])
+    assert w2.counters.orphan_reports == 1 and outcomes(root) == [None]
