@@ -638,23 +638,27 @@ class KoreanExpressionCoordinator:
         )
 
     def _wait_for(self, path: Path, arrived: threading.Event, mono_deadline: float) -> bytes | None:
-        """Wait for ``path`` until the deadline; read it with O_NOFOLLOW and remove it."""
+        """Wait for ``path`` until the deadline; read it with O_NOFOLLOW and remove it.
+
+        Waits first: the waiter was registered (and the observer started) before
+        the request was published, so a response that is already there has set
+        ``arrived``; a read before the first wait would only fail (one walk and
+        one open per artifact)."""
         while True:
-            try:
-                data = read_private(path, max_bytes=MAX_MESSAGE_BYTES)
-            except FileNotFoundError:
-                data = None
-            except (UnsafePath, OSError):
-                unlink_quiet(path)
-                return None
-            if data is not None:
-                unlink_quiet(path)
-                return data
             remaining = mono_deadline - time.monotonic()
             if remaining <= 0:
                 return None
             arrived.wait(min(remaining, _RECHECK_S))
             arrived.clear()
+            try:
+                data = read_private(path, max_bytes=MAX_MESSAGE_BYTES)
+            except FileNotFoundError:
+                continue
+            except (UnsafePath, OSError):
+                unlink_quiet(path)
+                return None
+            unlink_quiet(path)
+            return data
 
     def _write_report(self, attempt_id: str, outcome: ReportOutcome) -> None:
         report = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt_id, outcome=outcome)
