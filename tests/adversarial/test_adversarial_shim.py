@@ -18,15 +18,15 @@ Two layers, both from the same attack table:
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import pytest
+from reference_host.scripted_worker import ScriptedWorker
 from spool.fsio import publish
 from spool.layout import DataRoot
-from spool.messages import parse_report, parse_request
+from spool.messages import parse_report
 
 from adversarial.builders import DAILY, capsule_dict, response
 from adversarial.oracle import slot_ok
@@ -107,42 +107,26 @@ def test_shim_render_refuses_every_generated_attack(name: str, text: str) -> Non
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class CompromisedWorker:
-    """Answers each request with ``answer(request)`` as an accepted spool response."""
+class CompromisedWorker(ScriptedWorker):
+    """The scripted worker turned hostile: it answers every request (no dedupe)
+    with ``answer(capsule)`` as an *accepted* spool response, sent as raw bytes —
+    possibly malformed, possibly with lone surrogates (``surrogatepass``)."""
 
     def __init__(self, root: DataRoot) -> None:
-        self.root = root
+        super().__init__(root, poll=0.002)
         self.answer: Answer = lambda req: {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> Self:
-        self.root.ensure()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(0.002):
-            for path in sorted(self.root.requests.glob("*.json")):
-                raw = path.read_bytes()
-                parse_request(raw)  # the shim only ever writes valid requests
-                request = json.loads(raw)
-                path.unlink()
-                composition = self.answer(request["capsule"])
-                out = {
-                    "spool_version": "kexpr-spool-v1",
-                    "request_id": request["request_id"],
-                    "attempt_id": ATTEMPT,
-                    "status": "accepted",
-                    "outcome": "accepted",
-                    "composition": composition,
-                }
-                data = json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogatepass")
-                publish(self.root.tmp, self.root.responses / f"{request['request_id']}.json", data)
+    def _answer(self, request: dict[str, Any]) -> None:
+        out = {
+            "spool_version": "kexpr-spool-v1",
+            "request_id": request["request_id"],
+            "attempt_id": ATTEMPT,
+            "status": "accepted",
+            "outcome": "accepted",
+            "composition": self.answer(request["capsule"]),
+        }
+        data = json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        publish(self.root.tmp, self.root.responses / f"{request['request_id']}.json", data)
 
 
 def echo(capsule: dict[str, Any], generated: str) -> dict[str, Any]:

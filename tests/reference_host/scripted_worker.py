@@ -68,8 +68,10 @@ def composition(capsule: Mapping[str, Any], generated: Mapping[str, str]) -> dic
 class ScriptedWorker:
     """Answers each request in ``requests/`` after ``delay`` seconds."""
 
-    def __init__(self, root: DataRoot, compose: Compose = style, delay: float = 0.0) -> None:
-        self.root, self.compose, self.delay = root, compose, delay
+    def __init__(
+        self, root: DataRoot, compose: Compose = style, delay: float = 0.0, poll: float = 0.01
+    ) -> None:
+        self.root, self.compose, self.delay, self.poll = root, compose, delay, poll
         self.requests: list[dict[str, Any]] = []
         self.provider_calls = 0
         self._seen: set[str] = set()
@@ -91,7 +93,7 @@ class ScriptedWorker:
             return sum(1 for r in self.requests if r["capsule"]["artifact_key"] == artifact_key)
 
     def _loop(self) -> None:
-        while not self._stop.wait(0.01):
+        while not self._stop.wait(self.poll):
             for path in sorted(self.root.requests.glob("*.json")):
                 raw = path.read_bytes()
                 parse_request(raw)  # the shim only ever writes valid requests
