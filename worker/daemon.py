@@ -405,11 +405,11 @@ class Worker:
                 if claim(self.root.requests / name, self.root.claimed / name):
                     self.counters.claimed += 1
                     self._dispatch(pool, name)
-            if reports:
-                self._handle_reports(sorted(_json_names(self.root.reports)))
         except UnsafePath as e:
             # A spool directory itself is unsafe: nothing in it can be trusted.
             self._enter_quarantine(e.reason.value)
+        if reports:
+            self._scan_reports()
 
     def _scan_reports(self, *, left_by_previous_worker: bool = False) -> None:
         try:
@@ -455,11 +455,9 @@ class Worker:
         except FileNotFoundError:
             return
         except (UnsafePath, MessageError, OSError, ValueError) as e:
-            # Canonical, zero calls, zero rows; an unsafe file is counted by reason.
+            # Canonical, zero calls, zero rows.
             self.counters.invalid_requests += 1
-            if isinstance(e, UnsafePath):
-                self.counters.unsafe_file(e)
-            _quiet(unlink_quiet, path)
+            self._drop_file(path, e)
             if _is_hex32(rid):
                 self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
             return
@@ -653,6 +651,13 @@ class Worker:
 
     # ------------------------------------------------------------------ reports
 
+    def _drop_file(self, path: Path, e: Exception) -> None:
+        """A spool file that could not be read or parsed: removed; an unsafe one
+        is also counted by its reason (enum only)."""
+        if isinstance(e, UnsafePath):
+            self.counters.unsafe_file(e)
+        _quiet(unlink_quiet, path)
+
     def _handle_reports(self, names: list[str], *, left_by_previous_worker: bool = False) -> None:
         """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
 
@@ -682,9 +687,7 @@ class Worker:
                 continue
             except (UnsafePath, MessageError, OSError, ValueError) as e:
                 self.counters.orphan_reports += 1
-                if isinstance(e, UnsafePath):
-                    self.counters.unsafe_file(e)
-                _quiet(unlink_quiet, path)
+                self._drop_file(path, e)
                 continue
             read.append((path, fid, report))
         if not read:

@@ -517,16 +517,7 @@ def _slow_row(
             _phase_for_terminal(start, Outcome(row["outcome"]))
         except IllegalTransition as e:
             raise JournalUnverified(Finding.STATE_OUTCOME, segment) from e
-        done = AttemptRecord(
-            attempt_id=aid,
-            artifact_key=start.artifact_key,
-            surface=start.surface,
-            mode=start.mode,
-            started_at_utc=start.started_at_utc,
-            deadline_at_utc=start.deadline_at_utc,
-            segment=segment,
-            outcome=Outcome(row["outcome"]),
-        )
+        done = _finalized(start, Outcome(row["outcome"]))  # start is in this segment
         local[aid] = done
         index.put(done)
     return row["sequence"], row["row_digest"]

@@ -955,3 +955,26 @@ def test_only_start_up_takes_an_unseen_open_attempt_as_awaiting_its_report(root,
     w2 = make_worker(root, provider, clock, env)  # nothing in reports/ at its start
     w2._handle_reports([_report(root, attempt, ReportOutcome.SELECTED)])
     assert w2.counters.orphan_reports == 1 and outcomes(root) == [None]
+
+
+def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    w = make_worker(root, provider, Clock(), env)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    os.rmdir(root.reports)
+    os.symlink(elsewhere, root.reports)
+    w._scan_reports()
+    assert not w.journal_ok and w.quarantine == "symlink"
+
+
+def test_a_reports_listing_that_fails_quarantines_io_error(root, provider, env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from worker import daemon
+
+    w = make_worker(root, provider, Clock(), env)
+
+    def failing(path: Path) -> list[str]:
+        raise OSError(5, "EIO")
+
+    monkeypatch.setattr(daemon, "list_dir", failing)
+    w._scan_reports()
+    assert not w.journal_ok and w.quarantine == "io_error"

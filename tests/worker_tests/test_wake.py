@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from spool.fsio import claim, publish, read_private, unlink_quiet
 from spool.layout import DataRoot
-from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent
+from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD
 
 from worker.daemon import INBOX_MASK, _InboxWatch, _Wake
 
@@ -150,13 +150,27 @@ def test_every_callback_of_the_reader_wakes() -> None:
     assert counter.n == 3
 
 
-def test_an_inbox_that_is_a_symlink_is_not_watched(root: DataRoot, tmp_path: Path) -> None:
+def test_an_inbox_that_is_a_symlink_is_not_watched(
+    root: DataRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worker import daemon
+
+    made: list[InotifyFD] = []
+
+    class Recorded(InotifyFD):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(daemon, "InotifyFD", Recorded)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     os.rmdir(root.requests)
     os.symlink(elsewhere, root.requests)
     with pytest.raises(OSError):
         _InboxWatch((root.requests, root.reports), Counter())  # type: ignore[arg-type]
+    (fd,) = made
+    assert not fd.is_alive()  # the reader thread was stopped, not leaked
 
 
 def test_stop_ends_the_reader_thread(root: DataRoot) -> None:
