@@ -70,6 +70,7 @@ from spool.fsio import (
     unlink_quiet,
 )
 from spool.journal import (
+    AppendRefused,
     AttemptRecord,
     Event,
     IllegalTransition,
@@ -838,6 +839,8 @@ class Worker:
                             self.counters.reports += 1
             except (JournalUnverified, UnsafePath, OSError) as e:
                 self._journal_failed(e)
+                if isinstance(e, AppendRefused):
+                    return  # the reports stay in reports/: the next tick retries
         for path, fid, _ in read:
             try:
                 unlink_if_same(path, fid)
@@ -886,7 +889,11 @@ class Worker:
         self.counters.retired_segments += len(removed)
 
     def _journal_failed(self, e: BaseException) -> None:
-        if isinstance(e, JournalUnverified):
+        if isinstance(e, AppendRefused):
+            # Nothing was written (or it was undone): the journal still
+            # verifies. This request is canonical; the next one tries again.
+            self.counters.fault(Fault(e.finding.value))
+        elif isinstance(e, JournalUnverified):
             self._enter_quarantine(e.finding.value)
         elif isinstance(e, UnsafePath):
             self._enter_quarantine(e.reason.value)

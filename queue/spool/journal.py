@@ -16,7 +16,18 @@ here, and the lifecycle is a table, not scattered ifs):
    unlinked) and is fsynced before the lock is released; ``attempt_started`` is on
    disk before the one wire request is made. An append first checks that the
    segment is still the inode, and the size, this process last wrote.
-5. Nothing here is ever rewritten or truncated. A row that fails any rule makes
+4a. An append that fails part-way (ENOSPC, EDQUOT, EIO, a short write, a failed
+   fsync) is undone *under the same lock, before anything else happens*: the
+   segment is truncated back to the size before the append (known: rule 4's
+   tail) and fsynced. Those bytes were never acknowledged (no call, no
+   response, no row followed them), so this is not a rewrite of the journal:
+   it is the filelock rule "partial state is undone, then re-raised"
+   (`AppendRefused`, ``append_undone``). Only if the undo itself fails does the
+   torn tail stay, and the worker quarantines as before (module docstring,
+   "Torn tail"). Issue 14 item 5: a full disk mid-row used to leave a torn tail
+   that needed an operator.
+5. Nothing here is ever rewritten or truncated (but rule 4a's undo of our
+   own unacknowledged bytes). A row that fails any rule makes
    the journal *unverified*: the worker then makes zero new calls (fail closed).
 6. No text, prompt, response, value or raw identifier is ever a field.
 7. Retention: a segment is kept for exactly `RETENTION_DAYS` (35) completed UTC
@@ -64,6 +75,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import errno
 import hashlib
 import json
 import marshal
@@ -254,6 +266,10 @@ class Finding(enum.StrEnum):
     DOUBLE_TERMINAL = "double_terminal"
     APPEND_CONFLICT = "append_conflict"
     LOCK_UNSAFE = "lock_unsafe"  # journal.lock is not the checked inode / file
+    # Not findings about what is on disk: an append that failed and left the
+    # segment exactly as it was (`AppendRefused`).
+    APPEND_UNDONE = "append_undone"
+    SEGMENT_FULL = "segment_full"
 
 
 class JournalUnverified(Exception):
@@ -262,6 +278,15 @@ class JournalUnverified(Exception):
     def __init__(self, finding: Finding, segment: str) -> None:
         super().__init__(f"{finding.value}:{segment}")
         self.finding, self.segment = finding, segment
+
+
+class AppendRefused(JournalUnverified):
+    """An append did not happen and the segment is exactly as it was before it
+    (same inode, same size, synced): ``append_undone`` (the write or its fsync
+    failed part-way and was undone, rule 4a) or ``segment_full`` (rule 8). The
+    journal still verifies; the worker answers this request canonical with no
+    call and keeps serving. A subclass, so that a caller that does not know it
+    still fails closed."""
 
 
 # --------------------------------------------------------------------------- rows
@@ -1128,7 +1153,13 @@ class Journal:
             tail = _Tail(0, ZERO_DIGEST, 0, 0)
         try:
             fd, st = open_append(path, create=created)
-        except (UnsafePath, OSError) as e:
+        except UnsafePath as e:
+            raise JournalUnverified(Finding.APPEND_CONFLICT, segment) from e
+        except OSError as e:
+            if e.errno in _NOTHING_WRITTEN:
+                # Out of descriptors, memory, space or quota before a byte was
+                # written: the segment is as it was (rule 4a).
+                raise AppendRefused(Finding.APPEND_UNDONE, segment) from e
             raise JournalUnverified(Finding.APPEND_CONFLICT, segment) from e
         try:
             if st.st_size != tail.size or (not created and st.st_ino != tail.ino):
@@ -1145,10 +1176,23 @@ class Journal:
                 row["row_digest"] = digest = row_digest(row)
                 lines.append(canonical_json(row) + "\n")
             data = "".join(lines).encode("utf-8")
-            written = os.write(fd, data)
-            if written != len(data):
-                raise JournalUnverified(Finding.TORN_TAIL, segment)
-            os.fsync(fd)
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(errno.ENOSPC, "short write")
+                os.fsync(fd)
+            except BaseException as e:
+                # Rule 4a: undo our own unacknowledged bytes, then re-raise.
+                if not _undo(fd, st.st_ino, tail.size):
+                    raise JournalUnverified(Finding.TORN_TAIL, segment) from e
+                if created:
+                    # The new segment stays, empty (an empty segment verifies);
+                    # the next append continues it instead of creating it.
+                    self._tails[segment] = _Tail(0, ZERO_DIGEST, 0, st.st_ino)
+                    _quiet_fsync_dir(self._root.outcomes)
+                if isinstance(e, (OSError, ValueError)):
+                    raise AppendRefused(Finding.APPEND_UNDONE, segment) from e
+                raise
             self._tails[segment] = _Tail(sequence, digest, tail.size + len(data), st.st_ino)
         finally:
             os.close(fd)
@@ -1350,6 +1394,32 @@ class Journal:
             "finalized_at_utc": finalized,
             "previous_row_digest": ZERO_DIGEST,
         }
+
+
+# Errors of ``open`` that leave every segment exactly as it was (rule 4a). Not
+# ENOENT/EEXIST: a segment removed or planted behind our back is a conflict.
+_NOTHING_WRITTEN: Final = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EINTR}
+)
+
+
+def _undo(fd: int, ino: int, size: int) -> bool:
+    """Rule 4a: cut the segment behind ``fd`` back to ``size`` and sync it. True
+    only if it is then provably the file it was (same inode, that size)."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    return st.st_size == size and st.st_ino == ino
+
+
+def _quiet_fsync_dir(d: Path) -> None:
+    try:
+        fsync_dir(d)
+    except OSError:
+        pass  # an empty new segment: harmless whether or not its name is durable
 
 
 def _real_day(segment: str) -> bool:
