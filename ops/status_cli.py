@@ -13,7 +13,9 @@ Verdict (exit code):
   the recorded pid alive.
 - ``no_status`` / ``starting`` / ``stopping`` / ``stopped`` / ``stale_heartbeat`` /
   ``worker_not_running`` / ``crash_loop`` / ``fatal`` / ``quarantined`` (the worker
-  is up but refuses every new attempt: journal unverified) (1).
+  is up but refuses every new attempt: journal unverified) / ``refusing`` (up,
+  journal verified, new attempts refused for the reason shown, e.g.
+  ``segment_full``) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is missing.
 
@@ -63,6 +65,9 @@ class Verdict(enum.StrEnum):
     # Up, but refusing every new attempt (journal unverified / quarantine):
     # each request is answered canonical until an operator acts (worker.daemon).
     QUARANTINED = "quarantined"
+    # Up, journal verified, but refusing new attempts for a stated reason
+    # (``segment_full``: today's journal segment is full; spool.journal rule 8).
+    REFUSING = "refusing"
     STATUS_UNREADABLE = "status_unreadable"
 
 
@@ -251,6 +256,8 @@ def _verdict(
         return Verdict.STATUS_UNREADABLE
     if worker.fields["journal"] != "verified" or worker.fields["quarantine"] is not None:
         return Verdict.QUARANTINED
+    if worker.fields["refusing"] is not None:
+        return Verdict.REFUSING
     return Verdict.HEALTHY
 
 

@@ -281,6 +281,9 @@ class Worker:
         self.journal_ok = False
         # Why the worker is in quarantine (rule 6): an enum value, or None.
         self.quarantine: str | None = None
+        # Why new attempts are refused while the journal is fine (``segment_full``:
+        # spool.journal rule 8), or None. Cleared by the next start row written.
+        self.refusing: str | None = None
         self._tree: dict[str, FileId] | None = None
         self._sharing: Sharing | None = None
         self.counters = Counters()
@@ -625,7 +628,10 @@ class Worker:
                     deadline_at_utc=req.deadline_at_utc,
                 )
                 self._phases[rec.attempt_id] = Phase.OPEN
+                self.refusing = None
         except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
+            if isinstance(e, AppendRefused) and e.finding.value == Fault.SEGMENT_FULL.value:
+                self.refusing = Fault.SEGMENT_FULL.value
             self._journal_failed(e)
             self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
             return
@@ -954,6 +960,7 @@ class Worker:
             "heartbeat_at_utc": format_ts(self._clock()),
             "journal": "verified" if self.journal_ok else "unverified",
             "quarantine": self.quarantine,
+            "refusing": self.refusing,
             "unsafe": dict(sorted(c.unsafe.items())),
             "faults": dict(sorted(c.faults.items())),
             "credential": "present" if self._client is not None else "absent",

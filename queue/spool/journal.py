@@ -36,6 +36,18 @@ here, and the lifecycle is a table, not scattered ifs):
    ``claim_expired_canonical`` before its segment can age out. Dedupe is across
    the retention window (SPEC §4).
 
+8. Segment size (issue 14 item 4): the writer never makes a segment the
+   reader refuses (`MAX_SEGMENT_BYTES`). Every open attempt of a segment holds
+   a reservation of `MAX_ROW_BYTES` for its one terminal row: a start row is
+   appended only if, after it, ``size + open attempts × MAX_ROW_BYTES`` is
+   still within the cap; otherwise `AppendRefused` (``segment_full``): the new
+   attempt is refused (canonical, no call) and the worker's status says
+   ``refusing: segment_full`` until the next UTC day's segment. A terminal row
+   closes a reservation, so terminal rows of open attempts always fit; no row
+   ever crosses the cap. Capacity: a start row and a terminal row take about
+   1,200 bytes, so one UTC day holds about 220,000 attempts
+   (docs/faults.md).
+
 Torn tail — what the worker does, and what the operator does
 -------------------------------------------------------------
 
@@ -124,6 +136,10 @@ ROW_FIELDS: Final = frozenset(
     }
 )
 MAX_SEGMENT_BYTES: Final = 256 * 1024 * 1024
+# Rule 8: no row is longer than this (LF included). Rows have fixed-format
+# fields only (~570-640 bytes; the sequence grows by a digit per decade); a
+# longer one is a bug and is never written (ValueError).
+MAX_ROW_BYTES: Final = 1024
 # Rule 7: 35 completed UTC days plus today (the plan's retention).
 RETENTION_DAYS: Final = 35
 _SEGMENT_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl")
@@ -384,6 +400,17 @@ class _Tail:
     digest: str
     size: int
     ino: int
+    # Open attempts whose start row is in this segment (rule 8's reservations).
+    open: int = 0
+
+
+def _count_open(index: Index, tails: Mapping[str, _Tail]) -> None:
+    """Set each tail's open-attempt count from ``index`` (after a load)."""
+    counts: dict[str, int] = {}
+    for rec in index.open_attempts():
+        counts[rec.segment] = counts.get(rec.segment, 0) + 1
+    for segment, tail in tails.items():
+        tail.open = counts.get(segment, 0)
 
 
 @dataclass(slots=True)
@@ -1056,6 +1083,7 @@ class Journal:
             tails[segment] = _Tail(seq, digest, st.st_size, st.st_ino)
             if prints is not None:
                 prints.append(_print("s", segment, st))
+        _count_open(index, tails)
         return index, tails
 
     def _prints_now(self) -> list[_Print]:
@@ -1122,6 +1150,7 @@ class Journal:
                                  outcomes[outcome])
                     by_attempt[aid] = by_artifact[akey] = rec
                 new_tails = {seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails}
+                _count_open(index, new_tails)
             except (ValueError, TypeError, KeyError, EOFError, UnsafePath, OSError, JournalUnverified):
                 return False
             self.index, self._tails = index, new_tails
@@ -1166,6 +1195,7 @@ class Journal:
                 raise JournalUnverified(Finding.APPEND_CONFLICT, segment)
             sequence, digest = tail.sequence, tail.digest
             lines = []
+            opened = 0
             for row in rows:
                 if row["started_at_utc"][:10] != segment:
                     raise ValueError("a row goes in the segment of its start row")
@@ -1175,7 +1205,19 @@ class Journal:
                 row.pop("row_digest", None)
                 row["row_digest"] = digest = row_digest(row)
                 lines.append(canonical_json(row) + "\n")
+                opened += 1 if row["state"] == State.ATTEMPT_STARTED.value else -1
             data = "".join(lines).encode("utf-8")
+            if any(len(line.encode("utf-8")) > MAX_ROW_BYTES for line in lines):
+                raise ValueError("a row longer than MAX_ROW_BYTES")
+            # Rule 8: never past the cap; a start row only with room left for
+            # the terminal row of every attempt it leaves open.
+            size_after, open_after = tail.size + len(data), max(tail.open + opened, 0)
+            if size_after > MAX_SEGMENT_BYTES or (
+                opened > 0 and size_after + open_after * MAX_ROW_BYTES > MAX_SEGMENT_BYTES
+            ):
+                if created:
+                    self._tails[segment] = _Tail(0, ZERO_DIGEST, 0, st.st_ino)
+                raise AppendRefused(Finding.SEGMENT_FULL, segment)
             try:
                 written = os.write(fd, data)
                 if written != len(data):
@@ -1193,7 +1235,9 @@ class Journal:
                 if isinstance(e, (OSError, ValueError)):
                     raise AppendRefused(Finding.APPEND_UNDONE, segment) from e
                 raise
-            self._tails[segment] = _Tail(sequence, digest, tail.size + len(data), st.st_ino)
+            self._tails[segment] = _Tail(
+                sequence, digest, tail.size + len(data), st.st_ino, open_after
+            )
         finally:
             os.close(fd)
         if created:
