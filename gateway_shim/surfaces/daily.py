@@ -95,7 +95,15 @@ FACT_KEYS: Final[tuple[str, ...]] = (
     "condition",
     "digestion",
 )
-FACT_PREFIXES: Final[tuple[str, ...]] = ("체중: ", "섭취: ", "", "운동: ", "수면: ", "컨디션: ", "소화: ")
+FACT_PREFIXES: Final[tuple[str, ...]] = (
+    "체중: ",
+    "섭취: ",
+    "",
+    "운동: ",
+    "수면: ",
+    "컨디션: ",
+    "소화: ",
+)
 MISSING_MARKER: Final = "기록 없음"
 MACROS_MISSING: Final = "탄수화물·단백질·지방: " + MISSING_MARKER
 MISSING_ACTION: Final = "다음 체크인에서 빠진 항목을 함께 기록해 주세요."

@@ -24,6 +24,7 @@ import pytest
 from conftest import RunningWorker, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
 from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService, Callback
+from reference_host.host_render import render_daily
 from reference_host.samples import (
     CUSTOMER_VALUES,
     SCHEDULE,
@@ -35,7 +36,6 @@ from reference_host.samples import (
     physique_card,
     session,
 )
-from reference_host.host_render import render_daily
 from reference_host.weekly import ScheduledDeliveryLedger, SimulatedCrash, WeeklyTaskHost
 from spool.journal import Journal
 from spool.layout import DataRoot

@@ -24,7 +24,13 @@ MISSING: Final = "기록 없음"
 # --- shared helpers (the host's number and text rules) -------------------------------
 
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-_INTERNAL_TOKENS: Final = ("reason_code", "insufficient_data", "missing_data", "safety_hold", "provider_")
+_INTERNAL_TOKENS: Final = (
+    "reason_code",
+    "insufficient_data",
+    "missing_data",
+    "safety_hold",
+    "provider_",
+)
 
 
 def collapse(value: object) -> str:
@@ -220,7 +226,12 @@ CHANGE_FIELDS: Final = (
     "change_percent",
     "weekly_weight_change_percent",
 )
-RATE_FIELDS: Final = ("checkin_rate_percent", "completion_rate_percent", "rate_percent", "checkin_rate")
+RATE_FIELDS: Final = (
+    "checkin_rate_percent",
+    "completion_rate_percent",
+    "rate_percent",
+    "checkin_rate",
+)
 GOAL_FIELDS: Final = ("goal_range", "target_range", "weight_goal_range", "weight_change_goal_range")
 INTERPRETATION_FIELDS: Final = ("interpretation", "trend_interpretation", "summary_text")
 RATIONALE_FIELDS: Final = ("rationale", "judgment_rationale", "reason")
@@ -342,10 +353,14 @@ def render_weekly(summary: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
         "주간 변화: " + change_text,
     ]
     if rate_raw is not None:
-        facts.append("체크인율: " + (number_text(rate) + "%" if rate is not None else collapse(rate_raw)))
+        facts.append(
+            "체크인율: " + (number_text(rate) + "%" if rate is not None else collapse(rate_raw))
+        )
     facts.append("목표 범위: " + _goal_text(goal_raw))
 
-    explicit = [line for f in INTERPRETATION_FIELDS if f in summary for line in copy_lines(summary[f], 2)]
+    explicit = [
+        line for f in INTERPRETATION_FIELDS if f in summary for line in copy_lines(summary[f], 2)
+    ]
     if explicit:
         interpretation = "\n".join(explicit[:2])
     elif recent is None or prior is None or change is None:
@@ -363,9 +378,13 @@ def render_weekly(summary: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
         text = collapse(judgment_raw)
         judgment = next((j for j in ("조정 검토", "기록 보완", "유지") if j in text), None)
     if judgment is None:
-        if recent is None or prior is None or change is None or bounds is None:
-            judgment = "기록 보완"
-        elif rate is not None and rate < 80:
+        if (
+            recent is None
+            or prior is None
+            or change is None
+            or bounds is None
+            or (rate is not None and rate < 80)
+        ):
             judgment = "기록 보완"
         else:
             judgment = "유지" if bounds[0] <= change <= bounds[1] else "조정 검토"

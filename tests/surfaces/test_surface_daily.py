@@ -111,9 +111,7 @@ def _host_examples(surface: str) -> list[dict[str, Any]]:
     return [row for row in rows if row["request"]["surface"] == surface]
 
 
-@pytest.mark.parametrize(
-    "example", _host_examples("daily.v1"), ids=lambda row: str(row["example"])
-)
+@pytest.mark.parametrize("example", _host_examples("daily.v1"), ids=lambda row: str(row["example"]))
 def test_produced_host_examples_give_the_expected_verdict(example: dict[str, Any]) -> None:
     body = example["request"]["body"]
     if example["expected"] == "eligible":
@@ -600,9 +598,10 @@ def test_property_compositions_keep_every_locked_byte(
     assert_locked_identical(canonical, selected)
     assert_layout_identical(surface, selected.body)
     prefix, suffix = canonical.locked_texts()
-    assert selected.body == prefix + generated.replace(
-        "[[P:01]].", surface.slots[0].canonical_text
-    ) + suffix
+    assert (
+        selected.body
+        == prefix + generated.replace("[[P:01]].", surface.slots[0].canonical_text) + suffix
+    )
 
 
 def _fixed_spans(body: str) -> list[tuple[int, int]]:
@@ -634,8 +633,9 @@ def test_property_one_char_change_in_fixed_text_is_ineligible(
     start, end = data.draw(st.sampled_from(_fixed_spans(body)))
     index = data.draw(st.integers(min_value=start, max_value=end - 1))
     replacement = data.draw(
-        st.one_of(st.characters(exclude_categories=("Cs",)), st.sampled_from(" \n-:."))
-        .filter(lambda c: c != body[index])
+        st.one_of(st.characters(exclude_categories=("Cs",)), st.sampled_from(" \n-:.")).filter(
+            lambda c: c != body[index]
+        )
     )
     mutated = body[:index] + replacement + body[index + 1 :]
     with pytest.raises(Ineligible):
@@ -655,7 +655,9 @@ def test_property_layout_renderer_output_parses(values: list[str], water: str | 
         digestion=values[6],
         water=water,
     )
-    if utf16_len(body) <= TELEGRAM_MAX_UTF16 and all(v.strip() for v in values) and (
-        water is None or water.strip()
+    if (
+        utf16_len(body) <= TELEGRAM_MAX_UTF16
+        and all(v.strip() for v in values)
+        and (water is None or water.strip())
     ):
         assert parse_daily(body).canonical().body == body

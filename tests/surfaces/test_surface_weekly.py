@@ -172,8 +172,12 @@ GOLDEN: list[dict[str, Any]] = [
     {
         "name": "w3_in_goal_keep",  # HOST-FORMATS W3
         "format": {
-            "recent": "78.47kg", "prior": "78.34kg", "change": "+0.17%", "rate": "100%",
-            "goal_range": "+0.10~+0.25%", "interpretation": WeeklyInterpretation.IN_GOAL,
+            "recent": "78.47kg",
+            "prior": "78.34kg",
+            "change": "+0.17%",
+            "rate": "100%",
+            "goal_range": "+0.10~+0.25%",
+            "interpretation": WeeklyInterpretation.IN_GOAL,
             "judgment": WeeklyJudgment.KEEP,
         },
         "generated": {
@@ -185,14 +189,20 @@ GOLDEN: list[dict[str, Any]] = [
             W3_FACTS,
             "차분히, 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
             "이어서 현재 속도라면 이번 주에는 기준을 유지합니다.",
-            "유지", "- " + KEEP_A, "우선 " + KEEP_R,
+            "유지",
+            "- " + KEEP_A,
+            "우선 " + KEEP_R,
         ),
     },
     {
         "name": "w4_out_of_goal_review",  # HOST-FORMATS W4
         "format": {
-            "recent": "79.00kg", "prior": "78.34kg", "change": "+0.84%", "rate": "92.86%",
-            "goal_range": "+0.10%~+0.25%", "interpretation": WeeklyInterpretation.OUT_OF_GOAL,
+            "recent": "79.00kg",
+            "prior": "78.34kg",
+            "change": "+0.84%",
+            "rate": "92.86%",
+            "goal_range": "+0.10%~+0.25%",
+            "interpretation": WeeklyInterpretation.OUT_OF_GOAL,
             "judgment": WeeklyJudgment.REVIEW,
         },
         "generated": {
@@ -204,14 +214,19 @@ GOLDEN: list[dict[str, Any]] = [
             W4_FACTS,
             "우선 주간 체중 변화가 린매스업 목표 범위를 벗어났습니다.\n"
             "이제 다음 기록에서 섭취와 체중 추세를 함께 확인합니다.",
-            "조정 검토", "- " + REVIEW_A, "하나씩 " + REVIEW_R,
+            "조정 검토",
+            "- " + REVIEW_A,
+            "하나씩 " + REVIEW_R,
         ),
     },
     {
         "name": "w5_goal_missing_records",  # HOST-FORMATS W5
         "format": {
-            "recent": "78.00kg", "prior": "78.00kg", "change": "0.00%",
-            "goal_range": "기록 없음", "interpretation": WeeklyInterpretation.GOAL_MISSING,
+            "recent": "78.00kg",
+            "prior": "78.00kg",
+            "change": "0.00%",
+            "goal_range": "기록 없음",
+            "interpretation": WeeklyInterpretation.GOAL_MISSING,
             "judgment": WeeklyJudgment.RECORDS,
         },
         "generated": {
@@ -223,14 +238,19 @@ GOLDEN: list[dict[str, Any]] = [
             W5_FACTS,
             "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다.\n"
             "차분히 목표 범위가 없어 이번 주 조정 판단은 보류합니다.",
-            "기록 보완", "- " + RECORDS_A, "지금 " + RECORDS_R,
+            "기록 보완",
+            "- " + RECORDS_A,
+            "지금 " + RECORDS_R,
         ),
     },
     {
         "name": "w2_trend_unavailable_records",  # the host's golden W2
         "format": {
-            "recent": "기록 없음", "prior": "기록 없음", "change": "기록 없음",
-            "goal_range": "기록 없음", "interpretation": WeeklyInterpretation.TREND_UNAVAILABLE,
+            "recent": "기록 없음",
+            "prior": "기록 없음",
+            "change": "기록 없음",
+            "goal_range": "기록 없음",
+            "interpretation": WeeklyInterpretation.TREND_UNAVAILABLE,
             "judgment": WeeklyJudgment.RECORDS,
         },
         "generated": {
@@ -242,7 +262,9 @@ GOLDEN: list[dict[str, Any]] = [
             W2_FACTS,
             "먼저, 최근 7일 평균과 이전 7일 평균을 확인할 수 없어 추세를 판단하지 않습니다.\n"
             "그리고 기록이 보완된 뒤 유지·조정 여부를 다시 확인합니다.",
-            "기록 보완", "- " + RECORDS_A, "차분히, " + RECORDS_R,
+            "기록 보완",
+            "- " + RECORDS_A,
+            "차분히, " + RECORDS_R,
         ),
     },
     {
@@ -250,9 +272,13 @@ GOLDEN: list[dict[str, Any]] = [
         # free customer text in the values.
         "name": "in_goal_explicit_review_six_actions",
         "format": {
-            "recent": "1,078.90kg", "prior": "🏋 약 80kg", "change": "체중: 변화 없음 / 확인",
-            "rate": "6/7 · 좋음", "goal_range": "+0.10%~+0.25%",
-            "interpretation": WeeklyInterpretation.IN_GOAL, "judgment": WeeklyJudgment.REVIEW,
+            "recent": "1,078.90kg",
+            "prior": "🏋 약 80kg",
+            "change": "체중: 변화 없음 / 확인",
+            "rate": "6/7 · 좋음",
+            "goal_range": "+0.10%~+0.25%",
+            "interpretation": WeeklyInterpretation.IN_GOAL,
+            "judgment": WeeklyJudgment.REVIEW,
             "actions": ("a", "- b", "기준 섭취량: 2,600kcal 유지", "🍚 줄이기", "e", "f"),
         },
         "generated": {
@@ -262,7 +288,9 @@ GOLDEN: list[dict[str, Any]] = [
         "canonical": _body(
             "- 최근 7일 평균 체중: 1,078.90kg\n- 이전 7일 평균 체중: 🏋 약 80kg\n"
             "- 주간 변화: 체중: 변화 없음 / 확인\n- 체크인율: 6/7 · 좋음\n- 목표 범위: +0.10%~+0.25%",
-            I3, "조정 검토", "- a\n- - b\n- 기준 섭취량: 2,600kcal 유지\n- 🍚 줄이기\n- e\n- f",
+            I3,
+            "조정 검토",
+            "- a\n- - b\n- 기준 섭취량: 2,600kcal 유지\n- 🍚 줄이기\n- e\n- f",
             REVIEW_R,
         ),
         "selected": _body(
@@ -270,7 +298,8 @@ GOLDEN: list[dict[str, Any]] = [
             "- 주간 변화: 체중: 변화 없음 / 확인\n- 체크인율: 6/7 · 좋음\n- 목표 범위: +0.10%~+0.25%",
             "여기서 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
             "이어서, 현재 속도라면 이번 주에는 기준을 유지합니다.",
-            "조정 검토", "- a\n- - b\n- 기준 섭취량: 2,600kcal 유지\n- 🍚 줄이기\n- e\n- f",
+            "조정 검토",
+            "- a\n- - b\n- 기준 섭취량: 2,600kcal 유지\n- 🍚 줄이기\n- e\n- f",
             "차분히 " + REVIEW_R,
         ),
     },
@@ -394,8 +423,12 @@ def test_each_explicit_prose_field_is_ineligible_by_presence(field: str) -> None
 
 def test_explicit_prose_fields_are_the_plans_six() -> None:
     assert EXPLICIT_PROSE_FIELDS == {
-        "interpretation", "trend_interpretation", "summary_text",
-        "rationale", "judgment_rationale", "reason",
+        "interpretation",
+        "trend_interpretation",
+        "summary_text",
+        "rationale",
+        "judgment_rationale",
+        "reason",
     }
 
 
@@ -420,7 +453,8 @@ OLD_INVENTED = (
     "주간 리포트\n\n- 기간: 11월 24일 ~ 11월 30일\n- 평균 체중: 72.4kg\n- 체중 변화: +0.3kg\n"
     "- 목표 범위: 주당 +0.2~0.4kg\n- 주간 변화율: +0.4%\n- 기록률: 6/7일\n- 판단: 현재 계획 유지\n\n"
     "주간 해석\n체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다. "
-    "현재 속도라면 이번 주에는 기준을 유지합니다.\n\n판단 근거\n" + KEEP_R
+    "현재 속도라면 이번 주에는 기준을 유지합니다.\n\n판단 근거\n"
+    + KEEP_R
     + "\n\n다음 주 할 일\n- 매일 아침 공복 체중 기록하기"
 )
 # The old layout with the host's title and facts: still five paragraphs.
@@ -510,7 +544,9 @@ BAD_FORMAT_INPUTS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "kwargs"), BAD_FORMAT_INPUTS, ids=[c[0] for c in BAD_FORMAT_INPUTS])
+@pytest.mark.parametrize(
+    ("name", "kwargs"), BAD_FORMAT_INPUTS, ids=[c[0] for c in BAD_FORMAT_INPUTS]
+)
 def test_format_weekly_rejects_what_the_grammar_cannot_carry(
     name: str, kwargs: dict[str, Any]
 ) -> None:
@@ -523,7 +559,13 @@ def test_typed_texts_are_the_hosts() -> None:
     assert [j.rationale.text for j in WeeklyJudgment] == [KEEP_R, REVIEW_R, RECORDS_R]
     assert [j.default_action for j in WeeklyJudgment] == [KEEP_A, REVIEW_A, RECORDS_A]
     assert [r.text for r in WeeklyRationale] == [KEEP_R, REVIEW_R, RECORDS_R]
-    assert FACT_LABELS == ("최근 7일 평균 체중", "이전 7일 평균 체중", "주간 변화", "체크인율", "목표 범위")
+    assert FACT_LABELS == (
+        "최근 7일 평균 체중",
+        "이전 7일 평균 체중",
+        "주간 변화",
+        "체크인율",
+        "목표 범위",
+    )
 
 
 @pytest.mark.parametrize(
@@ -533,8 +575,12 @@ def test_every_branch_goes_with_every_judgment(
     branch: WeeklyInterpretation, judgment: WeeklyJudgment
 ) -> None:
     body = format_weekly(
-        recent="기록 없음", prior="78.00kg", change="+0.10%", goal_range="(0.1, 0.2)",
-        interpretation=branch, judgment=judgment,
+        recent="기록 없음",
+        prior="78.00kg",
+        change="+0.10%",
+        goal_range="(0.1, 0.2)",
+        interpretation=branch,
+        judgment=judgment,
     )
     surface = parse_weekly(body)
     assert surface.canonical().body == body
@@ -554,7 +600,10 @@ _numbers = st.one_of(
 )
 _weights = st.one_of(st.none(), st.just(""), _numbers, _numbers.map(str), _words)
 _percents = st.one_of(
-    st.none(), _numbers, st.floats(min_value=-1, max_value=1, allow_nan=False), _words,
+    st.none(),
+    _numbers,
+    st.floats(min_value=-1, max_value=1, allow_nan=False),
+    _words,
     st.just(0),
 )
 _goal = st.one_of(
@@ -568,7 +617,9 @@ _goal = st.one_of(
 _lines = st.lists(_words, min_size=0, max_size=8)
 
 
-def _one_of_fields(names: tuple[str, ...], values: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+def _one_of_fields(
+    names: tuple[str, ...], values: st.SearchStrategy[Any]
+) -> st.SearchStrategy[dict[str, Any]]:
     return st.one_of(
         st.just({}), st.tuples(st.sampled_from(names), values).map(lambda t: {t[0]: t[1]})
     )
@@ -580,11 +631,14 @@ _summaries = st.tuples(
     _one_of_fields(CHANGE_FIELDS, _percents),
     _one_of_fields(RATE_FIELDS, st.one_of(st.floats(0, 100), st.integers(0, 100), _words)),
     _one_of_fields(GOAL_FIELDS, _goal),
-    _one_of_fields(("judgment", "decision", "weekly_judgment"), st.sampled_from(
-        ["유지", "조정 검토", "기록 보완", "조정 검토 필요", "모름"]
-    )),
+    _one_of_fields(
+        ("judgment", "decision", "weekly_judgment"),
+        st.sampled_from(["유지", "조정 검토", "기록 보완", "조정 검토 필요", "모름"]),
+    ),
     _one_of_fields(("actions", "keep_behaviors", "change_behaviors", "next_action"), _lines),
-    _one_of_fields((*INTERPRETATION_FIELDS, *RATIONALE_FIELDS), st.one_of(_lines, _words, st.just(""))),
+    _one_of_fields(
+        (*INTERPRETATION_FIELDS, *RATIONALE_FIELDS), st.one_of(_lines, _words, st.just(""))
+    ),
 ).map(lambda parts: {k: v for part in parts for k, v in part.items()})
 
 
@@ -656,8 +710,9 @@ def test_property_one_char_change_in_fixed_text_is_ineligible(
     start, end = data.draw(st.sampled_from(_fixed_spans(body)))
     index = data.draw(st.integers(min_value=start, max_value=end - 1))
     replacement = data.draw(
-        st.one_of(st.characters(exclude_categories=("Cs",)), st.sampled_from(" \n-:."))
-        .filter(lambda c: c != body[index])
+        st.one_of(st.characters(exclude_categories=("Cs",)), st.sampled_from(" \n-:.")).filter(
+            lambda c: c != body[index]
+        )
     )
     mutated = body[:index] + replacement + body[index + 1 :]
     with pytest.raises(Ineligible):
