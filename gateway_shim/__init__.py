@@ -28,8 +28,8 @@ from gateway_shim.surfaces.daily import DailyFacts, format_daily
 from gateway_shim.surfaces.dual import DualDecision, DualFacts, DualReason, format_dual_card
 from gateway_shim.surfaces.physique import format_physique_card
 from gateway_shim.surfaces.weekly import (
-    WeeklyFacts,
     WeeklyInterpretation,
+    WeeklyJudgment,
     WeeklyRationale,
     format_weekly,
 )
@@ -52,8 +52,8 @@ __all__ = [
     "PresentationCandidate",
     "RevalidationError",
     "RevalidationReason",
-    "WeeklyFacts",
     "WeeklyInterpretation",
+    "WeeklyJudgment",
     "WeeklyRationale",
     "binding_digest",
     "card_payload",

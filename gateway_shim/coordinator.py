@@ -37,7 +37,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -77,7 +77,7 @@ from gateway_shim.surfaces.card import (
 )
 from gateway_shim.surfaces.daily import DailyFacts, parse_daily
 from gateway_shim.surfaces.dual import DualFacts
-from gateway_shim.surfaces.weekly import WeeklyFacts, parse_weekly
+from gateway_shim.surfaces.weekly import parse_weekly
 from gateway_shim.telemetry import Telemetry, TelemetrySink
 
 WAIT: Final = dt.timedelta(seconds=4)
@@ -330,9 +330,17 @@ class KoreanExpressionCoordinator:
     # ------------------------------------------------------------------ public
 
     def present_daily(
-        self, canonical_body: str, *, facts: DailyFacts, finalized_event_id: str
+        self,
+        canonical_body: str,
+        *,
+        finalized_event_id: str,
+        facts: DailyFacts | None = None,
     ) -> PresentationCandidate:
-        """Daily check-in summary (``daily.v1``); artifact = (surface, finalized event)."""
+        """Daily check-in reply (``daily.v1``); artifact = (surface, finalized event).
+
+        ``facts``: the host's typed completeness, if it has one (a disagreement
+        with the seven rendered facts makes the body ineligible).
+        """
         return self._present(
             "daily.v1",
             canonical_body,
@@ -341,7 +349,11 @@ class KoreanExpressionCoordinator:
         )
 
     async def apresent_daily(
-        self, canonical_body: str, *, facts: DailyFacts, finalized_event_id: str
+        self,
+        canonical_body: str,
+        *,
+        finalized_event_id: str,
+        facts: DailyFacts | None = None,
     ) -> PresentationCandidate:
         """`present_daily` for asyncio hosts: the wait runs off the event loop."""
         return await asyncio.to_thread(
@@ -355,13 +367,15 @@ class KoreanExpressionCoordinator:
         self,
         canonical_body: str,
         *,
-        facts: WeeklyFacts,
+        explicit_fields: Collection[str],
         schedule_key: str,
         kind: str,
         kst_day: str,
     ) -> PresentationCandidate:
         """Weekly report (``weekly.v1``); artifact = (surface, schedule_key, kind, kst_day).
 
+        ``explicit_fields``: the names of the fields present in the summary the
+        host rendered from (an explicit prose field makes the body ineligible).
         Call it BEFORE the scheduled-delivery reservation, never after: the host
         reserves the candidate's body and a restart sends that pinned body
         without presenting again (plan "Weekly pin-before-send and restart").
@@ -369,7 +383,7 @@ class KoreanExpressionCoordinator:
         return self._present(
             "weekly.v1",
             canonical_body,
-            lambda: parse_weekly(canonical_body, facts),
+            lambda: parse_weekly(canonical_body, explicit_fields=explicit_fields),
             (schedule_key, kind, kst_day),
         )
 
@@ -377,7 +391,7 @@ class KoreanExpressionCoordinator:
         self,
         canonical_body: str,
         *,
-        facts: WeeklyFacts,
+        explicit_fields: Collection[str],
         schedule_key: str,
         kind: str,
         kst_day: str,
@@ -386,7 +400,7 @@ class KoreanExpressionCoordinator:
         return await asyncio.to_thread(
             self.present_weekly,
             canonical_body,
-            facts=facts,
+            explicit_fields=explicit_fields,
             schedule_key=schedule_key,
             kind=kind,
             kst_day=kst_day,

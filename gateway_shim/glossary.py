@@ -5,17 +5,20 @@ Invariants (SPEC §6, §7; plan "Per-slot semantic manifest"):
 - Each value is exactly one NFC Korean sentence WITHOUT its final period. The
   surface adapters add the period: a slot's canonical text is each expansion
   followed by ``"."``, joined by ``" "``.
-- No digits, no Latin letters, no newline and no ``[[``: an expansion replaces an
-  issued token only after the composition was accepted, so it must never look
-  like a token, a value or a unit.
+- No Latin letters, no newline, no period or comma and no ``[[``: an expansion
+  replaces an issued token only after the composition was accepted, so it must
+  never look like a token or a layout line. Digits and ``·`` (U+00B7) appear only
+  where the host's own fixed sentence has them (weekly: ``최근 7일 평균``,
+  ``유지·조정``); a model can never write them (the contract rejects both).
 - Only the shim holds these sentences. The worker and the provider see the IDs
   alone (SPEC §1, §9): nothing in ``spool`` or ``worker`` may import this module.
 - This is a reviewed code constant. A change here changes canonical bodies the
   host renders, so it needs review and golden updates.
 
-Four entries are the plan's own words (``P_DAILY_COMPLETE``, ``P_DAILY_PARTIAL``,
-``P_WEEKLY_IN_GOAL``, ``A_OPERATOR_REVIEW_DECISION``); the rest are written in the
-same calm, declarative 합니다 register.
+The daily entries, ``P_WEEKLY_IN_GOAL`` and ``A_OPERATOR_REVIEW_DECISION`` are the
+plan's own words; every weekly entry is the real host's typed-branch sentence
+(docs/host-formats.md), because the canonical body IS the host's text. The rest
+are written in the same calm, declarative 합니다 register.
 """
 
 from __future__ import annotations
@@ -31,19 +34,26 @@ GLOSSARY: Final[Mapping[str, str]] = MappingProxyType(
         # daily.status (plan "Daily cutover", verbatim).
         "P_DAILY_COMPLETE": "저장된 오늘 기록을 확인했습니다",
         "P_DAILY_PARTIAL": "일부 항목이 기록되지 않아 저장된 내용만 안내합니다",
-        # weekly.interpretation branches (plan manifest order).
-        "P_WEEKLY_TREND_UNAVAILABLE": "이번 주 기록만으로는 체중 변화 추세를 판단하기 어렵습니다",
-        "A_WEEKLY_RECHECK_AFTER_RECORD": "기록이 더 쌓인 뒤 체중 변화 추세를 다시 확인하세요",
-        "P_WEEKLY_TREND_OBSERVED": "이번 주 체중 변화 추세를 확인했습니다",
-        "A_WEEKLY_HOLD_FOR_MISSING_GOAL": "목표가 정해질 때까지 계획 판단을 보류하세요",
+        # weekly.interpretation branches (plan manifest order): the host's typed-branch
+        # lines, verbatim without the final period (HOST-FORMATS §4.4; Hermes@4305027f
+        # gateway/platforms/telegram.py:TelegramAdapter._nutrition_weekly_interpretation).
+        "P_WEEKLY_TREND_UNAVAILABLE": (
+            "최근 7일 평균과 이전 7일 평균을 확인할 수 없어 추세를 판단하지 않습니다"
+        ),
+        "A_WEEKLY_RECHECK_AFTER_RECORD": "기록이 보완된 뒤 유지·조정 여부를 다시 확인합니다",
+        "P_WEEKLY_TREND_OBSERVED": "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다",
+        "A_WEEKLY_HOLD_FOR_MISSING_GOAL": "목표 범위가 없어 이번 주 조정 판단은 보류합니다",
         "P_WEEKLY_IN_GOAL": "체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다",
-        "P_WEEKLY_KEEP_BASIS": "이 흐름을 근거로 현재 계획을 그대로 이어갑니다",
-        "P_WEEKLY_OUT_OF_GOAL": "체중 변화가 목표 범위를 벗어났습니다",
-        "A_WEEKLY_RECHECK_INPUT": "입력된 기록이 정확한지 다시 확인하세요",
-        # weekly.rationale.
-        "A_WEEKLY_KEEP_BASELINE": "현재 기준 섭취 계획을 그대로 유지하세요",
-        "A_WEEKLY_REVIEW_ADJUSTMENT": "섭취 계획을 조정할 필요가 있는지 검토하세요",
-        "P_WEEKLY_RECORDS_INSUFFICIENT": "판단에 필요한 기록이 아직 부족합니다",
+        "P_WEEKLY_KEEP_BASIS": "현재 속도라면 이번 주에는 기준을 유지합니다",
+        "P_WEEKLY_OUT_OF_GOAL": "주간 체중 변화가 린매스업 목표 범위를 벗어났습니다",
+        "A_WEEKLY_RECHECK_INPUT": "다음 기록에서 섭취와 체중 추세를 함께 확인합니다",
+        # weekly.rationale: the host's typed rationale per judgment, verbatim without the
+        # final period (HOST-FORMATS §4.7; ...:TelegramAdapter._nutrition_weekly_rationale).
+        "A_WEEKLY_KEEP_BASELINE": "급격한 증량이나 정체가 없어 이번 주에는 기준을 유지합니다",
+        "A_WEEKLY_REVIEW_ADJUSTMENT": (
+            "목표 범위를 벗어난 변화가 확인되어 다음 기록에서 조정을 검토합니다"
+        ),
+        "P_WEEKLY_RECORDS_INSUFFICIENT": "기록이 충분하지 않아 이번 주 판단을 확정하지 않습니다",
         # adaptive.dual.judgment.
         "P_DUAL_DECISION_KEEP_PLAN": "현재 계획을 그대로 유지하는 안을 제안합니다",
         "P_DUAL_DECISION_ADJUST_PLAN": "현재 계획을 조정하는 안을 제안합니다",

@@ -121,9 +121,8 @@ def _samples() -> list[Sample]:
         DualDecision,
         DualFacts,
         DualReason,
-        WeeklyFacts,
         WeeklyInterpretation,
-        WeeklyRationale,
+        WeeklyJudgment,
         card_payload,
         format_daily,
         format_dual_card,
@@ -132,48 +131,35 @@ def _samples() -> list[Sample]:
     )
 
     run = secrets.token_hex(4)
+    # Daily and weekly bodies exactly as the real host renders them
+    # (docs/host-formats.md): fixed title, labels, status and actions.
     complete = format_daily(
-        title="오늘의 체크인 기록 · 데모 고객",
-        facts=[
-            ("체중", "72.4kg"),
-            ("식단", "3끼 기록"),
-            ("단백질", "140g"),
-            ("수분", "2.0L"),
-            ("운동", "상체 45분"),
-            ("수면", "7시간"),
-            ("컨디션", "보통"),
-        ],
-        actions=["저녁 식사 사진 올리기", "취침 전 체중 기록하기"],
+        weight="72.4kg",
+        intake="2,150kcal",
+        macros="탄수화물 260g · 단백질 140g · 지방 70g",
+        training="상체 45분 · RPE 7",
+        sleep="7시간 · 수면 질 4/5",
+        condition="3/5",
+        digestion="정상",
+        water="2L",
     )
     partial = format_daily(
-        title="오늘의 체크인 기록 · 데모 고객",
-        facts=[
-            ("체중", "72.1kg"),
-            ("식단", "미기록"),
-            ("단백질", "120g"),
-            ("수분", "미기록"),
-            ("운동", "하체 50분"),
-            ("수면", "6시간"),
-            ("컨디션", "피곤함"),
-        ],
-        actions=["남은 식사 기록하기"],
+        weight="72.1kg",
+        intake="기록 없음",
+        macros="탄수화물·단백질·지방: 기록 없음",
+        training="하체 50분",
+        sleep="6시간",
+        condition="2/5",
+        digestion="기록 없음",
     )
-    interpretation, rationale = WeeklyInterpretation.IN_GOAL, WeeklyRationale.KEEP_BASELINE
-    weekly_facts = WeeklyFacts(interpretation=interpretation, rationale=rationale)
     weekly = format_weekly(
-        title="주간 리포트 · 데모 고객",
-        facts=[
-            ("기간", "11월 24일 ~ 11월 30일"),
-            ("평균 체중", "72.4kg"),
-            ("체중 변화", "+0.3kg"),
-            ("목표 범위", "주당 +0.2~0.4kg"),
-            ("주간 변화율", "+0.4%"),
-            ("기록률", "6/7일"),
-            ("판단", "현재 계획 유지"),
-        ],
-        interpretation=interpretation,
-        rationale=rationale,
-        actions=["매일 아침 체중 기록하기"],
+        recent="72.40kg",
+        prior="72.10kg",
+        change="+0.42%",
+        rate="85.71%",
+        goal_range="+0.10~+0.50%",
+        interpretation=WeeklyInterpretation.IN_GOAL,
+        judgment=WeeklyJudgment.KEEP,
     )
     dual_facts = DualFacts(
         decision=DualDecision.ADJUST_PLAN,
@@ -252,12 +238,12 @@ def _samples() -> list[Sample]:
             "weekly in goal",
             lambda c: c.present_weekly(
                 weekly,
-                facts=weekly_facts,
+                explicit_fields=("average_weight_kg", "prior_average_weight_kg", "goal_range"),
                 schedule_key=f"demo-{run}-weekly",
                 kind="weekly_report",
                 kst_day="2025-11-30",
             ),
-            _line_after("주간 해석"),
+            lambda body: body.split("\n\n")[2].split("\n")[0],
         ),
         Sample(
             "adaptive.dualcoachtest.card.v1",

@@ -12,6 +12,7 @@ Pure: no I/O, no clock, no randomness. Each surface module exports its own
 """
 
 from gateway_shim.surfaces._model import (
+    SENTENCE_SEPARATORS,
     TELEGRAM_MAX_UTF16,
     CanonicalSurface,
     Ineligible,
@@ -23,10 +24,12 @@ from gateway_shim.surfaces._model import (
     RenderError,
     RenderReason,
     SlotRef,
+    sentence_separator,
     utf16_len,
 )
 
 __all__ = [
+    "SENTENCE_SEPARATORS",
     "TELEGRAM_MAX_UTF16",
     "CanonicalSurface",
     "Ineligible",
@@ -38,5 +41,6 @@ __all__ = [
     "RenderReason",
     "RenderedBody",
     "SlotRef",
+    "sentence_separator",
     "utf16_len",
 ]

@@ -24,12 +24,14 @@ import pytest
 from conftest import RunningWorker, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
 from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService, Callback
+from reference_host.host_render import render_daily
 from reference_host.samples import (
     CUSTOMER_VALUES,
     SCHEDULE,
     WEEKLY_BODY,
-    WEEKLY_FACTS,
+    WEEKLY_FIELDS,
     WEEKLY_SELECTED,
+    WEEKLY_SUMMARY,
     dual_card,
     physique_card,
     session,
@@ -48,7 +50,6 @@ from gateway_shim import (
     PresentationCandidate,
     RevalidationError,
     exact_block,
-    format_daily,
     revalidate,
 )
 
@@ -56,18 +57,19 @@ pytestmark = pytest.mark.e2e
 
 STATUS_LINE = "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
 REVIEW_SENTENCE = "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요."
-DAILY_BODY = format_daily(
-    title="김민지 님 11월 30일 체크인",
-    facts=[
-        ("체중", "72.4kg"),
-        ("식단", "2,150kcal"),
-        ("단백질", "138g"),
-        ("수분", "2.1L"),
-        ("운동", "스쿼트 5세트"),
-        ("수면", "6시간 40분"),
-        ("컨디션", "보통"),
-    ],
-    actions=["저녁 단백질 보충하기"],
+# The host's daily reply for a complete check-in (host-shaped, docs/host-formats.md).
+DAILY_BODY = render_daily(
+    {
+        "bodyweight": "72.4",
+        "calories": "2150",
+        "macros": "탄수화물 260g, 단백질 138g, 지방 70g",
+        "training_summary": "김민지 님 스쿼트 5세트",
+        "sleep_duration": "6.7",
+        "sleep_quality": "4",
+        "condition": "3",
+        "digestion": "normal",
+        "water": "2.1",
+    }
 )
 
 
@@ -209,7 +211,9 @@ CASES: dict[str, Case] = {
     ),
     "weekly.v1": Case(
         present=lambda c, tag: c.present_weekly(
-            WEEKLY_BODY, facts=WEEKLY_FACTS, **{**SCHEDULE, "schedule_key": f"sched-e2e-{tag}"}
+            WEEKLY_BODY,
+            explicit_fields=WEEKLY_FIELDS,
+            **{**SCHEDULE, "schedule_key": f"sched-e2e-{tag}"},
         ),
         selected=lambda tag: WEEKLY_SELECTED,
         canonical=lambda tag: WEEKLY_BODY,
@@ -302,8 +306,8 @@ def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
     sent: list[tuple[object, str]] = []
     destination = {"chat_id": "-100200300"}
 
-    def renders() -> tuple[str, Any]:
-        return WEEKLY_BODY, WEEKLY_FACTS
+    def renders() -> dict[str, object]:
+        return WEEKLY_SUMMARY
 
     first = WeeklyTaskHost(
         ScheduledDeliveryLedger(path),
@@ -316,7 +320,7 @@ def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
         first.run(**schedule, destination=destination)
     requests_after_crash = len(stack.fake.requests)
 
-    def must_not_render() -> tuple[str, Any]:
+    def must_not_render() -> dict[str, object]:
         raise AssertionError("rendered after restart")
 
     restarted = WeeklyTaskHost(

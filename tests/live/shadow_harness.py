@@ -57,9 +57,8 @@ from gateway_shim import (
     DualReason,
     KoreanExpressionCoordinator,
     PresentationCandidate,
-    WeeklyFacts,
     WeeklyInterpretation,
-    WeeklyRationale,
+    WeeklyJudgment,
     card_payload,
     format_daily,
     format_dual_card,
@@ -141,44 +140,39 @@ def host_step(spy: HostSpy, surface: str, cand: PresentationCandidate) -> None:
 
 
 def _daily(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    # Host-shaped (docs/host-formats.md): complete and partial bodies alternate.
     complete = i % 2 == 0
     body = format_daily(
-        title=f"{CUSTOMER_VALUES[i % 2]} 님 12월 1일 체크인",
-        facts=[
-            ("체중", "73.1kg"),
-            ("식단", "2,240kcal" if complete else "미기록"),
-            ("단백질", "142g"),
-            ("수분", "2.3L"),
-            ("운동", f"하체 {40 + i}분"),
-            ("수면", "7시간"),
-            ("컨디션", "보통"),
-        ],
-        actions=["저녁 식사 기록하기", "취침 전 스트레칭"],
+        weight="73.1kg",
+        intake="2,240kcal" if complete else "기록 없음",
+        macros="탄수화물 280g · 단백질 142g · 지방 70g",
+        training=f"{CUSTOMER_VALUES[i % 2]} 님 하체 {40 + i}분",
+        sleep="7시간 · 수면 질 4/5",
+        condition="3/5",
+        digestion="정상",
+        water="2.3L",
     )
     return coord.present_daily(body, facts=DailyFacts(complete=complete), finalized_event_id=f"evt-live-{run}-{i}")
 
 
 def _weekly(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    # Host-shaped (docs/host-formats.md); 4 branches x 3 judgments = 12 distinct
+    # slot pairs (the typed rationale follows the judgment).
     interpretation = list(WeeklyInterpretation)[i % 4]
-    rationale = list(WeeklyRationale)[(i // 4) % 3]  # 4 x 3 = 12 distinct branch pairs
+    judgment = list(WeeklyJudgment)[(i // 4) % 3]
     body = format_weekly(
-        title=f"{CUSTOMER_VALUES[i % 2]} 님 주간 리포트 · 11월 25일 ~ 12월 1일",
-        facts=[
-            ("기간", "11월 25일 ~ 12월 1일"),
-            ("평균 체중", "73.1kg"),
-            ("체중 변화", f"+0.{i % 5}kg"),
-            ("목표 범위", "주당 +0.2~0.4kg"),
-            ("주간 변화율", "+0.3%"),
-            ("기록률", "6/7일"),
-            ("판단", "현재 계획 유지"),
-        ],
+        recent="73.10kg",
+        prior="72.80kg",
+        change=f"+0.{i % 5}1%",
+        rate="85.71%" if i % 2 else None,
+        goal_range="+0.10%~+0.50%",
         interpretation=interpretation,
-        rationale=rationale,
-        actions=["평균 섭취 2,240kcal 유지", "매일 아침 체중 기록하기"],
+        judgment=judgment,
+        actions=[f"{CUSTOMER_VALUES[i % 2]} 님 평균 섭취 2,240kcal 유지", "매일 아침 체중 기록하기"],
     )
     return coord.present_weekly(
         body,
-        facts=WeeklyFacts(interpretation=interpretation, rationale=rationale),
+        explicit_fields=("average_weight_kg", "prior_average_weight_kg", "goal_range", "actions"),
         schedule_key=f"sched-live-{run}-{i}",
         kind="weekly_report",
         kst_day="2025-12-01",

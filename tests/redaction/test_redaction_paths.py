@@ -65,7 +65,7 @@ from gateway_shim import (
     exact_block,
     format_daily,
 )
-from gateway_shim.surfaces.daily import FACT_LABELS, MISSING_VALUE
+from gateway_shim.surfaces.daily import FACT_KEYS, MACROS_MISSING, MISSING_MARKER
 from redaction import material
 from redaction.leaks import HEX64, find_leak, minimal_pieces, scan_text_of, static_text
 from worker.daemon import wait_ready
@@ -214,10 +214,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 
 PROBE_VALUES = ("프로브 체크인 요약", "프로브값", "프로브 행동")
+# A partial host-shaped daily body (sleep missing) whose values are probe text.
 PROBE_BODY = format_daily(
-    title=PROBE_VALUES[0],
-    facts=[(label, MISSING_VALUE if label == "수면" else PROBE_VALUES[1]) for label in FACT_LABELS],
-    actions=[PROBE_VALUES[2]],
+    weight=PROBE_VALUES[0],
+    intake=PROBE_VALUES[1],
+    macros=PROBE_VALUES[2],
+    training=PROBE_VALUES[1],
+    sleep=MISSING_MARKER,
+    condition=PROBE_VALUES[1],
+    digestion=PROBE_VALUES[1],
 )
 
 
@@ -318,52 +323,57 @@ def _line(rng: random.Random, parts: int = 1) -> str:
 
 
 def _daily(rng: random.Random, nonce: str) -> Presentation:
-    title = material.mixed(rng, rng.randint(1, 3))
-    while title.startswith("- "):
-        title = title[2:] or material.korean_name(rng)
+    # A host-shaped daily body (docs/host-formats.md): the seven rendered values
+    # and the water amount are customer text; title, labels, status and actions
+    # are the host's fixed strings.
+    missing = {key: MACROS_MISSING if key == "macros" else MISSING_MARKER for key in FACT_KEYS}
     values = {
-        label: MISSING_VALUE if rng.random() < 0.15 else material.any_value(rng)
-        for label in FACT_LABELS
+        key: missing[key] if rng.random() < 0.15 else material.mixed(rng, rng.randint(1, 2))
+        for key in FACT_KEYS
     }
-    actions = [material.mixed(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
+    water = material.any_value(rng) if rng.random() < 0.7 else None
     event_id = f"{material.identifier(rng)}:{material.identifier(rng)}:{nonce}"
-    body = format_daily(title=title, facts=values, actions=actions)
-    complete = MISSING_VALUE not in values.values()
+    body = format_daily(**values, water=water)
+    complete = not any(v.endswith(MISSING_MARKER) for v in values.values())
 
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
         return coordinator.present_daily(
             body, facts=DailyFacts(complete=complete), finalized_event_id=event_id
         )
 
-    customer = [title, *(v for v in values.values() if v != MISSING_VALUE), *actions, event_id]
-    return Presentation(present, tuple(customer))
+    customer = [v for k, v in values.items() if v != missing[k]]
+    if water is not None and complete:
+        customer.append(water)
+    return Presentation(present, (*customer, event_id))
 
 
 def _weekly(rng: random.Random, nonce: str) -> Presentation:
     from gateway_shim.surfaces import weekly
 
-    title = _line(rng, rng.randint(1, 3))
-    values = {label: material.any_value(rng) for label in weekly.FACT_LABELS}
+    # A host-shaped weekly report (docs/host-formats.md): the fact values and the
+    # action lines are customer text; the typed paragraphs are the host's.
+    keys = ("recent", "prior", "change", "goal_range")
+    values = {key: material.any_value(rng) for key in keys}
+    rate = material.any_value(rng) if rng.random() < 0.5 else None
     actions = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
-    interpretation = rng.choice(list(weekly.WeeklyInterpretation))
-    rationale = rng.choice(list(weekly.WeeklyRationale))
     body = weekly.format_weekly(
-        title=title,
-        facts=values,
-        interpretation=interpretation,
-        rationale=rationale,
+        **values,
+        rate=rate,
+        interpretation=rng.choice(list(weekly.WeeklyInterpretation)),
+        judgment=rng.choice(list(weekly.WeeklyJudgment)),
         actions=actions,
     )
-    facts = weekly.WeeklyFacts(interpretation=interpretation, rationale=rationale)
+    fields = ("average_weight_kg", "prior_average_weight_kg", "goal_range", "actions")
     schedule_key = f"{material.identifier(rng)}:{nonce}"
     kind, kst_day = f"weekly_report:{material.identifier(rng)}", material.date(rng)
 
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
         return coordinator.present_weekly(
-            body, facts=facts, schedule_key=schedule_key, kind=kind, kst_day=kst_day
+            body, explicit_fields=fields, schedule_key=schedule_key, kind=kind, kst_day=kst_day
         )
 
-    return Presentation(present, (title, *values.values(), *actions, schedule_key, kind, kst_day))
+    customer = (*values.values(), *(() if rate is None else (rate,)), *actions)
+    return Presentation(present, (*customer, schedule_key, kind, kst_day))
 
 
 def _binding(rng: random.Random, nonce: str) -> tuple[Any, dict[str, Any], tuple[str, ...]]:

@@ -10,15 +10,12 @@ from gateway_shim import (
     DualDecision,
     DualFacts,
     DualReason,
-    WeeklyFacts,
-    WeeklyInterpretation,
-    WeeklyRationale,
     card_payload,
     format_dual_card,
     format_physique_card,
-    format_weekly,
 )
 from reference_host.adaptive import Session
+from reference_host.host_render import render_weekly
 
 CUSTOMER_VALUES = (
     "김민지",
@@ -31,29 +28,25 @@ CUSTOMER_VALUES = (
     "탄수화물 20g",
 )
 
-WEEKLY_FACTS = WeeklyFacts(
-    interpretation=WeeklyInterpretation.IN_GOAL, rationale=WeeklyRationale.KEEP_BASELINE
-)
-WEEKLY_BODY = format_weekly(
-    title="김민지 님 주간 리포트 · 11월 24일 ~ 11월 30일",
-    facts=[
-        ("기간", "11월 24일 ~ 11월 30일"),
-        ("평균 체중", "72.4kg"),
-        ("체중 변화", "+0.3kg"),
-        ("목표 범위", "주당 +0.2~0.4kg"),
-        ("주간 변화율", "+0.4%"),
-        ("기록률", "6/7일"),
-        ("판단", "현재 계획 유지"),
-    ],
-    interpretation=WeeklyInterpretation.IN_GOAL,
-    rationale=WeeklyRationale.KEEP_BASELINE,
-    actions=["평균 섭취 2,150kcal 유지", "매일 아침 체중 기록하기"],
-)
-# What the scripted worker's default style ("차분히, T1. 이어서 T2.") renders to.
+# A typed weekly summary (HOST-FORMATS §4: no explicit prose field) and the body
+# the host renders from it: I3 + 유지, the rate line present, two explicit actions.
+WEEKLY_SUMMARY: dict[str, object] = {
+    "average_weight_kg": 72.4,
+    "prior_average_weight_kg": 72.1,
+    "checkin_rate_percent": 85.7,
+    "goal_range": "+0.10~+0.50%",
+    "actions": ["평균 섭취 2,150kcal 유지", "김민지 님 매일 아침 체중 기록하기"],
+}
+WEEKLY_BODY, _explicit = render_weekly(WEEKLY_SUMMARY)
+assert not _explicit
+# The names of the summary's fields: what the host passes as explicit_fields.
+WEEKLY_FIELDS: tuple[str, ...] = tuple(WEEKLY_SUMMARY)
+# What the scripted worker's default style ("차분히, T1. 이어서 T2.") renders to:
+# one sentence per line in the interpretation, as the host renders it.
 WEEKLY_SELECTED = (
-    WEEKLY_BODY.replace("체중은 린매스업", "차분히, 체중은 린매스업", 1)
-    .replace("이 흐름을", "이어서 이 흐름을", 1)
-    .replace("\n현재 기준 섭취", "\n차분히, 현재 기준 섭취", 1)
+    WEEKLY_BODY.replace("\n체중은 린매스업", "\n차분히, 체중은 린매스업", 1)
+    .replace("\n현재 속도라면", "\n이어서 현재 속도라면", 1)
+    .replace("\n급격한 증량이나", "\n차분히, 급격한 증량이나", 1)
 )
 SCHEDULE = {"schedule_key": "sched-weekly-0042", "kind": "weekly_report", "kst_day": "2025-11-30"}
 

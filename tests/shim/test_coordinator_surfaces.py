@@ -23,7 +23,7 @@ from reference_host.samples import (
     DUAL_FACTS,
     SCHEDULE,
     WEEKLY_BODY,
-    WEEKLY_FACTS,
+    WEEKLY_FIELDS,
     WEEKLY_SELECTED,
     dual_card,
     physique_card,
@@ -46,7 +46,6 @@ from gateway_shim import (
     Mode,
     RevalidationError,
     RevalidationReason,
-    WeeklyFacts,
     binding_digest,
     exact_block,
     revalidate,
@@ -116,7 +115,7 @@ def test_weekly_selected_with_its_two_slots(
 ) -> None:
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
-        cand = coord.present_weekly(WEEKLY_BODY, facts=WEEKLY_FACTS, **SCHEDULE)
+        cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE)
     assert cand.outcome is CandidateOutcome.ACCEPTED and cand.status is CandidateStatus.SELECTED
     assert cand.surface_version == "weekly.v1"
     assert cand.body == WEEKLY_SELECTED
@@ -143,7 +142,9 @@ def test_weekly_selected_with_its_two_slots(
         ),
         ("weekly.rationale", [], ["A_WEEKLY_KEEP_BASELINE"], ["[[A:01]]"]),
     ]
-    assert len(cand.canonical_locked_spans_utf16) == len(cand.locked_spans_utf16) == 3
+    # Locked: everything before the interpretation, and between it and the
+    # rationale (the report's last paragraph).
+    assert len(cand.canonical_locked_spans_utf16) == len(cand.locked_spans_utf16) == 2
     wire = json.dumps(w.requests, ensure_ascii=False)
     for value in (*CUSTOMER_VALUES, *SCHEDULE.values()):
         assert value not in wire
@@ -156,7 +157,7 @@ def test_weekly_artifact_key_inputs(
     with ScriptedWorker(root, compose=provider_error):  # canonical at once: keys only
         keys = [
             coord.present_weekly(
-                WEEKLY_BODY, facts=WEEKLY_FACTS, **{**SCHEDULE, **changes}
+                WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **{**SCHEDULE, **changes}
             ).artifact_key
             for changes in (
                 {},
@@ -171,31 +172,24 @@ def test_weekly_artifact_key_inputs(
 
 
 @pytest.mark.parametrize(
-    ("surfaces", "facts", "outcome"),
+    ("surfaces", "fields", "outcome"),
     [
-        ({"daily": True, "adaptive_operator": True}, WEEKLY_FACTS, CandidateOutcome.DISABLED),
-        (
-            {"weekly": True},
-            WeeklyFacts(interpretation=None, rationale=WEEKLY_FACTS.rationale),
-            CandidateOutcome.INELIGIBLE,
-        ),
-        (
-            {"weekly": True},
-            dataclasses.replace(WEEKLY_FACTS, prose_fields=frozenset({"reason"})),
-            CandidateOutcome.INELIGIBLE,
-        ),
+        ({"daily": True, "adaptive_operator": True}, WEEKLY_FIELDS, CandidateOutcome.DISABLED),
+        ({"weekly": True}, (*WEEKLY_FIELDS, "reason"), CandidateOutcome.INELIGIBLE),
+        ({"weekly": True}, ("summary_text",), CandidateOutcome.INELIGIBLE),
+        ({"weekly": True}, "interpretation", CandidateOutcome.INELIGIBLE),
     ],
-    ids=["weekly_switch_off", "unsupported_branch", "explicit_field"],
+    ids=["weekly_switch_off", "explicit_rationale_field", "explicit_summary_text", "bare_str"],
 )
 def test_weekly_disabled_or_ineligible_writes_nothing(
     root: DataRoot,
     coords: list[KoreanExpressionCoordinator],
     surfaces: dict[str, bool],
-    facts: WeeklyFacts,
+    fields: tuple[str, ...],
     outcome: CandidateOutcome,
 ) -> None:
     coord = make(root, coords, Mode.ENABLED, **surfaces)
-    cand = coord.present_weekly(WEEKLY_BODY, facts=facts, **SCHEDULE)
+    cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=fields, **SCHEDULE)
     assert cand.outcome is outcome and cand.body == WEEKLY_BODY and cand.publication_permitted
     assert not root.root.exists()
 
@@ -594,7 +588,7 @@ def test_async_twins(root: DataRoot, coords: list[KoreanExpressionCoordinator]) 
 
     async def main() -> tuple[Any, Any]:
         return (
-            await coord.apresent_weekly(WEEKLY_BODY, facts=WEEKLY_FACTS, **SCHEDULE),
+            await coord.apresent_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE),
             await coord.apresent_adaptive(PHYSIQUE_PAYLOAD, binding=binding()),
         )
 
@@ -626,8 +620,8 @@ def test_exported_members() -> None:
         "PresentationCandidate",
         "RevalidationError",
         "RevalidationReason",
-        "WeeklyFacts",
         "WeeklyInterpretation",
+        "WeeklyJudgment",
         "WeeklyRationale",
         "binding_digest",
         "card_payload",

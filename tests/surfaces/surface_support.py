@@ -55,15 +55,19 @@ def assert_grammar_accepts(surface: CanonicalSurface, generated: dict[str, str])
         assert check_generated(slot.policy(), generated[slot.slot_id]) is None
 
 
-def assert_locked_identical(canonical: RenderedBody, selected: RenderedBody) -> None:
+def assert_locked_identical(
+    canonical: RenderedBody, selected: RenderedBody, *, ends_with_slot: bool = False
+) -> None:
     """Every locked byte identical, sliced out of each body at its own offsets;
-    the spans start the body and end it (no unlocked edge)."""
+    the spans start the body and end it (no unlocked edge) unless the body's
+    last paragraph is a slot (weekly's rationale)."""
     assert len(canonical.locked_spans_utf16) == len(selected.locked_spans_utf16)
     assert canonical.locked_texts() == selected.locked_texts()
     assert "".join(canonical.locked_texts()) == "".join(selected.locked_texts())
     for rendered in (canonical, selected):
         assert rendered.locked_spans_utf16[0][0] == 0
-        assert rendered.locked_spans_utf16[-1][1] == utf16_len(rendered.body)
+        ends_locked = rendered.locked_spans_utf16[-1][1] == utf16_len(rendered.body)
+        assert ends_locked is not ends_with_slot
         assert utf16_len(rendered.body) <= 4096
 
 
@@ -77,10 +81,11 @@ def assert_layout_identical(surface: CanonicalSurface, selected: str) -> None:
     assert [i for i, line in enumerate(canonical_lines) if line == ""] == [
         i for i, line in enumerate(selected_lines) if line == ""
     ]
-    slot_texts = [s.canonical_text for s in surface.slots]
+    # A slot may span lines (weekly.interpretation): compare line by line.
+    slot_lines = [line for s in surface.slots for line in s.canonical_text.split("\n")]
     for before, after in zip(canonical_lines, selected_lines, strict=True):
         if before != after:
-            assert any(text in before for text in slot_texts)
+            assert any(text in before for text in slot_lines)
 
 
 # --- adaptive payloads ----------------------------------------------------------------

@@ -18,6 +18,25 @@ PLAN_ENTRIES = {
     "A_OPERATOR_REVIEW_DECISION": "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요",
 }
 
+# The real host's typed weekly sentences, verbatim without the final period
+# (HOST-FORMATS §4.4, §4.7; Hermes@4305027f gateway/platforms/telegram.py:
+# TelegramAdapter._nutrition_weekly_interpretation / _nutrition_weekly_rationale).
+HOST_ENTRIES = {
+    "P_WEEKLY_TREND_UNAVAILABLE": "최근 7일 평균과 이전 7일 평균을 확인할 수 없어 추세를 판단하지 않습니다",
+    "A_WEEKLY_RECHECK_AFTER_RECORD": "기록이 보완된 뒤 유지·조정 여부를 다시 확인합니다",
+    "P_WEEKLY_TREND_OBSERVED": "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다",
+    "A_WEEKLY_HOLD_FOR_MISSING_GOAL": "목표 범위가 없어 이번 주 조정 판단은 보류합니다",
+    "P_WEEKLY_IN_GOAL": "체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다",
+    "P_WEEKLY_KEEP_BASIS": "현재 속도라면 이번 주에는 기준을 유지합니다",
+    "P_WEEKLY_OUT_OF_GOAL": "주간 체중 변화가 린매스업 목표 범위를 벗어났습니다",
+    "A_WEEKLY_RECHECK_INPUT": "다음 기록에서 섭취와 체중 추세를 함께 확인합니다",
+    "A_WEEKLY_KEEP_BASELINE": "급격한 증량이나 정체가 없어 이번 주에는 기준을 유지합니다",
+    "A_WEEKLY_REVIEW_ADJUSTMENT": "목표 범위를 벗어난 변화가 확인되어 다음 기록에서 조정을 검토합니다",
+    "P_WEEKLY_RECORDS_INSUFFICIENT": "기록이 충분하지 않아 이번 주 판단을 확정하지 않습니다",
+}
+# Characters only the host's own fixed sentences carry (7일, 유지·조정).
+HOST_ONLY_CHARS = set("0123456789\u00b7")
+
 EXPECTED_IDS = {
     "P_DAILY_COMPLETE",
     "P_DAILY_PARTIAL",
@@ -53,6 +72,11 @@ def test_plan_entries_are_verbatim() -> None:
         assert GLOSSARY[semantic_id] == sentence
 
 
+def test_weekly_entries_are_the_hosts_sentences_verbatim() -> None:
+    for semantic_id, sentence in HOST_ENTRIES.items():
+        assert GLOSSARY[semantic_id] == sentence, semantic_id
+
+
 def test_glossary_is_read_only() -> None:
     assert isinstance(GLOSSARY, MappingProxyType)
     with pytest.raises(TypeError):
@@ -75,6 +99,9 @@ def test_entry_is_one_clean_sentence(semantic_id: str) -> None:
     assert "[[" not in sentence and "]]" not in sentence
     for char in sentence:
         category = unicodedata.category(char)
+        if char in HOST_ONLY_CHARS:
+            assert semantic_id in HOST_ENTRIES, "digits and · only in the host's sentences"
+            continue
         assert category != "Nd", "no digits"
         assert category[0] != "C", "no control, format or surrogate characters"
         assert category not in ("Zl", "Zp"), "no line breaks"
