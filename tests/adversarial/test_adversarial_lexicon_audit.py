@@ -119,7 +119,10 @@ def test_glossary_expansion_is_one_clean_sentence(semantic_id: str) -> None:
     # separated by single ASCII spaces. So no grammar separator but the space — no
     # period, no comma — no token brackets, digit, Latin letter or line break: an
     # expansion can never be mistaken for a token, a value, a unit or a layout line.
-    assert re.fullmatch("[\uac00-\ud7a3]+(?: [\uac00-\ud7a3]+)*", expansion), expansion
+    # A dual text (the host's, shipped or operator) may also join two words with
+    # U+00B7, as the host's public reason "수정 전·후" does.
+    joiner = "[ \u00b7]" if semantic_id.startswith("P_DUAL_") else " "
+    assert re.fullmatch(f"[\uac00-\ud7a3]+(?:{joiner}[\uac00-\ud7a3]+)*", expansion), expansion
     assert not any(sep in expansion for sep in (".", ",", "[[", "]]", "\n"))
 
 
