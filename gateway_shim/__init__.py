@@ -37,15 +37,15 @@ from gateway_shim.surfaces.weekly import (
 
 __all__ = [
     "ADAPTIVE_UNKNOWN_SURFACE",
+    "DUAL_SURFACE",
+    "PHYSIQUE_SURFACE",
     "CandidateOutcome",
     "CandidateStatus",
     "CardOrigin",
     "ConfigDiagnostic",
     "DailyFacts",
-    "DUAL_SURFACE",
     "DualGlossary",
     "GlossaryError",
-    "PHYSIQUE_SURFACE",
     "HostOutcome",
     "KoreanExpressionConfig",
     "KoreanExpressionCoordinator",
@@ -61,9 +61,9 @@ __all__ = [
     "exact_block",
     "format_daily",
     "format_dual_body",
+    "format_weekly",
     "load_operator_glossary",
     "parse_adaptive",
     "presented_host_text",
-    "format_weekly",
     "revalidate",
 ]

@@ -67,9 +67,14 @@ from watchdog.observers.api import BaseObserver
 
 from gateway_shim.config import KoreanExpressionConfig, Mode
 from gateway_shim.identity import artifact_key, load_or_create_key, new_request_id
-from gateway_shim.surfaces import CanonicalSurface, Ineligible, RenderedBody, RenderError
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
-from gateway_shim.surfaces import IneligibleReason
+from gateway_shim.surfaces import (
+    CanonicalSurface,
+    Ineligible,
+    IneligibleReason,
+    RenderedBody,
+    RenderError,
+)
 from gateway_shim.surfaces.adaptive import adaptive_card, parse_adaptive
 from gateway_shim.surfaces.card import ADAPTIVE_SURFACES, DUAL_SURFACE, CardOrigin
 from gateway_shim.surfaces.daily import DailyFacts, parse_daily

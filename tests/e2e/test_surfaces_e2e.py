@@ -27,12 +27,12 @@ from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
 from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService, Callback
 from reference_host.samples import (
     CUSTOMER_VALUES,
+    DUAL_SURFACE,
+    PHYSIQUE_SURFACE,
     SCHEDULE,
     WEEKLY_BODY,
     WEEKLY_FACTS,
     WEEKLY_SELECTED,
-    DUAL_SURFACE,
-    PHYSIQUE_SURFACE,
     callback_data,
     dual_card,
     physique_card,

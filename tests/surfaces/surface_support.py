@@ -5,7 +5,6 @@ surface's golden and property tests make (locked bytes, layout, UTF-16 spans).""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from hypothesis import strategies as st
 from spool.contract import SAFE_STYLE_LEXEMES, SlotPolicy, check_generated
