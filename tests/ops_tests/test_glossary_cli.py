@@ -75,3 +75,16 @@ def test_install_publishes_into_the_data_root_and_status_shows_the_digest(
     assert collect(root).glossary == "invalid not_json"
     status = kexpr("status", "--data-root", data_root, "--json")
     assert json.loads(status.stdout)["glossary"] == "invalid not_json"
+
+
+def test_audit_knows_the_installed_glossary(tmp_path: Path, data_root: Path) -> None:
+    from ops.audit import Finding, audit_data_root
+
+    root = DataRoot(data_root)
+    root.ensure()
+    assert kexpr("glossary", "install", _file(tmp_path, GLOSSARY), "--data-root", data_root).returncode == 0
+    findings = [item.finding for item in audit_data_root(data_root).findings]
+    assert Finding.UNEXPECTED_FILE not in findings
+    (data_root / "other.json").write_text("{}")
+    findings = [item.finding for item in audit_data_root(data_root).findings]
+    assert Finding.UNEXPECTED_FILE in findings
