@@ -297,3 +297,36 @@ def test_recovery_republishes_the_stored_payload_with_zero_requests(
     assert len(worker.requests) == requests_before and worker.provider_calls == 1
     assert spool_request_files(root) == []
     assert report_outcomes(root) == ["selected"]  # committed before the edit failed
+
+
+# --- payloads kexpr does not present ------------------------------------------------
+
+
+def test_a_menu_is_persisted_as_the_host_always_did_without_a_call(
+    root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    menu = {
+        "status": "menu",
+        "text": "적응형 영양 검토\n고객을 선택하세요.",
+        "buttons": [{"customer_key": "client_042", "label": "김민지", "callback_data": "an1:" + "0" * 24 + ":select"}],
+    }
+    svc, editor = service(), Editor()
+    gateway = AdaptiveGatewayHost(
+        svc, make_coordinator(Mode.ENABLED), lambda s: menu, editor, surface=DUAL_SURFACE
+    )
+    persisted = gateway.handle_review_callback(Callback(callback_data(session(), "back"), 7))
+    assert persisted == menu and editor.edits == [menu]
+    assert worker.provider_calls == 0 and spool_request_files(root) == []
+
+
+def test_an_invalid_operator_glossary_keeps_the_dual_card_canonical(
+    root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    coord = make_coordinator(Mode.ENABLED)
+    path = root.root / "operator-glossary.json"
+    path.write_bytes(b"{}")
+    path.chmod(0o600)
+    svc, editor = service(), Editor()
+    persisted = host(svc, coord, "dual", editor).handle_review_callback(CALLBACK)
+    assert persisted == dual_card(session())  # the host's text, byte for byte
+    assert worker.provider_calls == 0
