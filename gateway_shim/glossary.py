@@ -4,7 +4,8 @@ Invariants (SPEC §6, §7; plan "Per-slot semantic manifest"):
 
 - Each value is exactly one NFC Korean sentence WITHOUT its final period. The
   surface adapters add the period: a slot's canonical text is each expansion
-  followed by ``"."``, joined by ``" "``.
+  followed by ``"."``, joined by ``" "`` — except the dual decision slot, which
+  the host renders without a period (``ProseSlot.final_period``).
 - No digits, no Latin letters, no newline and no ``[[``: an expansion replaces an
   issued token only after the composition was accepted, so it must never look
   like a token, a value or a unit. Hangul words and single spaces only, except
