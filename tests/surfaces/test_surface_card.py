@@ -11,11 +11,18 @@ from typing import Any
 import pytest
 from adaptive_support import (
     CALLBACK,
+    OPERATOR_GLOSSARY,
     PHYSIQUE_BODY,
+    STATES,
     TH_ADAPTIVE_BODY,
+    dual_bodies,
     host_examples,
+    host_payloads,
     payload,
+    physique_bodies,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway_shim.surfaces import Ineligible, IneligibleReason
 from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
@@ -252,3 +259,31 @@ COVERED_REASONS = {m[2] for m in MALFORMED} | {
     R.STATUS_DUPLICATE, R.STATUS_REJECTED, R.STATUS_NOT_CARD, R.RECOVERY_PAYLOAD, R.FACTS_INVALID,
     R.CALLBACK_MALFORMED, R.UNKNOWN_SURFACE, R.BODY_GRAMMAR_UNKNOWN,
 }
+
+
+# --- properties: host-shaped payloads and their near misses --------------------------------
+
+@given(host_payloads(dual_bodies() | physique_bodies()), STATES)
+def test_another_states_buttons_or_progress_are_refused(p: dict[str, Any], other: str) -> None:
+    state = p["envelope"]["state"]
+    surface = parse_adaptive(p, callback_data=CALLBACK, origin=FRESH, glossary=OPERATOR_GLOSSARY)
+    assert presented_host_text(surface) == p["text"]
+    allowed = (expected_buttons(state), expected_buttons(state, schedule_confirm=True))
+    if expected_buttons(other) not in allowed:
+        swapped = copy.deepcopy(p)
+        swapped["buttons"] = [
+            {"label": label, "callback_data": f"an1:{'0' * 24}:{action}"}
+            for label, action in expected_buttons(other)
+        ]
+        assert reason_of(swapped) is R.BUTTONS_MISMATCH
+    if progress_line(other) != progress_line(state):  # (other states' buttons may be equal)
+        lines = p["text"].split("\n")
+        lines[1] = progress_line(other)
+        assert reason_of({**p, "text": "\n".join(lines)}) is R.PROGRESS_MISMATCH
+
+
+@given(host_payloads(dual_bodies()), st.text(min_size=1, max_size=12))
+def test_any_other_status_is_ineligible(p: dict[str, Any], status: str) -> None:
+    if status != "card":
+        with pytest.raises(Ineligible):
+            parse_adaptive({**p, "status": status}, callback_data=CALLBACK, origin=FRESH)
