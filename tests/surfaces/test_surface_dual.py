@@ -280,3 +280,18 @@ COVERED_REASONS = {
     R.REVIEW_REASON_UNMAPPED, R.REVIEW_REASON_DUPLICATE, R.REVIEW_TOO_MANY, R.GLOSSARY_INVALID,
     R.TOO_LONG_UTF16, R.CARRIAGE_RETURN, R.TRAILING_NEWLINE,
 }
+
+
+def test_final_period_rule_is_checked() -> None:
+    import dataclasses
+
+    judgment = parse(A1).slots[0]
+    with pytest.raises(RenderError) as e:
+        judgment.expand("차분히, [[P:01]]")  # no final period: never drop a real byte
+    assert e.value.reason is RenderReason.TOKEN_MISMATCH
+    with pytest.raises(ValueError):
+        dataclasses.replace(judgment, canonical_text=PUBLIC_DECISION + ".")
+    with pytest.raises(ValueError):
+        dataclasses.replace(judgment, final_period=True)
+    with pytest.raises(TypeError):
+        dataclasses.replace(judgment, final_period=0)
