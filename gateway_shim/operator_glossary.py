@@ -27,10 +27,13 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
    open families, `spool.contract.manifest` Rule 5), at most 64 of each. IDs and
    texts are unique across the shipped entries and the file (a shipped ID or text
    may not be redefined); duplicate JSON keys are an error.
-4. The file is read with ``O_NOFOLLOW``, regular, owner/mode as the data root's
-   other files (`spool.fsio.read_private`), at most 64 KiB. A missing file means
-   "shipped texts only"; any other problem makes the dual surface canonical
+4. The shim reads the data root's file with ``O_NOFOLLOW``, regular, owner/mode
+   as the data root's other files (`spool.fsio.read_private`), at most 64 KiB
+   (`glossary_for_data_root`). A missing file means "shipped texts only"; any
+   other problem makes the dual surface canonical
    (``IneligibleReason.GLOSSARY_INVALID``), with no request and zero files.
+   `load_operator_glossary` reads a file anywhere (no-follow, regular, bounded;
+   no owner rule): an operator's draft or a tool's argument.
 5. The worker never reads the texts: the IDs the shim issues travel in each
    capsule slot's allowed IDs; the worker's static instruction names the shipped
    IDs and the two open families (`worker.instruction`).
@@ -42,9 +45,12 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
 from __future__ import annotations
 
 import enum
+import errno
 import hashlib
 import json
+import os
 import re
+import stat
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,7 +60,7 @@ from typing import Final
 
 from spool.contract import SAFE_STYLE_LEXEMES
 from spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
-from spool.fsio import UnsafePath, read_private
+from spool.fsio import UnsafePath, read_bounded, read_private
 
 from gateway_shim.glossary import GLOSSARY
 
@@ -87,6 +93,7 @@ _STYLE_WORDS: Final = frozenset(SAFE_STYLE_LEXEMES)
 class GlossaryProblem(enum.StrEnum):
     """Why a glossary file was refused. Enum only, never content."""
 
+    MISSING = "missing"
     UNSAFE_FILE = "unsafe_file"
     UNREADABLE = "unreadable"
     TOO_LARGE = "too_large"
@@ -269,28 +276,44 @@ def parse_operator_glossary(data: bytes) -> DualGlossary:
 
 
 def load_operator_glossary(path: Path | str) -> DualGlossary:
-    """Read and validate a glossary file in a data root (rule 4); `GlossaryError`.
-
-    ``FileNotFoundError`` passes through: the caller decides what "missing" means.
-    """
+    """Read and validate a glossary file anywhere (an operator's draft, a
+    ``surfaces check`` argument): ``O_NOFOLLOW``, a regular file, at most 64 KiB.
+    Raises `GlossaryError` (``MISSING`` for an absent file). The shim itself reads
+    the data root's file with `glossary_for_data_root`, which also checks the
+    owner and mode."""
     try:
-        data = read_private(Path(path), max_bytes=MAX_FILE_BYTES)
-    except FileNotFoundError:
-        raise
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError as e:
+        raise GlossaryError(GlossaryProblem.MISSING) from e
+    except OSError as e:
+        problem = GlossaryProblem.UNSAFE_FILE if e.errno == errno.ELOOP else GlossaryProblem.UNREADABLE
+        raise GlossaryError(problem) from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise GlossaryError(GlossaryProblem.UNSAFE_FILE)
+        data = read_bounded(fd, st, MAX_FILE_BYTES)
     except UnsafePath as e:
-        raise GlossaryError(GlossaryProblem.UNSAFE_FILE) from e
-    except ValueError as e:  # read_bounded: larger than max_bytes
         raise GlossaryError(GlossaryProblem.TOO_LARGE) from e
     except OSError as e:
         raise GlossaryError(GlossaryProblem.UNREADABLE) from e
+    finally:
+        os.close(fd)
     return parse_operator_glossary(data)
 
 
 def glossary_for_data_root(root: Path | str) -> DualGlossary:
-    """The glossary in force for a data root: the operator's file, or the shipped
-    texts when there is none. Raises `GlossaryError` for a file that is there but
-    not valid (the dual surface is then canonical)."""
+    """The glossary in force for a data root: ``<root>/operator-glossary.json``
+    (rule 4: no-follow, owner and mode as the root's other files, bounded) plus
+    the shipped texts, or the shipped texts alone when there is no file. Raises
+    `GlossaryError` for a file that is there but not valid (the dual surface is
+    then canonical)."""
     try:
-        return load_operator_glossary(Path(root) / GLOSSARY_FILE_NAME)
+        data = read_private(Path(root) / GLOSSARY_FILE_NAME, max_bytes=MAX_FILE_BYTES)
     except FileNotFoundError:
         return SHIPPED_DUAL_GLOSSARY
+    except UnsafePath as e:
+        raise GlossaryError(GlossaryProblem.UNSAFE_FILE) from e
+    except OSError as e:
+        raise GlossaryError(GlossaryProblem.UNREADABLE) from e
+    return parse_operator_glossary(data)

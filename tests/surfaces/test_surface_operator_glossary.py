@@ -122,8 +122,29 @@ def test_data_root_file_symlink_and_mode_are_refused(tmp_path: Path) -> None:
     real.chmod(0o600)
     os.symlink(real, path)
     with pytest.raises(GlossaryError) as e:
+        glossary_for_data_root(root)
+    assert e.value.problem is P.UNSAFE_FILE
+    with pytest.raises(GlossaryError) as e:
         load_operator_glossary(path)
     assert e.value.problem is P.UNSAFE_FILE
+
+
+def test_load_any_file(tmp_path: Path) -> None:
+    draft = tmp_path / "draft.json"
+    draft.write_bytes(encode(OPERATOR_FILE))
+    draft.chmod(0o644)  # an operator's draft: any owner and mode, never a symlink
+    assert load_operator_glossary(draft).operator
+    with pytest.raises(GlossaryError) as e:
+        load_operator_glossary(tmp_path / "absent.json")
+    assert e.value.problem is P.MISSING
+    with pytest.raises(GlossaryError) as e:
+        load_operator_glossary(tmp_path)
+    assert e.value.problem in (P.UNSAFE_FILE, P.UNREADABLE)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (64 * 1024 + 1))
+    with pytest.raises(GlossaryError) as e:
+        load_operator_glossary(big)
+    assert e.value.problem is P.TOO_LARGE
 
 
 def test_invalid_data_root_file_raises(tmp_path: Path) -> None:
