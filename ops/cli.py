@@ -23,6 +23,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
     "preflight": ("ops.preflight", "preflight_cli", "check host config.yaml files before a release (legacy key, exact block)"),
     "migrate-config": ("ops.preflight", "migrate_cli", "remove the legacy key and add the exact disabled block (dry run unless --write)"),
     "promotion-report": ("ops.promotion", "cli", "shadow evidence per surface and promotion gates, from the journal"),
+    "glossary": ("ops.glossary_cli", "cli", "glossary check | install: the operator's dual decision/reason texts (digest; no text)"),
     "journal": ("ops.journal_cli", "cli", "journal verify | stats | prune | quarantine (enums and counts; no content)"),
 }
 

@@ -91,6 +91,9 @@ class StatusReport:
     worker: ProcessStatus | None
     supervisor: ProcessStatus | None
     problem: str | None = None
+    # The dual glossary in force (`glossary_status`): "shipped <sha256>",
+    # "operator <sha256>" or "invalid <problem>". Digests and enums, no text.
+    glossary: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         def proc(p: ProcessStatus | None) -> dict[str, Any] | None:
@@ -110,6 +113,7 @@ class StatusReport:
             "problem": self.problem,
             "worker": proc(self.worker),
             "supervisor": proc(self.supervisor),
+            "glossary": self.glossary,
         }
 
 
@@ -229,7 +233,37 @@ def collect(
         if e.problem is not ReadProblem.MISSING:
             return StatusReport(Verdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}")
         worker = None
-    return StatusReport(_verdict(worker, supervisor, stale_after_s), worker, supervisor)
+    return StatusReport(
+        _verdict(worker, supervisor, stale_after_s),
+        worker,
+        supervisor,
+        glossary=glossary_status(root),
+    )
+
+
+def glossary_status(root: DataRoot) -> str:
+    """The dual glossary in force for ``root``, as the shim would load it.
+
+    Read no-follow and bounded like every status file (the owner/mode rules are
+    the shim's own, `gateway_shim.operator_glossary`, and `kexpr audit`'s)."""
+    from gateway_shim.operator_glossary import (
+        GLOSSARY_FILE_NAME,
+        MAX_FILE_BYTES,
+        SHIPPED_DUAL_GLOSSARY,
+        GlossaryError,
+        parse_operator_glossary,
+    )
+
+    try:
+        data = read_nofollow(root.root / GLOSSARY_FILE_NAME, max_bytes=MAX_FILE_BYTES)
+    except ReadRefused as e:
+        if e.problem is ReadProblem.MISSING:
+            return f"shipped {SHIPPED_DUAL_GLOSSARY.digest()}"
+        return f"invalid {e.problem.value}"
+    try:
+        return f"operator {parse_operator_glossary(data).digest()}"
+    except GlossaryError as e:
+        return f"invalid {e.problem.value}"
 
 
 def _verdict(
@@ -301,6 +335,8 @@ def render(report: StatusReport) -> str:
         lines.append(
             f"supervisor  {s.state}  {pid(s)}  {age(s)}  restarts {f['restarts']}  last worker exit {last}"
         )
+    if report.glossary is not None:
+        lines.append(f"glossary    {report.glossary}")
     verdict = report.verdict.value + (f" ({report.problem})" if report.problem else "")
     lines.append(f"verdict     {verdict}")
     return "\n".join(lines)

@@ -159,30 +159,47 @@ class IneligibleReason(enum.Enum):
     # host's six action bullets.
     RATIONALE_JUDGMENT_MISMATCH = "rationale_judgment_mismatch"
     TOO_MANY_ACTIONS = "too_many_actions"
-    # Adaptive payload envelope (plan "Adaptive schemas and publication boundary"):
-    # only a fresh, well-formed ``status == "card"`` payload of a known schema,
-    # bound to the host's session/proposal/revision, is eligible.
-    PAYLOAD_MALFORMED = "payload_malformed"
-    BUTTONS_MALFORMED = "buttons_malformed"
-    UNKNOWN_SCHEMA = "unknown_schema"
-    SCHEMA_MISMATCH = "schema_mismatch"
+    # Adaptive cards (docs/host-formats-adaptive.md). The payload first: only a
+    # fresh, well-formed ``status == "card"`` payload is eligible; every other
+    # payload the host publishes has its own reason.
     RECOVERY_PAYLOAD = "recovery_payload"
+    PAYLOAD_MALFORMED = "payload_malformed"
+    STATUS_MENU = "status_menu"
+    STATUS_VIEW = "status_view"
+    STATUS_SELECTED = "status_selected"
+    STATUS_OPERATOR_INPUT = "status_operator_input"
+    STATUS_TERMINAL = "status_terminal"
+    STATUS_DUPLICATE = "status_duplicate"
+    STATUS_REJECTED = "status_rejected"
     STATUS_NOT_CARD = "status_not_card"
-    BINDING_MISMATCH = "binding_mismatch"
-    # Adaptive card text grammar (both cards).
-    ENVELOPE_SEPARATOR_MISSING = "envelope_separator_missing"
-    FINAL_LINE_MISSING = "final_line_missing"
-    DAY_COUNT_MALFORMED = "day_count_malformed"
-    DETAIL_LINE_MALFORMED = "detail_line_malformed"
-    # adaptive.dualcoachtest.card.v1: the judgment line and the review block.
+    ENVELOPE_MALFORMED = "envelope_malformed"
+    BUTTONS_MALFORMED = "buttons_malformed"
+    BUTTONS_MISMATCH = "buttons_mismatch"
+    CALLBACK_MALFORMED = "callback_malformed"
+    UNKNOWN_SURFACE = "unknown_surface"
+    # The card text: the gateway's header and progress lines, then the body.
+    HEADER_MISMATCH = "header_mismatch"
+    PROGRESS_MISMATCH = "progress_mismatch"
+    BODY_SEPARATOR_MISSING = "body_separator_missing"
+    BODY_GRAMMAR_UNKNOWN = "body_grammar_unknown"
+    GLOSSARY_INVALID = "glossary_invalid"
+    # adaptive.dualcoachtest.card.v1 body.
+    CARD_TITLE_INVALID = "card_title_invalid"
+    HEAD_MISSING = "head_missing"
     JUDGMENT_LINE_MISSING = "judgment_line_missing"
-    JUDGMENT_UNKNOWN = "judgment_unknown"
+    JUDGMENT_LINE_DUPLICATE = "judgment_line_duplicate"
+    RECOMMENDATIONS_MISSING = "recommendations_missing"
+    DECISION_UNMAPPED = "decision_unmapped"
     REVIEW_BLOCK_MISMATCH = "review_block_mismatch"
-    REVIEW_REASON_UNKNOWN = "review_reason_unknown"
+    REVIEW_REASON_UNMAPPED = "review_reason_unmapped"
     REVIEW_REASON_DUPLICATE = "review_reason_duplicate"
     REVIEW_TOO_MANY = "review_too_many"
-    REVIEW_REASON_MISSING = "review_reason_missing"
-    REVIEW_REASON_ORDER = "review_reason_order"
+    DELIVERY_LINE_MISSING = "delivery_line_missing"
+    # adaptive.physique.card.v1 body.
+    DECISION_LINE_MISSING = "decision_line_missing"
+    BASIS_LINE_MISSING = "basis_line_missing"
+    STATUS_LINE_MISSING = "status_line_missing"
+    REVIEW_NOTICE_PRESENT = "review_notice_present"
 
 
 class RenderReason(enum.Enum):
@@ -225,17 +242,22 @@ class Placeholder:
     token: str
     semantic_id: str
     expansion: str
+    # The glossary the ID comes from: None is the shipped ``GLOSSARY``; the dual
+    # card passes its (shipped or operator) decision/reason glossary
+    # (`gateway_shim.operator_glossary`). Not part of the value.
+    glossary: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        glossary = GLOSSARY if self.glossary is None else self.glossary
         # A slot-local token (SPEC §6): the contract's own regex, ``fullmatch`` only.
         if not isinstance(self.token, str) or TOKEN_RE.fullmatch(self.token) is None:
             raise ValueError("placeholder token is malformed")
-        if not isinstance(self.semantic_id, str) or self.semantic_id not in GLOSSARY:
+        if not isinstance(self.semantic_id, str) or self.semantic_id not in glossary:
             raise ValueError("placeholder semantic_id is not in the glossary")
         # "[[P:01]]"[2] is the family letter; an ID's family is its prefix.
         if not self.semantic_id.startswith(self.token[2] + "_"):
             raise ValueError("placeholder token family does not match its semantic_id")
-        if self.expansion != GLOSSARY[self.semantic_id]:
+        if self.expansion != glossary[self.semantic_id]:
             raise ValueError("placeholder expansion is not the glossary sentence")
 
 
@@ -246,17 +268,27 @@ class ProseSlot:
     slot_id: str
     placeholders: tuple[Placeholder, ...]
     canonical_text: str
+    # The slot's rendering rule for its last sentence. True (every slot but one):
+    # the slot's text is the expanded composition, ending in "." as the grammar
+    # requires. False (the dual decision, which the host renders without a final
+    # period): the expanded composition minus its final "." — for the canonical
+    # composition that is the bare expansion, byte for byte the host's text.
+    final_period: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.placeholders, tuple) or not self.placeholders:
             raise ValueError("a prose slot needs at least one placeholder")
         if not all(isinstance(p, Placeholder) for p in self.placeholders):
             raise TypeError("placeholders must be Placeholder instances")
+        if not isinstance(self.final_period, bool):
+            raise TypeError("final_period must be a bool")
         # The canonical composition is the bare tokens in issued order; its
-        # expansion is the canonical text, sentences joined per Rule 4a.
-        if self.canonical_text != self.sentence_separator.join(
-            p.expansion + "." for p in self.placeholders
-        ):
+        # expansion is the canonical text, sentences joined per Rule 4a; a slot
+        # without a final period (the dual decision) drops the last one.
+        canonical = self.sentence_separator.join(p.expansion + "." for p in self.placeholders)
+        if not self.final_period:
+            canonical = canonical[:-1]
+        if self.canonical_text != canonical:
             raise ValueError("canonical_text is not the expansion of the placeholders")
         # Raises CapsuleError (a ValueError) unless the IDs are one manifest branch of
         # this slot. The policy lists them in canonical branch order; the
@@ -309,6 +341,11 @@ class ProseSlot:
             text = text.replace(p.token, p.expansion, 1)
         if "[[" in text:
             raise RenderError(RenderReason.TOKEN_MISMATCH)
+        if not self.final_period:
+            # The grammar ends every composition with "."; this slot's rule drops it.
+            if not text.endswith("."):
+                raise RenderError(RenderReason.TOKEN_MISMATCH)
+            text = text[:-1]
         return text
 
 

@@ -12,6 +12,7 @@ between candidate and commit persists nothing and keeps the call count at one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -27,11 +28,14 @@ from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService
 from reference_host.host_render import render_daily
 from reference_host.samples import (
     CUSTOMER_VALUES,
+    DUAL_SURFACE,
+    PHYSIQUE_SURFACE,
     SCHEDULE,
     WEEKLY_BODY,
     WEEKLY_FIELDS,
     WEEKLY_SELECTED,
     WEEKLY_SUMMARY,
+    callback_data,
     dual_card,
     physique_card,
     session,
@@ -141,50 +145,54 @@ class Case:
     recheck: Callable[[PresentationCandidate, str], object] | None = None
 
 
-def _dual(tag: str) -> tuple[dict[str, object], Any, Any]:
-    s = session(session_id=f"sess-e2e-{tag}")
-    payload, facts = dual_card(s)
-    return (
-        payload,
-        AdaptiveOperatorService.binding_for(
-            s, Callback("adaptive_review", s.session_id, s.epoch), "4711"
-        ),
-        facts,
-    )
+def _session_id(tag: str) -> str:
+    """A per-test 24-hex session (the host's callback format); see SESSION_IDS."""
+    sid = hashlib.sha256(f"e2e-{tag}".encode()).hexdigest()[:24]
+    SESSION_IDS.add(sid)
+    return sid
 
 
-def _physique(tag: str) -> tuple[dict[str, object], Any, Any]:
-    s = session(session_id=f"sess-e2e-{tag}")
-    payload, facts = physique_card(s)
-    return (
-        payload,
-        AdaptiveOperatorService.binding_for(
-            s, Callback("adaptive_review", s.session_id, s.epoch), ""
-        ),
-        facts,
-    )
+SESSION_IDS: set[str] = set()
+
+
+def _adaptive(tag: str, render: Callable[[Any], dict[str, object]], surface: str) -> tuple[dict[str, object], dict[str, Any]]:
+    s = session(session_id=_session_id(tag))
+    kwargs = {
+        "callback_data": callback_data(s),
+        "surface": surface,
+        "authority_pins": AdaptiveOperatorService.authority_pins(s),
+    }
+    return render(s), kwargs
+
+
+def _dual(tag: str) -> tuple[dict[str, object], dict[str, Any]]:
+    return _adaptive(tag, dual_card, DUAL_SURFACE)
+
+
+def _physique(tag: str) -> tuple[dict[str, object], dict[str, Any]]:
+    return _adaptive(tag, physique_card, PHYSIQUE_SURFACE)
 
 
 def _projection(text: str) -> str:
-    return text[: -len(STATUS_LINE)] + f"검토 안내\n{REVIEW_SENTENCE}\n\n" + STATUS_LINE
+    return text[: -len(STATUS_LINE)] + f"검토 안내\n{REVIEW_SENTENCE}\n" + STATUS_LINE
 
 
 def _present_adaptive(
-    make: Callable[[str], tuple[dict[str, object], Any, Any]],
+    make: Callable[[str], tuple[dict[str, object], dict[str, Any]]],
 ) -> Callable[[KoreanExpressionCoordinator, str], PresentationCandidate]:
     def present(coord: KoreanExpressionCoordinator, tag: str) -> PresentationCandidate:
-        payload, binding, facts = make(tag)
-        return coord.present_adaptive(payload, binding=binding, facts=facts)
+        payload, kwargs = make(tag)
+        return coord.present_adaptive(payload, **kwargs)
 
     return present
 
 
 def _recheck(
-    make: Callable[[str], tuple[dict[str, object], Any, Any]],
+    make: Callable[[str], tuple[dict[str, object], dict[str, Any]]],
 ) -> Callable[[PresentationCandidate, str], object]:
     def recheck(cand: PresentationCandidate, tag: str) -> object:
-        payload, binding, facts = make(tag)
-        persisted = revalidate(cand, payload, binding, facts)
+        payload, kwargs = make(tag)
+        persisted = revalidate(cand, payload, **kwargs)
         assert {k: v for k, v in persisted.items() if k != "text"} == {
             k: v for k, v in payload.items() if k != "text"
         }
@@ -223,8 +231,8 @@ CASES: dict[str, Case] = {
         selected=lambda tag: (
             _dual_text(tag)
             .replace("현재 판단: ", "현재 판단: 차분히, ")
-            .replace("\n- 판단에 필요한", "\n- 차분히, 판단에 필요한")
-            .replace("\n- 섭취량이", "\n- 차분히, 섭취량이")
+            .replace("\n같은 날짜의", "\n차분히, 같은 날짜의")
+            .replace("\n최신 확정", "\n차분히, 최신 확정")
         ),
         canonical=_dual_text,
         recheck=_recheck(_dual),
@@ -245,7 +253,7 @@ def assert_no_customer_bytes(stack: Stack) -> None:
         p.read_bytes() for p in stack.root.rglob("*") if p.is_file() and p.name != "identity.key"
     ]
     blobs += [r.body for r in stack.fake.requests]
-    for value in (*CUSTOMER_VALUES, "evt-e2e", "sched-e2e", "sess-e2e", "4711", "coach-1"):
+    for value in (*CUSTOMER_VALUES, *SESSION_IDS, "evt-e2e", "sched-e2e", "coach-1", "테스트 전용"):
         needle = value.encode("utf-8")
         assert not any(needle in blob for blob in blobs), value
 
@@ -339,21 +347,23 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
     stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator]
 ) -> None:
     stack.fake.behaviour = compose_reply(default_style)
-    s = session(session_id="sess-e2e-race")
+    s = session(session_id=_session_id("race"))
     svc = AdaptiveOperatorService(sessions={s.session_id: s})
     edits: list[object] = []
-    gateway = AdaptiveGatewayHost(svc, coordinator(Mode.ENABLED), dual_card, edits.append)
-    callback = Callback("adaptive_review", s.session_id, s.epoch)
+    gateway = AdaptiveGatewayHost(
+        svc, coordinator(Mode.ENABLED), dual_card, edits.append, surface=DUAL_SURFACE
+    )
+    callback = Callback(callback_data(s), s.epoch)
     barrier, changed = threading.Barrier(2, timeout=20), threading.Event()
     seen: dict[str, Any] = {}
 
     def gateway_thread() -> None:
-        cand, payload, facts = gateway.present(callback)
+        cand, payload = gateway.present(callback)
         seen["candidate"] = cand
         barrier.wait()
         assert changed.wait(20)
         try:
-            gateway.commit(callback, cand, payload, facts)
+            gateway.commit(callback, cand, payload)
         except RevalidationError as e:
             seen["error"] = e
 

@@ -5,13 +5,11 @@ surface's golden and property tests make (locked bytes, layout, UTF-16 spans).""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from hypothesis import strategies as st
 from spool.contract import SAFE_STYLE_LEXEMES, SlotPolicy, check_generated
 
 from gateway_shim.surfaces import CanonicalSurface, RenderedBody, utf16_len
-from gateway_shim.surfaces.card import AdaptiveBinding, card_payload
 
 # Any single line the grammars can carry: no control, surrogate or line-break
 # characters. Astral characters included, so UTF-16 offsets are exercised.
@@ -88,44 +86,3 @@ def assert_layout_identical(surface: CanonicalSurface, selected: str) -> None:
             assert any(text in before for text in slot_lines)
 
 
-# --- adaptive payloads ----------------------------------------------------------------
-
-SESSION_ID = "sess-7f3a9c"
-PROPOSAL_DIGEST = "prop-3b1e" + "0a" * 8
-REVISION = 3
-CARD_KIND = "proposal_review"
-# Rows of (text, callback_data): locked, returned byte for byte.
-BUTTONS: tuple[tuple[tuple[str, str], ...], ...] = (
-    (
-        ("✅ 승인", "adaptive:approve:sess-7f3a9c:3"),
-        ("✏️ 수정 요청", "adaptive:revise:sess-7f3a9c:3"),
-    ),
-    (("⏸ 보류", "adaptive:hold:sess-7f3a9c:3"),),
-)
-
-
-def binding(**changes: Any) -> AdaptiveBinding:
-    fields: dict[str, Any] = {
-        "callback_action": "adaptive:review:open",
-        "session_id": SESSION_ID,
-        "proposal_digest": PROPOSAL_DIGEST,
-        "revision": REVISION,
-        "card_kind": CARD_KIND,
-        "origin_message_id": "4711",
-        **changes,
-    }
-    return AdaptiveBinding(**fields)
-
-
-def payload(surface: str, text: str, **changes: Any) -> dict[str, object]:
-    fields: dict[str, Any] = {
-        "surface": surface,
-        "text": text,
-        "buttons": BUTTONS,
-        "session_id": SESSION_ID,
-        "proposal_digest": PROPOSAL_DIGEST,
-        "revision": REVISION,
-        "card_kind": CARD_KIND,
-        **changes,
-    }
-    return card_payload(**fields)

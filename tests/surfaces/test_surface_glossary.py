@@ -51,14 +51,9 @@ EXPECTED_IDS = {
     "A_WEEKLY_KEEP_BASELINE",
     "A_WEEKLY_REVIEW_ADJUSTMENT",
     "P_WEEKLY_RECORDS_INSUFFICIENT",
-    "P_DUAL_DECISION_KEEP_PLAN",
-    "P_DUAL_DECISION_ADJUST_PLAN",
-    "P_DUAL_DECISION_HOLD_FOR_REVIEW",
-    "P_DUAL_REASON_RECORDS_INSUFFICIENT",
-    "P_DUAL_REASON_WEIGHT_TREND_UNCLEAR",
-    "P_DUAL_REASON_INTAKE_BELOW_PLAN",
-    "P_DUAL_REASON_INTAKE_ABOVE_PLAN",
-    "P_DUAL_REASON_GOAL_CONFLICT",
+    "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",
+    "P_DUAL_REASON_SAME_DAY_REVISION",
+    "P_DUAL_REASON_RECALCULATE_FROM_LATEST",
     "A_OPERATOR_REVIEW_DECISION",
 }
 
@@ -88,6 +83,19 @@ def test_id_prefix_names_its_token_family() -> None:
         assert re.fullmatch(r"[PA]_[A-Z]+(_[A-Z]+)+", semantic_id), semantic_id
 
 
+# The host's public dual texts (Carrie111998/Hermes@4305027f,
+# tests/gateway/test_korean_humanizer.py: ADAPTIVE), verbatim without the final period.
+HOST_DUAL_TEXTS = {
+    "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "순응도 근거 충돌로 조정 보류",
+    "P_DUAL_REASON_SAME_DAY_REVISION": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
+    "P_DUAL_REASON_RECALCULATE_FROM_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
+}
+
+
+def test_dual_entries_are_the_hosts_public_texts_only() -> None:
+    assert {i: t for i, t in GLOSSARY.items() if i.startswith("P_DUAL_")} == HOST_DUAL_TEXTS
+
+
 @pytest.mark.parametrize("semantic_id", sorted(EXPECTED_IDS))
 def test_entry_is_one_clean_sentence(semantic_id: str) -> None:
     sentence = GLOSSARY[semantic_id]
@@ -107,7 +115,9 @@ def test_entry_is_one_clean_sentence(semantic_id: str) -> None:
         assert category not in ("Zl", "Zp"), "no line breaks"
         assert not ("A" <= char.upper() <= "Z"), "no ASCII Latin"
         assert "LATIN" not in unicodedata.name(char, ""), "no Latin letters"
-        # Hangul syllables and the plain ASCII space only.
-        assert char == " " or "\uac00" <= char <= "\ud7a3", char
+        # Hangul syllables and the plain ASCII space only; a dual text may join two
+        # words with U+00B7 as the host's public reason does ("수정 전·후").
+        dual = semantic_id.startswith("P_DUAL_")
+        assert char == " " or "\uac00" <= char <= "\ud7a3" or (dual and char == "\u00b7"), char
     assert "\n" not in sentence
     assert "  " not in sentence
