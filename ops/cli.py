@@ -17,6 +17,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
     "run": ("ops.demo", "cli", "the main job: supervised worker + sample presentations, as a table"),
     "supervise": ("ops.supervisor", "cli", "run the worker under supervision (explicit minimal env)"),
     "worker": ("worker.main", "main", "run the worker in the foreground (started by `supervise`)"),
+    "surfaces": ("ops.surfaces_cli", "cli", "surfaces check: run host messages through the adapters (verdicts only)"),
     "contract": ("ops.contract_cli", "cli", "contract check: judge recorded responses against a capsule"),
     "status": ("ops.status_cli", "cli", "worker state, heartbeat and counters (human or --json; no content)"),
     "audit": ("ops.audit", "cli", "credential isolation, permissions, journal chain, spool redaction scan"),

@@ -145,20 +145,19 @@ class IneligibleReason(enum.Enum):
     HOST_FACTS_MISMATCH = "host_facts_mismatch"
     # Action block.
     ACTIONS_HEADING_MISSING = "actions_heading_missing"
-    NO_ACTIONS = "no_actions"
     ACTION_LINE_MALFORMED = "action_line_malformed"
     # daily.v1: the actions are not the host's fixed rule for the facts.
     ACTION_TEXT_MISMATCH = "action_text_mismatch"
     # weekly.v1: an explicit prose field in the host's summary (plan "Per-slot
     # semantic manifest", ineligible conditions), then the exact typed text.
     EXPLICIT_SOURCE_FIELD = "explicit_source_field"
-    SECTION_HEADING_MISMATCH = "section_heading_mismatch"
     INTERPRETATION_TEXT_MISMATCH = "interpretation_text_mismatch"
     RATIONALE_TEXT_MISMATCH = "rationale_text_mismatch"
     # weekly.v1: the typed rationale is keyed by the judgment line; more than the
     # host's six action bullets.
     RATIONALE_JUDGMENT_MISMATCH = "rationale_judgment_mismatch"
     TOO_MANY_ACTIONS = "too_many_actions"
+    JUDGMENT_UNKNOWN = "judgment_unknown"
     # Adaptive cards (docs/host-formats-adaptive.md). The payload first: only a
     # fresh, well-formed ``status == "card"`` payload is eligible; every other
     # payload the host publishes has its own reason.

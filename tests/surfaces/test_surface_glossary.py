@@ -33,8 +33,12 @@ HOST_ENTRIES = {
     "A_WEEKLY_KEEP_BASELINE": "급격한 증량이나 정체가 없어 이번 주에는 기준을 유지합니다",
     "A_WEEKLY_REVIEW_ADJUSTMENT": "목표 범위를 벗어난 변화가 확인되어 다음 기록에서 조정을 검토합니다",
     "P_WEEKLY_RECORDS_INSUFFICIENT": "기록이 충분하지 않아 이번 주 판단을 확정하지 않습니다",
+    # The host's public dual texts (tests/gateway/test_korean_humanizer.py@4305027f ADAPTIVE).
+    "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "순응도 근거 충돌로 조정 보류",
+    "P_DUAL_REASON_SAME_DAY_REVISION": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
+    "P_DUAL_REASON_RECALCULATE_FROM_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
 }
-# Characters only the host's own fixed sentences carry (7일, 유지·조정).
+# Characters only the host's own fixed sentences carry (7일, 유지·조정, 전·후).
 HOST_ONLY_CHARS = set("0123456789\u00b7")
 
 EXPECTED_IDS = {
