@@ -287,6 +287,43 @@ def pin_ancestor(path: Path) -> None:
                 os.close(old[0])
 
 
+def pin_moved(path: Path) -> bool:
+    """Is the pinned ancestor ``path`` no longer the directory at that path?
+
+    Compares the pinned descriptor's device and inode with a fresh walk from
+    ``/`` (no symlink followed). True also when the path cannot be walked any
+    more. A ``path`` never pinned, or not walked yet, is not moved. For the
+    shim after a failed presentation (issue 14 item 8): an operator who moved
+    the data root to a new volume at the same path.
+    """
+    p = os.fspath(path)
+    with _pin_lock:
+        state = _pins.get(p)
+        if state is None:
+            return False
+        pinned = os.fstat(state[0])
+    try:
+        fd, _ = _walk(os.open("/", _WALK), p, None)
+    except OSError:
+        return True
+    try:
+        now = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return (now.st_dev, now.st_ino) != (pinned.st_dev, pinned.st_ino)
+
+
+def repin(path: Path) -> None:
+    """Forget the descriptor of the pinned ancestor ``path`` (if any): the next
+    walk below it walks it again from ``/`` and pins what is there now."""
+    p = os.fspath(path)
+    with _pin_lock:
+        state = _pins.get(p)
+        if state is not None:
+            _pins[p] = None
+            os.close(state[0])
+
+
 def _pinned_start(p: str) -> tuple[int, str, os.stat_result | None] | None:
     """A dup of the pin that ``p`` lies under, the rest of ``p``, the pin's anchor."""
     with _pin_lock:
