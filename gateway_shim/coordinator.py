@@ -584,7 +584,7 @@ class KoreanExpressionCoordinator:
             surface = parse()
         except Ineligible:
             return done(CandidateOutcome.INELIGIBLE)
-        except Exception:
+        except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Rule 9: an input the adapter could not even judge is not eligible;
             # the host's body, untouched, zero files.
             return done(CandidateOutcome.INELIGIBLE)
@@ -604,7 +604,7 @@ class KoreanExpressionCoordinator:
             return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface)
         try:
             return self._exchange(surface_version, surface, capsule, akey, t0, done)
-        except Exception:
+        except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Rule 9, the last guard: whatever the data root did, the host gets
             # the canonical body, never an exception.
             return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)

@@ -245,7 +245,7 @@ def _start_worker(root: DataRoot) -> tuple[threading.Thread, threading.Event, li
     def run() -> None:
         try:
             w.run(stop)
-        except BaseException as e:  # the worker must not die of it either (item 2)
+        except BaseException as e:  # noqa: BLE001 - the worker must not die of it (item 2)
             errors.append(e)
 
     t = threading.Thread(target=run, daemon=True)
