@@ -381,6 +381,8 @@ def cli(argv: list[str]) -> int:
 
     from spool.layout import DEFAULT_DATA_ROOT
 
+    from ops.argtypes import float_range, int_range
+
     defaults = RestartPolicy()
     p = argparse.ArgumentParser(prog="kexpr supervise")
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
@@ -388,13 +390,13 @@ def cli(argv: list[str]) -> int:
     p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
     p.add_argument(
         "--max-restarts",
-        type=int,
+        type=int_range(0, 10_000),
         default=defaults.max_restarts,
         help=f"crash loop: stop after more than this many restarts within --restart-window (default {defaults.max_restarts})",
     )
     p.add_argument(
         "--restart-window",
-        type=float,
+        type=float_range(0.0, 7 * 86400.0, lo_open=True),
         default=defaults.window_s,
         help=f"crash-loop window in seconds (default {defaults.window_s:g})",
     )
