@@ -25,6 +25,18 @@ Rules:
    own service locks before persisting a pending card (plan "Adaptive
    validation and persistence are one locked service operation"). Neither does
    I/O; neither needs the coordinator.
+9. Nothing escapes into the host (issue 14 item 1): for every state of the
+   data root and every OS error, `present_*`, `apresent_*` and `report` return
+   (a canonical candidate unless fully validated) within the wait plus a small
+   bound, and never raise. Cleanup on a failure path is itself guarded
+   (`_discard`); a last guard in `_present` turns any other exception after
+   parsing into ``spool_unavailable``.
+10. A moved data root (issue 14 item 8): after a presentation that timed out
+   or found the spool unavailable, the identity of the pinned parent and of
+   the root (device, inode) is compared with a fresh walk; if either changed,
+   the pin, the observer and the key are dropped and the next presentation
+   starts over on what is at the path now (re-pinned). A root that cannot be
+   checked is ``spool_unavailable`` at once, not a 4 s wait.
 """
 
 from __future__ import annotations
@@ -43,7 +55,16 @@ from pathlib import Path
 from typing import Final
 
 from spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
-from spool.fsio import UnsafePath, publish, read_private, unlink_quiet
+from spool.fsio import (
+    FileId,
+    UnsafePath,
+    check_dir,
+    pin_moved,
+    publish,
+    read_private,
+    repin,
+    unlink_quiet,
+)
 from spool.journal import canonical_json, format_ts
 from spool.layout import DataRoot
 from spool.messages import (
@@ -335,6 +356,15 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def _discard(path: Path) -> None:
+    """Remove a response we read or refused; an unsafe or failing directory
+    only means it stays (the worker's checks report it). Never raises."""
+    try:
+        unlink_quiet(path)
+    except OSError:
+        pass
+
+
 class _ResponseWaiters(FileSystemEventHandler):
     """request_id -> Event, set by watchdog when ``responses/<id>.json`` appears."""
 
@@ -379,6 +409,8 @@ class KoreanExpressionCoordinator:
         self._observer: BaseObserver | None = None
         self._setup_lock = threading.Lock()
         self._key: bytes | None = None
+        # The data root's identity when the spool was set up (rule 10).
+        self._root_id: FileId | None = None
         self._reported: set[str] = set()
 
     # ------------------------------------------------------------------ public
@@ -593,6 +625,23 @@ class KoreanExpressionCoordinator:
         binding: str | None = None,
         enabled: bool | None = None,
     ) -> PresentationCandidate:
+        cand = self._present_unguarded(
+            surface_version, canonical_body, parse, key_fields, binding=binding, enabled=enabled
+        )
+        if cand.outcome in (CandidateOutcome.TIMEOUT, CandidateOutcome.SPOOL_UNAVAILABLE):
+            self._recheck_identity()
+        return cand
+
+    def _present_unguarded(
+        self,
+        surface_version: str,
+        canonical_body: str,
+        parse: Callable[[], CanonicalSurface],
+        key_fields: tuple[str, ...],
+        *,
+        binding: str | None = None,
+        enabled: bool | None = None,
+    ) -> PresentationCandidate:
         t0 = time.monotonic()
         if binding is None:
             binding = _artifact_binding(surface_version, canonical_body, key_fields)
@@ -646,6 +695,10 @@ class KoreanExpressionCoordinator:
             surface = parse()
         except Ineligible:
             return done(CandidateOutcome.INELIGIBLE)
+        except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
+            # Rule 9: an input the adapter could not even judge is not eligible;
+            # the host's body, untouched, zero files.
+            return done(CandidateOutcome.INELIGIBLE)
 
         try:
             self._ensure_started()
@@ -657,9 +710,26 @@ class KoreanExpressionCoordinator:
                 artifact_key=akey,
                 slots=tuple(slot.policy() for slot in surface.slots),
             )
-        except (UnsafePath, OSError, ValueError):
+        except (UnsafePath, OSError, ValueError, RuntimeError):
+            # RuntimeError: the observer's thread could not be started.
             return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface)
+        try:
+            return self._exchange(surface_version, surface, capsule, akey, t0, done)
+        except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
+            # Rule 9, the last guard: whatever the data root did, the host gets
+            # the canonical body, never an exception.
+            return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
 
+    def _exchange(
+        self,
+        surface_version: str,
+        surface: CanonicalSurface,
+        capsule: Capsule,
+        akey: str,
+        t0: float,
+        done: Callable[..., PresentationCandidate],
+    ) -> PresentationCandidate:
+        """Publish the request, wait for the response, re-validate (rules 1-4)."""
         rid = new_request_id()
         submitted = self._clock()
         deadline = submitted + WAIT
@@ -766,9 +836,12 @@ class KoreanExpressionCoordinator:
             except FileNotFoundError:
                 continue
             except (UnsafePath, OSError):
-                unlink_quiet(path)
+                # Unsafe or unreadable (a FIFO, a directory, responses/ made
+                # 0755 or swapped for a symlink): canonical, and the removal
+                # may fail the same way (issue 14 item 1).
+                _discard(path)
                 return None
-            unlink_quiet(path)
+            _discard(path)
             return data
 
     def _write_report(self, attempt_id: str, outcome: ReportOutcome) -> None:
@@ -779,11 +852,40 @@ class KoreanExpressionCoordinator:
             # The worker terminalizes an unreported attempt after COMMIT_GRACE.
             pass
 
+    def _recheck_identity(self) -> None:
+        """Rule 10: after a failed presentation, has the data root (or its
+        pinned parent) been replaced at its path? Then start over: drop the
+        pin, the observer and the key. Never raises."""
+        try:
+            parent = self.root.root.parent
+            moved = pin_moved(parent)
+            if not moved and self._root_id is not None:
+                moved = check_dir(self.root.root)[1] != self._root_id
+        except (OSError, ValueError):
+            moved = True
+        if not moved:
+            return
+        with self._setup_lock:
+            try:
+                repin(self.root.root.parent)
+            except OSError:
+                pass
+            observer, self._observer = self._observer, None
+            self._key = None
+            self._root_id = None
+        if observer is not None:
+            try:
+                observer.stop()
+                observer.join(timeout=5)
+            except (OSError, RuntimeError):
+                pass
+
     def _ensure_started(self) -> None:
         with self._setup_lock:
             if self._key is None:
                 self.root.ensure()
                 self._key = load_or_create_key(self.root)
+                self._root_id = check_dir(self.root.root)[1]
             if self._observer is None:
                 observer = Observer()
                 # Arrivals only: the inotify mask then leaves out the opens,

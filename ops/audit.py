@@ -738,14 +738,16 @@ def _info(v: object) -> str:
 def cli(argv: list[str]) -> int:
     import argparse
 
+    from ops.argtypes import int_range
+
     p = argparse.ArgumentParser(
         prog="kexpr audit",
         description="credential isolation, permissions, journal chain and spool redaction "
         "(exit 0 clean, 1 findings, 2 unusable input)",
     )
-    p.add_argument("--gateway-pid", type=int, action="append", default=[], metavar="PID",
+    p.add_argument("--gateway-pid", type=int_range(1, 2**31 - 1), action="append", default=[], metavar="PID",
                    help="a gateway process: no OPENAI_API_KEY (or other OPENAI_* secret) in /proc/PID/environ")
-    p.add_argument("--worker-pid", type=int, metavar="PID",
+    p.add_argument("--worker-pid", type=int_range(1, 2**31 - 1), metavar="PID",
                    help="the worker: non-dumpable, no hazardous variables (run as root)")
     p.add_argument("--env-file", type=Path, action="append", default=[], metavar="F",
                    help="a gateway-side .env file (e.g. ~/.hermes/.env): no key")

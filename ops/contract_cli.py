@@ -99,16 +99,45 @@ def _emit(stdout: TextIO, verdict: str | None, reason: str | None) -> None:
     )
 
 
-def _read_bytes(path: Path, what: str, stderr: TextIO) -> bytes | None:
+# Issue 14 item 6: every input is a regular file read with a cap. The response
+# cap is far above the contract's own limit, so an oversized response is still
+# *judged* (rule 4: size is judged, not "fixed" by a reader).
+MAX_CAPSULE_FILE_BYTES: Final = 1024 * 1024
+MAX_RESPONSE_FILE_BYTES: Final = 16 * 1024 * 1024
+MAX_JSONL_FILE_BYTES: Final = 256 * 1024 * 1024
+
+
+def _read_bytes(path: Path, what: str, stderr: TextIO, max_bytes: int) -> bytes | None:
+    """The whole regular file, at most ``max_bytes``. A FIFO or device is
+    refused without blocking (``O_NONBLOCK``, then ``fstat``)."""
+    import os
+    import stat
+
+    from spool.fsio import UnsafePath, read_bounded
+
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as e:
         stderr.write(f"{PROG}: cannot read {what} ({type(e).__name__})\n")
         return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            stderr.write(f"{PROG}: cannot read {what} (not_regular_file)\n")
+            return None
+        return read_bounded(fd, st, max_bytes)
+    except UnsafePath:
+        stderr.write(f"{PROG}: cannot read {what} (too_large)\n")
+        return None
+    except OSError as e:
+        stderr.write(f"{PROG}: cannot read {what} ({type(e).__name__})\n")
+        return None
+    finally:
+        os.close(fd)
 
 
 def _single(capsule_path: Path, response_path: Path, stdout: TextIO, stderr: TextIO) -> int:
-    capsule_bytes = _read_bytes(capsule_path, "--capsule", stderr)
+    capsule_bytes = _read_bytes(capsule_path, "--capsule", stderr, MAX_CAPSULE_FILE_BYTES)
     if capsule_bytes is None:
         return EXIT_UNUSABLE
     try:
@@ -116,7 +145,7 @@ def _single(capsule_path: Path, response_path: Path, stdout: TextIO, stderr: Tex
     except CapsuleError as e:
         stderr.write(f"{PROG}: invalid capsule ({e.reason.value})\n")
         return EXIT_UNUSABLE
-    content = _read_bytes(response_path, "--response", stderr)
+    content = _read_bytes(response_path, "--response", stderr, MAX_RESPONSE_FILE_BYTES)
     if content is None:
         return EXIT_UNUSABLE
     judgement = judge(capsule, content)
@@ -153,7 +182,7 @@ def _parse_line(raw: bytes) -> tuple[object, str] | None:
 
 
 def _jsonl(path: Path, stdout: TextIO, stderr: TextIO) -> int:
-    data = _read_bytes(path, "--jsonl", stderr)
+    data = _read_bytes(path, "--jsonl", stderr, MAX_JSONL_FILE_BYTES)
     if data is None:
         return EXIT_UNUSABLE
     lines = data.split(b"\n")

@@ -50,12 +50,23 @@ def cli(argv: list[str]) -> int:
 def run_main_job(
     data_root: Path, *, https_proxy: str | None = None, ssl_cert_file: str | None = None
 ) -> int:
+    from spool.fsio import UnsafePath
     from spool.layout import DataRoot
 
     from worker.daemon import wait_ready
+    from worker.exitcodes import ExitCode
 
-    root = DataRoot(data_root.resolve())
-    root.ensure()
+    # The worker's path rules, as `kexpr supervise` applies them (issue 14
+    # item 3): the path as given (never resolve()-d), no symlink at any component.
+    root = DataRoot(data_root)
+    try:
+        root.ensure()
+    except UnsafePath as e:
+        print(f"kexpr run: unsafe_data_root: {e.reason.value}", file=sys.stderr)
+        return int(ExitCode.UNSAFE_DATA_ROOT)
+    except OSError as e:
+        print(f"kexpr run: unsafe_data_root: {type(e).__name__}", file=sys.stderr)
+        return int(ExitCode.UNSAFE_DATA_ROOT)
     try:
         root.status_file.unlink()
     except FileNotFoundError:

@@ -77,6 +77,12 @@ LEGACY_KEY: Final = "coaching_feedback_enabled"
 CHECKIN_KEY: Final = "physique_checkin"
 DEFAULT_EXTRA_PATH: Final = "platforms.telegram.extra"
 MAX_CONFIG_BYTES: Final = 4 * 1024 * 1024
+# Issue 14 item 6: a config's data is judged only if, with every alias expanded
+# where it is used (merge keys included), it has at most this many nodes and
+# this depth; a recursive alias is refused. The check itself visits each node
+# once (a "billion laughs" file is refused in microseconds, not walked).
+MAX_YAML_NODES: Final = 100_000
+MAX_YAML_DEPTH: Final = 64
 BLOCK_COMMENT: Final = "# Korean expression postprocessor: exact block, disabled until promoted (kexpr)"
 _PRINTABLE_KEY: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -158,14 +164,55 @@ def _yaml_problem(e: BaseException) -> Problem:
     return Problem(Diagnostic.YAML_ERROR, f"line {line + 1}" if isinstance(line, int) else "")
 
 
+def _shape_problem(data: Any) -> Problem | None:
+    """`MAX_YAML_NODES` / `MAX_YAML_DEPTH` / no recursive alias (issue 14
+    item 6). Iterative, each node visited once; a node's expanded size is
+    memoized, so shared (aliased) nodes are counted per use without being
+    walked again."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(data, 1, False)]
+    while stack:
+        node, depth, leaving = stack.pop()
+        if not isinstance(node, Mapping | list):
+            continue
+        key = id(node)
+        children = list(node.values()) if isinstance(node, Mapping) else list(node)
+        if leaving:
+            on_path.discard(key)
+            size = 1 + sum(sizes.get(id(c), 1) for c in children)
+            if size > MAX_YAML_NODES:
+                return Problem(Diagnostic.YAML_ERROR, detail="too_many_nodes")
+            sizes[key] = size
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            return Problem(Diagnostic.YAML_ERROR, detail="recursive_alias")
+        if depth > MAX_YAML_DEPTH:
+            return Problem(Diagnostic.YAML_ERROR, detail="too_deep")
+        on_path.add(key)
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children)
+    return None
+
+
 def _walk_maps(node: Any, path: tuple[object, ...] = ()) -> Iterator[tuple[tuple[object, ...], Mapping[Any, Any]]]:
-    if isinstance(node, Mapping):
-        yield path, node
-        for k, v in node.items():
-            yield from _walk_maps(v, (*path, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _walk_maps(v, (*path, i))
+    """Every mapping and its path; a node reached again through an alias is
+    not walked again (issue 14 item 6). The data passed `_shape_problem`."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[object, ...]]] = [(node, path)]
+    while stack:
+        n, p = stack.pop()
+        if not isinstance(n, Mapping | list) or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Mapping):
+            yield p, n
+            items = list(n.items())
+        else:
+            items = list(enumerate(n))
+        stack.extend(((v, (*p, k)) for k, v in reversed(items)))
 
 
 def _legacy_paths(data: Any) -> list[tuple[object, ...]]:
@@ -221,6 +268,13 @@ def preflight_text(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
         data = _load_plain(text)
     except (YAMLError, Warning) as e:
         result.problems.append(_yaml_problem(e))
+        return result
+    except RecursionError:
+        result.problems.append(Problem(Diagnostic.YAML_ERROR, detail="too_deep"))
+        return result
+    shape = _shape_problem(data)
+    if shape is not None:
+        result.problems.append(shape)
         return result
     if not isinstance(data, Mapping):
         result.problems.append(Problem(Diagnostic.NOT_A_MAPPING))
@@ -351,6 +405,9 @@ def plan_migration(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
     except (YAMLError, Warning) as e:
         plan.problems.append(_yaml_problem(e))
         return plan
+    except RecursionError:
+        plan.problems.append(Problem(Diagnostic.YAML_ERROR, detail="too_deep"))
+        return plan
 
     lines = text.splitlines(keepends=True)
     newline = "\r\n" if "\r\n" in text else "\n"
@@ -365,8 +422,13 @@ def plan_migration(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
         if len(checkin) == 1:
             plan.problems.append(Problem(Diagnostic.LEGACY_KEY_SOLE_ENTRY, where))
             continue
-        key_line, _ = checkin.lc.key(LEGACY_KEY)
-        value_line, _ = checkin.lc.value(LEGACY_KEY)
+        try:
+            key_line, _ = checkin.lc.key(LEGACY_KEY)
+            value_line, _ = checkin.lc.value(LEGACY_KEY)
+        except KeyError:
+            # Not a line of this mapping: it arrives through a ``<<`` merge.
+            plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, where))
+            continue
         value = checkin[LEGACY_KEY]
         if key_line != value_line or isinstance(value, Mapping | list):
             plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, where))
@@ -383,9 +445,13 @@ def plan_migration(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
         if not (_is_block_map(parent) and _is_block_map(extra) and len(extra) > 0):
             plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, _path_text(path)))
         else:
-            extra_line, extra_col = parent.lc.key(path[-1])
-            first_line, first_col = extra.lc.key(next(iter(extra)))
-            if first_line <= extra_line or first_col <= extra_col or extra_line in remove:
+            try:
+                extra_line, extra_col = parent.lc.key(path[-1])
+                first_line, first_col = extra.lc.key(next(iter(extra)))
+            except KeyError:  # a merged-in key: no line of its own
+                extra_line = first_line = -1
+                extra_col = first_col = 0
+            if first_line < 0 or first_line <= extra_line or first_col <= extra_col or extra_line in remove:
                 plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, _path_text(path)))
             else:
                 insert_after = extra_line
@@ -413,7 +479,7 @@ def plan_migration(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
         if _load_plain(new_text) != expected:
             raise ValueError("data")
         _load_rt(new_text)
-    except (YAMLError, Warning, ValueError):
+    except (YAMLError, Warning, ValueError, RecursionError):
         plan.problems.append(Problem(Diagnostic.MIGRATION_UNVERIFIED))
         return plan
     after = preflight_text(new_text, extra_path=extra_path, name=name)

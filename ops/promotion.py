@@ -237,7 +237,11 @@ def cli(argv: list[str]) -> int:
         "(exit 0 report, 1 a --require'd gate does not hold, 2 journal unusable)",
     )
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    p.add_argument("--days", type=int, default=WINDOW_DAYS, help=f"window in days (default {WINDOW_DAYS})")
+    from ops.argtypes import int_range
+
+    p.add_argument(
+        "--days", type=int_range(1, 3660), default=WINDOW_DAYS, help=f"window in days, 1-3660 (default {WINDOW_DAYS})"
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--require",

@@ -347,12 +347,14 @@ def cli(argv: list[str]) -> int:
 
     from spool.layout import DEFAULT_DATA_ROOT
 
+    from ops.argtypes import float_range
+
     p = argparse.ArgumentParser(prog="kexpr status", description="worker state and counters (no content)")
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     p.add_argument(
         "--stale-after",
-        type=float,
+        type=float_range(0.0, 86400.0, lo_open=True),
         default=STALE_AFTER_S,
         help=f"seconds after which a heartbeat is stale (default {STALE_AFTER_S:g})",
     )

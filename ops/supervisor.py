@@ -26,6 +26,17 @@ the loop in `Supervisor.run` only carries it out):
 4. Graceful stop (SIGTERM/SIGINT to the supervisor): SIGTERM to the worker, which
    stops claiming and lets a call in flight finish or reach its 4 s deadline;
    SIGKILL only after `STOP_GRACE_S`, which is longer than that deadline.
+5. The data root (issue 14 item 3): the supervisor applies the worker's own
+   path rules before *every* start. The path is `spool.layout.DataRoot`'s,
+   computed once (the ancestors above the root resolved as the worker does,
+   the root itself never) and walked fresh from ``/`` by descriptor with no
+   symlink at any component (`spool.fsio.check_tree`); the worker gets exactly
+   that path, never a re-resolved one. A symlink, a non-directory, a bad mode or
+   owner, or — at a restart — a root that is missing or is not the directory
+   the previous worker ran in (device, inode) is refused: the supervisor exits
+   `ExitCode.UNSAFE_DATA_ROOT` (74) with the enum diagnostic
+   ``unsafe_data_root``, never a crash loop. A missing root at the first start
+   is the worker's to create.
 
 ``supervisor.status.json`` (beside ``worker.status.json``) records the
 supervisor's state, restarts and last exit code for ``kexpr status``: enums and
@@ -164,8 +175,11 @@ def worker_environment(spec: WorkerSpec, source: Mapping[str, str]) -> dict[str,
     return env
 
 
-def worker_command(spec: WorkerSpec) -> list[str]:
-    return [sys.executable, "-m", "worker", "--data-root", str(spec.data_root.resolve())]
+def worker_command(spec: WorkerSpec, root: Path | None = None) -> list[str]:
+    """The worker's command line, with the data root the supervisor checked
+    (rule 5: `DataRoot`'s path, never ``resolve()``-d)."""
+    checked = root if root is not None else DataRoot(spec.data_root).root
+    return [sys.executable, "-m", "worker", "--data-root", str(checked)]
 
 
 class Child(Protocol):
@@ -227,12 +241,35 @@ class Supervisor:
         self.last_exit: int | None = None
         self.state = State.STARTING
         self._root = DataRoot(spec.data_root)
+        # Rule 5: the identity of the data root the workers run in, once known.
+        self._root_id: tuple[int, int] | None = None
         self._beat = 0.0
         self._status_ok = False
 
+    def check_data_root(self, *, restart: bool) -> str | None:
+        """Rule 5: None if a worker may start on the data root, else the
+        refusal's enum. Also records the root's identity."""
+        from spool.fsio import UnsafePath, check_tree
+
+        try:
+            _, ids = check_tree(self._root.root, ())
+        except FileNotFoundError:
+            if restart or self._root_id is not None:
+                return "data_root_missing"
+            return None  # the first worker creates it (and checks it)
+        except UnsafePath as e:
+            return e.reason.value
+        except OSError:
+            return "io_error"
+        ident = (ids["."].dev, ids["."].ino)
+        if self._root_id is not None and ident != self._root_id:
+            return "inode_changed"
+        self._root_id = ident
+        return None
+
     def _start(self) -> Child:
         return subprocess.Popen(
-            worker_command(self.spec),
+            worker_command(self.spec, self._root.root),
             env=self._env,
             cwd="/",
             stdin=subprocess.DEVNULL,
@@ -243,13 +280,25 @@ class Supervisor:
 
     def run(self) -> int:
         self._set(State.STARTING)
+        first = True
         while not self.stop.is_set():
+            refused = self.check_data_root(restart=not first)
+            if refused is not None:
+                # Rule 5: a restart cannot make this root safe.
+                self._diagnose(f"unsafe_data_root: {refused}", None)
+                self.last_exit = int(ExitCode.UNSAFE_DATA_ROOT)
+                self._set(State.FATAL)
+                return int(ExitCode.UNSAFE_DATA_ROOT)
+            first = False
             started = self._clock()
             child = self.child = self._spawn()
             self._set(State.RUNNING)
             while child.poll() is None:
                 if self.stop.wait(_POLL_S):
                     return self._terminate_child()
+                if self._root_id is None:
+                    # The first worker has created the root by now, or soon.
+                    self.check_data_root(restart=False)
                 # Beat every HEARTBEAT_S, and retry at once while the worker has
                 # not yet created the data root (the first writes fail).
                 if not self._status_ok or self._clock() - self._beat >= HEARTBEAT_S:
@@ -332,6 +381,8 @@ def cli(argv: list[str]) -> int:
 
     from spool.layout import DEFAULT_DATA_ROOT
 
+    from ops.argtypes import float_range, int_range
+
     defaults = RestartPolicy()
     p = argparse.ArgumentParser(prog="kexpr supervise")
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
@@ -339,13 +390,13 @@ def cli(argv: list[str]) -> int:
     p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
     p.add_argument(
         "--max-restarts",
-        type=int,
+        type=int_range(0, 10_000),
         default=defaults.max_restarts,
         help=f"crash loop: stop after more than this many restarts within --restart-window (default {defaults.max_restarts})",
     )
     p.add_argument(
         "--restart-window",
-        type=float,
+        type=float_range(0.0, 7 * 86400.0, lo_open=True),
         default=defaults.window_s,
         help=f"crash-loop window in seconds (default {defaults.window_s:g})",
     )

@@ -475,8 +475,12 @@ class Worker:
             )
         except UnsafePath as e:
             self._enter_quarantine(e.reason.value)
-        except OSError:
-            self._enter_quarantine("io_error")
+        except (OSError, MemoryError) as e:
+            if _resource(e):
+                # Out of descriptors or memory: the reports wait for the next tick.
+                self.counters.fault(Fault.RESOURCE_EXHAUSTED)
+            else:
+                self._enter_quarantine("io_error")
 
     def _live_names(self, where: str, names: list[str]) -> list[str]:
         """``names`` without the stuck entries of ``where``; a stuck entry that

@@ -154,6 +154,20 @@ def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
     assert w.quarantine is None
 
 
+def test_emfile_listing_reports_backs_off_instead_of_quarantine(
+    root, provider, env, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    w = make_worker(root, provider, Clock(), env)
+
+    def failing(path: Path) -> list[str]:
+        raise OSError(errno.EMFILE, "injected")
+
+    monkeypatch.setattr(daemon, "list_dir", failing)
+    w._scan_reports()  # the old code: quarantine io_error until restarted
+    assert w.journal_ok and w.quarantine is None
+    assert w.counters.faults == {"resource_exhausted": 1}
+
+
 def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
     root, provider, env, pool, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
