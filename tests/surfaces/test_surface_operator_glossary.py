@@ -88,6 +88,29 @@ def test_invalid_files_are_refused_with_their_problem(data: bytes, problem: Glos
     assert str(e.value) == problem.value  # the enum, never content
 
 
+def _distinct_texts(n: int) -> list[str]:
+    """n distinct audited texts (two Hangul syllables each)."""
+    return [chr(0xAC00 + 2 * i) + chr(0xAC01 + 2 * i) for i in range(n)]
+
+
+def test_a_file_may_hold_64_decisions_and_64_reasons_besides_the_shipped_texts() -> None:
+    """Rule 3's "at most 64 of each" is the file's own entries: the shipped public
+    texts do not eat into the operator's budget (one boundary, in both checks)."""
+    texts = _distinct_texts(128)
+    decisions = {f"P_DUAL_DECISION_X{i}": texts[i] for i in range(64)}
+    reasons = {f"P_DUAL_REASON_X{i}": texts[64 + i] + "." for i in range(64)}
+    g = parse_operator_glossary(encode(with_entries(decisions=decisions, reasons=reasons)))
+    assert len(g.decisions) == 64 + len(SHIPPED_DUAL_GLOSSARY.decisions)
+    assert len(g.reasons) == 64 + len(SHIPPED_DUAL_GLOSSARY.reasons)
+    for family in ("decisions", "reasons"):
+        over = {"decisions": dict(decisions), "reasons": dict(reasons)}
+        prefix = "P_DUAL_DECISION_" if family == "decisions" else "P_DUAL_REASON_"
+        over[family][prefix + "EXTRA"] = "추가 항목" + ("." if family == "reasons" else "")
+        with pytest.raises(GlossaryError) as e:
+            parse_operator_glossary(encode(with_entries(**over)))
+        assert e.value.problem is P.TOO_MANY_ENTRIES
+
+
 def test_audit_allows_the_hosts_middle_dot() -> None:
     assert audit_text("같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다") is None
     assert audit_text("·가나") is GlossaryProblem.TEXT_FORBIDDEN_CHARACTER
