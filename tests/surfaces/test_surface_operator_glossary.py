@@ -176,3 +176,19 @@ def test_invalid_data_root_file_raises(tmp_path: Path) -> None:
     with pytest.raises(GlossaryError) as e:
         glossary_for_data_root(root)
     assert e.value.problem is P.NOT_JSON
+
+
+def test_a_path_the_kernel_cannot_open_or_read_is_unreadable(tmp_path: Path) -> None:
+    """The two OSError paths of `load_operator_glossary` (open, then read) and the
+    one of `glossary_for_data_root`: ``UNREADABLE``, never a crash or content."""
+    too_long = tmp_path / ("a" * 300)  # ENAMETOOLONG, as root and as a user
+    with pytest.raises(GlossaryError) as e:
+        load_operator_glossary(too_long)
+    assert e.value.problem is P.UNREADABLE
+    with pytest.raises(GlossaryError) as e:
+        glossary_for_data_root(too_long)
+    assert e.value.problem is P.UNREADABLE
+    # A regular file whose read fails (EIO at offset 0): the caller's own memory file.
+    with pytest.raises(GlossaryError) as e:
+        load_operator_glossary("/proc/self/mem")
+    assert e.value.problem is P.UNREADABLE
