@@ -14,6 +14,7 @@ from adaptive_support import OPERATOR_FILE
 from gateway_shim.operator_glossary import (
     GLOSSARY_FILE_NAME,
     SHIPPED_DUAL_GLOSSARY,
+    DualGlossary,
     GlossaryError,
     GlossaryProblem,
     audit_text,
@@ -109,6 +110,12 @@ def test_a_file_may_hold_64_decisions_and_64_reasons_besides_the_shipped_texts()
         with pytest.raises(GlossaryError) as e:
             parse_operator_glossary(encode(with_entries(**over)))
         assert e.value.problem is P.TOO_MANY_ENTRIES
+    # The same boundary when a glossary is built directly (shipped + 64, not more).
+    merged = {**SHIPPED_DUAL_GLOSSARY.decisions, **decisions}
+    assert len(DualGlossary(decisions=merged, reasons={}).decisions) == len(merged)
+    with pytest.raises(GlossaryError) as e:
+        DualGlossary(decisions={**merged, "P_DUAL_DECISION_EXTRA": "추가 항목"}, reasons={})
+    assert e.value.problem is P.TOO_MANY_ENTRIES
 
 
 def test_audit_allows_the_hosts_middle_dot() -> None:
