@@ -24,7 +24,8 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
    ``[[``, comma, quote, control or line break (the lexicon audit of every expansion),
    at most 120 characters, and at least one word that is not a style lexeme.
 3. IDs: ``P_DUAL_DECISION_[A-Z0-9_]+`` / ``P_DUAL_REASON_[A-Z0-9_]+`` (the manifest's
-   open families, `spool.contract.manifest` Rule 5), at most 64 of each. IDs and
+   open families, `spool.contract.manifest` Rule 5), at most 64 of each in the file
+   (the shipped texts come on top). IDs and
    texts are unique across the shipped entries and the file (a shipped ID or text
    may not be redefined); duplicate JSON keys are an error.
 4. The shim reads the data root's file with ``O_NOFOLLOW``, regular, owner/mode
@@ -88,6 +89,13 @@ _REASON_RE: Final = re.compile(DUAL_REASON_ID_PATTERN)
 _TEXT_RE: Final = re.compile("[\uac00-\ud7a3]+(?:[ \u00b7][\uac00-\ud7a3]+)*")
 _WORD_SPLIT_RE: Final = re.compile("[ \u00b7]")
 _STYLE_WORDS: Final = frozenset(SAFE_STYLE_LEXEMES)
+_DECISION_PREFIX: Final = "P_DUAL_DECISION_"
+_REASON_PREFIX: Final = "P_DUAL_REASON_"
+
+
+def _shipped_count(prefix: str) -> int:
+    """How many shipped (public) texts the family ``prefix`` has."""
+    return sum(1 for i in GLOSSARY if i.startswith(prefix))
 
 
 class GlossaryProblem(enum.StrEnum):
@@ -155,8 +163,13 @@ class DualGlossary:
     def __post_init__(self) -> None:
         decisions = dict(self.decisions)
         reasons = dict(self.reasons)
-        for family, pattern in ((decisions, _DECISION_RE), (reasons, _REASON_RE)):
-            if len(family) > MAX_ENTRIES_PER_FAMILY:
+        for family, pattern, prefix in (
+            (decisions, _DECISION_RE, _DECISION_PREFIX),
+            (reasons, _REASON_RE, _REASON_PREFIX),
+        ):
+            # Rule 3: the operator's own entries are bounded; the shipped texts
+            # come on top (the file check in `_family` is the same boundary).
+            if len(family) > MAX_ENTRIES_PER_FAMILY + _shipped_count(prefix):
                 raise GlossaryError(GlossaryProblem.TOO_MANY_ENTRIES)
             for semantic_id, text in family.items():
                 if not isinstance(semantic_id, str) or pattern.fullmatch(semantic_id) is None:
@@ -212,7 +225,7 @@ def _shipped(prefix: str) -> dict[str, str]:
 
 
 SHIPPED_DUAL_GLOSSARY: Final = DualGlossary(
-    decisions=_shipped("P_DUAL_DECISION_"), reasons=_shipped("P_DUAL_REASON_")
+    decisions=_shipped(_DECISION_PREFIX), reasons=_shipped(_REASON_PREFIX)
 )
 
 

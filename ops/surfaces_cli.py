@@ -314,10 +314,13 @@ def _single(
             stderr.write(f"{PROG}: an adaptive card needs --callback-data\n")
             return EXIT_UNUSABLE
         try:
-            request["payload"] = parse_json(data)
+            payload = parse_json(data)
         except InvalidRequest:
-            stderr.write(f"{PROG}: {args.file!r} is not a JSON payload\n")
+            payload = None
+        if not isinstance(payload, dict):
+            stderr.write(f"{PROG}: {args.file!r} is not a JSON payload object\n")
             return EXIT_UNUSABLE
+        request["payload"] = payload
         request["callback_data"] = args.callback_data
         request["origin"] = args.origin
     result, code = _judge(request, args.file, stderr, glossary)

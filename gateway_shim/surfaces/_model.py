@@ -153,10 +153,8 @@ class IneligibleReason(enum.Enum):
     EXPLICIT_SOURCE_FIELD = "explicit_source_field"
     INTERPRETATION_TEXT_MISMATCH = "interpretation_text_mismatch"
     RATIONALE_TEXT_MISMATCH = "rationale_text_mismatch"
-    # weekly.v1: the typed rationale is keyed by the judgment line; more than the
-    # host's six action bullets.
+    # weekly.v1: the typed rationale is keyed by the judgment line.
     RATIONALE_JUDGMENT_MISMATCH = "rationale_judgment_mismatch"
-    TOO_MANY_ACTIONS = "too_many_actions"
     JUDGMENT_UNKNOWN = "judgment_unknown"
     # Adaptive cards (docs/host-formats-adaptive.md). The payload first: only a
     # fresh, well-formed ``status == "card"`` payload is eligible; every other

@@ -117,28 +117,6 @@ def bullet_value(line: str) -> str | None:
     return None
 
 
-def labeled_value(line: str, label: str) -> str | None:
-    """``LABEL ": " VALUE`` → VALUE (possibly empty), else None."""
-    prefix = label + LABEL_SEPARATOR
-    return line[len(prefix) :] if line.startswith(prefix) else None
-
-
-def parse_fact_bullets(paragraph: str, labels: Sequence[str]) -> list[str]:
-    """facts ::= ("- " LABEL ": " VALUE){n}, exactly ``labels`` in order; the values."""
-    found: list[str] = []
-    values: list[str] = []
-    for line in paragraph.split("\n"):
-        if not line.startswith(BULLET) or LABEL_SEPARATOR not in line:
-            raise Ineligible(IneligibleReason.FACT_LINE_MALFORMED)
-        label, value = line[len(BULLET) :].split(LABEL_SEPARATOR, 1)
-        found.append(label)
-        values.append(value)
-    check_labels(found, labels, required=labels)
-    if any(value == "" for value in values):
-        raise Ineligible(IneligibleReason.FACT_VALUE_EMPTY)
-    return values
-
-
 def check_labels(found: Sequence[str], labels: Sequence[str], *, required: Sequence[str]) -> None:
     """``found`` is a subsequence of ``labels`` holding every ``required`` label."""
     if any(label not in labels for label in found):

@@ -12,7 +12,7 @@ renders, LF line ends, no trailing newline::
                        "\\n- 목표 범위: " VALUE
     interpretation ::= TYPED(branch)             ; one of the four typed branches
     judgment       ::= "이번 주 판단: " ("유지" | "조정 검토" | "기록 보완")
-    actions        ::= "- " TEXT ("\\n- " TEXT){0,5}
+    actions        ::= "- " TEXT ("\\n- " TEXT)*      ; no upper bound (see Rule 3)
     rationale      ::= GLOSSARY[RATIONALE_OF[judgment]] "."
     TYPED(branch)  ::= GLOSSARY[id1] "." "\\n" GLOSSARY[id2] "."   ; branch order
     BLANK          ::= "\\n\\n"
@@ -36,6 +36,13 @@ independent (an explicit judgment, a low check-in rate), so any branch goes with
 any judgment; the typed rationale is keyed by the judgment line
 (``_nutrition_weekly_rationale``), so a rationale that is another judgment's
 sentence is ``RATIONALE_JUDGMENT_MISMATCH``.
+
+Rule 3 — the action bullets are locked customer material with no count limit.
+The host usually renders 1 to 6, but ``_nutrition_weekly_actions`` reads
+``change_behaviors`` with the limit ``6 - len(keep)``; when ``keep_behaviors``
+filled six, that limit is 0, which ``_nutrition_copy_lines`` never reaches, and
+every usable change line is added: seven or more bullets are a real host body.
+Only the Telegram limit bounds them.
 
 Two slots, in body order: ``weekly.interpretation`` (two tokens; its canonical
 text is two lines, one sentence each, ``_model`` Rule 4a) and
@@ -78,7 +85,6 @@ __all__ = [
     "FACT_LABELS",
     "INTERPRETATION_SLOT",
     "JUDGMENT_LABEL",
-    "MAX_ACTIONS",
     "MISSING_MARKER",
     "OPTIONAL_FACT_LABELS",
     "RATIONALE_SLOT",
@@ -105,7 +111,6 @@ FACT_LABELS: Final[tuple[str, ...]] = (
 # Rendered only when the summary has a check-in rate.
 OPTIONAL_FACT_LABELS: Final[frozenset[str]] = frozenset({"체크인율"})
 JUDGMENT_LABEL: Final = "이번 주 판단: "
-MAX_ACTIONS: Final = 6
 MISSING_MARKER: Final = "기록 없음"
 # The plan's explicit unstructured source fields (Rule 1).
 EXPLICIT_PROSE_FIELDS: Final[frozenset[str]] = frozenset(
@@ -225,7 +230,8 @@ def format_weekly(
 
     Values are the text after each label (``recent="78.47kg"``, ``MISSING_MARKER``
     when absent); ``rate`` ``None`` omits the ``체크인율`` line; ``actions`` ``None``
-    is the host's default action for ``judgment``. The rationale is the judgment's.
+    is the host's default action for ``judgment``; at least one (Rule 3: no upper
+    bound). The rationale is the judgment's.
     This is the layout, not the host's value formatting (docs/host-formats.md).
     Raises ``ValueError`` on input the grammar cannot carry.
     """
@@ -242,10 +248,10 @@ def format_weekly(
     lines_of_actions = [judgment.default_action] if actions is None else list(actions)
     if (
         isinstance(actions, str)
-        or not 1 <= len(lines_of_actions) <= MAX_ACTIONS
+        or not lines_of_actions
         or not all(is_line_text(a) for a in lines_of_actions)
     ):
-        raise ValueError("actions must be 1 to 6 non-empty lines")
+        raise ValueError("actions must be one or more non-empty lines")
     lines = [
         TITLE,
         "",
@@ -339,9 +345,7 @@ def _parse_judgment(line: str) -> WeeklyJudgment:
 
 
 def _parse_actions(paragraph: str) -> None:
-    """actions ::= "- " TEXT ("\\n- " TEXT){0,5}."""
+    """actions ::= "- " TEXT ("\\n- " TEXT)*, any count (Rule 3)."""
     lines = paragraph.split("\n")
     if any(bullet_value(line) is None for line in lines):
         raise Ineligible(IneligibleReason.ACTION_LINE_MALFORMED)
-    if len(lines) > MAX_ACTIONS:
-        raise Ineligible(IneligibleReason.TOO_MANY_ACTIONS)

@@ -268,3 +268,125 @@ def test_an_invalid_glossary_makes_the_input_unusable(tmp_path: Path, content: b
     )
     assert (code, answers) == (EXIT_UNUSABLE, [])
     assert err.startswith("kexpr surfaces check: --glossary") and err.count("\n") == 1
+
+
+# --- the single-message form (issue 12 item 6: human-readable, and --json) -------------
+
+
+def _request_of(example_name: str) -> dict[str, object]:
+    example = next(e for e in _examples() if e["example"] == example_name)
+    request = example["request"]
+    assert isinstance(request, dict)
+    return request
+
+
+def _single(argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
+    stdin_stream = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    code = run_check(argv, stdin_stream, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _write_single_input(tmp_path: Path, request: dict[str, object]) -> Path:
+    path = tmp_path / "message"
+    if "body" in request:
+        body = request["body"]
+        assert isinstance(body, str)
+        path.write_bytes(body.encode("utf-8"))
+    else:
+        path.write_text(json.dumps(request["payload"], ensure_ascii=False), "utf-8")
+    return path
+
+
+def _single_argv(request: dict[str, object], path: str) -> list[str]:
+    argv = ["--surface", str(request["surface"]), path]
+    for name in request.get("explicit_fields", []):  # type: ignore[attr-defined]
+        argv += ["--explicit-field", name]
+    if "callback_data" in request:
+        argv += ["--callback-data", str(request["callback_data"]), "--origin", str(request["origin"])]
+    return argv
+
+
+@pytest.mark.parametrize("example", _examples(), ids=[str(e["example"]) for e in _examples()])
+def test_single_form_json_answers_exactly_as_the_batch_line(
+    tmp_path: Path, example: dict[str, object]
+) -> None:
+    request = example["request"]
+    assert isinstance(request, dict)
+    batch_code, batch_answers, _ = _run(["--jsonl", "-"], _jsonl([request]))
+    path = _write_single_input(tmp_path, request)
+    code, out, err = _single([*_single_argv(request, str(path)), "--json"])
+    assert (code, err) == (batch_code, "")
+    assert out.endswith("\n") and out.count("\n") == 1
+    assert json.loads(out) == batch_answers[0]
+    expected_code = EXIT_ELIGIBLE if example["expected"] == "eligible" else EXIT_INELIGIBLE
+    assert code == expected_code
+
+
+def test_single_form_human_readable_eligible_names_the_slots_and_the_roundtrip(
+    tmp_path: Path,
+) -> None:
+    request = _request_of("HOST-FORMATS.md W3")
+    path = _write_single_input(tmp_path, request)
+    code, out, err = _single(_single_argv(request, str(path)))
+    assert (code, err) == (EXIT_ELIGIBLE, "")
+    assert out.splitlines() == [
+        "weekly.v1: eligible",
+        "  slot weekly.interpretation: P_WEEKLY_IN_GOAL P_WEEKLY_KEEP_BASIS",
+        "  slot weekly.rationale: A_WEEKLY_KEEP_BASELINE",
+        "  roundtrip: yes",
+    ]
+
+
+def test_single_form_human_readable_ineligible_names_the_reason_never_the_text(
+    tmp_path: Path,
+) -> None:
+    request = _request_of("HOST-FORMATS.md W3")
+    path = _write_single_input(tmp_path, request)
+    code, out, err = _single([*_single_argv(request, str(path)), "--explicit-field", "reason"])
+    assert (code, err) == (EXIT_INELIGIBLE, "")
+    assert out.startswith("weekly.v1: ineligible (explicit_source_field)")
+    assert out.count("\n") == 1
+    body = request["body"]
+    assert isinstance(body, str)
+    assert not any(line in out for line in body.split("\n") if line)
+
+
+def test_single_form_adaptive_origin_and_callback_reach_the_adapter(tmp_path: Path) -> None:
+    request = _request_of("HOST-FORMATS.md A1")
+    path = _write_single_input(tmp_path, request)
+    argv = _single_argv(request, str(path))
+    assert _single([*argv, "--json"])[0] == EXIT_ELIGIBLE
+    code, out, _ = _single([*argv, "--origin", "recovery", "--json"])
+    assert (code, json.loads(out)["reason"]) == (EXIT_INELIGIBLE, "recovery_payload")
+    code, out, _ = _single([*argv, "--callback-data", "an1:zz:create", "--json"])
+    assert (code, json.loads(out)["reason"]) == (EXIT_INELIGIBLE, "callback_malformed")
+
+
+def test_single_form_reads_standard_input(tmp_path: Path) -> None:
+    request = _request_of("HOST-FORMATS.md D4")
+    body = request["body"]
+    assert isinstance(body, str)
+    code, out, _ = _single(["--surface", "daily.v1", "-", "--json"], body.encode("utf-8"))
+    assert (code, json.loads(out)["eligible"]) == (EXIT_ELIGIBLE, True)
+
+
+@pytest.mark.parametrize("surface", ["daily.v1", "weekly.v1", "adaptive.physique.card.v1"])
+def test_single_form_unreadable_file_is_unusable(tmp_path: Path, surface: str) -> None:
+    argv = ["--surface", surface, str(tmp_path / "missing"), "--callback-data", "x"]
+    code, out, err = _single(argv)
+    assert (code, out) == (EXIT_UNUSABLE, "")
+    assert err.startswith("kexpr surfaces check: cannot read") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("content", [b"not json", b"[]", b'{"a": 1, "a": 2}', b"\xff"])
+def test_single_form_payload_that_is_not_a_json_object_is_unusable(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "payload.json"
+    path.write_bytes(content)
+    argv = ["--surface", "adaptive.dualcoachtest.card.v1", str(path)]
+    argv += ["--callback-data", "an1:" + "a" * 24 + ":create"]
+    code, out, err = _single(argv)
+    assert (code, out) == (EXIT_UNUSABLE, "")
+    assert err.count("\n") == 1

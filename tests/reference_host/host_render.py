@@ -80,8 +80,10 @@ _MACRO_KEYS: Final = (
     ("protein", "단백질"),
     ("fat", "지방"),
 )
+# The host reads an unsigned number without separators after each name: from
+# "탄수 1,200" it takes "1"; a signed "-5" matches nothing (the text stays verbatim).
 _MACRO_PATTERNS: Final = tuple(
-    re.compile(rf"(?:{names})\s*[:：]?\s*([-+]?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
+    re.compile(rf"(?:{names})\s*[:：]?\s*([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
     for names in ("탄수화물|탄수|carb(?:ohydrate)?s?", "단백질|protein", "지방|fat")
 )
 
@@ -283,48 +285,85 @@ def _kg(n: float | None) -> str:
     return MISSING if n is None else f"{n:,.2f}kg"
 
 
+_LOW_KEYS: Final = ("min", "low", "start", "minimum")
+_HIGH_KEYS: Final = ("max", "high", "end", "maximum")
+
+
+def _first_set(raw: Mapping[str, Any], keys: Sequence[str]) -> object:
+    """The value of the first key whose value is not None."""
+    return next((raw[k] for k in keys if raw.get(k) is not None), None)
+
+
 def _bounds(raw: object) -> tuple[float, float] | None:
+    """Goal bounds: a mapping's or a pair's numbers, else the first two numbers of
+    the text as written (the host does not drop separators here: "1,000" is 1 and 0)."""
     pair: list[float | None]
     if isinstance(raw, Mapping):
-        low = next((raw[k] for k in ("min", "low", "start", "minimum") if k in raw), None)
-        high = next((raw[k] for k in ("max", "high", "end", "maximum") if k in raw), None)
-        pair = [_number(low), _number(high)]
+        pair = [_number(_first_set(raw, _LOW_KEYS)), _number(_first_set(raw, _HIGH_KEYS))]
     elif isinstance(raw, (list, tuple)) and len(raw) == 2:
         pair = [_number(raw[0]), _number(raw[1])]
-    elif isinstance(raw, str):
-        found = _NUMBER.findall(raw.replace(",", ""))
-        pair = [float(x) for x in found[:2]] if len(found) >= 2 else [None, None]
     else:
-        return None
+        found = _NUMBER.findall(str(raw or ""))
+        if len(found) < 2:
+            return None
+        pair = [float(found[0]), float(found[1])]
     if pair[0] is None or pair[1] is None:
         return None
     return (min(pair[0], pair[1]), max(pair[0], pair[1]))
 
 
+def _pct_text(value: object) -> str:
+    """The 주간 변화 format of a raw value: a number signed, else the text."""
+    text = collapse(value) if value is not None else ""
+    if not text:
+        return MISSING
+    n = _number(value)
+    return text if n is None else _pct(n)
+
+
 def _goal_text(raw: object) -> str:
     if raw is None:
         return MISSING
-    if isinstance(raw, (Mapping, list, tuple)):
-        bounds = _bounds(raw)
-        if bounds is not None:
-            # The host keeps the given order for the text.
-            if isinstance(raw, Mapping):
-                low = next(raw[k] for k in ("min", "low", "start", "minimum") if k in raw)
-                high = next(raw[k] for k in ("max", "high", "end", "maximum") if k in raw)
-            else:
-                low, high = raw[0], raw[1]
-            return f"{_pct(_number(low) or 0.0)}~{_pct(_number(high) or 0.0)}"
-    return collapse(raw)[:200]
+    if isinstance(raw, Mapping):
+        low, high = _first_set(raw, _LOW_KEYS), _first_set(raw, _HIGH_KEYS)
+        if low is not None and high is not None:
+            # The given order, each bound in the 주간 변화 format (text stays text).
+            return f"{_pct_text(low)}~{_pct_text(high)}"
+    if isinstance(raw, (list, tuple)) and len(raw) == 2:
+        low_n, high_n = _number(raw[0]), _number(raw[1])
+        if low_n is not None and high_n is not None:
+            return f"{_pct(low_n)}~{_pct(high_n)}"
+    text = collapse(raw)
+    return text[:200] if text else MISSING
+
+
+def _rate_text(raw: object) -> str:
+    """≤ 2 decimals, zeros stripped, no separators, the rounded value (99.999 → 100)."""
+    n = _number(raw)
+    if n is None:
+        return collapse(raw or "") or MISSING
+    return f"{n:.2f}".rstrip("0").rstrip(".") + "%"
 
 
 def copy_lines(value: object, limit: int) -> list[str]:
-    items = list(value) if isinstance(value, (list, tuple)) else str(value).split("\n")
-    out = []
+    """The host's explicit-copy reader: items of a list, else the text's lines
+    (``str.splitlines``); each collapsed, stripped of `` -•\t``, cut to 500; lines
+    holding an internal token skipped. The limit is checked after every item that
+    is kept or blank (not after a skipped one), so a limit of 0 stops at a blank
+    first item and is otherwise never reached: every usable line is kept."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = [str(item) for item in value]
+    else:
+        items = str(value).splitlines()
+    out: list[str] = []
     for item in items:
         text = collapse(item).strip(" -•\t")
-        if not text or any(t in text.lower() for t in _INTERNAL_TOKENS):
-            continue
-        out.append(text)
+        if text:
+            if any(t in text.casefold() for t in _INTERNAL_TOKENS):
+                continue
+            out.append(text[:500])
         if len(out) == limit:
             break
     return out
@@ -353,16 +392,13 @@ def render_weekly(summary: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
         "주간 변화: " + change_text,
     ]
     if rate_raw is not None:
-        facts.append(
-            "체크인율: " + (number_text(rate) + "%" if rate is not None else collapse(rate_raw))
-        )
+        facts.append("체크인율: " + _rate_text(rate_raw))
     facts.append("목표 범위: " + _goal_text(goal_raw))
 
-    explicit = [
-        line for f in INTERPRETATION_FIELDS if f in summary for line in copy_lines(summary[f], 2)
-    ]
+    # Only the first explicit field present (non-blank) is read.
+    explicit = copy_lines(_field(summary, INTERPRETATION_FIELDS), 2)
     if explicit:
-        interpretation = "\n".join(explicit[:2])
+        interpretation = "\n".join(explicit)
     elif recent is None or prior is None or change is None:
         interpretation = BRANCH_TEXT["I1"]
     elif bounds is None:
@@ -389,29 +425,20 @@ def render_weekly(summary: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
         else:
             judgment = "유지" if bounds[0] <= change <= bounds[1] else "조정 검토"
 
-    actions: list[str] = []
-    for name in ("actions", "next_actions", "recommended_actions"):
-        if summary.get(name) is not None:
-            actions = copy_lines(summary[name], 6)
-            if actions:
-                break
+    # Each tier reads only its first field present (non-blank). keep_behaviors is
+    # read with limit 6 and change_behaviors with 6 minus what keep gave: when keep
+    # gave six, that limit is 0 and every usable change line is added (more than six
+    # action bullets; see copy_lines).
+    actions = copy_lines(_field(summary, ("actions", "next_actions", "recommended_actions")), 6)
     if not actions:
         for name in ("keep_behaviors", "change_behaviors"):
-            if summary.get(name) is not None:
-                actions += copy_lines(summary[name], 6)
-        actions = actions[:6]
+            actions += copy_lines(_field(summary, (name,)), 6 - len(actions))
     if not actions:
-        for name in ("next_decision", "next_action"):
-            if summary.get(name) is not None:
-                actions = copy_lines(summary[name], 1)
-                if actions:
-                    break
+        actions = copy_lines(_field(summary, ("next_decision", "next_action")), 1)
     if not actions:
         actions = [DEFAULT_ACTION[judgment]]
 
-    rationale_lines = [
-        line for f in RATIONALE_FIELDS if f in summary for line in copy_lines(summary[f], 1)
-    ]
+    rationale_lines = copy_lines(_field(summary, RATIONALE_FIELDS), 1)
     rationale = rationale_lines[0] if rationale_lines else RATIONALE_TEXT[judgment]
 
     body = (

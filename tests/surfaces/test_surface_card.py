@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway_shim.surfaces import Ineligible, IneligibleReason
-from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
+from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text, resolve_surface
 from gateway_shim.surfaces.card import (
     CALLBACK_RE,
     DUAL_SURFACE,
@@ -234,6 +234,18 @@ def test_surface_decides_the_grammar() -> None:
     assert reason_of(dual, surface="adaptive.unknown.card.v1") is R.UNKNOWN_SURFACE
     neither = payload("어떤 본문\n마지막 줄")
     assert reason_of(neither) is R.BODY_GRAMMAR_UNKNOWN
+
+
+def test_resolve_surface_refuses_an_unknown_surface_itself() -> None:
+    """`resolve_surface` is public: its own unknown-surface path, not only the one
+    `adaptive_card` checks first."""
+    card = fresh_card(payload(TH_ADAPTIVE_BODY), callback_data=CALLBACK, origin=FRESH)
+    assert resolve_surface(card, None) == DUAL_SURFACE
+    assert resolve_surface(card, PHYSIQUE_SURFACE) == PHYSIQUE_SURFACE
+    for surface in ("adaptive.unknown.card.v1", "daily.v1", ""):
+        with pytest.raises(Ineligible) as e:
+            resolve_surface(card, surface)
+        assert e.value.reason is R.UNKNOWN_SURFACE
 
 
 def test_fresh_card_splits_envelope_and_body() -> None:

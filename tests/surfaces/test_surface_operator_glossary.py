@@ -14,6 +14,7 @@ from adaptive_support import OPERATOR_FILE
 from gateway_shim.operator_glossary import (
     GLOSSARY_FILE_NAME,
     SHIPPED_DUAL_GLOSSARY,
+    DualGlossary,
     GlossaryError,
     GlossaryProblem,
     audit_text,
@@ -88,6 +89,35 @@ def test_invalid_files_are_refused_with_their_problem(data: bytes, problem: Glos
     assert str(e.value) == problem.value  # the enum, never content
 
 
+def _distinct_texts(n: int) -> list[str]:
+    """n distinct audited texts (two Hangul syllables each)."""
+    return [chr(0xAC00 + 2 * i) + chr(0xAC01 + 2 * i) for i in range(n)]
+
+
+def test_a_file_may_hold_64_decisions_and_64_reasons_besides_the_shipped_texts() -> None:
+    """Rule 3's "at most 64 of each" is the file's own entries: the shipped public
+    texts do not eat into the operator's budget (one boundary, in both checks)."""
+    texts = _distinct_texts(128)
+    decisions = {f"P_DUAL_DECISION_X{i}": texts[i] for i in range(64)}
+    reasons = {f"P_DUAL_REASON_X{i}": texts[64 + i] + "." for i in range(64)}
+    g = parse_operator_glossary(encode(with_entries(decisions=decisions, reasons=reasons)))
+    assert len(g.decisions) == 64 + len(SHIPPED_DUAL_GLOSSARY.decisions)
+    assert len(g.reasons) == 64 + len(SHIPPED_DUAL_GLOSSARY.reasons)
+    for family in ("decisions", "reasons"):
+        over = {"decisions": dict(decisions), "reasons": dict(reasons)}
+        prefix = "P_DUAL_DECISION_" if family == "decisions" else "P_DUAL_REASON_"
+        over[family][prefix + "EXTRA"] = "추가 항목" + ("." if family == "reasons" else "")
+        with pytest.raises(GlossaryError) as e:
+            parse_operator_glossary(encode(with_entries(**over)))
+        assert e.value.problem is P.TOO_MANY_ENTRIES
+    # The same boundary when a glossary is built directly (shipped + 64, not more).
+    merged = {**SHIPPED_DUAL_GLOSSARY.decisions, **decisions}
+    assert len(DualGlossary(decisions=merged, reasons={}).decisions) == len(merged)
+    with pytest.raises(GlossaryError) as e:
+        DualGlossary(decisions={**merged, "P_DUAL_DECISION_EXTRA": "추가 항목"}, reasons={})
+    assert e.value.problem is P.TOO_MANY_ENTRIES
+
+
 def test_audit_allows_the_hosts_middle_dot() -> None:
     assert audit_text("같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다") is None
     assert audit_text("·가나") is GlossaryProblem.TEXT_FORBIDDEN_CHARACTER
@@ -153,3 +183,19 @@ def test_invalid_data_root_file_raises(tmp_path: Path) -> None:
     with pytest.raises(GlossaryError) as e:
         glossary_for_data_root(root)
     assert e.value.problem is P.NOT_JSON
+
+
+def test_a_path_the_kernel_cannot_open_or_read_is_unreadable(tmp_path: Path) -> None:
+    """The two OSError paths of `load_operator_glossary` (open, then read) and the
+    one of `glossary_for_data_root`: ``UNREADABLE``, never a crash or content."""
+    too_long = tmp_path / ("a" * 300)  # ENAMETOOLONG, as root and as a user
+    with pytest.raises(GlossaryError) as e:
+        load_operator_glossary(too_long)
+    assert e.value.problem is P.UNREADABLE
+    with pytest.raises(GlossaryError) as e:
+        glossary_for_data_root(too_long)
+    assert e.value.problem is P.UNREADABLE
+    # A regular file whose read fails (EIO at offset 0): the caller's own memory file.
+    with pytest.raises(GlossaryError) as e:
+        load_operator_glossary("/proc/self/mem")
+    assert e.value.problem is P.UNREADABLE

@@ -143,3 +143,14 @@ COVERED_REASONS = {
     R.STATUS_LINE_MISSING, R.DECISION_LINE_MISSING, R.BASIS_LINE_MISSING, R.REVIEW_NOTICE_PRESENT,
     R.CONTROL_CHARACTER, R.TOO_LONG_UTF16, R.HEADER_MISMATCH,
 }
+
+
+def test_strip_review_notice_refuses_a_text_that_is_not_a_presentation() -> None:
+    from gateway_shim.surfaces.physique import strip_review_notice
+
+    host_text = payload(PHYSIQUE_BODY)["text"]
+    presented = parse(payload(PHYSIQUE_BODY)).canonical().body
+    assert strip_review_notice(presented) == host_text
+    for text in (host_text, presented + "\n", presented.replace(REVIEW_NOTICE, "검토 안내\n")):
+        with pytest.raises(ValueError, match="^not a physique presentation$"):
+            strip_review_notice(text)

@@ -167,6 +167,43 @@ def _body(facts: str, interpretation: str, judgment: str, actions: str, rational
     )
 
 
+# Hermes@4305027f gateway/platforms/telegram.py, TelegramAdapter._nutrition_weekly_actions
+# and _nutrition_copy_lines (behaviour, not code): with no `actions` field the host
+# reads keep_behaviors with limit 6, then change_behaviors with limit 6 - len(actions).
+# When keep_behaviors fills all six the second limit is 0, which copy_lines never
+# reaches once it has kept a line: every usable change line is added. So the host
+# renders MORE than six action bullets, all locked material (not a prose field).
+SEVEN_PLUS_SUMMARY: dict[str, Any] = {
+    "average_weight_kg": 78.47,
+    "prior_average_weight_kg": 78.34,
+    "checkin_rate_percent": 100,
+    "goal_range": "+0.10~+0.25%",
+    "keep_behaviors": [f"유지 행동 {n}" for n in range(1, 7)],
+    "change_behaviors": ["바꿀 행동 1", "바꿀 행동 2", "바꿀 행동 3"],
+}
+SEVEN_PLUS_BODY = _body(
+    W3_FACTS,
+    I3,
+    "유지",
+    "\n".join(
+        [f"- 유지 행동 {n}" for n in range(1, 7)] + [f"- 바꿀 행동 {n}" for n in (1, 2, 3)]
+    ),
+    KEEP_R,
+)
+
+
+def test_more_than_six_actions_from_keep_and_change_behaviors_are_eligible() -> None:
+    assert render_weekly(SEVEN_PLUS_SUMMARY) == (SEVEN_PLUS_BODY, frozenset())
+    surface = parse_weekly(SEVEN_PLUS_BODY, explicit_fields=sorted(SEVEN_PLUS_SUMMARY))
+    assert surface.canonical().body == SEVEN_PLUS_BODY
+    assert [s.slot_id for s in surface.slots] == ["weekly.interpretation", "weekly.rationale"]
+    # The layout renderer carries any number of actions too.
+    nine = tuple(line[2:] for line in SEVEN_PLUS_BODY.split("\n\n")[4].split("\n"))
+    laid_out = format_weekly(**dict(GOLDEN[0]["format"], actions=nine))
+    assert laid_out.split("\n\n")[4].split("\n") == ["- " + a for a in nine]
+    assert parse_weekly(laid_out).canonical().body == laid_out
+
+
 # name, format_weekly inputs, composition, canonical, selected
 GOLDEN: list[dict[str, Any]] = [
     {
@@ -497,7 +534,6 @@ INELIGIBLE: list[tuple[str, str, IneligibleReason]] = [
     ("judgment_unknown", _with(BASE, "이번 주 판단: 유지", "이번 주 판단: 현재 계획 유지"), IneligibleReason.JUDGMENT_UNKNOWN),
     ("action_not_bullet", _with(BASE, "- " + KEEP_A, KEEP_A), IneligibleReason.ACTION_LINE_MALFORMED),
     ("action_empty", _with(BASE, "- " + KEEP_A, "- "), IneligibleReason.ACTION_LINE_MALFORMED),
-    ("seven_actions", _with(BASE, "- " + KEEP_A, "\n".join(["- " + KEEP_A] * 7)), IneligibleReason.TOO_MANY_ACTIONS),
     ("rationale_explicit", _with(BASE, KEEP_R, "급격한 증량이나 정체가 없어 이번 주에는 칼로리를 변경하지 않습니다."), IneligibleReason.RATIONALE_TEXT_MISMATCH),
     ("rationale_two_lines", _with(BASE, KEEP_R, KEEP_R + "\n" + KEEP_R), IneligibleReason.RATIONALE_TEXT_MISMATCH),
     ("rationale_of_another_judgment", _with(BASE, KEEP_R, REVIEW_R), IneligibleReason.RATIONALE_JUDGMENT_MISMATCH),
@@ -538,7 +574,6 @@ BAD_FORMAT_INPUTS: list[tuple[str, dict[str, Any]]] = [
     ("untyped_interpretation", dict(GOLDEN[0]["format"], interpretation="I3")),
     ("untyped_judgment", dict(GOLDEN[0]["format"], judgment="유지")),
     ("no_actions", dict(GOLDEN[0]["format"], actions=())),
-    ("seven_actions", dict(GOLDEN[0]["format"], actions=("a",) * 7)),
     ("actions_as_str", dict(GOLDEN[0]["format"], actions="a")),
     ("empty_action", dict(GOLDEN[0]["format"], actions=("",))),
 ]
@@ -636,6 +671,13 @@ _summaries = st.tuples(
         st.sampled_from(["유지", "조정 검토", "기록 보완", "조정 검토 필요", "모름"]),
     ),
     _one_of_fields(("actions", "keep_behaviors", "change_behaviors", "next_action"), _lines),
+    # Both behaviour lists: keep filling six makes the host add every change line.
+    st.one_of(
+        st.just({}),
+        st.tuples(st.lists(_words, min_size=5, max_size=8), _lines).map(
+            lambda t: {"keep_behaviors": t[0], "change_behaviors": t[1]}
+        ),
+    ),
     _one_of_fields(
         (*INTERPRETATION_FIELDS, *RATIONALE_FIELDS), st.one_of(_lines, _words, st.just(""))
     ),

@@ -1,0 +1,86 @@
+"""`kexpr surfaces check`'s core on generated host-shaped messages (issue 12, "Done
+when"): every generated eligible body is eligible with the round trip, every body
+the plan makes ineligible is ineligible with an enum reason, and the answer is the
+batch line's exact shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from adaptive_support import (
+    CALLBACK,
+    OPERATOR_GLOSSARY,
+    dual_bodies,
+    host_payloads,
+    physique_bodies,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_host.host_render import render_daily, render_weekly
+from test_surface_daily import _answers
+from test_surface_weekly import _summaries
+
+from ops.surfaces_cli import CheckResult, check_request
+
+
+def _answer(result: CheckResult) -> dict[str, Any]:
+    answer = json.loads(json.dumps(result.to_json_object()))
+    assert set(answer) == {"eligible", "reason", "slots", "roundtrip"}
+    return answer
+
+
+def _assert_eligible(result: CheckResult) -> None:
+    answer = _answer(result)
+    assert (answer["eligible"], answer["reason"], answer["roundtrip"]) == (True, None, True)
+    assert answer["slots"]
+    for slot in answer["slots"]:
+        assert set(slot) == {"slot_id", "predicate_ids", "action_ids"}
+        assert slot["predicate_ids"] or slot["action_ids"]
+
+
+def _assert_ineligible(result: CheckResult, reason: str) -> None:
+    assert _answer(result) == {"eligible": False, "reason": reason, "slots": [], "roundtrip": None}
+
+
+@settings(max_examples=100, deadline=None)
+@given(answers=_answers)
+def test_generated_daily_bodies(answers: dict[str, Any]) -> None:
+    body = render_daily(answers)
+    _assert_eligible(check_request({"surface": "daily.v1", "body": body}))
+    # The pinned commit's save path: the partial sentence whatever the facts.
+    complete = "저장된 오늘 기록을 확인했습니다."
+    if complete in body:
+        pre_cutover = body.replace(complete, "일부 항목이 기록되지 않아 저장된 내용만 안내합니다.")
+        result = check_request({"surface": "daily.v1", "body": pre_cutover})
+        _assert_ineligible(result, "status_pre_cutover")
+
+
+@settings(max_examples=100, deadline=None)
+@given(summary=_summaries)
+def test_generated_weekly_reports(summary: dict[str, Any]) -> None:
+    body, explicit = render_weekly(summary)
+    request = {"surface": "weekly.v1", "body": body, "explicit_fields": sorted(summary)}
+    if explicit:
+        _assert_ineligible(check_request(request), "explicit_source_field")
+    else:
+        _assert_eligible(check_request(request))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    p=st.one_of(
+        host_payloads(dual_bodies()).map(lambda p: ("adaptive.dualcoachtest.card.v1", p)),
+        host_payloads(physique_bodies()).map(lambda p: ("adaptive.physique.card.v1", p)),
+    ),
+    origin=st.sampled_from(["fresh", "recovery"]),
+)
+def test_generated_adaptive_cards(p: tuple[str, dict[str, Any]], origin: str) -> None:
+    surface, payload = p
+    request = {"surface": surface, "payload": payload, "callback_data": CALLBACK, "origin": origin}
+    # Generated dual cards use the operator glossary's texts (`--glossary`).
+    result = check_request(request, OPERATOR_GLOSSARY)
+    if origin == "recovery":
+        _assert_ineligible(result, "recovery_payload")
+    else:
+        _assert_eligible(result)
