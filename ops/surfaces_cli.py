@@ -39,6 +39,10 @@ Rule 4 — it prints verdicts, enum reasons and semantic IDs, never the message 
 Rule 5 — input is bounded: a regular file (a FIFO or device is refused) or standard
          input, at most `MAX_INPUT_BYTES`; lines are strict UTF-8 JSON objects with no
          duplicate keys.
+Rule 6 — the single-message form reads a daily/weekly body from a text file, and a
+         text editor ends a saved file with one LF that the host's message never has
+         (its messages end without a newline): exactly one final LF is dropped there.
+         The batch form takes the body as given.
 """
 
 from __future__ import annotations
@@ -303,7 +307,7 @@ def _single(
     request: dict[str, object] = {"surface": args.surface}
     if args.surface in (DAILY, WEEKLY):
         try:
-            request["body"] = data.decode("utf-8", "strict")
+            request["body"] = data.decode("utf-8", "strict").removesuffix("\n")  # Rule 6
         except UnicodeDecodeError:
             stderr.write(f"{PROG}: {args.file!r} is not UTF-8\n")
             return EXIT_UNUSABLE

@@ -390,3 +390,14 @@ def test_single_form_payload_that_is_not_a_json_object_is_unusable(
     code, out, err = _single(argv)
     assert (code, out) == (EXIT_UNUSABLE, "")
     assert err.count("\n") == 1
+
+
+def test_single_form_drops_exactly_one_final_newline_an_editor_adds(tmp_path: Path) -> None:
+    body = str(_eligible_request()["body"])
+    saved = tmp_path / "body.txt"
+    saved.write_text(body + "\n", "utf-8")
+    code, answers, _ = _run(["--surface", "daily.v1", "--json", str(saved)])
+    assert (code, answers[0]["eligible"], answers[0]["roundtrip"]) == (EXIT_ELIGIBLE, True, True)
+    saved.write_text(body + "\n\n", "utf-8")
+    code, answers, _ = _run(["--surface", "daily.v1", "--json", str(saved)])
+    assert (code, answers[0]["reason"]) == (EXIT_INELIGIBLE, "trailing_newline")
