@@ -91,6 +91,18 @@ from spool.fsio import (
     unlink_if_same,
 )
 from spool.layout import DataRoot
+from spool.lifecycle import (
+    EVENT_OUTCOMES,
+    LEGAL_TERMINALS,
+    TERMINAL_OUTCOMES,
+    TRANSITIONS,
+    Event,
+    IllegalTransition,
+    Mode,
+    Outcome,
+    Phase,
+    transition,
+)
 
 JOURNAL_SCHEMA: Final = "korean-expression-journal-v1"
 ZERO_DIGEST: Final = "0" * 64
@@ -129,107 +141,6 @@ _SURFACES: Final = frozenset(
 class State(enum.StrEnum):
     ATTEMPT_STARTED = "attempt_started"
     FINALIZED = "finalized"
-
-
-class Mode(enum.StrEnum):
-    SHADOW = "shadow"
-    ENABLED = "enabled"
-
-
-class Outcome(enum.StrEnum):
-    ATTEMPT_STARTED = "attempt_started"
-    SELECTED = "selected"
-    SHADOW_SELECTED = "shadow_selected"
-    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
-    PROVIDER_ERROR = "provider_error"
-    TIMEOUT = "timeout"
-    INVALID_RESPONSE = "invalid_response"
-    VALIDATION_REJECTED = "validation_rejected"
-    COMMIT_FAILED = "commit_failed"
-    PUBLICATION_FAILED = "publication_failed"
-    CLAIM_EXPIRED_CANONICAL = "claim_expired_canonical"
-
-
-TERMINAL_OUTCOMES: Final = frozenset(o for o in Outcome if o is not Outcome.ATTEMPT_STARTED)
-
-
-class Phase(enum.StrEnum):
-    """Where an attempt is. Only OPEN and FINALIZED are visible in the journal;
-    AWAITING_REPORT is the worker's in-memory knowledge that the one call ended
-    with an accepted composition and the shim now owns the outcome."""
-
-    OPEN = "open"
-    AWAITING_REPORT = "awaiting_report"
-    FINALIZED = "finalized"
-
-
-class Event(enum.StrEnum):
-    START = "start"
-    CALL_ACCEPTED = "call_accepted"  # contract accepted the content; response written
-    CALL_FAILED = "call_failed"  # credential/provider/timeout/parse/contract failure
-    REPORT = "report"  # the shim's report of what the host did
-    EXPIRE = "expire"  # observed past deadline (or past COMMIT_GRACE) with no owner
-
-
-# The attempt lifecycle (STYLE.md: h11's transition table). A missing key is an
-# illegal transition: `IllegalTransition`, never a silent no-op ("once errored,
-# always errored"; a FINALIZED attempt has no outgoing edge at all).
-TRANSITIONS: Final[Mapping[tuple[Phase | None, Event], Phase]] = {
-    (None, Event.START): Phase.OPEN,
-    (Phase.OPEN, Event.CALL_ACCEPTED): Phase.AWAITING_REPORT,
-    (Phase.OPEN, Event.CALL_FAILED): Phase.FINALIZED,
-    (Phase.OPEN, Event.EXPIRE): Phase.FINALIZED,
-    (Phase.AWAITING_REPORT, Event.REPORT): Phase.FINALIZED,
-    (Phase.AWAITING_REPORT, Event.EXPIRE): Phase.FINALIZED,
-}
-
-# Which terminal outcome each event may carry.
-EVENT_OUTCOMES: Final[Mapping[Event, frozenset[Outcome]]] = {
-    Event.CALL_FAILED: frozenset(
-        {
-            Outcome.CREDENTIAL_UNAVAILABLE,
-            Outcome.PROVIDER_ERROR,
-            Outcome.TIMEOUT,
-            Outcome.INVALID_RESPONSE,
-            Outcome.VALIDATION_REJECTED,
-        }
-    ),
-    Event.REPORT: frozenset(
-        {
-            Outcome.SHADOW_SELECTED,
-            Outcome.SELECTED,
-            Outcome.VALIDATION_REJECTED,
-            Outcome.COMMIT_FAILED,
-            Outcome.PUBLICATION_FAILED,
-        }
-    ),
-    Event.EXPIRE: frozenset({Outcome.CLAIM_EXPIRED_CANONICAL}),
-}
-
-# A shadow attempt can only end shadow_selected when selected; an enabled one only selected.
-MODE_FORBIDS: Final[Mapping[Mode, frozenset[Outcome]]] = {
-    Mode.SHADOW: frozenset({Outcome.SELECTED, Outcome.COMMIT_FAILED, Outcome.PUBLICATION_FAILED}),
-    Mode.ENABLED: frozenset({Outcome.SHADOW_SELECTED}),
-}
-
-
-class IllegalTransition(Exception):
-    def __init__(self, phase: Phase | None, event: Event, outcome: Outcome | None) -> None:
-        super().__init__(f"{phase}:{event}:{outcome}")
-        self.phase, self.event, self.outcome = phase, event, outcome
-
-
-def transition(
-    phase: Phase | None, event: Event, outcome: Outcome | None, mode: Mode
-) -> Phase:
-    """The one place a lifecycle step is judged."""
-    nxt = TRANSITIONS.get((phase, event))
-    if nxt is None:
-        raise IllegalTransition(phase, event, outcome)
-    allowed = EVENT_OUTCOMES.get(event)
-    if allowed is not None and (outcome not in allowed or outcome in MODE_FORBIDS[mode]):
-        raise IllegalTransition(phase, event, outcome)
-    return nxt
 
 
 class Finding(enum.StrEnum):
@@ -513,10 +424,8 @@ def _slow_row(
             or row["deadline_at_utc"] != start.deadline_at_utc
         ):
             raise JournalUnverified(Finding.TERMINAL_MISMATCH, segment)
-        try:
-            _phase_for_terminal(start, Outcome(row["outcome"]))
-        except IllegalTransition as e:
-            raise JournalUnverified(Finding.STATE_OUTCOME, segment) from e
+        if (start.mode, Outcome(row["outcome"])) not in LEGAL_TERMINALS:
+            raise JournalUnverified(Finding.STATE_OUTCOME, segment)
         done = _finalized(start, Outcome(row["outcome"]))  # start is in this segment
         local[aid] = done
         index.put(done)
@@ -712,21 +621,6 @@ def _fold(
     keys.clear()
 
 
-def _phase_for_terminal(start: AttemptRecord, outcome: Outcome) -> None:
-    """A terminal row is legal if *some* path of the table reaches it from OPEN.
-
-    The journal does not record AWAITING_REPORT, so a report outcome is checked
-    as OPEN -> (accepted) -> AWAITING_REPORT -> REPORT.
-    """
-    for event in (Event.CALL_FAILED, Event.EXPIRE):
-        try:
-            transition(Phase.OPEN, event, outcome, start.mode)
-            return
-        except IllegalTransition:
-            pass
-    transition(Phase.AWAITING_REPORT, Event.REPORT, outcome, start.mode)
-
-
 # The fast path of `verify_segment_bytes`. Built from the reference's own sets and
 # tables, so it cannot drift from them; whatever it does not accept with certainty
 # is left to the reference (`_slow_row`).
@@ -861,21 +755,10 @@ def _record(
     return rec
 
 
-def _legal_terminals() -> dict[tuple[str, str], Outcome]:
-    """(mode, outcome) of every terminal row `_phase_for_terminal` accepts."""
-    legal: dict[tuple[str, str], Outcome] = {}
-    for mode in Mode:
-        probe = AttemptRecord("", "", "", mode, "", "", "", None)
-        for outcome in TERMINAL_OUTCOMES:
-            try:
-                _phase_for_terminal(probe, outcome)
-            except IllegalTransition:
-                continue
-            legal[(mode.value, outcome.value)] = outcome
-    return legal
-
-
-_LEGAL_TERMINAL: Final[Mapping[tuple[str, str], Outcome]] = _legal_terminals()
+# (mode value, outcome value) -> outcome for every legal terminal row (lifecycle rule 2).
+_LEGAL_TERMINAL: Final[Mapping[tuple[str, str], Outcome]] = {
+    (m.value, o.value): o for m, o in LEGAL_TERMINALS
+}
 _HOURS: dict[str, bool] = {}
 _HOURS_MAX: Final = 4096
 
