@@ -40,7 +40,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -62,21 +62,41 @@ from spool.fsio import (
 )
 from spool.journal import (
     AttemptRecord,
-    Event,
-    IllegalTransition,
     Journal,
     JournalUnverified,
+    format_ts,
+    parse_ts,
+)
+from spool.layout import DataRoot
+from spool.lifecycle import (
+    COMMIT_GRACE,
+    MAX_WAIT,
+    RESPONSE_TTL,
+    SELECTED_OUTCOMES,
+    Admission,
+    Answer,
+    Event,
+    Held,
     Mode,
     Outcome,
     Phase,
-    format_ts,
-    parse_ts,
+    Reply,
+    admit_request,
+    answer_existing,
+    conclude,
+    expiry_due,
+    held_inherited,
+    inherited_phase,
+    remaining_budget,
+    report_admissible,
+    step_observed,
     transition,
 )
-from spool.layout import DataRoot
 from spool.messages import (
     MAX_MESSAGE_BYTES,
+    RESPONSE_FOR_TERMINAL,
     SPOOL_VERSION,
+    TERMINAL_FOR_REPORT,
     MessageError,
     ResponseOutcome,
     ResponseStatus,
@@ -85,6 +105,7 @@ from spool.messages import (
     SpoolResponse,
     parse_report,
     parse_request,
+    parse_response,
 )
 from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD, Mask
 
@@ -96,11 +117,6 @@ from worker.provider import ProviderOutcome, ProviderResult, build_client, call_
 if TYPE_CHECKING:
     import openai
 
-# An accepted attempt whose shim never reports is terminalized this long after
-# its deadline (SPEC §4). Long enough for a host's durable write + Telegram edit.
-COMMIT_GRACE: Final = dt.timedelta(minutes=10)
-# The spool protocol's wait: a request's deadline is at most this after submission.
-MAX_WAIT: Final = dt.timedelta(seconds=4)
 RESCAN_INTERVAL_S: Final = 1.0
 # Reports are journaled in groups on the rescan timer (group commit): one lock,
 # one write and one fsync per segment for every report that arrived in the last
@@ -111,13 +127,18 @@ REPORT_GROUP_MAX: Final = 256
 POOL_SIZE: Final = 8
 
 
-_CALL_FAILED: Final = {
+# Provider -> journal, total over ProviderOutcome: the call's failure as a
+# terminal outcome, None when content came back (it is judged next).
+_CALL_FAILED: Final[Mapping[ProviderOutcome, Outcome | None]] = {
+    ProviderOutcome.CONTENT: None,
     ProviderOutcome.CREDENTIAL_UNAVAILABLE: Outcome.CREDENTIAL_UNAVAILABLE,
     ProviderOutcome.PROVIDER_ERROR: Outcome.PROVIDER_ERROR,
     ProviderOutcome.TIMEOUT: Outcome.TIMEOUT,
     ProviderOutcome.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
 }
-_VERDICT_OUTCOME: Final = {
+# Contract verdict -> journal, total over Verdict (None: accepted).
+_VERDICT_OUTCOME: Final[Mapping[Verdict, Outcome | None]] = {
+    Verdict.ACCEPTED: None,
     Verdict.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
     Verdict.VALIDATION_REJECTED: Outcome.VALIDATION_REJECTED,
 }
@@ -136,6 +157,9 @@ class Counters:
     accepted: int = 0
     canonical: int = 0
     in_flight: int = 0
+    clock_skew: int = 0
+    # Open attempts a dead predecessor left whose call died with it (lifecycle rule 3).
+    lost_attempts: int = 0
     already_attempted: int = 0
     expired_requests: int = 0
     invalid_requests: int = 0
@@ -229,6 +253,7 @@ class Worker:
         environ: dict[str, str] | None = None,
         client_factory: Callable[[], openai.OpenAI | None] = build_client,
         clock: Callable[[], dt.datetime] = utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
         commit_grace: dt.timedelta = COMMIT_GRACE,
         rescan_interval_s: float = RESCAN_INTERVAL_S,
         preload: Preload | None = None,
@@ -236,7 +261,13 @@ class Worker:
         self.root = root
         self._environ = dict(os.environ) if environ is None else environ
         self._client_factory = client_factory
+        # Wall time stamps rows; every duration is measured on ``monotonic``
+        # (spool.lifecycle rule 6). Both are injected so tests can step one.
         self._clock = clock
+        self._mono = monotonic
+        self._wall0, self._mono0 = clock(), monotonic()
+        # Rule 7 of spool.lifecycle: sticky once the wall clock was seen to step.
+        self.clock_step = False
         self._grace = commit_grace
         self._rescan = rescan_interval_s
         # A child verifying the journal since before the SDK import (worker.preload).
@@ -248,9 +279,18 @@ class Worker:
         self._tree: dict[str, FileId] | None = None
         self._sharing: Sharing | None = None
         self.counters = Counters()
-        # attempt_id -> phase known to *this* process (OPEN while our call runs,
-        # AWAITING_REPORT after an accepted response). Guarded by the journal lock.
-        self._phases: dict[str, Phase] = {}
+        # attempt_id -> what *this* process holds of an open attempt (its own
+        # call, or an answered attempt awaiting its report; spool.lifecycle).
+        # Rebuilt from the journal and responses/ at start-up. Guarded by the
+        # journal lock.
+        self._held: dict[str, Held] = {}
+        # attempt_id -> request_id of its accepted response file (the attempt's
+        # durable AWAITING_REPORT; removed once its terminal row is durable).
+        self._answers: dict[str, str] = {}
+        # request_id -> monotonic time after which its response file is litter
+        # (RESPONSE_TTL; spool.lifecycle `SPOOL_FILE_MOVES`).
+        self._litter: dict[str, float] = {}
+        self._litter_lock = threading.Lock()
         self._busy: set[str] = set()
         self._busy_lock = threading.Lock()
         self._wake = threading.Event()
@@ -319,10 +359,11 @@ class Worker:
         except OSError:
             self._enter_quarantine("io_error")
         if self.journal_ok:
-            # Reports a previous worker left unjournaled (it died before its
-            # tick) are the shims' outcomes of accepted attempts: journal them
-            # before the sweep would expire those attempts.
-            self._scan_reports(left_by_previous_worker=True)
+            # What a dead predecessor left open is answered or lost, known from
+            # responses/ (spool.lifecycle rule 3); then the reports it left
+            # unjournaled (it died before its tick) are judged like any other.
+            self._adopt_inherited()
+            self._scan_reports()
         self._sweep()
 
     def _enter_quarantine(self, reason: str) -> None:
@@ -411,12 +452,9 @@ class Worker:
         if reports:
             self._scan_reports()
 
-    def _scan_reports(self, *, left_by_previous_worker: bool = False) -> None:
+    def _scan_reports(self) -> None:
         try:
-            self._handle_reports(
-                sorted(_json_names(self.root.reports)),
-                left_by_previous_worker=left_by_previous_worker,
-            )
+            self._handle_reports(sorted(_json_names(self.root.reports)))
         except UnsafePath as e:
             self._enter_quarantine(e.reason.value)
         except OSError:
@@ -462,7 +500,7 @@ class Worker:
                 self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
             return
         try:
-            self._handle_request(req, deadline)
+            self._handle_request(req, submitted, deadline)
         finally:
             try:
                 # Remove only the file we read (fsio rule 4); a swapped one is
@@ -473,15 +511,27 @@ class Worker:
             except OSError:
                 pass
 
-    def _handle_request(self, req: SpoolRequest, deadline: dt.datetime) -> None:
+    def _handle_request(
+        self, req: SpoolRequest, submitted: dt.datetime, deadline: dt.datetime
+    ) -> None:
         rid = req.request_id
-        if self._clock() >= deadline:
+        wall, mono = self._clock(), self._mono()
+        admission = admit_request(submitted, deadline, wall)
+        if admission is Admission.EXPIRED:
             # The shim has already given up: no row, no call, no response.
             self.counters.expired_requests += 1
+            return
+        if admission is Admission.CLOCK_SKEW:
+            # Its timestamps cannot be trusted against ours: canonical, no call.
+            self.counters.clock_skew += 1
+            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLOCK_SKEW)
             return
         if not self.journal_ok:
             self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
             return
+        # The call budget: read once from the wall deadline, then counted down
+        # on the monotonic clock (spool.lifecycle rule 6).
+        until = mono + remaining_budget(deadline, wall)
         capsule = req.capsule
         mode = Mode(req.mode)
         try:
@@ -511,7 +561,7 @@ class Worker:
                     started_at=self._clock(),
                     deadline_at_utc=req.deadline_at_utc,
                 )
-                self._phases[rec.attempt_id] = Phase.OPEN
+                self._held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
         except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
             self._journal_failed(e)
             self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
@@ -521,133 +571,188 @@ class Worker:
             result = ProviderResult(ProviderOutcome.CREDENTIAL_UNAVAILABLE, None)
         else:
             self.counters.calls += 1
-            seconds = (deadline - self._clock()).total_seconds()
+            seconds = until - self._mono()
             result = call_with_deadline(self._client, capsule.to_json(), seconds=max(seconds, 0.0))
-        self._conclude(rid, rec, deadline, result, req)
+        self._conclude(rid, rec, until, result, req)
 
     def _answer_existing(self, rid: str, rec: AttemptRecord) -> None:
         """Dedupe (caller holds the journal lock). Never a call."""
-        phase = self._phases.get(rec.attempt_id)
-        if rec.outcome is not None or phase is Phase.AWAITING_REPORT:
+        answer = answer_existing(rec.outcome, self._held.get(rec.attempt_id), rid, self._mono())
+        if answer is Answer.ALREADY_ATTEMPTED:
             self.counters.already_attempted += 1
             self._respond(
                 rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED
             )
-        elif self._clock() < rec.deadline or phase is Phase.OPEN:
-            # Unexpired, or our own call is still concluding at its deadline: the
-            # owner writes the terminal row, never an observer (no row, no call).
+        elif answer is Answer.IN_FLIGHT:
+            # Our own call is running: the owner writes the terminal row.
             self.counters.in_flight += 1
             self._respond(rid, None, ResponseStatus.IN_FLIGHT, ResponseOutcome.IN_FLIGHT)
-        else:
+        elif answer is Answer.EXPIRE_CANONICAL:
             self._expire(rec)
             self._respond(
                 rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLAIM_EXPIRED_CANONICAL
             )
+        # Answer.NONE: the starter itself; its answer comes from its call.
 
     def _conclude(
         self,
         rid: str,
         rec: AttemptRecord,
-        deadline: dt.datetime,
+        until: float,
         result: ProviderResult,
         req: SpoolRequest,
     ) -> None:
         try:
-            accepted, outcome = self._conclude_locked(rec, deadline, result, req, rid)
+            accepted, outcome = self._conclude_locked(rec, until, result, req, rid)
         except (JournalUnverified, UnsafePath, OSError) as e:
             # The terminal row could not be written: quarantine, and nothing the
             # call produced is delivered (rule 6).
-            self._phases.pop(rec.attempt_id, None)
+            self._held.pop(rec.attempt_id, None)
             self._journal_failed(e)
             self._respond(
                 rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE
             )
             return
         if accepted is not None:
-            self._publish_response(accepted)
+            self._publish_response(accepted, durable=True)
         elif outcome is not None:
             self._respond(
-                rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome(outcome.value)
+                rid, rec.attempt_id, ResponseStatus.CANONICAL, RESPONSE_FOR_TERMINAL[outcome]
             )
 
     def _conclude_locked(
         self,
         rec: AttemptRecord,
-        deadline: dt.datetime,
+        until: float,
         result: ProviderResult,
         req: SpoolRequest,
         rid: str,
     ) -> tuple[SpoolResponse | None, Outcome | None]:
-        """Judge the one result under the lock. (accepted response, None) or
-        (None, terminal outcome to answer with) or (None, None): no answer."""
-        accepted: SpoolResponse | None = None
-        outcome: Outcome | None = None
+        """Judge the one result once, under the lock (`spool.lifecycle.conclude`).
+        (accepted response, None) or (None, terminal outcome to answer with) or
+        (None, None): no answer."""
         with self.journal.locked() as j:
-            now = self._clock()
             current = j.index.by_attempt.get(rec.attempt_id)
             if current is None or current.outcome is not None:
                 return None, None  # terminalized meanwhile (retention): discard, say nothing
-            if not self.journal_ok:
-                # Quarantined while the call ran (rule 6): nothing it produced is
-                # delivered; the attempt ends canonical, no answer but canonical.
-                self._finalize(
-                    j, rec, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, now
-                )
-                return None, Outcome.CLAIM_EXPIRED_CANONICAL
-            if now >= deadline or result.outcome is ProviderOutcome.TIMEOUT:
-                # Late result: discarded here, under the lock. No response: the
-                # shim stopped waiting at the same deadline.
-                if result.outcome is not ProviderOutcome.TIMEOUT:
-                    self.counters.late_results += 1
-                self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, Outcome.TIMEOUT, now)
-                return None, None
-            if result.outcome is ProviderOutcome.CONTENT and result.content is not None:
-                verdict = judge(req.capsule, result.content)
-                if verdict.verdict is Verdict.ACCEPTED and verdict.composition is not None:
-                    self._phases[rec.attempt_id] = transition(
-                        Phase.OPEN, Event.CALL_ACCEPTED, None, rec.mode
-                    )
-                    self.counters.accepted += 1
-                    accepted = SpoolResponse(
-                        spool_version=SPOOL_VERSION,
-                        request_id=rid,
-                        attempt_id=rec.attempt_id,
-                        status=ResponseStatus.ACCEPTED,
-                        outcome=ResponseOutcome.ACCEPTED,
-                        composition=verdict.composition,
-                    )
+            late = self._mono() >= until
+            failed = _CALL_FAILED[result.outcome]
+            if late and result.outcome is not ProviderOutcome.TIMEOUT:
+                self.counters.late_results += 1
+            rejected: Outcome | None = None
+            composition = None
+            if self.journal_ok and not late and failed is None:
+                if result.content is None:
+                    failed = Outcome.INVALID_RESPONSE
                 else:
-                    outcome = _VERDICT_OUTCOME[verdict.verdict]
-                    self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, outcome, now)
-            else:
-                outcome = _CALL_FAILED.get(result.outcome, Outcome.PROVIDER_ERROR)
-                self._finalize(j, rec, Phase.OPEN, Event.CALL_FAILED, outcome, now)
-        return accepted, outcome
+                    verdict = judge(req.capsule, result.content)
+                    rejected = _VERDICT_OUTCOME[verdict.verdict]
+                    composition = verdict.composition
+                    if rejected is None and composition is None:
+                        rejected = Outcome.INVALID_RESPONSE
+            c = conclude(failed, rejected, late=late, quarantined=not self.journal_ok)
+            if c.reply is Reply.ACCEPTED:
+                assert composition is not None
+                transition(Phase.OPEN, c.event, None, rec.mode)
+                self._held[rec.attempt_id] = Held(
+                    Phase.AWAITING_REPORT,
+                    live=True,
+                    starter=rid,
+                    until=until + self._grace.total_seconds(),
+                )
+                self._answers[rec.attempt_id] = rid
+                self.counters.accepted += 1
+                accepted = SpoolResponse(
+                    spool_version=SPOOL_VERSION,
+                    request_id=rid,
+                    attempt_id=rec.attempt_id,
+                    status=ResponseStatus.ACCEPTED,
+                    outcome=ResponseOutcome.ACCEPTED,
+                    composition=composition,
+                )
+                return accepted, None
+            assert c.outcome is not None
+            self._finalize(j, rec, c.event, c.outcome)
+            return None, (c.outcome if c.reply is Reply.CANONICAL else None)
 
-    def _finalize(
-        self,
-        j: Journal,
-        rec: AttemptRecord,
-        phase: Phase,
-        event: Event,
-        outcome: Outcome,
-        now: dt.datetime,
-    ) -> None:
-        j.append_terminal(rec, phase, event, outcome, now)
+    def _finalize(self, j: Journal, rec: AttemptRecord, event: Event, outcome: Outcome) -> None:
+        held = self._held.get(rec.attempt_id)
+        phase = held.phase if held is not None else Phase.OPEN
+        j.append_terminal(rec, phase, event, outcome, self._clock())
         self._finalized(rec.attempt_id, outcome)
 
     def _finalized(self, attempt_id: str, outcome: Outcome) -> None:
-        self._phases.pop(attempt_id, None)
+        """After the terminal row is durable: forget the attempt and remove its
+        accepted response file (spool.lifecycle `SPOOL_FILE_MOVES`)."""
+        self._held.pop(attempt_id, None)
+        rid = self._answers.pop(attempt_id, None)
+        if rid is not None:
+            _quiet(unlink_quiet, self.root.responses / f"{rid}.json")
         self.counters.outcome(outcome)
-        if outcome not in (Outcome.SELECTED, Outcome.SHADOW_SELECTED):
+        if outcome not in SELECTED_OUTCOMES:
             self.counters.canonical += 1
 
     def _expire(self, rec: AttemptRecord) -> None:
-        """Terminalize an attempt nobody owns any more (caller holds the lock)."""
-        phase = self._phases.get(rec.attempt_id, Phase.OPEN)
-        self._finalize(
-            self.journal, rec, phase, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, self._clock()
-        )
+        """Terminalize an attempt nobody can finish any more (caller holds the lock)."""
+        self._finalize(self.journal, rec, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL)
+
+    # ---------------------------------------------------------------- restart
+
+    def _adopt_inherited(self) -> None:
+        """Classify every open attempt a dead predecessor left (spool.lifecycle
+        rule 3) from responses/: answered (its accepted response file is there)
+        -> it awaits its report until deadline + COMMIT_GRACE, anchored now on
+        our monotonic clock; lost -> ``claim_expired_canonical`` now, no call.
+        Every other response file there is litter after RESPONSE_TTL."""
+        mono = self._mono()
+        answered: dict[str, str] = {}
+        try:
+            names = _json_names(self.root.responses)
+        except (UnsafePath, OSError) as e:
+            self._journal_failed(e)
+            return
+        for name in names:
+            rid = name[: -len(".json")]
+            try:
+                data, _ = read_private_identified(
+                    self.root.responses / name, max_bytes=MAX_MESSAGE_BYTES
+                )
+                resp = parse_response(data)
+            except FileNotFoundError:
+                continue
+            except (UnsafePath, MessageError, OSError, ValueError) as e:
+                if isinstance(e, UnsafePath):
+                    self.counters.unsafe_file(e)
+                self._remember_litter(rid, mono)
+                continue
+            rec = self.journal.index.by_attempt.get(resp.attempt_id or "")
+            if (
+                resp.status is ResponseStatus.ACCEPTED
+                and resp.request_id == rid
+                and rec is not None
+                and rec.outcome is None
+            ):
+                answered[rec.attempt_id] = rid
+            else:
+                self._remember_litter(rid, mono)
+        try:
+            with self.journal.locked() as j:
+                wall = self._clock()
+                for rec in list(j.index.open_attempts()):
+                    if rec.attempt_id in self._held:
+                        continue
+                    kind = inherited_phase(rec.attempt_id in answered)
+                    held = held_inherited(
+                        kind, rec.deadline, wall, mono, self._grace.total_seconds()
+                    )
+                    if held is None:
+                        self.counters.lost_attempts += 1
+                        self._expire(rec)
+                    else:
+                        self._held[rec.attempt_id] = held
+                        self._answers[rec.attempt_id] = answered[rec.attempt_id]
+        except (JournalUnverified, UnsafePath, OSError) as e:
+            self._journal_failed(e)
 
     # ------------------------------------------------------------------ reports
 
@@ -658,23 +763,16 @@ class Worker:
             self.counters.unsafe_file(e)
         _quiet(unlink_quiet, path)
 
-    def _handle_reports(self, names: list[str], *, left_by_previous_worker: bool = False) -> None:
+    def _handle_reports(self, names: list[str]) -> None:
         """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
 
-        Each report is read and judged on its own: an unreadable, malformed or
-        misnamed file, or one for no attempt awaiting a report, or an outcome the
-        table forbids (e.g. shadow_selected for an enabled attempt) is an orphan
-        and only counted. The rest are appended together, one fsync per segment;
-        every file is then removed (only the one that was read, fsio rule 4).
-
-        ``left_by_previous_worker`` (start-up, before the first sweep): an open
-        attempt this process never saw is taken as awaiting its report when a
-        report names it and its deadline + COMMIT_GRACE has not passed. Only an
-        accepted attempt can have one: the shim learns an attempt's id from an
-        accepted response, and every other answer that names an attempt
-        follows its terminal row (SPEC §4). Without this, a report written in
-        the last interval before a crash would be ignored and its attempt
-        expired ``claim_expired_canonical``."""
+        Each report is read and judged on its own (`spool.lifecycle.
+        report_admissible`): an unreadable, malformed or misnamed file, or one
+        that is inadmissible, is an orphan: counted and removed. The admissible
+        ones are appended together, one fsync per segment, and each file is
+        removed only after its row is durable (only the one that was read, fsio
+        rule 4). If the append fails, or the worker is in quarantine, they stay
+        for the next worker."""
         read: list[tuple[Path, FileId, SpoolReport]] = []
         for name in names:
             path = self.root.reports / name
@@ -690,43 +788,41 @@ class Worker:
                 self._drop_file(path, e)
                 continue
             read.append((path, fid, report))
-        if not read:
+        if not read or not self.journal_ok:
             return
-        if self.journal_ok:
-            try:
-                with self.journal.locked() as j:
-                    items: list[tuple[AttemptRecord, Phase, Event, Outcome]] = []
-                    for _, _, report in read:
-                        rec = j.index.by_attempt.get(report.attempt_id)
-                        phase = self._phases.get(report.attempt_id)
-                        if (
-                            left_by_previous_worker
-                            and phase is None
-                            and rec is not None
-                            and rec.outcome is None
-                            and self._clock() < rec.deadline + self._grace
-                        ):
-                            phase = Phase.AWAITING_REPORT
-                        outcome = _OUTCOMES.get(report.outcome.value)
-                        if (
-                            outcome is None
-                            or rec is None
-                            or rec.outcome is not None
-                            or phase is not Phase.AWAITING_REPORT
-                            or not _legal(phase, outcome, rec.mode)
-                        ):
-                            self.counters.orphan_reports += 1
-                            continue
-                        items.append((rec, phase, Event.REPORT, outcome))
-                    for i in range(0, len(items), REPORT_GROUP_MAX):
-                        group = items[i : i + REPORT_GROUP_MAX]
-                        for done in j.append_terminals(group, self._clock()):
-                            assert done.outcome is not None
-                            self._finalized(done.attempt_id, done.outcome)
-                            self.counters.reports += 1
-            except (JournalUnverified, UnsafePath, OSError) as e:
-                self._journal_failed(e)
-        for path, fid, _ in read:
+        done: list[tuple[Path, FileId]] = []
+        try:
+            with self.journal.locked() as j:
+                mono = self._mono()
+                items: list[tuple[AttemptRecord, Phase, Event, Outcome]] = []
+                files: dict[str, tuple[Path, FileId]] = {}
+                for path, fid, report in read:
+                    rec = j.index.by_attempt.get(report.attempt_id)
+                    reported = TERMINAL_FOR_REPORT[report.outcome]
+                    held = self._held.get(report.attempt_id)
+                    why = report_admissible(
+                        rec.outcome if rec is not None else None,
+                        rec.mode if rec is not None else None,
+                        held,
+                        reported,
+                        mono,
+                    )
+                    if why is not None or rec is None or held is None:
+                        self.counters.orphan_reports += 1
+                        done.append((path, fid))
+                        continue
+                    items.append((rec, held.phase, Event.REPORT, reported))
+                    files[rec.attempt_id] = (path, fid)
+                for i in range(0, len(items), REPORT_GROUP_MAX):
+                    group = items[i : i + REPORT_GROUP_MAX]
+                    for rec in j.append_terminals(group, self._clock()):
+                        assert rec.outcome is not None
+                        self._finalized(rec.attempt_id, rec.outcome)
+                        self.counters.reports += 1
+                        done.append(files[rec.attempt_id])
+        except (JournalUnverified, UnsafePath, OSError) as e:
+            self._journal_failed(e)
+        for path, fid in done:
             try:
                 unlink_if_same(path, fid)
             except UnsafePath as e:
@@ -737,25 +833,33 @@ class Worker:
     # -------------------------------------------------------------------- sweep
 
     def _sweep(self) -> None:
-        """Terminalize what nobody can finish any more (restart-after-expiry,
-        COMMIT_GRACE for accepted-but-unreported), then apply retention."""
+        """Terminalize what nobody can finish any more (`spool.lifecycle.
+        expiry_due`), remove uncollected responses, then apply retention
+        unless a wall-clock step was observed."""
+        self._observe_clock()
+        self._remove_litter()
         if not self.journal_ok:
             return
-        now = self._clock()
         try:
             with self.journal.locked() as j:
+                mono = self._mono()
                 for rec in list(j.index.open_attempts()):
-                    phase = self._phases.get(rec.attempt_id)
-                    if phase is Phase.OPEN:
-                        continue  # our own call is running; it concludes by the deadline
-                    limit = rec.deadline + (
-                        self._grace if phase is Phase.AWAITING_REPORT else dt.timedelta(0)
-                    )
-                    if now >= limit:
+                    if expiry_due(rec.outcome, self._held.get(rec.attempt_id), mono):
                         self._expire(rec)
                 self._retain(j)
         except (JournalUnverified, UnsafePath, OSError) as e:
             self._journal_failed(e)
+
+    def _observe_clock(self) -> None:
+        """spool.lifecycle rule 7: a wall clock that diverged from the monotonic
+        one since start-up is a step; retention stops for this process's life."""
+        if self.clock_step:
+            return
+        wall = (self._clock() - self._wall0).total_seconds()
+        mono = self._mono() - self._mono0
+        if step_observed(wall, mono):
+            self.clock_step = True
+            print("kexpr worker: clock_step_observed", file=sys.stderr, flush=True)
 
     def _retain_if_due(self, j: Journal) -> None:
         """Before a new attempt: retention, if a segment in memory has aged out."""
@@ -764,11 +868,16 @@ class Worker:
 
     def _retain(self, j: Journal) -> None:
         """Rule 7 (caller holds the lock): terminalize open attempts in expiring
-        segments ``claim_expired_canonical``, then remove those segments whole."""
+        segments ``claim_expired_canonical``, then remove those segments whole.
+        Never after a wall-clock step (spool.lifecycle rule 7)."""
+        self._observe_clock()
+        if self.clock_step:
+            return
         today = self._clock().date()
         for day in j.expired(today):
             for rec in j.open_in(day):
-                if self._phases.get(rec.attempt_id) is not Phase.OPEN:
+                held = self._held.get(rec.attempt_id)
+                if held is None or not (held.live and held.phase is Phase.OPEN):
                     self._expire(rec)
         removed, _ = j.remove_expired(today)
         self.counters.retired_segments += len(removed)
@@ -782,6 +891,23 @@ class Worker:
             self.journal_ok = False
         else:
             self._enter_quarantine("io_error")
+
+    # ---------------------------------------------------------------- litter
+
+    def _remember_litter(self, rid: str, mono: float) -> None:
+        with self._litter_lock:
+            self._litter.setdefault(rid, mono + RESPONSE_TTL.total_seconds())
+
+    def _remove_litter(self) -> None:
+        """Responses nobody collected within RESPONSE_TTL (spool.lifecycle
+        `Move.UNCOLLECTED`); a collected one is already gone."""
+        mono = self._mono()
+        with self._litter_lock:
+            due = [rid for rid, t in self._litter.items() if mono >= t]
+            for rid in due:
+                del self._litter[rid]
+        for rid in due:
+            _quiet(unlink_quiet, self.root.responses / f"{rid}.json")
 
     # ---------------------------------------------------------------- responses
 
@@ -803,18 +929,21 @@ class Worker:
             )
         )
 
-    def _publish_response(self, resp: SpoolResponse) -> None:
-        if resp.status is not ResponseStatus.ACCEPTED:
-            self.counters.canonical += 0  # counted at finalization
+    def _publish_response(self, resp: SpoolResponse, *, durable: bool = False) -> None:
+        """``durable``: an accepted response is its attempt's AWAITING_REPORT
+        (spool.lifecycle rule 3) and must survive a crash: fsynced, and removed
+        by the worker once the terminal row is durable. Any other answer is
+        only useful before its deadline (a torn one fails the shim's strict
+        parse): not fsynced, and removed as litter after RESPONSE_TTL if the
+        shim never collected it."""
+        if not durable:
+            self._remember_litter(resp.request_id, self._mono())
         try:
-            # Not fsynced (neither file nor directory): a response is only
-            # useful before its 4 s deadline, and after a crash the shim falls
-            # back to canonical anyway (a torn one fails its strict parse).
             publish(
                 self.root.tmp,
                 self.root.responses / f"{resp.request_id}.json",
                 resp.to_bytes(),
-                durable=False,
+                durable=durable,
             )
         except UnsafePath as e:
             # responses/ is not what it was: the shim times out canonical.
@@ -834,6 +963,7 @@ class Worker:
             "heartbeat_at_utc": format_ts(self._clock()),
             "journal": "verified" if self.journal_ok else "unverified",
             "quarantine": self.quarantine,
+            "clock_step_observed": self.clock_step,
             "unsafe": dict(sorted(c.unsafe.items())),
             "credential": "present" if self._client is not None else "absent",
             "counters": {
@@ -841,6 +971,8 @@ class Worker:
                 "calls": c.calls,
                 "accepted": c.accepted,
                 "in_flight": c.in_flight,
+                "clock_skew": c.clock_skew,
+                "lost_attempts": c.lost_attempts,
                 "already_attempted": c.already_attempted,
                 "expired_requests": c.expired_requests,
                 "invalid_requests": c.invalid_requests,
@@ -862,17 +994,6 @@ class Worker:
 
 class _Quarantined(Exception):
     """Internal: the worker is in quarantine (rule 6)."""
-
-
-_OUTCOMES: Final = {o.value: o for o in Outcome}
-
-
-def _legal(phase: Phase, outcome: Outcome, mode: Mode) -> bool:
-    try:
-        transition(phase, Event.REPORT, outcome, mode)
-    except IllegalTransition:
-        return False
-    return True
 
 
 def _quiet(fn: Callable[[Path], None], path: Path) -> None:

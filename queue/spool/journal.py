@@ -1140,14 +1140,18 @@ class Journal:
     def remove_expired(self, today: dt.date) -> tuple[list[str], list[str]]:
         """Remove whole expired segments whose attempts are all terminal.
 
-        Returns (removed, kept_open): a segment with an open attempt is kept; the
-        worker terminalizes that attempt first (``claim_expired_canonical``).
+        Returns (removed, kept): a segment with an open attempt is kept (the
+        worker terminalizes that attempt first, ``claim_expired_canonical``), and
+        so is the segment holding the newest row.
         Caller holds `locked()` and has loaded the journal.
         """
         removed: list[str] = []
         kept: list[str] = []
+        # The segment holding the newest row is never removed (spool.lifecycle
+        # rule 7): a wall clock that is wrong can never empty the journal.
+        newest = max(self._tails, default=None)
         for day in self.expired(today):
-            if self.open_in(day):
+            if self.open_in(day) or day == newest:
                 kept.append(day)
                 continue
             try:
@@ -1175,7 +1179,8 @@ class Journal:
         with self._mutex, self._locked_flock():
             self.index, self._tails = self._load_unlocked()
             expired = self.expired(today)
-            kept = [d for d in expired if self.open_in(d)]
+            newest = max(self._tails, default=None)
+            kept = [d for d in expired if self.open_in(d) or d == newest]
             if not apply:
                 return [d for d in expired if d not in kept], kept
             return self.remove_expired(today)

@@ -245,12 +245,18 @@ def held_inherited(
     kind: Inherited, deadline: dt.datetime, wall_now: dt.datetime, mono_now: float, grace: float
 ) -> Held | None:
     """A worker's knowledge of an inherited attempt, anchored now: an answered one
-    awaits its report until its deadline (bounded) + COMMIT_GRACE; a lost one
-    has no holder (it is expired at once)."""
+    awaits its report until its deadline + COMMIT_GRACE, read once from the wall
+    clock and bounded by MAX_WAIT + COMMIT_GRACE, then counted on the monotonic
+    clock; a lost one has no holder (it is expired at once)."""
     if kind is Inherited.LOST:
         return None
-    until = mono_now + remaining_budget(deadline, wall_now) + grace
-    return Held(Phase.AWAITING_REPORT, live=False, starter=None, until=until)
+    left = (deadline - wall_now).total_seconds() + grace
+    return Held(
+        Phase.AWAITING_REPORT,
+        live=False,
+        starter=None,
+        until=mono_now + min(max(left, 0.0), MAX_WAIT.total_seconds() + grace),
+    )
 
 
 def expiry_due(outcome: Outcome | None, held: Held | None, mono_now: float) -> bool:

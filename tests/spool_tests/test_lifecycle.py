@@ -113,11 +113,14 @@ def test_inherited_attempts_are_answered_or_lost_from_the_spool() -> None:
     assert lc.held_inherited(Inherited.LOST, T + 3 * S, T, 100.0, 600.0) is None
     held = lc.held_inherited(Inherited.ANSWERED, T + 3 * S, T, 100.0, 600.0)
     assert held == Held(Phase.AWAITING_REPORT, live=False, starter=None, until=703.0)
-    # A wall deadline an hour away is bounded by MAX_WAIT; one in the past counts 0.
+    # A wall deadline an hour away is bounded by MAX_WAIT + grace; one whose
+    # grace is over is due at once; one inside its grace keeps what is left.
     far = lc.held_inherited(Inherited.ANSWERED, T + 3600 * S, T, 100.0, 600.0)
     past = lc.held_inherited(Inherited.ANSWERED, T - 3600 * S, T, 100.0, 600.0)
+    inside = lc.held_inherited(Inherited.ANSWERED, T - 100 * S, T, 100.0, 600.0)
     assert far is not None and far.until == 704.0
-    assert past is not None and past.until == 700.0
+    assert past is not None and past.until == 100.0
+    assert inside is not None and inside.until == 600.0
 
 
 @pytest.mark.parametrize(
