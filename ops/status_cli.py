@@ -171,6 +171,15 @@ def _worker(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], boo
             }
             if isinstance(obj.get("unsafe"), Mapping)
             else {},
+            # Entry and scan faults (worker.daemon.Fault), enum keys only.
+            "faults": {
+                _enum(k): v for k, v in sorted((obj.get("faults") or {}).items()) if _int(v) is not None
+            }
+            if isinstance(obj.get("faults"), Mapping)
+            else {},
+            # Why new attempts are refused while the journal is fine (e.g.
+            # ``segment_full``), or None.
+            "refusing": None if obj.get("refusing") is None else _enum(obj.get("refusing")),
             "credential": _enum(obj.get("credential"), frozenset({"present", "absent"})),
             # spool.lifecycle rule 7: retention is off for this worker's life.
             "clock_step_observed": obj.get("clock_step_observed") is True,
@@ -271,6 +280,10 @@ def render(report: StatusReport) -> str:
         if f["quarantine"] is not None or f["unsafe"]:
             unsafe = "  ".join(f"{k} {v}" for k, v in f["unsafe"].items()) or "none"
             lines.append(f"quarantine  {f['quarantine'] or '-'}  unsafe paths: {unsafe}")
+        if f["refusing"] is not None:
+            lines.append(f"refusing    new attempts: {f['refusing']}")
+        if f["faults"]:
+            lines.append("faults      " + "  ".join(f"{k} {v}" for k, v in f["faults"].items()))
         counters = {k: v for k, v in f["counters"].items() if k != "by_outcome"}
         if counters:
             lines.append("counters    " + "  ".join(f"{k} {v}" for k, v in counters.items()))

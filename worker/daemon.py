@@ -28,12 +28,21 @@ Invariants (each one is a reason for a line below):
 7. Retention (`spool.journal` rule 7) runs at start-up, after every scan and
    before a new attempt: open attempts in an expiring segment are terminalized
    ``claim_expired_canonical`` first, then the whole segment is removed.
+8. One bad entry harms only itself (issue 14): an error while listing,
+   claiming, reading or answering one spool entry answers that entry canonical
+   (or leaves it untouched for the next scan) and is counted by `Fault` in
+   ``worker.status.json`` (``kexpr status`` shows it); every other request is
+   still served. EMFILE/ENFILE/ENOMEM (`RESOURCE_ERRNOS`) stop the scan and the
+   rescan timer retries it. The worker exits only for what a restart cannot fix
+   (`worker.exitcodes`: 71, 73, 74, 78), never with a traceback for a spool entry.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime as dt
+import enum
+import errno
 import json
 import os
 import secrets
@@ -125,6 +134,27 @@ RESCAN_INTERVAL_S: Final = 1.0
 # in reports/ for the next worker. At most this many rows per group.
 REPORT_GROUP_MAX: Final = 256
 POOL_SIZE: Final = 8
+# Running out of descriptors or memory (``ulimit -n``, a full file table, ENOMEM)
+# is the machine's state, not an entry's: the scan stops, nothing is dropped, and
+# the next scan (the rescan timer) tries again. Never an exit, never a traceback.
+RESOURCE_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+class Fault(enum.StrEnum):
+    """Why one spool entry, or one scan, failed (`Counters.faults`; enum only).
+    A fault harms only its own entry: that entry is answered canonical, or left
+    untouched for the next scan, and every other request is still served."""
+
+    LIST_FAILED = "list_failed"  # listing requests/ or claimed/ failed (this scan)
+    CLAIM_FAILED = "claim_failed"  # the claim rename of one request failed
+    READ_FAILED = "read_failed"  # reading one claimed request failed (not unsafe)
+    ENTRY_STUCK = "entry_stuck"  # a refused entry could not be removed; skipped
+    RESPOND_FAILED = "respond_failed"  # publishing one response failed
+    RESOURCE_EXHAUSTED = "resource_exhausted"  # EMFILE/ENFILE/ENOMEM: backed off
+    ENTRY_ERROR = "entry_error"  # any other OSError while handling one entry
+    APPEND_UNDONE = "append_undone"  # a failed append was undone (spool.journal)
+    SEGMENT_FULL = "segment_full"  # a new attempt refused: today's segment is full
+    WATCH_FAILED = "watch_failed"  # no inotify watch: the rescan timer alone
 
 
 # Provider -> journal, total over ProviderOutcome: the call's failure as a
@@ -170,12 +200,17 @@ class Counters:
     by_outcome: dict[str, int] = field(default_factory=dict)
     # Unsafe spool files by `spool.fsio.UnsafeReason` value (enum keys only).
     unsafe: dict[str, int] = field(default_factory=dict)
+    # Entry and scan faults by `Fault` value (enum keys only).
+    faults: dict[str, int] = field(default_factory=dict)
 
     def outcome(self, o: Outcome) -> None:
         self.by_outcome[o.value] = self.by_outcome.get(o.value, 0) + 1
 
     def unsafe_file(self, e: UnsafePath) -> None:
         self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
+
+    def fault(self, f: Fault) -> None:
+        self.faults[f.value] = self.faults.get(f.value, 0) + 1
 
 
 # What the kernel queues for the worker (SPEC §4 "waiting"): a file or directory
@@ -293,6 +328,10 @@ class Worker:
         self._litter_lock = threading.Lock()
         self._busy: set[str] = set()
         self._busy_lock = threading.Lock()
+        # Refused entries whose file could not be removed (e.g. a directory
+        # planted at ``claimed/<id>.json``): counted once, then skipped while
+        # they are still listed, so one stuck entry is not re-handled every scan.
+        self._stuck: set[tuple[str, str]] = set()
         self._wake = threading.Event()
         self._client: openai.OpenAI | None = None
         self._started_at = format_ts(clock())
@@ -398,7 +437,14 @@ class Worker:
 
     def _run_locked(self, stop: threading.Event) -> ExitCode:
         self.prepare()
-        watch = _InboxWatch((self.root.requests, self.root.reports), self._wake)
+        watch: _InboxWatch | None
+        try:
+            watch = _InboxWatch((self.root.requests, self.root.reports), self._wake)
+        except OSError:
+            # No inotify (EMFILE, the watch limit, an inbox already gone): the
+            # rescan timer alone finds every request, later but never lost.
+            self.counters.fault(Fault.WATCH_FAILED)
+            watch = None
         pool = cf.ThreadPoolExecutor(max_workers=POOL_SIZE, thread_name_prefix="kexpr-call")
         try:
             self._state = "ready"
@@ -429,7 +475,8 @@ class Worker:
             # Reports that arrived since the last tick are journaled now, not
             # left for the next worker (whose restart would expire their attempts).
             self._scan_reports()
-            watch.stop()
+            if watch is not None:
+                watch.stop()
             self._state = "stopped"
             self._write_status()
         return ExitCode.OK
@@ -440,15 +487,20 @@ class Worker:
         self._check_tree(walk=walk)
         try:
             # Orphans from a dead worker first (they are deduped like anything else).
-            for name in sorted(_json_names(self.root.claimed)):
+            claimed = self._live_names("claimed", _json_names(self.root.claimed))
+            for name in sorted(claimed):
                 self._dispatch(pool, name)
-            for name in sorted(_json_names(self.root.requests)):
-                if claim(self.root.requests / name, self.root.claimed / name):
-                    self.counters.claimed += 1
+            requests = self._live_names("requests", _json_names(self.root.requests))
+            for name in sorted(requests):
+                if self._claim(name):
                     self._dispatch(pool, name)
         except UnsafePath as e:
             # A spool directory itself is unsafe: nothing in it can be trusted.
             self._enter_quarantine(e.reason.value)
+        except (OSError, MemoryError) as e:
+            # The listing (or a resource) failed, not one entry: nothing is
+            # dropped; the next scan tries again (RESOURCE_ERRNOS: back off).
+            self.counters.fault(Fault.RESOURCE_EXHAUSTED if _resource(e) else Fault.LIST_FAILED)
         if reports:
             self._scan_reports()
 
@@ -460,6 +512,47 @@ class Worker:
         except OSError:
             self._enter_quarantine("io_error")
 
+    def _live_names(self, where: str, names: list[str]) -> list[str]:
+        """``names`` without the stuck entries of ``where``; a stuck entry that
+        is no longer listed is forgotten."""
+        listed = set(names)
+        with self._busy_lock:
+            self._stuck = {s for s in self._stuck if s[0] != where or s[1] in listed}
+            return [n for n in names if (where, n) not in self._stuck]
+
+    def _claim(self, name: str) -> bool:
+        """Claim one request (rename into ``claimed/``). An error of this entry
+        alone (``claimed/<id>.json`` is a directory: EISDIR; EIO on the rename)
+        answers it canonical and removes it; a resource error is raised to the
+        scan (back off); an unsafe directory is raised (quarantine)."""
+        src = self.root.requests / name
+        try:
+            won = claim(src, self.root.claimed / name)
+        except UnsafePath:
+            raise
+        except OSError as e:
+            if _resource(e):
+                raise
+            self.counters.fault(Fault.CLAIM_FAILED)
+            self._refuse_entry("requests", src)
+            return False
+        if won:
+            self.counters.claimed += 1
+        return won
+
+    def _refuse_entry(self, where: str, path: Path) -> None:
+        """Answer one entry canonical (``invalid_request``, no row, no call) and
+        remove its file; one that cannot be removed is skipped from now on."""
+        rid = path.name[: -len(".json")]
+        if _is_hex32(rid):
+            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+        try:
+            unlink_quiet(path)
+        except (OSError, UnsafePath):
+            self.counters.fault(Fault.ENTRY_STUCK)
+            with self._busy_lock:
+                self._stuck.add((where, path.name))
+
     def _dispatch(self, pool: cf.ThreadPoolExecutor, name: str) -> None:
         with self._busy_lock:
             if name in self._busy:
@@ -469,11 +562,21 @@ class Worker:
         def job() -> None:
             try:
                 self.handle_claimed(name)
+            except (OSError, MemoryError) as e:
+                # One entry's failure is its own: counted, never the worker's.
+                self.counters.fault(Fault.RESOURCE_EXHAUSTED if _resource(e) else Fault.ENTRY_ERROR)
             finally:
                 with self._busy_lock:
                     self._busy.discard(name)
 
-        pool.submit(job)
+        try:
+            pool.submit(job)
+        except RuntimeError:
+            # No thread could be started (ENOMEM, a thread limit): left in
+            # claimed/ for the next scan.
+            with self._busy_lock:
+                self._busy.discard(name)
+            self.counters.fault(Fault.RESOURCE_EXHAUSTED)
 
     # ----------------------------------------------------------------- requests
 
@@ -493,9 +596,18 @@ class Worker:
         except FileNotFoundError:
             return
         except (UnsafePath, MessageError, OSError, ValueError) as e:
+            if isinstance(e, OSError) and not isinstance(e, UnsafePath) and _resource(e):
+                # Out of descriptors or memory: untouched, the next scan retries.
+                self.counters.fault(Fault.RESOURCE_EXHAUSTED)
+                return
             # Canonical, zero calls, zero rows.
             self.counters.invalid_requests += 1
-            self._drop_file(path, e)
+            if isinstance(e, OSError) and not isinstance(e, UnsafePath):
+                self.counters.fault(Fault.READ_FAILED)
+            if not self._drop_file(path, e):
+                self.counters.fault(Fault.ENTRY_STUCK)
+                with self._busy_lock:
+                    self._stuck.add(("claimed", name))
             if _is_hex32(rid):
                 self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
             return
@@ -756,12 +868,12 @@ class Worker:
 
     # ------------------------------------------------------------------ reports
 
-    def _drop_file(self, path: Path, e: Exception) -> None:
+    def _drop_file(self, path: Path, e: Exception) -> bool:
         """A spool file that could not be read or parsed: removed; an unsafe one
-        is also counted by its reason (enum only)."""
+        is also counted by its reason (enum only). False if it is still there."""
         if isinstance(e, UnsafePath):
             self.counters.unsafe_file(e)
-        _quiet(unlink_quiet, path)
+        return _quiet(unlink_quiet, path)
 
     def _handle_reports(self, names: list[str]) -> None:
         """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
@@ -949,7 +1061,8 @@ class Worker:
             # responses/ is not what it was: the shim times out canonical.
             self._enter_quarantine(e.reason.value)
         except OSError:
-            pass  # FileExistsError included: the shim falls back to canonical
+            # FileExistsError included: the shim falls back to canonical.
+            self.counters.fault(Fault.RESPOND_FAILED)
 
     # ------------------------------------------------------------------- status
 
@@ -965,6 +1078,7 @@ class Worker:
             "quarantine": self.quarantine,
             "clock_step_observed": self.clock_step,
             "unsafe": dict(sorted(c.unsafe.items())),
+            "faults": dict(sorted(c.faults.items())),
             "credential": "present" if self._client is not None else "absent",
             "counters": {
                 "claimed": c.claimed,
@@ -996,13 +1110,21 @@ class _Quarantined(Exception):
     """Internal: the worker is in quarantine (rule 6)."""
 
 
-def _quiet(fn: Callable[[Path], None], path: Path) -> None:
+def _quiet(fn: Callable[[Path], None], path: Path) -> bool:
     """Best-effort removal of a refused file; an unsafe directory is caught by
-    the tree check before the next scan."""
+    the tree check before the next scan. False if it failed."""
     try:
         fn(path)
     except (OSError, UnsafePath):
-        pass
+        return False
+    return True
+
+
+def _resource(e: BaseException) -> bool:
+    """Out of descriptors or memory (RESOURCE_ERRNOS, MemoryError)."""
+    return isinstance(e, MemoryError) or (
+        isinstance(e, OSError) and e.errno in RESOURCE_ERRNOS
+    )
 
 
 def _json_names(d: Path) -> list[str]:

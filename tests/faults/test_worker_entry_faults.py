@@ -1,0 +1,283 @@
+"""Issue 14 item 2: one bad spool entry harms only itself.
+
+An error while listing, claiming, reading or answering one entry leaves that
+entry canonical (or untouched) and is counted (`worker.daemon.Fault`, shown by
+``kexpr status``); EMFILE/ENFILE/ENOMEM make the scan back off and retry; the
+worker never exits with a traceback for them. In process with the provider seam
+(like tests/worker_tests/test_daemon.py), and once as real processes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import errno
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import start_supervised_worker
+from fakeapi import FakeOpenAI
+from spool.fsio import publish
+from spool.layout import DataRoot
+from spool.messages import ResponseOutcome, ResponseStatus
+from worker_tests.test_daemon import (
+    Clock,
+    Provider,
+    make_worker,
+    outcomes,
+    response,
+    rid,
+    submit,
+)
+
+from worker import daemon
+from worker.daemon import Worker
+
+
+@pytest.fixture
+def provider() -> Provider:
+    return Provider()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> DataRoot:
+    r = DataRoot(tmp_path / "root")
+    r.ensure()
+    return r
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
+
+
+@pytest.fixture
+def pool() -> Iterator[cf.ThreadPoolExecutor]:
+    p = cf.ThreadPoolExecutor(max_workers=2)
+    yield p
+    p.shutdown(wait=True)
+
+
+def _as_request(root: DataRoot, name: str) -> None:
+    """Move a claimed request back to requests/, as a shim would have left it."""
+    os.rename(root.claimed / name, root.requests / name)
+
+
+def _scan(w: Worker, pool: cf.ThreadPoolExecutor) -> None:
+    w._scan(pool)
+    # Wait for the jobs the scan dispatched.
+    pool.submit(lambda: None).result()
+    while w._busy:
+        time.sleep(0.01)
+
+
+def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
+    root, provider, env, pool
+) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    bad = submit(root, clock, akey="b" * 64, rid=rid(1))
+    _as_request(root, f"{bad}.json")
+    good = submit(root, clock, akey="c" * 64, rid=rid(2))
+    _as_request(root, f"{good}.json")
+    # Planted by a process with the gateway's UID: a directory where the claim goes.
+    os.mkdir(root.claimed / f"{bad}.json", 0o700)
+    _scan(w, pool)  # the old code: IsADirectoryError out of _scan (the worker died)
+    r = response(root, bad)
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+    assert response(root, good).status is ResponseStatus.ACCEPTED
+    assert len(provider.calls) == 1 and provider.calls[0]["artifact_key"] == "c" * 64
+    assert w.counters.faults.get("claim_failed") == 1
+    assert not (root.requests / f"{bad}.json").exists()
+    # The planted directory is counted once, then skipped while it stays.
+    before = dict(w.counters.faults), dict(w.counters.unsafe)
+    _scan(w, pool)
+    _scan(w, pool)
+    assert (dict(w.counters.faults), dict(w.counters.unsafe)) == before
+    assert w.quarantine is None and w.journal_ok
+
+
+def test_eio_on_one_claim_rename_answers_that_request_canonical(
+    root, provider, env, pool, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    bad = submit(root, clock, akey="b" * 64, rid=rid(1))
+    _as_request(root, f"{bad}.json")
+    good = submit(root, clock, akey="c" * 64, rid=rid(2))
+    _as_request(root, f"{good}.json")
+    real_claim = daemon.claim
+
+    def failing_claim(src: Path, dst: Path) -> bool:
+        if src.name == f"{bad}.json":
+            raise OSError(errno.EIO, "injected")
+        return real_claim(src, dst)
+
+    monkeypatch.setattr(daemon, "claim", failing_claim)
+    _scan(w, pool)
+    r = response(root, bad)
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+    assert response(root, good).status is ResponseStatus.ACCEPTED
+    assert w.counters.faults == {"claim_failed": 1}
+    assert outcomes(root) == [None]  # only the good one started an attempt
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE, errno.ENOMEM])
+def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
+    root, provider, env, pool, monkeypatch, code
+) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    good = submit(root, clock, rid=rid(2))
+    _as_request(root, f"{good}.json")
+    real = daemon.list_dir
+    failures = [OSError(code, "injected")]
+
+    def listing(d: Path) -> list[str]:
+        if failures:
+            raise failures.pop()
+        return real(d)
+
+    monkeypatch.setattr(daemon, "list_dir", listing)
+    _scan(w, pool)  # the old code: the OSError escaped _scan
+    assert w.counters.faults == {"resource_exhausted": 1}
+    assert (root.requests / f"{good}.json").exists()  # untouched, not dropped
+    assert not (root.responses / f"{good}.json").exists()
+    _scan(w, pool)
+    assert response(root, good).status is ResponseStatus.ACCEPTED
+    assert w.quarantine is None
+
+
+def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
+    root, provider, env, pool, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    good = submit(root, clock, rid=rid(2))
+    real = daemon.read_private_identified
+    failures = [OSError(errno.EMFILE, "injected")]
+
+    def reading(path: Path, **kw: object):  # type: ignore[no-untyped-def]
+        if failures:
+            raise failures.pop()
+        return real(path, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(daemon, "read_private_identified", reading)
+    _scan(w, pool)  # the old code: answered invalid_request and dropped the request
+    assert not (root.responses / f"{good}.json").exists()
+    assert (root.claimed / f"{good}.json").exists()
+    assert w.counters.invalid_requests == 0 and w.counters.faults == {"resource_exhausted": 1}
+    _scan(w, pool)
+    assert response(root, good).status is ResponseStatus.ACCEPTED
+
+
+def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    rid1 = submit(root, clock, rid=rid(1))
+    publish(root.tmp, root.responses / f"{rid1}.json", b"planted")
+    w.handle_claimed(f"{rid1}.json")
+    assert w.counters.faults == {"respond_failed": 1}
+
+
+def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(
+    root, provider, env, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    clock = Clock()
+    w = make_worker(root, provider, clock, env, rescan_interval_s=0.05)
+
+    def no_watch(*a: object) -> None:
+        raise OSError(errno.EMFILE, "injected")
+
+    monkeypatch.setattr(daemon, "_InboxWatch", no_watch)
+    monkeypatch.setattr(Worker, "prepare", lambda self: None)
+    good = submit(root, clock, rid=rid(2))
+    _as_request(root, f"{good}.json")
+    stop = threading.Event()
+    t = threading.Thread(target=lambda: w._run_locked(stop))
+    t.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not (root.responses / f"{good}.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        t.join(20)
+    assert response(root, good).status is ResponseStatus.ACCEPTED
+    assert w.counters.faults.get("watch_failed") == 1
+
+
+# ------------------------------------------------------------- real processes
+
+
+def _request_bytes(akey: str, rid_: str) -> bytes:
+    import datetime as dt
+
+    from spool.contract import Capsule, slot_policy
+    from spool.journal import format_ts
+    from spool.messages import SPOOL_VERSION, SpoolRequest
+
+    now = dt.datetime.now(dt.UTC)
+    return SpoolRequest(
+        spool_version=SPOOL_VERSION,
+        request_id=rid_,
+        submitted_at_utc=format_ts(now),
+        deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
+        mode="shadow",
+        capsule=Capsule(
+            schema_version="korean-expression-v4",
+            surface="daily.v1",
+            artifact_key=akey,
+            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        ),
+    ).to_bytes()
+
+
+def _wait_file(p: Path, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if p.exists():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.e2e
+def test_a_planted_claim_directory_does_not_crash_loop_the_real_worker(
+    data_root: Path, fake_api: FakeOpenAI
+) -> None:
+    w = start_supervised_worker(data_root, fake_api)
+    try:
+        root = w.root
+        pid = json.loads(root.status_file.read_bytes())["pid"]
+        os.mkdir(root.claimed / f"{rid(1)}.json", 0o700)
+        publish(root.tmp, root.requests / f"{rid(1)}.json", _request_bytes("b" * 64, rid(1)))
+        assert _wait_file(root.responses / f"{rid(1)}.json")
+        publish(root.tmp, root.requests / f"{rid(2)}.json", _request_bytes("c" * 64, rid(2)))
+        assert _wait_file(root.responses / f"{rid(2)}.json")
+        got = json.loads((root.responses / f"{rid(2)}.json").read_bytes())
+        assert got["status"] == "accepted"
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            status = json.loads(root.status_file.read_bytes())
+            if status.get("faults", {}).get("claim_failed") == 1:
+                break
+            time.sleep(0.05)
+        # The same worker process served both: no crash, no restart.
+        assert status["pid"] == pid and status["state"] == "ready"
+        assert status["faults"]["claim_failed"] == 1 and status["quarantine"] is None
+        shown = subprocess.run(
+            [sys.executable, "-m", "ops.cli", "status", "--data-root", str(data_root)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert "claim_failed 1" in shown.stdout
+    finally:
+        w.stop()
