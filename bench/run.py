@@ -65,16 +65,17 @@ from spool.journal import (  # noqa: E402
 )
 from spool.layout import DataRoot  # noqa: E402
 
-FACTS = [
-    ("체중", "72.4kg"),
-    ("식단", "2,150kcal"),
-    ("단백질", "138g"),
-    ("수분", "2.1L"),
-    ("운동", "스쿼트 5세트"),
-    ("수면", "6시간 40분"),
-    ("컨디션", "보통"),
-]
-BODY = format_daily(title="벤치마크 체크인", facts=FACTS, actions=["물 마시기", "스트레칭"])
+# A host-shaped daily body (docs/host-formats.md, HOST-FORMATS D4's shape).
+BODY = format_daily(
+    weight="72.4kg",
+    intake="2,150kcal",
+    macros="탄수화물 260g · 단백질 138g · 지방 70g",
+    training="스쿼트 5세트 · RPE 7",
+    sleep="6.7시간 · 수면 질 4/5",
+    condition="3/5",
+    digestion="정상",
+    water="2.1L",
+)
 DAILY = DailyFacts(complete=True)
 KEY = "sk-bench"
 

@@ -23,28 +23,29 @@ from gateway_shim.coordinator import (
     binding_digest,
     revalidate,
 )
-from gateway_shim.surfaces.card import AdaptiveBinding, CardOrigin, card_payload
+from gateway_shim.operator_glossary import DualGlossary, GlossaryError, load_operator_glossary
+from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
+from gateway_shim.surfaces.card import DUAL_SURFACE, PHYSIQUE_SURFACE, CardOrigin, card_payload
 from gateway_shim.surfaces.daily import DailyFacts, format_daily
-from gateway_shim.surfaces.dual import DualDecision, DualFacts, DualReason, format_dual_card
-from gateway_shim.surfaces.physique import format_physique_card
+from gateway_shim.surfaces.dual import format_dual_body
 from gateway_shim.surfaces.weekly import (
-    WeeklyFacts,
     WeeklyInterpretation,
+    WeeklyJudgment,
     WeeklyRationale,
     format_weekly,
 )
 
 __all__ = [
     "ADAPTIVE_UNKNOWN_SURFACE",
-    "AdaptiveBinding",
+    "DUAL_SURFACE",
+    "PHYSIQUE_SURFACE",
     "CandidateOutcome",
     "CandidateStatus",
     "CardOrigin",
     "ConfigDiagnostic",
     "DailyFacts",
-    "DualDecision",
-    "DualFacts",
-    "DualReason",
+    "DualGlossary",
+    "GlossaryError",
     "HostOutcome",
     "KoreanExpressionConfig",
     "KoreanExpressionCoordinator",
@@ -52,15 +53,17 @@ __all__ = [
     "PresentationCandidate",
     "RevalidationError",
     "RevalidationReason",
-    "WeeklyFacts",
     "WeeklyInterpretation",
+    "WeeklyJudgment",
     "WeeklyRationale",
     "binding_digest",
     "card_payload",
     "exact_block",
     "format_daily",
-    "format_dual_card",
-    "format_physique_card",
+    "format_dual_body",
     "format_weekly",
+    "load_operator_glossary",
+    "parse_adaptive",
+    "presented_host_text",
     "revalidate",
 ]

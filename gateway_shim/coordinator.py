@@ -37,7 +37,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -68,17 +68,18 @@ from watchdog.observers.api import BaseObserver
 
 from gateway_shim.config import KoreanExpressionConfig, Mode
 from gateway_shim.identity import artifact_key, load_or_create_key, new_request_id
-from gateway_shim.surfaces import CanonicalSurface, Ineligible, RenderedBody, RenderError
-from gateway_shim.surfaces.adaptive import parse_adaptive
-from gateway_shim.surfaces.card import (
-    DUAL_SURFACE,
-    AdaptiveBinding,
-    adaptive_surface_of,
-    read_card,
+from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
+from gateway_shim.surfaces import (
+    CanonicalSurface,
+    Ineligible,
+    IneligibleReason,
+    RenderedBody,
+    RenderError,
 )
+from gateway_shim.surfaces.adaptive import adaptive_card, parse_adaptive
+from gateway_shim.surfaces.card import ADAPTIVE_SURFACES, DUAL_SURFACE, CardOrigin
 from gateway_shim.surfaces.daily import DailyFacts, parse_daily
-from gateway_shim.surfaces.dual import DualFacts
-from gateway_shim.surfaces.weekly import WeeklyFacts, parse_weekly
+from gateway_shim.surfaces.weekly import parse_weekly
 from gateway_shim.telemetry import Telemetry, TelemetrySink
 
 WAIT: Final = dt.timedelta(seconds=4)
@@ -199,29 +200,64 @@ def _artifact_binding(surface_version: str, body: str, key_fields: tuple[str, ..
 # --- the host integration contract (SPEC §8), pure -----------------------------------
 
 
-def binding_digest(canonical_payload: Mapping[str, object], binding: AdaptiveBinding) -> str:
+def _pins(authority_pins: tuple[str, ...]) -> list[str]:
+    if not isinstance(authority_pins, tuple) or not all(
+        isinstance(pin, str) for pin in authority_pins
+    ):
+        raise TypeError("authority_pins must be a tuple of str")
+    return list(authority_pins)
+
+
+def binding_digest(
+    canonical_payload: Mapping[str, object],
+    *,
+    callback_data: str,
+    origin: CardOrigin = CardOrigin.FRESH,
+    surface: str | None = None,
+    authority_pins: tuple[str, ...] = (),
+) -> str:
     """SHA-256 over canonical JSON of what an adaptive presentation is bound to.
 
-    The fresh callback/session action, session, proposal digest, revision, card
-    kind, origin provenance (message id and origin), the host's authority pins,
-    and the enveloped canonical payload: status, text, buttons and envelope
-    (which carries the source schema version). Internal: never persisted, sent,
-    journaled or emitted (plan "Adaptive validation and persistence are one
-    locked service operation").
+    The pressed button's ``callback_data`` (its session and action), the origin,
+    the surface (the deployed profile's, or the one the body's grammar names),
+    the host's authority pins (owner, config, registry, consent, activation,
+    source, epoch..., as opaque strings it rebuilds from its reloaded session),
+    and the whole payload: status, customer key, proposal digest, revision,
+    text, envelope and buttons. Internal: never persisted, sent, journaled or
+    emitted (plan "Adaptive validation and persistence are one locked service
+    operation").
 
-    Raises ``Ineligible`` (``PAYLOAD_MALFORMED``/``UNKNOWN_SCHEMA``/...) when the
-    payload is not a well-formed v1 card payload; ``TypeError`` for a binding of
-    the wrong type.
+    Raises ``Ineligible`` when the payload is not an eligible fresh card (see
+    `gateway_shim.surfaces.card`), ``TypeError`` for malformed pins.
     """
-    if not isinstance(binding, AdaptiveBinding):
-        raise TypeError("binding must be an AdaptiveBinding")
-    card = read_card(canonical_payload)
+    pins = _pins(authority_pins)
+    card, resolved = adaptive_card(
+        canonical_payload, callback_data=callback_data, origin=origin, surface=surface
+    )
     return _digest(
         {
             "version": BINDING_DIGEST_VERSION,
-            "binding": binding.to_json_object(),
-            "payload": card.to_json_object(),
-            "source_schema_version": card.envelope.schema_version,
+            "callback_data": callback_data,
+            "origin": origin.value,
+            "surface": resolved,
+            "authority_pins": pins,
+            "payload": {
+                "status": "card",
+                "customer_key": card.customer_key,
+                "proposal_digest": card.proposal_digest,
+                "revision": card.revision,
+                "text": card.text,
+                "envelope": {
+                    "marker": card.envelope.marker,
+                    "customer_label": card.envelope.customer_label,
+                    "kst_day": card.envelope.kst_day,
+                    "revision": card.envelope.revision,
+                    "state": card.envelope.state,
+                },
+                "buttons": [
+                    {"label": b.label, "callback_data": b.callback_data} for b in card.buttons
+                ],
+            },
         }
     )
 
@@ -249,39 +285,57 @@ class RevalidationError(Exception):
 def revalidate(
     candidate: PresentationCandidate,
     canonical_payload: Mapping[str, object],
-    binding: AdaptiveBinding,
-    facts: DualFacts | None = None,
+    *,
+    callback_data: str,
+    origin: CardOrigin = CardOrigin.FRESH,
+    surface: str | None = None,
+    authority_pins: tuple[str, ...] = (),
+    glossary: DualGlossary | None = None,
 ) -> dict[str, object]:
     """Re-prove an adaptive candidate against the host's CURRENT state. Pure.
 
     For the host to call while holding its own service locks, right before it
     persists the pending card (plan "Adaptive validation ...", steps 2 and 3):
 
-    1. re-parse ``canonical_payload`` with the versioned adapter, against the
-       ``binding`` the host rebuilt from its reloaded session (fresh card, same
-       session/proposal/revision/kind);
-    2. recompute `binding_digest` and require equality with the candidate's;
+    1. re-parse ``canonical_payload`` with the versioned adapter (fresh card,
+       the pressed ``callback_data``, the deployed ``surface``, the dual
+       ``glossary`` in force: pass `KoreanExpressionCoordinator.dual_glossary()`;
+       ``None`` is the shipped public texts);
+    2. recompute `binding_digest` (with the host's reloaded ``authority_pins``)
+       and require equality with the candidate's;
     3. re-run slot and render validation: a selected body must re-render from
        its own strict-parsed composition, byte for byte with the same locked
        spans; a canonical body must be the surface's canonical body (or, for a
        ``disabled`` candidate, the payload text unchanged).
 
     Returns the payload to persist: a deep copy of ``canonical_payload`` with
-    only ``text`` replaced by the candidate's body, so status, buttons and
-    envelope are identical. Raises `RevalidationError` otherwise. (The artifact
-    key is not recomputed: that needs ``identity.key``; the digest binds the
-    same inputs and more.)
+    only ``text`` replaced by the candidate's body, so status, customer key,
+    proposal digest, revision, buttons and envelope are identical. Raises
+    `RevalidationError` otherwise. (The artifact key is not recomputed: that
+    needs ``identity.key``; the digest binds the same inputs and more.)
     """
     if not isinstance(candidate, PresentationCandidate):
         raise RevalidationError(RevalidationReason.NOT_A_CANDIDATE)
     if not candidate.publication_permitted:
         raise RevalidationError(RevalidationReason.NOT_PUBLISHABLE)
     try:
-        surface = parse_adaptive(canonical_payload, binding, facts)
-        digest = binding_digest(canonical_payload, binding)
+        parsed = parse_adaptive(
+            canonical_payload,
+            callback_data=callback_data,
+            origin=origin,
+            surface=surface,
+            glossary=glossary,
+        )
+        digest = binding_digest(
+            canonical_payload,
+            callback_data=callback_data,
+            origin=origin,
+            surface=surface,
+            authority_pins=authority_pins,
+        )
     except (Ineligible, TypeError) as e:
         raise RevalidationError(RevalidationReason.INELIGIBLE) from e
-    if candidate.surface_version != surface.surface:
+    if candidate.surface_version != parsed.surface:
         raise RevalidationError(RevalidationReason.SURFACE_MISMATCH)
     if candidate.binding_digest != digest:
         raise RevalidationError(RevalidationReason.BINDING_MISMATCH)
@@ -289,7 +343,7 @@ def revalidate(
         if candidate.outcome is not CandidateOutcome.ACCEPTED:
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
         try:
-            rendered = surface.render(dict(candidate.generated))
+            rendered = parsed.render(dict(candidate.generated))
         except RenderError as e:
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH) from e
         if (rendered.body, rendered.locked_spans_utf16) != (
@@ -302,7 +356,7 @@ def revalidate(
         # or, when the feature was off for this card, the source text untouched.
         source_text = canonical_payload.get("text")
         disabled = candidate.outcome is CandidateOutcome.DISABLED
-        if candidate.body != surface.canonical().body and not (
+        if candidate.body != parsed.canonical().body and not (
             disabled and candidate.body == source_text
         ):
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
@@ -373,9 +427,17 @@ class KoreanExpressionCoordinator:
     # ------------------------------------------------------------------ public
 
     def present_daily(
-        self, canonical_body: str, *, facts: DailyFacts, finalized_event_id: str
+        self,
+        canonical_body: str,
+        *,
+        finalized_event_id: str,
+        facts: DailyFacts | None = None,
     ) -> PresentationCandidate:
-        """Daily check-in summary (``daily.v1``); artifact = (surface, finalized event)."""
+        """Daily check-in reply (``daily.v1``); artifact = (surface, finalized event).
+
+        ``facts``: the host's typed completeness, if it has one (a disagreement
+        with the seven rendered facts makes the body ineligible).
+        """
         return self._present(
             "daily.v1",
             canonical_body,
@@ -384,7 +446,11 @@ class KoreanExpressionCoordinator:
         )
 
     async def apresent_daily(
-        self, canonical_body: str, *, facts: DailyFacts, finalized_event_id: str
+        self,
+        canonical_body: str,
+        *,
+        finalized_event_id: str,
+        facts: DailyFacts | None = None,
     ) -> PresentationCandidate:
         """`present_daily` for asyncio hosts: the wait runs off the event loop."""
         return await asyncio.to_thread(
@@ -398,13 +464,15 @@ class KoreanExpressionCoordinator:
         self,
         canonical_body: str,
         *,
-        facts: WeeklyFacts,
+        explicit_fields: Collection[str],
         schedule_key: str,
         kind: str,
         kst_day: str,
     ) -> PresentationCandidate:
         """Weekly report (``weekly.v1``); artifact = (surface, schedule_key, kind, kst_day).
 
+        ``explicit_fields``: the names of the fields present in the summary the
+        host rendered from (an explicit prose field makes the body ineligible).
         Call it BEFORE the scheduled-delivery reservation, never after: the host
         reserves the candidate's body and a restart sends that pinned body
         without presenting again (plan "Weekly pin-before-send and restart").
@@ -412,7 +480,7 @@ class KoreanExpressionCoordinator:
         return self._present(
             "weekly.v1",
             canonical_body,
-            lambda: parse_weekly(canonical_body, facts),
+            lambda: parse_weekly(canonical_body, explicit_fields=explicit_fields),
             (schedule_key, kind, kst_day),
         )
 
@@ -420,7 +488,7 @@ class KoreanExpressionCoordinator:
         self,
         canonical_body: str,
         *,
-        facts: WeeklyFacts,
+        explicit_fields: Collection[str],
         schedule_key: str,
         kind: str,
         kst_day: str,
@@ -429,7 +497,7 @@ class KoreanExpressionCoordinator:
         return await asyncio.to_thread(
             self.present_weekly,
             canonical_body,
-            facts=facts,
+            explicit_fields=explicit_fields,
             schedule_key=schedule_key,
             kind=kind,
             kst_day=kst_day,
@@ -439,39 +507,63 @@ class KoreanExpressionCoordinator:
         self,
         canonical_payload: Mapping[str, object],
         *,
-        binding: AdaptiveBinding,
-        facts: DualFacts | None = None,
+        callback_data: str,
+        origin: CardOrigin = CardOrigin.FRESH,
+        surface: str | None = None,
+        authority_pins: tuple[str, ...] = (),
     ) -> PresentationCandidate:
-        """Adaptive operator card (either schema, read from the payload's envelope).
+        """Adaptive operator card: the host's payload for the pressed button.
 
-        Artifact = (surface version, session_id, proposal_digest, revision, card
-        kind), from ``binding``. ``facts``: `DualFacts` for a dualcoachtest card,
-        ``None`` for a physique card. The candidate's ``body`` is the card TEXT
-        (for a physique card presented with the feature on, its canonical
-        projection); the host persists it only through `revalidate`, which
-        returns the payload with only ``text`` replaced. A payload that is not
-        a fresh, eligible card is canonical with zero files written.
+        ``callback_data``: the pressed button's (``an1:<session>:<action>``);
+        ``origin``: ``RECOVERY`` for a republished ``card_payload`` (canonical,
+        no call); ``surface``: the deployed profile's card surface
+        (``DUAL_SURFACE`` / ``PHYSIQUE_SURFACE``), or None to let the body's
+        grammar decide. Artifact = (surface version, session_id from the
+        callback, proposal_digest, revision, card kind = the surface). The
+        candidate's ``body`` is the card TEXT (for a physique card presented
+        with the feature on, its canonical projection); the host persists it
+        only through `revalidate`, which returns the payload with only ``text``
+        replaced. A payload that is not a fresh, eligible card is canonical with
+        zero files written. A dual card is read with `dual_glossary()`.
         """
-        surface_version = adaptive_surface_of(canonical_payload) or ADAPTIVE_UNKNOWN_SURFACE
         text = canonical_payload.get("text") if isinstance(canonical_payload, Mapping) else None
+        label = surface if surface in ADAPTIVE_SURFACES else ADAPTIVE_UNKNOWN_SURFACE
+        key_fields: tuple[str, ...] = ()
         try:
-            digest = binding_digest(canonical_payload, binding)
+            card, resolved = adaptive_card(
+                canonical_payload, callback_data=callback_data, origin=origin, surface=surface
+            )
+            label = resolved
+            key_fields = (card.session_id, card.proposal_digest, str(card.revision), resolved)
+            digest = binding_digest(
+                canonical_payload,
+                callback_data=callback_data,
+                origin=origin,
+                surface=surface,
+                authority_pins=authority_pins,
+            )
         except (Ineligible, TypeError):
-            # Unreadable payload or binding: ineligible below; a digest that no
+            # Unreadable or ineligible: ineligible below; a digest that no
             # revalidation can ever match.
             digest = _digest({"version": BINDING_DIGEST_VERSION, "unreadable": True})
-        return self._present(
-            surface_version,
-            text if isinstance(text, str) else "",
-            lambda: parse_adaptive(canonical_payload, binding, facts),
-            (
-                binding.session_id,
-                binding.proposal_digest,
-                str(binding.revision),
-                binding.card_kind,
+
+        def parse() -> CanonicalSurface:
+            glossary: DualGlossary | None = None
+            if label == DUAL_SURFACE:
+                glossary = self.dual_glossary_or_ineligible()
+            return parse_adaptive(
+                canonical_payload,
+                callback_data=callback_data,
+                origin=origin,
+                surface=surface,
+                glossary=glossary,
             )
-            if isinstance(binding, AdaptiveBinding)
-            else (),
+
+        return self._present(
+            label,
+            text if isinstance(text, str) else "",
+            parse,
+            key_fields,
             binding=digest,
             # Both schemas share the `adaptive_operator` switch (config.SURFACE_SWITCH).
             enabled=self.config.enabled_for(DUAL_SURFACE),
@@ -481,13 +573,32 @@ class KoreanExpressionCoordinator:
         self,
         canonical_payload: Mapping[str, object],
         *,
-        binding: AdaptiveBinding,
-        facts: DualFacts | None = None,
+        callback_data: str,
+        origin: CardOrigin = CardOrigin.FRESH,
+        surface: str | None = None,
+        authority_pins: tuple[str, ...] = (),
     ) -> PresentationCandidate:
         """`present_adaptive` for asyncio hosts: the wait runs off the event loop."""
         return await asyncio.to_thread(
-            self.present_adaptive, canonical_payload, binding=binding, facts=facts
+            self.present_adaptive,
+            canonical_payload,
+            callback_data=callback_data,
+            origin=origin,
+            surface=surface,
+            authority_pins=authority_pins,
         )
+
+    def dual_glossary(self) -> DualGlossary:
+        """The dual glossary in force: ``<data root>/operator-glossary.json`` plus the
+        shipped texts, or the shipped texts alone when the file is absent. Raises
+        `GlossaryError` for a file that is present but invalid. Read, never written."""
+        return glossary_for_data_root(self.root.root)
+
+    def dual_glossary_or_ineligible(self) -> DualGlossary:
+        try:
+            return self.dual_glossary()
+        except GlossaryError as e:
+            raise Ineligible(IneligibleReason.GLOSSARY_INVALID) from e
 
     def report(self, candidate: PresentationCandidate, outcome: HostOutcome | str) -> None:
         """The host's result for an enabled-mode selected candidate (SPEC §4).

@@ -394,6 +394,8 @@ _TOP_LEVEL: Final = frozenset(
         "quarantine",
         "worker.status.json",
         SUPERVISOR_STATUS_NAME,
+        # The operator's dual glossary (gateway_shim.operator_glossary), optional.
+        "operator-glossary.json",
     }
 )
 _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})

@@ -116,117 +116,84 @@ def _samples() -> list[Sample]:
     weekly, a dualcoachtest card with two review reasons, a physique card.
     Artifact inputs carry a fresh run token so each run is a new artifact."""
     from gateway_shim import (
-        AdaptiveBinding,
+        DUAL_SURFACE,
+        PHYSIQUE_SURFACE,
         DailyFacts,
-        DualDecision,
-        DualFacts,
-        DualReason,
-        WeeklyFacts,
         WeeklyInterpretation,
-        WeeklyRationale,
+        WeeklyJudgment,
         card_payload,
         format_daily,
-        format_dual_card,
-        format_physique_card,
+        format_dual_body,
         format_weekly,
     )
+    from gateway_shim.surfaces.card import expected_buttons
 
     run = secrets.token_hex(4)
+    # Daily and weekly bodies exactly as the real host renders them
+    # (docs/host-formats.md): fixed title, labels, status and actions.
     complete = format_daily(
-        title="오늘의 체크인 기록 · 데모 고객",
-        facts=[
-            ("체중", "72.4kg"),
-            ("식단", "3끼 기록"),
-            ("단백질", "140g"),
-            ("수분", "2.0L"),
-            ("운동", "상체 45분"),
-            ("수면", "7시간"),
-            ("컨디션", "보통"),
-        ],
-        actions=["저녁 식사 사진 올리기", "취침 전 체중 기록하기"],
+        weight="72.4kg",
+        intake="2,150kcal",
+        macros="탄수화물 260g · 단백질 140g · 지방 70g",
+        training="상체 45분 · RPE 7",
+        sleep="7시간 · 수면 질 4/5",
+        condition="3/5",
+        digestion="정상",
+        water="2L",
     )
     partial = format_daily(
-        title="오늘의 체크인 기록 · 데모 고객",
-        facts=[
-            ("체중", "72.1kg"),
-            ("식단", "미기록"),
-            ("단백질", "120g"),
-            ("수분", "미기록"),
-            ("운동", "하체 50분"),
-            ("수면", "6시간"),
-            ("컨디션", "피곤함"),
-        ],
-        actions=["남은 식사 기록하기"],
+        weight="72.1kg",
+        intake="기록 없음",
+        macros="탄수화물·단백질·지방: 기록 없음",
+        training="하체 50분",
+        sleep="6시간",
+        condition="2/5",
+        digestion="기록 없음",
     )
-    interpretation, rationale = WeeklyInterpretation.IN_GOAL, WeeklyRationale.KEEP_BASELINE
-    weekly_facts = WeeklyFacts(interpretation=interpretation, rationale=rationale)
     weekly = format_weekly(
-        title="주간 리포트 · 데모 고객",
-        facts=[
-            ("기간", "11월 24일 ~ 11월 30일"),
-            ("평균 체중", "72.4kg"),
-            ("체중 변화", "+0.3kg"),
-            ("목표 범위", "주당 +0.2~0.4kg"),
-            ("주간 변화율", "+0.4%"),
-            ("기록률", "6/7일"),
-            ("판단", "현재 계획 유지"),
-        ],
-        interpretation=interpretation,
-        rationale=rationale,
-        actions=["매일 아침 체중 기록하기"],
+        recent="72.40kg",
+        prior="72.10kg",
+        change="+0.42%",
+        rate="85.71%",
+        goal_range="+0.10~+0.50%",
+        interpretation=WeeklyInterpretation.IN_GOAL,
+        judgment=WeeklyJudgment.KEEP,
     )
-    dual_facts = DualFacts(
-        decision=DualDecision.ADJUST_PLAN,
-        reasons=(DualReason.RECORDS_INSUFFICIENT, DualReason.INTAKE_BELOW_PLAN),
-    )
-    buttons = [[("승인", f"demo:{run}:approve"), ("보류", f"demo:{run}:hold")]]
-
-    def adaptive(surface: str, text: str, n: int) -> tuple[dict[str, object], AdaptiveBinding]:
-        session_id, proposal = f"demo-{run}-session-{n}", f"demo-{run}-proposal-{n}"
+    # The adaptive cards in the host's real payload shape (docs/host-formats-adaptive.md):
+    # header and progress lines, the state's buttons, the session in the pressed
+    # button's callback data. The dual decision and reasons are the host's public
+    # texts; the other lines are synthetic.
+    def adaptive(body: str, n: int) -> tuple[dict[str, object], str]:
+        sessions = [secrets.token_hex(12) for _ in expected_buttons("proposed")]
         payload = card_payload(
-            surface=surface,
-            text=text,
-            buttons=buttons,
-            session_id=session_id,
-            proposal_digest=proposal,
+            body=body,
+            customer_key=f"demo-{run}-{n}",
+            customer_label="데모 고객",
+            kst_day="2025-11-30",
             revision=1,
-            card_kind="proposal_review",
+            state="proposed",
+            proposal_digest=secrets.token_hex(32),
+            sessions=sessions,
         )
-        binding = AdaptiveBinding(
-            callback_action="demo_review",
-            session_id=session_id,
-            proposal_digest=proposal,
-            revision=1,
-            card_kind="proposal_review",
-        )
-        return payload, binding
+        return payload, f"an1:{secrets.token_hex(12)}:create"
 
-    dual_payload, dual_binding = adaptive(
-        "adaptive.dualcoachtest.card.v1",
-        format_dual_card(
-            title="데모 고객",
-            customer="데모 고객",
-            date="11월 30일",
-            facts=("최근 7일 평균 체중 72.4kg",),
+    dual_payload, dual_callback = adaptive(
+        format_dual_body(
             goal="린매스업",
-            decision=dual_facts.decision,
-            recommendations=("하루 탄수화물 20g 줄이기",),
-            reasons=dual_facts.reasons,
-            details=("평균 섭취 2,150kcal",),
+            head=("데모 고객 · 2025-11-30", "최근 7일 평균 체중 72.4kg"),
+            decision="순응도 근거 충돌로 조정 보류",
+            recommendations=("칼로리와 매크로를 변경하지 않음",),
+            reasons=(
+                "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
+                "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
+            ),
         ),
         1,
     )
-    physique_payload, physique_binding = adaptive(
-        "adaptive.physique.card.v1",
-        format_physique_card(
-            title="데모 고객",
-            customer="데모 고객",
-            day="11월 30일",
-            day_count=12,
-            decision="탄수화물 20g 감량",
-            basis="최근 7일 평균 체중 증가가 목표보다 빠름",
-            target="하루 2,300kcal",
-        ),
+    physique_payload, physique_callback = adaptive(
+        "데모 고객 · 2025-11-30 · D+12\n결정: 탄수화물 20g 감량\n"
+        "근거: 최근 7일 평균 체중 증가가 목표보다 빠름\n목표: 하루 2,300kcal\n\n"
+        "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음",
         2,
     )
     daily_excerpt = lambda body: body.split("\n\n")[2]
@@ -252,23 +219,27 @@ def _samples() -> list[Sample]:
             "weekly in goal",
             lambda c: c.present_weekly(
                 weekly,
-                facts=weekly_facts,
+                explicit_fields=("average_weight_kg", "prior_average_weight_kg", "goal_range"),
                 schedule_key=f"demo-{run}-weekly",
                 kind="weekly_report",
                 kst_day="2025-11-30",
             ),
-            _line_after("주간 해석"),
+            lambda body: body.split("\n\n")[2].split("\n")[0],
         ),
         Sample(
             "adaptive.dualcoachtest.card.v1",
             "dual card, 2 reasons",
-            lambda c: c.present_adaptive(dual_payload, binding=dual_binding, facts=dual_facts),
+            lambda c: c.present_adaptive(
+                dual_payload, callback_data=dual_callback, surface=DUAL_SURFACE
+            ),
             _line_starting("현재 판단: "),
         ),
         Sample(
             "adaptive.physique.card.v1",
             "physique card",
-            lambda c: c.present_adaptive(physique_payload, binding=physique_binding),
+            lambda c: c.present_adaptive(
+                physique_payload, callback_data=physique_callback, surface=PHYSIQUE_SURFACE
+            ),
             _line_after("검토 안내"),
         ),
     ]

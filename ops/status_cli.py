@@ -13,7 +13,9 @@ Verdict (exit code):
   the recorded pid alive.
 - ``no_status`` / ``starting`` / ``stopping`` / ``stopped`` / ``stale_heartbeat`` /
   ``worker_not_running`` / ``crash_loop`` / ``fatal`` / ``quarantined`` (the worker
-  is up but refuses every new attempt: journal unverified) (1).
+  is up but refuses every new attempt: journal unverified) / ``refusing`` (up,
+  journal verified, new attempts refused for the reason shown, e.g.
+  ``segment_full``) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is missing.
 
@@ -63,6 +65,9 @@ class Verdict(enum.StrEnum):
     # Up, but refusing every new attempt (journal unverified / quarantine):
     # each request is answered canonical until an operator acts (worker.daemon).
     QUARANTINED = "quarantined"
+    # Up, journal verified, but refusing new attempts for a stated reason
+    # (``segment_full``: today's journal segment is full; spool.journal rule 8).
+    REFUSING = "refusing"
     STATUS_UNREADABLE = "status_unreadable"
 
 
@@ -86,6 +91,9 @@ class StatusReport:
     worker: ProcessStatus | None
     supervisor: ProcessStatus | None
     problem: str | None = None
+    # The dual glossary in force (`glossary_status`): "shipped <sha256>",
+    # "operator <sha256>" or "invalid <problem>". Digests and enums, no text.
+    glossary: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         def proc(p: ProcessStatus | None) -> dict[str, Any] | None:
@@ -105,6 +113,7 @@ class StatusReport:
             "problem": self.problem,
             "worker": proc(self.worker),
             "supervisor": proc(self.supervisor),
+            "glossary": self.glossary,
         }
 
 
@@ -226,7 +235,37 @@ def collect(
         if e.problem is not ReadProblem.MISSING:
             return StatusReport(Verdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}")
         worker = None
-    return StatusReport(_verdict(worker, supervisor, stale_after_s), worker, supervisor)
+    return StatusReport(
+        _verdict(worker, supervisor, stale_after_s),
+        worker,
+        supervisor,
+        glossary=glossary_status(root),
+    )
+
+
+def glossary_status(root: DataRoot) -> str:
+    """The dual glossary in force for ``root``, as the shim would load it.
+
+    Read no-follow and bounded like every status file (the owner/mode rules are
+    the shim's own, `gateway_shim.operator_glossary`, and `kexpr audit`'s)."""
+    from gateway_shim.operator_glossary import (
+        GLOSSARY_FILE_NAME,
+        MAX_FILE_BYTES,
+        SHIPPED_DUAL_GLOSSARY,
+        GlossaryError,
+        parse_operator_glossary,
+    )
+
+    try:
+        data = read_nofollow(root.root / GLOSSARY_FILE_NAME, max_bytes=MAX_FILE_BYTES)
+    except ReadRefused as e:
+        if e.problem is ReadProblem.MISSING:
+            return f"shipped {SHIPPED_DUAL_GLOSSARY.digest()}"
+        return f"invalid {e.problem.value}"
+    try:
+        return f"operator {parse_operator_glossary(data).digest()}"
+    except GlossaryError as e:
+        return f"invalid {e.problem.value}"
 
 
 def _verdict(
@@ -253,6 +292,8 @@ def _verdict(
         return Verdict.STATUS_UNREADABLE
     if worker.fields["journal"] != "verified" or worker.fields["quarantine"] is not None:
         return Verdict.QUARANTINED
+    if worker.fields["refusing"] is not None:
+        return Verdict.REFUSING
     return Verdict.HEALTHY
 
 
@@ -298,6 +339,8 @@ def render(report: StatusReport) -> str:
         lines.append(
             f"supervisor  {s.state}  {pid(s)}  {age(s)}  restarts {f['restarts']}  last worker exit {last}"
         )
+    if report.glossary is not None:
+        lines.append(f"glossary    {report.glossary}")
     verdict = report.verdict.value + (f" ({report.problem})" if report.problem else "")
     lines.append(f"verdict     {verdict}")
     return "\n".join(lines)

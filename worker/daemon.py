@@ -70,6 +70,7 @@ from spool.fsio import (
     unlink_quiet,
 )
 from spool.journal import (
+    AppendRefused,
     AttemptRecord,
     Journal,
     JournalUnverified,
@@ -311,6 +312,9 @@ class Worker:
         self.journal_ok = False
         # Why the worker is in quarantine (rule 6): an enum value, or None.
         self.quarantine: str | None = None
+        # Why new attempts are refused while the journal is fine (``segment_full``:
+        # spool.journal rule 8), or None. Cleared by the next start row written.
+        self.refusing: str | None = None
         self._tree: dict[str, FileId] | None = None
         self._sharing: Sharing | None = None
         self.counters = Counters()
@@ -674,7 +678,10 @@ class Worker:
                     deadline_at_utc=req.deadline_at_utc,
                 )
                 self._held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
+                self.refusing = None
         except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
+            if isinstance(e, AppendRefused) and e.finding.value == Fault.SEGMENT_FULL.value:
+                self.refusing = Fault.SEGMENT_FULL.value
             self._journal_failed(e)
             self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
             return
@@ -995,7 +1002,11 @@ class Worker:
         self.counters.retired_segments += len(removed)
 
     def _journal_failed(self, e: BaseException) -> None:
-        if isinstance(e, JournalUnverified):
+        if isinstance(e, AppendRefused):
+            # Nothing was written (or it was undone): the journal still
+            # verifies. This request is canonical; the next one tries again.
+            self.counters.fault(Fault(e.finding.value))
+        elif isinstance(e, JournalUnverified):
             self._enter_quarantine(e.finding.value)
         elif isinstance(e, UnsafePath):
             self._enter_quarantine(e.reason.value)
@@ -1077,6 +1088,7 @@ class Worker:
             "journal": "verified" if self.journal_ok else "unverified",
             "quarantine": self.quarantine,
             "clock_step_observed": self.clock_step,
+            "refusing": self.refusing,
             "unsafe": dict(sorted(c.unsafe.items())),
             "faults": dict(sorted(c.faults.items())),
             "credential": "present" if self._client is not None else "absent",

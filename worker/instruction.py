@@ -8,10 +8,16 @@ Invariants (tests pin each one):
 * It mentions JSON. JSON mode (``response_format={"type": "json_object"}``)
   requires the word in the messages, otherwise the model may emit whitespace until
   ``max_tokens`` (SPEC §9).
-* It lists the enum glossary's **IDs only**, sorted, never their Korean
+* It lists the enum glossary's shipped **IDs only**, sorted, never their Korean
   expansions: an expansion is customer-visible canonical text, and the model must
   neither see nor imitate it. The only Hangul in the instruction is the style
   lexicon, which the model is allowed to write.
+* The dual card's decision and reason IDs are open families
+  (``spool.contract.manifest`` Rule 5): an operator adds IDs of the form
+  ``P_DUAL_DECISION_<NAME>`` / ``P_DUAL_REASON_<NAME>`` in the shim's operator
+  glossary. The worker never reads that file or its texts: the IDs a request
+  uses travel in its capsule (each slot's allowed IDs), and the instruction
+  names the two families by their patterns, so it stays static.
 * The grammar is SPEC §6's, resolved form (a style run ends in ``", "`` or a plain
   ``" "``). The instruction only asks; the contract check decides — anything the
   model returns is validated again by ``spool.contract`` in the worker and again in
@@ -23,6 +29,7 @@ from __future__ import annotations
 from typing import Final
 
 from spool.contract import ALL_SEMANTIC_IDS, CONTRACT_VERSION, SAFE_STYLE_LEXEMES
+from spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
 
 __all__ = ["SYSTEM_INSTRUCTION"]
 
@@ -82,6 +89,11 @@ def _build() -> str:
         "",
         "SEMANTIC IDS that capsules may contain (echo them, never expand them):",
         f"  {semantic_ids}",
+        (
+            "Capsules for adaptive.dualcoachtest.card.v1 may also carry operator IDs"
+            f" matching {DUAL_DECISION_ID_PATTERN} or {DUAL_REASON_ID_PATTERN};"
+            " treat them exactly like the IDs above."
+        ),
     )
     return "\n".join(lines)
 

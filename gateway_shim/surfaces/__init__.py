@@ -5,13 +5,15 @@ Pure: no I/O, no clock, no randomness. Each surface module exports its own
 
 - ``daily``     ``daily.v1``                         (``parse_daily``)
 - ``weekly``    ``weekly.v1``                        (``parse_weekly``)
-- ``card``      the enveloped adaptive payload and its eligibility
-- ``dual``      ``adaptive.dualcoachtest.card.v1``   (``parse_dual_card``)
-- ``physique``  ``adaptive.physique.card.v1``        (``parse_physique_card``)
-- ``adaptive``  ``parse_adaptive``: either card, by its envelope's schema
+- ``card``      the host's adaptive card payload and its eligibility
+- ``dual``      ``adaptive.dualcoachtest.card.v1``   (``parse_dual_body``)
+- ``physique``  ``adaptive.physique.card.v1``        (``parse_physique_body``)
+- ``adaptive``  ``parse_adaptive``: either card, by the deployed profile's surface
+                (or the body's grammar); ``presented_host_text``
 """
 
 from gateway_shim.surfaces._model import (
+    SENTENCE_SEPARATORS,
     TELEGRAM_MAX_UTF16,
     CanonicalSurface,
     Ineligible,
@@ -23,10 +25,12 @@ from gateway_shim.surfaces._model import (
     RenderError,
     RenderReason,
     SlotRef,
+    sentence_separator,
     utf16_len,
 )
 
 __all__ = [
+    "SENTENCE_SEPARATORS",
     "TELEGRAM_MAX_UTF16",
     "CanonicalSurface",
     "Ineligible",
@@ -38,5 +42,6 @@ __all__ = [
     "RenderReason",
     "RenderedBody",
     "SlotRef",
+    "sentence_separator",
     "utf16_len",
 ]

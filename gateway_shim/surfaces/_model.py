@@ -21,9 +21,18 @@ Rule 4 — after expansion the whole body is rebuilt and every locked byte is
 PROVEN unchanged by an independent check: each locked segment is sliced out of
 the new body at its computed UTF-16 offsets and compared, and the concatenation
 of the locked slices of both bodies is compared. The layout (line structure) may
-not move: an expanded slot contains no line break or control character. (The
-canonical body and its offsets are a value of the immutable surface: they are
-assembled and checked once, at construction, and sliced again on every render.)
+not move: an expanded slot has exactly the lines of its canonical text, and no
+line break or control character inside a line. (The canonical body and its
+offsets are a value of the immutable surface: they are assembled and checked
+once, at construction, and sliced again on every render.)
+
+Rule 4a — a slot's sentences are joined by its ``sentence_separator``: one space
+(the whole slot is one line) except where the host puts each sentence on its own
+line (``weekly.interpretation``, HOST-FORMATS §4.4: two lines). A composition is
+always one line (``sentence (" " sentence)*``, each sentence ending in
+``TOKEN "."``); rendering a multi-line slot replaces the single space after each
+``TOKEN "."`` but the last by the separator, so sentence i lands on line i, as
+in the canonical text. Nothing else may introduce a line break.
 
 Rule 5 — Telegram counts UTF-16 code units, not code points: an astral character
 (most emoji) is two units. Every length and offset here is in UTF-16 units, and
@@ -39,6 +48,7 @@ import enum
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 
 from spool.contract import Reason, SlotPolicy, check_generated, slot_policy
@@ -47,6 +57,7 @@ from spool.contract.manifest import ACTION_PREFIX, PREDICATE_PREFIX, TOKEN_RE
 from gateway_shim.glossary import GLOSSARY
 
 __all__ = [
+    "SENTENCE_SEPARATORS",
     "TELEGRAM_MAX_UTF16",
     "CanonicalSurface",
     "Ineligible",
@@ -58,10 +69,20 @@ __all__ = [
     "RenderReason",
     "RenderedBody",
     "SlotRef",
+    "sentence_separator",
     "utf16_len",
 ]
 
 TELEGRAM_MAX_UTF16: Final = 4096
+
+# Rule 4a: the slots whose sentences the host renders one per line. Every other
+# slot joins its sentences with one space.
+SENTENCE_SEPARATORS: Final[Mapping[str, str]] = MappingProxyType({"weekly.interpretation": "\n"})
+
+
+def sentence_separator(slot_id: str) -> str:
+    """How the sentences of ``slot_id``'s canonical text are joined (Rule 4a)."""
+    return SENTENCE_SEPARATORS.get(slot_id, " ")
 
 
 def utf16_len(s: str) -> int:
@@ -113,46 +134,71 @@ class IneligibleReason(enum.Enum):
     FACT_LABEL_MISSING = "fact_label_missing"
     FACT_LABEL_ORDER = "fact_label_order"
     FACT_VALUE_EMPTY = "fact_value_empty"
+    FACT_COUNT_MISMATCH = "fact_count_mismatch"
     # Slot text against the typed facts.
     STATUS_TEXT_MISMATCH = "status_text_mismatch"
     STATUS_COMPLETENESS_MISMATCH = "status_completeness_mismatch"
+    # daily.v1: a status of more than one line (the pinned host's model feedback);
+    # complete facts carrying the partial sentence (the pre-cutover fallback).
+    STATUS_LINE_COUNT = "status_line_count"
+    STATUS_PRE_CUTOVER = "status_pre_cutover"
     HOST_FACTS_MISMATCH = "host_facts_mismatch"
     # Action block.
     ACTIONS_HEADING_MISSING = "actions_heading_missing"
-    NO_ACTIONS = "no_actions"
     ACTION_LINE_MALFORMED = "action_line_malformed"
-    # weekly.v1: where the two paragraphs came from (plan "Per-slot semantic
-    # manifest", ineligible conditions), then their headings and exact text.
+    # daily.v1: the actions are not the host's fixed rule for the facts.
+    ACTION_TEXT_MISMATCH = "action_text_mismatch"
+    # weekly.v1: an explicit prose field in the host's summary (plan "Per-slot
+    # semantic manifest", ineligible conditions), then the exact typed text.
     EXPLICIT_SOURCE_FIELD = "explicit_source_field"
-    UNTYPED_SOURCE_FIELD = "untyped_source_field"
-    UNSUPPORTED_BRANCH = "unsupported_branch"
-    SECTION_HEADING_MISMATCH = "section_heading_mismatch"
     INTERPRETATION_TEXT_MISMATCH = "interpretation_text_mismatch"
     RATIONALE_TEXT_MISMATCH = "rationale_text_mismatch"
-    # Adaptive payload envelope (plan "Adaptive schemas and publication boundary"):
-    # only a fresh, well-formed ``status == "card"`` payload of a known schema,
-    # bound to the host's session/proposal/revision, is eligible.
-    PAYLOAD_MALFORMED = "payload_malformed"
-    BUTTONS_MALFORMED = "buttons_malformed"
-    UNKNOWN_SCHEMA = "unknown_schema"
-    SCHEMA_MISMATCH = "schema_mismatch"
-    RECOVERY_PAYLOAD = "recovery_payload"
-    STATUS_NOT_CARD = "status_not_card"
-    BINDING_MISMATCH = "binding_mismatch"
-    # Adaptive card text grammar (both cards).
-    ENVELOPE_SEPARATOR_MISSING = "envelope_separator_missing"
-    FINAL_LINE_MISSING = "final_line_missing"
-    DAY_COUNT_MALFORMED = "day_count_malformed"
-    DETAIL_LINE_MALFORMED = "detail_line_malformed"
-    # adaptive.dualcoachtest.card.v1: the judgment line and the review block.
-    JUDGMENT_LINE_MISSING = "judgment_line_missing"
+    # weekly.v1: the typed rationale is keyed by the judgment line; more than the
+    # host's six action bullets.
+    RATIONALE_JUDGMENT_MISMATCH = "rationale_judgment_mismatch"
+    TOO_MANY_ACTIONS = "too_many_actions"
     JUDGMENT_UNKNOWN = "judgment_unknown"
+    # Adaptive cards (docs/host-formats-adaptive.md). The payload first: only a
+    # fresh, well-formed ``status == "card"`` payload is eligible; every other
+    # payload the host publishes has its own reason.
+    RECOVERY_PAYLOAD = "recovery_payload"
+    PAYLOAD_MALFORMED = "payload_malformed"
+    STATUS_MENU = "status_menu"
+    STATUS_VIEW = "status_view"
+    STATUS_SELECTED = "status_selected"
+    STATUS_OPERATOR_INPUT = "status_operator_input"
+    STATUS_TERMINAL = "status_terminal"
+    STATUS_DUPLICATE = "status_duplicate"
+    STATUS_REJECTED = "status_rejected"
+    STATUS_NOT_CARD = "status_not_card"
+    ENVELOPE_MALFORMED = "envelope_malformed"
+    BUTTONS_MALFORMED = "buttons_malformed"
+    BUTTONS_MISMATCH = "buttons_mismatch"
+    CALLBACK_MALFORMED = "callback_malformed"
+    UNKNOWN_SURFACE = "unknown_surface"
+    # The card text: the gateway's header and progress lines, then the body.
+    HEADER_MISMATCH = "header_mismatch"
+    PROGRESS_MISMATCH = "progress_mismatch"
+    BODY_SEPARATOR_MISSING = "body_separator_missing"
+    BODY_GRAMMAR_UNKNOWN = "body_grammar_unknown"
+    GLOSSARY_INVALID = "glossary_invalid"
+    # adaptive.dualcoachtest.card.v1 body.
+    CARD_TITLE_INVALID = "card_title_invalid"
+    HEAD_MISSING = "head_missing"
+    JUDGMENT_LINE_MISSING = "judgment_line_missing"
+    JUDGMENT_LINE_DUPLICATE = "judgment_line_duplicate"
+    RECOMMENDATIONS_MISSING = "recommendations_missing"
+    DECISION_UNMAPPED = "decision_unmapped"
     REVIEW_BLOCK_MISMATCH = "review_block_mismatch"
-    REVIEW_REASON_UNKNOWN = "review_reason_unknown"
+    REVIEW_REASON_UNMAPPED = "review_reason_unmapped"
     REVIEW_REASON_DUPLICATE = "review_reason_duplicate"
     REVIEW_TOO_MANY = "review_too_many"
-    REVIEW_REASON_MISSING = "review_reason_missing"
-    REVIEW_REASON_ORDER = "review_reason_order"
+    DELIVERY_LINE_MISSING = "delivery_line_missing"
+    # adaptive.physique.card.v1 body.
+    DECISION_LINE_MISSING = "decision_line_missing"
+    BASIS_LINE_MISSING = "basis_line_missing"
+    STATUS_LINE_MISSING = "status_line_missing"
+    REVIEW_NOTICE_PRESENT = "review_notice_present"
 
 
 class RenderReason(enum.Enum):
@@ -195,17 +241,22 @@ class Placeholder:
     token: str
     semantic_id: str
     expansion: str
+    # The glossary the ID comes from: None is the shipped ``GLOSSARY``; the dual
+    # card passes its (shipped or operator) decision/reason glossary
+    # (`gateway_shim.operator_glossary`). Not part of the value.
+    glossary: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        glossary = GLOSSARY if self.glossary is None else self.glossary
         # A slot-local token (SPEC §6): the contract's own regex, ``fullmatch`` only.
         if not isinstance(self.token, str) or TOKEN_RE.fullmatch(self.token) is None:
             raise ValueError("placeholder token is malformed")
-        if not isinstance(self.semantic_id, str) or self.semantic_id not in GLOSSARY:
+        if not isinstance(self.semantic_id, str) or self.semantic_id not in glossary:
             raise ValueError("placeholder semantic_id is not in the glossary")
         # "[[P:01]]"[2] is the family letter; an ID's family is its prefix.
         if not self.semantic_id.startswith(self.token[2] + "_"):
             raise ValueError("placeholder token family does not match its semantic_id")
-        if self.expansion != GLOSSARY[self.semantic_id]:
+        if self.expansion != glossary[self.semantic_id]:
             raise ValueError("placeholder expansion is not the glossary sentence")
 
 
@@ -216,15 +267,27 @@ class ProseSlot:
     slot_id: str
     placeholders: tuple[Placeholder, ...]
     canonical_text: str
+    # The slot's rendering rule for its last sentence. True (every slot but one):
+    # the slot's text is the expanded composition, ending in "." as the grammar
+    # requires. False (the dual decision, which the host renders without a final
+    # period): the expanded composition minus its final "." — for the canonical
+    # composition that is the bare expansion, byte for byte the host's text.
+    final_period: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.placeholders, tuple) or not self.placeholders:
             raise ValueError("a prose slot needs at least one placeholder")
         if not all(isinstance(p, Placeholder) for p in self.placeholders):
             raise TypeError("placeholders must be Placeholder instances")
+        if not isinstance(self.final_period, bool):
+            raise TypeError("final_period must be a bool")
         # The canonical composition is the bare tokens in issued order; its
-        # expansion is the canonical text.
-        if self.canonical_text != " ".join(p.expansion + "." for p in self.placeholders):
+        # expansion is the canonical text, sentences joined per Rule 4a; a slot
+        # without a final period (the dual decision) drops the last one.
+        canonical = self.sentence_separator.join(p.expansion + "." for p in self.placeholders)
+        if not self.final_period:
+            canonical = canonical[:-1]
+        if self.canonical_text != canonical:
             raise ValueError("canonical_text is not the expansion of the placeholders")
         # Raises CapsuleError (a ValueError) unless the IDs are one manifest branch of
         # this slot. The policy lists them in canonical branch order; the
@@ -240,6 +303,16 @@ class ProseSlot:
         ):
             raise ValueError("placeholders are not the contract's issued tokens in branch order")
 
+    @property
+    def sentence_separator(self) -> str:
+        """``" "`` or ``"\n"``: how this slot's sentences are joined (Rule 4a)."""
+        return sentence_separator(self.slot_id)
+
+    @property
+    def line_count(self) -> int:
+        """The number of lines of the canonical text; a rendering keeps it."""
+        return self.canonical_text.count("\n") + 1
+
     def policy(self) -> SlotPolicy:
         """The capsule slot for this prose slot (manifest limits, issued tokens)."""
         return slot_policy(self.slot_id, [p.semantic_id for p in self.placeholders])
@@ -250,14 +323,28 @@ class ProseSlot:
         Call only after the contract accepted ``generated_ko`` for ``policy()``.
         Each token must occur exactly once; expansions never contain ``[[``
         (glossary invariant), so one replacement cannot create another token.
+        In a multi-line slot (Rule 4a) the space after each ``TOKEN "."`` but
+        the last becomes the line separator first: the contract's grammar puts
+        exactly one space there, anything else is a token mismatch.
         """
         text = generated_ko
+        if self.sentence_separator != " ":
+            for p in self.placeholders[:-1]:
+                boundary = p.token + ". "
+                if text.count(boundary) != 1:
+                    raise RenderError(RenderReason.TOKEN_MISMATCH)
+                text = text.replace(boundary, p.token + "." + self.sentence_separator, 1)
         for p in self.placeholders:
             if text.count(p.token) != 1:
                 raise RenderError(RenderReason.TOKEN_MISMATCH)
             text = text.replace(p.token, p.expansion, 1)
         if "[[" in text:
             raise RenderError(RenderReason.TOKEN_MISMATCH)
+        if not self.final_period:
+            # The grammar ends every composition with "."; this slot's rule drops it.
+            if not text.endswith("."):
+                raise RenderError(RenderReason.TOKEN_MISMATCH)
+            text = text[:-1]
         return text
 
 
@@ -384,7 +471,9 @@ class CanonicalSurface:
             if contract_reason is not None:
                 raise RenderError(RenderReason.COMPOSITION_REJECTED, contract_reason)
             text = slot.expand(generated_ko)
-            if _has_line_break_or_control(text):
+            # Rule 4/4a: the slot's own lines, each free of any other line break.
+            lines = text.split("\n")
+            if len(lines) != slot.line_count or any(map(_has_line_break_or_control, lines)):
                 raise RenderError(RenderReason.LAYOUT_CHANGED)
             expanded.append(text)
         rendered = self._assemble(tuple(expanded))

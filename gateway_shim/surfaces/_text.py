@@ -9,7 +9,8 @@ same rules, written once for the three later surfaces:
 - Paragraphs are separated by exactly one blank line: no leading blank line and
   never two blank lines in a row.
 - A typed slot's canonical text is the glossary sentence of each issued ID, each
-  followed by ``"."``, joined by one space, in the manifest's branch order; its
+  followed by ``"."``, joined by the slot's sentence separator (one space, or a
+  line break for ``weekly.interpretation``), in the manifest's branch order; its
   tokens are ``spool.contract.tokens_for`` of that order (so token i stands for
   the same ID here, in the capsule and in the response).
 
@@ -34,6 +35,7 @@ from gateway_shim.surfaces._model import (
     Placeholder,
     ProseSlot,
     SlotRef,
+    sentence_separator,
     utf16_len,
 )
 
@@ -60,9 +62,9 @@ def is_line_text(text: object) -> bool:
     return isinstance(text, str) and bool(text) and not has_forbidden_char(text)
 
 
-def sentences(ids: Sequence[str]) -> str:
-    """The canonical text of a typed slot: ``"S1. S2."`` from the glossary."""
-    return " ".join(GLOSSARY[i] + "." for i in ids)
+def sentences(ids: Sequence[str], separator: str = " ") -> str:
+    """The canonical text of typed sentences: ``"S1. S2."`` from the glossary."""
+    return separator.join(GLOSSARY[i] + "." for i in ids)
 
 
 def typed_slot(slot_id: str, ids: Sequence[str]) -> ProseSlot:
@@ -71,7 +73,8 @@ def typed_slot(slot_id: str, ids: Sequence[str]) -> ProseSlot:
         Placeholder(token=token, semantic_id=i, expansion=GLOSSARY[i])
         for token, i in zip(tokens_for(ids), ids, strict=True)
     )
-    return ProseSlot(slot_id=slot_id, placeholders=placeholders, canonical_text=sentences(ids))
+    text = sentences(ids, sentence_separator(slot_id))
+    return ProseSlot(slot_id=slot_id, placeholders=placeholders, canonical_text=text)
 
 
 def check_body(body: object, *, max_utf16: int = TELEGRAM_MAX_UTF16) -> str:

@@ -1,334 +1,421 @@
-"""The enveloped adaptive card payload and its eligibility (SPEC §7; plan "Adaptive
-schemas and publication boundary").
+"""The host's adaptive operator card payload and its eligibility.
 
-This product's v1 payload, as the host's adaptive operator service persists it
-in ``card_payload`` (exactly these keys, exact JSON types; a bool is not an int)::
+The host (Hermes gateway, pinned at ``Carrie111998/Hermes@4305027f``;
+docs/host-formats-adaptive.md) publishes, for a fresh card, exactly::
 
     {
-      "status":   "card" | "menu" | "view" | "operator_input" | ... (a str),
-      "text":     str,                       # the card text (a surface grammar)
-      "buttons":  [[{"text": str, "callback_data": str}, ...], ...],  # rows
-      "envelope": {
-        "schema_version":  "adaptive.dualcoachtest.card.v1"
-                         | "adaptive.physique.card.v1",
-        "session_id":      str,
-        "proposal_digest": str,
-        "revision":        int >= 0,
-        "card_kind":       str
-      }
+      "status":          "card",
+      "customer_key":    str (non-empty),
+      "proposal_digest": 64 lowercase hex,
+      "revision":        int >= 1 (not a bool),
+      "text":            HEADER "\\n" PROGRESS "\\n\\n" BODY,
+      "envelope": {"marker": "테스트 전용", "customer_label": str, "kst_day": "YYYY-MM-DD",
+                   "revision": int (= revision), "state": str},
+      "buttons":  [{"label": str, "callback_data": "an1:<24 hex>:<action>"}, ...]
     }
 
-Rules of this module:
+    HEADER   = "테스트 전용 · 고객: {customer_label} · KST day: {kst_day}
+                · revision: {revision} · state: {state}"          (one line)
+    PROGRESS = PROGRESS_LINES[state], or "현재 상태: {state}"
 
-Rule 1 — only a *fresh* ``status == "card"`` payload of a known schema, bound to
-the host's own session/proposal/revision/card kind, is eligible. ``menu``,
-``view``, operator input, terminal delivery, published, recovery, malformed and
-unknown-future-schema payloads are ``Ineligible``: canonical, no request, zero
-files. Checked in this order: the binding's origin (recovery) · the payload's
-shape · its schema · its status · the envelope against the binding.
+The buttons are the state's exact (label, action) list (``STATE_BUTTONS``); the
+``일정 확정``/``schedule_confirm`` button may lead the list of ``proposed``,
+``edited`` and ``released`` (the host shows it only when schedule confirmation is
+enabled). The payload has no surface, session or card kind: the surface is the
+deployed profile's (dualcoachtest or physique-coach), and the session id is in
+the ``callback_data`` of the button the operator pressed (``parse_callback``).
+
+Rule 1 — only a ``status == "card"`` payload from a fresh callback is eligible.
+Recovery republishes a persisted payload unchanged (never expressed), and every
+other payload the host publishes (menu, view, selected, operator input,
+terminal delivery, duplicate, rejected, anything else) is ``Ineligible`` with
+its own reason: canonical, no request, zero files. Checked in this order: the
+origin · the status · the payload keys and types · the envelope · the buttons ·
+the pressed callback · the header and progress lines.
 
 Rule 2 — the text is the only part of a payload a presentation may change. The
-status, buttons and envelope are locked: a host persists the canonical payload
-with only ``text`` replaced (``gateway_shim.revalidate`` returns exactly that).
-
-Rule 3 — the envelope separator and title prefix are fixed constants of each
-card's v1 grammar: the first line of ``text`` is the title (the card's title
-prefix, then locked host text) and the second line is ``ENVELOPE_SEPARATOR_LINE``.
+status, customer key, proposal digest, revision, envelope and buttons are
+locked: a host persists the payload with only ``text`` replaced
+(``gateway_shim.revalidate``). The header and progress lines are locked too.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from gateway_shim.surfaces._model import Ineligible, IneligibleReason
+from gateway_shim.surfaces._text import is_line_text
 
 __all__ = [
     "ADAPTIVE_SURFACES",
+    "CALLBACK_RE",
     "DUAL_SURFACE",
-    "ENVELOPE_SEPARATOR_LINE",
+    "ENVELOPE_MARKER",
     "FRESH_CARD_STATUS",
     "PHYSIQUE_SURFACE",
-    "AdaptiveBinding",
+    "PROGRESS_LINES",
+    "SCHEDULE_CONFIRM_BUTTON",
+    "STATE_BUTTONS",
     "AdaptiveCard",
     "Button",
     "CardEnvelope",
     "CardOrigin",
-    "adaptive_surface_of",
     "card_payload",
+    "expected_buttons",
     "fresh_card",
-    "read_card",
+    "header_line",
+    "parse_callback",
+    "progress_line",
 ]
 
 DUAL_SURFACE: Final = "adaptive.dualcoachtest.card.v1"
 PHYSIQUE_SURFACE: Final = "adaptive.physique.card.v1"
 ADAPTIVE_SURFACES: Final[tuple[str, ...]] = (DUAL_SURFACE, PHYSIQUE_SURFACE)
 FRESH_CARD_STATUS: Final = "card"
-# The line between the envelope's title and the card body (Rule 3).
-ENVELOPE_SEPARATOR_LINE: Final = "━━━━━━━━━━━━"
+ENVELOPE_MARKER: Final = "테스트 전용"
+MAX_LABEL_CHARS: Final = 64
 
-_PAYLOAD_KEYS: Final = frozenset({"status", "text", "buttons", "envelope"})
-_ENVELOPE_KEYS: Final = frozenset(
-    {"schema_version", "session_id", "proposal_digest", "revision", "card_kind"}
+# N:_ADAPTIVE_CALLBACK_RE at the pin.
+CALLBACK_RE: Final = re.compile(
+    r"an1:([a-f0-9]{24}):(select|create|view|edit_note|hold|release|approve|"
+    r"schedule_confirm|activate|delivery_enable|delivery_revoke|send|reconcile|back)"
 )
-_BUTTON_KEYS: Final = frozenset({"text", "callback_data"})
+_DIGEST_RE: Final = re.compile(r"[0-9a-f]{64}")
+_DAY_RE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+_PAYLOAD_KEYS: Final = frozenset(
+    {"status", "customer_key", "proposal_digest", "revision", "text", "envelope", "buttons"}
+)
+_ENVELOPE_KEYS: Final = frozenset({"marker", "customer_label", "kst_day", "revision", "state"})
+_BUTTON_KEYS: Final = frozenset({"label", "callback_data"})
+
+# N:_operator_card_envelope, progress line per state.
+PROGRESS_LINES: Final[Mapping[str, str]] = {
+    "proposed": "진행 1/4 · 제안 검토 중 · 다음: 승인하기",
+    "edited": "진행 1/4 · 메모 수정됨 · 다음: 승인하기",
+    "released": "진행 1/4 · 보류 해제됨 · 다음: 승인하기",
+    "held": "검토 보류 중 · 다음: 검토 다시 시작",
+    "approved": "진행 2/4 · 승인 완료 · 다음: 활성화하기",
+    "activated": "진행 3/4 · 활성화 완료 · 다음: 고객 전송 허용",
+    "delivery_enabled": "진행 4/4 · 전송 허용됨 · 다음: 고객에게 전송",
+    "delivery_revoked": "안전 잠금 · 고객 전송 비활성화 · 다음: 고객 전송 다시 허용",
+}
+_OTHER_STATE_PREFIX: Final = "현재 상태: "
+
+_VIEW: Final = ("고급 · 내용 보기", "view")
+_BACK: Final = ("이전", "back")
+# N:_card_buttons: (label, action) per state, in display order.
+STATE_BUTTONS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
+    **{
+        state: (
+            ("1/4 승인하기", "approve"),
+            _VIEW,
+            ("고급 · 메모 수정", "edit_note"),
+            ("고급 · 보류", "hold"),
+            _BACK,
+        )
+        for state in ("proposed", "edited", "released")
+    },
+    "held": (("검토 다시 시작", "release"), _VIEW, _BACK),
+    "approved": (("2/4 활성화하기", "activate"), _VIEW, _BACK),
+    "activated": (("3/4 고객 전송 허용", "delivery_enable"), _VIEW, _BACK),
+    "delivery_enabled": (
+        ("4/4 고객에게 전송", "send"),
+        ("고급 · 전송 권한 회수", "delivery_revoke"),
+        ("고급 · 전송 기록 확인", "reconcile"),
+        _VIEW,
+        _BACK,
+    ),
+    "delivery_revoked": (("고객 전송 다시 허용", "delivery_enable"), _VIEW, _BACK),
+}
+_OTHER_STATE_BUTTONS: Final = (_VIEW, _BACK)
+SCHEDULE_CONFIRM_BUTTON: Final = ("일정 확정", "schedule_confirm")
+_SCHEDULE_CONFIRM_STATES: Final = frozenset({"proposed", "edited", "released"})
+
+# Statuses the gateway publishes besides "card" (docs/host-formats-adaptive.md §5).
+_STATUS_REASONS: Final[Mapping[str, IneligibleReason]] = {
+    "menu": IneligibleReason.STATUS_MENU,
+    "view": IneligibleReason.STATUS_VIEW,
+    "selected": IneligibleReason.STATUS_SELECTED,
+    "operator_input_required": IneligibleReason.STATUS_OPERATOR_INPUT,
+    "duplicate": IneligibleReason.STATUS_DUPLICATE,
+    "rejected": IneligibleReason.STATUS_REJECTED,
+}
+# N:terminal_delivery_card: event types / statuses of a terminal delivery.
+_TERMINAL_STATUSES: Final = frozenset(
+    {
+        "sent_audited",
+        "success",
+        "already_attempted",
+        "delivery_unknown",
+        "unknown",
+        "audit_pending",
+        "delivered_audit_pending",
+    }
+)
 
 
 class CardOrigin(enum.Enum):
-    """Why the host is presenting this card.
+    """Why the host is presenting this payload.
 
-    ``FRESH_CALLBACK``: the operator's callback just produced it (the only origin
-    that may be expressed). ``RECOVERY``: the host is republishing a persisted
-    ``card_payload``; recovery never regenerates a presentation (plan "Verified
-    source boundaries": ``recover_pending_cards`` republishes unchanged).
+    ``FRESH``: the operator's callback just produced it (the only origin that may
+    be expressed). ``RECOVERY``: the host is republishing a persisted
+    ``card_payload`` (``recover_pending_cards``), which is never re-presented.
     """
 
-    FRESH_CALLBACK = "fresh_callback"
+    FRESH = "fresh"
     RECOVERY = "recovery"
 
 
 @dataclass(frozen=True, slots=True)
-class AdaptiveBinding:
-    """What a card presentation is bound to, from the host's own session state.
-
-    ``callback_action`` is the fresh callback/session action being handled;
-    ``origin_message_id`` the origin provenance ("" when there is none). The
-    artifact key uses (surface, session_id, proposal_digest, revision, card_kind);
-    the binding digest uses all of it. Raw values never leave the gateway.
-    """
-
-    callback_action: str
-    session_id: str
-    proposal_digest: str
-    revision: int
-    card_kind: str
-    origin_message_id: str = ""
-    origin: CardOrigin = CardOrigin.FRESH_CALLBACK
-    # The host's own authority pins (owner, config, registry, consent,
-    # activation, source, epoch...), as opaque strings it rebuilds from its
-    # reloaded session. Only the binding digest sees them, so any change between
-    # candidate creation and the locked commit makes `revalidate` fail.
-    authority_pins: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("callback_action", "session_id", "proposal_digest", "card_kind"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise TypeError(f"{name} must be a non-empty str")
-        if not isinstance(self.origin_message_id, str):
-            raise TypeError("origin_message_id must be a str")
-        if type(self.revision) is not int or self.revision < 0:
-            raise TypeError("revision must be a non-negative int")
-        if not isinstance(self.origin, CardOrigin):
-            raise TypeError("origin must be a CardOrigin")
-        if not isinstance(self.authority_pins, tuple) or not all(
-            isinstance(pin, str) for pin in self.authority_pins
-        ):
-            raise TypeError("authority_pins must be a tuple of str")
-
-    def to_json_object(self) -> dict[str, object]:
-        return {
-            "callback_action": self.callback_action,
-            "session_id": self.session_id,
-            "proposal_digest": self.proposal_digest,
-            "revision": self.revision,
-            "card_kind": self.card_kind,
-            "origin_message_id": self.origin_message_id,
-            "origin": self.origin.value,
-            "authority_pins": list(self.authority_pins),
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class Button:
-    text: str
+    label: str
     callback_data: str
 
 
 @dataclass(frozen=True, slots=True)
 class CardEnvelope:
-    schema_version: str
-    session_id: str
-    proposal_digest: str
+    marker: str
+    customer_label: str
+    kst_day: str
     revision: int
-    card_kind: str
+    state: str
 
 
 @dataclass(frozen=True, slots=True)
 class AdaptiveCard:
-    """A well-formed payload (any status), read by ``read_card``."""
+    """An eligible fresh card: the payload's fields, the session of the pressed
+    button, and the card text split into its locked envelope lines and body."""
 
-    status: str
+    customer_key: str
+    proposal_digest: str
+    revision: int
     text: str
-    buttons: tuple[tuple[Button, ...], ...]
     envelope: CardEnvelope
+    buttons: tuple[Button, ...]
+    session_id: str
+    action: str
+    # HEADER "\n" PROGRESS "\n\n": the locked prefix of ``text``.
+    envelope_text: str
+    body: str
 
-    def to_json_object(self) -> dict[str, object]:
-        """The payload as plain JSON values (lists, dicts), for digests."""
-        return {
-            "status": self.status,
-            "text": self.text,
-            "buttons": [
-                [{"text": b.text, "callback_data": b.callback_data} for b in row]
-                for row in self.buttons
-            ],
-            "envelope": {
-                "schema_version": self.envelope.schema_version,
-                "session_id": self.envelope.session_id,
-                "proposal_digest": self.envelope.proposal_digest,
-                "revision": self.envelope.revision,
-                "card_kind": self.envelope.card_kind,
-            },
-        }
+
+def header_line(label: str, kst_day: str, revision: int, state: str) -> str:
+    return (
+        f"{ENVELOPE_MARKER} · 고객: {label} · KST day: {kst_day} · revision: {revision}"
+        f" · state: {state}"
+    )
+
+
+def progress_line(state: str) -> str:
+    return PROGRESS_LINES.get(state, _OTHER_STATE_PREFIX + state)
+
+
+def expected_buttons(state: str, *, schedule_confirm: bool = False) -> tuple[tuple[str, str], ...]:
+    """The (label, action) list the host renders for ``state``."""
+    buttons = STATE_BUTTONS.get(state, _OTHER_STATE_BUTTONS)
+    if schedule_confirm and state in _SCHEDULE_CONFIRM_STATES:
+        return (SCHEDULE_CONFIRM_BUTTON, *buttons)
+    return buttons
+
+
+def parse_callback(callback_data: object) -> tuple[str, str]:
+    """``an1:<session>:<action>`` → (session id, action), else ``Ineligible``."""
+    if not isinstance(callback_data, str):
+        raise Ineligible(IneligibleReason.CALLBACK_MALFORMED)
+    match = CALLBACK_RE.fullmatch(callback_data)
+    if match is None:
+        raise Ineligible(IneligibleReason.CALLBACK_MALFORMED)
+    return match.group(1), match.group(2)
 
 
 def card_payload(
     *,
-    surface: str,
-    text: str,
-    buttons: Sequence[Sequence[tuple[str, str]]],
-    session_id: str,
-    proposal_digest: str,
+    body: str,
+    customer_key: str,
+    customer_label: str,
+    kst_day: str,
     revision: int,
-    card_kind: str,
-    status: str = FRESH_CARD_STATUS,
+    state: str,
+    proposal_digest: str,
+    sessions: Sequence[str],
+    schedule_confirm: bool = False,
 ) -> dict[str, object]:
-    """Build a v1 payload (the host's renderer); ``buttons`` as rows of
-    ``(text, callback_data)``. Raises ``ValueError`` for what ``read_card`` would
-    refuse."""
+    """Build a payload as the host does (the reference host; tests and samples).
+
+    ``sessions``: one 24-hex session per button, in button order. Raises
+    ``ValueError`` when the arguments cannot make a payload ``fresh_card`` reads.
+    """
+    buttons = expected_buttons(state, schedule_confirm=schedule_confirm)
+    if len(sessions) != len(buttons):
+        raise ValueError("one session per button")
     payload: dict[str, object] = {
-        "status": status,
-        "text": text,
-        "buttons": [[{"text": t, "callback_data": d} for t, d in row] for row in buttons],
+        "status": FRESH_CARD_STATUS,
+        "customer_key": customer_key,
+        "proposal_digest": proposal_digest,
+        "revision": revision,
+        "text": header_line(customer_label, kst_day, revision, state)
+        + "\n"
+        + progress_line(state)
+        + "\n\n"
+        + body,
         "envelope": {
-            "schema_version": surface,
-            "session_id": session_id,
-            "proposal_digest": proposal_digest,
+            "marker": ENVELOPE_MARKER,
+            "customer_label": customer_label,
+            "kst_day": kst_day,
             "revision": revision,
-            "card_kind": card_kind,
+            "state": state,
         },
+        "buttons": [
+            {"label": label, "callback_data": f"an1:{session}:{action}"}
+            for (label, action), session in zip(buttons, sessions, strict=True)
+        ],
     }
     try:
-        read_card(payload)
+        fresh_card(payload, callback_data=f"an1:{sessions[0]}:create", origin=CardOrigin.FRESH)
     except Ineligible as e:
         raise ValueError(e.reason.value) from e
     return payload
 
 
-def adaptive_surface_of(payload: object) -> str | None:
-    """The payload's adaptive surface version if it names a known one, else None.
-
-    A peek used to label a candidate; eligibility is ``fresh_card``'s job.
-    """
-    if isinstance(payload, Mapping):
-        envelope = payload.get("envelope")
-        if isinstance(envelope, Mapping):
-            schema = envelope.get("schema_version")
-            if isinstance(schema, str) and schema in ADAPTIVE_SURFACES:
-                return schema
-    return None
+def _status_reason(payload: Mapping[str, object]) -> IneligibleReason | None:
+    status = payload.get("status")
+    if not isinstance(status, str):
+        return IneligibleReason.PAYLOAD_MALFORMED
+    if "terminal_state" in payload or "event_type" in payload or status in _TERMINAL_STATUSES:
+        return IneligibleReason.STATUS_TERMINAL
+    if status == FRESH_CARD_STATUS:
+        return None
+    return _STATUS_REASONS.get(status, IneligibleReason.STATUS_NOT_CARD)
 
 
-def _exact_keys(value: object, keys: frozenset[str]) -> Mapping[str, object] | None:
+def _exact(value: object, keys: frozenset[str]) -> Mapping[str, object] | None:
     if not isinstance(value, Mapping) or set(value) != keys:
         return None
     return value
 
 
-def _is_str(value: object, *, nonempty: bool = True) -> bool:
-    return isinstance(value, str) and (bool(value) or not nonempty)
+def _is_int_at_least_one(value: object) -> bool:
+    return type(value) is int and value >= 1
 
 
-def read_card(payload: object) -> AdaptiveCard:
-    """Read a payload of any status; raises ``Ineligible`` unless well-formed v1.
-
-    The schema is checked before the exact key sets, so that a payload of an
-    unknown future schema (which may have other keys) says so.
-    """
-    if not isinstance(payload, Mapping):
-        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
-    raw_envelope = payload.get("envelope")
-    if not isinstance(raw_envelope, Mapping) or not isinstance(
-        raw_envelope.get("schema_version"), str
-    ):
-        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
-    if raw_envelope["schema_version"] not in ADAPTIVE_SURFACES:
-        raise Ineligible(IneligibleReason.UNKNOWN_SCHEMA)
-    top = _exact_keys(payload, _PAYLOAD_KEYS)
-    envelope = _exact_keys(raw_envelope, _ENVELOPE_KEYS)
-    if top is None or envelope is None:
-        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
-    status, text = top["status"], top["text"]
-    if not _is_str(status) or not _is_str(text, nonempty=False):
-        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
-    revision = envelope["revision"]
-    session_id = envelope["session_id"]
-    proposal_digest = envelope["proposal_digest"]
-    card_kind = envelope["card_kind"]
+def _read_envelope(value: object, revision: int) -> CardEnvelope:
+    envelope = _exact(value, _ENVELOPE_KEYS)
+    if envelope is None:
+        raise Ineligible(IneligibleReason.ENVELOPE_MALFORMED)
+    marker, label, day = envelope["marker"], envelope["customer_label"], envelope["kst_day"]
+    env_revision, state = envelope["revision"], envelope["state"]
     if (
-        not isinstance(session_id, str)
-        or not isinstance(proposal_digest, str)
-        or not isinstance(card_kind, str)
-        or not (session_id and proposal_digest and card_kind)
-        or type(revision) is not int
-        or revision < 0
+        marker != ENVELOPE_MARKER
+        or not is_line_text(label)
+        or not is_line_text(state)
+        or not isinstance(day, str)
+        or _DAY_RE.fullmatch(day) is None
+        or not _is_int_at_least_one(env_revision)
+        or env_revision != revision
     ):
-        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
-    assert isinstance(status, str) and isinstance(text, str)
-    return AdaptiveCard(
-        status=status,
-        text=text,
-        buttons=_read_buttons(top["buttons"]),
-        envelope=CardEnvelope(
-            schema_version=raw_envelope["schema_version"],
-            session_id=session_id,
-            proposal_digest=proposal_digest,
-            revision=revision,
-            card_kind=card_kind,
-        ),
+        raise Ineligible(IneligibleReason.ENVELOPE_MALFORMED)
+    try:
+        dt.date.fromisoformat(day)
+    except ValueError as e:
+        raise Ineligible(IneligibleReason.ENVELOPE_MALFORMED) from e
+    assert isinstance(label, str) and isinstance(state, str) and type(env_revision) is int
+    return CardEnvelope(
+        marker=ENVELOPE_MARKER,
+        customer_label=label,
+        kst_day=day,
+        revision=env_revision,
+        state=state,
     )
 
 
-def _read_buttons(value: object) -> tuple[tuple[Button, ...], ...]:
-    """buttons ::= [ row* ]; row ::= [ button+ ]; button ::= {text, callback_data}."""
+def _read_buttons(value: object, state: str) -> tuple[Button, ...]:
     if not isinstance(value, (list, tuple)):
         raise Ineligible(IneligibleReason.BUTTONS_MALFORMED)
-    rows: list[tuple[Button, ...]] = []
-    for row in value:
-        if not isinstance(row, (list, tuple)) or not row:
+    buttons: list[Button] = []
+    actions: list[tuple[str, str]] = []
+    for raw in value:
+        button = _exact(raw, _BUTTON_KEYS)
+        if button is None:
             raise Ineligible(IneligibleReason.BUTTONS_MALFORMED)
-        buttons: list[Button] = []
-        for raw in row:
-            button = _exact_keys(raw, _BUTTON_KEYS)
-            if button is None:
-                raise Ineligible(IneligibleReason.BUTTONS_MALFORMED)
-            label, data = button["text"], button["callback_data"]
-            if not isinstance(label, str) or not isinstance(data, str) or not (label and data):
-                raise Ineligible(IneligibleReason.BUTTONS_MALFORMED)
-            buttons.append(Button(text=label, callback_data=data))
-        rows.append(tuple(buttons))
-    return tuple(rows)
-
-
-def fresh_card(payload: object, binding: AdaptiveBinding, surface: str) -> AdaptiveCard:
-    """Rule 1: the payload as an eligible fresh card of ``surface``, or ``Ineligible``."""
-    if not isinstance(binding, AdaptiveBinding):
-        raise Ineligible(IneligibleReason.FACTS_INVALID)
-    if binding.origin is not CardOrigin.FRESH_CALLBACK:
-        raise Ineligible(IneligibleReason.RECOVERY_PAYLOAD)
-    card = read_card(payload)
-    if card.envelope.schema_version != surface:
-        raise Ineligible(IneligibleReason.SCHEMA_MISMATCH)
-    if card.status != FRESH_CARD_STATUS:
-        raise Ineligible(IneligibleReason.STATUS_NOT_CARD)
-    envelope = card.envelope
-    if (
-        envelope.session_id != binding.session_id
-        or envelope.proposal_digest != binding.proposal_digest
-        or envelope.revision != binding.revision
-        or envelope.card_kind != binding.card_kind
+        label, data = button["label"], button["callback_data"]
+        if (
+            not is_line_text(label)
+            or not isinstance(label, str)
+            or label != label.strip()
+            or len(label) > MAX_LABEL_CHARS
+            or not isinstance(data, str)
+            or CALLBACK_RE.fullmatch(data) is None
+        ):
+            raise Ineligible(IneligibleReason.BUTTONS_MALFORMED)
+        buttons.append(Button(label=label, callback_data=data))
+        actions.append((label, data.rsplit(":", 1)[1]))
+    shown = tuple(actions)
+    if shown not in (
+        expected_buttons(state),
+        expected_buttons(state, schedule_confirm=True),
     ):
-        raise Ineligible(IneligibleReason.BINDING_MISMATCH)
-    return card
+        raise Ineligible(IneligibleReason.BUTTONS_MISMATCH)
+    return tuple(buttons)
+
+
+def fresh_card(
+    payload: object, *, callback_data: object, origin: CardOrigin
+) -> AdaptiveCard:
+    """Rule 1: ``payload`` as an eligible fresh card, or ``Ineligible``."""
+    if not isinstance(origin, CardOrigin):
+        raise Ineligible(IneligibleReason.FACTS_INVALID)
+    if origin is not CardOrigin.FRESH:
+        raise Ineligible(IneligibleReason.RECOVERY_PAYLOAD)
+    if not isinstance(payload, Mapping):
+        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
+    reason = _status_reason(payload)
+    if reason is not None:
+        raise Ineligible(reason)
+    top = _exact(payload, _PAYLOAD_KEYS)
+    if top is None:
+        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
+    customer_key, digest = top["customer_key"], top["proposal_digest"]
+    revision, text = top["revision"], top["text"]
+    if (
+        not isinstance(customer_key, str)
+        or not customer_key
+        or not isinstance(digest, str)
+        or _DIGEST_RE.fullmatch(digest) is None
+        or not _is_int_at_least_one(revision)
+        or not isinstance(text, str)
+    ):
+        raise Ineligible(IneligibleReason.PAYLOAD_MALFORMED)
+    assert type(revision) is int
+    envelope = _read_envelope(top["envelope"], revision)
+    buttons = _read_buttons(top["buttons"], envelope.state)
+    session_id, action = parse_callback(callback_data)
+
+    header = header_line(envelope.customer_label, envelope.kst_day, revision, envelope.state)
+    first, sep, rest = text.partition("\n")
+    if first != header or not sep:
+        raise Ineligible(IneligibleReason.HEADER_MISMATCH)
+    progress, sep, body = rest.partition("\n")
+    if progress != progress_line(envelope.state) or not sep:
+        raise Ineligible(IneligibleReason.PROGRESS_MISMATCH)
+    # Exactly one blank line, then a non-empty body (the host strips the body).
+    if not body.startswith("\n") or body[1:2] in ("", "\n"):
+        raise Ineligible(IneligibleReason.BODY_SEPARATOR_MISSING)
+    envelope_text = header + "\n" + progress + "\n\n"
+    return AdaptiveCard(
+        customer_key=customer_key,
+        proposal_digest=digest,
+        revision=revision,
+        text=text,
+        envelope=envelope,
+        buttons=buttons,
+        session_id=session_id,
+        action=action,
+        envelope_text=envelope_text,
+        body=text[len(envelope_text) :],
+    )

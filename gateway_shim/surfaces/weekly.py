@@ -1,48 +1,54 @@
-"""The ``weekly.v1`` surface: the host's weekly report (scheduled delivery).
+"""The ``weekly.v1`` surface: the host's weekly report, byte for byte.
 
-This product's v1 canonical format (SPEC §7; plan "Canonical surfaces" and
-"Per-slot semantic manifest"), LF line ends, no trailing newline::
+The host (Hermes@4305027f, ``gateway/platforms/telegram.py``:
+``TelegramAdapter._nutrition_report_text``; docs/host-formats.md §weekly)
+renders, LF line ends, no trailing newline::
 
-    body           ::= title BLANK facts BLANK interpretation BLANK rationale
-                       BLANK actions END
-    title          ::= LINE                   ; must not start with "- "
-    facts          ::= fact{7}                ; FACT_LABELS, exactly, in this order
-    fact           ::= "- " LABEL ": " VALUE  ; facts, ranges, rates, judgment
-    interpretation ::= "주간 해석" "\\n" TYPED(facts.interpretation)
-    rationale      ::= "판단 근거" "\\n" TYPED(facts.rationale)
-    actions        ::= "다음 주 할 일" ("\\n- " TEXT)+
-    TYPED(branch)  ::= GLOSSARY[id] "." (" " GLOSSARY[id] ".")*  ; branch order
+    body           ::= TITLE BLANK facts BLANK interpretation BLANK judgment
+                       BLANK actions BLANK rationale END
+    TITLE          ::= "이번 주 린매스업 리포트"
+    facts          ::= "- 최근 7일 평균 체중: " VALUE "\\n- 이전 7일 평균 체중: " VALUE
+                       "\\n- 주간 변화: " VALUE ("\\n- 체크인율: " VALUE)?
+                       "\\n- 목표 범위: " VALUE
+    interpretation ::= TYPED(branch)             ; one of the four typed branches
+    judgment       ::= "이번 주 판단: " ("유지" | "조정 검토" | "기록 보완")
+    actions        ::= "- " TEXT ("\\n- " TEXT){0,5}
+    rationale      ::= GLOSSARY[RATIONALE_OF[judgment]] "."
+    TYPED(branch)  ::= GLOSSARY[id1] "." "\\n" GLOSSARY[id2] "."   ; branch order
     BLANK          ::= "\\n\\n"
-    LINE, VALUE, TEXT ::= non-empty, no control or line-break characters
+    VALUE, TEXT    ::= non-empty customer text, no control or line-break character
 
-Two slots, in body order: ``weekly.interpretation`` (one of the four typed
-branches of the manifest, two tokens) and ``weekly.rationale`` (one of three
-IDs, one token). Everything else — title, the seven fact bullets, both headings,
-blank lines, the action heading and the actions in order — is locked.
+Rules of this module:
 
-Eligible ONLY when both paragraphs come from typed branches (plan manifest,
-"Ineligible conditions"). The host says so in ``WeeklyFacts``; the checks run in
-this order, each its own enum reason, all before any grammar (no content is
-looked at to decide that the source was untyped):
+Rule 1 — eligibility is decided by the host's summary first (plan manifest,
+"Ineligible conditions"; HOST-FORMATS §4.8): the caller passes the NAMES of the
+summary fields present (``explicit_fields``). Any explicit prose field
+(``EXPLICIT_PROSE_FIELDS``) → ``EXPLICIT_SOURCE_FIELD``, decided on presence
+alone, even when the host fell back to the typed text. Any other name is
+ignored: the host's other free-text fields (``actions``, ``keep_behaviors``,
+``next_decision``, an explicit ``judgment`` …) only change locked lines, which
+come back byte for byte. A non-str name, or a bare str instead of a collection,
+is ``FACTS_INVALID``.
 
-1. the report source carried an explicit prose field (``interpretation``,
-   ``trend_interpretation``, ``summary_text``, ``rationale``,
-   ``judgment_rationale``, ``reason``)          → EXPLICIT_SOURCE_FIELD
-2. it carried any other free-prose field         → UNTYPED_SOURCE_FIELD
-3. the report took a branch with no typed ID     → UNSUPPORTED_BRANCH
-4. then the body grammar, and each paragraph must be exactly the expansion of
-   the host's branch (INTERPRETATION_/RATIONALE_TEXT_MISMATCH).
+Rule 2 — the interpretation and the rationale must be the host's typed text
+exactly (two lines; one line). The interpretation branch and the judgment are
+independent (an explicit judgment, a low check-in rate), so any branch goes with
+any judgment; the typed rationale is keyed by the judgment line
+(``_nutrition_weekly_rationale``), so a rationale that is another judgment's
+sentence is ``RATIONALE_JUDGMENT_MISMATCH``.
 
-Canonical, no request, for all of them. The weekly host pins the final body in
-its scheduled-delivery ledger before sending; a restart never re-presents it
-(plan "Weekly pin-before-send and restart").
+Two slots, in body order: ``weekly.interpretation`` (two tokens; its canonical
+text is two lines, one sentence each, ``_model`` Rule 4a) and
+``weekly.rationale`` (one token, the last paragraph). Everything else is locked.
+The weekly host pins the final body in its scheduled-delivery ledger before
+sending; a restart never re-presents it (plan "Weekly pin-before-send and
+restart").
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
 from spool.contract import MANIFEST
@@ -51,6 +57,7 @@ from gateway_shim.surfaces._model import (
     CanonicalSurface,
     Ineligible,
     IneligibleReason,
+    sentence_separator,
 )
 from gateway_shim.surfaces._text import (
     BLANK,
@@ -59,24 +66,26 @@ from gateway_shim.surfaces._text import (
     SegmentBuilder,
     bullet_value,
     check_body,
+    check_labels,
     is_line_text,
     paragraphs,
-    parse_fact_bullets,
     sentences,
     typed_slot,
 )
 
 __all__ = [
-    "ACTIONS_HEADING",
     "EXPLICIT_PROSE_FIELDS",
     "FACT_LABELS",
-    "INTERPRETATION_HEADING",
     "INTERPRETATION_SLOT",
-    "RATIONALE_HEADING",
+    "JUDGMENT_LABEL",
+    "MAX_ACTIONS",
+    "MISSING_MARKER",
+    "OPTIONAL_FACT_LABELS",
     "RATIONALE_SLOT",
     "SURFACE",
-    "WeeklyFacts",
+    "TITLE",
     "WeeklyInterpretation",
+    "WeeklyJudgment",
     "WeeklyRationale",
     "format_weekly",
     "parse_weekly",
@@ -85,21 +94,20 @@ __all__ = [
 SURFACE: Final = "weekly.v1"
 INTERPRETATION_SLOT: Final = "weekly.interpretation"
 RATIONALE_SLOT: Final = "weekly.rationale"
-# Period (range), weight facts, target range, rates, judgment.
+TITLE: Final = "이번 주 린매스업 리포트"
 FACT_LABELS: Final[tuple[str, ...]] = (
-    "기간",
-    "평균 체중",
-    "체중 변화",
+    "최근 7일 평균 체중",
+    "이전 7일 평균 체중",
+    "주간 변화",
+    "체크인율",
     "목표 범위",
-    "주간 변화율",
-    "기록률",
-    "판단",
 )
-INTERPRETATION_HEADING: Final = "주간 해석"
-RATIONALE_HEADING: Final = "판단 근거"
-ACTIONS_HEADING: Final = "다음 주 할 일"
-# The plan's explicit unstructured source fields: any of them makes the report
-# ineligible even when its text happens to equal a typed expansion.
+# Rendered only when the summary has a check-in rate.
+OPTIONAL_FACT_LABELS: Final[frozenset[str]] = frozenset({"체크인율"})
+JUDGMENT_LABEL: Final = "이번 주 판단: "
+MAX_ACTIONS: Final = 6
+MISSING_MARKER: Final = "기록 없음"
+# The plan's explicit unstructured source fields (Rule 1).
 EXPLICIT_PROSE_FIELDS: Final[frozenset[str]] = frozenset(
     {
         "interpretation",
@@ -110,14 +118,16 @@ EXPLICIT_PROSE_FIELDS: Final[frozenset[str]] = frozenset(
         "reason",
     }
 )
-# title, facts, interpretation, rationale, actions.
-_PARAGRAPHS: Final = 5
+_REQUIRED_FACT_LABELS: Final = tuple(x for x in FACT_LABELS if x not in OPTIONAL_FACT_LABELS)
+# title, facts, interpretation, judgment, actions, rationale.
+_PARAGRAPHS: Final = 6
 
 
 class WeeklyInterpretation(enum.Enum):
-    """The four typed interpretation branches, in the manifest's order.
+    """The host's four typed interpretation branches, in the manifest's order.
 
-    Each value is the branch's IDs in canonical branch order.
+    Each value is the branch's IDs in canonical branch order (I1-I4 of
+    docs/host-formats.md).
     """
 
     TREND_UNAVAILABLE = ("P_WEEKLY_TREND_UNAVAILABLE", "A_WEEKLY_RECHECK_AFTER_RECORD")
@@ -130,9 +140,14 @@ class WeeklyInterpretation(enum.Enum):
         ids: tuple[str, ...] = self.value
         return ids
 
+    @property
+    def text(self) -> str:
+        """The host's two lines for this branch."""
+        return sentences(self.ids, sentence_separator(INTERPRETATION_SLOT))
+
 
 class WeeklyRationale(enum.Enum):
-    """The three typed rationale IDs, in the manifest's order."""
+    """The host's three typed rationale sentences, in the manifest's order."""
 
     KEEP_BASELINE = ("A_WEEKLY_KEEP_BASELINE",)
     REVIEW_ADJUSTMENT = ("A_WEEKLY_REVIEW_ADJUSTMENT",)
@@ -142,6 +157,42 @@ class WeeklyRationale(enum.Enum):
     def ids(self) -> tuple[str, ...]:
         ids: tuple[str, ...] = self.value
         return ids
+
+    @property
+    def text(self) -> str:
+        return sentences(self.ids)
+
+
+class WeeklyJudgment(enum.Enum):
+    """The host's ``이번 주 판단:`` values; each keys one typed rationale."""
+
+    KEEP = "유지"
+    REVIEW = "조정 검토"
+    RECORDS = "기록 보완"
+
+    @property
+    def rationale(self) -> WeeklyRationale:
+        return _RATIONALE_OF[self]
+
+    @property
+    def default_action(self) -> str:
+        """The host's one action when the summary gives none."""
+        return _DEFAULT_ACTION[self]
+
+
+_RATIONALE_OF: Final[Mapping[WeeklyJudgment, WeeklyRationale]] = {
+    WeeklyJudgment.KEEP: WeeklyRationale.KEEP_BASELINE,
+    WeeklyJudgment.REVIEW: WeeklyRationale.REVIEW_ADJUSTMENT,
+    WeeklyJudgment.RECORDS: WeeklyRationale.RECORDS_INSUFFICIENT,
+}
+_DEFAULT_ACTION: Final[Mapping[WeeklyJudgment, str]] = {
+    WeeklyJudgment.KEEP: "다음 주에도 같은 조건으로 체중 추세를 확인합니다.",
+    WeeklyJudgment.REVIEW: "다음 기록에서 섭취량과 체중 변화를 함께 확인합니다.",
+    WeeklyJudgment.RECORDS: "다음 체크인에서 체중과 섭취 기록을 보완합니다.",
+}
+_INTERPRETATION_BY_TEXT: Final = {b.text: b for b in WeeklyInterpretation}
+_RATIONALE_BY_TEXT: Final = {r.text: r for r in WeeklyRationale}
+_JUDGMENT_BY_TEXT: Final = {j.value: j for j in WeeklyJudgment}
 
 
 def _check_branches_match_manifest() -> None:
@@ -156,81 +207,57 @@ def _check_branches_match_manifest() -> None:
 _check_branches_match_manifest()
 
 
-@dataclass(frozen=True, slots=True)
-class WeeklyFacts:
-    """Where the host's two weekly paragraphs came from.
-
-    ``interpretation`` / ``rationale``: the typed branch the host's renderer took
-    for each paragraph, or ``None`` when it took a branch with no typed ID.
-    ``prose_fields``: the names of every free-prose field present in the report
-    source the host rendered from (empty for a fully typed report).
-    """
-
-    interpretation: WeeklyInterpretation | None
-    rationale: WeeklyRationale | None
-    prose_fields: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        if self.interpretation is not None and not isinstance(
-            self.interpretation, WeeklyInterpretation
-        ):
-            raise TypeError("interpretation must be a WeeklyInterpretation or None")
-        if self.rationale is not None and not isinstance(self.rationale, WeeklyRationale):
-            raise TypeError("rationale must be a WeeklyRationale or None")
-        if not isinstance(self.prose_fields, frozenset) or not all(
-            isinstance(f, str) for f in self.prose_fields
-        ):
-            raise TypeError("prose_fields must be a frozenset of str")
-
-
-# --- the reference renderer (the host's v1 format) --------------------------------
+# --- the reference renderer (layout only) ------------------------------------------
 
 
 def format_weekly(
     *,
-    title: str,
-    facts: Sequence[tuple[str, str]] | Mapping[str, str],
+    recent: str,
+    prior: str,
+    change: str,
+    goal_range: str,
     interpretation: WeeklyInterpretation,
-    rationale: WeeklyRationale,
-    actions: Sequence[str],
+    judgment: WeeklyJudgment,
+    rate: str | None = None,
+    actions: Sequence[str] | None = None,
 ) -> str:
-    """Render a canonical ``weekly.v1`` body from typed branches.
+    """Lay out a canonical ``weekly.v1`` body from RENDERED values and typed branches.
 
-    ``facts`` is the seven ``(label, value)`` pairs in ``FACT_LABELS`` order or a
-    mapping with exactly those keys. Raises ``ValueError`` on input the grammar
-    cannot carry; the Telegram limit is an eligibility question for the parser.
+    Values are the text after each label (``recent="78.47kg"``, ``MISSING_MARKER``
+    when absent); ``rate`` ``None`` omits the ``체크인율`` line; ``actions`` ``None``
+    is the host's default action for ``judgment``. The rationale is the judgment's.
+    This is the layout, not the host's value formatting (docs/host-formats.md).
+    Raises ``ValueError`` on input the grammar cannot carry.
     """
-    if not is_line_text(title) or title.startswith(BULLET):
-        raise ValueError("title must be one non-empty line not starting with a bullet")
-    if isinstance(facts, Mapping):
-        if set(facts) != set(FACT_LABELS):
-            raise ValueError("facts must have exactly the seven weekly labels")
-        pairs = [(label, facts[label]) for label in FACT_LABELS]
-    else:
-        pairs = list(facts)
-        if [pair[0] for pair in pairs] != list(FACT_LABELS):
-            raise ValueError("facts must be the seven weekly labels in order")
-    if not all(is_line_text(value) for _, value in pairs):
+    values = [("최근 7일 평균 체중", recent), ("이전 7일 평균 체중", prior), ("주간 변화", change)]
+    if rate is not None:
+        values.append(("체크인율", rate))
+    values.append(("목표 범위", goal_range))
+    if not all(is_line_text(v) for _, v in values):
         raise ValueError("each fact value must be one non-empty line")
     if not isinstance(interpretation, WeeklyInterpretation) or not isinstance(
-        rationale, WeeklyRationale
+        judgment, WeeklyJudgment
     ):
-        raise ValueError("interpretation and rationale must be typed branches")
-    if isinstance(actions, str) or not actions or not all(is_line_text(a) for a in actions):
-        raise ValueError("actions must be a non-empty sequence of non-empty lines")
+        raise ValueError("interpretation and judgment must be typed")
+    lines_of_actions = [judgment.default_action] if actions is None else list(actions)
+    if (
+        isinstance(actions, str)
+        or not 1 <= len(lines_of_actions) <= MAX_ACTIONS
+        or not all(is_line_text(a) for a in lines_of_actions)
+    ):
+        raise ValueError("actions must be 1 to 6 non-empty lines")
     lines = [
-        title,
+        TITLE,
         "",
-        *(f"{BULLET}{label}{LABEL_SEPARATOR}{value}" for label, value in pairs),
+        *(f"{BULLET}{label}{LABEL_SEPARATOR}{value}" for label, value in values),
         "",
-        INTERPRETATION_HEADING,
-        sentences(interpretation.ids),
+        interpretation.text,
         "",
-        RATIONALE_HEADING,
-        sentences(rationale.ids),
+        JUDGMENT_LABEL + judgment.value,
         "",
-        ACTIONS_HEADING,
-        *(f"{BULLET}{action}" for action in actions),
+        *(BULLET + a for a in lines_of_actions),
+        "",
+        judgment.rationale.text,
     ]
     return "\n".join(lines)
 
@@ -238,64 +265,83 @@ def format_weekly(
 # --- the adapter --------------------------------------------------------------------
 
 
-def parse_weekly(body: str, facts: WeeklyFacts) -> CanonicalSurface:
+def parse_weekly(body: str, *, explicit_fields: Collection[str] = ()) -> CanonicalSurface:
     """Parse a canonical ``weekly.v1`` body into locked segments and two slots.
 
-    Raises ``Ineligible`` (the enum only, never content) unless both paragraphs
-    come from typed branches and ``body`` is exactly the grammar above.
+    ``explicit_fields``: the names of the fields present in the host's summary
+    (Rule 1). Raises ``Ineligible`` (the enum only, never content) unless no
+    explicit prose field is present and ``body`` is exactly the grammar above.
     """
-    if not isinstance(facts, WeeklyFacts):
-        raise Ineligible(IneligibleReason.FACTS_INVALID)
-    # Source provenance first: decided from the host's typed facts alone.
-    if facts.prose_fields & EXPLICIT_PROSE_FIELDS:
-        raise Ineligible(IneligibleReason.EXPLICIT_SOURCE_FIELD)
-    if facts.prose_fields:
-        raise Ineligible(IneligibleReason.UNTYPED_SOURCE_FIELD)
-    if facts.interpretation is None or facts.rationale is None:
-        raise Ineligible(IneligibleReason.UNSUPPORTED_BRANCH)
-
+    _check_explicit_fields(explicit_fields)
     check_body(body)
     parts = paragraphs(body)
     if len(parts) != _PARAGRAPHS:
         raise Ineligible(IneligibleReason.PARAGRAPH_COUNT_MISMATCH)
-    title, fact_block, interpretation, rationale, actions = parts
-    if "\n" in title or title.startswith(BULLET):
+    title, fact_block, interpretation_text, judgment_line, actions, rationale_text = parts
+    if title != TITLE:
         raise Ineligible(IneligibleReason.TITLE_INVALID)
-    parse_fact_bullets(fact_block, FACT_LABELS)
-    interpretation_text = _section(interpretation, INTERPRETATION_HEADING)
-    rationale_text = _section(rationale, RATIONALE_HEADING)
-    _parse_actions(actions)
-    # Grammar first, then the host's typed branches: the paragraph text must be
-    # exactly their expansion (located by position, never by searching).
-    if interpretation_text != sentences(facts.interpretation.ids):
+    _parse_facts(fact_block)
+    interpretation = _INTERPRETATION_BY_TEXT.get(interpretation_text)
+    if interpretation is None:
         raise Ineligible(IneligibleReason.INTERPRETATION_TEXT_MISMATCH)
-    if rationale_text != sentences(facts.rationale.ids):
+    judgment = _parse_judgment(judgment_line)
+    _parse_actions(actions)
+    rationale = _RATIONALE_BY_TEXT.get(rationale_text)
+    if rationale is None:
         raise Ineligible(IneligibleReason.RATIONALE_TEXT_MISMATCH)
+    if rationale is not judgment.rationale:
+        raise Ineligible(IneligibleReason.RATIONALE_JUDGMENT_MISMATCH)
 
+    # Both slots are located by paragraph position, never by searching.
     built = SegmentBuilder()
-    built.lock(title + BLANK + fact_block + BLANK + INTERPRETATION_HEADING + "\n")
-    built.slot(typed_slot(INTERPRETATION_SLOT, facts.interpretation.ids))
-    built.lock(BLANK + RATIONALE_HEADING + "\n")
-    built.slot(typed_slot(RATIONALE_SLOT, facts.rationale.ids))
-    built.lock(BLANK + actions)
+    built.lock(title + BLANK + fact_block + BLANK)
+    built.slot(typed_slot(INTERPRETATION_SLOT, interpretation.ids))
+    built.lock(BLANK + judgment_line + BLANK + actions + BLANK)
+    built.slot(typed_slot(RATIONALE_SLOT, rationale.ids))
     slots, segments = built.build()
     return CanonicalSurface(surface=SURFACE, body=body, slots=slots, segments=segments)
 
 
-def _section(paragraph: str, heading: str) -> str:
-    """section ::= HEADING "\\n" LINE; returns the line (the slot's text)."""
-    head, sep, text = paragraph.partition("\n")
-    if head != heading or not sep:
-        raise Ineligible(IneligibleReason.SECTION_HEADING_MISMATCH)
-    return text
+def _check_explicit_fields(explicit_fields: object) -> None:
+    """Rule 1: a collection of str names; any explicit prose field is ineligible."""
+    if isinstance(explicit_fields, (str, bytes)) or not isinstance(explicit_fields, Collection):
+        raise Ineligible(IneligibleReason.FACTS_INVALID)
+    names = list(explicit_fields)
+    if not all(isinstance(name, str) for name in names):
+        raise Ineligible(IneligibleReason.FACTS_INVALID)
+    if any(name in EXPLICIT_PROSE_FIELDS for name in names):
+        raise Ineligible(IneligibleReason.EXPLICIT_SOURCE_FIELD)
+
+
+def _parse_facts(paragraph: str) -> None:
+    """facts ::= ("- " LABEL ": " VALUE){4,5}: FACT_LABELS in order, 체크인율 optional."""
+    labels: list[str] = []
+    values: list[str] = []
+    for line in paragraph.split("\n"):
+        if not line.startswith(BULLET) or LABEL_SEPARATOR not in line:
+            raise Ineligible(IneligibleReason.FACT_LINE_MALFORMED)
+        label, value = line[len(BULLET) :].split(LABEL_SEPARATOR, 1)
+        labels.append(label)
+        values.append(value)
+    check_labels(labels, FACT_LABELS, required=_REQUIRED_FACT_LABELS)
+    if any(value.strip() == "" for value in values):
+        raise Ineligible(IneligibleReason.FACT_VALUE_EMPTY)
+
+
+def _parse_judgment(line: str) -> WeeklyJudgment:
+    """judgment ::= "이번 주 판단: " ("유지" | "조정 검토" | "기록 보완")."""
+    if not line.startswith(JUDGMENT_LABEL):
+        raise Ineligible(IneligibleReason.JUDGMENT_LINE_MISSING)
+    judgment = _JUDGMENT_BY_TEXT.get(line[len(JUDGMENT_LABEL) :])
+    if judgment is None:
+        raise Ineligible(IneligibleReason.JUDGMENT_UNKNOWN)
+    return judgment
 
 
 def _parse_actions(paragraph: str) -> None:
-    """actions ::= "다음 주 할 일" ("\\n- " TEXT)+."""
-    heading, *lines = paragraph.split("\n")
-    if heading != ACTIONS_HEADING:
-        raise Ineligible(IneligibleReason.ACTIONS_HEADING_MISSING)
-    if not lines:
-        raise Ineligible(IneligibleReason.NO_ACTIONS)
+    """actions ::= "- " TEXT ("\\n- " TEXT){0,5}."""
+    lines = paragraph.split("\n")
     if any(bullet_value(line) is None for line in lines):
         raise Ineligible(IneligibleReason.ACTION_LINE_MALFORMED)
+    if len(lines) > MAX_ACTIONS:
+        raise Ineligible(IneligibleReason.TOO_MANY_ACTIONS)

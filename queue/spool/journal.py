@@ -16,7 +16,18 @@ here, and the lifecycle is a table, not scattered ifs):
    unlinked) and is fsynced before the lock is released; ``attempt_started`` is on
    disk before the one wire request is made. An append first checks that the
    segment is still the inode, and the size, this process last wrote.
-5. Nothing here is ever rewritten or truncated. A row that fails any rule makes
+4a. An append that fails part-way (ENOSPC, EDQUOT, EIO, a short write, a failed
+   fsync) is undone *under the same lock, before anything else happens*: the
+   segment is truncated back to the size before the append (known: rule 4's
+   tail) and fsynced. Those bytes were never acknowledged (no call, no
+   response, no row followed them), so this is not a rewrite of the journal:
+   it is the filelock rule "partial state is undone, then re-raised"
+   (`AppendRefused`, ``append_undone``). Only if the undo itself fails does the
+   torn tail stay, and the worker quarantines as before (module docstring,
+   "Torn tail"). Issue 14 item 5: a full disk mid-row used to leave a torn tail
+   that needed an operator.
+5. Nothing here is ever rewritten or truncated (but rule 4a's undo of our
+   own unacknowledged bytes). A row that fails any rule makes
    the journal *unverified*: the worker then makes zero new calls (fail closed).
 6. No text, prompt, response, value or raw identifier is ever a field.
 7. Retention: a segment is kept for exactly `RETENTION_DAYS` (35) completed UTC
@@ -24,6 +35,18 @@ here, and the lifecycle is a table, not scattered ifs):
    once every attempt in it is terminal; the worker terminalizes an open attempt
    ``claim_expired_canonical`` before its segment can age out. Dedupe is across
    the retention window (SPEC §4).
+
+8. Segment size (issue 14 item 4): the writer never makes a segment the
+   reader refuses (`MAX_SEGMENT_BYTES`). Every open attempt of a segment holds
+   a reservation of `MAX_ROW_BYTES` for its one terminal row: a start row is
+   appended only if, after it, ``size + open attempts × MAX_ROW_BYTES`` is
+   still within the cap; otherwise `AppendRefused` (``segment_full``): the new
+   attempt is refused (canonical, no call) and the worker's status says
+   ``refusing: segment_full`` until the next UTC day's segment. A terminal row
+   closes a reservation, so terminal rows of open attempts always fit; no row
+   ever crosses the cap. Capacity: a start row and a terminal row take about
+   1,200 bytes, so one UTC day holds about 220,000 attempts
+   (docs/faults.md).
 
 Torn tail — what the worker does, and what the operator does
 -------------------------------------------------------------
@@ -64,6 +87,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import errno
 import hashlib
 import json
 import marshal
@@ -124,6 +148,10 @@ ROW_FIELDS: Final = frozenset(
     }
 )
 MAX_SEGMENT_BYTES: Final = 256 * 1024 * 1024
+# Rule 8: no row is longer than this (LF included). Rows have fixed-format
+# fields only (~570-640 bytes; the sequence grows by a digit per decade); a
+# longer one is a bug and is never written (ValueError).
+MAX_ROW_BYTES: Final = 1024
 # Rule 7: 35 completed UTC days plus today (the plan's retention).
 RETENTION_DAYS: Final = 35
 _SEGMENT_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl")
@@ -165,6 +193,10 @@ class Finding(enum.StrEnum):
     DOUBLE_TERMINAL = "double_terminal"
     APPEND_CONFLICT = "append_conflict"
     LOCK_UNSAFE = "lock_unsafe"  # journal.lock is not the checked inode / file
+    # Not findings about what is on disk: an append that failed and left the
+    # segment exactly as it was (`AppendRefused`).
+    APPEND_UNDONE = "append_undone"
+    SEGMENT_FULL = "segment_full"
 
 
 class JournalUnverified(Exception):
@@ -173,6 +205,15 @@ class JournalUnverified(Exception):
     def __init__(self, finding: Finding, segment: str) -> None:
         super().__init__(f"{finding.value}:{segment}")
         self.finding, self.segment = finding, segment
+
+
+class AppendRefused(JournalUnverified):
+    """An append did not happen and the segment is exactly as it was before it
+    (same inode, same size, synced): ``append_undone`` (the write or its fsync
+    failed part-way and was undone, rule 4a) or ``segment_full`` (rule 8). The
+    journal still verifies; the worker answers this request canonical with no
+    call and keeps serving. A subclass, so that a caller that does not know it
+    still fails closed."""
 
 
 # --------------------------------------------------------------------------- rows
@@ -270,6 +311,17 @@ class _Tail:
     digest: str
     size: int
     ino: int
+    # Open attempts whose start row is in this segment (rule 8's reservations).
+    open: int = 0
+
+
+def _count_open(index: Index, tails: Mapping[str, _Tail]) -> None:
+    """Set each tail's open-attempt count from ``index`` (after a load)."""
+    counts: dict[str, int] = {}
+    for rec in index.open_attempts():
+        counts[rec.segment] = counts.get(rec.segment, 0) + 1
+    for segment, tail in tails.items():
+        tail.open = counts.get(segment, 0)
 
 
 @dataclass(slots=True)
@@ -914,6 +966,7 @@ class Journal:
             tails[segment] = _Tail(seq, digest, st.st_size, st.st_ino)
             if prints is not None:
                 prints.append(_print("s", segment, st))
+        _count_open(index, tails)
         return index, tails
 
     def _prints_now(self) -> list[_Print]:
@@ -980,6 +1033,7 @@ class Journal:
                                  outcomes[outcome])
                     by_attempt[aid] = by_artifact[akey] = rec
                 new_tails = {seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails}
+                _count_open(index, new_tails)
             except (ValueError, TypeError, KeyError, EOFError, UnsafePath, OSError, JournalUnverified):
                 return False
             self.index, self._tails = index, new_tails
@@ -1011,13 +1065,20 @@ class Journal:
             tail = _Tail(0, ZERO_DIGEST, 0, 0)
         try:
             fd, st = open_append(path, create=created)
-        except (UnsafePath, OSError) as e:
+        except UnsafePath as e:
+            raise JournalUnverified(Finding.APPEND_CONFLICT, segment) from e
+        except OSError as e:
+            if e.errno in _NOTHING_WRITTEN:
+                # Out of descriptors, memory, space or quota before a byte was
+                # written: the segment is as it was (rule 4a).
+                raise AppendRefused(Finding.APPEND_UNDONE, segment) from e
             raise JournalUnverified(Finding.APPEND_CONFLICT, segment) from e
         try:
             if st.st_size != tail.size or (not created and st.st_ino != tail.ino):
                 raise JournalUnverified(Finding.APPEND_CONFLICT, segment)
             sequence, digest = tail.sequence, tail.digest
             lines = []
+            opened = 0
             for row in rows:
                 if row["started_at_utc"][:10] != segment:
                     raise ValueError("a row goes in the segment of its start row")
@@ -1027,12 +1088,39 @@ class Journal:
                 row.pop("row_digest", None)
                 row["row_digest"] = digest = row_digest(row)
                 lines.append(canonical_json(row) + "\n")
+                opened += 1 if row["state"] == State.ATTEMPT_STARTED.value else -1
             data = "".join(lines).encode("utf-8")
-            written = os.write(fd, data)
-            if written != len(data):
-                raise JournalUnverified(Finding.TORN_TAIL, segment)
-            os.fsync(fd)
-            self._tails[segment] = _Tail(sequence, digest, tail.size + len(data), st.st_ino)
+            if any(len(line.encode("utf-8")) > MAX_ROW_BYTES for line in lines):
+                raise ValueError("a row longer than MAX_ROW_BYTES")
+            # Rule 8: never past the cap; a start row only with room left for
+            # the terminal row of every attempt it leaves open.
+            size_after, open_after = tail.size + len(data), max(tail.open + opened, 0)
+            if size_after > MAX_SEGMENT_BYTES or (
+                opened > 0 and size_after + open_after * MAX_ROW_BYTES > MAX_SEGMENT_BYTES
+            ):
+                if created:
+                    self._tails[segment] = _Tail(0, ZERO_DIGEST, 0, st.st_ino)
+                raise AppendRefused(Finding.SEGMENT_FULL, segment)
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(errno.ENOSPC, "short write")
+                os.fsync(fd)
+            except BaseException as e:
+                # Rule 4a: undo our own unacknowledged bytes, then re-raise.
+                if not _undo(fd, st.st_ino, tail.size):
+                    raise JournalUnverified(Finding.TORN_TAIL, segment) from e
+                if created:
+                    # The new segment stays, empty (an empty segment verifies);
+                    # the next append continues it instead of creating it.
+                    self._tails[segment] = _Tail(0, ZERO_DIGEST, 0, st.st_ino)
+                    _quiet_fsync_dir(self._root.outcomes)
+                if isinstance(e, (OSError, ValueError)):
+                    raise AppendRefused(Finding.APPEND_UNDONE, segment) from e
+                raise
+            self._tails[segment] = _Tail(
+                sequence, digest, tail.size + len(data), st.st_ino, open_after
+            )
         finally:
             os.close(fd)
         if created:
@@ -1238,6 +1326,32 @@ class Journal:
             "finalized_at_utc": finalized,
             "previous_row_digest": ZERO_DIGEST,
         }
+
+
+# Errors of ``open`` that leave every segment exactly as it was (rule 4a). Not
+# ENOENT/EEXIST: a segment removed or planted behind our back is a conflict.
+_NOTHING_WRITTEN: Final = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EINTR}
+)
+
+
+def _undo(fd: int, ino: int, size: int) -> bool:
+    """Rule 4a: cut the segment behind ``fd`` back to ``size`` and sync it. True
+    only if it is then provably the file it was (same inode, that size)."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    return st.st_size == size and st.st_ino == ino
+
+
+def _quiet_fsync_dir(d: Path) -> None:
+    try:
+        fsync_dir(d)
+    except OSError:
+        pass  # an empty new segment: harmless whether or not its name is durable
 
 
 def _real_day(segment: str) -> bool:

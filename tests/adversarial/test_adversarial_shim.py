@@ -45,9 +45,8 @@ from gateway_shim.surfaces import RenderError
 from gateway_shim.surfaces.daily import parse_daily
 
 BODY = format_daily(
-    title="체크인 요약",
-    facts=[("체중", "70kg"), ("식단", "3끼"), ("단백질", "120g"), ("수분", "2L"), ("운동", "걷기"), ("수면", "7시간"), ("컨디션", "보통")],
-    actions=["물 마시기"],
+    weight="70kg", intake="2,000kcal", macros="탄수화물 250g · 단백질 120g · 지방 60g",
+    training="걷기", sleep="7시간", condition="3/5", digestion="정상", water="2L",
 )  # fmt: skip
 FACTS = DailyFacts(complete=True)
 ATTEMPT = "a" * 32

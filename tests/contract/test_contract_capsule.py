@@ -289,7 +289,7 @@ def test_slot_policy_builds_canonical_order_and_limits() -> None:
     assert policy.required_placeholder_tokens == ("[[P:01]]", "[[A:01]]")
     assert (policy.max_generated_chars, policy.max_style_lexemes) == (220, 16)
     assert policy.semantic_ids == ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL")
-    review = slot_policy("adaptive.dual.review.9", ("P_DUAL_REASON_GOAL_CONFLICT",))
+    review = slot_policy("adaptive.dual.review.9", ("P_DUAL_REASON_SAME_DAY_REVISION",))
     assert (review.max_generated_chars, review.max_style_lexemes) == (128, 10)
 
 
@@ -302,7 +302,7 @@ def test_slot_policy_builds_canonical_order_and_limits() -> None:
         ("daily.status", ["P_DAILY_COMPLETE", "P_DAILY_COMPLETE"], R.IDS_NOT_IN_MANIFEST),
         ("weekly.interpretation", ["P_WEEKLY_IN_GOAL"], R.IDS_NOT_IN_MANIFEST),
         ("weekly.rationale", ["A_OPERATOR_REVIEW_DECISION"], R.IDS_NOT_IN_MANIFEST),
-        ("adaptive.dual.judgment", ["P_DUAL_REASON_GOAL_CONFLICT"], R.IDS_NOT_IN_MANIFEST),
+        ("adaptive.dual.judgment", ["P_DUAL_REASON_SAME_DAY_REVISION"], R.IDS_NOT_IN_MANIFEST),
     ],
 )
 def test_slot_policy_refuses_what_the_manifest_does_not_allow(
@@ -351,22 +351,15 @@ def test_manifest_is_the_plan_table() -> None:
         ),
         "adaptive.dual.judgment": (
             "adaptive.dualcoachtest.card.v1",
-            (
-                ("P_DUAL_DECISION_KEEP_PLAN",),
-                ("P_DUAL_DECISION_ADJUST_PLAN",),
-                ("P_DUAL_DECISION_HOLD_FOR_REVIEW",),
-            ),
+            (("P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",),),
             128,
             10,
         ),
         "adaptive.dual.review.N": (
             "adaptive.dualcoachtest.card.v1",
             (
-                ("P_DUAL_REASON_RECORDS_INSUFFICIENT",),
-                ("P_DUAL_REASON_WEIGHT_TREND_UNCLEAR",),
-                ("P_DUAL_REASON_INTAKE_BELOW_PLAN",),
-                ("P_DUAL_REASON_INTAKE_ABOVE_PLAN",),
-                ("P_DUAL_REASON_GOAL_CONFLICT",),
+                ("P_DUAL_REASON_SAME_DAY_REVISION",),
+                ("P_DUAL_REASON_RECALCULATE_FROM_LATEST",),
             ),
             128,
             10,
@@ -378,8 +371,49 @@ def test_manifest_is_the_plan_table() -> None:
             10,
         ),
     }
+    assert {p: row.open_id_pattern for p, row in MANIFEST.items() if row.open_id_pattern} == {
+        "adaptive.dual.judgment": "P_DUAL_DECISION_[A-Z0-9_]+",
+        "adaptive.dual.review.N": "P_DUAL_REASON_[A-Z0-9_]+",
+    }
     with pytest.raises(TypeError):
         MANIFEST["x"] = MANIFEST["daily.status"]  # type: ignore[index]
+
+
+# -- the open dual families (manifest Rule 5) ---------------------------------------------
+
+
+def test_open_family_ids_make_policies_and_capsules() -> None:
+    judgment = slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_OPERATOR_TEXT_2"])
+    review = slot_policy("adaptive.dual.review.9", ["P_DUAL_REASON_COOLDOWN"])
+    assert judgment.allowed_predicate_ids == ("P_DUAL_DECISION_OPERATOR_TEXT_2",)
+    assert review.required_placeholder_tokens == ("[[P:01]]",)
+    capsule = Capsule.from_json(
+        Capsule(
+            schema_version=CONTRACT_VERSION,
+            surface="adaptive.dualcoachtest.card.v1",
+            artifact_key=KEY,
+            slots=(judgment, review),
+        ).to_json()
+    )
+    assert capsule.slots == (judgment, review)
+
+
+@pytest.mark.parametrize(
+    ("slot_id", "ids"),
+    [
+        ("adaptive.dual.judgment", ["P_DUAL_REASON_COOLDOWN"]),
+        ("adaptive.dual.review.1", ["P_DUAL_DECISION_KEEP"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_lower"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_A", "P_DUAL_DECISION_B"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_X\n"]),
+        ("weekly.rationale", ["P_DUAL_REASON_COOLDOWN"]),
+    ],
+)
+def test_open_families_are_closed_everywhere_else(slot_id: str, ids: list[str]) -> None:
+    with pytest.raises(CapsuleError) as info:
+        slot_policy(slot_id, ids)
+    assert info.value.reason is R.IDS_NOT_IN_MANIFEST
 
 
 def test_manifest_lookups() -> None:
@@ -396,13 +430,13 @@ def test_manifest_lookups() -> None:
 
 def test_all_semantic_ids() -> None:
     assert isinstance(ALL_SEMANTIC_IDS, frozenset)
-    assert len(ALL_SEMANTIC_IDS) == 2 + 8 + 3 + 3 + 5 + 1
+    assert len(ALL_SEMANTIC_IDS) == 2 + 8 + 3 + 1 + 2 + 1
     assert all(i.startswith(("P_", "A_")) and i.isupper() for i in ALL_SEMANTIC_IDS)
 
 
 def test_every_manifest_branch_makes_a_policy() -> None:
     policies = all_policies()
-    assert len(policies) == 2 + 4 + 3 + 3 + 9 * 5 + 1
+    assert len(policies) == 2 + 4 + 3 + 1 + 9 * 2 + 1
     for policy in policies:
         assert 1 <= len(policy.required_placeholder_tokens) <= 3
         assert set(policy.semantic_ids) <= ALL_SEMANTIC_IDS

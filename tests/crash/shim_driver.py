@@ -36,17 +36,17 @@ from gateway_shim import (
     format_daily,
 )
 
-FACTS = [
-    ("체중", "72.4kg"),
-    ("식단", "2,150kcal"),
-    ("단백질", "138g"),
-    ("수분", "2.1L"),
-    ("운동", "스쿼트 5세트"),
-    ("수면", "6시간 40분"),
-    ("컨디션", "보통"),
-]
 STATUS = "저장된 오늘 기록을 확인했습니다."
-BODY = format_daily(title="김민지 님 체크인", facts=FACTS, actions=["저녁 단백질 보충하기"])
+BODY = format_daily(
+    weight="72.4kg",
+    intake="2,150kcal",
+    macros="탄수화물 260g · 단백질 138g · 지방 70g",
+    training="스쿼트 5세트",
+    sleep="6.7시간 · 수면 질 4/5",
+    condition="3/5",
+    digestion="정상",
+    water="2.1L",
+)
 # The fake's valid composition is `fakeapi.default_style`: "차분히, [[P:01]]."
 SELECTED = BODY.replace(STATUS, "차분히, " + STATUS)
 

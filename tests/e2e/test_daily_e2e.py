@@ -21,28 +21,29 @@ from gateway_shim import (
     KoreanExpressionCoordinator,
     Mode,
     exact_block,
-    format_daily,
 )
+from reference_host.host_render import render_daily
 from spool.journal import Journal
 from spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
 
 # Customer material used in the sample: none of it may reach the spool or journal.
-CUSTOMER_VALUES = ("김민지", "72.4kg", "2,150kcal", "138g", "2.1L", "스쿼트 5세트", "6시간 40분", "11월 30일", "evt-7f3a9c")
-FACTS = [
-    ("체중", "72.4kg"),
-    ("식단", "2,150kcal"),
-    ("단백질", "138g"),
-    ("수분", "2.1L"),
-    ("운동", "스쿼트 5세트"),
-    ("수면", "6시간 40분"),
-    ("컨디션", "좋음"),
-]
-BODY = format_daily(
-    title="김민지 님 11월 30일 체크인",
-    facts=FACTS,
-    actions=["저녁 단백질 보충하기", "취침 전 스트레칭"],
+CUSTOMER_VALUES = ("김민지", "72.4kg", "2,150kcal", "138g", "2.1L", "스쿼트 5세트", "6.7시간", "11월 30일", "evt-7f3a9c")
+# The host's reply to a complete check-in (answers rendered as the host renders them).
+BODY = render_daily(
+    {
+        "bodyweight": "72.4",
+        "calories": "2150",
+        "macros": {"탄수화물": 260, "단백질": 138, "지방": 70},
+        "training_summary": "김민지 님 스쿼트 5세트",
+        "performance": "11월 30일 기록 갱신",
+        "sleep_duration": "6.7",
+        "sleep_quality": "4",
+        "condition": "4",
+        "digestion": "bristol_4",
+        "water": "2.1",
+    }
 )
 EVENT_ID = "evt-7f3a9c-finalized-0001"
 EXPECTED_SELECTED = BODY.replace(

@@ -63,7 +63,7 @@ def test_main_job_without_key_is_canonical(data_root: Path) -> None:
     assert all(r[2:4] == ["credential_unavailable", "canonical"] for r in got)
     # Each row shows its first slot's canonical sentence.
     text = out.stdout
-    assert "현재 판단: 현재 계획을 조정하는 안을 제안합니다." in text
+    assert "현재 판단: 순응도 근거 충돌로 조정 보류" in text
     assert "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요." in text
 
 

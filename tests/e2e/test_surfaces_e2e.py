@@ -12,6 +12,7 @@ between candidate and commit persists nothing and keeps the call count at one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -24,12 +25,17 @@ import pytest
 from conftest import RunningWorker, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
 from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService, Callback
+from reference_host.host_render import render_daily
 from reference_host.samples import (
     CUSTOMER_VALUES,
+    DUAL_SURFACE,
+    PHYSIQUE_SURFACE,
     SCHEDULE,
     WEEKLY_BODY,
-    WEEKLY_FACTS,
+    WEEKLY_FIELDS,
     WEEKLY_SELECTED,
+    WEEKLY_SUMMARY,
+    callback_data,
     dual_card,
     physique_card,
     session,
@@ -48,7 +54,6 @@ from gateway_shim import (
     PresentationCandidate,
     RevalidationError,
     exact_block,
-    format_daily,
     revalidate,
 )
 
@@ -56,18 +61,19 @@ pytestmark = pytest.mark.e2e
 
 STATUS_LINE = "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
 REVIEW_SENTENCE = "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요."
-DAILY_BODY = format_daily(
-    title="김민지 님 11월 30일 체크인",
-    facts=[
-        ("체중", "72.4kg"),
-        ("식단", "2,150kcal"),
-        ("단백질", "138g"),
-        ("수분", "2.1L"),
-        ("운동", "스쿼트 5세트"),
-        ("수면", "6시간 40분"),
-        ("컨디션", "보통"),
-    ],
-    actions=["저녁 단백질 보충하기"],
+# The host's daily reply for a complete check-in (host-shaped, docs/host-formats.md).
+DAILY_BODY = render_daily(
+    {
+        "bodyweight": "72.4",
+        "calories": "2150",
+        "macros": "탄수화물 260g, 단백질 138g, 지방 70g",
+        "training_summary": "김민지 님 스쿼트 5세트",
+        "sleep_duration": "6.7",
+        "sleep_quality": "4",
+        "condition": "3",
+        "digestion": "normal",
+        "water": "2.1",
+    }
 )
 
 
@@ -139,50 +145,54 @@ class Case:
     recheck: Callable[[PresentationCandidate, str], object] | None = None
 
 
-def _dual(tag: str) -> tuple[dict[str, object], Any, Any]:
-    s = session(session_id=f"sess-e2e-{tag}")
-    payload, facts = dual_card(s)
-    return (
-        payload,
-        AdaptiveOperatorService.binding_for(
-            s, Callback("adaptive_review", s.session_id, s.epoch), "4711"
-        ),
-        facts,
-    )
+def _session_id(tag: str) -> str:
+    """A per-test 24-hex session (the host's callback format); see SESSION_IDS."""
+    sid = hashlib.sha256(f"e2e-{tag}".encode()).hexdigest()[:24]
+    SESSION_IDS.add(sid)
+    return sid
 
 
-def _physique(tag: str) -> tuple[dict[str, object], Any, Any]:
-    s = session(session_id=f"sess-e2e-{tag}")
-    payload, facts = physique_card(s)
-    return (
-        payload,
-        AdaptiveOperatorService.binding_for(
-            s, Callback("adaptive_review", s.session_id, s.epoch), ""
-        ),
-        facts,
-    )
+SESSION_IDS: set[str] = set()
+
+
+def _adaptive(tag: str, render: Callable[[Any], dict[str, object]], surface: str) -> tuple[dict[str, object], dict[str, Any]]:
+    s = session(session_id=_session_id(tag))
+    kwargs = {
+        "callback_data": callback_data(s),
+        "surface": surface,
+        "authority_pins": AdaptiveOperatorService.authority_pins(s),
+    }
+    return render(s), kwargs
+
+
+def _dual(tag: str) -> tuple[dict[str, object], dict[str, Any]]:
+    return _adaptive(tag, dual_card, DUAL_SURFACE)
+
+
+def _physique(tag: str) -> tuple[dict[str, object], dict[str, Any]]:
+    return _adaptive(tag, physique_card, PHYSIQUE_SURFACE)
 
 
 def _projection(text: str) -> str:
-    return text[: -len(STATUS_LINE)] + f"검토 안내\n{REVIEW_SENTENCE}\n\n" + STATUS_LINE
+    return text[: -len(STATUS_LINE)] + f"검토 안내\n{REVIEW_SENTENCE}\n" + STATUS_LINE
 
 
 def _present_adaptive(
-    make: Callable[[str], tuple[dict[str, object], Any, Any]],
+    make: Callable[[str], tuple[dict[str, object], dict[str, Any]]],
 ) -> Callable[[KoreanExpressionCoordinator, str], PresentationCandidate]:
     def present(coord: KoreanExpressionCoordinator, tag: str) -> PresentationCandidate:
-        payload, binding, facts = make(tag)
-        return coord.present_adaptive(payload, binding=binding, facts=facts)
+        payload, kwargs = make(tag)
+        return coord.present_adaptive(payload, **kwargs)
 
     return present
 
 
 def _recheck(
-    make: Callable[[str], tuple[dict[str, object], Any, Any]],
+    make: Callable[[str], tuple[dict[str, object], dict[str, Any]]],
 ) -> Callable[[PresentationCandidate, str], object]:
     def recheck(cand: PresentationCandidate, tag: str) -> object:
-        payload, binding, facts = make(tag)
-        persisted = revalidate(cand, payload, binding, facts)
+        payload, kwargs = make(tag)
+        persisted = revalidate(cand, payload, **kwargs)
         assert {k: v for k, v in persisted.items() if k != "text"} == {
             k: v for k, v in payload.items() if k != "text"
         }
@@ -209,7 +219,9 @@ CASES: dict[str, Case] = {
     ),
     "weekly.v1": Case(
         present=lambda c, tag: c.present_weekly(
-            WEEKLY_BODY, facts=WEEKLY_FACTS, **{**SCHEDULE, "schedule_key": f"sched-e2e-{tag}"}
+            WEEKLY_BODY,
+            explicit_fields=WEEKLY_FIELDS,
+            **{**SCHEDULE, "schedule_key": f"sched-e2e-{tag}"},
         ),
         selected=lambda tag: WEEKLY_SELECTED,
         canonical=lambda tag: WEEKLY_BODY,
@@ -219,8 +231,8 @@ CASES: dict[str, Case] = {
         selected=lambda tag: (
             _dual_text(tag)
             .replace("현재 판단: ", "현재 판단: 차분히, ")
-            .replace("\n- 판단에 필요한", "\n- 차분히, 판단에 필요한")
-            .replace("\n- 섭취량이", "\n- 차분히, 섭취량이")
+            .replace("\n같은 날짜의", "\n차분히, 같은 날짜의")
+            .replace("\n최신 확정", "\n차분히, 최신 확정")
         ),
         canonical=_dual_text,
         recheck=_recheck(_dual),
@@ -241,7 +253,7 @@ def assert_no_customer_bytes(stack: Stack) -> None:
         p.read_bytes() for p in stack.root.rglob("*") if p.is_file() and p.name != "identity.key"
     ]
     blobs += [r.body for r in stack.fake.requests]
-    for value in (*CUSTOMER_VALUES, "evt-e2e", "sched-e2e", "sess-e2e", "4711", "coach-1"):
+    for value in (*CUSTOMER_VALUES, *SESSION_IDS, "evt-e2e", "sched-e2e", "coach-1", "테스트 전용"):
         needle = value.encode("utf-8")
         assert not any(needle in blob for blob in blobs), value
 
@@ -302,8 +314,8 @@ def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
     sent: list[tuple[object, str]] = []
     destination = {"chat_id": "-100200300"}
 
-    def renders() -> tuple[str, Any]:
-        return WEEKLY_BODY, WEEKLY_FACTS
+    def renders() -> dict[str, object]:
+        return WEEKLY_SUMMARY
 
     first = WeeklyTaskHost(
         ScheduledDeliveryLedger(path),
@@ -316,7 +328,7 @@ def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
         first.run(**schedule, destination=destination)
     requests_after_crash = len(stack.fake.requests)
 
-    def must_not_render() -> tuple[str, Any]:
+    def must_not_render() -> dict[str, object]:
         raise AssertionError("rendered after restart")
 
     restarted = WeeklyTaskHost(
@@ -335,21 +347,23 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
     stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator]
 ) -> None:
     stack.fake.behaviour = compose_reply(default_style)
-    s = session(session_id="sess-e2e-race")
+    s = session(session_id=_session_id("race"))
     svc = AdaptiveOperatorService(sessions={s.session_id: s})
     edits: list[object] = []
-    gateway = AdaptiveGatewayHost(svc, coordinator(Mode.ENABLED), dual_card, edits.append)
-    callback = Callback("adaptive_review", s.session_id, s.epoch)
+    gateway = AdaptiveGatewayHost(
+        svc, coordinator(Mode.ENABLED), dual_card, edits.append, surface=DUAL_SURFACE
+    )
+    callback = Callback(callback_data(s), s.epoch)
     barrier, changed = threading.Barrier(2, timeout=20), threading.Event()
     seen: dict[str, Any] = {}
 
     def gateway_thread() -> None:
-        cand, payload, facts = gateway.present(callback)
+        cand, payload = gateway.present(callback)
         seen["candidate"] = cand
         barrier.wait()
         assert changed.wait(20)
         try:
-            gateway.commit(callback, cand, payload, facts)
+            gateway.commit(callback, cand, payload)
         except RevalidationError as e:
             seen["error"] = e
 

@@ -36,6 +36,7 @@ telemetry event, the worker's output, a spool file or (rehearsal) on the wire.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -49,23 +50,20 @@ from pathlib import Path
 from typing import Any, Final
 
 from gateway_shim import (
-    AdaptiveBinding,
+    DUAL_SURFACE,
+    PHYSIQUE_SURFACE,
     CandidateStatus,
     DailyFacts,
-    DualDecision,
-    DualFacts,
-    DualReason,
     KoreanExpressionCoordinator,
     PresentationCandidate,
-    WeeklyFacts,
     WeeklyInterpretation,
-    WeeklyRationale,
+    WeeklyJudgment,
     card_payload,
     format_daily,
-    format_dual_card,
-    format_physique_card,
+    format_dual_body,
     format_weekly,
 )
+from gateway_shim.surfaces.card import expected_buttons
 
 HERE: Final = Path(__file__).resolve().parent
 COUNT: Final = 12  # distinct synthetic capsules per surface (plan: 12 x 4 = 48)
@@ -83,10 +81,16 @@ CUSTOMER_VALUES: Final = (
     "12월 1일",
     "evt-live-",
     "sched-live-",
-    "sess-live-",
-    "prop-live-",
+    "client-live-",
 )
-BUTTONS: Final = ((("✅ 승인", "adaptive:approve"), ("✏️ 수정 요청", "adaptive:revise")), (("⏸ 보류", "adaptive:hold"),))
+# The host's public dual texts (TH ADAPTIVE @4305027f): the shipped glossary.
+DUAL_DECISION: Final = "순응도 근거 충돌로 조정 보류"
+DUAL_REASONS: Final = (
+    "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
+    "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
+)
+# Every reason vector the shipped glossary allows: none, one, both, both reversed.
+_REASON_SETS: Final = ((), DUAL_REASONS[:1], DUAL_REASONS[1:], DUAL_REASONS, DUAL_REASONS[::-1])
 
 
 class HostCallForbidden(AssertionError):
@@ -141,101 +145,87 @@ def host_step(spy: HostSpy, surface: str, cand: PresentationCandidate) -> None:
 
 
 def _daily(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    # Host-shaped (docs/host-formats.md): complete and partial bodies alternate.
     complete = i % 2 == 0
     body = format_daily(
-        title=f"{CUSTOMER_VALUES[i % 2]} 님 12월 1일 체크인",
-        facts=[
-            ("체중", "73.1kg"),
-            ("식단", "2,240kcal" if complete else "미기록"),
-            ("단백질", "142g"),
-            ("수분", "2.3L"),
-            ("운동", f"하체 {40 + i}분"),
-            ("수면", "7시간"),
-            ("컨디션", "보통"),
-        ],
-        actions=["저녁 식사 기록하기", "취침 전 스트레칭"],
+        weight="73.1kg",
+        intake="2,240kcal" if complete else "기록 없음",
+        macros="탄수화물 280g · 단백질 142g · 지방 70g",
+        training=f"{CUSTOMER_VALUES[i % 2]} 님 하체 {40 + i}분",
+        sleep="7시간 · 수면 질 4/5",
+        condition="3/5",
+        digestion="정상",
+        water="2.3L",
     )
     return coord.present_daily(body, facts=DailyFacts(complete=complete), finalized_event_id=f"evt-live-{run}-{i}")
 
 
 def _weekly(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
+    # Host-shaped (docs/host-formats.md); 4 branches x 3 judgments = 12 distinct
+    # slot pairs (the typed rationale follows the judgment).
     interpretation = list(WeeklyInterpretation)[i % 4]
-    rationale = list(WeeklyRationale)[(i // 4) % 3]  # 4 x 3 = 12 distinct branch pairs
+    judgment = list(WeeklyJudgment)[(i // 4) % 3]
     body = format_weekly(
-        title=f"{CUSTOMER_VALUES[i % 2]} 님 주간 리포트 · 11월 25일 ~ 12월 1일",
-        facts=[
-            ("기간", "11월 25일 ~ 12월 1일"),
-            ("평균 체중", "73.1kg"),
-            ("체중 변화", f"+0.{i % 5}kg"),
-            ("목표 범위", "주당 +0.2~0.4kg"),
-            ("주간 변화율", "+0.3%"),
-            ("기록률", "6/7일"),
-            ("판단", "현재 계획 유지"),
-        ],
+        recent="73.10kg",
+        prior="72.80kg",
+        change=f"+0.{i % 5}1%",
+        rate="85.71%" if i % 2 else None,
+        goal_range="+0.10%~+0.50%",
         interpretation=interpretation,
-        rationale=rationale,
-        actions=["평균 섭취 2,240kcal 유지", "매일 아침 체중 기록하기"],
+        judgment=judgment,
+        actions=[f"{CUSTOMER_VALUES[i % 2]} 님 평균 섭취 2,240kcal 유지", "매일 아침 체중 기록하기"],
     )
     return coord.present_weekly(
         body,
-        facts=WeeklyFacts(interpretation=interpretation, rationale=rationale),
+        explicit_fields=("average_weight_kg", "prior_average_weight_kg", "goal_range", "actions"),
         schedule_key=f"sched-live-{run}-{i}",
         kind="weekly_report",
         kst_day="2025-12-01",
     )
 
 
-def _binding(surface: str, i: int, run: str) -> tuple[AdaptiveBinding, dict[str, object]]:
-    binding = AdaptiveBinding(
-        callback_action="adaptive:review",
-        session_id=f"sess-live-{run}-{surface[9:13]}-{i}",
-        proposal_digest=f"prop-live-{run}-{i}",
+def _hex(seed: str, n: int) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:n]
+
+
+def _adaptive(
+    coord: KoreanExpressionCoordinator, surface: str, body: str, i: int, run: str
+) -> PresentationCandidate:
+    """The host's real payload (synthetic values) and the pressed button's callback."""
+    state = "proposed" if i % 2 == 0 else "held"
+    n = len(expected_buttons(state))
+    payload = card_payload(
+        body=body,
+        customer_key=f"client-live-{i}",
+        customer_label=CUSTOMER_VALUES[i % 2],
+        kst_day="2025-12-01",
         revision=i + 1,
-        card_kind="proposal_review",
+        state=state,
+        proposal_digest=_hex(f"prop-{run}-{surface}-{i}", 64),
+        sessions=[_hex(f"button-{run}-{surface}-{i}-{k}", 24) for k in range(n)],
     )
-    ids = {
-        "session_id": binding.session_id,
-        "proposal_digest": binding.proposal_digest,
-        "revision": binding.revision,
-        "card_kind": binding.card_kind,
-    }
-    return binding, ids
+    callback = f"an1:{_hex(f'sess-{run}-{surface}-{i}', 24)}:create"
+    return coord.present_adaptive(payload, callback_data=callback, surface=surface)
 
 
 def _dual(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
-    surface = "adaptive.dualcoachtest.card.v1"
-    decision = list(DualDecision)[i % 3]
-    reasons = tuple(list(DualReason)[: (i // 3) % 4])  # 3 decisions x 0..3 reasons = 12
-    facts = DualFacts(decision=decision, reasons=reasons)
-    text = format_dual_card(
-        title=f"{CUSTOMER_VALUES[i % 2]} 님",
-        customer=CUSTOMER_VALUES[i % 2],
-        date="12월 1일",
-        facts=("최근 7일 평균 체중 73.1kg", "평균 섭취 2,240kcal"),
+    body = format_dual_body(
         goal="린매스업",
-        decision=decision,
+        head=(f"{CUSTOMER_VALUES[i % 2]} · 2025-12-01", "최근 7일 평균 체중 73.1kg · 평균 섭취 2,240kcal"),
+        decision=DUAL_DECISION,
         recommendations=("하루 탄수화물 20g 줄이기",),
-        reasons=reasons,
+        reasons=_REASON_SETS[i % len(_REASON_SETS)],
     )
-    binding, ids = _binding(surface, i, run)
-    payload = card_payload(surface=surface, text=text, buttons=BUTTONS, **ids)  # type: ignore[arg-type]
-    return coord.present_adaptive(payload, binding=binding, facts=facts)
+    return _adaptive(coord, DUAL_SURFACE, body, i, run)
 
 
 def _physique(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
-    surface = "adaptive.physique.card.v1"
-    text = format_physique_card(
-        title=f"{CUSTOMER_VALUES[i % 2]} 님",
-        customer=CUSTOMER_VALUES[i % 2],
-        day="12월 1일",
-        day_count=10 + i,
-        decision="탄수화물 20g 감량",
-        basis="최근 7일 평균 체중 증가가 목표보다 빠름",
-        target="하루 2,240kcal",
+    body = (
+        f"{CUSTOMER_VALUES[i % 2]} · 12월 1일 · D+{10 + i}\n결정: 탄수화물 20g 감량\n"
+        "근거: 최근 7일 평균 체중 증가가 목표보다 빠름\n목표: 하루 2,240kcal\n\n"
+        "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
     )
-    binding, ids = _binding(surface, i, run)
-    payload = card_payload(surface=surface, text=text, buttons=BUTTONS, **ids)  # type: ignore[arg-type]
-    return coord.present_adaptive(payload, binding=binding)
+    return _adaptive(coord, PHYSIQUE_SURFACE, body, i, run)
 
 
 @dataclass(frozen=True)

@@ -201,10 +201,9 @@ def test_a_worker_running_as_root_root_cannot_be_vouched_for(procs: list[subproc
 # ------------------------------------------------------------------ data root
 
 BODY = format_daily(
-    title="김민지 님 11월 30일 체크인",
-    facts=[("체중", "72.4kg"), ("식단", "2,150kcal"), ("단백질", "138g"), ("수분", "2.1L"),
-           ("운동", "스쿼트 5세트"), ("수면", "6시간 40분"), ("컨디션", "좋음")],
-    actions=["저녁 단백질 보충하기"],
+    weight="72.4kg", intake="2,150kcal", macros="탄수화물 260g · 단백질 138g · 지방 70g",
+    training="김민지 님 스쿼트 5세트", sleep="6.7시간 · 수면 질 4/5", condition="4/5",
+    digestion="정상", water="2.1L",
 )
 
 

@@ -31,10 +31,8 @@ from gateway_shim import (
 pytestmark = pytest.mark.e2e
 
 BODY = format_daily(
-    title="합성 고객 체크인",
-    facts=[("체중", "70.0kg"), ("식단", "기록"), ("단백질", "120g"), ("수분", "2L"),
-           ("운동", "걷기"), ("수면", "7시간"), ("컨디션", "보통")],
-    actions=["저녁 기록하기"],
+    weight="70kg", intake="2,000kcal", macros="탄수화물 250g · 단백질 120g · 지방 60g",
+    training="걷기", sleep="7시간", condition="3/5", digestion="정상",
 )
 
 

@@ -65,7 +65,7 @@ from gateway_shim import (
     exact_block,
     format_daily,
 )
-from gateway_shim.surfaces.daily import FACT_LABELS, MISSING_VALUE
+from gateway_shim.surfaces.daily import FACT_KEYS, MACROS_MISSING, MISSING_MARKER
 from redaction import material
 from redaction.leaks import HEX64, find_leak, minimal_pieces, scan_text_of, static_text
 from worker.daemon import wait_ready
@@ -214,10 +214,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 
 PROBE_VALUES = ("프로브 체크인 요약", "프로브값", "프로브 행동")
+# A partial host-shaped daily body (sleep missing) whose values are probe text.
 PROBE_BODY = format_daily(
-    title=PROBE_VALUES[0],
-    facts=[(label, MISSING_VALUE if label == "수면" else PROBE_VALUES[1]) for label in FACT_LABELS],
-    actions=[PROBE_VALUES[2]],
+    weight=PROBE_VALUES[0],
+    intake=PROBE_VALUES[1],
+    macros=PROBE_VALUES[2],
+    training=PROBE_VALUES[1],
+    sleep=MISSING_MARKER,
+    condition=PROBE_VALUES[1],
+    digestion=PROBE_VALUES[1],
 )
 
 
@@ -318,141 +323,127 @@ def _line(rng: random.Random, parts: int = 1) -> str:
 
 
 def _daily(rng: random.Random, nonce: str) -> Presentation:
-    title = material.mixed(rng, rng.randint(1, 3))
-    while title.startswith("- "):
-        title = title[2:] or material.korean_name(rng)
+    # A host-shaped daily body (docs/host-formats.md): the seven rendered values
+    # and the water amount are customer text; title, labels, status and actions
+    # are the host's fixed strings.
+    missing = {key: MACROS_MISSING if key == "macros" else MISSING_MARKER for key in FACT_KEYS}
     values = {
-        label: MISSING_VALUE if rng.random() < 0.15 else material.any_value(rng)
-        for label in FACT_LABELS
+        key: missing[key] if rng.random() < 0.15 else material.mixed(rng, rng.randint(1, 2))
+        for key in FACT_KEYS
     }
-    actions = [material.mixed(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
+    water = material.any_value(rng) if rng.random() < 0.7 else None
     event_id = f"{material.identifier(rng)}:{material.identifier(rng)}:{nonce}"
-    body = format_daily(title=title, facts=values, actions=actions)
-    complete = MISSING_VALUE not in values.values()
+    body = format_daily(**values, water=water)
+    complete = not any(v.endswith(MISSING_MARKER) for v in values.values())
 
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
         return coordinator.present_daily(
             body, facts=DailyFacts(complete=complete), finalized_event_id=event_id
         )
 
-    customer = [title, *(v for v in values.values() if v != MISSING_VALUE), *actions, event_id]
-    return Presentation(present, tuple(customer))
+    customer = [v for k, v in values.items() if v != missing[k]]
+    if water is not None and complete:
+        customer.append(water)
+    return Presentation(present, (*customer, event_id))
 
 
 def _weekly(rng: random.Random, nonce: str) -> Presentation:
     from gateway_shim.surfaces import weekly
 
-    title = _line(rng, rng.randint(1, 3))
-    values = {label: material.any_value(rng) for label in weekly.FACT_LABELS}
+    # A host-shaped weekly report (docs/host-formats.md): the fact values and the
+    # action lines are customer text; the typed paragraphs are the host's.
+    keys = ("recent", "prior", "change", "goal_range")
+    values = {key: material.any_value(rng) for key in keys}
+    rate = material.any_value(rng) if rng.random() < 0.5 else None
     actions = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
-    interpretation = rng.choice(list(weekly.WeeklyInterpretation))
-    rationale = rng.choice(list(weekly.WeeklyRationale))
     body = weekly.format_weekly(
-        title=title,
-        facts=values,
-        interpretation=interpretation,
-        rationale=rationale,
+        **values,
+        rate=rate,
+        interpretation=rng.choice(list(weekly.WeeklyInterpretation)),
+        judgment=rng.choice(list(weekly.WeeklyJudgment)),
         actions=actions,
     )
-    facts = weekly.WeeklyFacts(interpretation=interpretation, rationale=rationale)
+    fields = ("average_weight_kg", "prior_average_weight_kg", "goal_range", "actions")
     schedule_key = f"{material.identifier(rng)}:{nonce}"
     kind, kst_day = f"weekly_report:{material.identifier(rng)}", material.date(rng)
 
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
         return coordinator.present_weekly(
-            body, facts=facts, schedule_key=schedule_key, kind=kind, kst_day=kst_day
+            body, explicit_fields=fields, schedule_key=schedule_key, kind=kind, kst_day=kst_day
         )
 
-    return Presentation(present, (title, *values.values(), *actions, schedule_key, kind, kst_day))
+    customer = (*values.values(), *(() if rate is None else (rate,)), *actions)
+    return Presentation(present, (*customer, schedule_key, kind, kst_day))
 
 
-def _binding(rng: random.Random, nonce: str) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
-    from gateway_shim.surfaces.card import AdaptiveBinding
+def _card(rng: random.Random, body: str) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]:
+    """The host's real payload around ``body``, the host's keyword arguments, and
+    every customer-looking or identifying value in them."""
+    from gateway_shim.surfaces.card import PROGRESS_LINES, card_payload, expected_buttons
 
-    session_id = f"{material.identifier(rng)}:{nonce}"
-    digest = f"prop:{material.identifier(rng)}"
-    revision = rng.randint(0, 10**6)
-    card_kind = f"proposal_review:{material.identifier(rng)}"
-    buttons = (
-        ((f"승인 {material.korean_name(rng)}", f"adaptive:approve:{session_id}:{revision}"),),
-        ((_line(rng), f"adaptive:hold:{material.identifier(rng)}"),),
-    )
-    binding = AdaptiveBinding(
-        callback_action=f"adaptive:review:{material.identifier(rng)}",
-        session_id=session_id,
-        proposal_digest=digest,
-        revision=revision,
-        card_kind=card_kind,
-        origin_message_id=material.identifier(rng),
-    )
-    envelope = {
-        "buttons": buttons, "session_id": session_id, "proposal_digest": digest,
-        "revision": revision, "card_kind": card_kind,
-    }  # fmt: skip
-    values = (
-        session_id, digest, card_kind, binding.callback_action, binding.origin_message_id,
-        *(text for row in buttons for pair in row for text in pair),
+    state = rng.choice((*PROGRESS_LINES, "delivery_pending"))
+    schedule_confirm = rng.random() < 0.5
+    n = len(expected_buttons(state, schedule_confirm=schedule_confirm))
+    sessions = [f"{rng.getrandbits(96):024x}" for _ in range(n + 1)]
+    y, m, d = rng.randint(2024, 2027), rng.randint(1, 12), rng.randint(1, 28)
+    fields = {
+        "customer_key": material.identifier(rng),
+        "customer_label": material.korean_name(rng),
+        "kst_day": f"{y}-{m:02d}-{d:02d}",
+        "proposal_digest": f"{rng.getrandbits(256):064x}",
+    }
+    payload = card_payload(
+        body=body, revision=rng.randint(1, 10**6), state=state, sessions=sessions[:n],
+        schedule_confirm=schedule_confirm, **fields,
     )  # fmt: skip
-    return binding, envelope, values
+    callback = f"an1:{sessions[n]}:{rng.choice(('create', 'hold', 'approve', 'release'))}"
+    pins = (f"owner={material.identifier(rng)}", f"epoch={material.identifier(rng)}")
+    kwargs = {"callback_data": callback, "authority_pins": pins}
+    values = (*fields.values(), *sessions, callback, *pins)
+    return payload, kwargs, values
 
 
 def _dual(rng: random.Random, nonce: str) -> Presentation:
     from gateway_shim.surfaces import dual
-    from gateway_shim.surfaces.card import card_payload
 
-    decision = rng.choice(list(dual.DualDecision))
-    reasons = tuple(rng.sample(list(dual.DualReason), rng.randint(0, len(dual.DualReason))))
-    fields = {
-        "title": _line(rng, rng.randint(1, 2)), "customer": material.korean_name(rng),
-        "date": material.date(rng), "goal": _line(rng),
-    }  # fmt: skip
-    facts = [_line(rng) for _ in range(rng.randint(0, 4))]
+    reasons = (
+        "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
+        "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
+    )
+    goal = _line(rng)
+    head = [f"{material.korean_name(rng)} · {material.date(rng)}"]
+    head += [_line(rng) for _ in range(rng.randint(0, 3))]
     recommendations = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
-    note = _line(rng) if rng.random() < 0.5 else None
     details = [_line(rng) for _ in range(rng.randint(0, 2))]
-    text = dual.format_dual_card(
-        **fields, facts=facts, decision=decision, recommendations=recommendations,
-        note=note, reasons=reasons, details=details,
+    body = dual.format_dual_body(
+        goal=goal, head=tuple(head), decision="순응도 근거 충돌로 조정 보류",
+        recommendations=tuple(recommendations),
+        reasons=tuple(rng.sample(reasons, rng.randint(0, 2))),
+        details="\n".join(details) if details else None,
     )  # fmt: skip
-    binding, envelope, ids = _binding(rng, nonce)
-    payload = card_payload(surface=dual.SURFACE, text=text, **envelope)
-    host_facts = dual.DualFacts(decision=decision, reasons=reasons)
+    payload, kwargs, ids = _card(rng, body)
 
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
-        return coordinator.present_adaptive(payload, binding=binding, facts=host_facts)
+        return coordinator.present_adaptive(payload, surface=dual.SURFACE, **kwargs)
 
-    customer = (
-        *fields.values(),
-        *facts,
-        *recommendations,
-        *details,
-        *([note] if note else []),
-        *ids,
-    )
-    return Presentation(present, customer)
+    return Presentation(present, (goal, *head, *recommendations, *details, *ids))
 
 
 def _physique(rng: random.Random, nonce: str) -> Presentation:
     from gateway_shim.surfaces import physique
-    from gateway_shim.surfaces.card import card_payload
 
-    optional = {
-        name: _line(rng) if rng.random() < 0.5 else None
-        for name in ("target", "cycle", "meal", "note")
-    }
-    fields = {
-        "title": _line(rng) if rng.random() < 0.7 else "", "customer": material.korean_name(rng),
-        "day": material.date(rng), "decision": _line(rng, 2), "basis": _line(rng, 2),
-    }  # fmt: skip
-    text = physique.format_physique_card(**fields, day_count=rng.randint(0, 400), **optional)
-    binding, envelope, ids = _binding(rng, nonce)
-    payload = card_payload(surface=physique.SURFACE, text=text, **envelope)
+    private = [_line(rng) for _ in range(rng.randint(0, 3))]
+    decision, basis = _line(rng, 2), _line(rng, 2)
+    after = [_line(rng) for _ in range(rng.randint(0, 3))]
+    lines = [*private, "결정: " + decision, "근거: " + basis, *after]
+    separator = "\n\n" if rng.random() < 0.5 else "\n"
+    body = "\n".join(lines) + separator + physique.STATUS_LINE
+    payload, kwargs, ids = _card(rng, body)
 
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
-        return coordinator.present_adaptive(payload, binding=binding)
+        return coordinator.present_adaptive(payload, surface=physique.SURFACE, **kwargs)
 
-    customer = tuple(v for v in (*fields.values(), *optional.values()) if v) + ids
-    return Presentation(present, customer)
+    return Presentation(present, (*private, decision, basis, *after, *ids))
 
 
 SURFACES = [

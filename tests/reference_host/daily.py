@@ -17,9 +17,9 @@ from gateway_shim import CandidateOutcome, DailyFacts, KoreanExpressionCoordinat
 
 @dataclass(frozen=True, slots=True)
 class FinalizedCheckin:
-    body: str  # the canonical daily body the host rendered
-    facts: DailyFacts
+    body: str  # the canonical daily body the host rendered (host_render.render_daily)
     finalized_event_id: str
+    facts: DailyFacts | None = None  # the host's typed completeness, if it passes one
 
 
 Editor = Callable[[str], None]

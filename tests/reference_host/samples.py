@@ -7,117 +7,118 @@ prove none of it reaches the spool, the journal or the wire.
 from __future__ import annotations
 
 from gateway_shim import (
-    DualDecision,
-    DualFacts,
-    DualReason,
-    WeeklyFacts,
-    WeeklyInterpretation,
-    WeeklyRationale,
     card_payload,
-    format_dual_card,
-    format_physique_card,
-    format_weekly,
+    format_dual_body,
 )
+from gateway_shim.surfaces.card import expected_buttons
 from reference_host.adaptive import Session
+from reference_host.host_render import render_weekly
 
 CUSTOMER_VALUES = (
     "김민지",
     "72.4kg",
     "2,150kcal",
     "11월 30일",
-    "sess-7f3a9c",
-    "prop-3b1e9d",
+    "7f3a9c0b1d2e3f4a5b6c7d8e",
+    "3b1e9d" + "0" * 58,
+    "client_042",
+    "2025-11-30",
     "sched-weekly-0042",
     "탄수화물 20g",
 )
 
-WEEKLY_FACTS = WeeklyFacts(
-    interpretation=WeeklyInterpretation.IN_GOAL, rationale=WeeklyRationale.KEEP_BASELINE
-)
-WEEKLY_BODY = format_weekly(
-    title="김민지 님 주간 리포트 · 11월 24일 ~ 11월 30일",
-    facts=[
-        ("기간", "11월 24일 ~ 11월 30일"),
-        ("평균 체중", "72.4kg"),
-        ("체중 변화", "+0.3kg"),
-        ("목표 범위", "주당 +0.2~0.4kg"),
-        ("주간 변화율", "+0.4%"),
-        ("기록률", "6/7일"),
-        ("판단", "현재 계획 유지"),
-    ],
-    interpretation=WeeklyInterpretation.IN_GOAL,
-    rationale=WeeklyRationale.KEEP_BASELINE,
-    actions=["평균 섭취 2,150kcal 유지", "매일 아침 체중 기록하기"],
-)
-# What the scripted worker's default style ("차분히, T1. 이어서 T2.") renders to.
+# A typed weekly summary (HOST-FORMATS §4: no explicit prose field) and the body
+# the host renders from it: I3 + 유지, the rate line present, two explicit actions.
+WEEKLY_SUMMARY: dict[str, object] = {
+    "average_weight_kg": 72.4,
+    "prior_average_weight_kg": 72.1,
+    "checkin_rate_percent": 85.7,
+    "goal_range": "+0.10~+0.50%",
+    "actions": ["평균 섭취 2,150kcal 유지", "김민지 님 매일 아침 체중 기록하기"],
+}
+WEEKLY_BODY, _explicit = render_weekly(WEEKLY_SUMMARY)
+assert not _explicit
+# The names of the summary's fields: what the host passes as explicit_fields.
+WEEKLY_FIELDS: tuple[str, ...] = tuple(WEEKLY_SUMMARY)
+# What the scripted worker's default style ("차분히, T1. 이어서 T2.") renders to:
+# one sentence per line in the interpretation, as the host renders it.
 WEEKLY_SELECTED = (
-    WEEKLY_BODY.replace("체중은 린매스업", "차분히, 체중은 린매스업", 1)
-    .replace("이 흐름을", "이어서 이 흐름을", 1)
-    .replace("\n현재 기준 섭취", "\n차분히, 현재 기준 섭취", 1)
+    WEEKLY_BODY.replace("\n체중은 린매스업", "\n차분히, 체중은 린매스업", 1)
+    .replace("\n현재 속도라면", "\n이어서 현재 속도라면", 1)
+    .replace("\n급격한 증량이나", "\n차분히, 급격한 증량이나", 1)
 )
 SCHEDULE = {"schedule_key": "sched-weekly-0042", "kind": "weekly_report", "kst_day": "2025-11-30"}
 
-DUAL_FACTS = DualFacts(
-    decision=DualDecision.ADJUST_PLAN,
-    reasons=(DualReason.RECORDS_INSUFFICIENT, DualReason.INTAKE_BELOW_PLAN),
+# --- adaptive cards: the host's real payload shape (gateway_shim.surfaces.card) ---------
+
+SESSION_ID = "7f3a9c0b1d2e3f4a5b6c7d8e"
+PROPOSAL_DIGEST = "3b1e9d" + "0" * 58
+DUAL_SURFACE = "adaptive.dualcoachtest.card.v1"
+PHYSIQUE_SURFACE = "adaptive.physique.card.v1"
+
+# The dual body in the host's grammar; the decision and the two reasons are the
+# host's public texts (TH ADAPTIVE @4305027f), the other lines are synthetic
+# stand-ins for the profile's private lines.
+DUAL_BODY = format_dual_body(
+    goal="린매스업",
+    head=("김민지 · 2025-11-30", "최근 7일 평균 체중 72.4kg · 평균 섭취 2,150kcal"),
+    decision="순응도 근거 충돌로 조정 보류",
+    recommendations=("하루 탄수화물 20g 줄이기",),
+    reasons=(
+        "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
+        "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
+    ),
+    details="체중 변화 주당 +0.1kg",
 )
-BUTTONS = (
-    (("✅ 승인", "adaptive:approve"), ("✏️ 수정 요청", "adaptive:revise")),
-    (("⏸ 보류", "adaptive:hold"),),
+# Nothing of the physique body is public: "결정: ", "근거: " and the status line
+# are the plan's; the other lines are synthetic.
+PHYSIQUE_BODY = (
+    "김민지 · 2025-11-30 · D+12\n결정: 탄수화물 20g 감량\n"
+    "근거: 최근 7일 평균 체중 증가가 목표보다 빠름\n목표: 하루 2,300kcal\n\n"
+    "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
 )
 
 
 def session(**changes: object) -> Session:
     fields: dict[str, object] = {
-        "session_id": "sess-7f3a9c",
+        "session_id": SESSION_ID,
         "owner": "coach-1",
         "config_version": "cfg-12",
         "epoch": 7,
-        "proposal_digest": "prop-3b1e9d",
+        "customer_key": "client_042",
+        "customer_label": "김민지",
+        "kst_day": "2025-11-30",
+        "proposal_digest": PROPOSAL_DIGEST,
         "revision": 3,
-        "card_kind": "proposal_review",
+        "state": "proposed",
         **changes,
     }
     return Session(**fields)  # type: ignore[arg-type]
 
 
-def dual_card(s: Session) -> tuple[dict[str, object], DualFacts | None]:
-    text = format_dual_card(
-        title="김민지 님",
-        customer="김민지",
-        date="11월 30일",
-        facts=("최근 7일 평균 체중 72.4kg", "평균 섭취 2,150kcal"),
-        goal="린매스업",
-        decision=DUAL_FACTS.decision,
-        recommendations=("하루 탄수화물 20g 줄이기",),
-        note="주말 외식 전 알림",
-        reasons=DUAL_FACTS.reasons,
-        details=("체중 변화 주당 +0.1kg",),
-    )
-    return _payload("adaptive.dualcoachtest.card.v1", text, s), DUAL_FACTS
+def callback_data(s: Session, action: str = "create") -> str:
+    """The pressed button's callback data (the host's ``an1:`` format)."""
+    return f"an1:{s.session_id}:{action}"
 
 
-def physique_card(s: Session) -> tuple[dict[str, object], DualFacts | None]:
-    text = format_physique_card(
-        title="김민지 님",
-        customer="김민지",
-        day="11월 30일",
-        day_count=12,
-        decision="탄수화물 20g 감량",
-        basis="최근 7일 평균 체중 증가가 목표보다 빠름",
-        target="하루 2,300kcal",
-        note="운동 후 탄수화물 우선",
-    )
-    return _payload("adaptive.physique.card.v1", text, s), None
-
-
-def _payload(surface: str, text: str, s: Session) -> dict[str, object]:
+def _payload(body: str, s: Session) -> dict[str, object]:
+    n = len(expected_buttons(s.state))
     return card_payload(
-        surface=surface,
-        text=text,
-        buttons=BUTTONS,
-        session_id=s.session_id,
-        proposal_digest=s.proposal_digest,
+        body=body,
+        customer_key=s.customer_key,
+        customer_label=s.customer_label,
+        kst_day=s.kst_day,
         revision=s.revision,
-        card_kind=s.card_kind,
+        state=s.state,
+        proposal_digest=s.proposal_digest,
+        # A fresh session per button, derived so the samples are deterministic.
+        sessions=[f"{int(s.session_id, 16) + i + 1:024x}"[-24:] for i in range(n)],
     )
+
+
+def dual_card(s: Session) -> dict[str, object]:
+    return _payload(DUAL_BODY, s)
+
+
+def physique_card(s: Session) -> dict[str, object]:
+    return _payload(PHYSIQUE_BODY, s)

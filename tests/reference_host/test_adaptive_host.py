@@ -26,12 +26,21 @@ from reference_host.adaptive import (
     PublicationConflict,
     StaleAuthority,
 )
-from reference_host.samples import dual_card, physique_card, session
+from reference_host.samples import (
+    DUAL_SURFACE,
+    PHYSIQUE_SURFACE,
+    SESSION_ID,
+    callback_data,
+    dual_card,
+    physique_card,
+    session,
+)
 from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files
 
 MakeCoordinator = Callable[[Mode], KoreanExpressionCoordinator]
-CALLBACK = Callback(action="adaptive_review", session_id="sess-7f3a9c", epoch=7)
+CALLBACK = Callback(callback_data=callback_data(session()), epoch=7)
 CARDS = {"dual": dual_card, "physique": physique_card}
+SURFACES = {"dual": DUAL_SURFACE, "physique": PHYSIQUE_SURFACE}
 
 
 class Editor:
@@ -50,7 +59,7 @@ def service() -> AdaptiveOperatorService:
 def host(
     svc: AdaptiveOperatorService, coord: KoreanExpressionCoordinator, card: str, editor: Editor
 ) -> AdaptiveGatewayHost:
-    return AdaptiveGatewayHost(svc, coord, CARDS[card], editor)
+    return AdaptiveGatewayHost(svc, coord, CARDS[card], editor, surface=SURFACES[card])
 
 
 @pytest.mark.parametrize("card", ["dual", "physique"])
@@ -59,19 +68,20 @@ def test_fresh_card_is_validated_and_pinned_before_the_edit(
 ) -> None:
     svc, editor = service(), Editor()
     gateway = host(svc, make_coordinator(Mode.ENABLED), card, editor)
-    persisted = gateway.handle_review_callback(CALLBACK, origin_message_id="4711")
-    canonical, _ = CARDS[card](session())
+    persisted = gateway.handle_review_callback(CALLBACK)
+    canonical = CARDS[card](session())
     assert persisted is not None
     (row,) = svc.pending_rows
     assert row.payload == persisted and editor.edits == [persisted]
-    # Only the text differs; status, buttons and envelope are the canonical ones.
+    # Only the text differs; status, customer key, digest, revision, buttons and
+    # envelope are the canonical ones.
     assert {k: v for k, v in persisted.items() if k != "text"} == {
         k: v for k, v in canonical.items() if k != "text"
     }
     assert persisted["text"] != canonical["text"] and "차분히, " in str(persisted["text"])
     assert report_outcomes(root) == ["selected"]
     assert worker.provider_calls == 1
-    assert svc.published == [("sess-7f3a9c", 3, "proposal_review")]
+    assert svc.published == [(SESSION_ID, 3, SURFACES[card])]
 
 
 def test_shadow_pins_the_canonical_presentation(
@@ -80,14 +90,14 @@ def test_shadow_pins_the_canonical_presentation(
     svc, editor = service(), Editor()
     gateway = host(svc, make_coordinator(Mode.SHADOW), "physique", editor)
     persisted = gateway.handle_review_callback(CALLBACK)
-    canonical, _ = physique_card(session())
+    canonical = physique_card(session())
     assert persisted is not None
     # The physique projection (with the canonical sentence) is what is pinned.
     assert str(persisted["text"]).startswith(
         str(canonical["text"])[: -len("상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음")]
     )
     assert (
-        "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n\n상태: "
+        "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n상태: "
         in str(persisted["text"])
     )
     assert report_outcomes(root) == ["shadow_selected"]
@@ -100,8 +110,8 @@ CHANGES: dict[str, tuple[dict[str, Any], RevalidationReason]] = {
     "config": ({"config_version": "cfg-13"}, RevalidationReason.BINDING_MISMATCH),
     "epoch": ({"epoch": 8}, RevalidationReason.BINDING_MISMATCH),
     "revision": (
-        {"revision": 4, "proposal_digest": "prop-replaced"},
-        RevalidationReason.INELIGIBLE,
+        {"revision": 4, "proposal_digest": "f" * 64},
+        RevalidationReason.BINDING_MISMATCH,
     ),
 }
 
@@ -122,18 +132,18 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
     outcome: dict[str, BaseException | object] = {}
 
     def gateway_thread() -> None:
-        cand, payload, facts = gateway.present(CALLBACK)
+        cand, payload = gateway.present(CALLBACK)
         outcome["candidate"] = cand
         barrier.wait()  # after candidate creation, before the service locks
         assert changed.wait(10)
         try:
-            gateway.commit(CALLBACK, cand, payload, facts)
+            gateway.commit(CALLBACK, cand, payload)
         except BaseException as e:  # noqa: BLE001 - recorded and asserted below
             outcome["error"] = e
 
     def authority_thread() -> None:
         barrier.wait()
-        svc.change_session("sess-7f3a9c", **CHANGES[change][0])
+        svc.change_session(SESSION_ID, **CHANGES[change][0])
         changed.set()
 
     threads = [threading.Thread(target=gateway_thread), threading.Thread(target=authority_thread)]
@@ -157,10 +167,10 @@ def test_expired_callback_fails_step_one(
 ) -> None:
     svc, editor = service(), Editor()
     gateway = host(svc, make_coordinator(Mode.ENABLED), "dual", editor)
-    cand, payload, facts = gateway.present(CALLBACK)
-    svc.change_session("sess-7f3a9c", expired=True)
+    cand, payload = gateway.present(CALLBACK)
+    svc.change_session(SESSION_ID, expired=True)
     with pytest.raises(StaleAuthority):
-        gateway.commit(CALLBACK, cand, payload, facts)
+        gateway.commit(CALLBACK, cand, payload)
     assert svc.pending_rows == [] and editor.edits == [] and worker.provider_calls == 1
 
 
@@ -194,11 +204,11 @@ def test_two_commits_of_the_same_candidate_make_one_pending_row(
 ) -> None:
     svc = service()
     gateway = host(svc, make_coordinator(Mode.ENABLED), card, Editor())
-    cand, payload, facts = gateway.present(CALLBACK)
+    cand, payload = gateway.present(CALLBACK)
 
     def commit() -> Mapping[str, object]:
         return svc.validate_and_mark_presented_card(
-            CALLBACK, canonical_payload=payload, candidate=cand, facts=facts
+            CALLBACK, canonical_payload=payload, candidate=cand, surface=SURFACES[card]
         )
 
     first, second = _race([commit, commit])
@@ -215,15 +225,15 @@ def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
     svc = service()
     coord = make_coordinator(Mode.ENABLED)
     gateway = host(svc, coord, card, Editor())
-    selected, payload, facts = gateway.present(CALLBACK)
-    canonical, _, _ = gateway.present(CALLBACK)  # the same artifact again: no call
+    selected, payload = gateway.present(CALLBACK)
+    canonical, _ = gateway.present(CALLBACK)  # the same artifact again: no call
     assert selected.status is CandidateStatus.SELECTED
     assert canonical.outcome is CandidateOutcome.ALREADY_ATTEMPTED
     assert canonical.status is CandidateStatus.CANONICAL and canonical.body != selected.body
 
     def commit(cand: Any) -> Callable[[], Mapping[str, object]]:
         return lambda: svc.validate_and_mark_presented_card(
-            CALLBACK, canonical_payload=payload, candidate=cand, facts=facts
+            CALLBACK, canonical_payload=payload, candidate=cand, surface=SURFACES[card]
         )
 
     results = _race([commit(selected), commit(canonical)])
@@ -238,11 +248,11 @@ def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
     for first, second in ((selected, canonical), (canonical, selected)):
         fresh = service()
         fresh.validate_and_mark_presented_card(
-            CALLBACK, canonical_payload=payload, candidate=first, facts=facts
+            CALLBACK, canonical_payload=payload, candidate=first, surface=SURFACES[card]
         )
         with pytest.raises(PublicationConflict):
             fresh.validate_and_mark_presented_card(
-                CALLBACK, canonical_payload=payload, candidate=second, facts=facts
+                CALLBACK, canonical_payload=payload, candidate=second, surface=SURFACES[card]
             )
         (only,) = fresh.pending_rows
         assert only.payload["text"] == first.body
@@ -287,3 +297,36 @@ def test_recovery_republishes_the_stored_payload_with_zero_requests(
     assert len(worker.requests) == requests_before and worker.provider_calls == 1
     assert spool_request_files(root) == []
     assert report_outcomes(root) == ["selected"]  # committed before the edit failed
+
+
+# --- payloads kexpr does not present ------------------------------------------------
+
+
+def test_a_menu_is_persisted_as_the_host_always_did_without_a_call(
+    root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    menu = {
+        "status": "menu",
+        "text": "적응형 영양 검토\n고객을 선택하세요.",
+        "buttons": [{"customer_key": "client_042", "label": "김민지", "callback_data": "an1:" + "0" * 24 + ":select"}],
+    }
+    svc, editor = service(), Editor()
+    gateway = AdaptiveGatewayHost(
+        svc, make_coordinator(Mode.ENABLED), lambda s: menu, editor, surface=DUAL_SURFACE
+    )
+    persisted = gateway.handle_review_callback(Callback(callback_data(session(), "back"), 7))
+    assert persisted == menu and editor.edits == [menu]
+    assert worker.provider_calls == 0 and spool_request_files(root) == []
+
+
+def test_an_invalid_operator_glossary_keeps_the_dual_card_canonical(
+    root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    coord = make_coordinator(Mode.ENABLED)
+    path = root.root / "operator-glossary.json"
+    path.write_bytes(b"{}")
+    path.chmod(0o600)
+    svc, editor = service(), Editor()
+    persisted = host(svc, coord, "dual", editor).handle_review_callback(CALLBACK)
+    assert persisted == dual_card(session())  # the host's text, byte for byte
+    assert worker.provider_calls == 0

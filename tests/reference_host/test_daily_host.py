@@ -8,26 +8,25 @@ from pathlib import Path
 
 from spool.layout import DataRoot
 
-from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Mode, format_daily
+from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Mode
 from reference_host.daily import DailyHost, FinalizedCheckin
+from reference_host.host_render import render_daily
 from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files
 
-BODY = format_daily(
-    title="김민지 님 11월 30일 체크인",
-    facts=[
-        ("체중", "72.4kg"),
-        ("식단", "2,150kcal"),
-        ("단백질", "138g"),
-        ("수분", "2.1L"),
-        ("운동", "스쿼트 5세트"),
-        ("수면", "6시간 40분"),
-        ("컨디션", "보통"),
-    ],
-    actions=["저녁 단백질 보충하기"],
-)
-CHECKIN = FinalizedCheckin(
-    body=BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-0001"
-)
+# A finalized check-in's answers, rendered as the host renders them.
+ANSWERS = {
+    "bodyweight": "72.4",
+    "calories": "2150",
+    "macros": {"carbohydrate": 260, "protein": 138, "fat": 70},
+    "training_summary": "스쿼트 5세트",
+    "sleep_duration": "6.7",
+    "sleep_quality": "4",
+    "condition": "3",
+    "digestion": "bristol_4",
+    "water": "2.1",
+}
+BODY = render_daily(ANSWERS)
+CHECKIN = FinalizedCheckin(body=BODY, finalized_event_id="evt-0001")
 SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
 
 
@@ -66,4 +65,19 @@ def test_a_selected_body_fed_back_as_canonical_is_ineligible_with_zero_files(
         SELECTED, facts=DailyFacts(complete=True), finalized_event_id="evt-0001"
     )
     assert cand.outcome.value == "ineligible" and cand.body == SELECTED
+    assert not (tmp_path / "kexpr").exists()
+
+
+def test_host_typed_facts_are_optional_and_checked(
+    tmp_path: Path, make_coordinator: Callable[[Mode], KoreanExpressionCoordinator]
+) -> None:
+    assert BODY.startswith("오늘 체크인 완료\n\n- 체중: 72.4kg\n- 섭취: 2,150kcal\n")
+    coord = make_coordinator(Mode.ENABLED)
+    # The host's typed flag disagrees with the seven rendered facts: canonical, no files.
+    wrong = FinalizedCheckin(
+        body=BODY, finalized_event_id="evt-0002", facts=DailyFacts(complete=False)
+    )
+    edits: list[str] = []
+    assert DailyHost(coord, edits.append).first_save(wrong) == BODY
+    assert edits == [BODY]
     assert not (tmp_path / "kexpr").exists()

@@ -4,7 +4,7 @@ restart"; SPEC §8 host integration contract), proven with the reference host.""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -14,9 +14,14 @@ from gateway_shim import (
     CandidateOutcome,
     KoreanExpressionCoordinator,
     Mode,
-    WeeklyFacts,
 )
-from reference_host.samples import SCHEDULE, WEEKLY_BODY, WEEKLY_FACTS, WEEKLY_SELECTED
+from reference_host.samples import (
+    SCHEDULE,
+    WEEKLY_BODY,
+    WEEKLY_FIELDS,
+    WEEKLY_SELECTED,
+    WEEKLY_SUMMARY,
+)
 from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files
 from reference_host.weekly import (
     LedgerCorrupt,
@@ -39,12 +44,12 @@ class Recorder:
 
 
 def renders(
-    body: str = WEEKLY_BODY, facts: WeeklyFacts = WEEKLY_FACTS
-) -> Callable[[], tuple[str, WeeklyFacts]]:
-    return lambda: (body, facts)
+    summary: Mapping[str, object] = WEEKLY_SUMMARY,
+) -> Callable[[], Mapping[str, object]]:
+    return lambda: summary
 
 
-def must_not_render() -> tuple[str, WeeklyFacts]:
+def must_not_render() -> Mapping[str, object]:
     raise AssertionError("a prepared receipt must be handled before any report rendering")
 
 
@@ -221,17 +226,18 @@ def test_shadow_and_disabled_pin_the_canonical_body(
 def test_untyped_weekly_report_is_pinned_canonical_with_zero_requests(
     tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
-    explicit = WeeklyFacts(
-        interpretation=WEEKLY_FACTS.interpretation,
-        rationale=WEEKLY_FACTS.rationale,
-        prose_fields=frozenset({"trend_interpretation"}),
-    )
+    # The summary carries an explicit prose field holding only a blank line: the
+    # host still renders the typed branch (the same bytes as WEEKLY_BODY), but the
+    # plan decides on the field's presence, so the report stays canonical.
+    explicit = {**WEEKLY_SUMMARY, "trend_interpretation": "  "}
     ledger = ScheduledDeliveryLedger(tmp_path / "ledger.jsonl")
     sender = Recorder()
     coord = make_coordinator(Mode.ENABLED)
-    cand = coord.present_weekly(WEEKLY_BODY, facts=explicit, **SCHEDULE)
+    cand = coord.present_weekly(
+        WEEKLY_BODY, explicit_fields=(*WEEKLY_FIELDS, "trend_interpretation"), **SCHEDULE
+    )
     assert cand.outcome is CandidateOutcome.INELIGIBLE
-    host = WeeklyTaskHost(ledger, coord, sender, renders(facts=explicit))
+    host = WeeklyTaskHost(ledger, coord, sender, renders(explicit))
     assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
     assert sender.sent == [(DESTINATION, WEEKLY_BODY)]
     assert worker.requests == [] and worker.provider_calls == 0

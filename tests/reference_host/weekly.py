@@ -23,12 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from gateway_shim import CandidateOutcome, KoreanExpressionCoordinator, WeeklyFacts
+from gateway_shim import CandidateOutcome, KoreanExpressionCoordinator
+from reference_host.host_render import render_weekly
 
 GENESIS: Final = "0" * 64
 # State machine as data (STYLE: h11): a missing key is an illegal transition.
@@ -211,7 +212,9 @@ class SimulatedCrash(Exception):
     """The gateway died here (tests only)."""
 
 
-ReportRenderer = Callable[[], tuple[str, WeeklyFacts]]
+# Produces the weekly summary the host renders its report from (a mapping of
+# field name to value, as the profile returns it).
+ReportRenderer = Callable[[], Mapping[str, object]]
 Sender = Callable[[object, str], None]
 
 
@@ -239,9 +242,16 @@ class WeeklyTaskHost:
         if existing is not None:
             return self._resume(existing, destination)
 
-        body, facts = self.render_report()
+        # The host renders its canonical report from the summary and tells the
+        # shim which summary fields were present (explicit prose → ineligible).
+        summary = self.render_report()
+        body, _ = render_weekly(summary)
         cand = self.coordinator.present_weekly(
-            body, facts=facts, schedule_key=schedule_key, kind=kind, kst_day=kst_day
+            body,
+            explicit_fields=tuple(summary),
+            schedule_key=schedule_key,
+            kind=kind,
+            kst_day=kst_day,
         )
         if not cand.publication_permitted:
             return "deferred"  # another owner is in flight: no reservation, no send

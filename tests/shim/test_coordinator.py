@@ -32,9 +32,8 @@ from spool.layout import DataRoot
 from spool.messages import parse_report, parse_request
 
 BODY = format_daily(
-    title="체크인 요약",
-    facts=[("체중", "70kg"), ("식단", "3끼"), ("단백질", "120g"), ("수분", "2L"), ("운동", "걷기"), ("수면", "7시간"), ("컨디션", "보통")],
-    actions=["물 마시기"],
+    weight="70kg", intake="2,000kcal", macros="탄수화물 250g · 단백질 120g · 지방 60g",
+    training="걷기", sleep="7시간", condition="3/5", digestion="정상", water="2L",
 )
 SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
 FACTS = DailyFacts(complete=True)
@@ -159,6 +158,10 @@ def test_ineligible_body_is_canonical_and_writes_nothing(root: DataRoot) -> None
     coord = coordinator(root.root)
     cand = coord.present_daily(BODY, facts=DailyFacts(complete=False), finalized_event_id="evt")
     assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == BODY
+    # The pinned host's partial fallback on complete facts: a pre-cutover body.
+    pre_cutover = BODY.replace("저장된 오늘 기록을 확인했습니다.", "일부 항목이 기록되지 않아 저장된 내용만 안내합니다.")
+    cand = coord.present_daily(pre_cutover, finalized_event_id="evt")
+    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == pre_cutover
     cand = coord.present_daily(BODY + "\n", facts=FACTS, finalized_event_id="evt")
     assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == BODY + "\n"
     assert not root.root.exists()
@@ -183,6 +186,16 @@ def test_enabled_selected_then_report(root: DataRoot) -> None:
     }
     with pytest.raises(ValueError):
         coord.report(cand, "selected")  # exactly once
+
+
+def test_daily_facts_are_optional(root: DataRoot) -> None:
+    # The host may pass no typed facts: completeness comes from the rendered facts.
+    coord = coordinator(root.root, Mode.SHADOW)
+    with ScriptedWorker(root, accepted()) as w:
+        cand = coord.present_daily(BODY, finalized_event_id="evt")
+    coord.close()
+    assert cand.outcome is CandidateOutcome.SHADOW_SELECTED and cand.body == BODY
+    assert w.requests[0]["capsule"]["slots"][0]["allowed_predicate_ids"] == ["P_DAILY_COMPLETE"]
 
 
 def test_shadow_reports_shadow_selected_and_publishes_canonical(root: DataRoot) -> None:

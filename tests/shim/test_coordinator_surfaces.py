@@ -20,11 +20,13 @@ from typing import Any
 import pytest
 from reference_host.samples import (
     CUSTOMER_VALUES,
-    DUAL_FACTS,
+    DUAL_SURFACE,
+    PHYSIQUE_SURFACE,
     SCHEDULE,
     WEEKLY_BODY,
-    WEEKLY_FACTS,
+    WEEKLY_FIELDS,
     WEEKLY_SELECTED,
+    callback_data,
     dual_card,
     physique_card,
     session,
@@ -35,18 +37,14 @@ from spool.layout import DataRoot
 import gateway_shim
 from gateway_shim import (
     ADAPTIVE_UNKNOWN_SURFACE,
-    AdaptiveBinding,
     CandidateOutcome,
     CandidateStatus,
     CardOrigin,
-    DualDecision,
-    DualFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     RevalidationError,
     RevalidationReason,
-    WeeklyFacts,
     binding_digest,
     exact_block,
     revalidate,
@@ -54,27 +52,26 @@ from gateway_shim import (
 from gateway_shim.surfaces import Ineligible, IneligibleReason
 
 SESSION = session()
-DUAL_PAYLOAD, _ = dual_card(SESSION)
-PHYSIQUE_PAYLOAD, _ = physique_card(SESSION)
+DUAL_PAYLOAD = dual_card(SESSION)
+PHYSIQUE_PAYLOAD = physique_card(SESSION)
 STATUS_LINE = "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
-REVIEW_BLOCK = "검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n\n"
+REVIEW_BLOCK = "검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n"
 PHYSIQUE_PROJECTION = (
     str(PHYSIQUE_PAYLOAD["text"])[: -len(STATUS_LINE)] + REVIEW_BLOCK + STATUS_LINE
 )
+CALLBACK = callback_data(SESSION)
+PINS = ("owner=coach-1", "epoch=7")
 
 
-def binding(**changes: Any) -> AdaptiveBinding:
-    fields: dict[str, Any] = {
-        "callback_action": "adaptive_review",
-        "session_id": SESSION.session_id,
-        "proposal_digest": SESSION.proposal_digest,
-        "revision": SESSION.revision,
-        "card_kind": SESSION.card_kind,
-        "origin_message_id": "4711",
-        "authority_pins": ("owner=coach-1", "epoch=7"),
+def bind(**changes: Any) -> dict[str, Any]:
+    """The host's keyword arguments to present_adaptive / binding_digest / revalidate."""
+    return {
+        "callback_data": CALLBACK,
+        "origin": CardOrigin.FRESH,
+        "surface": None,
+        "authority_pins": PINS,
         **changes,
     }
-    return AdaptiveBinding(**fields)
 
 
 @pytest.fixture
@@ -116,7 +113,7 @@ def test_weekly_selected_with_its_two_slots(
 ) -> None:
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
-        cand = coord.present_weekly(WEEKLY_BODY, facts=WEEKLY_FACTS, **SCHEDULE)
+        cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE)
     assert cand.outcome is CandidateOutcome.ACCEPTED and cand.status is CandidateStatus.SELECTED
     assert cand.surface_version == "weekly.v1"
     assert cand.body == WEEKLY_SELECTED
@@ -143,7 +140,9 @@ def test_weekly_selected_with_its_two_slots(
         ),
         ("weekly.rationale", [], ["A_WEEKLY_KEEP_BASELINE"], ["[[A:01]]"]),
     ]
-    assert len(cand.canonical_locked_spans_utf16) == len(cand.locked_spans_utf16) == 3
+    # Locked: everything before the interpretation, and between it and the
+    # rationale (the report's last paragraph).
+    assert len(cand.canonical_locked_spans_utf16) == len(cand.locked_spans_utf16) == 2
     wire = json.dumps(w.requests, ensure_ascii=False)
     for value in (*CUSTOMER_VALUES, *SCHEDULE.values()):
         assert value not in wire
@@ -156,7 +155,7 @@ def test_weekly_artifact_key_inputs(
     with ScriptedWorker(root, compose=provider_error):  # canonical at once: keys only
         keys = [
             coord.present_weekly(
-                WEEKLY_BODY, facts=WEEKLY_FACTS, **{**SCHEDULE, **changes}
+                WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **{**SCHEDULE, **changes}
             ).artifact_key
             for changes in (
                 {},
@@ -171,31 +170,24 @@ def test_weekly_artifact_key_inputs(
 
 
 @pytest.mark.parametrize(
-    ("surfaces", "facts", "outcome"),
+    ("surfaces", "fields", "outcome"),
     [
-        ({"daily": True, "adaptive_operator": True}, WEEKLY_FACTS, CandidateOutcome.DISABLED),
-        (
-            {"weekly": True},
-            WeeklyFacts(interpretation=None, rationale=WEEKLY_FACTS.rationale),
-            CandidateOutcome.INELIGIBLE,
-        ),
-        (
-            {"weekly": True},
-            dataclasses.replace(WEEKLY_FACTS, prose_fields=frozenset({"reason"})),
-            CandidateOutcome.INELIGIBLE,
-        ),
+        ({"daily": True, "adaptive_operator": True}, WEEKLY_FIELDS, CandidateOutcome.DISABLED),
+        ({"weekly": True}, (*WEEKLY_FIELDS, "reason"), CandidateOutcome.INELIGIBLE),
+        ({"weekly": True}, ("summary_text",), CandidateOutcome.INELIGIBLE),
+        ({"weekly": True}, "interpretation", CandidateOutcome.INELIGIBLE),
     ],
-    ids=["weekly_switch_off", "unsupported_branch", "explicit_field"],
+    ids=["weekly_switch_off", "explicit_rationale_field", "explicit_summary_text", "bare_str"],
 )
 def test_weekly_disabled_or_ineligible_writes_nothing(
     root: DataRoot,
     coords: list[KoreanExpressionCoordinator],
     surfaces: dict[str, bool],
-    facts: WeeklyFacts,
+    fields: tuple[str, ...],
     outcome: CandidateOutcome,
 ) -> None:
     coord = make(root, coords, Mode.ENABLED, **surfaces)
-    cand = coord.present_weekly(WEEKLY_BODY, facts=facts, **SCHEDULE)
+    cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=fields, **SCHEDULE)
     assert cand.outcome is outcome and cand.body == WEEKLY_BODY and cand.publication_permitted
     assert not root.root.exists()
 
@@ -208,31 +200,29 @@ def test_dual_card_selected_with_judgment_and_review_slots(
 ) -> None:
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
-        cand = coord.present_adaptive(DUAL_PAYLOAD, binding=binding(), facts=DUAL_FACTS)
-    assert (
-        cand.outcome is CandidateOutcome.ACCEPTED
-        and cand.surface_version == "adaptive.dualcoachtest.card.v1"
-    )
+        cand = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
+    assert cand.outcome is CandidateOutcome.ACCEPTED and cand.surface_version == DUAL_SURFACE
     capsule = w.requests[0]["capsule"]
     assert [(s["slot_id"], s["allowed_predicate_ids"]) for s in capsule["slots"]] == [
-        ("adaptive.dual.judgment", ["P_DUAL_DECISION_ADJUST_PLAN"]),
-        ("adaptive.dual.review.1", ["P_DUAL_REASON_RECORDS_INSUFFICIENT"]),
-        ("adaptive.dual.review.2", ["P_DUAL_REASON_INTAKE_BELOW_PLAN"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD"]),
+        ("adaptive.dual.review.1", ["P_DUAL_REASON_SAME_DAY_REVISION"]),
+        ("adaptive.dual.review.2", ["P_DUAL_REASON_RECALCULATE_FROM_LATEST"]),
     ]
-    assert "현재 판단: 차분히, 현재 계획을 조정하는 안을 제안합니다.\n" in cand.body
+    # The decision keeps the host's period-less form; reasons keep their period.
+    assert "\n현재 판단: 차분히, 순응도 근거 충돌로 조정 보류\n\n권장안\n" in cand.body
     assert (
-        "\n- 차분히, 판단에 필요한 기간의 기록이 부족합니다.\n- 차분히, 섭취량이 계획보다 적습니다.\n"
-        in cand.body
+        "\n\n검토 필요\n\n차분히, 같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.\n"
+        "차분히, 최신 확정 기록을 기준으로 다시 계산해야 합니다.\n\n상세 근거\n" in cand.body
     )
-    assert cand.binding_digest == binding_digest(DUAL_PAYLOAD, binding())
-    persisted = revalidate(cand, DUAL_PAYLOAD, binding(), DUAL_FACTS)
+    assert cand.binding_digest == binding_digest(DUAL_PAYLOAD, **bind())
+    persisted = revalidate(cand, DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
     assert persisted == {**DUAL_PAYLOAD, "text": cand.body}
     assert (
         persisted["buttons"] == DUAL_PAYLOAD["buttons"]
         and persisted["buttons"] is not DUAL_PAYLOAD["buttons"]
     )
     wire = json.dumps(w.requests, ensure_ascii=False)
-    for value in (*CUSTOMER_VALUES, "4711", "coach-1", "adaptive_review"):
+    for value in (*CUSTOMER_VALUES, CALLBACK, "coach-1", "테스트 전용", "가상"):
         assert value not in wire
 
 
@@ -260,23 +250,23 @@ def test_physique_card_presents_its_projection(
 ) -> None:
     coord = make(root, coords, mode)
     with ScriptedWorker(root, **({"compose": compose} if compose else {})) as w:
-        cand = coord.present_adaptive(PHYSIQUE_PAYLOAD, binding=binding())
+        cand = coord.present_adaptive(PHYSIQUE_PAYLOAD, **bind(surface=PHYSIQUE_SURFACE))
     assert cand.outcome is outcome and cand.body == body
     assert [s["slot_id"] for s in w.requests[0]["capsule"]["slots"]] == [
         "adaptive.physique.review_instruction"
     ]
-    assert revalidate(cand, PHYSIQUE_PAYLOAD, binding())["text"] == body
+    assert revalidate(cand, PHYSIQUE_PAYLOAD, **bind())["text"] == body
 
 
 def test_disabled_adaptive_publishes_the_source_text_and_writes_nothing(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
     coord = make(root, coords, Mode.ENABLED, daily=True, weekly=True)
-    for payload, facts in ((PHYSIQUE_PAYLOAD, None), (DUAL_PAYLOAD, DUAL_FACTS)):
-        cand = coord.present_adaptive(payload, binding=binding(), facts=facts)
+    for payload in (PHYSIQUE_PAYLOAD, DUAL_PAYLOAD):
+        cand = coord.present_adaptive(payload, **bind())
         assert cand.outcome is CandidateOutcome.DISABLED
         assert cand.body == payload["text"]  # no projection while disabled
-        assert revalidate(cand, payload, binding(), facts) == payload
+        assert revalidate(cand, payload, **bind()) == payload
     assert not root.root.exists()
 
 
@@ -286,76 +276,70 @@ def _edited(payload: dict[str, object], **changes: object) -> dict[str, object]:
     return out
 
 
+MENU = {
+    "status": "menu",
+    "text": "적응형 영양 검토\n고객을 선택하세요.",
+    "buttons": [
+        {"customer_key": "client_042", "label": "김민지", "callback_data": "an1:" + "0" * 24 + ":select"}
+    ],
+}
+
+
 @pytest.mark.parametrize(
-    ("payload", "bind", "label", "body"),
+    ("payload", "changes", "label", "body"),
     [
+        (MENU, {"surface": DUAL_SURFACE}, DUAL_SURFACE, MENU["text"]),
+        (MENU, {}, ADAPTIVE_UNKNOWN_SURFACE, MENU["text"]),
+        (_edited(DUAL_PAYLOAD, status="view"), {}, ADAPTIVE_UNKNOWN_SURFACE, DUAL_PAYLOAD["text"]),
         (
-            _edited(DUAL_PAYLOAD, status="menu"),
-            binding(),
-            "adaptive.dualcoachtest.card.v1",
-            DUAL_PAYLOAD["text"],
-        ),
-        (
-            _edited(DUAL_PAYLOAD, status="view"),
-            binding(),
-            "adaptive.dualcoachtest.card.v1",
-            DUAL_PAYLOAD["text"],
-        ),
-        (
-            _edited(PHYSIQUE_PAYLOAD, status="operator_input"),
-            binding(),
-            "adaptive.physique.card.v1",
+            _edited(PHYSIQUE_PAYLOAD, status="operator_input_required"),
+            {"surface": PHYSIQUE_SURFACE},
+            PHYSIQUE_SURFACE,
             PHYSIQUE_PAYLOAD["text"],
         ),
         (
-            _edited(PHYSIQUE_PAYLOAD, status="delivered"),
-            binding(),
-            "adaptive.physique.card.v1",
+            _edited(PHYSIQUE_PAYLOAD, status="view", terminal_state="delivery_unknown"),
+            {"surface": PHYSIQUE_SURFACE},
+            PHYSIQUE_SURFACE,
             PHYSIQUE_PAYLOAD["text"],
         ),
-        (
-            _edited(DUAL_PAYLOAD, status="published"),
-            binding(),
-            "adaptive.dualcoachtest.card.v1",
-            DUAL_PAYLOAD["text"],
-        ),
+        (_edited(DUAL_PAYLOAD, status="rejected"), {"surface": DUAL_SURFACE}, DUAL_SURFACE, DUAL_PAYLOAD["text"]),
         (
             PHYSIQUE_PAYLOAD,
-            binding(origin=CardOrigin.RECOVERY),
-            "adaptive.physique.card.v1",
+            {"origin": CardOrigin.RECOVERY, "surface": PHYSIQUE_SURFACE},
+            PHYSIQUE_SURFACE,
             PHYSIQUE_PAYLOAD["text"],
         ),
-        (DUAL_PAYLOAD, binding(revision=4), "adaptive.dualcoachtest.card.v1", DUAL_PAYLOAD["text"]),
+        (DUAL_PAYLOAD, {"surface": "adaptive.dualcoachtest.card.v2"}, ADAPTIVE_UNKNOWN_SURFACE, DUAL_PAYLOAD["text"]),
+        (DUAL_PAYLOAD, {"callback_data": "adaptive:review"}, ADAPTIVE_UNKNOWN_SURFACE, DUAL_PAYLOAD["text"]),
+        (_edited(DUAL_PAYLOAD, buttons="승인"), {"surface": DUAL_SURFACE}, DUAL_SURFACE, DUAL_PAYLOAD["text"]),
         (
-            _edited(
-                DUAL_PAYLOAD,
-                envelope={
-                    **DUAL_PAYLOAD["envelope"],
-                    "schema_version": "adaptive.dualcoachtest.card.v2",
-                },
-            ),
-            binding(),
-            ADAPTIVE_UNKNOWN_SURFACE,
-            DUAL_PAYLOAD["text"],
+            _edited(DUAL_PAYLOAD, text=str(DUAL_PAYLOAD["text"]).replace("조정 보류\n", "조정 유지\n")),
+            {},
+            DUAL_SURFACE,
+            str(DUAL_PAYLOAD["text"]).replace("조정 보류\n", "조정 유지\n"),
         ),
         (
-            _edited(DUAL_PAYLOAD, buttons="승인"),
-            binding(),
-            "adaptive.dualcoachtest.card.v1",
-            DUAL_PAYLOAD["text"],
+            _edited(DUAL_PAYLOAD, text=str(DUAL_PAYLOAD["text"]).replace("합니다.\n최신", "합니다.\n가상 사유.\n최신")),
+            {},
+            DUAL_SURFACE,
+            str(DUAL_PAYLOAD["text"]).replace("합니다.\n최신", "합니다.\n가상 사유.\n최신"),
         ),
-        (["not", "a", "mapping"], binding(), ADAPTIVE_UNKNOWN_SURFACE, ""),
+        (["not", "a", "mapping"], {}, ADAPTIVE_UNKNOWN_SURFACE, ""),
     ],
     ids=[
         "menu",
+        "menu_no_surface",
         "view",
         "operator_input",
         "terminal_delivery",
-        "published",
+        "rejected",
         "recovery",
-        "stale_revision",
-        "future_schema",
+        "unknown_surface",
+        "malformed_callback",
         "malformed_buttons",
+        "unmapped_decision",
+        "unmapped_reason",
         "not_a_mapping",
     ],
 )
@@ -363,7 +347,7 @@ def test_adaptive_ineligible_is_canonical_with_zero_files(
     root: DataRoot,
     coords: list[KoreanExpressionCoordinator],
     payload: Any,
-    bind: AdaptiveBinding,
+    changes: dict[str, Any],
     label: str,
     body: object,
 ) -> None:
@@ -380,88 +364,151 @@ def test_adaptive_ineligible_is_canonical_with_zero_files(
         telemetry=sink,
     )
     coords.append(coord)
-    cand = coord.present_adaptive(
-        payload, binding=bind, facts=DUAL_FACTS if label.startswith("adaptive.dual") else None
-    )
+    cand = coord.present_adaptive(payload, **bind(**changes))
     assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.status is CandidateStatus.CANONICAL
     assert cand.surface_version == label and cand.body == body and cand.publication_permitted
     assert not root.root.exists()
     assert got.wait(5) and events[0]["surface"] == label
     with pytest.raises(RevalidationError) as info:
-        revalidate(cand, payload, bind, DUAL_FACTS if label.startswith("adaptive.dual") else None)
+        revalidate(cand, payload, **bind(**changes))
     assert info.value.reason is RevalidationReason.INELIGIBLE
+
+
+def _install_glossary(root: DataRoot, data: bytes) -> None:
+    root.root.mkdir(mode=0o700)
+    path = root.root / "operator-glossary.json"
+    path.write_bytes(data)
+    path.chmod(0o600)
+
+
+OPERATOR_FILE = {
+    "version": "kexpr-dual-glossary-v1",
+    "decisions": {"P_DUAL_DECISION_KEEP_TARGET": "현재 목표 섭취량 유지"},
+    "reasons": {"P_DUAL_REASON_TREND_SHORT": "체중 추세를 판단할 기간이 짧습니다."},
+}
+OPERATOR_TEXT = (
+    str(DUAL_PAYLOAD["text"])
+    .replace("순응도 근거 충돌로 조정 보류", "현재 목표 섭취량 유지")
+    .replace("최신 확정 기록을 기준으로 다시 계산해야 합니다.", "체중 추세를 판단할 기간이 짧습니다.")
+)
+
+
+def test_operator_glossary_ids_travel_in_the_capsule_texts_never_do(
+    root: DataRoot, coords: list[KoreanExpressionCoordinator]
+) -> None:
+    _install_glossary(root, json.dumps(OPERATOR_FILE, ensure_ascii=False).encode())
+    coord = make(root, coords)
+    payload = _edited(DUAL_PAYLOAD, text=OPERATOR_TEXT)
+    with ScriptedWorker(root) as w:
+        cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
+    assert cand.outcome is CandidateOutcome.ACCEPTED
+    assert "현재 판단: 차분히, 현재 목표 섭취량 유지\n" in cand.body
+    assert [s["allowed_predicate_ids"] for s in w.requests[0]["capsule"]["slots"]] == [
+        ["P_DUAL_DECISION_KEEP_TARGET"],
+        ["P_DUAL_REASON_SAME_DAY_REVISION"],
+        ["P_DUAL_REASON_TREND_SHORT"],
+    ]
+    wire = json.dumps(w.requests, ensure_ascii=False)
+    assert "현재 목표 섭취량 유지" not in wire and "기간이 짧습니다" not in wire
+    assert revalidate(cand, payload, **bind(), glossary=coord.dual_glossary())["text"] == cand.body
+    # Without the operator's glossary the host cannot prove the card: fail closed.
+    with pytest.raises(RevalidationError) as info:
+        revalidate(cand, payload, **bind())
+    assert info.value.reason is RevalidationReason.INELIGIBLE
+
+
+def test_invalid_operator_glossary_makes_dual_canonical_with_no_new_files(
+    root: DataRoot, coords: list[KoreanExpressionCoordinator]
+) -> None:
+    _install_glossary(root, b'{"version": "kexpr-dual-glossary-v1"}')
+    coord = make(root, coords)
+    cand = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
+    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == DUAL_PAYLOAD["text"]
+    assert [p.name for p in files_under(root.root)] == ["operator-glossary.json"]
+    # A physique card does not read the dual glossary.
+    with ScriptedWorker(root):
+        physique = coord.present_adaptive(PHYSIQUE_PAYLOAD, **bind(surface=PHYSIQUE_SURFACE))
+    assert physique.outcome is CandidateOutcome.ACCEPTED
 
 
 def test_adaptive_artifact_key_inputs(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
     coord = make(root, coords, Mode.SHADOW)
+    other_session = callback_data(session(session_id="1" * 24))
     with ScriptedWorker(root, compose=provider_error):
-        key = coord.present_adaptive(PHYSIQUE_PAYLOAD, binding=binding()).artifact_key
-        # Not key inputs: callback action, origin provenance, authority pins.
+        key = coord.present_adaptive(PHYSIQUE_PAYLOAD, **bind()).artifact_key
+        # Not key inputs: the pressed action, authority pins, the surface argument.
         same = coord.present_adaptive(
             PHYSIQUE_PAYLOAD,
-            binding=binding(callback_action="x", origin_message_id="", authority_pins=()),
-        ).artifact_key
-        other_kind = coord.present_adaptive(
-            _edited(
-                PHYSIQUE_PAYLOAD, envelope={**PHYSIQUE_PAYLOAD["envelope"], "card_kind": "final"}
+            **bind(
+                callback_data=callback_data(SESSION, "hold"),
+                authority_pins=(),
+                surface=PHYSIQUE_SURFACE,
             ),
-            binding=binding(card_kind="final"),
         ).artifact_key
-        dual = coord.present_adaptive(
-            DUAL_PAYLOAD, binding=binding(), facts=DUAL_FACTS
+        other_session_key = coord.present_adaptive(
+            PHYSIQUE_PAYLOAD, **bind(callback_data=other_session)
         ).artifact_key
-    assert key == same
-    assert len({key, other_kind, dual}) == 3  # card kind and surface version are inputs
+        other_revision = coord.present_adaptive(
+            physique_card(session(revision=4)), **bind()
+        ).artifact_key
+        other_digest = coord.present_adaptive(
+            physique_card(session(proposal_digest="d" * 64)), **bind()
+        ).artifact_key
+        dual = coord.present_adaptive(DUAL_PAYLOAD, **bind()).artifact_key
+    assert key is not None and key == same
+    # session, revision, proposal digest and the card kind (= surface) are inputs.
+    assert len({key, other_session_key, other_revision, other_digest, dual}) == 5
 
 
 # --- binding_digest ---------------------------------------------------------------------------
 
 
+def _button_session(payload: dict[str, object], session_hex: str) -> dict[str, object]:
+    out = copy.deepcopy(payload)
+    buttons = out["buttons"]
+    assert isinstance(buttons, list)
+    action = buttons[0]["callback_data"].rsplit(":", 1)[1]
+    buttons[0]["callback_data"] = f"an1:{session_hex}:{action}"
+    return out
+
+
 def test_binding_digest_covers_every_binding_and_payload_field() -> None:
-    base = binding_digest(DUAL_PAYLOAD, binding())
-    assert base == binding_digest(copy.deepcopy(DUAL_PAYLOAD), binding())
+    base = binding_digest(DUAL_PAYLOAD, **bind())
+    assert base == binding_digest(copy.deepcopy(DUAL_PAYLOAD), **bind())
+    assert base == binding_digest(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))  # resolved alike
     assert len(base) == 64 and base == base.lower()
     reordered = dict(reversed(list(DUAL_PAYLOAD.items())))
-    assert binding_digest(reordered, binding()) == base  # key order carries no meaning
+    assert binding_digest(reordered, **bind()) == base  # key order carries no meaning
     variants = [
-        binding_digest(DUAL_PAYLOAD, binding(callback_action="adaptive_review:2")),
-        binding_digest(DUAL_PAYLOAD, binding(origin_message_id="4712")),
-        binding_digest(DUAL_PAYLOAD, binding(origin=CardOrigin.RECOVERY)),
-        binding_digest(DUAL_PAYLOAD, binding(authority_pins=("owner=coach-2", "epoch=7"))),
-        binding_digest(DUAL_PAYLOAD, binding(revision=4)),
-        binding_digest(DUAL_PAYLOAD, binding(proposal_digest="p2")),
-        binding_digest(DUAL_PAYLOAD, binding(session_id="s2")),
-        binding_digest(DUAL_PAYLOAD, binding(card_kind="k2")),
-        binding_digest(_edited(DUAL_PAYLOAD, text=str(DUAL_PAYLOAD["text"]) + "."), binding()),
-        binding_digest(_edited(DUAL_PAYLOAD, status="menu"), binding()),
+        binding_digest(DUAL_PAYLOAD, **bind(callback_data=callback_data(SESSION, "hold"))),
+        binding_digest(DUAL_PAYLOAD, **bind(callback_data="an1:" + "2" * 24 + ":create")),
+        binding_digest(DUAL_PAYLOAD, **bind(authority_pins=("owner=coach-2", "epoch=7"))),
+        binding_digest(DUAL_PAYLOAD, **bind(authority_pins=())),
         binding_digest(
-            _edited(DUAL_PAYLOAD, buttons=[[{"text": "승인", "callback_data": "x"}]]), binding()
+            _edited(DUAL_PAYLOAD, text=str(DUAL_PAYLOAD["text"]).replace("20g", "25g")), **bind()
         ),
-        binding_digest(
-            _edited(DUAL_PAYLOAD, envelope={**DUAL_PAYLOAD["envelope"], "revision": 4}), binding()
-        ),
-        binding_digest(
-            _edited(
-                DUAL_PAYLOAD,
-                envelope={
-                    **DUAL_PAYLOAD["envelope"],
-                    "schema_version": "adaptive.physique.card.v1",
-                },
-            ),
-            binding(),
-        ),
+        binding_digest(_edited(DUAL_PAYLOAD, customer_key="client_043"), **bind()),
+        binding_digest(_edited(DUAL_PAYLOAD, proposal_digest="e" * 64), **bind()),
+        binding_digest(dual_card(session(revision=4)), **bind()),
+        binding_digest(dual_card(session(state="edited")), **bind()),
+        binding_digest(dual_card(session(customer_label="김민준")), **bind()),
+        binding_digest(dual_card(session(kst_day="2025-12-01")), **bind()),
+        binding_digest(_button_session(DUAL_PAYLOAD, "3" * 24), **bind()),
     ]
     assert len({base, *variants}) == len(variants) + 1
 
 
 def test_binding_digest_refuses_unreadable_input() -> None:
     with pytest.raises(Ineligible) as info:
-        binding_digest(_edited(DUAL_PAYLOAD, text=None), binding())
+        binding_digest(_edited(DUAL_PAYLOAD, text=None), **bind())
     assert info.value.reason is IneligibleReason.PAYLOAD_MALFORMED
+    with pytest.raises(Ineligible) as info:
+        binding_digest(DUAL_PAYLOAD, **bind(origin=CardOrigin.RECOVERY))
+    assert info.value.reason is IneligibleReason.RECOVERY_PAYLOAD
     with pytest.raises(TypeError):
-        binding_digest(DUAL_PAYLOAD, {"session_id": "s"})  # type: ignore[arg-type]
+        binding_digest(DUAL_PAYLOAD, **bind(authority_pins=["owner=coach-1"]))
 
 
 def test_binding_digest_is_never_written_to_the_spool(
@@ -469,7 +516,7 @@ def test_binding_digest_is_never_written_to_the_spool(
 ) -> None:
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
-        cand = coord.present_adaptive(DUAL_PAYLOAD, binding=binding(), facts=DUAL_FACTS)
+        cand = coord.present_adaptive(DUAL_PAYLOAD, **bind())
         coord.report(cand, "selected")
     blobs = json.dumps(w.requests) + "".join(
         p.read_text("utf-8") for p in files_under(root.root) if p.suffix == ".json"
@@ -484,70 +531,51 @@ def test_binding_digest_is_never_written_to_the_spool(
 def selected(root: DataRoot, coords: list[KoreanExpressionCoordinator]) -> Any:
     coord = make(root, coords)
     with ScriptedWorker(root):
-        cand = coord.present_adaptive(DUAL_PAYLOAD, binding=binding(), facts=DUAL_FACTS)
+        cand = coord.present_adaptive(DUAL_PAYLOAD, **bind())
     assert cand.outcome is CandidateOutcome.ACCEPTED
     return cand
 
 
 def test_revalidate_refusals(selected: Any) -> None:
-    def reason(
-        cand: Any,
-        payload: Any = DUAL_PAYLOAD,
-        bind: AdaptiveBinding | None = None,
-        facts: Any = DUAL_FACTS,
-    ) -> RevalidationReason:
+    def reason(cand: Any, payload: Any = DUAL_PAYLOAD, **changes: Any) -> RevalidationReason:
         with pytest.raises(RevalidationError) as info:
-            revalidate(cand, payload, bind or binding(), facts)
+            revalidate(cand, payload, **bind(**changes))
         assert str(info.value) == info.value.reason.value  # enum only, never content
         return info.value.reason
 
-    assert revalidate(selected, DUAL_PAYLOAD, binding(), DUAL_FACTS)["text"] == selected.body
+    assert revalidate(selected, DUAL_PAYLOAD, **bind())["text"] == selected.body
     assert reason({"body": selected.body}) is RevalidationReason.NOT_A_CANDIDATE
     assert (
         reason(dataclasses.replace(selected, publication_permitted=False))
         is RevalidationReason.NOT_PUBLISHABLE
     )
-    # The host's reloaded state moved on: a different binding or payload.
-    assert reason(selected, bind=binding(revision=4)) is RevalidationReason.INELIGIBLE
+    # The host's reloaded state moved on: a different payload, origin or surface.
+    assert reason(selected, dual_card(session(revision=4))) is RevalidationReason.BINDING_MISMATCH
     assert (
-        reason(selected, payload=_edited(DUAL_PAYLOAD, status="published"))
+        reason(selected, _edited(DUAL_PAYLOAD, status="published"))
         is RevalidationReason.INELIGIBLE
     )
+    assert reason(selected, origin=CardOrigin.RECOVERY) is RevalidationReason.INELIGIBLE
+    assert reason(selected, surface=PHYSIQUE_SURFACE) is RevalidationReason.INELIGIBLE
     assert (
-        reason(
-            selected, facts=DualFacts(decision=DualDecision.KEEP_PLAN, reasons=DUAL_FACTS.reasons)
-        )
-        is RevalidationReason.INELIGIBLE
-    )
-    assert (
-        reason(selected, bind=binding(authority_pins=("owner=coach-2", "epoch=7")))
+        reason(selected, authority_pins=("owner=coach-2", "epoch=7"))
         is RevalidationReason.BINDING_MISMATCH
     )
     assert (
-        reason(selected, bind=binding(callback_action="adaptive_review:2"))
+        reason(selected, callback_data=callback_data(SESSION, "hold"))
         is RevalidationReason.BINDING_MISMATCH
     )
     assert (
-        reason(selected, bind=binding(origin_message_id="")) is RevalidationReason.BINDING_MISMATCH
-    )
-    assert (
-        reason(
-            selected,
-            payload=_edited(
-                DUAL_PAYLOAD, buttons=[[{"text": "승인", "callback_data": "adaptive:approve"}]]
-            ),
-        )
+        reason(selected, _button_session(DUAL_PAYLOAD, "4" * 24))
         is RevalidationReason.BINDING_MISMATCH
     )
     assert (
-        reason(dataclasses.replace(selected, surface_version="adaptive.physique.card.v1"))
+        reason(dataclasses.replace(selected, surface_version=PHYSIQUE_SURFACE))
         is RevalidationReason.SURFACE_MISMATCH
     )
     # A tampered candidate: its body, its composition, or a selected claim.
     assert (
-        reason(
-            dataclasses.replace(selected, body=selected.body.replace("차분히, 현재", "잘, 현재"))
-        )
+        reason(dataclasses.replace(selected, body=selected.body.replace("차분히, 순응도", "잘, 순응도")))
         is RevalidationReason.RENDER_MISMATCH
     )
     tampered = tuple((slot_id, "오늘은 " + text) for slot_id, text in selected.generated)
@@ -572,8 +600,7 @@ def test_revalidate_refusals(selected: Any) -> None:
         revalidate(
             dataclasses.replace(canonical_claim, body=DUAL_PAYLOAD["text"]),
             DUAL_PAYLOAD,
-            binding(),
-            DUAL_FACTS,
+            **bind(),
         )
         == DUAL_PAYLOAD
     )
@@ -581,8 +608,9 @@ def test_revalidate_refusals(selected: Any) -> None:
 
 def test_revalidate_does_not_mutate_the_canonical_payload(selected: Any) -> None:
     before = copy.deepcopy(DUAL_PAYLOAD)
-    persisted = revalidate(selected, DUAL_PAYLOAD, binding(), DUAL_FACTS)
-    persisted["buttons"][0][0]["text"] = "changed"  # type: ignore[index]
+    persisted = revalidate(selected, DUAL_PAYLOAD, **bind())
+    persisted["buttons"][0]["label"] = "changed"  # type: ignore[index]
+    persisted["envelope"]["state"] = "changed"  # type: ignore[index]
     assert DUAL_PAYLOAD == before
 
 
@@ -594,8 +622,8 @@ def test_async_twins(root: DataRoot, coords: list[KoreanExpressionCoordinator]) 
 
     async def main() -> tuple[Any, Any]:
         return (
-            await coord.apresent_weekly(WEEKLY_BODY, facts=WEEKLY_FACTS, **SCHEDULE),
-            await coord.apresent_adaptive(PHYSIQUE_PAYLOAD, binding=binding()),
+            await coord.apresent_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE),
+            await coord.apresent_adaptive(PHYSIQUE_PAYLOAD, **bind()),
         )
 
     with ScriptedWorker(root):
@@ -608,36 +636,33 @@ def test_async_twins(root: DataRoot, coords: list[KoreanExpressionCoordinator]) 
 
 
 def test_exported_members() -> None:
-    assert set(gateway_shim.__all__) == {
+    assert set(gateway_shim.__all__) >= {
         "ADAPTIVE_UNKNOWN_SURFACE",
-        "AdaptiveBinding",
         "CandidateOutcome",
         "CandidateStatus",
         "CardOrigin",
-        "ConfigDiagnostic",
-        "DailyFacts",
-        "DualDecision",
-        "DualFacts",
-        "DualReason",
-        "HostOutcome",
+        "DUAL_SURFACE",
+        "DualGlossary",
+        "GlossaryError",
         "KoreanExpressionConfig",
         "KoreanExpressionCoordinator",
-        "Mode",
+        "PHYSIQUE_SURFACE",
         "PresentationCandidate",
         "RevalidationError",
         "RevalidationReason",
-        "WeeklyFacts",
         "WeeklyInterpretation",
-        "WeeklyRationale",
+        "WeeklyJudgment",
         "binding_digest",
         "card_payload",
-        "exact_block",
-        "format_daily",
-        "format_dual_card",
-        "format_physique_card",
-        "format_weekly",
+        "format_dual_body",
+        "load_operator_glossary",
+        "parse_adaptive",
+        "presented_host_text",
         "revalidate",
     }
+    assert not {"AdaptiveBinding", "DualFacts", "DualDecision", "DualReason"} & set(
+        gateway_shim.__all__
+    )
     assert {r.value for r in RevalidationReason} == {
         "not_a_candidate",
         "not_publishable",

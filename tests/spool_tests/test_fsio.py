@@ -559,7 +559,7 @@ def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: s
     else:
         os.rename(r.root, elsewhere / "root")
         os.symlink(elsewhere / "root", r.root)
-    body = format_daily(title="t", facts=[(k, "1") for k in ("체중", "식단", "단백질", "수분", "운동", "수면", "컨디션")], actions=["a"])
+    body = format_daily(weight="1", intake="1", macros="1", training="1", sleep="1", condition="1", digestion="1")
     coord = KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True)), r.root)
     try:
         cand = coord.present_daily(body, facts=DailyFacts(complete=True), finalized_event_id="evt-1")

@@ -1,7 +1,6 @@
-"""The enveloped adaptive payload (both schemas): only a fresh, well-formed,
-bound ``status == "card"`` payload of a known schema is eligible; everything
-else is ``Ineligible`` with its own reason (plan "Adaptive schemas and
-publication boundary")."""
+"""The host's adaptive card payload (both schemas): only a fresh, well-formed
+``status == "card"`` payload with the host's exact envelope lines and buttons
+is eligible; every other payload has its own reason (HOST-FORMATS §5)."""
 
 from __future__ import annotations
 
@@ -10,107 +9,152 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from surface_support import BUTTONS, binding, payload
+from adaptive_support import (
+    CALLBACK,
+    OPERATOR_GLOSSARY,
+    PHYSIQUE_BODY,
+    STATES,
+    TH_ADAPTIVE_BODY,
+    dual_bodies,
+    host_examples,
+    host_payloads,
+    payload,
+    physique_bodies,
+)
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway_shim.surfaces import Ineligible, IneligibleReason
-from gateway_shim.surfaces.adaptive import parse_adaptive
+from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
 from gateway_shim.surfaces.card import (
-    ADAPTIVE_SURFACES,
+    CALLBACK_RE,
     DUAL_SURFACE,
     PHYSIQUE_SURFACE,
-    AdaptiveBinding,
-    Button,
+    PROGRESS_LINES,
+    STATE_BUTTONS,
     CardOrigin,
-    adaptive_surface_of,
     card_payload,
-    read_card,
+    expected_buttons,
+    fresh_card,
+    parse_callback,
+    progress_line,
 )
-from gateway_shim.surfaces.dual import DualDecision, DualFacts, DualReason, format_dual_card
-from gateway_shim.surfaces.physique import format_physique_card
 
-DUAL_TEXT = format_dual_card(
-    title="김민지 님",
-    customer="김민지",
-    date="11월 30일",
-    facts=("평균 체중 72.4kg",),
-    goal="린매스업",
-    decision=DualDecision.ADJUST_PLAN,
-    recommendations=("탄수화물 20g 줄이기",),
-    reasons=(DualReason.RECORDS_INSUFFICIENT, DualReason.INTAKE_BELOW_PLAN),
-)
-DUAL_FACTS = DualFacts(
-    decision=DualDecision.ADJUST_PLAN,
-    reasons=(DualReason.RECORDS_INSUFFICIENT, DualReason.INTAKE_BELOW_PLAN),
-)
-PHYSIQUE_TEXT = format_physique_card(
-    title="김민지 님",
-    customer="김민지",
-    day="11월 30일",
-    day_count=12,
-    decision="탄수화물 20g 감량",
-    basis="체중 증가가 목표보다 빠름",
-)
-CARDS: dict[str, tuple[str, DualFacts | None]] = {
-    DUAL_SURFACE: (DUAL_TEXT, DUAL_FACTS),
-    PHYSIQUE_SURFACE: (PHYSIQUE_TEXT, None),
-}
+R = IneligibleReason
+FRESH = CardOrigin.FRESH
 
 
-def fresh(surface: str) -> dict[str, Any]:
-    return payload(surface, CARDS[surface][0])
+def reason_of(p: object, *, callback: object = CALLBACK, origin: Any = FRESH, surface: str | None = None) -> R:
+    with pytest.raises(Ineligible) as e:
+        parse_adaptive(p, callback_data=callback, origin=origin, surface=surface)  # type: ignore[arg-type]
+    assert str(e.value) == e.value.reason.value  # the enum, never content
+    return e.value.reason
 
 
-def parse(p: object, surface: str, b: AdaptiveBinding | None = None) -> Any:
-    return parse_adaptive(p, b or binding(), CARDS[surface][1])  # type: ignore[arg-type]
+# --- the host's own examples (goldens/host-examples.jsonl, A1-A4) -----------------------
 
 
-def edited(surface: str, edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    p = copy.deepcopy(fresh(surface))
-    edit(p)
-    return p
+@pytest.mark.parametrize("row", host_examples(), ids=lambda r: r["example"])
+def test_host_examples_have_their_expected_verdict(row: dict[str, Any]) -> None:
+    request = row["request"]
+    kwargs = {
+        "callback_data": request["callback_data"],
+        "origin": CardOrigin(request["origin"]),
+        "surface": request["surface"],
+    }
+    if row["expected"] == "eligible":
+        surface = parse_adaptive(request["payload"], **kwargs)
+        assert presented_host_text(surface) == request["payload"]["text"]
+        assert surface.canonical().body == request["payload"]["text"]
+    else:
+        with pytest.raises(Ineligible):
+            parse_adaptive(request["payload"], **kwargs)
 
 
-@pytest.mark.parametrize("surface", ADAPTIVE_SURFACES)
-def test_fresh_card_is_eligible(surface: str) -> None:
-    parsed = parse(fresh(surface), surface)
-    assert parsed.surface == surface
-    assert adaptive_surface_of(fresh(surface)) == surface
+def test_a3_menu_and_a4_terminal_have_their_own_reasons() -> None:
+    rows = {r["example"]: r["request"] for r in host_examples()}
+    assert reason_of(rows["HOST-FORMATS.md A3"]["payload"]) is R.STATUS_MENU
+    assert reason_of(rows["HOST-FORMATS.md A4"]["payload"]) is R.STATUS_TERMINAL
 
 
-# Every payload status but a fresh "card" is canonical: the plan's menu, view,
-# operator input, terminal delivery and published, and anything else.
-@pytest.mark.parametrize("surface", ADAPTIVE_SURFACES)
+# --- every state and its buttons ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule_confirm", [False, True])
+@pytest.mark.parametrize("state", [*PROGRESS_LINES, "delivery_pending"])
+@pytest.mark.parametrize("body", [TH_ADAPTIVE_BODY, PHYSIQUE_BODY], ids=["dual", "physique"])
+def test_every_state_with_its_buttons_is_eligible(state: str, schedule_confirm: bool, body: str) -> None:
+    p = payload(body, state=state, schedule_confirm=schedule_confirm)
+    surface = parse_adaptive(p, callback_data=CALLBACK, origin=FRESH)
+    assert presented_host_text(surface) == p["text"]
+    header, progress = p["text"].split("\n")[:2]
+    assert header.endswith(f"· state: {state}")
+    assert progress == PROGRESS_LINES.get(state, f"현재 상태: {state}")
+
+
+def test_progress_lines_are_the_hosts() -> None:
+    assert progress_line("proposed") == "진행 1/4 · 제안 검토 중 · 다음: 승인하기"
+    assert progress_line("held") == "검토 보류 중 · 다음: 검토 다시 시작"
+    assert progress_line("delivery_revoked") == "안전 잠금 · 고객 전송 비활성화 · 다음: 고객 전송 다시 허용"
+    assert progress_line("anything") == "현재 상태: anything"
+
+
+def test_buttons_are_the_hosts() -> None:
+    assert [label for label, _ in expected_buttons("proposed", schedule_confirm=True)] == [
+        "일정 확정", "1/4 승인하기", "고급 · 내용 보기", "고급 · 메모 수정", "고급 · 보류", "이전",
+    ]
+    # schedule_confirm only ever leads the three pre-approval states.
+    assert expected_buttons("approved", schedule_confirm=True) == STATE_BUTTONS["approved"]
+    assert expected_buttons("unknown") == (("고급 · 내용 보기", "view"), ("이전", "back"))
+
+
+def test_callback_data_gives_the_session() -> None:
+    assert parse_callback("an1:0123456789abcdef01234567:hold") == ("0123456789abcdef01234567", "hold")
+    for bad in ("an1:0123456789ABCDEF01234567:hold", "an1:0123:hold", "an1:0123456789abcdef01234567:nope",
+                "an2:0123456789abcdef01234567:hold", "an1:0123456789abcdef01234567:hold\n", 7):
+        with pytest.raises(Ineligible) as e:
+            parse_callback(bad)
+        assert e.value.reason is R.CALLBACK_MALFORMED
+    assert CALLBACK_RE.pattern.startswith("an1:")
+
+
+# --- statuses other than a fresh card ----------------------------------------------------
+
+
 @pytest.mark.parametrize(
-    "status",
+    ("status", "extra", "reason"),
     [
-        "menu",
-        "view",
-        "operator_input",
-        "publish_pending",
-        "published",
-        "delivered",
-        "delivery_failed",
-        "abandoned",
-        "Card",
-        "card ",
+        ("menu", {}, R.STATUS_MENU),
+        ("view", {}, R.STATUS_VIEW),
+        ("selected", {}, R.STATUS_SELECTED),
+        ("operator_input_required", {}, R.STATUS_OPERATOR_INPUT),
+        ("view", {"terminal_state": "sent_audited"}, R.STATUS_TERMINAL),
+        ("delivery_unknown", {}, R.STATUS_TERMINAL),
+        ("card", {"event_type": "success"}, R.STATUS_TERMINAL),
+        ("duplicate", {}, R.STATUS_DUPLICATE),
+        ("rejected", {}, R.STATUS_REJECTED),
+        ("delivery_pending", {}, R.STATUS_NOT_CARD),
+        ("published", {}, R.STATUS_NOT_CARD),
     ],
 )
-def test_every_status_but_card_is_ineligible(surface: str, status: str) -> None:
-    with pytest.raises(Ineligible) as info:
-        parse(payload(surface, CARDS[surface][0], status=status), surface)
-    assert info.value.reason is IneligibleReason.STATUS_NOT_CARD
+def test_other_statuses_are_ineligible_with_their_reason(status: str, extra: dict[str, Any], reason: R) -> None:
+    p = {**payload(TH_ADAPTIVE_BODY), "status": status, **extra}
+    assert reason_of(p) is reason
 
 
-@pytest.mark.parametrize("surface", ADAPTIVE_SURFACES)
-def test_recovery_is_ineligible_even_for_a_fresh_looking_card(surface: str) -> None:
-    with pytest.raises(Ineligible) as info:
-        parse(fresh(surface), surface, binding(origin=CardOrigin.RECOVERY))
-    assert info.value.reason is IneligibleReason.RECOVERY_PAYLOAD
+def test_recovery_is_ineligible_before_anything_else() -> None:
+    assert reason_of(payload(TH_ADAPTIVE_BODY), origin=CardOrigin.RECOVERY) is R.RECOVERY_PAYLOAD
+    assert reason_of({"status": "menu"}, origin=CardOrigin.RECOVERY) is R.RECOVERY_PAYLOAD
+    assert reason_of(payload(TH_ADAPTIVE_BODY), origin="fresh") is R.FACTS_INVALID
+    assert CardOrigin("fresh") is FRESH and CardOrigin("recovery") is CardOrigin.RECOVERY
 
 
-def _set(path: tuple[str, ...], value: object) -> Callable[[dict[str, Any]], None]:
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _set(path: tuple[str | int, ...], value: Any) -> Edit:
     def edit(p: dict[str, Any]) -> None:
-        target = p
+        target: Any = p
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
@@ -118,184 +162,128 @@ def _set(path: tuple[str, ...], value: object) -> Callable[[dict[str, Any]], Non
     return edit
 
 
-def _delete(path: tuple[str, ...]) -> Callable[[dict[str, Any]], None]:
-    def edit(p: dict[str, Any]) -> None:
-        target = p
-        for key in path[:-1]:
-            target = target[key]
-        del target[path[-1]]
-
-    return edit
+def _delete(key: str) -> Edit:
+    return lambda p: p.pop(key)
 
 
-# fmt: off
-MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], IneligibleReason]] = [
-    ("extra_top_key", _set(("reply_markup",), {}), IneligibleReason.PAYLOAD_MALFORMED),
-    ("missing_status", _delete(("status",)), IneligibleReason.PAYLOAD_MALFORMED),
-    ("missing_buttons", _delete(("buttons",)), IneligibleReason.PAYLOAD_MALFORMED),
-    ("empty_status", _set(("status",), ""), IneligibleReason.PAYLOAD_MALFORMED),
-    ("status_not_str", _set(("status",), 1), IneligibleReason.PAYLOAD_MALFORMED),
-    ("text_not_str", _set(("text",), b"text"), IneligibleReason.PAYLOAD_MALFORMED),
-    ("text_none", _set(("text",), None), IneligibleReason.PAYLOAD_MALFORMED),
-    ("envelope_not_mapping", _set(("envelope",), "adaptive.dualcoachtest.card.v1"), IneligibleReason.PAYLOAD_MALFORMED),
-    ("envelope_without_schema", _delete(("envelope", "schema_version")), IneligibleReason.PAYLOAD_MALFORMED),
-    ("schema_not_str", _set(("envelope", "schema_version"), 1), IneligibleReason.PAYLOAD_MALFORMED),
-    ("envelope_extra_key", _set(("envelope", "chat_id"), "1"), IneligibleReason.PAYLOAD_MALFORMED),
-    ("envelope_missing_key", _delete(("envelope", "card_kind")), IneligibleReason.PAYLOAD_MALFORMED),
-    ("revision_bool", _set(("envelope", "revision"), True), IneligibleReason.PAYLOAD_MALFORMED),
-    ("revision_str", _set(("envelope", "revision"), "3"), IneligibleReason.PAYLOAD_MALFORMED),
-    ("revision_negative", _set(("envelope", "revision"), -1), IneligibleReason.PAYLOAD_MALFORMED),
-    ("session_empty", _set(("envelope", "session_id"), ""), IneligibleReason.PAYLOAD_MALFORMED),
-    ("buttons_not_list", _set(("buttons",), {"text": "승인"}), IneligibleReason.BUTTONS_MALFORMED),
-    ("buttons_str", _set(("buttons",), "승인"), IneligibleReason.BUTTONS_MALFORMED),
-    ("button_row_empty", _set(("buttons",), [[]]), IneligibleReason.BUTTONS_MALFORMED),
-    ("button_row_not_list", _set(("buttons",), [{"text": "승인", "callback_data": "x"}]), IneligibleReason.BUTTONS_MALFORMED),
-    ("button_missing_data", _set(("buttons",), [[{"text": "승인"}]]), IneligibleReason.BUTTONS_MALFORMED),
-    ("button_extra_key", _set(("buttons",), [[{"text": "승인", "callback_data": "x", "url": "https://x"}]]), IneligibleReason.BUTTONS_MALFORMED),
-    ("button_text_empty", _set(("buttons",), [[{"text": "", "callback_data": "x"}]]), IneligibleReason.BUTTONS_MALFORMED),
-    ("button_data_not_str", _set(("buttons",), [[{"text": "승인", "callback_data": 1}]]), IneligibleReason.BUTTONS_MALFORMED),
-    # An unknown (future) schema says so even when its other keys differ too.
-    ("future_schema", _set(("envelope", "schema_version"), "adaptive.dualcoachtest.card.v2"), IneligibleReason.UNKNOWN_SCHEMA),
-    ("future_schema_with_new_keys", lambda p: (p["envelope"].update(schema_version="adaptive.physique.card.v2", layout="compact"), p.update(sections=[])), IneligibleReason.UNKNOWN_SCHEMA),
-    ("other_product_schema", _set(("envelope", "schema_version"), "daily.v1"), IneligibleReason.UNKNOWN_SCHEMA),
+MALFORMED: list[tuple[str, Edit, R]] = [
+    ("status not str", _set(("status",), 1), R.PAYLOAD_MALFORMED),
+    ("extra key", _set(("schema_version",), "x"), R.PAYLOAD_MALFORMED),
+    ("missing customer_key", _delete("customer_key"), R.PAYLOAD_MALFORMED),
+    ("empty customer_key", _set(("customer_key",), ""), R.PAYLOAD_MALFORMED),
+    ("digest upper hex", _set(("proposal_digest",), "C" * 64), R.PAYLOAD_MALFORMED),
+    ("digest short", _set(("proposal_digest",), "c" * 63), R.PAYLOAD_MALFORMED),
+    ("revision 0", _set(("revision",), 0), R.PAYLOAD_MALFORMED),
+    ("revision bool", _set(("revision",), True), R.PAYLOAD_MALFORMED),
+    ("revision str", _set(("revision",), "1"), R.PAYLOAD_MALFORMED),
+    ("text not str", _set(("text",), None), R.PAYLOAD_MALFORMED),
+    ("envelope not object", _set(("envelope",), []), R.ENVELOPE_MALFORMED),
+    ("old envelope", _set(("envelope",), {"schema_version": DUAL_SURFACE, "session_id": "s", "proposal_digest": "p", "revision": 1, "card_kind": "k"}), R.ENVELOPE_MALFORMED),
+    ("marker", _set(("envelope", "marker"), "테스트"), R.ENVELOPE_MALFORMED),
+    ("label empty", _set(("envelope", "customer_label"), ""), R.ENVELOPE_MALFORMED),
+    ("label newline", _set(("envelope", "customer_label"), "a\nb"), R.ENVELOPE_MALFORMED),
+    ("day format", _set(("envelope", "kst_day"), "2026-7-28"), R.ENVELOPE_MALFORMED),
+    ("day invalid", _set(("envelope", "kst_day"), "2026-02-30"), R.ENVELOPE_MALFORMED),
+    ("envelope revision differs", _set(("envelope", "revision"), 2), R.ENVELOPE_MALFORMED),
+    ("envelope revision bool", _set(("envelope", "revision"), True), R.ENVELOPE_MALFORMED),
+    ("state empty", _set(("envelope", "state"), ""), R.ENVELOPE_MALFORMED),
+    ("buttons not list", _set(("buttons",), {}), R.BUTTONS_MALFORMED),
+    ("button rows", _set(("buttons",), [[{"label": "1/4 승인하기", "callback_data": CALLBACK}]]), R.BUTTONS_MALFORMED),
+    ("button text key", _set(("buttons", 0), {"text": "1/4 승인하기", "callback_data": CALLBACK}), R.BUTTONS_MALFORMED),
+    ("button bad callback", _set(("buttons", 0, "callback_data"), "adaptive:approve"), R.BUTTONS_MALFORMED),
+    ("button label padded", _set(("buttons", 0, "label"), " 1/4 승인하기"), R.BUTTONS_MALFORMED),
+    ("button label too long", _set(("buttons", 0, "label"), "가" * 65), R.BUTTONS_MALFORMED),
+    ("button label other", _set(("buttons", 0, "label"), "승인하고 보내기"), R.BUTTONS_MISMATCH),
+    ("button action other", _set(("buttons", 0, "callback_data"), "an1:000000000000000000000000:send"), R.BUTTONS_MISMATCH),
+    ("buttons missing", _set(("buttons",), []), R.BUTTONS_MISMATCH),
+    ("buttons reordered", lambda p: p["buttons"].reverse(), R.BUTTONS_MISMATCH),
+    ("header label", _set(("text",), "테스트 전용 · 고객: 다른 고객 · KST day: 2026-07-28 · revision: 1 · state: proposed\n진행 1/4 · 제안 검토 중 · 다음: 승인하기\n\n" + TH_ADAPTIVE_BODY), R.HEADER_MISMATCH),
+    ("no header", _set(("text",), TH_ADAPTIVE_BODY), R.HEADER_MISMATCH),
+    ("old title", _set(("text",), "[듀얼코치] 적응형 영양 제안\n━━━━━━━━━━━━\n" + TH_ADAPTIVE_BODY), R.HEADER_MISMATCH),
+    ("progress", lambda p: p.update(text=p["text"].replace("제안 검토 중", "검토 중", 1)), R.PROGRESS_MISMATCH),
+    ("no blank after progress", lambda p: p.update(text=p["text"].replace("승인하기\n\n", "승인하기\n", 1)), R.BODY_SEPARATOR_MISSING),
+    ("two blanks after progress", lambda p: p.update(text=p["text"].replace("승인하기\n\n", "승인하기\n\n\n", 1)), R.BODY_SEPARATOR_MISSING),
+    ("empty body", lambda p: p.update(text=p["text"].split("\n\n")[0] + "\n\n"), R.BODY_SEPARATOR_MISSING),
 ]
-# fmt: on
 
 
-@pytest.mark.parametrize("surface", ADAPTIVE_SURFACES)
-@pytest.mark.parametrize(("name", "edit", "reason"), MALFORMED, ids=[c[0] for c in MALFORMED])
-def test_malformed_payload_is_ineligible(
-    surface: str, name: str, edit: Callable[[dict[str, Any]], None], reason: IneligibleReason
-) -> None:
-    with pytest.raises(Ineligible) as info:
-        parse(edited(surface, edit), surface)
-    assert info.value.reason is reason
-    assert info.value.args == (reason.value,)
+@pytest.mark.parametrize(("name", "edit", "reason"), MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_payloads_are_ineligible(name: str, edit: Edit, reason: R) -> None:
+    p = copy.deepcopy(payload(TH_ADAPTIVE_BODY))
+    edit(p)
+    assert reason_of(p) is reason
 
 
-@pytest.mark.parametrize("not_a_mapping", [None, [], "card", b"{}", 3])
-def test_non_mapping_payload_is_malformed(not_a_mapping: object) -> None:
-    with pytest.raises(Ineligible) as info:
-        read_card(not_a_mapping)
-    assert info.value.reason is IneligibleReason.PAYLOAD_MALFORMED
-    assert adaptive_surface_of(not_a_mapping) is None
+def test_not_a_mapping() -> None:
+    assert reason_of(["status", "card"]) is R.PAYLOAD_MALFORMED
 
 
-# The envelope is bound to the host's own session state (plan manifest:
-# "card grammar/envelope/session/proposal/revision mismatch").
-@pytest.mark.parametrize("surface", ADAPTIVE_SURFACES)
-@pytest.mark.parametrize(
-    "changes",
-    [
-        {"session_id": "sess-other"},
-        {"proposal_digest": "prop-replaced"},
-        {"revision": 4},
-        {"card_kind": "final_review"},
-    ],
-    ids=["session", "proposal", "revision", "card_kind"],
-)
-def test_envelope_must_match_the_binding(surface: str, changes: dict[str, Any]) -> None:
-    with pytest.raises(Ineligible) as info:
-        parse(fresh(surface), surface, binding(**changes))
-    assert info.value.reason is IneligibleReason.BINDING_MISMATCH
+def test_pressed_callback_must_be_the_hosts() -> None:
+    assert reason_of(payload(TH_ADAPTIVE_BODY), callback="adaptive:approve:s:1") is R.CALLBACK_MALFORMED
+    assert reason_of(payload(TH_ADAPTIVE_BODY), callback=None) is R.CALLBACK_MALFORMED
 
 
-def test_binding_fields_outside_the_envelope_do_not_affect_eligibility() -> None:
-    # The callback action and origin message are bound by the digest, not here.
-    parse(fresh(DUAL_SURFACE), DUAL_SURFACE, binding(callback_action="other", origin_message_id=""))
+def test_surface_decides_the_grammar() -> None:
+    dual = payload(TH_ADAPTIVE_BODY)
+    physique = payload(PHYSIQUE_BODY)
+    assert parse_adaptive(dual, callback_data=CALLBACK, origin=FRESH).surface == DUAL_SURFACE
+    assert parse_adaptive(physique, callback_data=CALLBACK, origin=FRESH).surface == PHYSIQUE_SURFACE
+    # The deployed profile's surface is authoritative: the other grammar fails.
+    assert reason_of(dual, surface=PHYSIQUE_SURFACE) is R.STATUS_LINE_MISSING
+    assert reason_of(physique, surface=DUAL_SURFACE) is R.CARD_TITLE_INVALID
+    assert reason_of(dual, surface="adaptive.unknown.card.v1") is R.UNKNOWN_SURFACE
+    neither = payload("어떤 본문\n마지막 줄")
+    assert reason_of(neither) is R.BODY_GRAMMAR_UNKNOWN
 
 
-def test_schema_mismatch_between_the_adapters() -> None:
-    from gateway_shim.surfaces.dual import parse_dual_card
-    from gateway_shim.surfaces.physique import parse_physique_card
-
-    with pytest.raises(Ineligible) as info:
-        parse_dual_card(fresh(PHYSIQUE_SURFACE), binding(), DUAL_FACTS)
-    assert info.value.reason is IneligibleReason.SCHEMA_MISMATCH
-    with pytest.raises(Ineligible) as info:
-        parse_physique_card(fresh(DUAL_SURFACE), binding())
-    assert info.value.reason is IneligibleReason.SCHEMA_MISMATCH
-    # A dual card's text under a physique envelope fails the physique grammar.
-    with pytest.raises(Ineligible):
-        parse_physique_card(payload(PHYSIQUE_SURFACE, DUAL_TEXT), binding())
+def test_fresh_card_splits_envelope_and_body() -> None:
+    p = payload(TH_ADAPTIVE_BODY, revision=4, state="held")
+    card = fresh_card(p, callback_data="an1:abcdefabcdefabcdefabcdef:hold", origin=FRESH)
+    assert card.session_id == "abcdefabcdefabcdefabcdef" and card.action == "hold"
+    assert card.envelope_text + card.body == p["text"]
+    assert card.body == TH_ADAPTIVE_BODY
+    assert card.revision == 4 and card.envelope.state == "held"
 
 
-def test_facts_must_fit_the_schema() -> None:
-    with pytest.raises(Ineligible) as info:
-        parse_adaptive(fresh(DUAL_SURFACE), binding(), None)
-    assert info.value.reason is IneligibleReason.FACTS_INVALID
-    with pytest.raises(Ineligible) as info:
-        parse_adaptive(fresh(PHYSIQUE_SURFACE), binding(), DUAL_FACTS)
-    assert info.value.reason is IneligibleReason.FACTS_INVALID
-    with pytest.raises(Ineligible) as info:
-        parse_adaptive(fresh(PHYSIQUE_SURFACE), "binding", None)  # type: ignore[arg-type]
-    assert info.value.reason is IneligibleReason.FACTS_INVALID
-
-
-@pytest.mark.parametrize("surface", ADAPTIVE_SURFACES)
-def test_read_card_keeps_buttons_and_envelope(surface: str) -> None:
-    p = fresh(surface)
-    card = read_card(p)
-    assert card.buttons == tuple(
-        tuple(Button(text=t, callback_data=d) for t, d in row) for row in BUTTONS
-    )
-    assert card.to_json_object() == p  # lists and dicts, exactly the payload
-    assert card.envelope.schema_version == surface
-
-
-def test_card_payload_refuses_what_read_card_refuses() -> None:
+def test_card_payload_refuses_what_the_reader_refuses() -> None:
     with pytest.raises(ValueError):
-        card_payload(
-            surface="adaptive.x.v1",
-            text="t",
-            buttons=(),
-            session_id="s",
-            proposal_digest="d",
-            revision=1,
-            card_kind="k",
-        )
+        card_payload(body=TH_ADAPTIVE_BODY, customer_key="c", customer_label="l", kst_day="2026-13-01",
+                     revision=1, state="proposed", proposal_digest="c" * 64, sessions=["0" * 24] * 5)
     with pytest.raises(ValueError):
-        card_payload(
-            surface=DUAL_SURFACE,
-            text="t",
-            buttons=((),),
-            session_id="s",
-            proposal_digest="d",
-            revision=1,
-            card_kind="k",
-        )
-    with pytest.raises(ValueError):
-        card_payload(
-            surface=DUAL_SURFACE,
-            text="t",
-            buttons=(),
-            session_id="s",
-            proposal_digest="d",
-            revision=-1,
-            card_kind="k",
-        )
+        card_payload(body=TH_ADAPTIVE_BODY, customer_key="c", customer_label="l", kst_day="2026-01-01",
+                     revision=1, state="proposed", proposal_digest="c" * 64, sessions=["0" * 24])
 
 
-@pytest.mark.parametrize(
-    "changes",
-    [
-        {"callback_action": ""},
-        {"session_id": 1},
-        {"revision": True},
-        {"revision": -1},
-        {"origin_message_id": None},
-        {"origin": "recovery"},
-    ],
-)
-def test_adaptive_binding_is_typed(changes: dict[str, Any]) -> None:
-    with pytest.raises(TypeError):
-        binding(**changes)
-
-
-COVERED_REASONS = {case[2] for case in MALFORMED} | {
-    IneligibleReason.STATUS_NOT_CARD,
-    IneligibleReason.RECOVERY_PAYLOAD,
-    IneligibleReason.BINDING_MISMATCH,
-    IneligibleReason.SCHEMA_MISMATCH,
-    IneligibleReason.FACTS_INVALID,
+COVERED_REASONS = {m[2] for m in MALFORMED} | {
+    R.STATUS_MENU, R.STATUS_VIEW, R.STATUS_SELECTED, R.STATUS_OPERATOR_INPUT, R.STATUS_TERMINAL,
+    R.STATUS_DUPLICATE, R.STATUS_REJECTED, R.STATUS_NOT_CARD, R.RECOVERY_PAYLOAD, R.FACTS_INVALID,
+    R.CALLBACK_MALFORMED, R.UNKNOWN_SURFACE, R.BODY_GRAMMAR_UNKNOWN,
 }
+
+
+# --- properties: host-shaped payloads and their near misses --------------------------------
+
+@given(host_payloads(dual_bodies() | physique_bodies()), STATES)
+def test_another_states_buttons_or_progress_are_refused(p: dict[str, Any], other: str) -> None:
+    state = p["envelope"]["state"]
+    surface = parse_adaptive(p, callback_data=CALLBACK, origin=FRESH, glossary=OPERATOR_GLOSSARY)
+    assert presented_host_text(surface) == p["text"]
+    allowed = (expected_buttons(state), expected_buttons(state, schedule_confirm=True))
+    if expected_buttons(other) not in allowed:
+        swapped = copy.deepcopy(p)
+        swapped["buttons"] = [
+            {"label": label, "callback_data": f"an1:{'0' * 24}:{action}"}
+            for label, action in expected_buttons(other)
+        ]
+        assert reason_of(swapped) is R.BUTTONS_MISMATCH
+    if progress_line(other) != progress_line(state):  # (other states' buttons may be equal)
+        lines = p["text"].split("\n")
+        lines[1] = progress_line(other)
+        assert reason_of({**p, "text": "\n".join(lines)}) is R.PROGRESS_MISMATCH
+
+
+@given(host_payloads(dual_bodies()), st.text(min_size=1, max_size=12))
+def test_any_other_status_is_ineligible(p: dict[str, Any], status: str) -> None:
+    if status != "card":
+        with pytest.raises(Ineligible):
+            parse_adaptive({**p, "status": status}, callback_data=CALLBACK, origin=FRESH)

@@ -47,7 +47,8 @@ def _weekly_slots() -> tuple[ProseSlot, ProseSlot]:
             _placeholder("[[P:01]]", "P_WEEKLY_IN_GOAL"),
             _placeholder("[[P:02]]", "P_WEEKLY_KEEP_BASIS"),
         ),
-        canonical_text=GLOSSARY["P_WEEKLY_IN_GOAL"] + ". " + GLOSSARY["P_WEEKLY_KEEP_BASIS"] + ".",
+        # The host's two lines (Rule 4a): one sentence per line.
+        canonical_text=GLOSSARY["P_WEEKLY_IN_GOAL"] + ".\n" + GLOSSARY["P_WEEKLY_KEEP_BASIS"] + ".",
     )
     rationale = ProseSlot(
         slot_id="weekly.rationale",
@@ -83,6 +84,7 @@ def _one_slot_surface(head: str = "제목\n\n", tail: str = "\n\n끝") -> Canoni
 
 def test_exported_members() -> None:
     assert set(surfaces.__all__) == {
+        "SENTENCE_SEPARATORS",
         "TELEGRAM_MAX_UTF16",
         "CanonicalSurface",
         "Ineligible",
@@ -94,6 +96,7 @@ def test_exported_members() -> None:
         "RenderReason",
         "RenderedBody",
         "SlotRef",
+        "sentence_separator",
         "utf16_len",
     }
     assert TELEGRAM_MAX_UTF16 == 4096
@@ -246,19 +249,52 @@ def test_prose_slot_requires_canonical_branch_order() -> None:
         ProseSlot(
             slot_id="weekly.interpretation",
             placeholders=reordered,
-            canonical_text=" ".join(p.expansion + "." for p in reordered),
+            canonical_text="\n".join(p.expansion + "." for p in reordered),
         )
 
 
 def test_expand_replaces_each_issued_token() -> None:
     interpretation, _ = _weekly_slots()
+    # Rule 4a: the space after the first sentence becomes the slot's line break.
     assert interpretation.expand("차분히, [[P:01]]. 이어서 [[P:02]].") == (
         "차분히, "
         + GLOSSARY["P_WEEKLY_IN_GOAL"]
-        + ". 이어서 "
+        + ".\n이어서 "
         + GLOSSARY["P_WEEKLY_KEEP_BASIS"]
         + "."
     )
+
+
+def test_sentence_separator_is_per_slot() -> None:
+    assert dict(surfaces.SENTENCE_SEPARATORS) == {"weekly.interpretation": "\n"}
+    assert surfaces.sentence_separator("weekly.interpretation") == "\n"
+    for slot_id in ("daily.status", "weekly.rationale", "adaptive.dual.judgment", "x"):
+        assert surfaces.sentence_separator(slot_id) == " "
+    interpretation, rationale = _weekly_slots()
+    assert (interpretation.sentence_separator, interpretation.line_count) == ("\n", 2)
+    assert (rationale.sentence_separator, rationale.line_count) == (" ", 1)
+    assert (_daily_slot().sentence_separator, _daily_slot().line_count) == (" ", 1)
+
+
+def test_multi_line_slot_rejects_the_one_line_canonical_text() -> None:
+    interpretation, _ = _weekly_slots()
+    with pytest.raises(ValueError):
+        ProseSlot(
+            slot_id="weekly.interpretation",
+            placeholders=interpretation.placeholders,
+            canonical_text=interpretation.canonical_text.replace("\n", " "),
+        )
+
+
+@pytest.mark.parametrize(
+    "generated",
+    ["[[P:01]].[[P:02]].", "차분히 [[P:02]]. [[P:01]].", "[[P:01]]. [[P:01]]. [[P:02]]."],
+)
+def test_multi_line_expand_needs_one_sentence_boundary_per_line(generated: str) -> None:
+    interpretation, _ = _weekly_slots()
+    with pytest.raises(RenderError) as info:
+        interpretation.expand(generated)
+    assert info.value.reason is RenderReason.TOKEN_MISMATCH
 
 
 @pytest.mark.parametrize("generated", ["차분히.", "[[P:01]] [[P:01]].", "[[P:01]] [[P:02]]."])
@@ -368,13 +404,20 @@ def test_render_two_slots_offsets_and_locked_bytes() -> None:
         == canonical.locked_texts()
         == ("🔥 주간 리포트\n\n", "\n\n근거\n", "\n\n- 끝 ✅")
     )
-    interpretation_units = utf16_len(
+    interpretation = (
         "차분히, "
         + GLOSSARY["P_WEEKLY_IN_GOAL"]
-        + ". 이어서 "
+        + ".\n이어서 "
         + GLOSSARY["P_WEEKLY_KEEP_BASIS"]
         + "."
     )
+    # Each sentence on its own line, as in the canonical text; nothing else moved.
+    assert selected.body == (
+        "🔥 주간 리포트\n\n" + interpretation + "\n\n근거\n"
+        + "그대로, " + GLOSSARY["A_WEEKLY_KEEP_BASELINE"] + "." + "\n\n- 끝 ✅"
+    )
+    assert selected.body.count("\n") == canonical.body.count("\n")
+    interpretation_units = utf16_len(interpretation)
     rationale_units = utf16_len("그대로, " + GLOSSARY["A_WEEKLY_KEEP_BASELINE"] + ".")
     # "\n\n근거\n" is 5 units; "\n\n- 끝 ✅" is 7 (✅ U+2705 is in the BMP).
     middle_start = 11 + interpretation_units

@@ -800,3 +800,17 @@ def test_fixture_content_is_what_the_contract_accepts() -> None:
     # The CONTENT the fake provider returns is a well-formed answer to CAPSULE, so
     # the CONTENT outcome tests exercise a realistic, pretty-printed response.
     assert judge(CAPSULE_OBJ, CONTENT).verdict is Verdict.ACCEPTED
+
+
+def test_instruction_names_the_open_dual_families_not_operator_texts() -> None:
+    # Operator IDs travel in each capsule; the static instruction names their two
+    # families (manifest Rule 5). The worker never reads the operator glossary.
+    from pathlib import Path
+
+    from spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+
+    assert DUAL_DECISION_ID_PATTERN in SYSTEM_INSTRUCTION
+    assert DUAL_REASON_ID_PATTERN in SYSTEM_INSTRUCTION
+    worker_sources = "".join(p.read_text() for p in Path(__file__).resolve().parents[2].joinpath("worker").glob("*.py"))
+    assert "operator_glossary" not in worker_sources
+    assert "gateway_shim" not in worker_sources

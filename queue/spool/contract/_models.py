@@ -149,7 +149,8 @@ def _branch_of(row: SlotManifest, ids: tuple[str, ...]) -> tuple[str, ...] | Non
     for branch in row.branches:
         if frozenset(branch) == wanted:
             return branch
-    return None
+    # manifest Rule 5: a one-ID branch of the row's open family (dual slots).
+    return row.open_branch(ids)
 
 
 class SlotPolicy(_ValidatedCapsulePart):
@@ -310,7 +311,10 @@ def slot_policy(slot_id: str, ids: Sequence[str]) -> SlotPolicy:
         raise CapsuleError(CapsuleReason.IDS_NOT_IN_MANIFEST)
     # Rule 6: the policy is a function of (slot id, branch) alone, both manifest values.
     key = (slot_id, branch)
-    policy = _SLOT_POLICIES.get(key) if type(slot_id) is str else None
+    # An open family's operator branch is not cached: the cache stays bounded by
+    # the manifest's own branches.
+    cacheable = type(slot_id) is str and branch in row.branches
+    policy = _SLOT_POLICIES.get(key) if cacheable else None
     if policy is None:
         policy = SlotPolicy(
             slot_id=slot_id,
@@ -320,7 +324,7 @@ def slot_policy(slot_id: str, ids: Sequence[str]) -> SlotPolicy:
             max_generated_chars=row.max_generated_chars,
             max_style_lexemes=row.max_style_lexemes,
         )
-        if type(slot_id) is str:
+        if cacheable:
             _SLOT_POLICIES[key] = policy
     return policy
 

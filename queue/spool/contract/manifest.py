@@ -12,6 +12,15 @@ Rule 3: semantic IDs are public enum names (never customer data). An ID's family
         prefix: `P_` a predicate (a proposition the host rendered), `A_` an action.
 Rule 4: `adaptive.dual.review.N` is one manifest entry that covers N = 1..9 (one slot per
         mapped reason line of the card's optional `검토 필요` block).
+Rule 5: the two dual slots are *open families*. The host's decision and review-reason
+        texts are private to its deployed profile (docs/host-formats-adaptive.md); kexpr
+        ships the public ones as `branches` and the operator adds the rest in the shim's
+        operator glossary (`gateway_shim.operator_glossary`). So a dual row also accepts
+        any single-ID branch whose ID fully matches its `open_id_pattern`
+        (`P_DUAL_DECISION_[A-Z0-9_]+` / `P_DUAL_REASON_[A-Z0-9_]+`): an uppercase enum name,
+        never customer text. Which IDs exist on a host is the shim's glossary's business;
+        the IDs travel to the worker inside the capsule (each slot's allowed IDs), and the
+        Korean texts never leave the shim.
 """
 
 from __future__ import annotations
@@ -50,6 +59,19 @@ class SlotManifest:
     branches: tuple[tuple[str, ...], ...]
     max_generated_chars: int
     max_style_lexemes: int
+    # Rule 5: a single-ID branch whose ID fully matches this is a branch too.
+    open_id_pattern: str | None = None
+
+    def open_branch(self, ids: Sequence[str]) -> tuple[str, ...] | None:
+        """``ids`` as a one-ID branch of this row's open family, else None."""
+        if (
+            self.open_id_pattern is not None
+            and len(ids) == 1
+            and isinstance(ids[0], str)
+            and re.fullmatch(self.open_id_pattern, ids[0]) is not None
+        ):
+            return (ids[0],)
+        return None
 
 
 def _row(
@@ -59,6 +81,7 @@ def _row(
     max_generated_chars: int,
     max_style_lexemes: int,
     slot_ids: tuple[str, ...] | None = None,
+    open_id_pattern: str | None = None,
 ) -> SlotManifest:
     return SlotManifest(
         pattern=pattern,
@@ -67,21 +90,19 @@ def _row(
         branches=branches,
         max_generated_chars=max_generated_chars,
         max_style_lexemes=max_style_lexemes,
+        open_id_pattern=open_id_pattern,
     )
 
 
-_DUAL_DECISIONS: Final = (
-    "P_DUAL_DECISION_KEEP_PLAN",
-    "P_DUAL_DECISION_ADJUST_PLAN",
-    "P_DUAL_DECISION_HOLD_FOR_REVIEW",
-)
+# The public texts of the host (HOST-FORMATS §6.3, TH `ADAPTIVE`); the rest are the
+# operator's (Rule 5).
+_DUAL_DECISIONS: Final = ("P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",)
 _DUAL_REASONS: Final = (
-    "P_DUAL_REASON_RECORDS_INSUFFICIENT",
-    "P_DUAL_REASON_WEIGHT_TREND_UNCLEAR",
-    "P_DUAL_REASON_INTAKE_BELOW_PLAN",
-    "P_DUAL_REASON_INTAKE_ABOVE_PLAN",
-    "P_DUAL_REASON_GOAL_CONFLICT",
+    "P_DUAL_REASON_SAME_DAY_REVISION",
+    "P_DUAL_REASON_RECALCULATE_FROM_LATEST",
 )
+DUAL_DECISION_ID_PATTERN: Final = r"P_DUAL_DECISION_[A-Z0-9_]+"
+DUAL_REASON_ID_PATTERN: Final = r"P_DUAL_REASON_[A-Z0-9_]+"
 
 MANIFEST: Final[Mapping[str, SlotManifest]] = MappingProxyType(
     {
@@ -123,6 +144,7 @@ MANIFEST: Final[Mapping[str, SlotManifest]] = MappingProxyType(
                 tuple((i,) for i in _DUAL_DECISIONS),
                 128,
                 10,
+                open_id_pattern=DUAL_DECISION_ID_PATTERN,
             ),
             _row(
                 "adaptive.dual.review.N",
@@ -133,6 +155,7 @@ MANIFEST: Final[Mapping[str, SlotManifest]] = MappingProxyType(
                 slot_ids=tuple(
                     f"adaptive.dual.review.{n}" for n in range(1, _REVIEW_SLOT_COUNT + 1)
                 ),
+                open_id_pattern=DUAL_REASON_ID_PATTERN,
             ),
             _row(
                 "adaptive.physique.review_instruction",
@@ -149,6 +172,7 @@ _BY_SLOT_ID: Final[Mapping[str, SlotManifest]] = MappingProxyType(
     {slot_id: row for row in MANIFEST.values() for slot_id in row.slot_ids}
 )
 
+# The shipped IDs (Rule 5: an open family's operator IDs are not listed here).
 ALL_SEMANTIC_IDS: Final[frozenset[str]] = frozenset(
     i for row in MANIFEST.values() for branch in row.branches for i in branch
 )
@@ -203,6 +227,10 @@ def _check_manifest() -> None:
             tokens_for(branch)  # every ID has a family
         if len({frozenset(b) for b in row.branches}) != len(row.branches):
             raise AssertionError("branches of one slot are distinct sets")
+        if row.open_id_pattern is not None and not all(
+            len(b) == 1 and row.open_branch(b) == b for b in row.branches
+        ):
+            raise AssertionError("an open family's shipped branches are its own IDs")
 
 
 _check_manifest()

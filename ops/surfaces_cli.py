@@ -1,0 +1,400 @@
+"""`kexpr surfaces check` — run real host messages through the surface adapters.
+
+The operator's tool for checking, before a surface is enabled, that the adapters
+accept what the host really renders (docs/host-formats.md). Nothing is sent
+anywhere and nothing is written: it parses, and reports what a presentation would
+issue.
+
+    kexpr surfaces check --jsonl PATH        (PATH or "-": one JSON request per line)
+    kexpr surfaces check --surface S FILE [--json] [--explicit-field F]...
+                         [--callback-data D] [--origin fresh|recovery]
+    either form: [--glossary FILE]  the operator glossary to check dual cards with
+                 (the one `kexpr glossary install` would install; default: the
+                 shipped public texts only)
+
+Rules for this command:
+
+Rule 1 — the batch interface is fixed (other tools depend on it). A request line is
+         exactly one of
+           {"surface": "daily.v1", "body": str}
+           {"surface": "weekly.v1", "body": str, "explicit_fields": [str, ...]}
+             ("explicit_fields" may be omitted: none)
+           {"surface": "adaptive.dualcoachtest.card.v1" | "adaptive.physique.card.v1",
+            "payload": {...}, "callback_data": str, "origin": "fresh" | "recovery"}
+         and its answer, one JSON object per input line, in input order, is
+           {"eligible": true,  "reason": null,  "slots": [SLOT, ...], "roundtrip": bool}
+           {"eligible": false, "reason": ENUM,  "slots": [],          "roundtrip": null}
+         with SLOT = {"slot_id", "predicate_ids", "action_ids"} (the IDs a presentation
+         would issue for that slot, in issued order). A line that is not such a
+         request answers `{"eligible": false, "reason": "invalid_request", ...}`.
+Rule 2 — exit 0 if every line is eligible, 1 if any is not, 2 if the input is
+         unusable (unreadable file, bad arguments, or any invalid_request line). An
+         eligible line whose `roundtrip` is false counts as not eligible here: the
+         adapter would present something other than what the host rendered.
+Rule 3 — `roundtrip` is true when the adapter's canonical presentation equals the
+         host text byte for byte; for the physique card, the host text plus the
+         code-owned review block and nothing else.
+Rule 4 — it prints verdicts, enum reasons and semantic IDs, never the message text:
+         the input may hold customer data.
+Rule 5 — input is bounded: a regular file (a FIFO or device is refused) or standard
+         input, at most `MAX_INPUT_BYTES`; lines are strict UTF-8 JSON objects with no
+         duplicate keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, TextIO
+
+from ops.readers import ReadRefused, read_nofollow
+
+if TYPE_CHECKING:
+    from gateway_shim.operator_glossary import DualGlossary
+
+PROG: Final = "kexpr surfaces check"
+EXIT_ELIGIBLE: Final = 0
+EXIT_INELIGIBLE: Final = 1
+EXIT_UNUSABLE: Final = 2
+MAX_INPUT_BYTES: Final = 16 * 1024 * 1024
+INVALID_REQUEST: Final = "invalid_request"
+ADAPTER_ERROR: Final = "adapter_error"
+
+DAILY: Final = "daily.v1"
+WEEKLY: Final = "weekly.v1"
+DUAL: Final = "adaptive.dualcoachtest.card.v1"
+PHYSIQUE: Final = "adaptive.physique.card.v1"
+SURFACES: Final = (DAILY, WEEKLY, DUAL, PHYSIQUE)
+ORIGINS: Final = ("fresh", "recovery")
+
+_KEYS: Final[Mapping[str, tuple[frozenset[str], frozenset[str]]]] = {
+    # surface -> (required keys, optional keys)
+    DAILY: (frozenset({"surface", "body"}), frozenset()),
+    WEEKLY: (frozenset({"surface", "body"}), frozenset({"explicit_fields"})),
+    DUAL: (frozenset({"surface", "payload", "callback_data", "origin"}), frozenset()),
+    PHYSIQUE: (frozenset({"surface", "payload", "callback_data", "origin"}), frozenset()),
+}
+
+
+class InvalidRequest(Exception):
+    """The request is not of the batch interface (Rule 1); no content in it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    eligible: bool
+    reason: str | None
+    slots: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
+    roundtrip: bool | None
+
+    def to_json_object(self) -> dict[str, object]:
+        return {
+            "eligible": self.eligible,
+            "reason": self.reason,
+            "slots": [
+                {"slot_id": s, "predicate_ids": list(p), "action_ids": list(a)}
+                for s, p, a in self.slots
+            ],
+            "roundtrip": self.roundtrip,
+        }
+
+
+def _ineligible(reason: str) -> CheckResult:
+    return CheckResult(eligible=False, reason=reason, slots=(), roundtrip=None)
+
+
+def _validate(request: object) -> Mapping[str, object]:
+    if not isinstance(request, dict):
+        raise InvalidRequest
+    surface = request.get("surface")
+    if not isinstance(surface, str) or surface not in _KEYS:
+        raise InvalidRequest
+    required, optional = _KEYS[surface]
+    keys = set(request)
+    if not required <= keys or not keys <= required | optional:
+        raise InvalidRequest
+    if "body" in request and not isinstance(request["body"], str):
+        raise InvalidRequest
+    if "explicit_fields" in request:
+        fields = request["explicit_fields"]
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            raise InvalidRequest
+    if "payload" in request:
+        if not isinstance(request["payload"], dict):
+            raise InvalidRequest
+        if not isinstance(request["callback_data"], str):
+            raise InvalidRequest
+        if request["origin"] not in ORIGINS:
+            raise InvalidRequest
+    return request
+
+
+def check_request(request: object, glossary: DualGlossary | None = None) -> CheckResult:
+    """Judge one request (Rule 1). Raises `InvalidRequest` for a malformed one.
+
+    ``glossary``: the dual decision/reason texts to check with (None: shipped)."""
+    req = _validate(request)
+    # Imported here: `kexpr surfaces --help` needs none of it.
+    from gateway_shim.surfaces import CanonicalSurface, Ineligible
+
+    surface = req["surface"]
+    parsed: CanonicalSurface
+    try:
+        if surface == DAILY:
+            from gateway_shim.surfaces.daily import parse_daily
+
+            body = req["body"]
+            assert isinstance(body, str)
+            parsed = parse_daily(body)
+            roundtrip = parsed.canonical().body == body
+        elif surface == WEEKLY:
+            from gateway_shim.surfaces.weekly import parse_weekly
+
+            body = req["body"]
+            fields = req.get("explicit_fields", [])
+            assert isinstance(body, str) and isinstance(fields, list)
+            parsed = parse_weekly(body, explicit_fields=tuple(fields))
+            roundtrip = parsed.canonical().body == body
+        else:
+            from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
+            from gateway_shim.surfaces.card import CardOrigin
+
+            payload = req["payload"]
+            callback_data = req["callback_data"]
+            assert isinstance(payload, dict) and isinstance(callback_data, str)
+            parsed = parse_adaptive(
+                payload,
+                callback_data=callback_data,
+                origin=CardOrigin(req["origin"]),
+                surface=str(surface),
+                glossary=glossary,
+            )
+            roundtrip = presented_host_text(parsed) == payload.get("text")
+    except Ineligible as e:
+        return _ineligible(e.reason.value)
+    slots = tuple(
+        (
+            slot.slot_id,
+            tuple(slot.policy().allowed_predicate_ids),
+            tuple(slot.policy().allowed_action_ids),
+        )
+        for slot in parsed.slots
+    )
+    return CheckResult(eligible=True, reason=None, slots=slots, roundtrip=roundtrip)
+
+
+# --- input --------------------------------------------------------------------------
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj: dict[str, object] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey
+        obj[key] = value
+    return obj
+
+
+def _reject_constant(_: str) -> object:
+    raise ValueError  # NaN / Infinity are not JSON
+
+
+def parse_json(raw: bytes) -> object:
+    """Strict JSON (Rule 5); raises `InvalidRequest`."""
+    try:
+        return json.loads(
+            raw.decode("utf-8", "strict"),
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_reject_constant,
+        )
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InvalidRequest from e
+
+
+def read_input(path: str, stdin: TextIO, stderr: TextIO) -> bytes | None:
+    """The whole input (Rule 5), or None after a one-line message on stderr."""
+    if path == "-":
+        data = stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            stderr.write(f"{PROG}: standard input is larger than {MAX_INPUT_BYTES} bytes\n")
+            return None
+        return data
+    try:
+        return read_nofollow(path, max_bytes=MAX_INPUT_BYTES)
+    except ReadRefused as e:
+        stderr.write(f"{PROG}: cannot read {path!r}: {e.problem.value}\n")
+        return None
+
+
+# --- output -------------------------------------------------------------------------
+
+
+def _json_line(result: CheckResult) -> str:
+    return json.dumps(result.to_json_object(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _human(surface: str, result: CheckResult) -> str:
+    if not result.eligible:
+        return f"{surface}: ineligible ({result.reason}) — the host's canonical text is used, no request"
+    lines = [f"{surface}: eligible"]
+    for slot_id, predicates, actions in result.slots:
+        lines.append(f"  slot {slot_id}: {' '.join(predicates + actions)}")
+    lines.append(f"  roundtrip: {'yes' if result.roundtrip else 'NO'}")
+    return "\n".join(lines)
+
+
+def _judge(
+    request: object, where: str, stderr: TextIO, glossary: DualGlossary | None
+) -> tuple[CheckResult, int]:
+    """One result and its exit contribution; never raises for bad input."""
+    try:
+        result = check_request(request, glossary)
+    except InvalidRequest:
+        stderr.write(f"{PROG}: {where}: {INVALID_REQUEST}\n")
+        return _ineligible(INVALID_REQUEST), EXIT_UNUSABLE
+    except Exception as e:  # noqa: BLE001 — an adapter bug must not hide the other lines
+        stderr.write(f"{PROG}: {where}: {ADAPTER_ERROR} ({type(e).__name__})\n")
+        return _ineligible(ADAPTER_ERROR), EXIT_INELIGIBLE
+    if not result.eligible or result.roundtrip is not True:
+        return result, EXIT_INELIGIBLE
+    return result, EXIT_ELIGIBLE
+
+
+def _batch(
+    path: str, glossary: DualGlossary | None, stdin: TextIO, stdout: TextIO, stderr: TextIO
+) -> int:
+    data = read_input(path, stdin, stderr)
+    if data is None:
+        return EXIT_UNUSABLE
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # a final LF ends the last line; it does not start a new one
+    status = EXIT_ELIGIBLE
+    for number, raw in enumerate(lines, start=1):
+        try:
+            request = parse_json(raw)
+        except InvalidRequest:
+            stderr.write(f"{PROG}: line {number}: {INVALID_REQUEST}\n")
+            result, code = _ineligible(INVALID_REQUEST), EXIT_UNUSABLE
+        else:
+            result, code = _judge(request, f"line {number}", stderr, glossary)
+        stdout.write(_json_line(result) + "\n")
+        status = max(status, code)
+    return status
+
+
+def _single(
+    args: argparse.Namespace,
+    glossary: DualGlossary | None,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    data = read_input(args.file, stdin, stderr)
+    if data is None:
+        return EXIT_UNUSABLE
+    request: dict[str, object] = {"surface": args.surface}
+    if args.surface in (DAILY, WEEKLY):
+        try:
+            request["body"] = data.decode("utf-8", "strict")
+        except UnicodeDecodeError:
+            stderr.write(f"{PROG}: {args.file!r} is not UTF-8\n")
+            return EXIT_UNUSABLE
+        if args.surface == WEEKLY:
+            request["explicit_fields"] = list(args.explicit_field)
+    else:
+        if args.callback_data is None:
+            stderr.write(f"{PROG}: an adaptive card needs --callback-data\n")
+            return EXIT_UNUSABLE
+        try:
+            request["payload"] = parse_json(data)
+        except InvalidRequest:
+            stderr.write(f"{PROG}: {args.file!r} is not a JSON payload\n")
+            return EXIT_UNUSABLE
+        request["callback_data"] = args.callback_data
+        request["origin"] = args.origin
+    result, code = _judge(request, args.file, stderr, glossary)
+    stdout.write((_json_line(result) if args.json else _human(args.surface, result)) + "\n")
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run host messages through the surface adapters (no request, no file "
+        "written). Prints verdicts, enum reasons and semantic IDs, never the text. "
+        "Exit 0 all eligible, 1 any ineligible, 2 unusable input.",
+    )
+    parser.add_argument("--jsonl", metavar="PATH", help='one JSON request per line ("-" = stdin)')
+    parser.add_argument("--surface", choices=SURFACES, help="single-message form: the surface")
+    parser.add_argument(
+        "file", nargs="?", help="single-message form: the body (daily/weekly) or payload JSON"
+    )
+    parser.add_argument("--json", action="store_true", help="single form: print the JSON answer")
+    parser.add_argument(
+        "--explicit-field",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="weekly: a field present in the host's summary (repeatable)",
+    )
+    parser.add_argument(
+        "--callback-data", metavar="DATA", help="adaptive: the pressed button's data"
+    )
+    parser.add_argument(
+        "--origin", choices=ORIGINS, default="fresh", help="adaptive (default fresh)"
+    )
+    parser.add_argument(
+        "--glossary", metavar="FILE", help="dual cards: the operator glossary to check with"
+    )
+    return parser
+
+
+def run_check(argv: Sequence[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as e:
+        return EXIT_ELIGIBLE if e.code == 0 else EXIT_UNUSABLE
+    if args.jsonl is not None and (args.surface is not None or args.file is not None):
+        stderr.write(f"{PROG}: --jsonl cannot be combined with --surface or FILE\n")
+        return EXIT_UNUSABLE
+    if args.jsonl is None and (args.surface is None or args.file is None):
+        stderr.write(f"{PROG}: give --jsonl PATH, or --surface S FILE\n")
+        return EXIT_UNUSABLE
+    glossary = None
+    if args.glossary is not None:
+        from gateway_shim.operator_glossary import GlossaryError, load_operator_glossary
+
+        try:
+            glossary = load_operator_glossary(args.glossary)
+        except GlossaryError as e:
+            stderr.write(f"{PROG}: --glossary {args.glossary!r}: {e.problem.value}\n")
+            return EXIT_UNUSABLE
+    if args.jsonl is not None:
+        return _batch(args.jsonl, glossary, stdin, stdout, stderr)
+    return _single(args, glossary, stdin, stdout, stderr)
+
+
+def cli(argv: Sequence[str]) -> int:
+    """`kexpr surfaces <argv>` (the `ops.cli` COMMANDS row): only `check` exists."""
+    args = list(argv)
+    if args in (["-h"], ["--help"]):
+        print("usage: kexpr surfaces check [-h] (--jsonl PATH | --surface S FILE)\n")
+        print("subcommands:\n  check  run host messages through the surface adapters")
+        return EXIT_ELIGIBLE
+    if not args or args[0] != "check":
+        sys.stderr.write("usage: kexpr surfaces check [-h] (--jsonl PATH | --surface S FILE)\n")
+        return EXIT_UNUSABLE
+    return run_check(args[1:], sys.stdin, sys.stdout, sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(cli(sys.argv[1:]))

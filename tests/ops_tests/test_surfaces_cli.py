@@ -1,0 +1,270 @@
+"""`kexpr surfaces check`: the batch interface, its exit codes and its input rules
+(ops/surfaces_cli.py Rules 1-5). The host's own examples are judged in
+tests/surfaces/test_host_examples.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ops import surfaces_cli
+from ops.surfaces_cli import (
+    EXIT_ELIGIBLE,
+    EXIT_INELIGIBLE,
+    EXIT_UNUSABLE,
+    INVALID_REQUEST,
+    MAX_INPUT_BYTES,
+    run_check,
+)
+
+HOST_EXAMPLES = Path(__file__).parents[1] / "surfaces" / "goldens" / "host-examples.jsonl"
+
+
+def _examples() -> list[dict[str, object]]:
+    return [json.loads(line) for line in HOST_EXAMPLES.read_text("utf-8").splitlines()]
+
+
+def _run(argv: list[str], stdin: bytes = b"") -> tuple[int, list[dict[str, object]], str]:
+    stdin_stream = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    code = run_check(argv, stdin_stream, out, err)
+    return code, [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
+
+
+def _jsonl(requests: list[object]) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests).encode()
+
+
+def _eligible_request() -> dict[str, object]:
+    for example in _examples():
+        if example["expected"] == "eligible" and example["request"]["surface"] == "daily.v1":  # type: ignore[index]
+            request = example["request"]
+            assert isinstance(request, dict)
+            return request
+    raise AssertionError("no eligible daily example")
+
+
+INVALID_LINES: list[bytes] = [
+    b"not json",
+    b"[]",
+    b'"daily.v1"',
+    b"{}",
+    b'{"surface": "daily.v2", "body": "x"}',
+    b'{"surface": "daily.v1"}',
+    b'{"surface": "daily.v1", "body": 7}',
+    b'{"surface": "daily.v1", "body": "x", "extra": 1}',
+    b'{"surface": "daily.v1", "body": "x", "explicit_fields": []}',
+    b'{"surface": "daily.v1", "body": "x", "body": "y"}',
+    b'{"surface": "weekly.v1", "body": "x", "explicit_fields": "interpretation"}',
+    b'{"surface": "weekly.v1", "body": "x", "explicit_fields": [1]}',
+    b'{"surface": "weekly.v1", "body": NaN}',
+    b'{"surface": "adaptive.physique.card.v1", "payload": {}, "callback_data": "x"}',
+    b'{"surface": "adaptive.physique.card.v1", "payload": [], "callback_data": "x", "origin": "fresh"}',
+    b'{"surface": "adaptive.physique.card.v1", "payload": {}, "callback_data": 1, "origin": "fresh"}',
+    b'{"surface": "adaptive.physique.card.v1", "payload": {}, "callback_data": "x", "origin": "stale"}',
+    b'{"surface": "daily.v1", "body": "\xff"}',
+    b"",
+]
+
+
+@pytest.mark.parametrize("line", INVALID_LINES)
+def test_an_invalid_request_line_answers_invalid_request_and_makes_the_input_unusable(
+    line: bytes,
+) -> None:
+    good = _jsonl([_eligible_request()])
+    code, answers, err = _run(["--jsonl", "-"], good + line + b"\n" + good)
+    assert code == EXIT_UNUSABLE
+    assert len(answers) == 3  # one answer per line, in order
+    assert answers[1] == {
+        "eligible": False,
+        "reason": INVALID_REQUEST,
+        "slots": [],
+        "roundtrip": None,
+    }
+    assert answers[0] == answers[2]
+    assert f"line 2: {INVALID_REQUEST}" in err
+
+
+def test_a_final_newline_does_not_start_a_line_but_an_empty_line_is_a_line() -> None:
+    request = _jsonl([_eligible_request()])
+    assert len(_run(["--jsonl", "-"], request)[1]) == 1
+    assert len(_run(["--jsonl", "-"], request.rstrip(b"\n"))[1]) == 1
+    assert len(_run(["--jsonl", "-"], request + b"\n")[1]) == 2
+
+
+def test_an_adapter_error_is_reported_as_ineligible_without_hiding_other_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_: object, **__: object) -> object:
+        raise KeyError("customer text must not be printed")
+
+    monkeypatch.setattr("gateway_shim.surfaces.daily.parse_daily", broken)
+    weekly = {"surface": "weekly.v1", "body": "x"}
+    code, answers, err = _run(["--jsonl", "-"], _jsonl([_eligible_request(), weekly]))
+    assert code == EXIT_INELIGIBLE
+    assert answers[0]["reason"] == surfaces_cli.ADAPTER_ERROR
+    assert answers[1]["eligible"] is False and answers[1]["reason"] != INVALID_REQUEST
+    assert "KeyError" in err and "customer" not in err
+
+
+def test_unreadable_inputs_are_unusable_with_one_line_and_no_answers(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(HOST_EXAMPLES)
+    for path in (tmp_path / "missing", tmp_path, fifo, link):
+        code, answers, err = _run(["--jsonl", str(path)])
+        assert (code, answers) == (EXIT_UNUSABLE, [])
+        assert err.count("\n") == 1 and err.startswith("kexpr surfaces check: cannot read")
+
+
+def test_standard_input_is_bounded() -> None:
+    code, answers, err = _run(["--jsonl", "-"], b" " * (MAX_INPUT_BYTES + 1))
+    assert (code, answers) == (EXIT_UNUSABLE, [])
+    assert "larger than" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--jsonl", "-", "--surface", "daily.v1"],
+        ["--surface", "daily.v1"],
+        ["--surface", "daily.v9", "x"],
+        ["--origin", "stale", "--surface", "daily.v1", "x"],
+        ["--bogus"],
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    code, answers, _ = _run(argv)
+    assert (code, answers) == (EXIT_UNUSABLE, [])
+
+
+def test_single_form_adaptive_needs_callback_data(tmp_path: Path) -> None:
+    payload = tmp_path / "payload.json"
+    payload.write_text("{}")
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.TextIOWrapper(io.BytesIO(b""))
+    argv = ["--surface", "adaptive.physique.card.v1", str(payload)]
+    assert run_check(argv, stdin, out, err) == EXIT_UNUSABLE
+    assert "--callback-data" in err.getvalue() and out.getvalue() == ""
+
+
+def test_single_form_rejects_a_body_that_is_not_utf8(tmp_path: Path) -> None:
+    body = tmp_path / "body.txt"
+    body.write_bytes(b"\xff\xfe")
+    code, answers, err = _run(["--surface", "daily.v1", str(body)])
+    assert (code, answers) == (EXIT_UNUSABLE, [])
+    assert "not UTF-8" in err
+
+
+SENTINEL = "고객비밀문장"
+
+
+@given(st.text(min_size=0, max_size=60), st.sampled_from(["daily.v1", "weekly.v1"]))
+def test_answers_never_carry_the_message_text(text: str, surface: str) -> None:
+    body = f"{SENTINEL}{text}"
+    code, answers, err = _run(["--jsonl", "-"], _jsonl([{"surface": surface, "body": body}]))
+    assert code in (EXIT_INELIGIBLE, EXIT_ELIGIBLE)
+    assert SENTINEL not in json.dumps(answers, ensure_ascii=False) and SENTINEL not in err
+
+
+def test_the_console_script_runs_the_command(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(_jsonl([example["request"] for example in _examples()]))
+    kexpr = Path(sys.executable).with_name("kexpr")
+    proc = subprocess.run(
+        [str(kexpr), "surfaces", "check", "--jsonl", str(requests)],
+        capture_output=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+        timeout=120,
+        check=False,
+    )
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == len(_examples())
+    # The examples hold eligible and ineligible lines: exit 1.
+    assert proc.returncode == EXIT_INELIGIBLE, proc.stderr
+    for raw in lines:
+        answer = json.loads(raw)
+        assert set(answer) == {"eligible", "reason", "slots", "roundtrip"}
+
+
+@pytest.mark.parametrize("argv", [["surfaces"], ["surfaces", "bogus"]])
+def test_kexpr_surfaces_without_check_is_a_usage_error(argv: list[str]) -> None:
+    from ops.cli import main
+
+    assert main(argv) == EXIT_UNUSABLE
+
+
+def test_kexpr_surfaces_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    from ops.cli import main
+
+    assert main(["surfaces", "--help"]) == EXIT_ELIGIBLE
+    assert "check" in capsys.readouterr().out
+    assert main(["surfaces", "check", "--help"]) == EXIT_ELIGIBLE
+
+
+def _a1_with_decision(decision: str) -> dict[str, object]:
+    a1 = next(e for e in _examples() if e["example"] == "HOST-FORMATS.md A1")
+    request = json.loads(json.dumps(a1["request"]))
+    payload = request["payload"]
+    payload["text"] = payload["text"].replace("순응도 근거 충돌로 조정 보류", decision)
+    return request
+
+
+def test_a_dual_decision_only_the_operator_glossary_maps_needs_that_glossary(
+    tmp_path: Path,
+) -> None:
+    request = _a1_with_decision("체중 추세 확인 전까지 조정 보류")
+    glossary = tmp_path / "operator-glossary.json"
+    glossary.write_text(
+        json.dumps(
+            {
+                "version": "kexpr-dual-glossary-v1",
+                "decisions": {"P_DUAL_DECISION_TREND_HOLD": "체중 추세 확인 전까지 조정 보류"},
+                "reasons": {},
+            },
+            ensure_ascii=False,
+        ),
+        "utf-8",
+    )
+    code, answers, _ = _run(["--jsonl", "-"], _jsonl([request]))
+    assert (code, answers[0]["eligible"], answers[0]["reason"]) == (
+        EXIT_INELIGIBLE,
+        False,
+        "decision_unmapped",
+    )
+    code, answers, _ = _run(["--jsonl", "-", "--glossary", str(glossary)], _jsonl([request]))
+    assert (code, answers[0]["eligible"], answers[0]["roundtrip"]) == (EXIT_ELIGIBLE, True, True)
+    judgment = answers[0]["slots"][0]
+    assert judgment == {
+        "slot_id": "adaptive.dual.judgment",
+        "predicate_ids": ["P_DUAL_DECISION_TREND_HOLD"],
+        "action_ids": [],
+    }
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{}",
+        b"not json",
+        b'{"version": "kexpr-dual-glossary-v1", "decisions": {"X": "y"}, "reasons": {}}',
+    ],
+)
+def test_an_invalid_glossary_makes_the_input_unusable(tmp_path: Path, content: bytes) -> None:
+    glossary = tmp_path / "g.json"
+    glossary.write_bytes(content)
+    code, answers, err = _run(
+        ["--jsonl", "-", "--glossary", str(glossary)], _jsonl([_eligible_request()])
+    )
+    assert (code, answers) == (EXIT_UNUSABLE, [])
+    assert err.startswith("kexpr surfaces check: --glossary") and err.count("\n") == 1

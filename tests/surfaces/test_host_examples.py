@@ -1,0 +1,33 @@
+"""The host's own examples (tests/surfaces/goldens/host-examples.jsonl, recorded from
+the Hermes gateway at the pin, docs/host-formats.md) through `kexpr surfaces check`'s
+core: every eligible one is eligible and round-trips byte for byte; every
+ineligible one is ineligible with an enum reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ops.surfaces_cli import check_request
+
+GOLDENS = Path(__file__).parent / "goldens" / "host-examples.jsonl"
+EXAMPLES = [json.loads(line) for line in GOLDENS.read_text("utf-8").splitlines()]
+
+
+def test_the_examples_cover_every_surface_both_ways() -> None:
+    seen = {(e["request"]["surface"], e["expected"]) for e in EXAMPLES}
+    for surface in ("daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1"):
+        assert {(surface, "eligible"), (surface, "ineligible")} <= seen
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e["example"] for e in EXAMPLES])
+def test_host_example_verdict(example: dict[str, object]) -> None:
+    result = check_request(example["request"])
+    if example["expected"] == "eligible":
+        assert (result.eligible, result.reason, result.roundtrip) == (True, None, True)
+        assert result.slots
+    else:
+        assert (result.eligible, result.slots, result.roundtrip) == (False, (), None)
+        assert isinstance(result.reason, str) and result.reason.isascii()
