@@ -1,5 +1,11 @@
 """The worker daemon: claim, dedupe, journal, one call, validate, respond (SPEC §4, §9).
 
+The attempt's lifecycle and every decision about it are `spool.lifecycle`'s.
+Here: the run loop, scanning and claiming. Beside it: `worker.attempt` (one
+request to its answer), `worker.reports` (reports and the restart rule),
+`worker.housekeeping` (expiry, retention, litter), `worker.status` (counters,
+the status file), `worker.inbox` (the inotify wake).
+
 Invariants (each one is a reason for a line below):
 
 1. One artifact, at most one wire request, ever. The decision "start an attempt"
@@ -41,20 +47,15 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime as dt
-import enum
 import errno
-import json
 import os
-import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from spool.contract import Verdict, judge
 from spool.fsio import (
     FileId,
     LockTimeout,
@@ -65,7 +66,6 @@ from spool.fsio import (
     make_flock,
     publish,
     read_private_identified,
-    replace_private,
     unlink_if_same,
     unlink_quiet,
 )
@@ -81,59 +81,34 @@ from spool.layout import DataRoot
 from spool.lifecycle import (
     COMMIT_GRACE,
     MAX_WAIT,
-    RESPONSE_TTL,
-    SELECTED_OUTCOMES,
-    Admission,
-    Answer,
-    Event,
     Held,
-    Mode,
     Outcome,
-    Phase,
-    Reply,
-    admit_request,
-    answer_existing,
-    conclude,
-    expiry_due,
-    held_inherited,
-    inherited_phase,
-    remaining_budget,
-    report_admissible,
-    step_observed,
-    transition,
 )
 from spool.messages import (
     MAX_MESSAGE_BYTES,
-    RESPONSE_FOR_TERMINAL,
     SPOOL_VERSION,
-    TERMINAL_FOR_REPORT,
     MessageError,
     ResponseOutcome,
     ResponseStatus,
-    SpoolReport,
     SpoolRequest,
     SpoolResponse,
-    parse_report,
     parse_request,
-    parse_response,
 )
-from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD, Mask
 
+from worker import attempt, housekeeping, reports
+from worker.attempt import _Quarantined
 from worker.environment import hazardous_environment
 from worker.exitcodes import ExitCode
+from worker.inbox import _InboxWatch
 from worker.preload import Preload
-from worker.provider import ProviderOutcome, ProviderResult, build_client, call_with_deadline
+from worker.provider import build_client
+from worker.reports import REPORT_GROUP_MAX
+from worker.status import Counters, Fault, wait_ready, write_status
 
 if TYPE_CHECKING:
     import openai
 
 RESCAN_INTERVAL_S: Final = 1.0
-# Reports are journaled in groups on the rescan timer (group commit): one lock,
-# one write and one fsync per segment for every report that arrived in the last
-# interval, instead of one fsync per report on the next request's path. A
-# report's file is removed only after its row is synced, so a crash leaves it
-# in reports/ for the next worker. At most this many rows per group.
-REPORT_GROUP_MAX: Final = 256
 POOL_SIZE: Final = 8
 # Running out of descriptors or memory (``ulimit -n``, a full file table, ENOMEM)
 # is the machine's state, not an entry's: the scan stops, nothing is dropped, and
@@ -141,144 +116,8 @@ POOL_SIZE: Final = 8
 RESOURCE_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
-class Fault(enum.StrEnum):
-    """Why one spool entry, or one scan, failed (`Counters.faults`; enum only).
-    A fault harms only its own entry: that entry is answered canonical, or left
-    untouched for the next scan, and every other request is still served."""
-
-    LIST_FAILED = "list_failed"  # listing requests/ or claimed/ failed (this scan)
-    CLAIM_FAILED = "claim_failed"  # the claim rename of one request failed
-    READ_FAILED = "read_failed"  # reading one claimed request failed (not unsafe)
-    ENTRY_STUCK = "entry_stuck"  # a refused entry could not be removed; skipped
-    RESPOND_FAILED = "respond_failed"  # publishing one response failed
-    RESOURCE_EXHAUSTED = "resource_exhausted"  # EMFILE/ENFILE/ENOMEM: backed off
-    ENTRY_ERROR = "entry_error"  # any other OSError while handling one entry
-    APPEND_UNDONE = "append_undone"  # a failed append was undone (spool.journal)
-    SEGMENT_FULL = "segment_full"  # a new attempt refused: today's segment is full
-    WATCH_FAILED = "watch_failed"  # no inotify watch: the rescan timer alone
-
-
-# Provider -> journal, total over ProviderOutcome: the call's failure as a
-# terminal outcome, None when content came back (it is judged next).
-_CALL_FAILED: Final[Mapping[ProviderOutcome, Outcome | None]] = {
-    ProviderOutcome.CONTENT: None,
-    ProviderOutcome.CREDENTIAL_UNAVAILABLE: Outcome.CREDENTIAL_UNAVAILABLE,
-    ProviderOutcome.PROVIDER_ERROR: Outcome.PROVIDER_ERROR,
-    ProviderOutcome.TIMEOUT: Outcome.TIMEOUT,
-    ProviderOutcome.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
-}
-# Contract verdict -> journal, total over Verdict (None: accepted).
-_VERDICT_OUTCOME: Final[Mapping[Verdict, Outcome | None]] = {
-    Verdict.ACCEPTED: None,
-    Verdict.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
-    Verdict.VALIDATION_REJECTED: Outcome.VALIDATION_REJECTED,
-}
-
-
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-@dataclass(slots=True)
-class Counters:
-    """Content-free counters for ``worker.status.json`` (trio-style statistics)."""
-
-    claimed: int = 0
-    calls: int = 0
-    accepted: int = 0
-    canonical: int = 0
-    in_flight: int = 0
-    clock_skew: int = 0
-    # Open attempts a dead predecessor left whose call died with it (lifecycle rule 3).
-    lost_attempts: int = 0
-    already_attempted: int = 0
-    expired_requests: int = 0
-    invalid_requests: int = 0
-    reports: int = 0
-    orphan_reports: int = 0
-    late_results: int = 0
-    retired_segments: int = 0
-    by_outcome: dict[str, int] = field(default_factory=dict)
-    # Unsafe spool files by `spool.fsio.UnsafeReason` value (enum keys only).
-    unsafe: dict[str, int] = field(default_factory=dict)
-    # Entry and scan faults by `Fault` value (enum keys only).
-    faults: dict[str, int] = field(default_factory=dict)
-
-    def outcome(self, o: Outcome) -> None:
-        self.by_outcome[o.value] = self.by_outcome.get(o.value, 0) + 1
-
-    def unsafe_file(self, e: UnsafePath) -> None:
-        self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
-
-    def fault(self, f: Fault) -> None:
-        self.faults[f.value] = self.faults.get(f.value, 0) + 1
-
-
-# What the kernel queues for the worker (SPEC §4 "waiting"): a file or directory
-# arriving in ``requests/`` or ``reports/`` (created there, linked there or moved
-# in), and either inbox itself being removed or moved away. Everything else —
-# every ``tmp/`` staging write, claims (a move *out of* requests/), responses,
-# reads, removals — never leaves the kernel. The watched paths must be the
-# checked directories themselves: never a symlink (``IN_DONT_FOLLOW``), only a
-# directory (``IN_ONLYDIR``).
-INBOX_MASK: Final = Mask(
-    InotifyConstants.IN_CREATE
-    | InotifyConstants.IN_MOVED_TO
-    | InotifyConstants.IN_DELETE_SELF
-    | InotifyConstants.IN_MOVE_SELF
-    | InotifyConstants.IN_ONLYDIR
-    | InotifyConstants.IN_DONT_FOLLOW
-)
-
-
-class _Wake:
-    """Called by watchdog's inotify reader thread (its ``WatchCallback``); it only
-    wakes the scanner. The scanner, not the events, is the source of truth
-    (SPEC §4 trap 2): it lists the folders, at start-up, on every wake and on the
-    rescan timer. A queue overflow and a removed watch wake it too.
-    """
-
-    def __init__(self, event: threading.Event) -> None:
-        self._event = event
-
-    def on_event(self, event: InotifyEvent) -> None:
-        self._event.set()
-
-    def on_watch_deleted(self, wd: int) -> None:
-        self._event.set()
-
-    def on_queue_overflow(self) -> None:
-        self._event.set()
-
-
-class _InboxWatch:
-    """watchdog's inotify descriptor (`InotifyFD`, its own instance and reader
-    thread) watching the two inboxes, calling `_Wake` directly. Live from
-    construction until `stop`.
-
-    Not an `Observer`: the observer's emitter and dispatcher threads, its event
-    objects and its move pairing cost ~1.6 ms of the worker's CPU per artifact
-    and two thread hand-offs per wake (docs/performance.md, finding P). The
-    observer's 500 ms hold of an unmatched ``IN_MOVED_FROM`` (SPEC §4 trap 1, the
-    reason the whole tree was watched) cannot occur: nothing here pairs moves,
-    and a move out of an inbox is not in the mask.
-    """
-
-    def __init__(self, inboxes: tuple[Path, ...], event: threading.Event) -> None:
-        self._fd = InotifyFD()
-        self._fd.start()
-        try:
-            for inbox in inboxes:
-                self._fd.add_callback(
-                    os.fsencode(inbox), INBOX_MASK, _Wake(event), CallbackId(0)
-                )
-        except BaseException:
-            self.stop()
-            raise
-
-    def stop(self) -> None:
-        self._fd.stop()
-        self._fd.join(5)
 
 
 class Worker:
@@ -627,253 +466,32 @@ class Worker:
             except OSError:
                 pass
 
+    # ------------------------------------------------------------------ reports
+
+    # The attempt handler (worker.attempt) and report journaling (worker.reports).
+
     def _handle_request(
         self, req: SpoolRequest, submitted: dt.datetime, deadline: dt.datetime
     ) -> None:
-        rid = req.request_id
-        wall, mono = self._clock(), self._mono()
-        admission = admit_request(submitted, deadline, wall)
-        if admission is Admission.EXPIRED:
-            # The shim has already given up: no row, no call, no response.
-            self.counters.expired_requests += 1
-            return
-        if admission is Admission.CLOCK_SKEW:
-            # Its timestamps cannot be trusted against ours: canonical, no call.
-            self.counters.clock_skew += 1
-            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLOCK_SKEW)
-            return
-        if not self.journal_ok:
-            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
-            return
-        # The call budget: read once from the wall deadline, then counted down
-        # on the monotonic clock (spool.lifecycle rule 6).
-        until = mono + remaining_budget(deadline, wall)
-        capsule = req.capsule
-        mode = Mode(req.mode)
-        try:
-            with self.journal.locked() as j:
-                if not self.journal_ok:
-                    raise _Quarantined
-                self._retain_if_due(j)
-                if capsule.artifact_key in j.index.sealed:
-                    # Attempted in a quarantined segment: never again (spool.journal).
-                    self.counters.already_attempted += 1
-                    self._respond(
-                        rid,
-                        None,
-                        ResponseStatus.ALREADY_ATTEMPTED,
-                        ResponseOutcome.ALREADY_ATTEMPTED,
-                    )
-                    return
-                rec = j.index.by_artifact.get(capsule.artifact_key)
-                if rec is not None:
-                    self._answer_existing(rid, rec)
-                    return
-                rec = j.append_start(
-                    artifact_key=capsule.artifact_key,
-                    surface=capsule.surface,
-                    mode=mode,
-                    attempt_id=secrets.token_hex(16),
-                    started_at=self._clock(),
-                    deadline_at_utc=req.deadline_at_utc,
-                )
-                self._held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
-                self.refusing = None
-        except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
-            if isinstance(e, AppendRefused) and e.finding.value == Fault.SEGMENT_FULL.value:
-                self.refusing = Fault.SEGMENT_FULL.value
-            self._journal_failed(e)
-            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
-            return
-
-        if self._client is None:
-            result = ProviderResult(ProviderOutcome.CREDENTIAL_UNAVAILABLE, None)
-        else:
-            self.counters.calls += 1
-            seconds = until - self._mono()
-            result = call_with_deadline(self._client, capsule.to_json(), seconds=max(seconds, 0.0))
-        self._conclude(rid, rec, until, result, req)
-
-    def _answer_existing(self, rid: str, rec: AttemptRecord) -> None:
-        """Dedupe (caller holds the journal lock). Never a call."""
-        answer = answer_existing(rec.outcome, self._held.get(rec.attempt_id), rid, self._mono())
-        if answer is Answer.ALREADY_ATTEMPTED:
-            self.counters.already_attempted += 1
-            self._respond(
-                rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED
-            )
-        elif answer is Answer.IN_FLIGHT:
-            # Our own call is running: the owner writes the terminal row.
-            self.counters.in_flight += 1
-            self._respond(rid, None, ResponseStatus.IN_FLIGHT, ResponseOutcome.IN_FLIGHT)
-        elif answer is Answer.EXPIRE_CANONICAL:
-            self._expire(rec)
-            self._respond(
-                rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLAIM_EXPIRED_CANONICAL
-            )
-        # Answer.NONE: the starter itself; its answer comes from its call.
-
-    def _conclude(
-        self,
-        rid: str,
-        rec: AttemptRecord,
-        until: float,
-        result: ProviderResult,
-        req: SpoolRequest,
-    ) -> None:
-        try:
-            accepted, outcome = self._conclude_locked(rec, until, result, req, rid)
-        except (JournalUnverified, UnsafePath, OSError) as e:
-            # The terminal row could not be written: quarantine, and nothing the
-            # call produced is delivered (rule 6).
-            self._held.pop(rec.attempt_id, None)
-            self._journal_failed(e)
-            self._respond(
-                rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE
-            )
-            return
-        if accepted is not None:
-            self._publish_response(accepted, durable=True)
-        elif outcome is not None:
-            self._respond(
-                rid, rec.attempt_id, ResponseStatus.CANONICAL, RESPONSE_FOR_TERMINAL[outcome]
-            )
-
-    def _conclude_locked(
-        self,
-        rec: AttemptRecord,
-        until: float,
-        result: ProviderResult,
-        req: SpoolRequest,
-        rid: str,
-    ) -> tuple[SpoolResponse | None, Outcome | None]:
-        """Judge the one result once, under the lock (`spool.lifecycle.conclude`).
-        (accepted response, None) or (None, terminal outcome to answer with) or
-        (None, None): no answer."""
-        with self.journal.locked() as j:
-            current = j.index.by_attempt.get(rec.attempt_id)
-            if current is None or current.outcome is not None:
-                return None, None  # terminalized meanwhile (retention): discard, say nothing
-            late = self._mono() >= until
-            failed = _CALL_FAILED[result.outcome]
-            if late and result.outcome is not ProviderOutcome.TIMEOUT:
-                self.counters.late_results += 1
-            rejected: Outcome | None = None
-            composition = None
-            if self.journal_ok and not late and failed is None:
-                if result.content is None:
-                    failed = Outcome.INVALID_RESPONSE
-                else:
-                    verdict = judge(req.capsule, result.content)
-                    rejected = _VERDICT_OUTCOME[verdict.verdict]
-                    composition = verdict.composition
-                    if rejected is None and composition is None:
-                        rejected = Outcome.INVALID_RESPONSE
-            c = conclude(failed, rejected, late=late, quarantined=not self.journal_ok)
-            if c.reply is Reply.ACCEPTED:
-                assert composition is not None
-                transition(Phase.OPEN, c.event, None, rec.mode)
-                self._held[rec.attempt_id] = Held(
-                    Phase.AWAITING_REPORT,
-                    live=True,
-                    starter=rid,
-                    until=until + self._grace.total_seconds(),
-                )
-                self._answers[rec.attempt_id] = rid
-                self.counters.accepted += 1
-                accepted = SpoolResponse(
-                    spool_version=SPOOL_VERSION,
-                    request_id=rid,
-                    attempt_id=rec.attempt_id,
-                    status=ResponseStatus.ACCEPTED,
-                    outcome=ResponseOutcome.ACCEPTED,
-                    composition=composition,
-                )
-                return accepted, None
-            assert c.outcome is not None
-            self._finalize(j, rec, c.event, c.outcome)
-            return None, (c.outcome if c.reply is Reply.CANONICAL else None)
-
-    def _finalize(self, j: Journal, rec: AttemptRecord, event: Event, outcome: Outcome) -> None:
-        held = self._held.get(rec.attempt_id)
-        phase = held.phase if held is not None else Phase.OPEN
-        j.append_terminal(rec, phase, event, outcome, self._clock())
-        self._finalized(rec.attempt_id, outcome)
+        attempt.handle_request(self, req, submitted, deadline)
 
     def _finalized(self, attempt_id: str, outcome: Outcome) -> None:
-        """After the terminal row is durable: forget the attempt and remove its
-        accepted response file (spool.lifecycle `SPOOL_FILE_MOVES`)."""
-        self._held.pop(attempt_id, None)
-        rid = self._answers.pop(attempt_id, None)
-        if rid is not None:
-            _quiet(unlink_quiet, self.root.responses / f"{rid}.json")
-        self.counters.outcome(outcome)
-        if outcome not in SELECTED_OUTCOMES:
-            self.counters.canonical += 1
+        attempt.finalized(self, attempt_id, outcome)
 
     def _expire(self, rec: AttemptRecord) -> None:
-        """Terminalize an attempt nobody can finish any more (caller holds the lock)."""
-        self._finalize(self.journal, rec, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL)
-
-    # ---------------------------------------------------------------- restart
+        attempt.expire(self, rec)
 
     def _adopt_inherited(self) -> None:
-        """Classify every open attempt a dead predecessor left (spool.lifecycle
-        rule 3) from responses/: answered (its accepted response file is there)
-        -> it awaits its report until deadline + COMMIT_GRACE, anchored now on
-        our monotonic clock; lost -> ``claim_expired_canonical`` now, no call.
-        Every other response file there is litter after RESPONSE_TTL."""
-        mono = self._mono()
-        answered: dict[str, str] = {}
-        try:
-            names = _json_names(self.root.responses)
-        except (UnsafePath, OSError) as e:
-            self._journal_failed(e)
-            return
-        for name in names:
-            rid = name[: -len(".json")]
-            try:
-                data, _ = read_private_identified(
-                    self.root.responses / name, max_bytes=MAX_MESSAGE_BYTES
-                )
-                resp = parse_response(data)
-            except FileNotFoundError:
-                continue
-            except (UnsafePath, MessageError, OSError, ValueError) as e:
-                if isinstance(e, UnsafePath):
-                    self.counters.unsafe_file(e)
-                self._remember_litter(rid, mono)
-                continue
-            rec = self.journal.index.by_attempt.get(resp.attempt_id or "")
-            if (
-                resp.status is ResponseStatus.ACCEPTED
-                and resp.request_id == rid
-                and rec is not None
-                and rec.outcome is None
-            ):
-                answered[rec.attempt_id] = rid
-            else:
-                self._remember_litter(rid, mono)
-        try:
-            with self.journal.locked() as j:
-                wall = self._clock()
-                for rec in list(j.index.open_attempts()):
-                    if rec.attempt_id in self._held:
-                        continue
-                    kind = inherited_phase(rec.attempt_id in answered)
-                    held = held_inherited(
-                        kind, rec.deadline, wall, mono, self._grace.total_seconds()
-                    )
-                    if held is None:
-                        self.counters.lost_attempts += 1
-                        self._expire(rec)
-                    else:
-                        self._held[rec.attempt_id] = held
-                        self._answers[rec.attempt_id] = answered[rec.attempt_id]
-        except (JournalUnverified, UnsafePath, OSError) as e:
-            self._journal_failed(e)
+        reports.adopt_inherited(self)
 
-    # ------------------------------------------------------------------ reports
+    def _handle_reports(self, names: list[str]) -> None:
+        reports.handle_reports(self, names)
+
+    def _names(self, d: Path) -> list[str]:
+        return _json_names(d)
+
+    def _remove_response(self, rid: str) -> None:
+        _quiet(unlink_quiet, self.root.responses / f"{rid}.json")
 
     def _drop_file(self, path: Path, e: Exception) -> bool:
         """A spool file that could not be read or parsed: removed; an unsafe one
@@ -882,124 +500,16 @@ class Worker:
             self.counters.unsafe_file(e)
         return _quiet(unlink_quiet, path)
 
-    def _handle_reports(self, names: list[str]) -> None:
-        """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
-
-        Each report is read and judged on its own (`spool.lifecycle.
-        report_admissible`): an unreadable, malformed or misnamed file, or one
-        that is inadmissible, is an orphan: counted and removed. The admissible
-        ones are appended together, one fsync per segment, and each file is
-        removed only after its row is durable (only the one that was read, fsio
-        rule 4). If the append fails, or the worker is in quarantine, they stay
-        for the next worker."""
-        read: list[tuple[Path, FileId, SpoolReport]] = []
-        for name in names:
-            path = self.root.reports / name
-            try:
-                data, fid = read_private_identified(path, max_bytes=MAX_MESSAGE_BYTES)
-                report = parse_report(data)
-                if name != f"{report.attempt_id}.json":
-                    raise MessageError("attempt_id")
-            except FileNotFoundError:
-                continue
-            except (UnsafePath, MessageError, OSError, ValueError) as e:
-                self.counters.orphan_reports += 1
-                self._drop_file(path, e)
-                continue
-            read.append((path, fid, report))
-        if not read or not self.journal_ok:
-            return
-        done: list[tuple[Path, FileId]] = []
-        try:
-            with self.journal.locked() as j:
-                mono = self._mono()
-                items: list[tuple[AttemptRecord, Phase, Event, Outcome]] = []
-                files: dict[str, tuple[Path, FileId]] = {}
-                for path, fid, report in read:
-                    rec = j.index.by_attempt.get(report.attempt_id)
-                    reported = TERMINAL_FOR_REPORT[report.outcome]
-                    held = self._held.get(report.attempt_id)
-                    why = report_admissible(
-                        rec.outcome if rec is not None else None,
-                        rec.mode if rec is not None else None,
-                        held,
-                        reported,
-                        mono,
-                    )
-                    if why is not None or rec is None or held is None:
-                        self.counters.orphan_reports += 1
-                        done.append((path, fid))
-                        continue
-                    items.append((rec, held.phase, Event.REPORT, reported))
-                    files[rec.attempt_id] = (path, fid)
-                for i in range(0, len(items), REPORT_GROUP_MAX):
-                    group = items[i : i + REPORT_GROUP_MAX]
-                    for rec in j.append_terminals(group, self._clock()):
-                        assert rec.outcome is not None
-                        self._finalized(rec.attempt_id, rec.outcome)
-                        self.counters.reports += 1
-                        done.append(files[rec.attempt_id])
-        except (JournalUnverified, UnsafePath, OSError) as e:
-            self._journal_failed(e)
-        for path, fid in done:
-            try:
-                unlink_if_same(path, fid)
-            except UnsafePath as e:
-                self.counters.unsafe_file(e)
-            except OSError:
-                pass
-
-    # -------------------------------------------------------------------- sweep
+    # Housekeeping (worker.housekeeping): expiry, retention, clock step, litter.
 
     def _sweep(self) -> None:
-        """Terminalize what nobody can finish any more (`spool.lifecycle.
-        expiry_due`), remove uncollected responses, then apply retention
-        unless a wall-clock step was observed."""
-        self._observe_clock()
-        self._remove_litter()
-        if not self.journal_ok:
-            return
-        try:
-            with self.journal.locked() as j:
-                mono = self._mono()
-                for rec in list(j.index.open_attempts()):
-                    if expiry_due(rec.outcome, self._held.get(rec.attempt_id), mono):
-                        self._expire(rec)
-                self._retain(j)
-        except (JournalUnverified, UnsafePath, OSError) as e:
-            self._journal_failed(e)
-
-    def _observe_clock(self) -> None:
-        """spool.lifecycle rule 7: a wall clock that diverged from the monotonic
-        one since start-up is a step; retention stops for this process's life."""
-        if self.clock_step:
-            return
-        wall = (self._clock() - self._wall0).total_seconds()
-        mono = self._mono() - self._mono0
-        if step_observed(wall, mono):
-            self.clock_step = True
-            print("kexpr worker: clock_step_observed", file=sys.stderr, flush=True)
+        housekeeping.sweep(self)
 
     def _retain_if_due(self, j: Journal) -> None:
-        """Before a new attempt: retention, if a segment in memory has aged out."""
-        if j.has_expired(self._clock().date()):
-            self._retain(j)
+        housekeeping.retain_if_due(self, j)
 
-    def _retain(self, j: Journal) -> None:
-        """Rule 7 (caller holds the lock): terminalize open attempts in expiring
-        segments ``claim_expired_canonical``, then remove those segments whole.
-        Never after a wall-clock step (spool.lifecycle rule 7)."""
-        self._observe_clock()
-        if self.clock_step:
-            return
-        today = self._clock().date()
-        for day in j.expired(today):
-            for rec in j.open_in(day):
-                held = self._held.get(rec.attempt_id)
-                if held is None or not (held.live and held.phase is Phase.OPEN):
-                    self._expire(rec)
-        removed, _ = j.remove_expired(today)
-        self.counters.retired_segments += len(removed)
+    def _remember_litter(self, rid: str, mono: float) -> None:
+        housekeeping.remember_litter(self, rid, mono)
 
     def _journal_failed(self, e: BaseException) -> None:
         if isinstance(e, AppendRefused):
@@ -1014,23 +524,6 @@ class Worker:
             self.journal_ok = False
         else:
             self._enter_quarantine("io_error")
-
-    # ---------------------------------------------------------------- litter
-
-    def _remember_litter(self, rid: str, mono: float) -> None:
-        with self._litter_lock:
-            self._litter.setdefault(rid, mono + RESPONSE_TTL.total_seconds())
-
-    def _remove_litter(self) -> None:
-        """Responses nobody collected within RESPONSE_TTL (spool.lifecycle
-        `Move.UNCOLLECTED`); a collected one is already gone."""
-        mono = self._mono()
-        with self._litter_lock:
-            due = [rid for rid, t in self._litter.items() if mono >= t]
-            for rid in due:
-                del self._litter[rid]
-        for rid in due:
-            _quiet(unlink_quiet, self.root.responses / f"{rid}.json")
 
     # ---------------------------------------------------------------- responses
 
@@ -1078,48 +571,7 @@ class Worker:
     # ------------------------------------------------------------------- status
 
     def _write_status(self) -> None:
-        c = self.counters
-        status = {
-            "schema": "kexpr-worker-status-v1",
-            "pid": os.getpid(),
-            "state": self._state,
-            "started_at_utc": self._started_at,
-            "heartbeat_at_utc": format_ts(self._clock()),
-            "journal": "verified" if self.journal_ok else "unverified",
-            "quarantine": self.quarantine,
-            "clock_step_observed": self.clock_step,
-            "refusing": self.refusing,
-            "unsafe": dict(sorted(c.unsafe.items())),
-            "faults": dict(sorted(c.faults.items())),
-            "credential": "present" if self._client is not None else "absent",
-            "counters": {
-                "claimed": c.claimed,
-                "calls": c.calls,
-                "accepted": c.accepted,
-                "in_flight": c.in_flight,
-                "clock_skew": c.clock_skew,
-                "lost_attempts": c.lost_attempts,
-                "already_attempted": c.already_attempted,
-                "expired_requests": c.expired_requests,
-                "invalid_requests": c.invalid_requests,
-                "reports": c.reports,
-                "orphan_reports": c.orphan_reports,
-                "late_results": c.late_results,
-                "retired_segments": c.retired_segments,
-                "by_outcome": dict(sorted(c.by_outcome.items())),
-            },
-        }
-        try:
-            replace_private(
-                self.root.status_file,
-                json.dumps(status, sort_keys=True).encode("utf-8"),
-            )
-        except (OSError, UnsafePath):
-            pass  # a heartbeat, not evidence; the tree check reports the cause
-
-
-class _Quarantined(Exception):
-    """Internal: the worker is in quarantine (rule 6)."""
+        write_status(self)
 
 
 def _quiet(fn: Callable[[Path], None], path: Path) -> bool:
@@ -1152,17 +604,13 @@ def _is_hex32(s: str) -> bool:
     return len(s) == 32 and all(c in "0123456789abcdef" for c in s)
 
 
-def wait_ready(
-    root: DataRoot, timeout_s: float, *, pid: int | None = None, poll_s: float = 0.05
-) -> bool:
-    """Block until ``worker.status.json`` says ready (ops and tests use this)."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        try:
-            status = json.loads(root.status_file.read_bytes())
-            if status.get("state") == "ready" and (pid is None or status.get("pid") == pid):
-                return True
-        except (OSError, ValueError):
-            pass
-        time.sleep(poll_s)
-    return False
+__all__ = [
+    "POOL_SIZE",
+    "REPORT_GROUP_MAX",
+    "RESCAN_INTERVAL_S",
+    "RESOURCE_ERRNOS",
+    "Counters",
+    "Fault",
+    "Worker",
+    "wait_ready",
+]

@@ -15,7 +15,7 @@ from spool.messages import (
 
 from gateway_shim import coordinator
 from gateway_shim.coordinator import CandidateOutcome, HostOutcome
-from worker import daemon
+from worker import attempt as daemon
 from worker.provider import ProviderOutcome
 
 
