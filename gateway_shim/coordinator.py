@@ -72,6 +72,7 @@ from spool.messages import (
     SPOOL_VERSION,
     MessageError,
     ReportOutcome,
+    ResponseOutcome,
     ResponseStatus,
     SpoolReport,
     SpoolRequest,
@@ -135,6 +136,7 @@ class CandidateOutcome(enum.StrEnum):
     ALREADY_ATTEMPTED = "already_attempted"
     JOURNAL_UNAVAILABLE = "journal_unavailable"
     INVALID_REQUEST = "invalid_request"
+    CLOCK_SKEW = "clock_skew"
 
 
 class HostOutcome(enum.StrEnum):
@@ -143,6 +145,38 @@ class HostOutcome(enum.StrEnum):
     SELECTED = "selected"
     COMMIT_FAILED = "commit_failed"
     PUBLICATION_FAILED = "publication_failed"
+
+
+# Explicit maps between the outcome vocabularies (no conversion by ``.value``).
+# Response -> candidate, total over ResponseOutcome (ACCEPTED is judged further).
+_CANDIDATE_FOR_RESPONSE: Final[Mapping[ResponseOutcome, CandidateOutcome]] = {
+    ResponseOutcome.ACCEPTED: CandidateOutcome.ACCEPTED,
+    ResponseOutcome.CREDENTIAL_UNAVAILABLE: CandidateOutcome.CREDENTIAL_UNAVAILABLE,
+    ResponseOutcome.PROVIDER_ERROR: CandidateOutcome.PROVIDER_ERROR,
+    ResponseOutcome.TIMEOUT: CandidateOutcome.TIMEOUT,
+    ResponseOutcome.INVALID_RESPONSE: CandidateOutcome.INVALID_RESPONSE,
+    ResponseOutcome.VALIDATION_REJECTED: CandidateOutcome.VALIDATION_REJECTED,
+    ResponseOutcome.CLAIM_EXPIRED_CANONICAL: CandidateOutcome.CLAIM_EXPIRED_CANONICAL,
+    ResponseOutcome.IN_FLIGHT: CandidateOutcome.IN_FLIGHT,
+    ResponseOutcome.ALREADY_ATTEMPTED: CandidateOutcome.ALREADY_ATTEMPTED,
+    ResponseOutcome.JOURNAL_UNAVAILABLE: CandidateOutcome.JOURNAL_UNAVAILABLE,
+    ResponseOutcome.INVALID_REQUEST: CandidateOutcome.INVALID_REQUEST,
+    ResponseOutcome.CLOCK_SKEW: CandidateOutcome.CLOCK_SKEW,
+}
+# ``in_flight`` means a live owner exists (spool.lifecycle rule 4): the only
+# answer whose canonical body the host must not publish.
+_PUBLISHABLE: Final[Mapping[ResponseStatus, bool]] = {
+    ResponseStatus.ACCEPTED: True,
+    ResponseStatus.CANONICAL: True,
+    ResponseStatus.IN_FLIGHT: False,
+    ResponseStatus.ALREADY_ATTEMPTED: True,
+}
+# Host -> report, total over HostOutcome.
+_REPORT_FOR_HOST: Final[Mapping[HostOutcome, ReportOutcome]] = {
+    HostOutcome.SELECTED: ReportOutcome.SELECTED,
+    HostOutcome.COMMIT_FAILED: ReportOutcome.COMMIT_FAILED,
+    HostOutcome.PUBLICATION_FAILED: ReportOutcome.PUBLICATION_FAILED,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +384,15 @@ def revalidate(
     persisted = copy.deepcopy(dict(canonical_payload))
     persisted["text"] = candidate.body
     return persisted
+
+
+def _collect(path: Path) -> None:
+    """Remove a response the shim has read; never raises into the host (a
+    folder that became unsafe is the worker's and the audit's to report)."""
+    try:
+        unlink_quiet(path)
+    except (UnsafePath, OSError):
+        pass
 
 
 def utcnow() -> dt.datetime:
@@ -604,7 +647,7 @@ class KoreanExpressionCoordinator:
         ):
             raise ValueError("report_not_expected")
         self._reported.add(candidate.attempt_id)
-        self._write_report(candidate.attempt_id, ReportOutcome(host.value))
+        self._write_report(candidate.attempt_id, _REPORT_FOR_HOST[host])
 
     def close(self) -> None:
         with self._setup_lock:
@@ -762,23 +805,31 @@ class KoreanExpressionCoordinator:
             data = self._wait_for(response_path, arrived, mono_deadline)
         finally:
             self._waiters.forget(rid)
-        if data is None or self._clock() >= deadline:
+        if data is None:
             return done(CandidateOutcome.TIMEOUT, surface=surface, akey=akey)
         try:
             response = parse_response(data)
             if response.request_id != rid:
                 raise MessageError("request_id")
         except MessageError:
+            response = None
+        # The shim collects (removes) every answer but an accepted one: that file
+        # is its attempt's durable AWAITING_REPORT, removed by the worker once
+        # the terminal row is durable (spool.lifecycle `SPOOL_FILE_MOVES`).
+        if response is None or response.status is not ResponseStatus.ACCEPTED:
+            _collect(response_path)
+        if self._clock() >= deadline:
+            return done(CandidateOutcome.TIMEOUT, surface=surface, akey=akey)
+        if response is None:
             return done(CandidateOutcome.INVALID_RESPONSE, surface=surface, akey=akey)
 
         if response.status is not ResponseStatus.ACCEPTED or response.composition is None:
-            permitted = response.status is not ResponseStatus.IN_FLIGHT
             return done(
-                CandidateOutcome(response.outcome.value),
+                _CANDIDATE_FOR_RESPONSE[response.outcome],
                 surface=surface,
                 akey=akey,
                 attempt_id=response.attempt_id,
-                permitted=permitted,
+                permitted=_PUBLISHABLE[response.status],
             )
         attempt_id = response.attempt_id
         if attempt_id is None:
@@ -841,7 +892,8 @@ class KoreanExpressionCoordinator:
                 # may fail the same way (issue 14 item 1).
                 _discard(path)
                 return None
-            _discard(path)
+            # The worker removes the response once its attempt is terminal: the
+            # file is the durable "answered" phase (docs/lifecycle.md).
             return data
 
     def _write_report(self, attempt_id: str, outcome: ReportOutcome) -> None:

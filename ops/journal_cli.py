@@ -48,14 +48,23 @@ from spool.fsio import (
     expect_owner,
     list_dir,
     make_flock,
+    read_private,
 )
 from spool.journal import (
     Finding,
+    Index,
     Journal,
     JournalUnverified,
     audit_journal,
 )
 from spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from spool.messages import (
+    MAX_MESSAGE_BYTES,
+    MessageError,
+    ResponseStatus,
+    parse_report,
+    parse_response,
+)
 
 # What may sit at the top of a data root (files; directories are `product_dirs`).
 _ROOT_FILES: Final = {
@@ -167,10 +176,46 @@ def verify(root: DataRoot) -> tuple[bool, dict[str, Any]]:
         "open_attempts": sum(1 for _ in idx.open_attempts()),
         "sealed_artifacts": len(idx.sealed),
         "sealed_open": idx.sealed_open,
+        "leftovers": _leftovers(root, idx, rep),
         "findings": rep.findings,
         "notices": rep.notices,
     }
     return not rep.findings, out
+
+
+def _leftovers(root: DataRoot, idx: Index, rep: Report) -> int:
+    """Spool files nothing will remove any more (spool.lifecycle
+    `SPOOL_FILE_MOVES`): a response that is not its open attempt's accepted
+    answer, or a report for a terminal or unknown attempt. A running worker
+    removes such responses after RESPONSE_TTL, so a few are normal while it
+    runs; a warning (a notice), never a finding."""
+    n = 0
+    for d, kind in ((root.responses, "response"), (root.reports, "report")):
+        try:
+            names = [x for x in list_dir(d) if _SPOOL_NAME.fullmatch(x)]
+        except (UnsafePath, OSError):
+            continue  # the tree audit reports the directory itself
+        for name in names:
+            try:
+                data = read_private(d / name, max_bytes=MAX_MESSAGE_BYTES)
+                if kind == "response":
+                    resp = parse_response(data)
+                    rec = idx.by_attempt.get(resp.attempt_id or "")
+                    live = (
+                        resp.status is ResponseStatus.ACCEPTED
+                        and rec is not None
+                        and rec.outcome is None
+                    )
+                else:
+                    rec = idx.by_attempt.get(parse_report(data).attempt_id)
+                    live = rec is not None and rec.outcome is None
+            except (UnsafePath, MessageError, OSError, ValueError):
+                live = False
+            if not live:
+                n += 1
+    if n:
+        rep.notice("spool_leftovers", f"{n} files in spool/responses or spool/reports")
+    return n
 
 
 def stats(root: DataRoot) -> tuple[bool, dict[str, Any]]:

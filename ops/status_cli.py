@@ -190,6 +190,8 @@ def _worker(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], boo
             # ``segment_full``), or None.
             "refusing": None if obj.get("refusing") is None else _enum(obj.get("refusing")),
             "credential": _enum(obj.get("credential"), frozenset({"present", "absent"})),
+            # spool.lifecycle rule 7: retention is off for this worker's life.
+            "clock_step_observed": obj.get("clock_step_observed") is True,
             "counters": counters,
         },
     )
@@ -314,6 +316,8 @@ def render(report: StatusReport) -> str:
         lines.append(
             f"worker      {w.state}  {pid(w)}  {age(w)}  journal {f['journal']}  credential {f['credential']}"
         )
+        if f["clock_step_observed"]:
+            lines.append("clock       wall-clock step observed: retention off until restart")
         if f["quarantine"] is not None or f["unsafe"]:
             unsafe = "  ".join(f"{k} {v}" for k, v in f["unsafe"].items()) or "none"
             lines.append(f"quarantine  {f['quarantine'] or '-'}  unsafe paths: {unsafe}")

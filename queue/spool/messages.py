@@ -15,6 +15,7 @@ non-NFC strings refused) before any model is built.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 from spool.contract import Capsule, Composition
 from spool.contract._strictjson import StrictJsonError, read_object
 from spool.journal import canonical_json
+from spool.lifecycle import Outcome
 
 SPOOL_VERSION: Final = "kexpr-spool-v1"
 MAX_MESSAGE_BYTES: Final = 64 * 1024
@@ -52,6 +54,9 @@ class ResponseOutcome(enum.StrEnum):
     ALREADY_ATTEMPTED = "already_attempted"
     JOURNAL_UNAVAILABLE = "journal_unavailable"
     INVALID_REQUEST = "invalid_request"
+    # The request's wall timestamps are outside the worker's skew bound
+    # (spool.lifecycle rule 6): no row, no call.
+    CLOCK_SKEW = "clock_skew"
 
 
 class ReportOutcome(enum.StrEnum):
@@ -60,6 +65,28 @@ class ReportOutcome(enum.StrEnum):
     VALIDATION_REJECTED = "validation_rejected"
     COMMIT_FAILED = "commit_failed"
     PUBLICATION_FAILED = "publication_failed"
+
+
+# Explicit maps between the outcome vocabularies (no conversion by ``.value``).
+# Journal -> response: the terminal outcomes the worker answers a request with
+# when its attempt ends without an accepted composition (spool.lifecycle
+# `conclude`: a failed call, or an expiry). Total over exactly that subset.
+RESPONSE_FOR_TERMINAL: Final[Mapping[Outcome, ResponseOutcome]] = {
+    Outcome.CREDENTIAL_UNAVAILABLE: ResponseOutcome.CREDENTIAL_UNAVAILABLE,
+    Outcome.PROVIDER_ERROR: ResponseOutcome.PROVIDER_ERROR,
+    Outcome.TIMEOUT: ResponseOutcome.TIMEOUT,
+    Outcome.INVALID_RESPONSE: ResponseOutcome.INVALID_RESPONSE,
+    Outcome.VALIDATION_REJECTED: ResponseOutcome.VALIDATION_REJECTED,
+    Outcome.CLAIM_EXPIRED_CANONICAL: ResponseOutcome.CLAIM_EXPIRED_CANONICAL,
+}
+# Report -> journal: total over ReportOutcome.
+TERMINAL_FOR_REPORT: Final[Mapping[ReportOutcome, Outcome]] = {
+    ReportOutcome.SHADOW_SELECTED: Outcome.SHADOW_SELECTED,
+    ReportOutcome.SELECTED: Outcome.SELECTED,
+    ReportOutcome.VALIDATION_REJECTED: Outcome.VALIDATION_REJECTED,
+    ReportOutcome.COMMIT_FAILED: Outcome.COMMIT_FAILED,
+    ReportOutcome.PUBLICATION_FAILED: Outcome.PUBLICATION_FAILED,
+}
 
 
 class _Strict(BaseModel):

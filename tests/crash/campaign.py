@@ -21,9 +21,17 @@ or a shim there, restarts what died, lets everything settle, and checks:
    ``selected``/``shadow_selected`` only for such artifacts;
 4. ``kexpr journal verify`` passes (exit 0);
 5. after every worker (re)start, no attempt whose deadline passed before that
-   start is still open; at the end, after one more restart past every deadline,
-   no attempt is open at all ("every attempt eventually becomes terminal");
-6. a SIGKILLed supervisor's worker exits on its own (PR_SET_PDEATHSIG).
+   start is still open unless it is *answered* (its accepted response file is in
+   ``responses/``: it awaits its report until deadline + COMMIT_GRACE,
+   spool.lifecycle rule 3); at the end, after one more restart past every
+   deadline, every open attempt is answered (the grace expiry itself is proved
+   in process: tests/worker_tests/test_daemon.py);
+6. a SIGKILLed supervisor's worker exits on its own (PR_SET_PDEATHSIG);
+7. ``in_flight`` is never answered to the request that started the attempt
+   (spool.lifecycle rule 4): an artifact gets at most (presentations - 1)
+   ``in_flight`` answers. Phase ``mid_call_restart`` SIGKILLs the worker during
+   a slow call and lets the supervisor restart it at once, ready before the
+   deadline: its presentation must be canonical *with* publication permitted.
 
 The last line of stdout is one JSON object with the counts. Exit 0 iff every
 invariant held in every round.
@@ -72,7 +80,8 @@ PHASES = (
     "after_report",
 )
 VICTIM_PHASES = {
-    "worker": PHASES,
+    # mid_call_restart: SIGKILL during the call, restart ready before the deadline.
+    "worker": (*PHASES, "mid_call_restart"),
     "supervisor": PHASES,
     "shim": PHASES[1:],
 }
@@ -351,7 +360,11 @@ class Campaign:
         self.timing: Counter[str] = Counter()
         self.stop_requested = False
         self._killed_worker: int | None = None
+        self.sent: Counter[str] = Counter()  # artifact -> presentations commanded
+        self.in_flight_flagged: set[str] = set()
         self._orphan: int | None = None
+        # Artifacts whose worker was killed mid-call and restarted before the deadline.
+        self.fast_targets: set[str] = set()
 
     # -- helpers ------------------------------------------------------------------
 
@@ -369,6 +382,7 @@ class Campaign:
 
     def command(self, driver: Driver, event: str, mode: str, commit_delay: float = 0.0) -> None:
         self.cmd_id += 1
+        self.sent[self.akey(event)] += 1
         host = self.rng.choices(["selected", "commit_failed", "publication_failed"], [8, 1, 1])[0]
         driver.send(
             {"id": self.cmd_id, "event": event, "mode": mode, "commit_delay": commit_delay, "host": host}
@@ -436,11 +450,21 @@ class Campaign:
         rng = self.rng
         victim = rng.choices([v for v, _ in VICTIMS], [w for _, w in VICTIMS])[0]
         phase = rng.choice(VICTIM_PHASES.get(victim, PHASES))
+        fast_restart = phase == "mid_call_restart"
+        if fast_restart:
+            phase = "mid_call"
+            if self.stack.sup_worker_kills:
+                # A fresh supervisor: its first restart waits only the 0.5 s backoff.
+                self.stack.stop_supervisor()
+                self.stack.start_supervisor()
+                self.after_worker_start()
         self.ensure_drivers()
         want: frozenset[Reply] | None = None
         mode = rng.choice(["shadow", "enabled"])
         delay = rng.uniform(0, 0.15)
-        if phase == "mid_call":
+        if fast_restart:
+            want = frozenset({Reply.ACCEPT_NEAR_DEADLINE, Reply.SLOW})
+        elif phase == "mid_call":
             want = frozenset({Reply.ACCEPT_DELAYED, Reply.ACCEPT_NEAR_DEADLINE, Reply.SLOW})
         elif phase in ("before_report", "after_report"):
             want = frozenset({Reply.ACCEPT_DELAYED, Reply.ACCEPT_NOW})
@@ -453,6 +477,7 @@ class Campaign:
         other = d1 if owner is d0 else d0
 
         worker_before = self.stack.worker_pid()
+        t_cmd = time.monotonic()
         if victim in ("worker", "supervisor") and phase == "before_claim":
             observed = "before_claim"  # killed before the request exists: it waits unclaimed
             self.kill(victim)
@@ -477,11 +502,15 @@ class Campaign:
                 self.kill(victim, killed_driver)
                 observed = self.furthest(target)
         if victim != "none":
+            key = "mid_call_restart" if fast_restart else phase
             self.kills[victim][observed] += 1
-            self.aimed[f"{phase}->{observed}"] += 1
+            self.aimed[f"{key}->{observed}"] += 1
         t1 = time.monotonic()
-        self.recover(victim, worker_before)
+        self.recover(victim, worker_before, fast=fast_restart)
         t2 = time.monotonic()
+        if fast_restart and observed == "mid_call" and t2 - t_cmd < WAIT_S:
+            self.counts["mid_call_restart_ready_before_deadline"] += 1
+            self.fast_targets.add(target)
         self.settle()
         t3 = time.monotonic()
         self.check(rnd)
@@ -507,11 +536,11 @@ class Campaign:
             driver.kill()
             self.dead_drivers.append(driver)
 
-    def recover(self, victim: str, worker_before: int | None) -> None:
+    def recover(self, victim: str, worker_before: int | None, *, fast: bool = False) -> None:
         st = self.stack
         if victim == "worker":
             killed = self._killed_worker
-            if st.sup_worker_kills >= 2:
+            if st.sup_worker_kills >= 2 and not fast:
                 # Keep the supervisor's backoff short: replace it (its worker, if
                 # already restarted, stops gracefully on SIGTERM).
                 st.stop_supervisor()
@@ -552,9 +581,23 @@ class Campaign:
         self.counts["worker_starts"] += 1
         self.world.refresh()
         started = self.stack.worker_started_at
+        answered = self.answered_attempts()
         for row in self.world.open_attempts():
-            if row["deadline_at_utc"] <= started:
+            if row["deadline_at_utc"] <= started and row["attempt_id"] not in answered:
                 self.violate("overdue_open_after_restart")
+
+    def answered_attempts(self) -> set[str]:
+        """Attempts whose accepted response file is in responses/ (lifecycle rule 3)."""
+        out: set[str] = set()
+        d = self.stack.root.responses
+        for n in os.listdir(d):
+            try:
+                resp = json.loads((d / n).read_bytes())
+            except (OSError, ValueError):
+                continue
+            if resp.get("status") == "accepted" and resp.get("attempt_id"):
+                out.add(resp["attempt_id"])
+        return out
 
     def settle(self, timeout: float = 25.0) -> None:
         end = time.monotonic() + timeout
@@ -586,6 +629,7 @@ class Campaign:
         for row in w.terminals.values():
             if row["outcome"] in ("selected", "shadow_selected") and reply_for(row["artifact_key"]) not in ACCEPTING:
                 self.violate("selected_without_valid_answer")
+        self.check_in_flight()
         out = subprocess.run(
             [PY, "-m", "ops.cli", "journal", "verify", "--data-root", str(self.stack.root.root), "--json"],
             capture_output=True,
@@ -596,9 +640,26 @@ class Campaign:
             self.counts["verify_failures"] += 1
             self.violate(f"journal_verify_failed:{out.stdout.strip()}")
 
+    def check_in_flight(self) -> None:
+        """Invariant 7: the starter never gets in_flight, so an artifact has at
+        most one fewer in_flight answer than presentations."""
+        n: Counter[str] = Counter()
+        for d in self.drivers + self.dead_drivers:
+            for x in d.snapshot():
+                if x["kind"] == "presented" and x["outcome"] == "in_flight" and x.get("artifact_key"):
+                    n[x["artifact_key"]] += 1
+        for akey, k in n.items():
+            if k > self.sent[akey] - 1 and akey not in self.in_flight_flagged:
+                self.in_flight_flagged.add(akey)
+                self.violate("in_flight_to_the_starter")
+
     def check_candidate(self, x: dict[str, Any]) -> None:
         self.counts[f"candidates_{x['outcome']}"] += 1
         akey = x.get("artifact_key")
+        if akey in self.fast_targets:
+            self.counts[f"mid_call_restart_candidates_{x['outcome']}"] += 1
+            if not x["permitted"]:
+                self.violate("mid_call_restart_not_publishable")
         if x["body"] == "other":
             self.violate("unexpected_body")
         if x["status"] == "selected":
@@ -672,7 +733,10 @@ class Campaign:
         if out.returncode != 0:
             self.counts["verify_failures"] += 1
             self.violate("final_verify_failed")
-        if final.get("open_attempts", 1) != 0:
+        self.world.refresh()
+        answered = self.answered_attempts()
+        unanswered_open = [r for r in self.world.open_attempts() if r["attempt_id"] not in answered]
+        if final.get("open_attempts") is None or unanswered_open:
             self.violate("open_attempts_at_end")
         self.check_candidates_final()
         w = self.world
@@ -690,7 +754,14 @@ class Campaign:
             "requests_total": sum(w.fake_counts.values()),
             "max_requests_per_artifact": max(w.fake_counts.values(), default=0),
             "attempts": len(w.starts),
-            "open_attempts_at_end": final.get("open_attempts"),
+            "open_attempts_at_end": len(unanswered_open),
+            "answered_open_at_end": final.get("open_attempts", 0) - len(unanswered_open),
+            "mid_call_restart_ready_before_deadline": self.counts["mid_call_restart_ready_before_deadline"],
+            "mid_call_restart_candidates": {
+                k.removeprefix("mid_call_restart_candidates_"): v
+                for k, v in sorted(self.counts.items())
+                if k.startswith("mid_call_restart_candidates_")
+            },
             "terminal_outcomes": dict(sorted(outcomes.items())),
             "selected_published": self.counts["selected_published"],
             "concurrent_duplicates": self.counts["concurrent_duplicates"],

@@ -81,6 +81,14 @@ def test_a_quarantined_worker_is_not_healthy(root: DataRoot) -> None:
     assert "quarantine  torn_tail  unsafe paths: symlink 2" in render(report)
 
 
+def test_an_observed_clock_step_is_shown(root: DataRoot) -> None:
+    _write(root.status_file, {**_worker(), "clock_step_observed": True})
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert "clock       wall-clock step observed: retention off until restart" in render(report)
+    _write(root.status_file, _worker())
+    assert "clock" not in render(collect(root, now=NOW, alive=lambda p: True))
+
+
 def test_stale_after_is_the_operators_choice(root: DataRoot) -> None:
     _write(root.status_file, _worker(age=8))
     assert collect(root, now=NOW, alive=lambda p: True).verdict is Verdict.HEALTHY

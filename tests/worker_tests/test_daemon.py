@@ -17,6 +17,7 @@ from spool.contract import Capsule, slot_policy
 from spool.fsio import publish
 from spool.journal import Journal, Mode, format_ts
 from spool.layout import DataRoot
+from spool.lifecycle import RESPONSE_TTL
 from spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
@@ -36,13 +37,24 @@ T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
 
 
 class Clock:
+    """The worker's wall clock and monotonic clock, advanced together; `step`
+    moves the wall clock alone (a clock step, spool.lifecycle rule 7)."""
+
     def __init__(self) -> None:
         self.now = T0
+        self.mono = 1000.0
 
     def __call__(self) -> dt.datetime:
         return self.now
 
+    def monotonic(self) -> float:
+        return self.mono
+
     def advance(self, seconds: float) -> None:
+        self.now += dt.timedelta(seconds=seconds)
+        self.mono += seconds
+
+    def step(self, seconds: float) -> None:
         self.now += dt.timedelta(seconds=seconds)
 
 
@@ -126,6 +138,7 @@ def make_worker(
     root: DataRoot, provider: Provider, clock: Clock, env: dict[str, str], **kw: object
 ) -> Worker:
     client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(provider.handler)))
+    kw.setdefault("monotonic", clock.monotonic)
     w = Worker(root, environ=env, client_factory=lambda: client, clock=clock, **kw)  # type: ignore[arg-type]
     w.prepare()
     assert w.journal_ok
@@ -262,12 +275,15 @@ def test_same_artifact_after_terminal_is_already_attempted(root, provider, env) 
     assert outcomes(root) == ["provider_error"]
 
 
-def test_in_flight_then_expired_across_restart(root, provider, env) -> None:  # type: ignore[no-untyped-def]
-    """An open attempt from a dead worker: unexpired -> in_flight (no row, no call);
-    expired -> claim_expired_canonical (one row, no call)."""
+def test_a_lost_attempt_is_canonical_for_every_request_after_a_restart(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13, Why 1: a worker died during its call (start row, no response).
+    The restarted worker knows from the spool that the call died with it: the
+    attempt ends claim_expired_canonical at start-up, and every request for the
+    artifact, the one that started it included, is answered canonical with
+    publication permitted (never in_flight), with no call."""
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
-    # Simulate a worker that died after its start row: append the row only.
+    starter = submit(root, clock, rid=rid(1))
     with w1.journal.locked() as j:
         j.append_start(
             artifact_key="a" * 64,
@@ -277,30 +293,49 @@ def test_in_flight_then_expired_across_restart(root, provider, env) -> None:  # 
             started_at=clock.now,
             deadline_at_utc=format_ts(clock.now + dt.timedelta(seconds=4)),
         )
-    w2 = make_worker(root, provider, clock, env)  # restart: index rebuilt from disk
-    clock.advance(1)
-    w2.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
-    assert response(root, rid(1)).status is ResponseStatus.IN_FLIGHT
-    assert outcomes(root) == [None]
-    clock.advance(4)
-    w2.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
-    r = response(root, rid(2))
-    assert (r.status, r.outcome) == (
-        ResponseStatus.CANONICAL,
-        ResponseOutcome.CLAIM_EXPIRED_CANONICAL,
-    )
+    clock.advance(1)  # restarted well before the deadline
+    w2 = make_worker(root, provider, clock, env)
     assert outcomes(root) == ["claim_expired_canonical"]
-    assert provider.calls == []
+    assert w2.counters.lost_attempts == 1
+    w2.handle_claimed(f"{starter}.json")  # its predecessor's claimed request
+    w2.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
+    for n in (1, 2):
+        r = response(root, rid(n))
+        assert r.status is not ResponseStatus.IN_FLIGHT
+        assert r.status in (ResponseStatus.CANONICAL, ResponseStatus.ALREADY_ATTEMPTED)
+    assert provider.calls == [] and w2.counters.in_flight == 0
 
 
-def test_startup_sweep_expires_dead_attempts(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_in_flight_only_to_another_request_while_the_live_owner_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    seen: list[ResponseStatus] = []
+
+    def during_call() -> None:
+        w.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
+        seen.append(response(root, rid(2)).status)
+
+    provider.on_call = during_call
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
+    assert seen == [ResponseStatus.IN_FLIGHT]
+    assert response(root, rid(1)).status is ResponseStatus.ACCEPTED
+    assert len(provider.calls) == 1
+
+
+def test_an_answered_attempt_keeps_its_report_window_across_a_restart(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13, Why 2: the accepted response in responses/ is the attempt's
+    durable AWAITING_REPORT; a report arriving after the restart is journaled."""
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
-    w1.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")  # accepted, awaiting report
-    clock.advance(5)
-    w2 = make_worker(root, provider, clock, env)  # restart: AWAITING_REPORT is not on disk
+    (attempt,) = _accepted(w1, root, clock, 1)
+    clock.advance(5)  # past the deadline, inside COMMIT_GRACE
+    w2 = make_worker(root, provider, clock, env)
     w2._sweep()
-    assert outcomes(root) == ["claim_expired_canonical"]
+    assert outcomes(root) == [None]
+    w2._handle_reports([_report(root, attempt, ReportOutcome.SELECTED)])
+    assert outcomes(root) == ["selected"] and w2.counters.orphan_reports == 0
+    # Its terminal row is durable: the response file is removed, the report too.
+    assert list(root.responses.iterdir()) == [] and list(root.reports.iterdir()) == []
 
 
 def test_expired_request_is_dropped_without_row_or_call(root, provider, env) -> None:  # type: ignore[no-untyped-def]
@@ -709,10 +744,15 @@ def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env
     assert (root.outcomes / "2026-11-30.jsonl").exists()  # still inside the window
     clock.advance(86400)
     w2._sweep()
-    assert os.listdir(root.outcomes) == [] and w2.counters.retired_segments == 1
+    # Aged out, but it holds the newest row: kept (spool.lifecycle rule 7).
+    assert os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
+    w2.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")
+    w2._sweep()
+    assert os.listdir(root.outcomes) == ["2027-01-05.jsonl"]
+    assert w2.counters.retired_segments == 1
     # Outside the window dedupe is over (SPEC §4): a new attempt is allowed.
-    w2.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(2))}.json")
-    assert response(root, rid(2)).status is ResponseStatus.ACCEPTED
+    w2.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(3))}.json")
+    assert response(root, rid(3)).status is ResponseStatus.ACCEPTED
 
 
 def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(root, provider, env) -> None:  # type: ignore[no-untyped-def]
@@ -722,7 +762,8 @@ def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(root
     clock.advance(36 * 86400)
     before = raw_segment(root)
     w._sweep()  # the grace has not passed, but the segment is leaving the window
-    assert not (root.outcomes / "2026-11-30.jsonl").exists()
+    # Terminalized first; the segment stays while it holds the newest row.
+    assert outcomes(root) == ["claim_expired_canonical"]
     rows = [json.loads(x) for x in before.split(b"\n") if x]
     assert len(rows) == 1  # we saw only the start row before the sweep
     assert w.counters.by_outcome == {"claim_expired_canonical": 1}
@@ -735,11 +776,14 @@ def test_retention_runs_before_a_new_attempt(root, provider, env) -> None:  # ty
     w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
     clock.advance(36 * 86400)
     w.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")  # no sweep in between
+    # The old segment held the newest row when retention ran: kept until now.
+    assert sorted(os.listdir(root.outcomes)) == ["2026-11-30.jsonl", "2027-01-05.jsonl"]
+    w.handle_claimed(f"{submit(root, clock, akey='3' * 64, rid=rid(3))}.json")  # no sweep in between
     assert sorted(os.listdir(root.outcomes)) == ["2027-01-05.jsonl"]
 
 
 def test_commit_grace_is_ten_minutes() -> None:
-    from worker.daemon import COMMIT_GRACE
+    from spool.lifecycle import COMMIT_GRACE
 
     assert COMMIT_GRACE == dt.timedelta(minutes=10)
 
@@ -946,15 +990,39 @@ def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider
     assert outcomes(root) == [None]  # before its deadline: still open, not expired
 
 
-def test_only_start_up_takes_an_unseen_open_attempt_as_awaiting_its_report(root, provider, env) -> None:  # type: ignore[no-untyped-def]
-    """A report that turns up later for an attempt this worker never saw (it
-    started after the previous worker died mid-call) is an orphan, as before."""
+def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_response_goes(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w1 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
+    _accepted(w1, root, clock, 1)
+    w2 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
+    clock.advance(63)
+    w2._sweep()
+    assert outcomes(root) == [None]
+    clock.advance(2)
+    w2._sweep()
+    assert outcomes(root) == ["claim_expired_canonical"]
+    assert list(root.responses.iterdir()) == []
+
+
+def test_a_report_whose_row_fails_stays_for_the_next_worker(root, provider, env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13, Why 3: the terminal row's append fails (ENOSPC): the worker
+    quarantines and keeps the report; the next worker journals it."""
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     (attempt,) = _accepted(w1, root, clock, 1)
-    w2 = make_worker(root, provider, clock, env)  # nothing in reports/ at its start
-    w2._handle_reports([_report(root, attempt, ReportOutcome.SELECTED)])
-    assert w2.counters.orphan_reports == 1 and outcomes(root) == [None]
+    name = _report(root, attempt, ReportOutcome.SELECTED)
+
+    def full(*a: object, **k: object) -> object:
+        raise OSError(28, "ENOSPC")
+
+    monkeypatch.setattr(w1.journal, "_append_rows", full)
+    w1._handle_reports([name])
+    assert not w1.journal_ok
+    assert (root.reports / name).exists() and outcomes(root) == [None]
+    monkeypatch.undo()
+    w2 = make_worker(root, provider, clock, env)
+    assert outcomes(root) == ["selected"] and w2.counters.reports == 1
+    assert list(root.reports.iterdir()) == []
 
 
 def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -978,3 +1046,74 @@ def test_a_reports_listing_that_fails_quarantines_io_error(root, provider, env, 
     monkeypatch.setattr(daemon, "list_dir", failing)
     w._scan_reports()
     assert not w.journal_ok and w.quarantine == "io_error"
+
+
+# ------------------------------------------------- clock steps (issue 13, Why 4)
+
+
+def test_a_request_outside_the_skew_bound_is_canonical_with_no_call(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    clock.step(-3600)  # the worker's wall clock goes back an hour
+    shim = Clock()  # the shim's clock is right
+    shim.now = clock.now + dt.timedelta(seconds=3600)
+    w.handle_claimed(f"{submit(root, shim, rid=rid(1))}.json")
+    r = response(root, rid(1))
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.CLOCK_SKEW)
+    assert provider.calls == [] and outcomes(root) == []
+    # Nobody collects it: it is litter after RESPONSE_TTL of monotonic time.
+    w._sweep()
+    assert (root.responses / f"{rid(1)}.json").exists()
+    clock.advance(RESPONSE_TTL.total_seconds())
+    w._sweep()
+    assert list(root.responses.iterdir()) == []
+
+
+def test_a_clock_step_back_during_the_call_cannot_extend_its_budget(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+
+    def slow_and_stepped() -> None:
+        clock.step(-3600)
+        clock.advance(4.5)  # 4.5 s of real (monotonic) time pass during the call
+
+    provider.on_call = slow_and_stepped
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
+    assert outcomes(root) == ["timeout"] and w.counters.accepted == 0
+    assert w.counters.late_results == 1
+    assert not (root.responses / f"{rid(1)}.json").exists()
+
+
+def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    assert outcomes(root) == ["provider_error"]
+    clock.step(40 * 86400)
+    w._sweep()
+    w._write_status()
+    assert w.clock_step and os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
+    status = json.loads(root.status_file.read_bytes())
+    assert status["clock_step_observed"] is True
+    # While stepped: canonical, no call; no retention before a new attempt either.
+    w.handle_claimed(f"{submit(root, Clock(), akey='2' * 64, rid=rid(2))}.json")
+    assert response(root, rid(2)).outcome is ResponseOutcome.CLOCK_SKEW
+    clock.step(-40 * 86400)  # corrected
+    w._sweep()
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(3))}.json")
+    assert response(root, rid(3)).status is ResponseStatus.ALREADY_ATTEMPTED
+    assert len(provider.calls) == 1 and os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
+
+
+def test_retention_never_removes_the_segment_of_the_newest_row(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+    """A worker *started* with a clock 40 days ahead has observed no step; the
+    newest segment still stays."""
+    clock = Clock()
+    provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
+    w1 = make_worker(root, provider, clock, env)
+    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    clock.step(40 * 86400)
+    w2 = make_worker(root, provider, clock, env)
+    assert not w2.clock_step
+    assert os.listdir(root.outcomes) == ["2026-11-30.jsonl"]

@@ -16,7 +16,7 @@ from spool.fsio import claim, publish, read_private, unlink_quiet
 from spool.layout import DataRoot
 from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD
 
-from worker.daemon import INBOX_MASK, _InboxWatch, _Wake
+from worker.inbox import INBOX_MASK, _InboxWatch, _Wake
 
 
 class Counter:
@@ -153,7 +153,7 @@ def test_every_callback_of_the_reader_wakes() -> None:
 def test_an_inbox_that_is_a_symlink_is_not_watched(
     root: DataRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from worker import daemon
+    from worker import inbox as daemon
 
     made: list[InotifyFD] = []
 

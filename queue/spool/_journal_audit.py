@@ -1,0 +1,121 @@
+"""The journal's operator side: the whole-root audit for `kexpr journal verify`
+(every finding, one per file, instead of stopping at the first) and the
+torn-tail command `kexpr journal quarantine` (docs/journal.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spool._journal_rows import Finding, Index, JournalUnverified
+from spool._journal_verify import verify_segment_bytes
+from spool.fsio import FileId, UnsafePath, fsync_dir, link_into, unlink_if_same
+from spool.journal import Journal, _seal
+from spool.layout import DataRoot
+
+
+@dataclass(frozen=True, slots=True)
+class JournalFinding:
+    """One finding of `audit_journal`: an enum and where (a relative product
+    path such as ``outcomes/2026-11-30.jsonl``; never content)."""
+
+    finding: str
+    where: str
+
+
+@dataclass(slots=True)
+class JournalAudit:
+    findings: list[JournalFinding] = field(default_factory=list)
+    index: Index = field(default_factory=Index)
+    segments: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def audit_journal(root: DataRoot) -> JournalAudit:
+    """Verify every segment and quarantined file, collecting *every* finding (one
+    per file) instead of stopping at the first; for `kexpr journal verify`.
+
+    Read-only: takes ``journal.lock`` (so that a row being appended is never
+    mistaken for a torn tail) and never writes a row.
+    """
+    out = JournalAudit()
+    j = Journal(root, create_lock=False)
+    try:
+        with j.locked():
+            try:
+                quarantined = j.quarantined()
+            except JournalUnverified as e:
+                out.findings.append(JournalFinding(e.finding.value, "quarantine"))
+                quarantined = []
+            for q in quarantined:
+                where = f"quarantine/{q.name}"
+                out.quarantined.append(q.name)
+                try:
+                    data, _ = j._read_file(root.quarantine / q.name, q.segment)
+                    _seal(data, q, out.index)
+                except JournalUnverified as e:
+                    out.findings.append(JournalFinding(e.finding.value, where))
+            try:
+                segments = j.segments()
+            except JournalUnverified as e:
+                out.findings.append(JournalFinding(e.finding.value, "outcomes"))
+                segments = []
+            for segment in segments:
+                where = f"outcomes/{segment}.jsonl"
+                out.segments.append(segment)
+                scratch = Index(
+                    by_artifact=dict(out.index.by_artifact),
+                    by_attempt=dict(out.index.by_attempt),
+                    sealed=dict(out.index.sealed),
+                    sealed_open=out.index.sealed_open,
+                )
+                try:
+                    data, _ = j._read_segment(segment)
+                    verify_segment_bytes(data, segment, scratch)
+                except JournalUnverified as e:
+                    out.findings.append(JournalFinding(e.finding.value, where))
+                    continue
+                out.index = scratch
+    except JournalUnverified as e:
+        out.findings.append(JournalFinding(e.finding.value, "journal.lock"))
+    except (UnsafePath, OSError) as e:
+        reason = e.reason.value if isinstance(e, UnsafePath) else Finding.UNSAFE_FILE.value
+        out.findings.append(JournalFinding(reason, "journal.lock"))
+    return out
+
+
+def quarantine_torn(j: Journal, segment: str, *, apply: bool) -> str:
+    """Set aside a segment whose only defect is a torn last line.
+
+    Returns the quarantine file name it was (or would be) linked to. Raises
+    `JournalUnverified` with the finding that makes it ineligible. The caller
+    holds ``worker.lock`` (the worker is stopped). Never rewrites a byte.
+    """
+    with j.locked():
+        if segment not in j.segments():
+            raise JournalUnverified(Finding.UNEXPECTED_FILE, segment)
+        index, _ = j._load_unlocked(skip=segment)
+        data, st = j._read_segment(segment)
+        if data.endswith(b"\n") or not data:
+            raise JournalUnverified(Finding.TORN_TAIL, segment)  # not torn: nothing to do
+        cut = data.rfind(b"\n") + 1
+        verify_segment_bytes(data[:cut], segment, index)
+        taken = {q.name for q in j.quarantined()}
+        n = 1
+        while f"{segment}.{n}.jsonl" in taken:
+            n += 1
+        name = f"{segment}.{n}.jsonl"
+        if not apply:
+            return name
+        src = j._segment_path(segment)
+        try:
+            link_into(src, j._root.quarantine / name)
+            unlink_if_same(src, FileId.of(st))
+            fsync_dir(j._root.outcomes)
+        except (UnsafePath, OSError) as e:
+            raise JournalUnverified(Finding.UNSAFE_FILE, segment) from e
+        j.index, j._tails = j._load_unlocked()
+        return name

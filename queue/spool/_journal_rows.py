@@ -1,0 +1,360 @@
+"""The journal's rows: schema, timestamps, records, the dedupe index and the
+reference verification of one row (`spool.journal` rules 1-3, 6).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
+
+JOURNAL_SCHEMA: Final = "korean-expression-journal-v1"
+ZERO_DIGEST: Final = "0" * 64
+ROW_FIELDS: Final = frozenset(
+    {
+        "schema_version",
+        "sequence",
+        "artifact_key",
+        "surface",
+        "mode",
+        "attempt_id",
+        "state",
+        "outcome",
+        "started_at_utc",
+        "deadline_at_utc",
+        "finalized_at_utc",
+        "previous_row_digest",
+        "row_digest",
+    }
+)
+MAX_SEGMENT_BYTES: Final = 256 * 1024 * 1024
+# Rule 8: no row is longer than this (LF included). Rows have fixed-format
+# fields only (~570-640 bytes; the sequence grows by a digit per decade); a
+# longer one is a bug and is never written (ValueError).
+MAX_ROW_BYTES: Final = 1024
+# Rule 7: 35 completed UTC days plus today (the plan's retention).
+RETENTION_DAYS: Final = 35
+_SEGMENT_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl")
+_QUARANTINE_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.([1-9][0-9]{0,5})\.jsonl")
+_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+# A torn canonical row that got past its first field (keys sort: artifact_key first).
+_TORN_KEY = re.compile(rb'\{"artifact_key":"([0-9a-f]{64})"')
+_SURFACES: Final = frozenset(
+    {"daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"}
+)
+
+
+class State(enum.StrEnum):
+    ATTEMPT_STARTED = "attempt_started"
+    FINALIZED = "finalized"
+
+
+class Finding(enum.StrEnum):
+    """Why a journal cannot be vouched for. Enum only: never content."""
+
+    UNSAFE_FILE = "unsafe_file"
+    UNEXPECTED_FILE = "unexpected_file"
+    TORN_TAIL = "torn_tail"
+    MALFORMED_ROW = "malformed_row"
+    NON_CANONICAL_ROW = "non_canonical_row"
+    FIELD_SET = "field_set"
+    FIELD_FORMAT = "field_format"
+    SEQUENCE_GAP = "sequence_gap"
+    CHAIN_BROKEN = "chain_broken"
+    DIGEST_MISMATCH = "digest_mismatch"
+    STATE_OUTCOME = "state_outcome"
+    WRONG_SEGMENT = "wrong_segment"
+    DUPLICATE_START = "duplicate_start"
+    DUPLICATE_ARTIFACT = "duplicate_artifact"
+    ORPHAN_TERMINAL = "orphan_terminal"
+    TERMINAL_MISMATCH = "terminal_mismatch"
+    DOUBLE_TERMINAL = "double_terminal"
+    APPEND_CONFLICT = "append_conflict"
+    LOCK_UNSAFE = "lock_unsafe"  # journal.lock is not the checked inode / file
+    # Not findings about what is on disk: an append that failed and left the
+    # segment exactly as it was (`AppendRefused`).
+    APPEND_UNDONE = "append_undone"
+    SEGMENT_FULL = "segment_full"
+
+
+class JournalUnverified(Exception):
+    """The journal failed verification; the worker makes zero new calls."""
+
+    def __init__(self, finding: Finding, segment: str) -> None:
+        super().__init__(f"{finding.value}:{segment}")
+        self.finding, self.segment = finding, segment
+
+
+class AppendRefused(JournalUnverified):
+    """An append did not happen and the segment is exactly as it was before it
+    (same inode, same size, synced): ``append_undone`` (the write or its fsync
+    failed part-way and was undone, rule 4a) or ``segment_full`` (rule 8). The
+    journal still verifies; the worker answers this request canonical with no
+    call and keeps serving. A subclass, so that a caller that does not know it
+    still fails closed."""
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def format_ts(t: dt.datetime) -> str:
+    """Exact RFC3339 UTC with microseconds: ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    if t.tzinfo is None or t.utcoffset() != dt.timedelta(0):
+        raise ValueError("timestamp must be UTC")
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_ts(s: str) -> dt.datetime:
+    """The exact format *and* a real instant (``2026-02-30T…`` is refused)."""
+    if not _TS.fullmatch(s):
+        raise ValueError("timestamp format")
+    return dt.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
+
+
+def _is_ts(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        parse_ts(value)
+    except ValueError:
+        return False
+    return True
+
+
+def segment_date(segment: str) -> dt.date:
+    """``YYYY-MM-DD`` of a real day, else ValueError."""
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", segment):
+        raise ValueError("segment name")
+    return dt.date.fromisoformat(segment)
+
+
+def retention_cutoff(today: dt.date) -> dt.date:
+    """The oldest day kept: 35 completed UTC days before ``today`` (rule 7)."""
+    return today - dt.timedelta(days=RETENTION_DAYS)
+
+
+def canonical_json(obj: object) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def row_digest(row_without_digest: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(dict(row_without_digest)).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """What the index knows of one attempt (metadata only)."""
+
+    attempt_id: str
+    artifact_key: str
+    surface: str
+    mode: Mode
+    started_at_utc: str
+    deadline_at_utc: str
+    segment: str  # YYYY-MM-DD of the start row
+    outcome: Outcome | None  # None while open
+
+    @property
+    def deadline(self) -> dt.datetime:
+        return parse_ts(self.deadline_at_utc)
+
+
+def _finalized(rec: AttemptRecord, outcome: Outcome) -> AttemptRecord:
+    return AttemptRecord(
+        attempt_id=rec.attempt_id,
+        artifact_key=rec.artifact_key,
+        surface=rec.surface,
+        mode=rec.mode,
+        started_at_utc=rec.started_at_utc,
+        deadline_at_utc=rec.deadline_at_utc,
+        segment=rec.segment,
+        outcome=outcome,
+    )
+
+
+@dataclass(slots=True)
+class _Tail:
+    sequence: int
+    digest: str
+    size: int
+    ino: int
+    # Open attempts whose start row is in this segment (rule 8's reservations).
+    open: int = 0
+
+
+def _count_open(index: Index, tails: Mapping[str, _Tail]) -> None:
+    """Set each tail's open-attempt count from ``index`` (after a load)."""
+    counts: dict[str, int] = {}
+    for rec in index.open_attempts():
+        counts[rec.segment] = counts.get(rec.segment, 0) + 1
+    for segment, tail in tails.items():
+        tail.open = counts.get(segment, 0)
+
+
+@dataclass(slots=True)
+class Index:
+    """The dedupe index: rebuilt from verified segments at start-up.
+
+    ``sealed`` maps an artifact key found in a quarantined file to that file's
+    day: attempted, outcome unknowable, never again callable (module docstring).
+    """
+
+    by_artifact: dict[str, AttemptRecord] = field(default_factory=dict)
+    by_attempt: dict[str, AttemptRecord] = field(default_factory=dict)
+    sealed: dict[str, str] = field(default_factory=dict)
+    sealed_open: int = 0
+
+    def put(self, rec: AttemptRecord) -> None:
+        self.by_artifact[rec.artifact_key] = rec
+        self.by_attempt[rec.attempt_id] = rec
+
+    def knows(self, artifact_key: str) -> bool:
+        return artifact_key in self.by_artifact or artifact_key in self.sealed
+
+    def open_attempts(self) -> Iterator[AttemptRecord]:
+        return (r for r in self.by_attempt.values() if r.outcome is None)
+
+    def drop_segment(self, segment: str) -> None:
+        """Forget a removed segment's attempts (retention: dedupe is per window)."""
+        for rec in [r for r in self.by_attempt.values() if r.segment == segment]:
+            del self.by_attempt[rec.attempt_id]
+            if self.by_artifact.get(rec.artifact_key) is rec:
+                del self.by_artifact[rec.artifact_key]
+        for akey in [k for k, day in self.sealed.items() if day == segment]:
+            del self.sealed[akey]
+
+
+# ----------------------------------------------------------------- verification
+
+
+def _check_row_fields(row: Mapping[str, Any], segment: str) -> None:
+    def bad(f: Finding) -> JournalUnverified:
+        return JournalUnverified(f, segment)
+
+    if set(row) != ROW_FIELDS:
+        raise bad(Finding.FIELD_SET)
+    if row["schema_version"] != JOURNAL_SCHEMA:
+        raise bad(Finding.FIELD_FORMAT)
+    seq = row["sequence"]
+    if type(seq) is not int or seq < 1:
+        raise bad(Finding.FIELD_FORMAT)
+    for k, pat in (
+        ("artifact_key", _HEX64),
+        ("attempt_id", _HEX32),
+        ("previous_row_digest", _HEX64),
+        ("row_digest", _HEX64),
+    ):
+        if not isinstance(row[k], str) or not pat.fullmatch(row[k]):
+            raise bad(Finding.FIELD_FORMAT)
+    if row["surface"] not in _SURFACES or row["mode"] not in {m.value for m in Mode}:
+        raise bad(Finding.FIELD_FORMAT)
+    for k in ("started_at_utc", "deadline_at_utc"):
+        if not _is_ts(row[k]):
+            raise bad(Finding.FIELD_FORMAT)
+    state, outcome, fin = row["state"], row["outcome"], row["finalized_at_utc"]
+    if state == State.ATTEMPT_STARTED:
+        if outcome != Outcome.ATTEMPT_STARTED or fin is not None:
+            raise bad(Finding.STATE_OUTCOME)
+    elif state == State.FINALIZED:
+        if outcome not in {o.value for o in TERMINAL_OUTCOMES}:
+            raise bad(Finding.STATE_OUTCOME)
+        if not _is_ts(fin):
+            raise bad(Finding.FIELD_FORMAT)
+    else:
+        raise bad(Finding.STATE_OUTCOME)
+
+
+def _strict_row(line: bytes, segment: str) -> dict[str, Any]:
+    def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            raise JournalUnverified(Finding.MALFORMED_ROW, segment)
+        return d
+
+    def no_constants(_: str) -> Any:
+        raise JournalUnverified(Finding.MALFORMED_ROW, segment)
+
+    try:
+        text = line.decode("utf-8")
+        row = json.loads(text, object_pairs_hook=no_dupes, parse_constant=no_constants)
+    except (ValueError, RecursionError) as e:
+        # UnicodeDecodeError and JSONDecodeError are ValueErrors; so is an
+        # integer of more than 4,300 digits (CPython's int limit), and a deeply
+        # nested line exhausts the stack: all malformed, never a crash.
+        raise JournalUnverified(Finding.MALFORMED_ROW, segment) from e
+    if not isinstance(row, dict):
+        raise JournalUnverified(Finding.MALFORMED_ROW, segment)
+    if canonical_json(row) != text:
+        raise JournalUnverified(Finding.NON_CANONICAL_ROW, segment)
+    return row
+
+
+def _slow_row(
+    line: bytes,
+    segment: str,
+    seq: int,
+    prev: str,
+    local: dict[str, AttemptRecord],
+    index: Index,
+) -> tuple[int, str]:
+    """The reference: verify one row after (``seq``, ``prev``) and fold it into
+    ``local`` and ``index``. Returns the new (sequence, digest) tail; raises the
+    row's exact `JournalUnverified` finding (nothing is folded in then)."""
+    row = _strict_row(line, segment)
+    _check_row_fields(row, segment)
+    if row["sequence"] != seq + 1:
+        raise JournalUnverified(Finding.SEQUENCE_GAP, segment)
+    if row["previous_row_digest"] != prev:
+        raise JournalUnverified(Finding.CHAIN_BROKEN, segment)
+    body = {k: v for k, v in row.items() if k != "row_digest"}
+    if row_digest(body) != row["row_digest"]:
+        raise JournalUnverified(Finding.DIGEST_MISMATCH, segment)
+    aid = row["attempt_id"]
+    if row["state"] == State.ATTEMPT_STARTED:
+        if row["started_at_utc"][:10] != segment:
+            raise JournalUnverified(Finding.WRONG_SEGMENT, segment)
+        if aid in local or aid in index.by_attempt:
+            raise JournalUnverified(Finding.DUPLICATE_START, segment)
+        if index.knows(row["artifact_key"]):
+            raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, segment)
+        rec = AttemptRecord(
+            attempt_id=aid,
+            artifact_key=row["artifact_key"],
+            surface=row["surface"],
+            mode=Mode(row["mode"]),
+            started_at_utc=row["started_at_utc"],
+            deadline_at_utc=row["deadline_at_utc"],
+            segment=segment,
+            outcome=None,
+        )
+        local[aid] = rec
+        index.put(rec)
+    else:
+        start = local.get(aid)
+        if start is None:
+            raise JournalUnverified(Finding.ORPHAN_TERMINAL, segment)
+        if start.outcome is not None:
+            raise JournalUnverified(Finding.DOUBLE_TERMINAL, segment)
+        if (
+            row["artifact_key"] != start.artifact_key
+            or row["surface"] != start.surface
+            or row["mode"] != start.mode
+            or row["started_at_utc"] != start.started_at_utc
+            or row["deadline_at_utc"] != start.deadline_at_utc
+        ):
+            raise JournalUnverified(Finding.TERMINAL_MISMATCH, segment)
+        if (start.mode, Outcome(row["outcome"])) not in LEGAL_TERMINALS:
+            raise JournalUnverified(Finding.STATE_OUTCOME, segment)
+        done = _finalized(start, Outcome(row["outcome"]))  # start is in this segment
+        local[aid] = done
+        index.put(done)
+    return row["sequence"], row["row_digest"]

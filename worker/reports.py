@@ -1,0 +1,166 @@
+"""Report journaling and the restart rule (SPEC §4; `spool.lifecycle` rules 3, 5).
+
+Its functions take the `worker.daemon.Worker` whose state they change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from spool.fsio import FileId, UnsafePath, read_private_identified, unlink_if_same
+from spool.journal import AttemptRecord, JournalUnverified
+from spool.lifecycle import (
+    Event,
+    Outcome,
+    Phase,
+    held_inherited,
+    inherited_phase,
+    report_admissible,
+)
+from spool.messages import (
+    MAX_MESSAGE_BYTES,
+    TERMINAL_FOR_REPORT,
+    MessageError,
+    ResponseStatus,
+    SpoolReport,
+    parse_report,
+    parse_response,
+)
+
+if TYPE_CHECKING:
+    from worker.daemon import Worker
+
+# Reports are journaled in groups on the rescan timer (group commit): one lock,
+# one write and one fsync per segment for every report that arrived in the last
+# interval, instead of one fsync per report on the next request's path. A
+# report's file is removed only after its row is synced, so a crash leaves it
+# in reports/ for the next worker. At most this many rows per group.
+REPORT_GROUP_MAX: Final = 256
+
+
+# ---------------------------------------------------------------- restart
+
+def adopt_inherited(w: Worker) -> None:
+    """Classify every open attempt a dead predecessor left (spool.lifecycle
+    rule 3) from responses/: answered (its accepted response file is there)
+    -> it awaits its report until deadline + COMMIT_GRACE, anchored now on
+    our monotonic clock; lost -> ``claim_expired_canonical`` now, no call.
+    Every other response file there is litter after RESPONSE_TTL."""
+    mono = w._mono()
+    answered: dict[str, str] = {}
+    try:
+        names = w._names(w.root.responses)
+    except (UnsafePath, OSError) as e:
+        w._journal_failed(e)
+        return
+    for name in names:
+        rid = name[: -len(".json")]
+        try:
+            data, _ = read_private_identified(
+                w.root.responses / name, max_bytes=MAX_MESSAGE_BYTES
+            )
+            resp = parse_response(data)
+        except FileNotFoundError:
+            continue
+        except (UnsafePath, MessageError, OSError, ValueError) as e:
+            if isinstance(e, UnsafePath):
+                w.counters.unsafe_file(e)
+            w._remember_litter(rid, mono)
+            continue
+        rec = w.journal.index.by_attempt.get(resp.attempt_id or "")
+        if (
+            resp.status is ResponseStatus.ACCEPTED
+            and resp.request_id == rid
+            and rec is not None
+            and rec.outcome is None
+        ):
+            answered[rec.attempt_id] = rid
+        else:
+            w._remember_litter(rid, mono)
+    try:
+        with w.journal.locked() as j:
+            wall = w._clock()
+            for rec in list(j.index.open_attempts()):
+                if rec.attempt_id in w._held:
+                    continue
+                kind = inherited_phase(rec.attempt_id in answered)
+                held = held_inherited(
+                    kind, rec.deadline, wall, mono, w._grace.total_seconds()
+                )
+                if held is None:
+                    w.counters.lost_attempts += 1
+                    w._expire(rec)
+                else:
+                    w._held[rec.attempt_id] = held
+                    w._answers[rec.attempt_id] = answered[rec.attempt_id]
+    except (JournalUnverified, UnsafePath, OSError) as e:
+        w._journal_failed(e)
+
+
+def handle_reports(w: Worker, names: list[str]) -> None:
+    """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
+
+    Each report is read and judged on its own (`spool.lifecycle.
+    report_admissible`): an unreadable, malformed or misnamed file, or one
+    that is inadmissible, is an orphan: counted and removed. The admissible
+    ones are appended together, one fsync per segment, and each file is
+    removed only after its row is durable (only the one that was read, fsio
+    rule 4). If the append fails, or the worker is in quarantine, they stay
+    for the next worker."""
+    read: list[tuple[Path, FileId, SpoolReport]] = []
+    for name in names:
+        path = w.root.reports / name
+        try:
+            data, fid = read_private_identified(path, max_bytes=MAX_MESSAGE_BYTES)
+            report = parse_report(data)
+            if name != f"{report.attempt_id}.json":
+                raise MessageError("attempt_id")
+        except FileNotFoundError:
+            continue
+        except (UnsafePath, MessageError, OSError, ValueError) as e:
+            w.counters.orphan_reports += 1
+            w._drop_file(path, e)
+            continue
+        read.append((path, fid, report))
+    if not read or not w.journal_ok:
+        return
+    done: list[tuple[Path, FileId]] = []
+    try:
+        with w.journal.locked() as j:
+            mono = w._mono()
+            items: list[tuple[AttemptRecord, Phase, Event, Outcome]] = []
+            files: dict[str, tuple[Path, FileId]] = {}
+            for path, fid, report in read:
+                rec = j.index.by_attempt.get(report.attempt_id)
+                reported = TERMINAL_FOR_REPORT[report.outcome]
+                held = w._held.get(report.attempt_id)
+                why = report_admissible(
+                    rec.outcome if rec is not None else None,
+                    rec.mode if rec is not None else None,
+                    held,
+                    reported,
+                    mono,
+                )
+                if why is not None or rec is None or held is None:
+                    w.counters.orphan_reports += 1
+                    done.append((path, fid))
+                    continue
+                items.append((rec, held.phase, Event.REPORT, reported))
+                files[rec.attempt_id] = (path, fid)
+            for i in range(0, len(items), REPORT_GROUP_MAX):
+                group = items[i : i + REPORT_GROUP_MAX]
+                for rec in j.append_terminals(group, w._clock()):
+                    assert rec.outcome is not None
+                    w._finalized(rec.attempt_id, rec.outcome)
+                    w.counters.reports += 1
+                    done.append(files[rec.attempt_id])
+    except (JournalUnverified, UnsafePath, OSError) as e:
+        w._journal_failed(e)
+    for path, fid in done:
+        try:
+            unlink_if_same(path, fid)
+        except UnsafePath as e:
+            w.counters.unsafe_file(e)
+        except OSError:
+            pass

@@ -1,0 +1,129 @@
+"""The worker's content-free counters and faults (``worker.status.json``), and
+`wait_ready` for ops and tests."""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from spool.fsio import UnsafePath, replace_private
+from spool.journal import format_ts
+from spool.layout import DataRoot
+from spool.lifecycle import Outcome
+
+if TYPE_CHECKING:
+    from worker.daemon import Worker
+
+
+class Fault(enum.StrEnum):
+    """Why one spool entry, or one scan, failed (`Counters.faults`; enum only).
+    A fault harms only its own entry: that entry is answered canonical, or left
+    untouched for the next scan, and every other request is still served."""
+
+    LIST_FAILED = "list_failed"  # listing requests/ or claimed/ failed (this scan)
+    CLAIM_FAILED = "claim_failed"  # the claim rename of one request failed
+    READ_FAILED = "read_failed"  # reading one claimed request failed (not unsafe)
+    ENTRY_STUCK = "entry_stuck"  # a refused entry could not be removed; skipped
+    RESPOND_FAILED = "respond_failed"  # publishing one response failed
+    RESOURCE_EXHAUSTED = "resource_exhausted"  # EMFILE/ENFILE/ENOMEM: backed off
+    ENTRY_ERROR = "entry_error"  # any other OSError while handling one entry
+    APPEND_UNDONE = "append_undone"  # a failed append was undone (spool.journal)
+    SEGMENT_FULL = "segment_full"  # a new attempt refused: today's segment is full
+    WATCH_FAILED = "watch_failed"  # no inotify watch: the rescan timer alone
+
+
+@dataclass(slots=True)
+class Counters:
+    """Content-free counters for ``worker.status.json`` (trio-style statistics)."""
+
+    claimed: int = 0
+    calls: int = 0
+    accepted: int = 0
+    canonical: int = 0
+    in_flight: int = 0
+    clock_skew: int = 0
+    # Open attempts a dead predecessor left whose call died with it (lifecycle rule 3).
+    lost_attempts: int = 0
+    already_attempted: int = 0
+    expired_requests: int = 0
+    invalid_requests: int = 0
+    reports: int = 0
+    orphan_reports: int = 0
+    late_results: int = 0
+    retired_segments: int = 0
+    by_outcome: dict[str, int] = field(default_factory=dict)
+    # Unsafe spool files by `spool.fsio.UnsafeReason` value (enum keys only).
+    unsafe: dict[str, int] = field(default_factory=dict)
+    # Entry and scan faults by `Fault` value (enum keys only).
+    faults: dict[str, int] = field(default_factory=dict)
+
+    def outcome(self, o: Outcome) -> None:
+        self.by_outcome[o.value] = self.by_outcome.get(o.value, 0) + 1
+
+    def unsafe_file(self, e: UnsafePath) -> None:
+        self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
+
+    def fault(self, f: Fault) -> None:
+        self.faults[f.value] = self.faults.get(f.value, 0) + 1
+
+
+def write_status(w: Worker) -> None:
+    """``worker.status.json``: heartbeat, state and counters; no content."""
+    c = w.counters
+    status = {
+        "schema": "kexpr-worker-status-v1",
+        "pid": os.getpid(),
+        "state": w._state,
+        "started_at_utc": w._started_at,
+        "heartbeat_at_utc": format_ts(w._clock()),
+        "journal": "verified" if w.journal_ok else "unverified",
+        "quarantine": w.quarantine,
+        "clock_step_observed": w.clock_step,
+        "refusing": w.refusing,
+        "unsafe": dict(sorted(c.unsafe.items())),
+        "faults": dict(sorted(c.faults.items())),
+        "credential": "present" if w._client is not None else "absent",
+        "counters": {
+            "claimed": c.claimed,
+            "calls": c.calls,
+            "accepted": c.accepted,
+            "in_flight": c.in_flight,
+            "clock_skew": c.clock_skew,
+            "lost_attempts": c.lost_attempts,
+            "already_attempted": c.already_attempted,
+            "expired_requests": c.expired_requests,
+            "invalid_requests": c.invalid_requests,
+            "reports": c.reports,
+            "orphan_reports": c.orphan_reports,
+            "late_results": c.late_results,
+            "retired_segments": c.retired_segments,
+            "by_outcome": dict(sorted(c.by_outcome.items())),
+        },
+    }
+    try:
+        replace_private(
+            w.root.status_file,
+            json.dumps(status, sort_keys=True).encode("utf-8"),
+        )
+    except (OSError, UnsafePath):
+        pass  # a heartbeat, not evidence; the tree check reports the cause
+
+
+def wait_ready(
+    root: DataRoot, timeout_s: float, *, pid: int | None = None, poll_s: float = 0.05
+) -> bool:
+    """Block until ``worker.status.json`` says ready (ops and tests use this)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            status = json.loads(root.status_file.read_bytes())
+            if status.get("state") == "ready" and (pid is None or status.get("pid") == pid):
+                return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(poll_s)
+    return False
