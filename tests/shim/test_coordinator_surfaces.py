@@ -70,7 +70,7 @@ def binding(**changes: Any) -> AdaptiveBinding:
         "proposal_digest": SESSION.proposal_digest,
         "revision": SESSION.revision,
         "card_kind": SESSION.card_kind,
-        "origin_message_id": "4711",
+        "origin_message_id": "msg!4711",
         "authority_pins": ("owner=coach-1", "epoch=7"),
         **changes,
     }
@@ -232,7 +232,8 @@ def test_dual_card_selected_with_judgment_and_review_slots(
         and persisted["buttons"] is not DUAL_PAYLOAD["buttons"]
     )
     wire = json.dumps(w.requests, ensure_ascii=False)
-    for value in (*CUSTOMER_VALUES, "4711", "coach-1", "adaptive_review"):
+    # "!" and "-" never occur in the capsule's hex or JSON by chance (a bare "4711" could).
+    for value in (*CUSTOMER_VALUES, "msg!4711", "coach-1", "adaptive_review"):
         assert value not in wire
 
 
@@ -427,7 +428,7 @@ def test_binding_digest_covers_every_binding_and_payload_field() -> None:
     assert binding_digest(reordered, binding()) == base  # key order carries no meaning
     variants = [
         binding_digest(DUAL_PAYLOAD, binding(callback_action="adaptive_review:2")),
-        binding_digest(DUAL_PAYLOAD, binding(origin_message_id="4712")),
+        binding_digest(DUAL_PAYLOAD, binding(origin_message_id="msg!4712")),
         binding_digest(DUAL_PAYLOAD, binding(origin=CardOrigin.RECOVERY)),
         binding_digest(DUAL_PAYLOAD, binding(authority_pins=("owner=coach-2", "epoch=7"))),
         binding_digest(DUAL_PAYLOAD, binding(revision=4)),
