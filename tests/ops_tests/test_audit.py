@@ -149,6 +149,23 @@ def test_env_file_parser() -> None:
     assert parse_env_file(text) == [(1, "A", "1"), (2, "B", "2 # x"), (3, "C", "3"), (6, "E", "5")]
 
 
+def test_env_file_parser_reads_what_python_dotenv_gives_the_host() -> None:
+    # Multi-line, escaped and interpolated values, and a repeated name (the last wins).
+    text = 'M="sk-multi\nline"\nQ="a\\"b"\nI=${Q}c\nR=1\nR=2\n'
+    assert parse_env_file(text) == [(1, "M", "sk-multi\nline"), (3, "Q", 'a"b'), (4, "I", 'a"bc'), (6, "R", "2")]
+
+
+def test_env_file_key_hidden_in_a_multiline_or_interpolated_value_is_found(tmp_path: Path) -> None:
+    env = tmp_path / "host.env"
+    env.write_text(f'NOTE="first\nsecond"\nOPENAI_API_KEY="{OTHER_KEY}"\nCOPY=${{OPENAI_API_KEY}}\n')
+    code, report, _ = audit("--env-file", env)
+    assert code == 1
+    assert findings(report) == [
+        ("env_file", "env_file_key_present", "OPENAI_API_KEY (line 3)"),
+        ("env_file", "env_file_key_value_present", "COPY (line 4)"),
+    ]
+
+
 # ------------------------------------------------------------------ the worker
 
 
