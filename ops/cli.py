@@ -39,6 +39,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
     "migrate-config": ("ops.preflight", "migrate_cli", "remove the legacy key and add the exact disabled block (dry run unless --write)"),
     "promotion-report": ("ops.promotion", "cli", "shadow evidence per surface and promotion gates, from the journal"),
     "journal": ("ops.journal_cli", "cli", "journal verify | stats | prune | quarantine (enums and counts; no content)"),
+    "systemd-units": ("ops.systemd_units", "cli", "write the systemd unit files for one instance from the installed package"),
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,67 @@ def test_missing_packages_is_found_without_importing() -> None:
         env=CLEAN_ENV, capture_output=True, text=True, timeout=60, check=True,
     )
     assert probe.stdout == "False False\n"
+
+
+# ------------------------------------------------------------ systemd-units
+
+# The package's own copy (the source tree here, site-packages when run from the sdist).
+UNITS = Path(str(resources.files("ops").joinpath("systemd")))
+
+
+def test_systemd_units_writes_the_shipped_files_for_an_instance(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    dest = tmp_path / "units"
+    code, out, err = run(capsys, "systemd-units", "--instance", "physique-coach", "--dest", dest)
+    assert (code, err) == (0, "")
+    shipped = sorted(p.name for p in UNITS.iterdir())
+    assert sorted(p.name for p in dest.iterdir()) == shipped
+    for name in shipped:
+        assert (dest / name).read_bytes() == (UNITS / name).read_bytes(), name
+    assert "systemctl daemon-reload && systemctl enable --now kexpr-worker@physique-coach" in out
+    assert "/var/lib/kexpr/physique-coach/korean-expression-v1" in out
+    # Again: identical files are fine.
+    assert run(capsys, "systemd-units", "--instance", "physique-coach", "--dest", dest)[0] == 0
+
+
+def test_systemd_units_exec_rewrites_only_the_program(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, _ = run(capsys, "systemd-units", "--instance", "dualcoachtest", "--dest", tmp_path,
+                     "--exec", "/srv/kexpr/venv/bin/kexpr")
+    assert code == 0
+    got = (tmp_path / "kexpr-worker@.service").read_text().splitlines()
+    want = (UNITS / "kexpr-worker@.service").read_text().splitlines()
+    diff = [(a, b) for a, b in zip(want, got, strict=True) if a != b]
+    assert diff == [(
+        "ExecStart=/opt/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
+        "ExecStart=/srv/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
+    )]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--instance", "../etc", "--dest", "D"),
+        ("--instance", "a@b", "--dest", "D"),
+        ("--instance", "-x", "--dest", "D"),
+        ("--instance", "ok", "--dest", "D", "--exec", "relative/kexpr"),
+        ("--instance", "ok", "--dest", "D", "--exec", "/a b/kexpr"),
+        ("--instance", "ok", "--dest", "D", "--exec", "/%h/kexpr"),
+        ("--dest", "D"),
+    ],
+)
+def test_systemd_units_usage_errors_write_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    args = tuple(str(tmp_path / "D") if a == "D" else a for a in args)
+    assert run(capsys, "systemd-units", *args)[0] == 2
+    assert not (tmp_path / "D").exists()
+
+
+def test_systemd_units_never_overwrites_other_contents(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "kexpr.tmpfiles.conf").write_text("# the operator's own edit\n")
+    code, out, err = run(capsys, "systemd-units", "--instance", "p", "--dest", tmp_path)
+    assert (code, out) == (1, "")
+    assert err == "kexpr systemd-units: refused: kexpr.tmpfiles.conf already in --dest with other contents\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kexpr.tmpfiles.conf"]
+    assert (tmp_path / "kexpr.tmpfiles.conf").read_text() == "# the operator's own edit\n"
