@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
@@ -63,6 +64,13 @@ def audit(*args: object) -> tuple[int, dict[str, object], str]:
     assert human.returncode == js.returncode
     assert_no_secrets(human.stdout + human.stderr + js.stdout + js.stderr)
     return js.returncode, json.loads(js.stdout), human.stdout
+
+
+def check_of(report: dict[str, object], name: str) -> dict[str, Any]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    found: dict[str, Any] = next(c for c in checks if c["check"] == name)
+    return found
 
 
 def findings(report: dict[str, object]) -> list[tuple[str, str, str]]:
@@ -189,7 +197,7 @@ def test_a_supervised_worker_passes_the_worker_check(data_root: Path, procs: lis
     # The worker's own key, found under another name in a gateway: compared, never printed.
     assert findings(report) == [("gateway_environment", "gateway_key_value_present", "SOME_NAME")]
     assert code == 1
-    worker = next(c for c in report["checks"] if c["check"] == "worker_process")  # type: ignore[union-attr]
+    worker = check_of(report, "worker_process")
     assert worker["status"] == "clean"
     assert worker["info"]["environ_protected"] is True and worker["info"]["credential"] == "present"
 
@@ -205,7 +213,7 @@ def test_a_supervised_worker_is_closed_to_an_audit_by_its_own_user(data_root: Pa
     finally:
         sup.stop()
     assert code == 2 and "UNUSABLE process_unreadable" in human
-    worker = next(c for c in report["checks"] if c["check"] == "worker_process")  # type: ignore[union-attr]
+    worker = check_of(report, "worker_process")
     assert worker["info"]["environ_protected"] is True and worker["findings"] == []
 
 
