@@ -26,7 +26,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
+from spool import log
+
 EXIT_USAGE: Final = 2
+_log = log.logger("cli")
 
 COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
     "run": ("ops.demo", "cli", "the main job: supervised worker + sample presentations, as a table"),
@@ -83,19 +86,6 @@ def missing_packages(names: Sequence[str]) -> list[str]:
     return missing
 
 
-def configure_logging(verbosity: int) -> None:
-    """Show the ``kexpr.*`` records on stderr (``-v`` info, ``-vv`` debug).
-    Without ``-v`` the top logger keeps only its `logging.NullHandler`, as in a
-    host process."""
-    if verbosity <= 0:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    top = logging.getLogger("kexpr")
-    top.addHandler(handler)
-    top.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     verbosity = 0
@@ -126,16 +116,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-    configure_logging(verbosity)
+    log.configure(verbosity)
     module, function, _ = entry
     fn: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
+    command = log.known(args[0], COMMANDS)
+    log.event(_log, logging.DEBUG, "command_started", command=command)
     try:
-        return fn(args[1:])
+        code = fn(args[1:])
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
-        if e.code is None or isinstance(e.code, int):
-            return e.code or 0
-        print(e.code, file=sys.stderr)
-        return 1
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+        code = 1 if e.code is not None and not isinstance(e.code, int) else (e.code or 0)
+    log.event(_log, logging.DEBUG, "command_finished", command=command, exit=code)
+    return code
 
 
 if __name__ == "__main__":

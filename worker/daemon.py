@@ -35,6 +35,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import datetime as dt
 import json
+import logging
 import os
 import secrets
 import sys
@@ -45,12 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from spool import log
 from spool.contract import Verdict, judge
 from spool.fsio import (
     FileId,
     LockTimeout,
     Sharing,
     UnsafePath,
+    UnsafeReason,
     claim,
     list_dir,
     make_flock,
@@ -63,6 +66,7 @@ from spool.fsio import (
 from spool.journal import (
     AttemptRecord,
     Event,
+    Finding,
     IllegalTransition,
     Journal,
     JournalUnverified,
@@ -102,6 +106,11 @@ COMMIT_GRACE: Final = dt.timedelta(minutes=10)
 # The spool protocol's wait: a request's deadline is at most this after submission.
 MAX_WAIT: Final = dt.timedelta(seconds=4)
 RESCAN_INTERVAL_S: Final = 1.0
+_log = log.logger("worker")
+# What `_enter_quarantine` may be given: the enum words of its callers.
+_QUARANTINE_REASONS: Final = frozenset(
+    {r.value for r in UnsafeReason} | {f.value for f in Finding} | {"io_error", "inode_changed"}
+)
 # Reports are journaled in groups on the rescan timer (group commit): one lock,
 # one write and one fsync per segment for every report that arrived in the last
 # interval, instead of one fsync per report on the next request's path. A
@@ -331,6 +340,7 @@ class Worker:
         if self.quarantine is None:
             self.quarantine = reason
             print(f"kexpr worker: quarantine: {reason}", file=sys.stderr, flush=True)
+            log.event(_log, logging.WARNING, "worker_quarantine", reason=log.known(reason, _QUARANTINE_REASONS))
 
     def _check_tree(self, *, walk: bool = True) -> None:
         """Every product directory is still the checked one (rule 6).
@@ -363,6 +373,8 @@ class Worker:
             self._state = "ready"
             self._scan(pool)
             self._write_status()
+            log.event(_log, logging.INFO, "worker_ready", journal_verified=self.journal_ok,
+                      credential=self._client is not None)
             next_tick = time.monotonic() + self._rescan
             while not stop.is_set():
                 self._wake.wait(max(0.0, next_tick - time.monotonic()))
@@ -391,6 +403,7 @@ class Worker:
             watch.stop()
             self._state = "stopped"
             self._write_status()
+            log.event(_log, logging.INFO, "worker_stopped")
         return ExitCode.OK
 
     def _scan(
