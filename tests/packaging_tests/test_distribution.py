@@ -84,7 +84,8 @@ def test_the_sdist_holds_the_tests_docs_and_license(built: Built) -> None:
         "docs/cli.md", "docs/systemd.md", "docs/operator-guide.ko.md", "docs/performance.md",
         "tests/conftest.py", "tests/test_fakeapi.py", "tests/fakeapi/__init__.py",
         "tests/ops_tests/ensure-systemd-analyze.sh", "tests/ops_tests/fixtures/physique-coach.config.yaml",
-        "ops/systemd/kexpr-worker@.service", "queue/spool/py.typed", "fuzz/judge.dict",
+        "ops/systemd/kexpr-worker@.service", "ops/examples/model-responses.json",
+        "queue/spool/py.typed", "fuzz/judge.dict",
     ):
         assert name in names, name
     assert not any(n.startswith(("var/", ".venv/")) or "__pycache__" in n for n in names)
@@ -107,6 +108,7 @@ def test_the_wheel_metadata_and_files(built: Built) -> None:
     for package in PACKAGES:
         assert f"{package}/py.typed" in names, package
     assert "ops/systemd/kexpr-worker@.service" in names
+    assert "ops/examples/model-responses.json" in names  # `kexpr run`'s example answers
     docs = {n.rsplit("/", 1)[1] for n in names if "/share/doc/kexpr/" in n}
     assert {"operator-guide.ko.md", "systemd.md", "cli.md", "README.md", "LICENSE"} <= docs
     assert not any(n.startswith(("tests/", "queue/", "fakeapi/")) for n in names)
