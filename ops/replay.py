@@ -74,7 +74,9 @@ class ExampleResponder:
         self.root = DataRoot(data_root)
         self.examples = examples
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kexpr-example-responder", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name="kexpr-example-responder", daemon=True
+        )
 
     def __enter__(self) -> Self:
         self.root.ensure()
@@ -82,7 +84,10 @@ class ExampleResponder:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self._stop.set()
         self._thread.join(5)
@@ -109,7 +114,9 @@ class ExampleResponder:
 
         request = parse_request(data)
         capsule = request.capsule
-        document = answer_document(json.loads(capsule.model_dump_json()), self.examples.get(capsule.surface, {}))
+        document = answer_document(
+            json.loads(capsule.model_dump_json()), self.examples.get(capsule.surface, {})
+        )
         verdict = judge(capsule, document)
         accepted = verdict.verdict is Verdict.ACCEPTED
         response = SpoolResponse(
@@ -117,10 +124,14 @@ class ExampleResponder:
             request_id=request.request_id,
             attempt_id=os.urandom(16).hex(),
             status=ResponseStatus.ACCEPTED if accepted else ResponseStatus.CANONICAL,
-            outcome=ResponseOutcome.ACCEPTED if accepted else ResponseOutcome(verdict.verdict.value),
+            outcome=ResponseOutcome.ACCEPTED
+            if accepted
+            else ResponseOutcome(verdict.verdict.value),
             composition=verdict.composition,
         )
-        publish(self.root.tmp, self.root.responses / f"{request.request_id}.json", response.to_bytes())
+        publish(
+            self.root.tmp, self.root.responses / f"{request.request_id}.json", response.to_bytes()
+        )
 
 
 def mark_slots(body: str, locked_spans_utf16: Sequence[tuple[int, int]]) -> str:
@@ -207,7 +218,9 @@ def replay(samples: Iterable[tuple[str, str, Present]]) -> list[Replayed]:
 def print_replayed(results: Sequence[Replayed]) -> None:
     print()
     print("example answers, replayed (not a live call): the shim's validation and rendering")
-    print(f"of ops/{EXAMPLES}; {MARK_OPEN}…{MARK_CLOSE} marks the slot text, every other byte is locked")
+    print(
+        f"of ops/{EXAMPLES}; {MARK_OPEN}…{MARK_CLOSE} marks the slot text, every other byte is locked"
+    )
     for r in results:
         print()
         print(f"[example, replayed] {r.surface} · {r.label} · {r.outcome}")

@@ -74,8 +74,15 @@ def cli(argv: list[str]) -> int:
     )
     a = p.parse_args(argv)
     if not INSTANCE.fullmatch(a.instance):
-        p.error("--instance: letters, digits, '_', '.', '-' (at most 64, not starting with '.', '-' or '_')")
-    if a.exec_path is not None and not (a.exec_path.startswith("/") and a.exec_path.isprintable() and " " not in a.exec_path and "%" not in a.exec_path):
+        p.error(
+            "--instance: letters, digits, '_', '.', '-' (at most 64, not starting with '.', '-' or '_')"
+        )
+    if a.exec_path is not None and not (
+        a.exec_path.startswith("/")
+        and a.exec_path.isprintable()
+        and " " not in a.exec_path
+        and "%" not in a.exec_path
+    ):
         p.error("--exec must be an absolute path without spaces or %")
     try:
         a.dest.mkdir(parents=True, exist_ok=True)
@@ -86,10 +93,15 @@ def cli(argv: list[str]) -> int:
     conflicts = []
     for name, data in wanted.items():
         target = a.dest / name
-        if target.is_symlink() or (target.exists() and (not target.is_file() or target.read_bytes() != data)):
+        if target.is_symlink() or (
+            target.exists() and (not target.is_file() or target.read_bytes() != data)
+        ):
             conflicts.append(name)
     if conflicts:
-        print(f"kexpr systemd-units: refused: {', '.join(conflicts)} already in --dest with other contents", file=sys.stderr)
+        print(
+            f"kexpr systemd-units: refused: {', '.join(conflicts)} already in --dest with other contents",
+            file=sys.stderr,
+        )
         return 1
     for name, data in wanted.items():
         (a.dest / name).write_bytes(data)

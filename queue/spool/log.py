@@ -58,7 +58,11 @@ def _shown(value: object) -> str:
         return str(value).lower()
     if isinstance(value, enum.Enum):
         inner = value.value
-        return str(inner) if isinstance(inner, str | int) and not isinstance(inner, bool) else value.name.lower()
+        return (
+            str(inner)
+            if isinstance(inner, str | int) and not isinstance(inner, bool)
+            else value.name.lower()
+        )
     if isinstance(value, Known):
         return value.value
     if isinstance(value, int | float):
@@ -71,8 +75,15 @@ def event(log: logging.Logger, level: int, name: str, /, **fields: Field) -> Non
     if not log.isEnabledFor(level):
         return
     shown = {k: _shown(v) if _NAME.fullmatch(k) else REFUSED for k, v in fields.items()}
-    text = " ".join([name if _NAME.fullmatch(name) else REFUSED, *(f"{k}={v}" for k, v in shown.items())])
-    log.log(level, "%s", text, extra={"kexpr_event": name if _NAME.fullmatch(name) else REFUSED, "kexpr_fields": shown})
+    text = " ".join(
+        [name if _NAME.fullmatch(name) else REFUSED, *(f"{k}={v}" for k, v in shown.items())]
+    )
+    log.log(
+        level,
+        "%s",
+        text,
+        extra={"kexpr_event": name if _NAME.fullmatch(name) else REFUSED, "kexpr_fields": shown},
+    )
 
 
 def configure(verbosity: int) -> None:

@@ -37,7 +37,10 @@ def test_unknown_command_says_so_and_exits_2(capsys: pytest.CaptureFixture[str])
     assert (code, out) == (2, "")
     assert err == "kexpr: unknown command 'bogus' (`kexpr --help` lists them)\n"
     # Nothing unprintable or long is echoed back.
-    assert run(capsys, "x\x1b[2J" + "y" * 100)[2] == "kexpr: unknown command '?' (`kexpr --help` lists them)\n"
+    assert (
+        run(capsys, "x\x1b[2J" + "y" * 100)[2]
+        == "kexpr: unknown command '?' (`kexpr --help` lists them)\n"
+    )
     assert run(capsys, "y" * 100)[2].count("y") == 40
 
 
@@ -59,8 +62,13 @@ def test_every_command_has_help_and_refuses_an_unknown_option(
 
 
 def test_subcommands_of_journal_and_contract_have_help(capsys: pytest.CaptureFixture[str]) -> None:
-    for args in (("journal", "verify"), ("journal", "stats"), ("journal", "prune"),
-                 ("journal", "quarantine"), ("contract", "check")):
+    for args in (
+        ("journal", "verify"),
+        ("journal", "stats"),
+        ("journal", "prune"),
+        ("journal", "quarantine"),
+        ("contract", "check"),
+    ):
         code, out, _ = run(capsys, *args, "--help")
         assert code == 0 and out.startswith(f"usage: kexpr {' '.join(args)}"), args
     assert run(capsys, "contract")[0] == 2
@@ -127,7 +135,10 @@ def gateway_only(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", _HIDE, *map(str, args)],
         env=dict(CLEAN_ENV, OPENAI_API_KEY="sk-unused-0000"),
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -150,9 +161,19 @@ def test_worker_commands_without_the_worker_extra_say_one_line_and_exit_2(
 def test_missing_packages_is_found_without_importing() -> None:
     assert missing_packages(["json", "kexpr_no_such_package_zz"]) == ["kexpr_no_such_package_zz"]
     probe = subprocess.run(
-        [sys.executable, "-c", ("import sys; from ops.cli import missing_packages;"
-         "missing_packages(['openai', 'httpx']); print('openai' in sys.modules, 'httpx' in sys.modules)")],
-        env=CLEAN_ENV, capture_output=True, text=True, timeout=60, check=True,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys; from ops.cli import missing_packages;"
+                "missing_packages(['openai', 'httpx']); print('openai' in sys.modules, 'httpx' in sys.modules)"
+            ),
+        ],
+        env=CLEAN_ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     assert probe.stdout == "False False\n"
 
@@ -179,17 +200,29 @@ def test_systemd_units_writes_the_shipped_files_for_an_instance(
     assert run(capsys, "systemd-units", "--instance", "physique-coach", "--dest", dest)[0] == 0
 
 
-def test_systemd_units_exec_rewrites_only_the_program(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, _ = run(capsys, "systemd-units", "--instance", "dualcoachtest", "--dest", tmp_path,
-                     "--exec", "/srv/kexpr/venv/bin/kexpr")
+def test_systemd_units_exec_rewrites_only_the_program(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, _ = run(
+        capsys,
+        "systemd-units",
+        "--instance",
+        "dualcoachtest",
+        "--dest",
+        tmp_path,
+        "--exec",
+        "/srv/kexpr/venv/bin/kexpr",
+    )
     assert code == 0
     got = (tmp_path / "kexpr-worker@.service").read_text().splitlines()
     want = (UNITS / "kexpr-worker@.service").read_text().splitlines()
     diff = [(a, b) for a, b in zip(want, got, strict=True) if a != b]
-    assert diff == [(
-        "ExecStart=/opt/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
-        "ExecStart=/srv/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
-    )]
+    assert diff == [
+        (
+            "ExecStart=/opt/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
+            "ExecStart=/srv/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
+        )
+    ]
 
 
 @pytest.mark.parametrize(
@@ -212,10 +245,15 @@ def test_systemd_units_usage_errors_write_nothing(
     assert not (tmp_path / "D").exists()
 
 
-def test_systemd_units_never_overwrites_other_contents(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_systemd_units_never_overwrites_other_contents(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     (tmp_path / "kexpr.tmpfiles.conf").write_text("# the operator's own edit\n")
     code, out, err = run(capsys, "systemd-units", "--instance", "p", "--dest", tmp_path)
     assert (code, out) == (1, "")
-    assert err == "kexpr systemd-units: refused: kexpr.tmpfiles.conf already in --dest with other contents\n"
+    assert (
+        err
+        == "kexpr systemd-units: refused: kexpr.tmpfiles.conf already in --dest with other contents\n"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kexpr.tmpfiles.conf"]
     assert (tmp_path / "kexpr.tmpfiles.conf").read_text() == "# the operator's own edit\n"

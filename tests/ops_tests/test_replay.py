@@ -47,7 +47,10 @@ def test_every_surface_example_is_accepted_and_changes_only_slot_text() -> None:
 
 def test_an_example_that_breaks_the_contract_is_canonical(monkeypatch: pytest.MonkeyPatch) -> None:
     (daily,) = [s for s in first_per_surface() if s[0] == "daily.v1"]
-    monkeypatch.setattr("ops.replay.load_examples", lambda: {"daily.v1": {"daily.status": "오늘은 차분히, [[P:01]]."}})
+    monkeypatch.setattr(
+        "ops.replay.load_examples",
+        lambda: {"daily.v1": {"daily.status": "오늘은 차분히, [[P:01]]."}},
+    )
     (r,) = replay([daily])  # 오늘은: not in the lexicon
     assert (r.outcome, r.styled) == ("validation_rejected", None)
     monkeypatch.setattr("ops.replay.load_examples", dict)  # no example for the surface at all

@@ -31,14 +31,36 @@ SMOKE = (
 )
 PACKAGES = ("gateway_shim", "worker", "ops", "spool")
 # What a working tree holds that is not source (and never goes into the sdist).
-LOCAL_ONLY = (".git", ".venv", "var", "build", "dist", "*.egg-info", "__pycache__",
-              ".hypothesis", ".mypy_cache", ".ruff_cache", ".pytest_cache")
+LOCAL_ONLY = (
+    ".git",
+    ".venv",
+    "var",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".hypothesis",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+)
 
 
-def sh(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
-       timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+def sh(
+    *args: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 900,
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert done.returncode == 0, (args[:4], done.stdout[-3000:], done.stderr[-3000:])
     return done
 
@@ -80,12 +102,25 @@ def test_the_sdist_holds_the_tests_docs_and_license(built: Built) -> None:
     with tarfile.open(built.sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for name in (
-        "LICENSE", "README.md", "Makefile", "MANIFEST.in", ".ci/run", "mypy-tests.ini",
-        "docs/cli.md", "docs/systemd.md", "docs/operator-guide.ko.md", "docs/performance.md",
-        "tests/conftest.py", "tests/test_fakeapi.py", "tests/fakeapi/__init__.py",
-        "tests/ops_tests/ensure-systemd-analyze.sh", "tests/ops_tests/fixtures/physique-coach.config.yaml",
-        "ops/systemd/kexpr-worker@.service", "ops/examples/model-responses.json",
-        "queue/spool/py.typed", "fuzz/judge.dict",
+        "LICENSE",
+        "README.md",
+        "Makefile",
+        "MANIFEST.in",
+        ".ci/run",
+        "mypy-tests.ini",
+        "docs/cli.md",
+        "docs/systemd.md",
+        "docs/operator-guide.ko.md",
+        "docs/performance.md",
+        "tests/conftest.py",
+        "tests/test_fakeapi.py",
+        "tests/fakeapi/__init__.py",
+        "tests/ops_tests/ensure-systemd-analyze.sh",
+        "tests/ops_tests/fixtures/physique-coach.config.yaml",
+        "ops/systemd/kexpr-worker@.service",
+        "ops/examples/model-responses.json",
+        "queue/spool/py.typed",
+        "fuzz/judge.dict",
     ):
         assert name in names, name
     assert not any(n.startswith(("var/", ".venv/")) or "__pycache__" in n for n in names)
@@ -102,7 +137,9 @@ def test_the_wheel_metadata_and_files(built: Built) -> None:
     assert "Operating System :: POSIX :: Linux" in meta.get_all("Classifier", [])
     assert "Typing :: Typed" in meta.get_all("Classifier", [])
     requires = meta.get_all("Requires-Dist", [])
-    base = sorted(r.split(">")[0].split("<")[0].split("=")[0].strip() for r in requires if "extra ==" not in r)
+    base = sorted(
+        r.split(">")[0].split("<")[0].split("=")[0].strip() for r in requires if "extra ==" not in r
+    )
     assert base == ["pydantic", "watchdog"]
     assert set(meta.get_all("Provides-Extra", [])) == {"worker", "ops", "test", "fuzz"}
     for package in PACKAGES:
@@ -121,21 +158,41 @@ def test_a_gateway_only_install_works_and_refuses_the_worker_commands(
     env = venv_env(venv)
     sh(venv / "bin" / "python", "-m", "pip", "install", "-q", built.wheel, env=env)
     # The host's side: the shim imports, and the worker's SDK is not there.
-    probe = sh(venv / "bin" / "python", "-c",
-               "import importlib.util, gateway_shim, spool.contract;"
-               "print(importlib.util.find_spec('openai') is None, importlib.util.find_spec('httpx') is None)",
-               cwd=tmp_path, env=env)
+    probe = sh(
+        venv / "bin" / "python",
+        "-c",
+        "import importlib.util, gateway_shim, spool.contract;"
+        "print(importlib.util.find_spec('openai') is None, importlib.util.find_spec('httpx') is None)",
+        cwd=tmp_path,
+        env=env,
+    )
     assert probe.stdout == "True True\n"
     for command in ("worker", "supervise", "run"):
-        done = subprocess.run([str(venv / "bin" / "kexpr"), command, "--data-root", str(tmp_path / "root")],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            [str(venv / "bin" / "kexpr"), command, "--data-root", str(tmp_path / "root")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 2 and done.stdout == "", command
         assert done.stderr.splitlines() == [
             f"kexpr {command}: needs the worker extra (openai, httpx missing here): install `kexpr[worker]`"
         ]
     assert not (tmp_path / "root").exists()
     # The unit files come from the installed package, not a source tree.
-    sh(venv / "bin" / "kexpr", "systemd-units", "--instance", "p", "--dest", tmp_path / "units", cwd=tmp_path, env=env)
+    sh(
+        venv / "bin" / "kexpr",
+        "systemd-units",
+        "--instance",
+        "p",
+        "--dest",
+        tmp_path / "units",
+        cwd=tmp_path,
+        env=env,
+    )
     assert (tmp_path / "units" / "kexpr-worker@.service").read_bytes() == (
         REPO / "ops" / "systemd" / "kexpr-worker@.service"
     ).read_bytes()
@@ -155,5 +212,7 @@ def test_a_smoke_subset_passes_from_the_unpacked_sdist(built: Built, tmp_path: P
         subprocess.run(["rm", "-rf", str(tree / package)], check=True)
     done = sh(venv / "bin" / "pytest", "-q", "-p", "no:cacheprovider", *SMOKE, cwd=tree, env=env)
     assert " passed" in done.stdout and "failed" not in done.stdout
-    where = sh(venv / "bin" / "python", "-c", "import ops.cli; print(ops.cli.__file__)", cwd=tree, env=env)
+    where = sh(
+        venv / "bin" / "python", "-c", "import ops.cli; print(ops.cli.__file__)", cwd=tree, env=env
+    )
     assert where.stdout.startswith(str(venv))

@@ -38,7 +38,9 @@ from worker.daemon import wait_ready
 
 KEY = "sk-log-records-5e1d9b"
 # One record as `spool.log.configure` formats it, after its timestamp.
-RECORD = re.compile(r"(DEBUG|INFO|WARNING|ERROR) (kexpr(?:\.[a-z]+)?) ([a-z][a-z0-9_]*)((?: [a-z_]+=[^ ]+)*)")
+RECORD = re.compile(
+    r"(DEBUG|INFO|WARNING|ERROR) (kexpr(?:\.[a-z]+)?) ([a-z][a-z0-9_]*)((?: [a-z_]+=[^ ]+)*)"
+)
 STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} ")
 VALUE = re.compile(r"-?[0-9]+(\.[0-9]+)?|true|false|none|other|[a-z][a-z0-9_.]*")
 
@@ -56,9 +58,17 @@ def _product_words() -> set[str]:
                 continue
             module = importlib.import_module(info.name)
             for value in vars(module).values():
-                if isinstance(value, type) and issubclass(value, enum.Enum) and value.__module__ == module.__name__:
+                if (
+                    isinstance(value, type)
+                    and issubclass(value, enum.Enum)
+                    and value.__module__ == module.__name__
+                ):
                     for member in value:
-                        words.add(str(member.value).lower() if not isinstance(member.value, str) else member.value)
+                        words.add(
+                            str(member.value).lower()
+                            if not isinstance(member.value, str)
+                            else member.value
+                        )
                         words.add(member.name.lower())
     from gateway_shim.config import SURFACE_SWITCH
     from ops.cli import COMMANDS
@@ -89,19 +99,38 @@ def test_the_top_logger_is_silent_in_a_host_by_default(tmp_path: Path) -> None:
         "from gateway_shim.config import Mode\n"
         "log.event(log.logger('shim'), logging.ERROR, 'probe', mode=Mode.SHADOW)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     # An ERROR record without a configured handler: logging's last resort would
     # print it; the NullHandler keeps the host's stderr untouched.
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
-def test_event_refuses_anything_but_enum_words_numbers_and_booleans(caplog: pytest.LogCaptureFixture) -> None:
+def test_event_refuses_anything_but_enum_words_numbers_and_booleans(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     logger = log.logger("test")
     with caplog.at_level(logging.DEBUG, logger="kexpr"):
-        log.event(logger, logging.INFO, "ok_event", mode=Mode.SHADOW, n=3, flag=True, gone=None,
-                  surface=log.known("daily.v1", {"daily.v1"}))
-        log.event(logger, logging.INFO, "leaky", text=CUSTOMER_VALUES[0], raw=b"x", path=Path("/x"),  # type: ignore[arg-type]
-                  surface=log.known(CUSTOMER_VALUES[1], {"daily.v1"}))
+        log.event(
+            logger,
+            logging.INFO,
+            "ok_event",
+            mode=Mode.SHADOW,
+            n=3,
+            flag=True,
+            gone=None,
+            surface=log.known("daily.v1", {"daily.v1"}),
+        )
+        log.event(
+            logger,
+            logging.INFO,
+            "leaky",
+            text=CUSTOMER_VALUES[0],
+            raw=b"x",
+            path=Path("/x"),  # type: ignore[arg-type]
+            surface=log.known(CUSTOMER_VALUES[1], {"daily.v1"}),
+        )
         log.event(logger, logging.INFO, CUSTOMER_VALUES[0])
     assert [r.getMessage() for r in caplog.records] == [
         "ok_event mode=shadow n=3 flag=true gone=none surface=daily.v1",
@@ -122,25 +151,54 @@ def test_cli_verbosity_is_what_the_child_gets() -> None:
         "print(worker_command(WorkerSpec(Path('/r')))[3])\n"
     )
     for n, flag in ((1, "-v"), (2, "-vv")):
-        done = subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True, text=True,
-                              timeout=60, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(n)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert done.stdout.split() == ["--data-root", flag]
 
 
 BODY = format_daily(
     title=f"{CUSTOMER_VALUES[0]} 님 {CUSTOMER_VALUES[3]} 체크인",
-    facts=[("체중", CUSTOMER_VALUES[1]), ("식단", CUSTOMER_VALUES[2]), ("단백질", "138g"), ("수분", "2.1L"),
-           ("운동", "스쿼트 5세트"), ("수면", "6시간 40분"), ("컨디션", "보통")],
+    facts=[
+        ("체중", CUSTOMER_VALUES[1]),
+        ("식단", CUSTOMER_VALUES[2]),
+        ("단백질", "138g"),
+        ("수분", "2.1L"),
+        ("운동", "스쿼트 5세트"),
+        ("수면", "6시간 40분"),
+        ("컨디션", "보통"),
+    ],
     actions=["저녁 단백질 보충하기"],
 )
 
 
-def test_records_of_a_real_run_are_whitelisted(data_root: Path, fake_api: FakeOpenAI, tmp_path: Path) -> None:
+def test_records_of_a_real_run_are_whitelisted(
+    data_root: Path, fake_api: FakeOpenAI, tmp_path: Path
+) -> None:
     fake_api.behaviour = compose_reply(default_style)
     DataRoot(data_root).ensure()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "OPENAI_API_KEY": KEY}
-    cmd = [sys.executable, "-m", "ops.cli", "-vv", "supervise", "--data-root", str(data_root),
-           "--https-proxy", fake_api.proxy_url, "--ssl-cert-file", str(fake_api.ca_file)]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": KEY,
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "ops.cli",
+        "-vv",
+        "supervise",
+        "--data-root",
+        str(data_root),
+        "--https-proxy",
+        fake_api.proxy_url,
+        "--ssl-cert-file",
+        str(fake_api.ca_file),
+    ]
     records: list[logging.LogRecord] = []
 
     class Keep(logging.Handler):
@@ -152,11 +210,15 @@ def test_records_of_a_real_run_are_whitelisted(data_root: Path, fake_api: FakeOp
     top.addHandler(handler)
     top.setLevel(logging.DEBUG)
     with open(tmp_path / "stderr.txt", "wb") as err:
-        sup = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        sup = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
+        )
     try:
         assert wait_ready(DataRoot(data_root), 30.0)
         for mode, event in ((Mode.SHADOW, "evt-log-1"), (Mode.ENABLED, "evt-log-2")):
-            coord = KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(mode, daily=True)), data_root)
+            coord = KoreanExpressionCoordinator(
+                KoreanExpressionConfig.from_block(exact_block(mode, daily=True)), data_root
+            )
             try:
                 coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=event)
             finally:
@@ -170,8 +232,12 @@ def test_records_of_a_real_run_are_whitelisted(data_root: Path, fake_api: FakeOp
     lines = (tmp_path / "stderr.txt").read_text("utf-8").splitlines()
     seen = assert_whitelisted([ln for ln in lines if " kexpr" in ln], words)
     names = {(logger, name) for logger, name, _ in seen}
-    assert {("kexpr.supervisor", "supervisor_state"), ("kexpr.worker", "worker_ready"),
-            ("kexpr.worker", "worker_stopped"), ("kexpr.cli", "command_started")} <= names
+    assert {
+        ("kexpr.supervisor", "supervisor_state"),
+        ("kexpr.worker", "worker_ready"),
+        ("kexpr.worker", "worker_stopped"),
+        ("kexpr.cli", "command_started"),
+    } <= names
     # Every stderr line is a record or one of the product's fixed diagnostics.
     assert all(" kexpr" in ln or ln.startswith("kexpr ") for ln in lines), lines
     # In-process: the shim's records, same rules.
