@@ -96,6 +96,15 @@ class _Records(logging.Handler):
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        fields = getattr(record, "kexpr_fields", None)
+        if isinstance(fields, dict):
+            # A kexpr record (spool.log) is scanned as what it is made of, each part
+            # apart: its formatted text joins enum words with spaces, and a random
+            # value may hold such a join ("invalid_response surface" has "nse ").
+            parts = [record.levelname, record.name, str(getattr(record, "kexpr_event", ""))]
+            parts += [str(p) for kv in fields.items() for p in kv]
+            self.lines.append("\0".join(parts))
+            return
         self.lines.append(self.format(record))
 
 
