@@ -478,7 +478,11 @@ SURFACES = [
 def _journal_rows(root: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for segment in sorted((root / "outcomes").glob("*.jsonl")):
-        rows += [json.loads(line) for line in segment.read_text("utf-8").splitlines() if line]
+        # Read while the worker appends: a row exists once its LF is written, so a
+        # partly written last line is not read yet (it was, in one full run).
+        data = segment.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1].decode("utf-8")
+        rows += [json.loads(line) for line in complete.splitlines() if line]
     return rows
 
 
