@@ -23,15 +23,29 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/kexpr run --data-root $(DATA_ROOT)
 
-test: $(VENV)/.installed-test test-tools
+# `make test` never installs system packages. Without systemd-analyze the unit
+# tests (tests/ops_tests/test_systemd.py) skip and say so; `make test-tools` installs it.
+test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
-# systemd-analyze for the unit tests (tests/ops_tests/test_systemd.py): Debian's
-# `systemd` package, installed with apt only if missing; otherwise the test skips
-# with the reason the script prints.
+# systemd-analyze for the unit tests: Debian's `systemd` package, installed with
+# apt (as root) only if missing; elsewhere the script says why the test skips.
 .PHONY: test-tools
 test-tools:
 	@sh tests/ops_tests/ensure-systemd-analyze.sh
+
+# Lint (issue 15, item 10): ruff's checks and its formatter, as configured in
+# pyproject.toml. Not yet part of `make test` (a global format pass comes first).
+.PHONY: lint
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# mypy over tests/ (non-strict; the product packages are checked strictly inside
+# `make test`, tests/packaging_tests/test_typecheck.py).
+.PHONY: typecheck-tests
+typecheck-tests: $(VENV)/.installed-test
+	$(BIN)/mypy --config-file mypy-tests.ini tests
 
 # Benchmarks print figures; they are never timed unit tests (shared, noisy machines).
 # `make bench QUICK=1` is the ~1 minute profile.

@@ -1,6 +1,6 @@
 """kexpr gateway shim: imported into the host gateway (SPEC §8).
 
-Light on purpose: pydantic, filelock and watchdog only. It never imports the
+Light on purpose: pydantic and watchdog only. It never imports the
 provider SDK and never reads the provider key.
 
 One coordinator method per surface (``present_daily``, ``present_weekly``,

@@ -46,6 +46,7 @@ import copy
 import datetime as dt
 import enum
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -54,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from spool import log
 from spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
 from spool.fsio import (
     FileId,
@@ -87,7 +89,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from gateway_shim.config import KoreanExpressionConfig, Mode
+from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode
 from gateway_shim.identity import artifact_key, load_or_create_key, new_request_id
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
 from gateway_shim.surfaces import (
@@ -111,6 +113,8 @@ BINDING_DIGEST_VERSION: Final = "kexpr-binding-v1"
 # Safety-net re-check while waiting (SPEC §4 trap 2: an inotify overflow delivers
 # no event at all). Not a poll loop: the watchdog event normally ends the wait.
 _RECHECK_S: Final = 0.25
+# Content-free records (spool.log); silent unless the host configures `kexpr`.
+_log = log.logger("shim")
 
 
 class CandidateStatus(enum.StrEnum):
@@ -730,6 +734,8 @@ class KoreanExpressionCoordinator:
                 outcome=outcome.value,
                 seconds=time.monotonic() - t0,
             )
+            log.event(_log, logging.DEBUG, "presentation", mode=self.config.mode, outcome=outcome,
+                      surface=log.known(surface_version, SURFACE_SWITCH), publication_permitted=permitted)
             return cand
 
         if not enabled:

@@ -44,6 +44,7 @@ Checks and why each is sound:
 from __future__ import annotations
 
 import enum
+import io
 import json
 import os
 import re
@@ -125,6 +126,7 @@ class Unusable(enum.StrEnum):
     PROCESS_UNREADABLE = "process_unreadable"
     DUMPABLE_UNDETERMINED = "dumpable_undetermined"
     ENV_FILE_UNREADABLE = "env_file_unreadable"
+    ENV_FILE_PARSER_MISSING = "env_file_parser_missing"  # python-dotenv: `kexpr[ops]`
     DATA_ROOT_MISSING = "data_root_missing"
     DATA_ROOT_UNREADABLE = "data_root_unreadable"
     JOURNAL_UNCHECKED = "journal_unchecked"
@@ -337,27 +339,25 @@ def _sandbox_info(pid: int) -> dict[str, Any]:
 
 
 def parse_env_file(text: str) -> list[tuple[int, str, str]]:
-    """``(line, name, value)`` for each assignment of a dotenv file (the format
-    python-dotenv and systemd's ``EnvironmentFile=`` read): ``NAME=value``,
-    optional ``export``, optional quotes, ``#`` comments."""
-    out: list[tuple[int, str, str]] = []
-    for n, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].lstrip()
-        name, sep, value = line.partition("=")
-        name = name.strip()
-        if not sep or not _NAME.fullmatch(name):
-            continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        else:
-            value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
-        out.append((n, name, value))
-    return out
+    """``(line, name, value)`` for each assignment of a dotenv file, read by
+    python-dotenv as the host reads its ``.env`` (quotes, escapes, multi-line
+    values, ``export``, ``${VAR}`` interpolation). The value is the one the host
+    would get (the last assignment of a name); the line is where that assignment
+    starts. `ImportError` without the ``ops`` extra."""
+    from dotenv import dotenv_values
+    from dotenv.parser import parse_stream
+
+    starts: dict[str, int] = {}
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.key is not None and not binding.error:
+            starts[binding.key] = binding.original.line
+    values = dotenv_values(stream=io.StringIO(text), interpolate=True)
+    out = [
+        (starts[name], name, value or "")
+        for name, value in values.items()
+        if name in starts and _NAME.fullmatch(name)
+    ]
+    return sorted(out)
 
 
 def audit_env_file(path: Path, known_values: Iterable[str]) -> tuple[CheckResult, list[str]]:
@@ -367,9 +367,14 @@ def audit_env_file(path: Path, known_values: Iterable[str]) -> tuple[CheckResult
     except ReadRefused:
         result.unusable = Unusable.ENV_FILE_UNREADABLE
         return result, []
+    try:
+        assignments = parse_env_file(text)
+    except ImportError:
+        result.unusable = Unusable.ENV_FILE_PARSER_MISSING
+        return result, []
     values = {v for v in known_values if len(v.strip()) >= MIN_KEY_VALUE_LEN}
     found_keys: list[str] = []
-    for line, name, value in parse_env_file(text):
+    for line, name, value in assignments:
         if name == KEY_VARIABLE:
             result.add(Finding.ENV_FILE_KEY_PRESENT, f"{KEY_VARIABLE} (line {line})")
             found_keys.append(value)

@@ -229,9 +229,15 @@ def run_contract_check(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> i
 def cli(argv: Sequence[str]) -> int:
     """`kexpr contract <argv>` (the `ops.cli` COMMANDS row): only `check` exists."""
     args = list(argv)
+    if args and args[0] in ("-h", "--help"):
+        sys.stdout.write("usage: kexpr contract check [-h] ...\n\nsubcommands:\n"
+                         "  check  judge recorded model responses against a capsule "
+                         "(`kexpr contract check --help`)\n")
+        return 0
     if not args or args[0] != "check":
         sys.stderr.write(
             f"usage: {PROG} [-h] [--capsule CAPSULE] [--response RESPONSE] [--jsonl JSONL]\n"
+            "kexpr contract: the only subcommand is `check`\n"
         )
         return EXIT_UNUSABLE
     return run_contract_check(args[1:], sys.stdout, sys.stderr)

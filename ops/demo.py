@@ -13,6 +13,10 @@ Three processes, as in production:
 
 Without a key every row is canonical with ``credential_unavailable``; with a key
 the worker makes the real call (shadow mode: canonical is what gets published).
+A legend explains the outcome column. Without a key the gateway process then
+replays hand-written example answers through the shim (`ops.replay`, labelled
+"example, replayed", never presented as live): each surface's canonical body and
+its styled body, the slot text marked.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -297,7 +301,46 @@ def gateway_main(data_root: Path) -> int:
         coord.close()
     headers = ("surface", "sample", "outcome", "status", "body excerpt (first slot)")
     print_table(headers, rows)
+    print_legend(row[2] for row in rows)
+    if any(row[2] == "credential_unavailable" for row in rows):
+        # No live call was made: show what the product does with example answers.
+        from ops.replay import print_replayed, replay
+
+        first = {s.surface: s for s in reversed(_samples())}  # one sample per surface
+        print_replayed(replay((s.surface, s.label, s.present) for s in reversed(first.values())))
     return 0
+
+
+# What the outcome column means (every CandidateOutcome; docs/design.md §4, §8).
+OUTCOME_LEGEND: Final = {
+    "shadow_selected": "the model's expression was valid and rendered; shadow mode publishes the canonical body",
+    "accepted": "enabled mode: the styled body is published, then the host reports the result",
+    "credential_unavailable": "the worker has no OPENAI_API_KEY: no request was made, canonical body",
+    "disabled": "the config block or this surface is off: canonical, nothing written",
+    "ineligible": "this body has no slot kexpr may style (or is not the host's format): canonical, no call",
+    "timeout": "no valid answer within 4 s: canonical",
+    "provider_error": "the provider call failed (never retried): canonical",
+    "invalid_response": "the model's answer was not one well-typed document: canonical",
+    "validation_rejected": "the answer broke a contract rule, or a locked byte would change: canonical",
+    "in_flight": "the same artifact is being answered elsewhere: publish nothing now",
+    "already_attempted": "this artifact had its one attempt already: canonical",
+    "claim_expired_canonical": "the attempt expired (e.g. a worker restart): canonical",
+    "journal_unavailable": "the worker's journal is quarantined: canonical, no call",
+    "spool_unavailable": "the data root could not be used: canonical",
+    "invalid_request": "the worker refused the request file: canonical",
+}
+
+
+def print_legend(outcomes: Iterable[str]) -> None:
+    """One line per outcome shown, and how to make the live call when it was not made."""
+    shown = list(dict.fromkeys(outcomes))
+    print()
+    print("outcome:")
+    for outcome in shown:
+        print(f"  {outcome:<24} {OUTCOME_LEGEND.get(outcome, '')}".rstrip())
+    if "credential_unavailable" in shown:
+        print()
+        print("live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)")
 
 
 if __name__ == "__main__":

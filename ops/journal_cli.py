@@ -21,7 +21,7 @@ attempt id.
                "Torn tail"), with the worker stopped: sets the segment aside
                unchanged under ``quarantine/``. Dry run unless ``--apply``.
 
-Exit codes: 0 ok, 1 finding/violation/refusal, 2 usage.
+Exit codes: 0 ok, 1 finding/violation/refusal, 2 usage or no data root to read (docs/cli.md).
 
 Run it as the data root's owner or as root: ownership is judged against the
 data root's owner (`spool.fsio.expect_owner`), not against the caller.
@@ -334,7 +334,9 @@ def cli(argv: list[str]) -> int:
             sp.add_argument("--segment", required=True, help="YYYY-MM-DD")
     a = p.parse_args(argv)
     root = DataRoot(a.data_root)
-    if not os.path.isdir(root.root) or os.path.islink(root.root):
+    # No data root to read is unusable input (exit 2, docs/cli.md), not a finding.
+    unusable = not os.path.isdir(root.root) or os.path.islink(root.root)
+    if unusable:
         ok, out = False, {"ok": False, "findings": [{"finding": "missing" if not os.path.lexists(root.root) else "not_directory", "where": "."}]}
     else:
         expect_owner(_owner_of(root))
@@ -355,4 +357,4 @@ def cli(argv: list[str]) -> int:
         print(json.dumps(out, sort_keys=True))
     else:
         print(_human(a.command, ok, out), file=sys.stdout if ok else sys.stderr)
-    return 0 if ok else 1
+    return 2 if unusable else 0 if ok else 1

@@ -50,6 +50,7 @@ import collections
 import datetime as dt
 import enum
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -61,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
+from spool import log
 from spool.layout import DataRoot
 
 from worker.exitcodes import ExitCode
@@ -86,6 +88,9 @@ FATAL_EXITS: Final = frozenset(
 # EX_SOFTWARE: the worker keeps dying; an operator has to look (kexpr status).
 CRASH_LOOP_EXIT: Final = 70
 STATUS_SCHEMA: Final = "kexpr-supervisor-status-v1"
+_log = log.logger("supervisor")
+# `_diagnose`'s enum words (also printed on stderr).
+DIAGNOSTICS: Final = frozenset({"fatal_exit", "crash_loop", "stop_timeout"})
 STATUS_NAME: Final = "supervisor.status.json"
 HEARTBEAT_S: Final = 5.0
 _POLL_S: Final = 0.2
@@ -177,9 +182,11 @@ def worker_environment(spec: WorkerSpec, source: Mapping[str, str]) -> dict[str,
 
 def worker_command(spec: WorkerSpec, root: Path | None = None) -> list[str]:
     """The worker's command line, with the data root the supervisor checked
-    (rule 5: `DataRoot`'s path, never ``resolve()``-d)."""
+    (rule 5: `DataRoot`'s path, never ``resolve()``-d). `kexpr -v supervise`
+    shows the worker's records too (content-free, spool.log)."""
     checked = root if root is not None else DataRoot(spec.data_root).root
-    return [sys.executable, "-m", "worker", "--data-root", str(checked)]
+    verbose = ["-" + "v" * log.verbosity()] if log.verbosity() else []
+    return [sys.executable, "-m", "worker", *verbose, "--data-root", str(checked)]
 
 
 class Child(Protocol):
@@ -342,10 +349,16 @@ class Supervisor:
         return 0 if code == 0 else 1
 
     def _diagnose(self, diagnostic: str, code: int | None) -> None:
+        log.event(_log, logging.WARNING, "supervisor_diagnostic",
+                  diagnostic=log.known(diagnostic, DIAGNOSTICS), worker_exit=code)
         suffix = "" if code is None else f" (worker exit {code})"
         print(f"kexpr supervise: {diagnostic}{suffix}", file=sys.stderr)
 
     def _set(self, state: State) -> None:
+        if state is not self.state or state is State.STARTING:
+            log.event(_log, logging.INFO, "supervisor_state", state=state, restarts=self.restarts,
+                      last_exit=self.last_exit,
+                      worker_pid=self.child.pid if self.child is not None and state is State.RUNNING else None)
         self.state = state
         self._beat = self._clock()
         child = self.child

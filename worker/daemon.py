@@ -48,6 +48,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import datetime as dt
 import errno
+import logging
 import os
 import sys
 import threading
@@ -56,11 +57,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from spool import log
 from spool.fsio import (
     FileId,
     LockTimeout,
     Sharing,
     UnsafePath,
+    UnsafeReason,
     claim,
     list_dir,
     make_flock,
@@ -72,6 +75,7 @@ from spool.fsio import (
 from spool.journal import (
     AppendRefused,
     AttemptRecord,
+    Finding,
     Journal,
     JournalUnverified,
     format_ts,
@@ -109,6 +113,12 @@ if TYPE_CHECKING:
     import openai
 
 RESCAN_INTERVAL_S: Final = 1.0
+_log = log.logger("worker")
+# What `_enter_quarantine` may be given: the enum words of its callers (anything
+# else is logged as "other": a log record carries enum words only).
+_QUARANTINE_REASONS: Final = frozenset(
+    {r.value for r in UnsafeReason} | {f.value for f in Finding} | {"io_error", "inode_changed"}
+)
 POOL_SIZE: Final = 8
 # Running out of descriptors or memory (``ulimit -n``, a full file table, ENOMEM)
 # is the machine's state, not an entry's: the scan stops, nothing is dropped, and
@@ -254,6 +264,12 @@ class Worker:
         if self.quarantine is None:
             self.quarantine = reason
             print(f"kexpr worker: quarantine: {reason}", file=sys.stderr, flush=True)
+            log.event(
+                _log,
+                logging.WARNING,
+                "worker_quarantine",
+                reason=log.known(reason, _QUARANTINE_REASONS),
+            )
 
     def _check_tree(self, *, walk: bool = True) -> None:
         """Every product directory is still the checked one (rule 6).
@@ -293,6 +309,13 @@ class Worker:
             self._state = "ready"
             self._scan(pool)
             self._write_status()
+            log.event(
+                _log,
+                logging.INFO,
+                "worker_ready",
+                journal_verified=self.journal_ok,
+                credential=self._client is not None,
+            )
             next_tick = time.monotonic() + self._rescan
             while not stop.is_set():
                 self._wake.wait(max(0.0, next_tick - time.monotonic()))
@@ -322,6 +345,7 @@ class Worker:
                 watch.stop()
             self._state = "stopped"
             self._write_status()
+            log.event(_log, logging.INFO, "worker_stopped")
         return ExitCode.OK
 
     def _scan(

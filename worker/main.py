@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
+from spool import log
 from spool.layout import DEFAULT_DATA_ROOT, DataRoot
 
 from worker.environment import hazardous_environment
@@ -96,7 +97,10 @@ def die_with_parent(prctl: Prctl | None = None, *, parent: int = _PARENT_AT_STAR
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kexpr worker")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="kexpr.* log records on stderr (content-free; -vv: debug)")
     args = parser.parse_args(argv)
+    log.configure(args.verbose)
     if not make_undumpable():
         # Fail closed before anything uses the key (enum diagnostic only).
         print("kexpr worker: refusing to start: not_undumpable", file=sys.stderr)

@@ -45,8 +45,8 @@ one place:
    worker never needs it.
 4. **Inode identity.** A file that is read and later removed is removed only if
    the path still names the inode that was read (`read_private_identified` +
-   `unlink_if_same`); a lock is only held if the descriptor filelock locked is
-   the inode at the lock path (`ProductLock`). Otherwise `INODE_CHANGED`.
+   `unlink_if_same`); a lock is only held if the descriptor we locked is
+   the inode at the lock path (`ProductLock`, `HeldFlock`). Otherwise `INODE_CHANGED`.
 5. A file that must survive a crash is written in ``tmp/`` with ``O_EXCL``,
    fsynced, then *linked* into place (``linkat`` cannot replace an existing file,
    so losing a race is ``EEXIST``, never an overwrite) and its directory fsynced
@@ -68,7 +68,6 @@ import errno
 import fcntl
 import functools
 import grp
-import inspect
 import os
 import pwd
 import stat
@@ -79,8 +78,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
-
-import filelock
 
 _O_PATH: Final = getattr(os, "O_PATH", os.O_RDONLY)
 # How every directory component is walked (rule 1). O_PATH needs only search
@@ -753,22 +750,8 @@ def replace_private(final_path: Path, data: bytes) -> None:
 # --------------------------------------------------------------------- locks
 
 
-def _filelock(path: Path, mode: int) -> filelock.BaseFileLock:
-    """filelock, pinned: never unlinks, never degrades to a soft lock.
-
-    filelock 3.20.x never unlinks a Unix lock file; 3.30+ unlinks by default
-    unless ``preserve_lock_file=True`` and may fall back to a soft marker file on
-    a file system without flock. Both defaults are wrong here (rule 6), so they
-    are pinned off whatever the installed version. Not thread-local: callers
-    order their threads with their own mutex.
-    """
-    kwargs: dict[str, object] = {"mode": mode, "thread_local": False}
-    params = inspect.signature(filelock.FileLock).parameters
-    if "preserve_lock_file" in params:
-        kwargs["preserve_lock_file"] = True
-    if "fallback_to_soft" in params:
-        kwargs["fallback_to_soft"] = False
-    return filelock.FileLock(str(path), **kwargs)  # type: ignore[arg-type]
+class LockTimeout(TimeoutError):
+    """A lock was not acquired within its timeout (another holder has it)."""
 
 
 class _LockContext:
@@ -794,17 +777,21 @@ class _LockContext:
 
 
 class ProductLock(_LockContext):
-    """An flock on a product lock file, with this module's rules around filelock.
+    """An ``flock(2)`` on a product lock file, opened and checked for each hold.
 
-    Before every acquire the lock file is created by us (``O_EXCL``, the
-    directory's file mode, never ``O_TRUNC``) or opened and checked (regular,
-    owner, mode; no symlink on the way). After filelock has the flock, the
-    descriptor it locked must be the inode now at the path and the one we
-    checked; otherwise the lock is released and `INODE_CHANGED` raised: a lock on
-    an inode that is no longer at the path excludes nobody. filelock itself opens
-    with ``O_NOFOLLOW`` (3.20.1+, CVE-2025-68146); 3.20.x also passes ``O_TRUNC``,
-    which is harmless here only because a lock file never holds a byte.
-    The file is never unlinked.
+    Every first acquire walks to the lock file without following a symlink and
+    creates it (``O_EXCL``, the directory's file mode) or opens it read-only and
+    checks it (regular, owner, mode) — never ``O_TRUNC``, so there is nothing to
+    truncate through a path that changed under us (filelock CVE-2025-68146). It
+    then takes ``flock(LOCK_EX)`` on that descriptor and walks again: the path
+    must still name the inode it locked and the one first checked; otherwise the
+    descriptor is closed (dropping the flock) and `INODE_CHANGED` raised — a lock
+    on an inode that is no longer at the path excludes nobody. The last release
+    closes the descriptor. The file is never unlinked. Re-entrant per object (a
+    depth count); callers order their threads with their own mutex.
+
+    This is the project's own lock rather than ``filelock``: the checks above need
+    the locked descriptor, which filelock keeps private.
 
     ``create=False`` (the ops tools, possibly run as root): never create the
     file — a root-owned lock file would lock the worker out — and treat an
@@ -818,9 +805,10 @@ class ProductLock(_LockContext):
         # The inode first checked: every later acquire must find the same one
         # (rule 4, "inode identity across open and re-open").
         self._first: FileId | None = None
-        self._lock = _filelock(path, PRIVATE_FILE_MODE)
+        self._fd: int | None = None
+        self._depth = 0
 
-    def _prepare(self) -> FileId | None:
+    def _prepare(self) -> tuple[int, FileId] | None:
         with _Dir(self.path.parent) as d:
             try:
                 if not self._create:
@@ -833,42 +821,50 @@ class ProductLock(_LockContext):
                     if self._create:
                         raise
                     return None
-            os.close(fd)
-            return FileId.of(st)
+            return fd, FileId.of(st)
 
-    def _held_fd(self) -> int | None:
-        ctx = getattr(self._lock, "_context", None)
-        fd = getattr(ctx, "lock_file_fd", None)
-        return fd if isinstance(fd, int) else None
+    def _recheck(self) -> FileId | None:
+        again = self._prepare()
+        if again is None:
+            return None
+        os.close(again[0])
+        return again[1]
 
     def acquire(self, timeout: float = -1) -> None:
-        checked = self._prepare()
-        self._absent = checked is None
-        if checked is None:
+        if self._depth:
+            self._depth += 1
             return
-        if self._first is None:
-            self._first = checked
-        elif checked != self._first:
-            raise UnsafePath(UnsafeReason.INODE_CHANGED)
-        self._lock.acquire(timeout=timeout)
+        prepared = self._prepare()
+        self._absent = prepared is None
+        if prepared is None:
+            return
+        fd, checked = prepared
         try:
-            fd = self._held_fd()
-            if fd is not None and FileId.of(os.fstat(fd)) != checked:
+            if self._first is None:
+                self._first = checked
+            elif checked != self._first:
                 raise UnsafePath(UnsafeReason.INODE_CHANGED)
-            if self._prepare() != checked:
+            _flock_fd(fd, timeout, self.path)
+            if self._recheck() != checked:
                 raise UnsafePath(UnsafeReason.INODE_CHANGED)
         except BaseException:
-            self._lock.release()
+            os.close(fd)  # drops the flock, if it was taken
             raise
+        self._fd, self._depth = fd, 1
 
     def release(self) -> None:
         if self._absent:
             return
-        self._lock.release()
+        if self._depth == 0:
+            raise RuntimeError("release of an unheld lock")
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     @property
     def is_locked(self) -> bool:
-        return bool(self._lock.is_locked)
+        return self._depth > 0
 
 
 class HeldFlock(_LockContext):
@@ -888,7 +884,7 @@ class HeldFlock(_LockContext):
     path is *detected*, and the worker's tree check quarantines it.
 
     Why not `ProductLock` for the journal: it re-walks the path twice and
-    filelock re-opens the file on every acquire — 115–470 µs, three or four
+    opens the file on every acquire — 115–470 µs, three or four
     times per artifact (docs/performance.md, finding D); this costs one
     ``flock`` and one ``lstat``. Both lock the same inode with ``flock(2)``, so
     a `HeldFlock` in the worker and a `ProductLock` in an ops tool exclude each
@@ -972,7 +968,7 @@ def _flock_fd(fd: int, timeout: float, path: Path) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= end:
-                raise filelock.Timeout(str(path)) from None
+                raise LockTimeout(path.name) from None
             time.sleep(min(0.01, max(0.0, end - time.monotonic())))
 
 
@@ -980,6 +976,3 @@ def make_flock(path: Path, *, create: bool = True) -> ProductLock:
     """The lock of ``journal.lock`` / ``worker.lock`` (see `ProductLock`)."""
     return ProductLock(path, create=create)
 
-
-# filelock's timeout, re-exported so callers need not import filelock.
-LockTimeout = filelock.Timeout

@@ -14,7 +14,7 @@ torn-tail command `spool._journal_audit`):
 3. A terminal row goes into the segment of its start row (even across midnight),
    copies ``started_at_utc`` and ``deadline_at_utc`` verbatim, and there is at most
    one per attempt. One artifact has at most one attempt, ever.
-4. Every append happens under the ``journal.lock`` flock (filelock, never
+4. Every append happens under the ``journal.lock`` flock (`spool.fsio`, never
    unlinked) and is fsynced before the lock is released; ``attempt_started`` is on
    disk before the one wire request is made. An append first checks that the
    segment is still the inode, and the size, this process last wrote.

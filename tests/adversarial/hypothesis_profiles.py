@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from typing import Final
+from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -36,7 +36,7 @@ _REDACTION_EXAMPLES: Final = {"kexpr-test": 40, "fuzz": 500}  # per surface
 if PROFILE_NAME not in _PROPERTY_EXAMPLES:
     raise RuntimeError(f"{PROFILE_ENV} must be one of {sorted(_PROPERTY_EXAMPLES)}")
 
-_COMMON: Final = {
+_COMMON: Final[dict[str, Any]] = {
     "deadline": None,
     "suppress_health_check": (HealthCheck.too_slow, HealthCheck.data_too_large),
     "print_blob": True,

@@ -61,6 +61,16 @@ def test_main_job_without_key_is_canonical(data_root: Path) -> None:
     got = rows(out.stdout)
     assert samples(got) == EXPECTED_SAMPLES
     assert all(r[2:4] == ["credential_unavailable", "canonical"] for r in got)
+    legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
+    assert legend[0].split(None, 1) == [
+        "credential_unavailable", "the worker has no OPENAI_API_KEY: no request was made, canonical body"
+    ]
+    assert "live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)" in legend
+    # Then the example answers, replayed through the shim, each labelled as such.
+    examples = [line for line in out.stdout.splitlines() if line.startswith("[example, replayed] ")]
+    assert [line.split(" · ")[0].removeprefix("[example, replayed] ") for line in examples] == list(SURFACES)
+    assert all(line.endswith(" · accepted") for line in examples)
+    assert "not a live call" in out.stdout and out.stdout.count("  styled:") == len(SURFACES)
     # Each row shows its first slot's canonical sentence.
     text = out.stdout
     assert "현재 판단: 순응도 근거 충돌로 조정 보류" in text
@@ -81,6 +91,9 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
     got = rows(out.stdout)
     assert samples(got) == EXPECTED_SAMPLES
     assert all(r[2:4] == ["shadow_selected", "canonical"] for r in got)
+    legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in legend] == ["shadow_selected"]  # and no hint: the call was made
+    assert "[example, replayed]" not in out.stdout  # the live rows show the point
     assert len(fake_api.requests) == len(EXPECTED_SAMPLES)
     capsules = [r.capsule for r in fake_api.requests]
     assert sorted(c["surface"] for c in capsules if c) == sorted(s for s, _ in EXPECTED_SAMPLES)
@@ -91,3 +104,11 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
         "adaptive.dual.review.2",
     ]
     assert all(r.headers["authorization"] == "Bearer sk-demo" for r in fake_api.requests)
+
+
+def test_the_legend_explains_every_outcome() -> None:
+    from gateway_shim import CandidateOutcome
+    from ops.demo import OUTCOME_LEGEND
+
+    assert set(OUTCOME_LEGEND) == {o.value for o in CandidateOutcome}
+    assert all(OUTCOME_LEGEND.values())

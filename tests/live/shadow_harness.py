@@ -21,7 +21,10 @@ What one run does:
    sender / editor / reservation / mark-pending entry point (`HostSpy`) raises
    if called; the gateway captures every log record and telemetry event.
 3. While both are alive: ``kexpr audit`` on the gateway, the worker and the data
-   root (as root; recorded as skipped otherwise).
+   root. The worker check needs root (the worker is non-dumpable, so only
+   CAP_SYS_PTRACE reads its environment); as another user the audit covers the
+   gateway (same user: its environment is readable) and the data root, and the
+   summary says so (``audit_worker_checked``).
 4. Reads the journal (verified), and passes only with ``count`` ``shadow_selected``
    per surface, zero other outcomes (journal and candidates alike), zero host
    calls, zero content in any captured field, and one call per artifact at the
@@ -333,7 +336,7 @@ def run_proof(
         sup = subprocess.Popen(cmd, env=sup_env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                group=NOGROUP if as_root else None)
     gateway: subprocess.Popen[str] | None = None
-    audit: dict[str, Any] | str = "skipped_not_root"
+    audit: dict[str, Any] | str = "not_run"
     try:
         from spool.layout import DataRoot
 
@@ -352,11 +355,11 @@ def run_proof(
         line = gateway.stdout.readline()
         if line.strip() != "READY":
             raise AssertionError("gateway process failed before presenting")
-        if as_root:
-            # Both processes alive: the key is in the worker only.
-            out = _kexpr("audit", "--json", "--gateway-pid", str(gateway.pid),
-                         "--worker-pid", str(worker_pid), "--data-root", str(data_root))
-            audit = json.loads(out.stdout)
+        # Both processes alive: the key is in the worker only.
+        worker_args = ["--worker-pid", str(worker_pid)] if as_root else []
+        out = _kexpr("audit", "--json", "--gateway-pid", str(gateway.pid), *worker_args,
+                     "--data-root", str(data_root))
+        audit = json.loads(out.stdout)
         gateway.stdin.close()
         gateway.wait(30)
         results = json.loads(results_path.read_text("utf-8"))
@@ -446,6 +449,8 @@ def summarize(
         "gateway_imported_openai": results["gateway_imported_openai"],
         "journal_verified": journal_verified,
         "audit": audit if isinstance(audit, str) else audit.get("verdict"),
+        "audit_worker_checked": not isinstance(audit, str)
+        and any(c.get("check") == "worker_process" for c in audit.get("checks", [])),
     }
     if wire is not None:
         keys = [_artifact_key(b) for b in wire]
@@ -462,7 +467,7 @@ def summarize(
         summary["worker_log_content_free"],
         summary["gateway_environment_had_key"] is False,
         summary["gateway_imported_openai"] is False,
-        summary["audit"] in ("clean", "skipped_not_root"),
+        summary["audit"] == "clean",
         *(
             s["capsules"] == count
             and s["attempts"] == count

@@ -5,6 +5,7 @@ proxy, so the harness is known to work here before a real call is spent on it.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,9 @@ def test_rehearsal_48_of_48_shadow_selected(data_root: Path, fake_api: FakeOpenA
     assert summary["wire_requests"] == 48 and summary["wire_max_requests_per_artifact"] == 1
     assert summary["host_calls"] == 0 and summary["telemetry_events"] == 48
     assert summary["audit"] == "clean"
+    # The worker's own check needs root (it is non-dumpable); as another user the
+    # audit still covers the gateway process and the data root.
+    assert summary["audit_worker_checked"] is (os.geteuid() == 0)
     # The summary itself is counts, enums and booleans.
     text = json.dumps(summary, ensure_ascii=False)
     assert KEY not in text and not any("\uac00" <= c <= "\ud7a3" for c in text)

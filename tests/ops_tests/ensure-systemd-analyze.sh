@@ -1,5 +1,6 @@
 #!/bin/sh
-# `make test` prerequisite: systemd-analyze for tests/ops_tests/test_systemd.py.
+# `make test-tools`: systemd-analyze for tests/ops_tests/test_systemd.py (`make test`
+# itself never installs system packages; without it that test skips and says why).
 # Debian's `systemd` package provides it, and it works without systemd running.
 # Installed only when missing, only as root with apt-get; anywhere else this says
 # why, and that test skips with the same reason (never a silent pass).

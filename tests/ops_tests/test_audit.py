@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
@@ -63,6 +64,13 @@ def audit(*args: object) -> tuple[int, dict[str, object], str]:
     assert human.returncode == js.returncode
     assert_no_secrets(human.stdout + human.stderr + js.stdout + js.stderr)
     return js.returncode, json.loads(js.stdout), human.stdout
+
+
+def check_of(report: dict[str, object], name: str) -> dict[str, Any]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    found: dict[str, Any] = next(c for c in checks if c["check"] == name)
+    return found
 
 
 def findings(report: dict[str, object]) -> list[tuple[str, str, str]]:
@@ -149,9 +157,33 @@ def test_env_file_parser() -> None:
     assert parse_env_file(text) == [(1, "A", "1"), (2, "B", "2 # x"), (3, "C", "3"), (6, "E", "5")]
 
 
+def test_env_file_parser_reads_what_python_dotenv_gives_the_host() -> None:
+    # Multi-line, escaped and interpolated values, and a repeated name (the last wins).
+    text = 'M="sk-multi\nline"\nQ="a\\"b"\nI=${Q}c\nR=1\nR=2\n'
+    assert parse_env_file(text) == [(1, "M", "sk-multi\nline"), (3, "Q", 'a"b'), (4, "I", 'a"bc'), (6, "R", "2")]
+
+
+def test_env_file_key_hidden_in_a_multiline_or_interpolated_value_is_found(tmp_path: Path) -> None:
+    env = tmp_path / "host.env"
+    env.write_text(f'NOTE="first\nsecond"\nOPENAI_API_KEY="{OTHER_KEY}"\nCOPY=${{OPENAI_API_KEY}}\n')
+    code, report, _ = audit("--env-file", env)
+    assert code == 1
+    assert findings(report) == [
+        ("env_file", "env_file_key_present", "OPENAI_API_KEY (line 3)"),
+        ("env_file", "env_file_key_value_present", "COPY (line 4)"),
+    ]
+
+
 # ------------------------------------------------------------------ the worker
 
 
+AS_ROOT = os.geteuid() == 0
+# As root, stand-in processes run under a non-root group: a uid 0 + gid 0 process's
+# dumpability cannot be read (proc(5)). Another user's processes already differ.
+GROUP = NOGROUP if AS_ROOT else None
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="the worker check reads a non-dumpable process's environment: root only (CAP_SYS_PTRACE); the non-root counterpart is test_a_supervised_worker_is_closed_to_an_audit_by_its_own_user")
 def test_a_supervised_worker_passes_the_worker_check(data_root: Path, procs: list[subprocess.Popen[bytes]]) -> None:
     sup = start_supervisor(data_root, key=WORKER_KEY, group=NOGROUP)
     try:
@@ -165,29 +197,43 @@ def test_a_supervised_worker_passes_the_worker_check(data_root: Path, procs: lis
     # The worker's own key, found under another name in a gateway: compared, never printed.
     assert findings(report) == [("gateway_environment", "gateway_key_value_present", "SOME_NAME")]
     assert code == 1
-    worker = next(c for c in report["checks"] if c["check"] == "worker_process")  # type: ignore[union-attr]
+    worker = check_of(report, "worker_process")
     assert worker["status"] == "clean"
     assert worker["info"]["environ_protected"] is True and worker["info"]["credential"] == "present"
 
 
+@pytest.mark.skipif(AS_ROOT, reason="root reads every environment; as root the full worker check runs (test_a_supervised_worker_passes_the_worker_check)")
+def test_a_supervised_worker_is_closed_to_an_audit_by_its_own_user(data_root: Path) -> None:
+    """Not root: the worker runs as the auditor's own user and still its
+    environment cannot be read — the audit says it is protected, and unusable
+    (it cannot vouch for variables it cannot read), never clean."""
+    sup = start_supervisor(data_root, key=WORKER_KEY)
+    try:
+        code, report, human = audit("--worker-pid", sup.worker_pid())
+    finally:
+        sup.stop()
+    assert code == 2 and "UNUSABLE process_unreadable" in human
+    worker = check_of(report, "worker_process")
+    assert worker["info"]["environ_protected"] is True and worker["findings"] == []
+
+
 def test_a_dumpable_or_hazardous_worker_is_a_finding(procs: list[subprocess.Popen[bytes]]) -> None:
-    dumpable = spawn(procs, dict(CLEAN_ENV), group=NOGROUP)
+    dumpable = spawn(procs, dict(CLEAN_ENV), group=GROUP)
     code, report, _ = audit("--worker-pid", dumpable)
     assert code == 1 and findings(report) == [("worker_process", "worker_dumpable", "")]
-    undumpable = "import ctypes\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)"
-    hazardous = spawn(
-        procs,
-        {**CLEAN_ENV, "OPENAI_API_KEY": WORKER_KEY, "OPENAI_ORG_ID": "org-x", "SSLKEYLOGFILE": "/tmp/k", "LD_PRELOAD": "/x.so"},
-        undumpable,
-        group=NOGROUP,
-    )
-    code, report, _ = audit("--worker-pid", hazardous)
-    assert code == 1
-    assert findings(report) == [
+    hazards = [
         ("worker_process", "worker_injection_variable", "LD_PRELOAD"),
         ("worker_process", "worker_hazardous_variable", "OPENAI_ORG_ID"),
         ("worker_process", "worker_hazardous_variable", "SSLKEYLOGFILE"),
     ]
+    env = {**CLEAN_ENV, "OPENAI_API_KEY": WORKER_KEY, "OPENAI_ORG_ID": "org-x", "SSLKEYLOGFILE": "/tmp/k", "LD_PRELOAD": "/x.so"}
+    if AS_ROOT:
+        undumpable = "import ctypes\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)"
+        code, report, _ = audit("--worker-pid", spawn(procs, env, undumpable, group=GROUP))
+        assert code == 1 and findings(report) == hazards
+    # Any user: a dumpable process's own-user environment is read, every hazard named.
+    code, report, _ = audit("--worker-pid", spawn(procs, env, group=GROUP))
+    assert code == 1 and findings(report) == [("worker_process", "worker_dumpable", ""), *hazards]
 
 
 def test_a_worker_running_as_root_root_cannot_be_vouched_for(procs: list[subprocess.Popen[bytes]]) -> None:

@@ -318,7 +318,7 @@ def test_the_gateway_side_install_stays_light() -> None:
     import tomllib
 
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
-    assert [d.split(">")[0].split("=")[0].split("<")[0] for d in project["dependencies"]] == ["pydantic", "filelock", "watchdog"]
+    assert [d.split(">")[0].split("=")[0].split("<")[0] for d in project["dependencies"]] == ["pydantic", "watchdog"]
     extras = project["optional-dependencies"]
     assert any(d.startswith("ruamel.yaml") for d in extras["ops"])
     assert "kexpr[ops]" in extras["test"]

@@ -85,6 +85,7 @@ def _worker_pid(root: DataRoot) -> int:
     return int(json.loads(root.status_file.read_bytes())["pid"])
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading a non-dumpable worker's /proc/PID/environ needs root (CAP_SYS_PTRACE); the non-root counterpart is test_worker_environment_is_closed_to_its_own_user")
 def test_worker_environment_at_execve_holds_only_the_allow_list(data_root: Path) -> None:
     w = start_supervised_worker(data_root, None, key="sk-only-here")
     try:
@@ -92,6 +93,22 @@ def test_worker_environment_at_execve_holds_only_the_allow_list(data_root: Path)
         raw = Path(f"/proc/{pid}/environ").read_bytes()
         names = sorted(item.split(b"=", 1)[0].decode() for item in raw.split(b"\0") if item)
         assert names == sorted({*BASE_ENV, "OPENAI_API_KEY"})
+    finally:
+        w.stop()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every environment; as root the allow-list itself is read (test_worker_environment_at_execve_holds_only_the_allow_list)")
+def test_worker_environment_is_closed_to_its_own_user(data_root: Path) -> None:
+    """Not root: the worker runs as this very user, and still its environment (the
+    key) cannot be read: it made itself non-dumpable before anything else."""
+    w = start_supervised_worker(data_root, None, key="sk-only-here")
+    try:
+        pid = _worker_pid(w.root)
+        assert os.stat(f"/proc/{pid}").st_uid == os.geteuid()  # the same user
+        with pytest.raises(PermissionError):
+            Path(f"/proc/{pid}/environ").read_bytes()
+        # The supervisor, same user and dumpable, is readable: the refusal is the worker's own.
+        assert b"PATH=" in Path(f"/proc/{w.supervisor.pid}/environ").read_bytes()
     finally:
         w.stop()
 
@@ -279,13 +296,17 @@ def test_worker_makes_itself_undumpable_and_verifies_it() -> None:
 
 
 def test_supervised_worker_is_non_dumpable_by_the_kernels_own_account(data_root: Path) -> None:
-    """proc(5): the files of a non-dumpable process's /proc/PID are root:root. The
-    worker runs under a non-root group here so that the two cases can be told apart."""
-    sup = start_supervisor(data_root, group=NOGROUP)
+    """proc(5): the files of a non-dumpable process's /proc/PID are root:root. As
+    root the worker runs under a non-root group here so that the two cases can be
+    told apart; as another user its own group already differs from root's."""
+    as_root = os.geteuid() == 0
+    gid = NOGROUP if as_root else os.getegid()
+    assert gid != 0
+    sup = start_supervisor(data_root, group=NOGROUP if as_root else None)
     try:
         pid = sup.worker_pid()
-        assert os.stat(f"/proc/{pid}").st_gid == NOGROUP  # the directory keeps the ids
-        assert os.stat(f"/proc/{sup.proc.pid}/environ").st_gid == NOGROUP  # supervisor: dumpable
+        assert os.stat(f"/proc/{pid}").st_gid == gid  # the directory keeps the ids
+        assert os.stat(f"/proc/{sup.proc.pid}/environ").st_gid == gid  # supervisor: dumpable
         st = os.stat(f"/proc/{pid}/environ")
         assert (st.st_uid, st.st_gid) == (0, 0)
     finally:

@@ -3,7 +3,7 @@
 <= 2.0 (a bare unit rates 9.0 "UNSAFE"), and the figure recorded in the docs is
 the measured one.
 
-`systemd-analyze` comes from Debian's `systemd` package; `make test` installs it
+`systemd-analyze` comes from Debian's `systemd` package; `make test-tools` installs it
 when missing (tests/ops_tests/ensure-systemd-analyze.sh). It needs no running
 systemd: the units are verified in a scratch root (``--root``) holding a copy of
 the system's unit directory, the units exactly as shipped, and a stub at the
@@ -29,7 +29,7 @@ SYSTEM_UNITS = next((p for p in (Path("/usr/lib/systemd/system"), Path("/lib/sys
 
 needs_analyze = pytest.mark.skipif(
     ANALYZE is None or SYSTEM_UNITS is None,
-    reason="systemd-analyze not installed (Debian package `systemd`; `make test` installs it as root with apt)",
+    reason="systemd-analyze not installed (Debian package `systemd`; `make test-tools` installs it as root with apt)",
 )
 
 

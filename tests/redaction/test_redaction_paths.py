@@ -96,6 +96,15 @@ class _Records(logging.Handler):
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        fields = getattr(record, "kexpr_fields", None)
+        if isinstance(fields, dict):
+            # A kexpr record (spool.log) is scanned as what it is made of, each part
+            # apart: its formatted text joins enum words with spaces, and a random
+            # value may hold such a join ("invalid_response surface" has "nse ").
+            parts = [record.levelname, record.name, str(getattr(record, "kexpr_event", ""))]
+            parts += [str(p) for kv in fields.items() for p in kv]
+            self.lines.append("\0".join(parts))
+            return
         self.lines.append(self.format(record))
 
 
@@ -460,7 +469,11 @@ SURFACES = [
 def _journal_rows(root: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for segment in sorted((root / "outcomes").glob("*.jsonl")):
-        rows += [json.loads(line) for line in segment.read_text("utf-8").splitlines() if line]
+        # Read while the worker appends: a row exists once its LF is written, so a
+        # partly written last line is not read yet (it was, in one full run).
+        data = segment.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1].decode("utf-8")
+        rows += [json.loads(line) for line in complete.splitlines() if line]
     return rows
 
 

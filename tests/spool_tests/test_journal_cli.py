@@ -96,7 +96,7 @@ def test_verify_human_output_and_process_exit(root: DataRoot) -> None:
         check=False,
         cwd=root.root.parent,
     )
-    assert p.returncode == 1  # the default ./var/korean-expression-v1 does not exist here
+    assert p.returncode == 2  # the default ./var/korean-expression-v1 does not exist here: unusable
     p = subprocess.run(
         [sys.executable, "-m", "ops.cli", "journal", "frobnicate"], capture_output=True, text=True, check=False
     )
