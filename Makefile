@@ -28,7 +28,7 @@ run: $(VENV)/.installed-run
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
-# systemd-analyze for the unit tests: Debian's `systemd` package, installed with
+# System tools some tests use (systemd-analyze, libfaketime), installed with
 # apt (as root) only if missing; elsewhere the script says why the test skips.
 .PHONY: test-tools
 test-tools:

@@ -1,22 +1,32 @@
 #!/bin/sh
-# `make test-tools`: systemd-analyze for tests/ops_tests/test_systemd.py (`make test`
-# itself never installs system packages; without it that test skips and says why).
-# Debian's `systemd` package provides it, and it works without systemd running.
-# Installed only when missing, only as root with apt-get; anywhere else this says
-# why, and that test skips with the same reason (never a silent pass).
+# `make test-tools`: the system tools some tests use (`make test` itself never installs
+# system packages; without a tool its tests skip and say why, never a silent pass):
+# - systemd-analyze (Debian's `systemd` package; works without systemd running) for
+#   tests/ops_tests/test_systemd.py;
+# - libfaketime (Debian's `libfaketime`) for the clock-step tests on real processes,
+#   tests/crash/test_lifecycle_processes.py.
+# Installed only when missing, only as root with apt-get; anywhere else this says why.
 set -u
-if command -v systemd-analyze >/dev/null 2>&1; then
+need=""
+command -v systemd-analyze >/dev/null 2>&1 || need="$need systemd"
+found_faketime=""
+for d in /usr/lib/x86_64-linux-gnu/faketime /usr/lib/aarch64-linux-gnu/faketime /usr/lib/faketime; do
+    [ -e "$d/libfaketime.so.1" ] && found_faketime=1
+done
+[ -n "$found_faketime" ] || need="$need libfaketime"
+if [ -z "$need" ]; then
     exit 0
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "test-tools: systemd-analyze is missing and apt-get (as root) is not available;" \
-        "tests/ops_tests/test_systemd.py will be skipped" >&2
+    echo "test-tools: missing Debian packages:$need, and apt-get (as root) is not available;" \
+        "their tests will be skipped" >&2
     exit 0
 fi
-echo "test-tools: installing Debian's systemd package for systemd-analyze" >&2
+echo "test-tools: installing Debian packages:$need" >&2
 export DEBIAN_FRONTEND=noninteractive
-if apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends systemd >/dev/null; then
+# shellcheck disable=SC2086  # $need is a list of package names
+if apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $need >/dev/null; then
     exit 0
 fi
-echo "test-tools: apt-get could not install systemd; tests/ops_tests/test_systemd.py will be skipped" >&2
+echo "test-tools: apt-get could not install$need; their tests will be skipped" >&2
 exit 0

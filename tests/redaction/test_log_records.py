@@ -162,17 +162,14 @@ def test_cli_verbosity_is_what_the_child_gets() -> None:
 
 
 BODY = format_daily(
-    title=f"{CUSTOMER_VALUES[0]} 님 {CUSTOMER_VALUES[3]} 체크인",
-    facts=[
-        ("체중", CUSTOMER_VALUES[1]),
-        ("식단", CUSTOMER_VALUES[2]),
-        ("단백질", "138g"),
-        ("수분", "2.1L"),
-        ("운동", "스쿼트 5세트"),
-        ("수면", "6시간 40분"),
-        ("컨디션", "보통"),
-    ],
-    actions=["저녁 단백질 보충하기"],
+    weight=CUSTOMER_VALUES[1],
+    intake=CUSTOMER_VALUES[2],
+    macros="탄수화물 260g · 단백질 138g · 지방 70g",
+    training="스쿼트 5세트",
+    sleep="6시간 · 수면 질 4/5",
+    condition="3/5",
+    digestion="정상",
+    water="2.1L",
 )
 
 
