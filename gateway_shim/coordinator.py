@@ -876,7 +876,9 @@ class KoreanExpressionCoordinator:
         )
 
     def _wait_for(self, path: Path, arrived: threading.Event, mono_deadline: float) -> bytes | None:
-        """Wait for ``path`` until the deadline; read it with O_NOFOLLOW and remove it.
+        """Wait for ``path`` until the deadline and read it with O_NOFOLLOW. The
+        caller removes it unless it is an accepted answer (spool.lifecycle
+        `SPOOL_FILE_MOVES`: the worker removes that one).
 
         Waits first: the waiter was registered (and the observer started) before
         the request was published, so a response that is already there has set
