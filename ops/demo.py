@@ -328,6 +328,7 @@ OUTCOME_LEGEND: Final = {
     "journal_unavailable": "the worker's journal is quarantined: canonical, no call",
     "spool_unavailable": "the data root could not be used: canonical",
     "invalid_request": "the worker refused the request file: canonical",
+    "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
 }
 
 
