@@ -83,13 +83,14 @@ CASES: list[tuple[str, int, str]] = [
     ("supervise --data-root {bad}/fifo", 74, "kexpr supervise: unsafe_data_root: not_directory"),
     ("worker --data-root {bad}/link", 74, "kexpr worker: exit unsafe_data_root"),
     ("run --data-root {bad}/link", 74, "kexpr run: unsafe_data_root: symlink"),
-    ("journal verify --data-root {bad}/fifo", 1, "finding  not_directory"),
+    # docs/cli.md: a data root that is not a directory is unusable input (2).
+    ("journal verify --data-root {bad}/fifo", 2, "finding  not_directory"),
     ("journal quarantine --data-root {bad}/real --segment x", 2, "--segment must be YYYY-MM-DD"),
     ("journal nope", 2, "invalid choice"),
     ("audit --worker-pid 0", 2, "argument --worker-pid: must be between 1 and 2147483647"),
     ("audit --gateway-pid 99999999999999999999", 2, "argument --gateway-pid: must be between 1 and 2147483647"),
     ("audit --env-file {bad}/fifo", 2, "env_file_unreadable"),
-    ("nope", 2, "usage: kexpr <command>"),
+    ("nope", 2, "kexpr: unknown command 'nope'"),
 ]
 
 
