@@ -1,0 +1,210 @@
+"""The data-root check of ``kexpr audit``: modes, owners, symlinks, names and the
+journal chain (SPEC §10; the sharing rules of `spool.fsio`, rule 3).
+
+- ``--data-root D``: the sharing rules of `spool.fsio` (rule 3), checked for every
+  entry whoever runs the audit: no symlink anywhere; only directories and regular
+  files; *private* (root 0700: dirs without group/other bits, files 0600 or
+  stricter) or *shared group* (root 02770: dirs exactly 02770, files
+  0660/0640/0600, group = the root's group); nothing ever accessible to "other";
+  owners are the root's owner, the owner of ``identity.key`` (the gateway), the
+  audited processes' users, or (shared) members of the root's group;
+  ``identity.key`` private to its owner; journal files writable by their owner
+  only; the journal verified by its own rules as the root's owner
+  (`ops.readers.verify_journal`); and a redaction scan of every spool and status
+  file: no digit outside an ID, timestamp, token or version, and no Hangul word
+  outside the style lexicon (`ops._audit_redaction`).
+
+Rule of `ops.audit` that applies here: a path is printed only as product-generated
+names (`display_path`); any other component could carry content.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from spool.fsio import group_member_uids
+from spool.layout import DataRoot
+
+from ops._audit_findings import Check, CheckResult, Finding, Unusable
+from ops._audit_redaction import _scan_file
+from ops.readers import ReadRefused, verify_journal
+from ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
+
+_HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
+_STAGING: Final = re.compile(r"\.[0-9a-z._]{1,80}\.[0-9]{1,10}\.[0-9a-f]{12}")
+_TOP_LEVEL: Final = frozenset(
+    {
+        "identity.key",
+        "spool",
+        "journal.lock",
+        "worker.lock",
+        "outcomes",
+        "quarantine",
+        "worker.status.json",
+        SUPERVISOR_STATUS_NAME,
+        # The operator's dual glossary (gateway_shim.operator_glossary), optional.
+        "operator-glossary.json",
+    }
+)
+_SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})
+_SEGMENT: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.jsonl")
+_QUARANTINED: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.[1-9][0-9]{0,5}\.jsonl")
+SHARED_DIR_MODE: Final = 0o2770
+SHARED_FILE_MODES: Final = frozenset({0o660, 0o640, 0o600})
+
+
+def display_path(rel: tuple[str, ...]) -> str:
+    """A relative path fit to print: product-generated names only; any other
+    component (which could carry content) is replaced by ``<unrecognized>``."""
+    shown = []
+    for part in rel:
+        ok = (
+            part in _TOP_LEVEL
+            or part in _SPOOL_DIRS
+            or _HEX32_JSON.fullmatch(part)
+            or _STAGING.fullmatch(part)
+            or _SEGMENT.fullmatch(part)
+            or _QUARANTINED.fullmatch(part)
+        )
+        shown.append(part if ok else "<unrecognized>")
+    return "/".join(shown) or "."
+
+
+def _expected_name(rel: tuple[str, ...]) -> bool:
+    if len(rel) == 1:
+        return rel[0] in _TOP_LEVEL
+    if rel[0] == "spool":
+        if len(rel) == 2:
+            return rel[1] in _SPOOL_DIRS
+        if len(rel) == 3:
+            return bool(
+                _STAGING.fullmatch(rel[2]) if rel[1] == "tmp" else _HEX32_JSON.fullmatch(rel[2])
+            )
+        return False
+    if rel[0] == "outcomes":
+        return len(rel) == 2 and bool(_SEGMENT.fullmatch(rel[1]))
+    if rel[0] == "quarantine":
+        return len(rel) == 2 and bool(_QUARANTINED.fullmatch(rel[1]))
+    return False
+
+
+def _walk(top: Path) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
+    """Every entry under ``top`` (lstat; symlinks are reported, never followed)."""
+    stack: list[tuple[str, ...]] = [()]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(top.joinpath(*rel)) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            sub = (*rel, entry.name)
+            yield sub, st
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(sub)
+
+
+def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult:
+    result = CheckResult(Check.DATA_ROOT, str(path))
+    root = DataRoot(path)
+    try:
+        top = os.lstat(root.root)
+    except OSError:
+        result.unusable = Unusable.DATA_ROOT_MISSING
+        return result
+    if stat.S_ISLNK(top.st_mode):
+        result.add(Finding.SYMLINK, ".")
+        return result
+    if not stat.S_ISDIR(top.st_mode):
+        result.unusable = Unusable.DATA_ROOT_MISSING
+        return result
+    perms = stat.S_IMODE(top.st_mode)
+    shared = perms == SHARED_DIR_MODE
+    result.info["sharing"] = "shared_group" if shared else "private"
+    owners = {top.st_uid, *extra_owners}
+    if shared:
+        owners |= group_member_uids(top.st_gid)
+    try:
+        key_st = os.lstat(root.identity_key)
+        if stat.S_ISREG(key_st.st_mode):
+            owners.add(key_st.st_uid)  # the gateway: it creates identity.key (SPEC §3)
+    except FileNotFoundError:
+        pass
+    rules = _Rules(owners=owners, gid=top.st_gid, shared=shared)
+    rules.check(result, (), top)
+    try:
+        entries = list(_walk(root.root))
+    except OSError:
+        result.unusable = Unusable.DATA_ROOT_UNREADABLE
+        return result
+    for rel, st in entries:
+        rules.check(result, rel, st)
+        if stat.S_ISREG(st.st_mode) and (
+            rel[0] == "spool" or rel[-1] in ("worker.status.json", SUPERVISOR_STATUS_NAME)
+        ):
+            _scan_file(result, root.root, rel, display_path(rel))
+    result.info["owners"] = sorted(owners)
+    try:
+        journal = verify_journal(root)
+    except ReadRefused:
+        result.unusable = Unusable.DATA_ROOT_UNREADABLE
+        return result
+    if journal.unusable is not None:
+        result.unusable = Unusable.JOURNAL_UNCHECKED
+    for finding, where in journal.findings:
+        result.add(Finding.JOURNAL_UNVERIFIED, f"{_enum_text(finding)} in {display_path(tuple(where.split('/')))}")
+    result.info["journal_segments"] = journal.segments
+    result.info["journal_attempts"] = len(journal.records)
+    result.info["journal_open_attempts"] = sum(1 for r in journal.records if r.outcome is None)
+    if journal.quarantined:
+        result.info["journal_quarantined"] = len(journal.quarantined)
+    return result
+
+
+def _enum_text(value: str) -> str:
+    return value if re.fullmatch(r"[a-z_]{1,40}", value) else "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """`spool.fsio` rule 3, as a report instead of an exception."""
+
+    owners: set[int]
+    gid: int
+    shared: bool
+
+    def check(self, result: CheckResult, rel: tuple[str, ...], st: os.stat_result) -> None:
+        shown = display_path(rel)
+        mode = st.st_mode
+        perms = stat.S_IMODE(mode)
+        if stat.S_ISLNK(mode):
+            result.add(Finding.SYMLINK, shown)
+            return
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            result.add(Finding.UNEXPECTED_FILE_TYPE, shown)
+            return
+        if rel and not _expected_name(rel):
+            result.add(Finding.UNEXPECTED_FILE, shown)
+        if perms & 0o007:
+            result.add(Finding.WORLD_ACCESSIBLE, shown)
+        if stat.S_ISDIR(mode):
+            bad = perms != SHARED_DIR_MODE if self.shared else bool(perms & 0o7077)
+        else:
+            bad = perms not in SHARED_FILE_MODES if self.shared else bool(perms & 0o7077)
+            if perms & (stat.S_ISUID | stat.S_ISGID):
+                result.add(Finding.SETID_BIT, shown)
+        if bad and not perms & 0o007:
+            result.add(Finding.BAD_MODE, shown)
+        if perms & 0o070 and st.st_gid != self.gid:
+            result.add(Finding.GROUP_MISMATCH, shown)
+        if st.st_uid not in self.owners:
+            result.add(Finding.WRONG_OWNER, shown)
+        if rel == ("identity.key",) and perms & 0o077:
+            result.add(Finding.IDENTITY_KEY_SHARED, shown)
+        if len(rel) == 2 and rel[0] in ("outcomes", "quarantine") and stat.S_ISREG(mode) and perms & 0o022:
+            result.add(Finding.JOURNAL_WRITABLE_BY_OTHERS, shown)

@@ -1,0 +1,131 @@
+"""``kexpr preflight``'s judgement of one host config (plan "Legacy configuration
+migration and rollback-safe deployment", step 2 "Preflight gate"; SPEC §10).
+
+2. **Preflight gate.** ``preflight`` fails a release while any loaded
+   ``physique_checkin`` still carries ``coaching_feedback_enabled`` (true *or*
+   false) with the enum diagnostic ``legacy_coaching_feedback_enabled`` — never
+   a silent fallback — and validates any postprocessor block with the shim's own
+   strict parser (`gateway_shim.config.KoreanExpressionConfig.from_extra`: exact
+   shape, allow-list, ``timeout_seconds: 3``, no unknown key such as ``api_key``
+   or ``base_url``). Absent or exact (disabled, or intentionally shadow/enabled)
+   passes; a YAML error fails.
+
+Rules of `ops.preflight` that apply here: fail closed (anything unproven is a
+`Problem`), and no content in a result (key paths and enum diagnostics only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from gateway_shim.config import CONFIG_KEY, ConfigDiagnostic, KoreanExpressionConfig, Mode
+from ops._config_yaml import (
+    Diagnostic,
+    Problem,
+    _get,
+    _load_plain,
+    _path_text,
+    _require_ruamel,
+    _shape_problem,
+    _split_path,
+    _walk_maps,
+    _yaml_problem,
+)
+
+LEGACY_KEY: Final = "coaching_feedback_enabled"
+CHECKIN_KEY: Final = "physique_checkin"
+DEFAULT_EXTRA_PATH: Final = "platforms.telegram.extra"
+
+
+def _legacy_paths(data: Any) -> list[tuple[object, ...]]:
+    """Every ``physique_checkin`` mapping (anywhere) that still has the legacy key."""
+    return [
+        (*path, CHECKIN_KEY)
+        for path, m in _walk_maps(data)
+        if isinstance(m.get(CHECKIN_KEY), Mapping) and LEGACY_KEY in m[CHECKIN_KEY]
+    ]
+
+
+@dataclass(slots=True)
+class PreflightResult:
+    config: str
+    problems: list[Problem] = field(default_factory=list)
+    postprocessor: dict[str, Any] = field(default_factory=dict)
+    physique_checkin_enabled: str = "absent"  # true | false | absent | not_a_boolean
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "verdict": "pass" if self.passed else "fail",
+            "problems": [p.to_json() for p in self.problems],
+            "postprocessor": self.postprocessor,
+            "physique_checkin_enabled": self.physique_checkin_enabled,
+        }
+
+
+def preflight_text(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str = "") -> PreflightResult:
+    """Judge one host config (the text of a ``config.yaml``)."""
+    _require_ruamel()
+    from ruamel.yaml.error import YAMLError
+
+    result = PreflightResult(name)
+    path = _split_path(extra_path)
+    try:
+        data = _load_plain(text)
+    except (YAMLError, Warning) as e:
+        result.problems.append(_yaml_problem(e))
+        return result
+    except RecursionError:
+        result.problems.append(Problem(Diagnostic.YAML_ERROR, detail="too_deep"))
+        return result
+    shape = _shape_problem(data)
+    if shape is not None:
+        result.problems.append(shape)
+        return result
+    if not isinstance(data, Mapping):
+        result.problems.append(Problem(Diagnostic.NOT_A_MAPPING))
+        return result
+    for legacy in _legacy_paths(data):
+        result.problems.append(Problem(Diagnostic.LEGACY_COACHING_FEEDBACK_ENABLED, _path_text((*legacy, LEGACY_KEY))))
+    for where, m in _walk_maps(data):
+        if CONFIG_KEY in m and tuple(where) != path:
+            result.problems.append(Problem(Diagnostic.POSTPROCESSOR_MISPLACED, _path_text((*where, CONFIG_KEY))))
+    extra, found = _get(data, path)
+    if not found:
+        result.problems.append(Problem(Diagnostic.EXTRA_PATH_MISSING, _path_text(path)))
+        return result
+    if not isinstance(extra, Mapping):
+        result.problems.append(Problem(Diagnostic.EXTRA_NOT_A_MAPPING, _path_text(path)))
+        return result
+    checkin = extra.get(CHECKIN_KEY)
+    if isinstance(checkin, Mapping) and "enabled" in checkin:
+        enabled = checkin["enabled"]
+        result.physique_checkin_enabled = (
+            ("true" if enabled else "false") if type(enabled) is bool else "not_a_boolean"
+        )
+    # The shim's own strict parser: exactly what the host will decide.
+    config = KoreanExpressionConfig.from_extra(extra)
+    if config.diagnostic is ConfigDiagnostic.ABSENT:
+        result.postprocessor = {"block": "absent", "mode": Mode.DISABLED.value}
+    elif config.valid:
+        result.postprocessor = {
+            "block": "exact",
+            "mode": config.mode.value,
+            "surfaces": {
+                "daily": config.daily,
+                "weekly": config.weekly,
+                "adaptive_operator": config.adaptive_operator,
+            },
+        }
+    else:
+        result.postprocessor = {"block": "invalid", "mode": Mode.DISABLED.value}
+        result.problems.append(
+            Problem(Diagnostic.POSTPROCESSOR_INVALID, _path_text((*path, CONFIG_KEY)), config.diagnostic.value)
+        )
+    return result
