@@ -20,11 +20,9 @@ Rules:
    ("Outcome journal"): daily (surface, finalized_event_id); weekly (surface,
    schedule_key, kind, kst_day); adaptive (surface version, session_id,
    proposal_digest, revision, card kind). Raw inputs only enter the HMAC.
-8. The host integration contract (SPEC §8) is two pure functions:
-   `binding_digest` and `revalidate`, which an adaptive host calls under its
-   own service locks before persisting a pending card (plan "Adaptive
-   validation and persistence are one locked service operation"). Neither does
-   I/O; neither needs the coordinator.
+8. The host integration contract (SPEC §8) is two pure functions,
+   `binding_digest` and `revalidate` (`gateway_shim._binding`, whose header
+   carries this rule in full): neither does I/O; neither needs the coordinator.
 9. Nothing escapes into the host (issue 14 item 1): for every state of the
    data root and every OS error, `present_*`, `apresent_*` and `report` return
    (a canonical candidate unless fully validated) within the wait plus a small
@@ -37,60 +35,65 @@ Rules:
    the pin, the observer and the key are dropped and the next presentation
    starts over on what is at the path now (re-pinned). A root that cannot be
    checked is ``spool_unavailable`` at once, not a 4 s wait.
+
+The code is split by seam, every public name staying importable from here:
+this module holds the coordinator class (rules 1-7, 9, 10);
+`gateway_shim._candidate` the candidate and outcome types and their maps;
+`gateway_shim._binding` the host integration contract (rule 8);
+`gateway_shim._responses` the response waiters and the observer (rule 4);
+`gateway_shim._data_root` the set-up key, identity and observer (rule 10).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import datetime as dt
-import enum
-import hashlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from spool import log
 from spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
-from spool.fsio import (
-    FileId,
-    UnsafePath,
-    check_dir,
-    pin_moved,
-    publish,
-    read_private,
-    repin,
-    unlink_quiet,
-)
-from spool.journal import canonical_json, format_ts
+from spool.fsio import UnsafePath, publish, read_private
+from spool.journal import format_ts
 from spool.layout import DataRoot
 from spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
     MessageError,
     ReportOutcome,
-    ResponseOutcome,
     ResponseStatus,
     SpoolReport,
     SpoolRequest,
     parse_response,
 )
-from watchdog.events import (
-    FileCreatedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
 
+from gateway_shim._binding import (
+    BINDING_DIGEST_VERSION,
+    RevalidationError,
+    RevalidationReason,
+    _artifact_binding,
+    _digest,
+    binding_digest,
+    revalidate,
+)
+from gateway_shim._candidate import (
+    _CANDIDATE_FOR_RESPONSE,
+    _PUBLISHABLE,
+    _REPORT_FOR_HOST,
+    CandidateOutcome,
+    CandidateStatus,
+    HostOutcome,
+    PresentationCandidate,
+    build_candidate,
+)
+from gateway_shim._data_root import DataRootHold
+from gateway_shim._responses import ResponseWaiters, collect, discard
 from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode
-from gateway_shim.identity import artifact_key, load_or_create_key, new_request_id
+from gateway_shim.identity import artifact_key, new_request_id
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
 from gateway_shim.surfaces import (
     CanonicalSurface,
@@ -105,11 +108,26 @@ from gateway_shim.surfaces.daily import DailyFacts, parse_daily
 from gateway_shim.surfaces.weekly import parse_weekly
 from gateway_shim.telemetry import Telemetry, TelemetrySink
 
+__all__ = [
+    "ADAPTIVE_UNKNOWN_SURFACE",
+    "BINDING_DIGEST_VERSION",
+    "WAIT",
+    "CandidateOutcome",
+    "CandidateStatus",
+    "HostOutcome",
+    "KoreanExpressionCoordinator",
+    "PresentationCandidate",
+    "RevalidationError",
+    "RevalidationReason",
+    "binding_digest",
+    "revalidate",
+    "utcnow",
+]
+
 WAIT: Final = dt.timedelta(seconds=4)
 # The candidate label of a payload that names no known adaptive schema: a
 # constant, never the payload's own (unknown) schema string (telemetry rule 6).
 ADAPTIVE_UNKNOWN_SURFACE: Final = "adaptive.unknown"
-BINDING_DIGEST_VERSION: Final = "kexpr-binding-v1"
 # Safety-net re-check while waiting (SPEC §4 trap 2: an inotify overflow delivers
 # no event at all). Not a poll loop: the watchdog event normally ends the wait.
 _RECHECK_S: Final = 0.25
@@ -117,326 +135,8 @@ _RECHECK_S: Final = 0.25
 _log = log.logger("shim")
 
 
-class CandidateStatus(enum.StrEnum):
-    SELECTED = "selected"
-    CANONICAL = "canonical"
-
-
-class CandidateOutcome(enum.StrEnum):
-    """Why the candidate is what it is. Enum only, never content."""
-
-    ACCEPTED = "accepted"  # enabled: selected body, host must commit then report
-    SHADOW_SELECTED = "shadow_selected"  # shadow: render succeeded, canonical published
-    DISABLED = "disabled"
-    INELIGIBLE = "ineligible"
-    SPOOL_UNAVAILABLE = "spool_unavailable"
-    TIMEOUT = "timeout"
-    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
-    PROVIDER_ERROR = "provider_error"
-    INVALID_RESPONSE = "invalid_response"
-    VALIDATION_REJECTED = "validation_rejected"
-    CLAIM_EXPIRED_CANONICAL = "claim_expired_canonical"
-    IN_FLIGHT = "in_flight"
-    ALREADY_ATTEMPTED = "already_attempted"
-    JOURNAL_UNAVAILABLE = "journal_unavailable"
-    INVALID_REQUEST = "invalid_request"
-    CLOCK_SKEW = "clock_skew"
-
-
-class HostOutcome(enum.StrEnum):
-    """What the host reports after an enabled-mode selected candidate."""
-
-    SELECTED = "selected"
-    COMMIT_FAILED = "commit_failed"
-    PUBLICATION_FAILED = "publication_failed"
-
-
-# Explicit maps between the outcome vocabularies (no conversion by ``.value``).
-# Response -> candidate, total over ResponseOutcome (ACCEPTED is judged further).
-_CANDIDATE_FOR_RESPONSE: Final[Mapping[ResponseOutcome, CandidateOutcome]] = {
-    ResponseOutcome.ACCEPTED: CandidateOutcome.ACCEPTED,
-    ResponseOutcome.CREDENTIAL_UNAVAILABLE: CandidateOutcome.CREDENTIAL_UNAVAILABLE,
-    ResponseOutcome.PROVIDER_ERROR: CandidateOutcome.PROVIDER_ERROR,
-    ResponseOutcome.TIMEOUT: CandidateOutcome.TIMEOUT,
-    ResponseOutcome.INVALID_RESPONSE: CandidateOutcome.INVALID_RESPONSE,
-    ResponseOutcome.VALIDATION_REJECTED: CandidateOutcome.VALIDATION_REJECTED,
-    ResponseOutcome.CLAIM_EXPIRED_CANONICAL: CandidateOutcome.CLAIM_EXPIRED_CANONICAL,
-    ResponseOutcome.IN_FLIGHT: CandidateOutcome.IN_FLIGHT,
-    ResponseOutcome.ALREADY_ATTEMPTED: CandidateOutcome.ALREADY_ATTEMPTED,
-    ResponseOutcome.JOURNAL_UNAVAILABLE: CandidateOutcome.JOURNAL_UNAVAILABLE,
-    ResponseOutcome.INVALID_REQUEST: CandidateOutcome.INVALID_REQUEST,
-    ResponseOutcome.CLOCK_SKEW: CandidateOutcome.CLOCK_SKEW,
-}
-# ``in_flight`` means a live owner exists (spool.lifecycle rule 4): the only
-# answer whose canonical body the host must not publish.
-_PUBLISHABLE: Final[Mapping[ResponseStatus, bool]] = {
-    ResponseStatus.ACCEPTED: True,
-    ResponseStatus.CANONICAL: True,
-    ResponseStatus.IN_FLIGHT: False,
-    ResponseStatus.ALREADY_ATTEMPTED: True,
-}
-# Host -> report, total over HostOutcome.
-_REPORT_FOR_HOST: Final[Mapping[HostOutcome, ReportOutcome]] = {
-    HostOutcome.SELECTED: ReportOutcome.SELECTED,
-    HostOutcome.COMMIT_FAILED: ReportOutcome.COMMIT_FAILED,
-    HostOutcome.PUBLICATION_FAILED: ReportOutcome.PUBLICATION_FAILED,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class PresentationCandidate:
-    """What the host publishes. ``body`` is always publishable as is when
-    ``publication_permitted``; ``status`` says whether it is the selected
-    expression or the canonical body. In-process only: never persisted."""
-
-    surface_version: str
-    attempt_id: str | None
-    artifact_key: str | None
-    binding_digest: str
-    status: CandidateStatus
-    body: str
-    publication_permitted: bool
-    outcome: CandidateOutcome
-    # UTF-16 [start, end) of each locked segment in the canonical body and in
-    # ``body`` (equal when canonical), so a host can shift message entities.
-    canonical_locked_spans_utf16: tuple[tuple[int, int], ...] = ()
-    locked_spans_utf16: tuple[tuple[int, int], ...] = ()
-    # The strict-parsed composition (slot_id, generated_ko) behind a SELECTED
-    # body, in slot order; empty otherwise. `revalidate` re-renders from it.
-    generated: tuple[tuple[str, str], ...] = ()
-
-
-def _digest(parts: Mapping[str, object]) -> str:
-    return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
-
-
-def _artifact_binding(surface_version: str, body: str, key_fields: tuple[str, ...]) -> str:
-    """Daily/weekly binding digest: the surface, the canonical body, the artifact."""
-    return _digest(
-        {
-            "version": BINDING_DIGEST_VERSION,
-            "surface": surface_version,
-            "body": body,
-            "artifact": list(key_fields),
-        }
-    )
-
-
-# --- the host integration contract (SPEC §8), pure -----------------------------------
-
-
-def _pins(authority_pins: tuple[str, ...]) -> list[str]:
-    if not isinstance(authority_pins, tuple) or not all(
-        isinstance(pin, str) for pin in authority_pins
-    ):
-        raise TypeError("authority_pins must be a tuple of str")
-    return list(authority_pins)
-
-
-def binding_digest(
-    canonical_payload: Mapping[str, object],
-    *,
-    callback_data: str,
-    origin: CardOrigin = CardOrigin.FRESH,
-    surface: str | None = None,
-    authority_pins: tuple[str, ...] = (),
-) -> str:
-    """SHA-256 over canonical JSON of what an adaptive presentation is bound to.
-
-    The pressed button's ``callback_data`` (its session and action), the origin,
-    the surface (the deployed profile's, or the one the body's grammar names),
-    the host's authority pins (owner, config, registry, consent, activation,
-    source, epoch..., as opaque strings it rebuilds from its reloaded session),
-    and the whole payload: status, customer key, proposal digest, revision,
-    text, envelope and buttons. Internal: never persisted, sent, journaled or
-    emitted (plan "Adaptive validation and persistence are one locked service
-    operation").
-
-    Raises ``Ineligible`` when the payload is not an eligible fresh card (see
-    `gateway_shim.surfaces.card`), ``TypeError`` for malformed pins.
-    """
-    pins = _pins(authority_pins)
-    card, resolved = adaptive_card(
-        canonical_payload, callback_data=callback_data, origin=origin, surface=surface
-    )
-    return _digest(
-        {
-            "version": BINDING_DIGEST_VERSION,
-            "callback_data": callback_data,
-            "origin": origin.value,
-            "surface": resolved,
-            "authority_pins": pins,
-            "payload": {
-                "status": "card",
-                "customer_key": card.customer_key,
-                "proposal_digest": card.proposal_digest,
-                "revision": card.revision,
-                "text": card.text,
-                "envelope": {
-                    "marker": card.envelope.marker,
-                    "customer_label": card.envelope.customer_label,
-                    "kst_day": card.envelope.kst_day,
-                    "revision": card.envelope.revision,
-                    "state": card.envelope.state,
-                },
-                "buttons": [
-                    {"label": b.label, "callback_data": b.callback_data} for b in card.buttons
-                ],
-            },
-        }
-    )
-
-
-class RevalidationReason(enum.Enum):
-    """Why `revalidate` refused a candidate. Enum only, never content."""
-
-    NOT_A_CANDIDATE = "not_a_candidate"
-    NOT_PUBLISHABLE = "not_publishable"
-    INELIGIBLE = "ineligible"
-    SURFACE_MISMATCH = "surface_mismatch"
-    BINDING_MISMATCH = "binding_mismatch"
-    RENDER_MISMATCH = "render_mismatch"
-
-
-class RevalidationError(Exception):
-    """The candidate is stale or invalid for this payload and binding: persist
-    nothing from it and edit nothing. The message is the enum value only."""
-
-    def __init__(self, reason: RevalidationReason) -> None:
-        super().__init__(reason.value)
-        self.reason: Final = reason
-
-
-def revalidate(
-    candidate: PresentationCandidate,
-    canonical_payload: Mapping[str, object],
-    *,
-    callback_data: str,
-    origin: CardOrigin = CardOrigin.FRESH,
-    surface: str | None = None,
-    authority_pins: tuple[str, ...] = (),
-    glossary: DualGlossary | None = None,
-) -> dict[str, object]:
-    """Re-prove an adaptive candidate against the host's CURRENT state. Pure.
-
-    For the host to call while holding its own service locks, right before it
-    persists the pending card (plan "Adaptive validation ...", steps 2 and 3):
-
-    1. re-parse ``canonical_payload`` with the versioned adapter (fresh card,
-       the pressed ``callback_data``, the deployed ``surface``, the dual
-       ``glossary`` in force: pass `KoreanExpressionCoordinator.dual_glossary()`;
-       ``None`` is the shipped public texts);
-    2. recompute `binding_digest` (with the host's reloaded ``authority_pins``)
-       and require equality with the candidate's;
-    3. re-run slot and render validation: a selected body must re-render from
-       its own strict-parsed composition, byte for byte with the same locked
-       spans; a canonical body must be the surface's canonical body (or, for a
-       ``disabled`` candidate, the payload text unchanged).
-
-    Returns the payload to persist: a deep copy of ``canonical_payload`` with
-    only ``text`` replaced by the candidate's body, so status, customer key,
-    proposal digest, revision, buttons and envelope are identical. Raises
-    `RevalidationError` otherwise. (The artifact key is not recomputed: that
-    needs ``identity.key``; the digest binds the same inputs and more.)
-    """
-    if not isinstance(candidate, PresentationCandidate):
-        raise RevalidationError(RevalidationReason.NOT_A_CANDIDATE)
-    if not candidate.publication_permitted:
-        raise RevalidationError(RevalidationReason.NOT_PUBLISHABLE)
-    try:
-        parsed = parse_adaptive(
-            canonical_payload,
-            callback_data=callback_data,
-            origin=origin,
-            surface=surface,
-            glossary=glossary,
-        )
-        digest = binding_digest(
-            canonical_payload,
-            callback_data=callback_data,
-            origin=origin,
-            surface=surface,
-            authority_pins=authority_pins,
-        )
-    except (Ineligible, TypeError) as e:
-        raise RevalidationError(RevalidationReason.INELIGIBLE) from e
-    if candidate.surface_version != parsed.surface:
-        raise RevalidationError(RevalidationReason.SURFACE_MISMATCH)
-    if candidate.binding_digest != digest:
-        raise RevalidationError(RevalidationReason.BINDING_MISMATCH)
-    if candidate.status is CandidateStatus.SELECTED:
-        if candidate.outcome is not CandidateOutcome.ACCEPTED:
-            raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
-        try:
-            rendered = parsed.render(dict(candidate.generated))
-        except RenderError as e:
-            raise RevalidationError(RevalidationReason.RENDER_MISMATCH) from e
-        if (rendered.body, rendered.locked_spans_utf16) != (
-            candidate.body,
-            candidate.locked_spans_utf16,
-        ):
-            raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
-    else:
-        # Canonical: the surface's canonical body (a physique card's projection),
-        # or, when the feature was off for this card, the source text untouched.
-        source_text = canonical_payload.get("text")
-        disabled = candidate.outcome is CandidateOutcome.DISABLED
-        if candidate.body != parsed.canonical().body and not (
-            disabled and candidate.body == source_text
-        ):
-            raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
-    persisted = copy.deepcopy(dict(canonical_payload))
-    persisted["text"] = candidate.body
-    return persisted
-
-
-def _collect(path: Path) -> None:
-    """Remove a response the shim has read; never raises into the host (a
-    folder that became unsafe is the worker's and the audit's to report)."""
-    try:
-        unlink_quiet(path)
-    except (UnsafePath, OSError):
-        pass
-
-
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def _discard(path: Path) -> None:
-    """Remove a response we read or refused; an unsafe or failing directory
-    only means it stays (the worker's checks report it). Never raises."""
-    try:
-        unlink_quiet(path)
-    except OSError:
-        pass
-
-
-class _ResponseWaiters(FileSystemEventHandler):
-    """request_id -> Event, set by watchdog when ``responses/<id>.json`` appears."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._events: dict[str, threading.Event] = {}
-
-    def register(self, rid: str) -> threading.Event:
-        ev = threading.Event()
-        with self._lock:
-            self._events[rid] = ev
-        return ev
-
-    def forget(self, rid: str) -> None:
-        with self._lock:
-            self._events.pop(rid, None)
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        path = event.dest_path or event.src_path
-        name = os.path.basename(path if isinstance(path, str) else path.decode())
-        if name.endswith(".json"):
-            with self._lock:
-                ev = self._events.get(name[:-5])
-            if ev is not None:
-                ev.set()
 
 
 class KoreanExpressionCoordinator:
@@ -452,12 +152,9 @@ class KoreanExpressionCoordinator:
         self.root = DataRoot(Path(data_root))
         self._telemetry = Telemetry(telemetry)
         self._clock = clock
-        self._waiters = _ResponseWaiters()
-        self._observer: BaseObserver | None = None
-        self._setup_lock = threading.Lock()
-        self._key: bytes | None = None
-        # The data root's identity when the spool was set up (rule 10).
-        self._root_id: FileId | None = None
+        self._waiters = ResponseWaiters()
+        # The key, the root's identity and the observer (rules 2, 10).
+        self._hold = DataRootHold(self.root, self._waiters)
         self._reported: set[str] = set()
 
     # ------------------------------------------------------------------ public
@@ -654,11 +351,7 @@ class KoreanExpressionCoordinator:
         self._write_report(candidate.attempt_id, _REPORT_FOR_HOST[host])
 
     def close(self) -> None:
-        with self._setup_lock:
-            if self._observer is not None:
-                self._observer.stop()
-                self._observer.join(timeout=5)
-                self._observer = None
+        self._hold.close()
 
     # ---------------------------------------------------------------- internal
 
@@ -676,7 +369,7 @@ class KoreanExpressionCoordinator:
             surface_version, canonical_body, parse, key_fields, binding=binding, enabled=enabled
         )
         if cand.outcome in (CandidateOutcome.TIMEOUT, CandidateOutcome.SPOOL_UNAVAILABLE):
-            self._recheck_identity()
+            self._hold.recheck_identity()
         return cand
 
     def _present_unguarded(
@@ -705,28 +398,19 @@ class KoreanExpressionCoordinator:
             permitted: bool = True,
             generated: tuple[tuple[str, str], ...] = (),
         ) -> PresentationCandidate:
-            canon = surface.canonical() if surface is not None else None
-            selected = rendered is not None and outcome is CandidateOutcome.ACCEPTED
-            # Once parsed, the canonical body is the surface's (for a physique
-            # card, its projection); before that, the host's body untouched.
-            fallback = canon.body if canon is not None else canonical_body
-            body = rendered.body if selected and rendered is not None else fallback
-            cand = PresentationCandidate(
+            cand = build_candidate(
+                outcome,
                 surface_version=surface_version,
+                binding=binding,
+                host_body=canonical_body,
+                # Once parsed, the canonical body is the surface's (for a physique
+                # card, its projection); before that, the host's body untouched.
+                canon=surface.canonical() if surface is not None else None,
+                rendered=rendered,
                 attempt_id=attempt_id,
-                artifact_key=akey,
-                binding_digest=binding,
-                status=CandidateStatus.SELECTED if selected else CandidateStatus.CANONICAL,
-                body=body,
-                publication_permitted=permitted,
-                outcome=outcome,
-                canonical_locked_spans_utf16=canon.locked_spans_utf16 if canon else (),
-                locked_spans_utf16=(
-                    rendered.locked_spans_utf16
-                    if selected and rendered is not None
-                    else (canon.locked_spans_utf16 if canon else ())
-                ),
-                generated=generated if selected else (),
+                akey=akey,
+                permitted=permitted,
+                generated=generated,
             )
             self._telemetry.emit(
                 surface=surface_version,
@@ -750,9 +434,9 @@ class KoreanExpressionCoordinator:
             return done(CandidateOutcome.INELIGIBLE)
 
         try:
-            self._ensure_started()
-            assert self._key is not None
-            akey = artifact_key(self._key, (surface_version, *key_fields))
+            self._hold.ensure_started()
+            assert self._hold.key is not None
+            akey = artifact_key(self._hold.key, (surface_version, *key_fields))
             capsule = Capsule(
                 schema_version=CONTRACT_VERSION,
                 surface=surface_version,
@@ -823,7 +507,7 @@ class KoreanExpressionCoordinator:
         # is its attempt's durable AWAITING_REPORT, removed by the worker once
         # the terminal row is durable (spool.lifecycle `SPOOL_FILE_MOVES`).
         if response is None or response.status is not ResponseStatus.ACCEPTED:
-            _collect(response_path)
+            collect(response_path)
         if self._clock() >= deadline:
             return done(CandidateOutcome.TIMEOUT, surface=surface, akey=akey)
         if response is None:
@@ -898,7 +582,7 @@ class KoreanExpressionCoordinator:
                 # Unsafe or unreadable (a FIFO, a directory, responses/ made
                 # 0755 or swapped for a symlink): canonical, and the removal
                 # may fail the same way (issue 14 item 1).
-                _discard(path)
+                discard(path)
                 return None
             # The worker removes the response once its attempt is terminal: the
             # file is the durable "answered" phase (docs/lifecycle.md).
@@ -911,52 +595,3 @@ class KoreanExpressionCoordinator:
         except OSError:
             # The worker terminalizes an unreported attempt after COMMIT_GRACE.
             pass
-
-    def _recheck_identity(self) -> None:
-        """Rule 10: after a failed presentation, has the data root (or its
-        pinned parent) been replaced at its path? Then start over: drop the
-        pin, the observer and the key. Never raises."""
-        try:
-            parent = self.root.root.parent
-            moved = pin_moved(parent)
-            if not moved and self._root_id is not None:
-                moved = check_dir(self.root.root)[1] != self._root_id
-        except (OSError, ValueError):
-            moved = True
-        if not moved:
-            return
-        with self._setup_lock:
-            try:
-                repin(self.root.root.parent)
-            except OSError:
-                pass
-            observer, self._observer = self._observer, None
-            self._key = None
-            self._root_id = None
-        if observer is not None:
-            try:
-                observer.stop()
-                observer.join(timeout=5)
-            except (OSError, RuntimeError):
-                pass
-
-    def _ensure_started(self) -> None:
-        with self._setup_lock:
-            if self._key is None:
-                self.root.ensure()
-                self._key = load_or_create_key(self.root)
-                self._root_id = check_dir(self.root.root)[1]
-            if self._observer is None:
-                observer = Observer()
-                # Arrivals only: the inotify mask then leaves out the opens,
-                # closes and removals of every response read (ours and the
-                # other shims'), which would each cost the observer's threads.
-                observer.schedule(
-                    self._waiters,
-                    str(self.root.responses),
-                    recursive=False,
-                    event_filter=[FileCreatedEvent, FileMovedEvent],
-                )
-                observer.daemon = True
-                observer.start()
-                self._observer = observer

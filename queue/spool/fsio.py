@@ -62,389 +62,97 @@ Violations raise `UnsafePath` carrying an enum reason and never a path or conten
 
 from __future__ import annotations
 
-import collections
-import enum
-import errno
-import fcntl
-import functools
-import grp
 import os
-import pwd
-import stat
-import threading
-import time
-import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Final, Self
 
-_O_PATH: Final = getattr(os, "O_PATH", os.O_RDONLY)
-# How every directory component is walked (rule 1). O_PATH needs only search
-# permission, so a shared-group worker can walk a gateway-owned ancestor.
-_WALK: Final = _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_LEAF: Final = os.O_NOFOLLOW | os.O_CLOEXEC
-_OPEN_READ: Final = os.O_RDONLY | os.O_NONBLOCK
-_OPEN_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-
-PRIVATE_DIR_MODE: Final = 0o700
-SHARED_DIR_MODE: Final = 0o2770
-PRIVATE_FILE_MODE: Final = 0o600
-SHARED_FILE_MODE: Final = 0o660
-# Back-compatible names: the private mode.
-FILE_MODE: Final = PRIVATE_FILE_MODE
-DIR_MODE: Final = PRIVATE_DIR_MODE
-
-
-class UnsafeReason(enum.StrEnum):
-    SYMLINK = "symlink"
-    NOT_REGULAR_FILE = "not_regular_file"
-    NOT_DIRECTORY = "not_directory"
-    WRONG_OWNER = "wrong_owner"
-    WRONG_GROUP = "wrong_group"
-    BAD_MODE = "bad_mode"
-    TOO_LARGE = "too_large"
-    INODE_CHANGED = "inode_changed"
-
-
-class UnsafePath(OSError):
-    """A path this product owns is not what it must be. Fail closed.
-
-    An `OSError` on purpose: every caller that already fails closed on an I/O
-    error (the shim answers canonical, the worker refuses) does so on this too.
-    Callers that want the reason catch it *before* ``OSError``.
-    """
-
-    def __init__(self, reason: UnsafeReason) -> None:
-        super().__init__(reason.value)
-        self.reason = reason
-
-
-_audit_owner: int | None = None
-
-
-def expect_owner(uid: int | None) -> None:
-    """For an *auditing* process only (``kexpr journal``): judge ownership against
-    ``uid`` (the data root's owner) instead of this process's UID, so that an
-    operator can audit a root the worker owns. The worker and the shim never
-    call this: for them, "ours" means their own UID."""
-    global _audit_owner
-    _audit_owner = uid
-
-
-def _owner_uid() -> int:
-    return os.geteuid() if _audit_owner is None else _audit_owner
-
-
-@functools.lru_cache(maxsize=8)
-def group_member_uids(gid: int) -> frozenset[int]:
-    """UIDs of the group's members (supplementary and primary). Cached for the
-    life of the process: a membership change takes effect at the next restart."""
-    uids: set[int] = set()
-    try:
-        names = grp.getgrgid(gid).gr_mem
-    except KeyError:
-        names = []
-    for name in names:
-        try:
-            uids.add(pwd.getpwnam(name).pw_uid)
-        except KeyError:
-            pass
-    uids.update(p.pw_uid for p in pwd.getpwall() if p.pw_gid == gid)
-    return frozenset(uids)
-
-
-@dataclass(frozen=True, slots=True)
-class Sharing:
-    """Who may own and read what is inside a product directory (rule 3).
-
-    ``gid is None``: private (0700/0600, owner = us). Otherwise shared with that
-    group (02770/0660, owner = us or a member of the group).
-    """
-
-    gid: int | None = None
-    # The data root's owner in a shared-group root (see `sharing_of`): a party
-    # even when its membership is only a runtime SupplementaryGroups=. Not part
-    # of the mode's identity.
-    peer: int | None = field(default=None, compare=False)
-
-    @property
-    def shared(self) -> bool:
-        return self.gid is not None
-
-    @property
-    def dir_mode(self) -> int:
-        return SHARED_DIR_MODE if self.shared else PRIVATE_DIR_MODE
-
-    @property
-    def file_mode(self) -> int:
-        return SHARED_FILE_MODE if self.shared else PRIVATE_FILE_MODE
-
-    def _check_owner(self, st: os.stat_result) -> None:
-        euid = _owner_uid()
-        if self.gid is None:
-            if st.st_uid != euid:
-                raise UnsafePath(UnsafeReason.WRONG_OWNER)
-            return
-        if st.st_uid not in (euid, self.peer) and st.st_uid not in group_member_uids(self.gid):
-            raise UnsafePath(UnsafeReason.WRONG_OWNER)
-        if st.st_gid != self.gid:
-            raise UnsafePath(UnsafeReason.WRONG_GROUP)
-
-    def check_dir(self, st: os.stat_result) -> None:
-        if stat.S_ISLNK(st.st_mode):
-            raise UnsafePath(UnsafeReason.SYMLINK)
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafePath(UnsafeReason.NOT_DIRECTORY)
-        self._check_owner(st)
-        perms = stat.S_IMODE(st.st_mode)
-        if (perms != SHARED_DIR_MODE) if self.shared else bool(perms & 0o7077):
-            raise UnsafePath(UnsafeReason.BAD_MODE)
-
-    def check_file(self, st: os.stat_result, *, exclusive: bool = False) -> None:
-        """``exclusive``: the file must be private even in a shared directory
-        (``identity.key``)."""
-        if stat.S_ISLNK(st.st_mode):
-            raise UnsafePath(UnsafeReason.SYMLINK)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafePath(UnsafeReason.NOT_REGULAR_FILE)
-        self._check_owner(st)
-        forbidden = 0o7077 if (exclusive or not self.shared) else 0o7007
-        if stat.S_IMODE(st.st_mode) & forbidden:
-            raise UnsafePath(UnsafeReason.BAD_MODE)
-
-
-PRIVATE: Final = Sharing()
-
-
-def sharing_of(st: os.stat_result, anchor: os.stat_result | None = None) -> Sharing:
-    """The sharing mode a product directory declares by its own mode (rule 3).
-
-    ``anchor``: the topmost 02770 directory above (or at) it, the data root; its
-    owner is trusted when it shares the group (the operator made it so).
-    """
-    perms = stat.S_IMODE(st.st_mode)
-    if not perms & 0o7077:
-        return PRIVATE
-    if perms == SHARED_DIR_MODE:
-        peer = anchor.st_uid if anchor is not None and anchor.st_gid == st.st_gid else None
-        return Sharing(st.st_gid, peer)
-    raise UnsafePath(UnsafeReason.BAD_MODE)
-
-
-@dataclass(frozen=True, slots=True)
-class FileId:
-    """(device, inode): what "the same file" means across open and re-open."""
-
-    dev: int
-    ino: int
-
-    @classmethod
-    def of(cls, st: os.stat_result) -> FileId:
-        return cls(st.st_dev, st.st_ino)
-
-
-# ------------------------------------------------------------------- walking
-
-
-# Pinned ancestors (rule 1): the operator's directory above a data root,
-# resolved once by `spool.layout.DataRoot` and registered with `pin_ancestor`.
-# The first walk below it walks it from "/" and keeps that O_PATH descriptor;
-# later walks start there (on a dup), so the few components above the data root
-# are walked once per process instead of on every open. A bounded LRU: an
-# evicted pin's descriptor is closed, in-flight walks hold their own dup.
-_PIN_MAX: Final = 16
-_pins: collections.OrderedDict[str, tuple[int, os.stat_result | None] | None] = (
-    collections.OrderedDict()
+# The rules' code lives in three private modules, re-exported here: every
+# caller imports from `spool.fsio` (and tests patch `spool.fsio._Dir` and
+# `spool.fsio._pins`, the same objects). Rule 3 and the owner/mode half of rule
+# 2: `spool._sharing`; rules 1, 2, 6 (walks, pins, checked opens):
+# `spool._walk`; rules 4 and 6 for locks: `spool._locks`. Rule 4 for removals,
+# rule 5 (publish, claim) and the private reads and writes: below.
+from spool._locks import HeldFlock, LockTimeout, ProductLock, make_flock
+from spool._sharing import (
+    DIR_MODE,
+    FILE_MODE,
+    PRIVATE,
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    SHARED_DIR_MODE,
+    SHARED_FILE_MODE,
+    FileId,
+    Sharing,
+    UnsafePath,
+    UnsafeReason,
+    expect_owner,
+    group_member_uids,
+    sharing_of,
 )
-_pin_lock = threading.Lock()
+from spool._walk import (
+    _LEAF,
+    _OPEN_CREATE,
+    _OPEN_READ,
+    _Dir,
+    _open_leaf,
+    check_dir,
+    check_tree,
+    glance_dirs,
+    pin_ancestor,
+    pin_moved,
+    repin,
+)
+
+# Explicit re-exports: tests read `spool.fsio._pins` and `spool.fsio._PIN_MAX`.
+from spool._walk import _PIN_MAX as _PIN_MAX
+from spool._walk import _pins as _pins
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "PRIVATE",
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "SHARED_DIR_MODE",
+    "SHARED_FILE_MODE",
+    "FileId",
+    "HeldFlock",
+    "LockTimeout",
+    "ProductLock",
+    "Sharing",
+    "UnsafePath",
+    "UnsafeReason",
+    "check_dir",
+    "check_file",
+    "check_tree",
+    "claim",
+    "create_private_file",
+    "ensure_dir",
+    "ensure_private_dir",
+    "expect_owner",
+    "fsync_dir",
+    "glance_dirs",
+    "group_member_uids",
+    "link_into",
+    "list_dir",
+    "make_flock",
+    "open_append",
+    "open_read",
+    "pin_ancestor",
+    "pin_moved",
+    "publish",
+    "read_bounded",
+    "read_private",
+    "read_private_identified",
+    "remove_file",
+    "replace_private",
+    "repin",
+    "sharing_of",
+    "unlink_if_same",
+    "unlink_quiet",
+]
 
 
-def pin_ancestor(path: Path) -> None:
-    """Register ``path`` (absolute and already resolved) as a pinned ancestor.
-
-    Cheap: the directory is walked (no symlink, from ``/``) and its descriptor
-    kept at the first walk that passes through it. Once pinned, a change above
-    it (a rename, a symlink put in its place) cannot redirect any later open:
-    they all continue in the directory that was walked. Such a change is not an
-    error for the walks that start from the pin; the worker's timer walk
-    (`check_tree`, always fresh from ``/``) reports it and quarantines.
-    """
-    p = os.fspath(path)
-    if not os.path.isabs(p) or p == "/" or p != os.path.normpath(p):
-        return
-    with _pin_lock:
-        if p in _pins:
-            _pins.move_to_end(p)
-            return
-        _pins[p] = None
-        while len(_pins) > _PIN_MAX:
-            _, old = _pins.popitem(last=False)
-            if old is not None:
-                os.close(old[0])
-
-
-def pin_moved(path: Path) -> bool:
-    """Is the pinned ancestor ``path`` no longer the directory at that path?
-
-    Compares the pinned descriptor's device and inode with a fresh walk from
-    ``/`` (no symlink followed). True also when the path cannot be walked any
-    more. A ``path`` never pinned, or not walked yet, is not moved. For the
-    shim after a failed presentation (issue 14 item 8): an operator who moved
-    the data root to a new volume at the same path.
-    """
-    p = os.fspath(path)
-    with _pin_lock:
-        state = _pins.get(p)
-        if state is None:
-            return False
-        pinned = os.fstat(state[0])
-    try:
-        fd, _ = _walk(os.open("/", _WALK), p, None)
-    except OSError:
-        return True
-    try:
-        now = os.fstat(fd)
-    finally:
-        os.close(fd)
-    return (now.st_dev, now.st_ino) != (pinned.st_dev, pinned.st_ino)
-
-
-def repin(path: Path) -> None:
-    """Forget the descriptor of the pinned ancestor ``path`` (if any): the next
-    walk below it walks it again from ``/`` and pins what is there now."""
-    p = os.fspath(path)
-    with _pin_lock:
-        state = _pins.get(p)
-        if state is not None:
-            _pins[p] = None
-            os.close(state[0])
-
-
-def _pinned_start(p: str) -> tuple[int, str, os.stat_result | None] | None:
-    """A dup of the pin that ``p`` lies under, the rest of ``p``, the pin's anchor."""
-    with _pin_lock:
-        for base, state in _pins.items():
-            if p.startswith(base) and (len(p) == len(base) or p[len(base)] == "/"):
-                break
-        else:
-            return None
-        if state is None:
-            state = _walk(os.open("/", _WALK), base, None)
-            _pins[base] = state
-        return os.dup(state[0]), p[len(base) :], state[1]
-
-
-def _open_dir(path: Path, *, fresh: bool = False) -> tuple[int, os.stat_result | None]:
-    """A descriptor of directory ``path`` reached without following any symlink,
-    and the stat of the topmost shared-group (02770) directory on the way: the
-    data root of a shared-group deployment, whose owner is a party (rule 3).
-
-    From a pinned ancestor when ``path`` lies under one, unless ``fresh``."""
-    p = os.fspath(path)
-    if not fresh:
-        start = _pinned_start(p)
-        if start is not None:
-            return _walk(*start)
-    return _walk(os.open("/" if os.path.isabs(p) else ".", _WALK), p, None)
-
-
-def _walk(fd: int, p: str, anchor: os.stat_result | None) -> tuple[int, os.stat_result | None]:
-    """Walk the components of ``p`` from ``fd`` (consumed: closed or returned)."""
-    try:
-        for part in p.split("/"):
-            if part in ("", "."):
-                continue
-            try:
-                nxt = os.open(part, _WALK, dir_fd=fd)
-            except OSError as e:
-                if e.errno in (errno.ENOTDIR, errno.ELOOP):
-                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
-                    raise UnsafePath(
-                        UnsafeReason.SYMLINK if stat.S_ISLNK(st.st_mode) else UnsafeReason.NOT_DIRECTORY
-                    ) from e
-                raise
-            os.close(fd)
-            fd = nxt
-            if anchor is None:
-                st = os.fstat(fd)
-                if stat.S_IMODE(st.st_mode) == SHARED_DIR_MODE:
-                    anchor = st
-        return fd, anchor
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-class _Dir:
-    """An open product directory: its descriptor and the sharing it declares.
-
-    ``product=False`` is for the data root's parent, which the operator owns:
-    it is walked without symlinks but its mode and owner are not ours to judge.
-    """
-
-    __slots__ = ("anchor", "fd", "sharing", "st")
-
-    def __init__(self, path: Path, *, product: bool = True, fresh: bool = False) -> None:
-        self.fd, anchor = _open_dir(path, fresh=fresh)
-        self.anchor = anchor
-        try:
-            self.st = os.fstat(self.fd)
-            self.sharing = PRIVATE
-            if product:
-                self.sharing = sharing_of(self.st, anchor)
-                self.sharing.check_dir(self.st)
-        except BaseException:
-            os.close(self.fd)
-            raise
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
-
-    def fsync(self) -> None:
-        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=self.fd)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _open_leaf(
-    d: _Dir, name: str, flags: int, *, mode: int | None = None, exclusive: bool = False
-) -> tuple[int, os.stat_result]:
-    """Open ``name`` inside ``d`` (``O_NOFOLLOW``), check the descriptor (rule 2).
-
-    With ``O_CREAT`` the file is created with ``mode`` (default: the directory's
-    file mode), ``fchmod``-ed to exactly that and re-checked.
-    """
-    if flags & os.O_TRUNC:
-        raise ValueError("O_TRUNC is never used (rule 6)")
-    create_mode = mode if mode is not None else d.sharing.file_mode
-    try:
-        fd = os.open(name, flags | _LEAF, create_mode, dir_fd=d.fd)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise UnsafePath(UnsafeReason.SYMLINK) from e
-        raise
-    created = bool(flags & os.O_CREAT and flags & os.O_EXCL)
-    try:
-        if created:
-            os.fchmod(fd, create_mode)
-        st = os.fstat(fd)
-        d.sharing.check_file(st, exclusive=exclusive)
-        return fd, st
-    except BaseException:
-        os.close(fd)
-        if created:
-            # Ours (O_EXCL): no refused file is left behind (issue 14 item 7).
-            try:
-                os.unlink(name, dir_fd=d.fd)
-            except OSError:
-                pass
-        raise
+# ------------------------------------------------------- private reads and writes
 
 
 def read_bounded(fd: int, st: os.stat_result, max_bytes: int) -> bytes:
@@ -472,56 +180,7 @@ def _write_all(fd: int, data: bytes) -> None:
         n = os.write(fd, view)
         view = view[n:]
 
-
 # ---------------------------------------------------------------- public API
-
-
-def check_dir(path: Path) -> tuple[Sharing, FileId]:
-    """Check one product directory (walk, type, owner, mode); its sharing and identity."""
-    with _Dir(path) as d:
-        return d.sharing, FileId.of(d.st)
-
-
-def check_tree(root: Path, below: tuple[str, ...]) -> tuple[Sharing, dict[str, FileId]]:
-    """Check ``root`` and each directory ``below`` it (relative paths) as
-    `check_dir` does, in one walk: the root is walked fresh from ``/`` (never
-    from a pinned ancestor, so a change above the root is found), each directory
-    below from the root's descriptor (still one component at a time, no symlink
-    followed). Every directory below must declare the root's sharing
-    (`BAD_MODE` otherwise). Returns the sharing and each identity, ``"."`` for
-    the root."""
-    with _Dir(root, fresh=True) as r:
-        ids = {".": FileId.of(r.st)}
-        for rel in below:
-            fd, sub_anchor = _walk(os.dup(r.fd), rel, r.anchor)
-            try:
-                st = os.fstat(fd)
-                sharing = sharing_of(st, sub_anchor)
-                sharing.check_dir(st)
-            finally:
-                os.close(fd)
-            if sharing != r.sharing:
-                raise UnsafePath(UnsafeReason.BAD_MODE)
-            ids[rel] = FileId.of(st)
-        return r.sharing, ids
-
-
-def glance_dirs(paths: tuple[Path, ...], sharing: Sharing) -> tuple[FileId, ...]:
-    """One ``lstat`` per directory, no walk: each must still be a directory (a
-    symlink is `SYMLINK`) with ``sharing``'s owner and mode; their identities.
-
-    For a frequent re-check between two `check_tree` walks (the worker's scan):
-    compared with the identities of the last walk, it finds a product directory
-    replaced, swapped, re-moded or turned into a symlink. What only the walk
-    finds is a symlink put *above* the data root that leads back to the same
-    directories — harmless to what is opened, and found at the next walk.
-    """
-    out = []
-    for p in paths:
-        st = os.lstat(p)
-        sharing.check_dir(st)
-        out.append(FileId.of(st))
-    return tuple(out)
 
 
 def ensure_dir(path: Path, sharing: Sharing, *, parent_is_product: bool = True) -> FileId:
@@ -745,234 +404,4 @@ def replace_private(final_path: Path, data: bytes) -> None:
             except FileNotFoundError:
                 pass
             raise
-
-
-# --------------------------------------------------------------------- locks
-
-
-class LockTimeout(TimeoutError):
-    """A lock was not acquired within its timeout (another holder has it)."""
-
-
-class _LockContext:
-    """``with lock:`` for the two lock classes below."""
-
-    def acquire(self, timeout: float = -1) -> None:
-        raise NotImplementedError
-
-    def release(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-
-
-class ProductLock(_LockContext):
-    """An ``flock(2)`` on a product lock file, opened and checked for each hold.
-
-    Every first acquire walks to the lock file without following a symlink and
-    creates it (``O_EXCL``, the directory's file mode) or opens it read-only and
-    checks it (regular, owner, mode) — never ``O_TRUNC``, so there is nothing to
-    truncate through a path that changed under us (filelock CVE-2025-68146). It
-    then takes ``flock(LOCK_EX)`` on that descriptor and walks again: the path
-    must still name the inode it locked and the one first checked; otherwise the
-    descriptor is closed (dropping the flock) and `INODE_CHANGED` raised — a lock
-    on an inode that is no longer at the path excludes nobody. The last release
-    closes the descriptor. The file is never unlinked. Re-entrant per object (a
-    depth count); callers order their threads with their own mutex.
-
-    This is the project's own lock rather than ``filelock``: the checks above need
-    the locked descriptor, which filelock keeps private.
-
-    ``create=False`` (the ops tools, possibly run as root): never create the
-    file — a root-owned lock file would lock the worker out — and treat an
-    absent one as "no writer has ever run": acquiring is then a no-op.
-    """
-
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        self.path = path
-        self._create = create
-        self._absent = False
-        # The inode first checked: every later acquire must find the same one
-        # (rule 4, "inode identity across open and re-open").
-        self._first: FileId | None = None
-        self._fd: int | None = None
-        self._depth = 0
-
-    def _prepare(self) -> tuple[int, FileId] | None:
-        with _Dir(self.path.parent) as d:
-            try:
-                if not self._create:
-                    raise FileExistsError
-                fd, st = _open_leaf(d, self.path.name, _OPEN_CREATE)
-            except FileExistsError:
-                try:
-                    fd, st = _open_leaf(d, self.path.name, _OPEN_READ)
-                except FileNotFoundError:
-                    if self._create:
-                        raise
-                    return None
-            return fd, FileId.of(st)
-
-    def _recheck(self) -> FileId | None:
-        again = self._prepare()
-        if again is None:
-            return None
-        os.close(again[0])
-        return again[1]
-
-    def acquire(self, timeout: float = -1) -> None:
-        if self._depth:
-            self._depth += 1
-            return
-        prepared = self._prepare()
-        self._absent = prepared is None
-        if prepared is None:
-            return
-        fd, checked = prepared
-        try:
-            if self._first is None:
-                self._first = checked
-            elif checked != self._first:
-                raise UnsafePath(UnsafeReason.INODE_CHANGED)
-            _flock_fd(fd, timeout, self.path)
-            if self._recheck() != checked:
-                raise UnsafePath(UnsafeReason.INODE_CHANGED)
-        except BaseException:
-            os.close(fd)  # drops the flock, if it was taken
-            raise
-        self._fd, self._depth = fd, 1
-
-    def release(self) -> None:
-        if self._absent:
-            return
-        if self._depth == 0:
-            raise RuntimeError("release of an unheld lock")
-        self._depth -= 1
-        if self._depth == 0 and self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
-
-    @property
-    def is_locked(self) -> bool:
-        return self._depth > 0
-
-
-class HeldFlock(_LockContext):
-    """The journal lock of its single writer: one checked descriptor, kept open,
-    ``flock``-ed for each critical section.
-
-    The first acquire does what `ProductLock` does before every acquire — walk
-    to the lock file without following a symlink, create it ``O_EXCL`` (the
-    directory's file mode) or open and check it (regular, owner, mode) — and
-    keeps that descriptor. Every acquire then takes ``flock(LOCK_EX)`` on it and
-    checks, with one ``lstat`` of the lock path, that the path still names this
-    inode and that it is still a regular file of the right owner and mode;
-    otherwise the flock is dropped and `INODE_CHANGED` (or the check's own
-    reason) is raised: a lock on an inode no longer at the path excludes nobody.
-    There is no open per acquire, so there is nothing to create or truncate
-    through a path that changed under us (the filelock CVE class); a changed
-    path is *detected*, and the worker's tree check quarantines it.
-
-    Why not `ProductLock` for the journal: it re-walks the path twice and
-    opens the file on every acquire — 115–470 µs, three or four
-    times per artifact (docs/performance.md, finding D); this costs one
-    ``flock`` and one ``lstat``. Both lock the same inode with ``flock(2)``, so
-    a `HeldFlock` in the worker and a `ProductLock` in an ops tool exclude each
-    other. Re-entrant per object (a depth count); callers order their threads
-    with their own mutex, as with `ProductLock`. The descriptor is closed when
-    the object is collected, or by `close`; the file is never unlinked.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-        self._id: FileId | None = None
-        self._sharing: Sharing = PRIVATE
-        self._depth = 0
-        self._finalizer: weakref.finalize[[int], HeldFlock] | None = None
-
-    def _open(self) -> int:
-        with _Dir(self.path.parent) as d:
-            try:
-                fd, st = _open_leaf(d, self.path.name, _OPEN_CREATE)
-            except FileExistsError:
-                fd, st = _open_leaf(d, self.path.name, _OPEN_READ)
-            sharing = d.sharing
-        if self._id is not None and FileId.of(st) != self._id:
-            os.close(fd)
-            raise UnsafePath(UnsafeReason.INODE_CHANGED)
-        self._fd, self._id, self._sharing = fd, FileId.of(st), sharing
-        self._finalizer = weakref.finalize(self, os.close, fd)
-        return fd
-
-    def _check_path(self) -> None:
-        try:
-            st = os.stat(self.path, follow_symlinks=False)
-        except FileNotFoundError as e:
-            raise UnsafePath(UnsafeReason.INODE_CHANGED) from e
-        if FileId.of(st) != self._id:
-            raise UnsafePath(UnsafeReason.INODE_CHANGED)
-        self._sharing.check_file(st)
-
-    def acquire(self, timeout: float = -1) -> None:
-        if self._depth:
-            self._depth += 1
-            return
-        fd = self._fd if self._fd is not None else self._open()
-        _flock_fd(fd, timeout, self.path)
-        try:
-            self._check_path()
-        except BaseException:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            raise
-        self._depth = 1
-
-    def release(self) -> None:
-        if self._depth == 0:
-            raise RuntimeError("release of an unheld lock")
-        self._depth -= 1
-        if self._depth == 0 and self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-    @property
-    def is_locked(self) -> bool:
-        return self._depth > 0
-
-    def close(self) -> None:
-        """Drop the descriptor (and with it any flock). The next acquire
-        re-opens and must find the same inode."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self._fd, self._finalizer, self._depth = None, None, 0
-
-
-def _flock_fd(fd: int, timeout: float, path: Path) -> None:
-    """``flock(LOCK_EX)``: blocking for ``timeout < 0``, else polled until it."""
-    if timeout < 0:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= end:
-                raise LockTimeout(path.name) from None
-            time.sleep(min(0.01, max(0.0, end - time.monotonic())))
-
-
-def make_flock(path: Path, *, create: bool = True) -> ProductLock:
-    """The lock of ``journal.lock`` / ``worker.lock`` (see `ProductLock`)."""
-    return ProductLock(path, create=create)
 
