@@ -51,19 +51,21 @@ from gateway_shim import (  # noqa: E402
     format_daily,
 )
 from gateway_shim.surfaces.daily import parse_daily  # noqa: E402
-from spool.contract import Capsule, judge  # noqa: E402
-from spool.journal import (  # noqa: E402
+from kexpr.spool.contract import Capsule, judge  # noqa: E402
+from kexpr.spool.journal import (  # noqa: E402
     JOURNAL_SCHEMA,
     ZERO_DIGEST,
     Event,
     Journal,
-    Mode as JMode,
     Outcome,
     Phase,
     canonical_json,
     format_ts,
 )
-from spool.layout import DataRoot  # noqa: E402
+from kexpr.spool.journal import (
+    Mode as JMode,
+)
+from kexpr.spool.layout import DataRoot  # noqa: E402
 
 # A host-shaped daily body (docs/host-formats.md, HOST-FORMATS D4's shape).
 BODY = format_daily(
@@ -127,13 +129,25 @@ def fake_api(workdir: Path) -> Iterator[dict[str, Any]]:
 
 @contextmanager
 def supervised_worker(root: Path, fake: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
-    from worker.daemon import wait_ready
+    from kexpr.worker.daemon import wait_ready
 
     DataRoot(root).ensure()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "OPENAI_API_KEY": KEY}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": KEY,
+    }
     cmd = [
-        sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(root),
-        "--https-proxy", fake["proxy_url"], "--ssl-cert-file", fake["ca_file"],
+        sys.executable,
+        "-m",
+        "kexpr.ops.cli",
+        "supervise",
+        "--data-root",
+        str(root),
+        "--https-proxy",
+        fake["proxy_url"],
+        "--ssl-cert-file",
+        fake["ca_file"],
     ]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:
@@ -206,10 +220,11 @@ def in_process(
     root: Path, fake: dict[str, Any], n: int, cpu: dict[str, float] | None = None, tag: str = ""
 ) -> list[float]:
     """The same durable work without the spool: one process does it all."""
-    os.environ.update({"OPENAI_API_KEY": KEY, "HTTPS_PROXY": fake["proxy_url"], "SSL_CERT_FILE": fake["ca_file"]})
-    from worker.provider import ProviderOutcome, build_client, call_once
-
+    os.environ.update(
+        {"OPENAI_API_KEY": KEY, "HTTPS_PROXY": fake["proxy_url"], "SSL_CERT_FILE": fake["ca_file"]}
+    )
     from gateway_shim.identity import artifact_key
+    from kexpr.worker.provider import ProviderOutcome, build_client, call_once
 
     client = build_client()
     assert client is not None
@@ -235,8 +250,11 @@ def in_process(
         now = dt.datetime.now(dt.UTC)
         with journal.locked() as j:
             rec = j.append_start(
-                artifact_key=akey, surface="daily.v1", mode=JMode.ENABLED,
-                attempt_id=os.urandom(16).hex(), started_at=now,
+                artifact_key=akey,
+                surface="daily.v1",
+                mode=JMode.ENABLED,
+                attempt_id=os.urandom(16).hex(),
+                started_at=now,
                 deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
             )
         result = call_once(client, capsule.to_json())
@@ -245,7 +263,9 @@ def in_process(
         assert verdict.composition is not None
         surface.render({s.slot_id: s.generated_ko for s in verdict.composition.slots})
         with journal.locked() as j:
-            j.append_terminal(rec, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SELECTED, dt.datetime.now(dt.UTC))
+            j.append_terminal(
+                rec, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SELECTED, dt.datetime.now(dt.UTC)
+            )
         if i >= 0:
             out.append((time.perf_counter() - t0) * 1000)
     if cpu is not None:
@@ -322,15 +342,31 @@ def floor(workdir: Path, reps: int) -> dict[str, float]:
 def validation(reps: int) -> dict[str, float]:
     surface = parse_daily(BODY, DAILY)
     capsule = Capsule(
-        schema_version="korean-expression-v4", surface="daily.v1", artifact_key="a" * 64,
+        schema_version="korean-expression-v4",
+        surface="daily.v1",
+        artifact_key="a" * 64,
         slots=tuple(s.policy() for s in surface.slots),
     )
+
     def doc(generated: str) -> str:
-        return json.dumps({
-            "schema_version": "korean-expression-v4", "surface": "daily.v1", "artifact_key": "a" * 64,
-            "slots": [{"slot_id": "daily.status", "predicate_ids": ["P_DAILY_COMPLETE"], "action_ids": [],
-                       "placeholder_tokens": ["[[P:01]]"], "generated_ko": generated}],
-        }, ensure_ascii=False)
+        return json.dumps(
+            {
+                "schema_version": "korean-expression-v4",
+                "surface": "daily.v1",
+                "artifact_key": "a" * 64,
+                "slots": [
+                    {
+                        "slot_id": "daily.status",
+                        "predicate_ids": ["P_DAILY_COMPLETE"],
+                        "action_ids": [],
+                        "placeholder_tokens": ["[[P:01]]"],
+                        "generated_ko": generated,
+                    }
+                ],
+            },
+            ensure_ascii=False,
+        )
+
     good, bad = doc("차분히 이어서, [[P:01]]."), doc("오늘은 차분히, [[P:01]].")
     assert judge(capsule, good).composition is not None and judge(capsule, bad).composition is None
 
@@ -345,12 +381,16 @@ def validation(reps: int) -> dict[str, float]:
     return {
         "validate_accept_us": per_call(lambda: judge(capsule, good)),
         "validate_reject_us": per_call(lambda: judge(capsule, bad)),
-        "render_daily_us": per_call(lambda: surface.render({"daily.status": "차분히 이어서, [[P:01]]."})),
+        "render_daily_us": per_call(
+            lambda: surface.render({"daily.status": "차분히 이어서, [[P:01]]."})
+        ),
         "parse_daily_us": per_call(lambda: parse_daily(BODY, DAILY)),
     }
 
 
-def throughput(root: Path, fake: dict[str, Any], seconds: float, shims: int = 8) -> dict[str, float]:
+def throughput(
+    root: Path, fake: dict[str, Any], seconds: float, shims: int = 8
+) -> dict[str, float]:
     cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
     before = requests_per_artifact(fake)
     stop = time.monotonic() + seconds
@@ -384,7 +424,9 @@ def throughput(root: Path, fake: dict[str, Any], seconds: float, shims: int = 8)
     time.sleep(0.5)
     after = requests_per_artifact(fake)
     counts = {k: after[k] - before.get(k, 0) for k in keys}
-    lost = sum(1 for k in keys if counts.get(k, 0) == 0) + sum(v for o, v in outcomes.items() if o != "accepted")
+    lost = sum(1 for k in keys if counts.get(k, 0) == 0) + sum(
+        v for o, v in outcomes.items() if o != "accepted"
+    )
     duplicated = sum(1 for v in counts.values() if v > 1)
     return {
         "throughput_per_s": outcomes["accepted"] / elapsed,
@@ -408,16 +450,25 @@ def build_journal(root: DataRoot, days: int, per_day: int) -> None:
             base = {
                 "schema_version": JOURNAL_SCHEMA,
                 "artifact_key": hashlib.sha256(f"{d}-{a}".encode()).hexdigest(),
-                "surface": "daily.v1", "mode": "shadow", "attempt_id": hashlib.md5(f"{d}-{a}".encode()).hexdigest(),
-                "started_at_utc": format_ts(start), "deadline_at_utc": format_ts(start + dt.timedelta(seconds=4)),
+                "surface": "daily.v1",
+                "mode": "shadow",
+                "attempt_id": hashlib.md5(f"{d}-{a}".encode()).hexdigest(),
+                "started_at_utc": format_ts(start),
+                "deadline_at_utc": format_ts(start + dt.timedelta(seconds=4)),
             }
             for state, outcome, fin in (
                 ("attempt_started", "attempt_started", None),
                 ("finalized", "shadow_selected", format_ts(start + dt.timedelta(seconds=1))),
             ):
                 seq += 1
-                row = {**base, "sequence": seq, "state": state, "outcome": outcome,
-                       "finalized_at_utc": fin, "previous_row_digest": prev}
+                row = {
+                    **base,
+                    "sequence": seq,
+                    "state": state,
+                    "outcome": outcome,
+                    "finalized_at_utc": fin,
+                    "previous_row_digest": prev,
+                }
                 row["row_digest"] = hashlib.sha256(canonical_json(row).encode()).hexdigest()
                 prev = row["row_digest"]
                 lines.append(canonical_json(row))
@@ -430,11 +481,13 @@ def build_journal(root: DataRoot, days: int, per_day: int) -> None:
 def worker_ready_s(root: DataRoot) -> float:
     """Process start -> ``ready``, with a key (the SDK is imported and its
     resources loaded before ready), polled every 10 ms."""
-    from worker.daemon import wait_ready
+    from kexpr.worker.daemon import wait_ready
 
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENAI_API_KEY": KEY}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "worker", "--data-root", str(root.root)], env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kexpr.worker", "--data-root", str(root.root)], env=env
+    )
     try:
         ok = wait_ready(root, 60, pid=proc.pid, poll_s=0.01)
         ready_s = time.perf_counter() - t0
@@ -492,7 +545,11 @@ def main() -> int:
                 for b in range(blocks):
                     block: dict[str, float] = {}
                     inproc += in_process(
-                        work / "inproc" / "korean-expression-v1", fake, n // blocks, block, tag=f"b{b}"
+                        work / "inproc" / "korean-expression-v1",
+                        fake,
+                        n // blocks,
+                        block,
+                        tag=f"b{b}",
                     )
                     spool += spool_round_trip(root, n // blocks, f"rt{b}", block, fake["pid"])
                     cpu_blocks.append(block)
@@ -505,21 +562,55 @@ def main() -> int:
         figures["inproc_ceiling_per_s"] = 1000 / cpu["cpu_inproc_ms_per_artifact"]
         figures.update(startup(work, 36, 1000))
     s, i = summary(spool), summary(inproc)
-    figures.update({
-        "spool_p50_ms": s["p50"], "spool_p90_ms": s["p90"], "spool_p99_ms": s["p99"], "spool_max_ms": s["max"],
-        "inproc_p50_ms": i["p50"], "inproc_p90_ms": i["p90"], "inproc_p99_ms": i["p99"], "inproc_max_ms": i["max"],
-        "ratio_p50": s["p50"] / i["p50"], "ratio_p99": s["p99"] / i["p99"],
-        "overhead_p50_ms": s["p50"] - i["p50"], "artifacts": n,
-    })
+    figures.update(
+        {
+            "spool_p50_ms": s["p50"],
+            "spool_p90_ms": s["p90"],
+            "spool_p99_ms": s["p99"],
+            "spool_max_ms": s["max"],
+            "inproc_p50_ms": i["p50"],
+            "inproc_p90_ms": i["p90"],
+            "inproc_p99_ms": i["p99"],
+            "inproc_max_ms": i["max"],
+            "ratio_p50": s["p50"] / i["p50"],
+            "ratio_p99": s["p99"] / i["p99"],
+            "overhead_p50_ms": s["p50"] - i["p50"],
+            "artifacts": n,
+        }
+    )
     rows = [
-        ("spool round trip (ms)", f"p50 {s['p50']:.2f}  p90 {s['p90']:.2f}  p99 {s['p99']:.2f}  max {s['max']:.2f}"),
-        ("in-process baseline (ms)", f"p50 {i['p50']:.2f}  p90 {i['p90']:.2f}  p99 {i['p99']:.2f}  max {i['max']:.2f}"),
-        ("ratio spool/in-process", f"p50 {figures['ratio_p50']:.2f}  p99 {figures['ratio_p99']:.2f}  overhead p50 {figures['overhead_p50_ms']:.2f} ms"),
-        ("floor (ms)", f"fsync {figures['fsync_file_ms']:.3f}  dir fsync {figures['fsync_dir_ms']:.3f}  rename {figures['rename_ms']:.3f}  notify {figures['watchdog_notify_ms']:.3f}  sum {figures['floor_ms']:.2f}"),
-        ("validation (µs)", f"accept {figures['validate_accept_us']:.1f}  reject {figures['validate_reject_us']:.1f}  render daily {figures['render_daily_us']:.1f}  parse daily {figures['parse_daily_us']:.1f}"),
-        ("throughput (8 shims)", f"{figures['throughput_per_s']:.1f}/s  presented {figures['presented']:.0f}  lost {figures['lost']:.0f}  duplicated {figures['duplicated']:.0f}  (in-process ceiling {figures['inproc_ceiling_per_s']:.0f}/s)"),
-        ("cpu per artifact (ms)", f"in-process {figures['cpu_inproc_ms_per_artifact']:.2f}  spool: shim {figures['cpu_shim_ms_per_artifact']:.2f}  worker {figures['cpu_worker_ms_per_artifact']:.2f}  fake API {figures['cpu_fake_ms_per_artifact']:.2f}"),
-        ("start-up (36 x 1000)", f"worker ready {figures['startup_s']:.2f} s  (empty journal {figures['startup_empty_s']:.2f} s)  index rebuild alone {figures['index_rebuild_s']:.2f} s"),
+        (
+            "spool round trip (ms)",
+            f"p50 {s['p50']:.2f}  p90 {s['p90']:.2f}  p99 {s['p99']:.2f}  max {s['max']:.2f}",
+        ),
+        (
+            "in-process baseline (ms)",
+            f"p50 {i['p50']:.2f}  p90 {i['p90']:.2f}  p99 {i['p99']:.2f}  max {i['max']:.2f}",
+        ),
+        (
+            "ratio spool/in-process",
+            f"p50 {figures['ratio_p50']:.2f}  p99 {figures['ratio_p99']:.2f}  overhead p50 {figures['overhead_p50_ms']:.2f} ms",
+        ),
+        (
+            "floor (ms)",
+            f"fsync {figures['fsync_file_ms']:.3f}  dir fsync {figures['fsync_dir_ms']:.3f}  rename {figures['rename_ms']:.3f}  notify {figures['watchdog_notify_ms']:.3f}  sum {figures['floor_ms']:.2f}",
+        ),
+        (
+            "validation (µs)",
+            f"accept {figures['validate_accept_us']:.1f}  reject {figures['validate_reject_us']:.1f}  render daily {figures['render_daily_us']:.1f}  parse daily {figures['parse_daily_us']:.1f}",
+        ),
+        (
+            "throughput (8 shims)",
+            f"{figures['throughput_per_s']:.1f}/s  presented {figures['presented']:.0f}  lost {figures['lost']:.0f}  duplicated {figures['duplicated']:.0f}  (in-process ceiling {figures['inproc_ceiling_per_s']:.0f}/s)",
+        ),
+        (
+            "cpu per artifact (ms)",
+            f"in-process {figures['cpu_inproc_ms_per_artifact']:.2f}  spool: shim {figures['cpu_shim_ms_per_artifact']:.2f}  worker {figures['cpu_worker_ms_per_artifact']:.2f}  fake API {figures['cpu_fake_ms_per_artifact']:.2f}",
+        ),
+        (
+            "start-up (36 x 1000)",
+            f"worker ready {figures['startup_s']:.2f} s  (empty journal {figures['startup_empty_s']:.2f} s)  index rebuild alone {figures['index_rebuild_s']:.2f} s",
+        ),
     ]
     w = max(len(r[0]) for r in rows)
     for name, val in rows:

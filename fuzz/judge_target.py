@@ -1,8 +1,8 @@
-"""The fuzz target: ``spool.contract.judge(capsule, raw)`` on arbitrary input (issue 7).
+"""The fuzz target: ``kexpr.spool.contract.judge(capsule, raw)`` on arbitrary input (issue 7).
 
 A *crash* is any exception other than a verdict, **or** a verdict that disagrees with
 the independent oracle (``tests/adversarial/oracle.py``: a regular expression built
-from the spec's lexicon and the issued tokens, plus a yes/no reading of SPEC §6's
+from the spec's lexicon and the issued tokens, plus a yes/no reading of design §6's
 response rules). So the fuzzer looks for both robustness bugs and acceptance bugs.
 
 Input layout: the first byte picks the capsule and how the rest is handed to
@@ -36,7 +36,8 @@ from adversarial.builders import (
     capsule_dict,
 )
 from adversarial.oracle import document_ok
-from spool.contract import REASON_VERDICT, Capsule, Judgement, Verdict, judge
+
+from kexpr.spool.contract import REASON_VERDICT, Capsule, Judgement, Verdict, judge
 
 CAPSULES: Final[tuple[Capsule, ...]] = (DAILY, PHYSIQUE, WEEKLY, WEEKLY_MIXED, DUAL)
 _DICTS: Final = tuple(capsule_dict(c) for c in CAPSULES)

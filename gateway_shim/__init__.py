@@ -1,4 +1,4 @@
-"""kexpr gateway shim: imported into the host gateway (SPEC §8).
+"""kexpr gateway shim: imported into the host gateway (design §8).
 
 Light on purpose: pydantic and watchdog only. It never imports the
 provider SDK and never reads the provider key.

@@ -1,4 +1,4 @@
-"""The host integration contract (SPEC §8): `binding_digest` and `revalidate`, pure.
+"""The host integration contract (design §8): `binding_digest` and `revalidate`, pure.
 
 Holds the two functions an adaptive host calls under its own service locks
 before persisting a pending card, the refusal they raise
@@ -11,7 +11,7 @@ refusal; nothing is repaired).
 
 Rule 8 of `gateway_shim.coordinator`, in full:
 
-8. The host integration contract (SPEC §8) is two pure functions:
+8. The host integration contract (design §8) is two pure functions:
    `binding_digest` and `revalidate`, which an adaptive host calls under its
    own service locks before persisting a pending card (plan "Adaptive
    validation and persistence are one locked service operation"). Neither does
@@ -26,13 +26,12 @@ import hashlib
 from collections.abc import Mapping
 from typing import Final
 
-from spool.journal import canonical_json
-
 from gateway_shim._candidate import CandidateOutcome, CandidateStatus, PresentationCandidate
 from gateway_shim.operator_glossary import DualGlossary
 from gateway_shim.surfaces import Ineligible, RenderError
 from gateway_shim.surfaces.adaptive import adaptive_card, parse_adaptive
 from gateway_shim.surfaces.card import CardOrigin
+from kexpr.spool.journal import canonical_json
 
 BINDING_DIGEST_VERSION: Final = "kexpr-binding-v1"
 
@@ -53,7 +52,7 @@ def _artifact_binding(surface_version: str, body: str, key_fields: tuple[str, ..
     )
 
 
-# --- the host integration contract (SPEC §8), pure -----------------------------------
+# --- the host integration contract (design §8), pure -----------------------------------
 
 
 def _pins(authority_pins: tuple[str, ...]) -> list[str]:

@@ -17,9 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from spool.messages import ReportOutcome, ResponseOutcome, ResponseStatus
-
 from gateway_shim.surfaces import RenderedBody
+from kexpr.spool.messages import ReportOutcome, ResponseOutcome, ResponseStatus
 
 
 class CandidateStatus(enum.StrEnum):

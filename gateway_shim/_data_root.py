@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import threading
 
-from spool.fsio import FileId, check_dir, pin_moved, repin
-from spool.layout import DataRoot
 from watchdog.observers.api import BaseObserver
 
 from gateway_shim._responses import ResponseWaiters, stop_watching, watch_responses
 from gateway_shim.identity import load_or_create_key
+from kexpr.spool.fsio import FileId, check_dir, pin_moved, repin
+from kexpr.spool.layout import DataRoot
 
 
 class DataRootHold:

@@ -15,7 +15,6 @@ import os
 import threading
 from pathlib import Path
 
-from spool.fsio import UnsafePath, unlink_quiet
 from watchdog.events import (
     FileCreatedEvent,
     FileMovedEvent,
@@ -24,6 +23,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
+
+from kexpr.spool.fsio import UnsafePath, unlink_quiet
 
 
 def collect(path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``korean_expression_postprocessor`` config (SPEC §8; plan "Single configured
+"""``korean_expression_postprocessor`` config (design §8; plan "Single configured
 OpenAI-compatible provider").
 
 The only accepted shape, byte for byte (values compared with ``==`` *and* exact

@@ -1,4 +1,4 @@
-"""The coordinator: canonical body in, `PresentationCandidate` out (SPEC §4, §8).
+"""The coordinator: canonical body in, `PresentationCandidate` out (design §4, §8).
 
 Rules:
 
@@ -9,7 +9,7 @@ Rules:
 2. Disabled or ineligible writes *zero* files (the data root is not touched).
 3. The shim re-validates every composition it receives with its own capsule
    before expanding anything: a compromised worker cannot make the gateway
-   publish outside the grammar (SPEC §1).
+   publish outside the grammar (design §1).
 4. The wait is bounded by the request's deadline (4 s after submission) and uses
    a watchdog notification with a slow periodic re-check as a safety net; never a
    busy poll. A response read after the deadline is ignored.
@@ -20,7 +20,7 @@ Rules:
    ("Outcome journal"): daily (surface, finalized_event_id); weekly (surface,
    schedule_key, kind, kst_day); adaptive (surface version, session_id,
    proposal_digest, revision, card kind). Raw inputs only enter the HMAC.
-8. The host integration contract (SPEC §8) is two pure functions,
+8. The host integration contract (design §8) is two pure functions,
    `binding_digest` and `revalidate` (`gateway_shim._binding`, whose header
    carries this rule in full): neither does I/O; neither needs the coordinator.
 9. Nothing escapes into the host (issue 14 item 1): for every state of the
@@ -54,22 +54,6 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Final
-
-from spool import log
-from spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
-from spool.fsio import UnsafePath, publish, read_private
-from spool.journal import format_ts
-from spool.layout import DataRoot
-from spool.messages import (
-    MAX_MESSAGE_BYTES,
-    SPOOL_VERSION,
-    MessageError,
-    ReportOutcome,
-    ResponseStatus,
-    SpoolReport,
-    SpoolRequest,
-    parse_response,
-)
 
 from gateway_shim._binding import (
     BINDING_DIGEST_VERSION,
@@ -107,6 +91,21 @@ from gateway_shim.surfaces.card import ADAPTIVE_SURFACES, DUAL_SURFACE, CardOrig
 from gateway_shim.surfaces.daily import DailyFacts, parse_daily
 from gateway_shim.surfaces.weekly import parse_weekly
 from gateway_shim.telemetry import Telemetry, TelemetrySink
+from kexpr.spool import log
+from kexpr.spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
+from kexpr.spool.fsio import UnsafePath, publish, read_private
+from kexpr.spool.journal import format_ts
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import (
+    MAX_MESSAGE_BYTES,
+    SPOOL_VERSION,
+    MessageError,
+    ReportOutcome,
+    ResponseStatus,
+    SpoolReport,
+    SpoolRequest,
+    parse_response,
+)
 
 __all__ = [
     "ADAPTIVE_UNKNOWN_SURFACE",
@@ -128,7 +127,7 @@ WAIT: Final = dt.timedelta(seconds=4)
 # The candidate label of a payload that names no known adaptive schema: a
 # constant, never the payload's own (unknown) schema string (telemetry rule 6).
 ADAPTIVE_UNKNOWN_SURFACE: Final = "adaptive.unknown"
-# Safety-net re-check while waiting (SPEC §4 trap 2: an inotify overflow delivers
+# Safety-net re-check while waiting (design §4 trap 2: an inotify overflow delivers
 # no event at all). Not a poll loop: the watchdog event normally ends the wait.
 _RECHECK_S: Final = 0.25
 # Content-free records (spool.log); silent unless the host configures `kexpr`.
@@ -334,7 +333,7 @@ class KoreanExpressionCoordinator:
             raise Ineligible(IneligibleReason.GLOSSARY_INVALID) from e
 
     def report(self, candidate: PresentationCandidate, outcome: HostOutcome | str) -> None:
-        """The host's result for an enabled-mode selected candidate (SPEC §4).
+        """The host's result for an enabled-mode selected candidate (design §4).
 
         ``selected`` only after the durable write / Telegram edit succeeded;
         ``commit_failed`` / ``publication_failed`` otherwise. Exactly once per
@@ -418,8 +417,15 @@ class KoreanExpressionCoordinator:
                 outcome=outcome.value,
                 seconds=time.monotonic() - t0,
             )
-            log.event(_log, logging.DEBUG, "presentation", mode=self.config.mode, outcome=outcome,
-                      surface=log.known(surface_version, SURFACE_SWITCH), publication_permitted=permitted)
+            log.event(
+                _log,
+                logging.DEBUG,
+                "presentation",
+                mode=self.config.mode,
+                outcome=outcome,
+                surface=log.known(surface_version, SURFACE_SWITCH),
+                publication_permitted=permitted,
+            )
             return cand
 
         if not enabled:

@@ -1,6 +1,6 @@
 """The reviewed enum glossary: semantic ID → its one local Korean expansion.
 
-Invariants (SPEC §6, §7; plan "Per-slot semantic manifest"):
+Invariants (design §6, §7; plan "Per-slot semantic manifest"):
 
 - Each value is exactly one NFC Korean sentence WITHOUT its final period. The
   surface adapters add the period: a slot's canonical text is each expansion
@@ -14,7 +14,7 @@ Invariants (SPEC §6, §7; plan "Per-slot semantic manifest"):
   ``유지·조정``; dual: ``수정 전·후``); a model can never write them (the contract
   rejects both; `gateway_shim.operator_glossary.audit_text` for operator texts).
 - Only the shim holds these sentences. The worker and the provider see the IDs
-  alone (SPEC §1, §9): nothing in ``spool`` or ``worker`` may import this module.
+  alone (design §1, §9): nothing in ``spool`` or ``worker`` may import this module.
 - This is a reviewed code constant. A change here changes canonical bodies the
   host renders, so it needs review and golden updates.
 

@@ -1,4 +1,4 @@
-"""``identity.key`` and the opaque artifact key (SPEC §8; plan "Outcome journal").
+"""``identity.key`` and the opaque artifact key (design §8; plan "Outcome journal").
 
 ``artifact_key = HMAC-SHA256(identity.key, b"korean-expression-v4\\0" || fields)``
 where each field is a 4-byte big-endian length followed by its NFC UTF-8 bytes.
@@ -18,8 +18,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
-from spool.fsio import UnsafePath, UnsafeReason, create_private_file, read_private
-from spool.layout import DataRoot
+from kexpr.spool.fsio import UnsafePath, UnsafeReason, create_private_file, read_private
+from kexpr.spool.layout import DataRoot
 
 KEY_BYTES: Final = 32
 DOMAIN: Final = b"korean-expression-v4\0"

@@ -24,12 +24,12 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
    ``[[``, comma, quote, control or line break (the lexicon audit of every expansion),
    at most 120 characters, and at least one word that is not a style lexeme.
 3. IDs: ``P_DUAL_DECISION_[A-Z0-9_]+`` / ``P_DUAL_REASON_[A-Z0-9_]+`` (the manifest's
-   open families, `spool.contract.manifest` Rule 5), at most 64 of each in the file
+   open families, `kexpr.spool.contract.manifest` Rule 5), at most 64 of each in the file
    (the shipped texts come on top). IDs and
    texts are unique across the shipped entries and the file (a shipped ID or text
    may not be redefined); duplicate JSON keys are an error.
 4. The shim reads the data root's file with ``O_NOFOLLOW``, regular, owner/mode
-   as the data root's other files (`spool.fsio.read_private`), at most 64 KiB
+   as the data root's other files (`kexpr.spool.fsio.read_private`), at most 64 KiB
    (`glossary_for_data_root`). A missing file means "shipped texts only"; any
    other problem makes the dual surface canonical
    (``IneligibleReason.GLOSSARY_INVALID``), with no request and zero files.
@@ -37,7 +37,7 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
    no owner rule): an operator's draft or a tool's argument.
 5. The worker never reads the texts: the IDs the shim issues travel in each
    capsule slot's allowed IDs; the worker's static instruction names the shipped
-   IDs and the two open families (`worker.instruction`).
+   IDs and the two open families (`kexpr.worker.instruction`).
 6. ``kexpr glossary check FILE`` validates a file and prints its digest;
    ``kexpr glossary install FILE`` validates and publishes it into the data root;
    ``kexpr status`` shows the digest in force (`DualGlossary.digest`).
@@ -59,11 +59,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
-from spool.contract import SAFE_STYLE_LEXEMES
-from spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
-from spool.fsio import UnsafePath, read_bounded, read_private
-
 from gateway_shim.glossary import GLOSSARY
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES
+from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+from kexpr.spool.fsio import UnsafePath, read_bounded, read_private
 
 __all__ = [
     "GLOSSARY_FILE_NAME",
@@ -299,7 +298,9 @@ def load_operator_glossary(path: Path | str) -> DualGlossary:
     except FileNotFoundError as e:
         raise GlossaryError(GlossaryProblem.MISSING) from e
     except OSError as e:
-        problem = GlossaryProblem.UNSAFE_FILE if e.errno == errno.ELOOP else GlossaryProblem.UNREADABLE
+        problem = (
+            GlossaryProblem.UNSAFE_FILE if e.errno == errno.ELOOP else GlossaryProblem.UNREADABLE
+        )
         raise GlossaryError(problem) from e
     try:
         st = os.fstat(fd)

@@ -20,7 +20,13 @@ CONTRACT_VERSION: Final = "korean-expression-v4"
 TELEMETRY_FIELDS: Final = frozenset(
     {"event", "contract_version", "surface", "mode", "outcome", "latency_bucket"}
 )
-_BUCKETS: Final = ((0.1, "lt_100ms"), (0.5, "lt_500ms"), (1.0, "lt_1s"), (2.0, "lt_2s"), (4.0, "lt_4s"))
+_BUCKETS: Final = (
+    (0.1, "lt_100ms"),
+    (0.5, "lt_500ms"),
+    (1.0, "lt_1s"),
+    (2.0, "lt_2s"),
+    (4.0, "lt_4s"),
+)
 _MAX_PENDING: Final = 1024
 
 

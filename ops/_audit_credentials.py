@@ -1,13 +1,13 @@
-"""Credential isolation for ``kexpr audit``: the key lives in one process (SPEC §10).
+"""Credential isolation for ``kexpr audit``: the key lives in one process (design §10).
 
-Rules of `ops.audit` that apply here: findings carry the *name* of a variable,
+Rules of `kexpr.ops.audit` that apply here: findings carry the *name* of a variable,
 never a value; values are compared in memory and never printed or stored in a
 result. Checks and why each is sound:
 
 - ``--gateway-pid PID`` (repeatable): ``/proc/PID/environ`` is the environment the
   process received at ``execve``. Deleting a variable from ``os.environ`` later
   does not remove it there, which is exactly why it is the right evidence: a key
-  that ever reached the gateway's start-up environment shows up (SPEC §10).
+  that ever reached the gateway's start-up environment shows up (design §10).
   Findings: ``OPENAI_API_KEY`` present; another secret-like ``OPENAI_*`` variable
   (``…KEY``, ``…SECRET``, ``…TOKEN``, ``…PASSWORD``, ``OPENAI_CUSTOM_HEADERS`` which
   can carry ``Authorization``); or the *value* of a known key (the worker's, or one
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ops._audit_findings import Check, CheckResult, Finding, Unusable
-from ops.readers import ReadProblem, ReadRefused, read_nofollow
+from kexpr.ops._audit_findings import Check, CheckResult, Finding, Unusable
+from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
 MAX_ENVIRON_BYTES: Final = 1 << 20
@@ -46,7 +46,9 @@ MAX_ENV_FILE_BYTES: Final = 1 << 20
 # match unrelated variables and prove nothing).
 MIN_KEY_VALUE_LEN: Final = 8
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_OPENAI_SECRETISH: Final = re.compile(r"OPENAI_[A-Z0-9_]*(KEY|SECRET|TOKEN|PASSWORD|CUSTOM_HEADERS)[A-Z0-9_]*")
+_OPENAI_SECRETISH: Final = re.compile(
+    r"OPENAI_[A-Z0-9_]*(KEY|SECRET|TOKEN|PASSWORD|CUSTOM_HEADERS)[A-Z0-9_]*"
+)
 # Variables that let someone run code inside the worker before it checks anything.
 INJECTION_VARIABLES: Final = frozenset(
     {
@@ -163,7 +165,11 @@ def audit_gateway(pid: int, known_values: Iterable[str]) -> CheckResult:
     try:
         env = read_environ(pid)
     except ReadRefused as e:
-        result.unusable = Unusable.NO_SUCH_PROCESS if e.problem is ReadProblem.MISSING else Unusable.PROCESS_UNREADABLE
+        result.unusable = (
+            Unusable.NO_SUCH_PROCESS
+            if e.problem is ReadProblem.MISSING
+            else Unusable.PROCESS_UNREADABLE
+        )
         return result
     _secret_findings(
         env,
@@ -179,13 +185,17 @@ def audit_gateway(pid: int, known_values: Iterable[str]) -> CheckResult:
 def audit_worker(pid: int) -> tuple[CheckResult, str | None]:
     """The worker check, and the worker's key value (in memory only) for the
     value comparisons of the other checks."""
-    from worker.environment import hazardous_environment
+    from kexpr.worker.environment import hazardous_environment
 
     result = CheckResult(Check.WORKER_PROCESS, f"pid {pid}")
     try:
         creds = read_creds(pid)
     except ReadRefused as e:
-        result.unusable = Unusable.NO_SUCH_PROCESS if e.problem is ReadProblem.MISSING else Unusable.PROCESS_UNREADABLE
+        result.unusable = (
+            Unusable.NO_SUCH_PROCESS
+            if e.problem is ReadProblem.MISSING
+            else Unusable.PROCESS_UNREADABLE
+        )
         return result, None
     except (KeyError, ValueError, IndexError):
         result.unusable = Unusable.PROCESS_UNREADABLE
@@ -201,7 +211,11 @@ def audit_worker(pid: int) -> tuple[CheckResult, str | None]:
     try:
         env = read_environ(pid)
     except ReadRefused as e:
-        result.unusable = Unusable.NO_SUCH_PROCESS if e.problem is ReadProblem.MISSING else Unusable.PROCESS_UNREADABLE
+        result.unusable = (
+            Unusable.NO_SUCH_PROCESS
+            if e.problem is ReadProblem.MISSING
+            else Unusable.PROCESS_UNREADABLE
+        )
         return result, None
     for name in sorted(env):
         if hazardous_environment({name: ""}):
@@ -210,7 +224,9 @@ def audit_worker(pid: int) -> tuple[CheckResult, str | None]:
             result.add(Finding.WORKER_INJECTION_VARIABLE, name)
     key = env.get(KEY_VARIABLE)
     result.info["credential"] = "present" if key and key.strip() else "absent"
-    result.info["egress_proxy"] = any(n in env for n in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"))
+    result.info["egress_proxy"] = any(
+        n in env for n in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+    )
     return result, key
 
 
@@ -225,7 +241,9 @@ def _sandbox_info(pid: int) -> dict[str, Any]:
         if key == "NoNewPrivs":
             info["no_new_privs"] = rest.strip() == "1"
         elif key == "Seccomp":
-            info["seccomp"] = {"0": "disabled", "1": "strict", "2": "filter"}.get(rest.strip(), "unknown")
+            info["seccomp"] = {"0": "disabled", "1": "strict", "2": "filter"}.get(
+                rest.strip(), "unknown"
+            )
         elif key == "CapEff":
             info["effective_capabilities"] = rest.strip() != "0000000000000000"
     return info

@@ -1,7 +1,7 @@
 """The data-root check of ``kexpr audit``: modes, owners, symlinks, names and the
-journal chain (SPEC §10; the sharing rules of `spool.fsio`, rule 3).
+journal chain (design §10; the sharing rules of `kexpr.spool.fsio`, rule 3).
 
-- ``--data-root D``: the sharing rules of `spool.fsio` (rule 3), checked for every
+- ``--data-root D``: the sharing rules of `kexpr.spool.fsio` (rule 3), checked for every
   entry whoever runs the audit: no symlink anywhere; only directories and regular
   files; *private* (root 0700: dirs without group/other bits, files 0600 or
   stricter) or *shared group* (root 02770: dirs exactly 02770, files
@@ -10,11 +10,11 @@ journal chain (SPEC §10; the sharing rules of `spool.fsio`, rule 3).
   audited processes' users, or (shared) members of the root's group;
   ``identity.key`` private to its owner; journal files writable by their owner
   only; the journal verified by its own rules as the root's owner
-  (`ops.readers.verify_journal`); and a redaction scan of every spool and status
+  (`kexpr.ops.readers.verify_journal`); and a redaction scan of every spool and status
   file: no digit outside an ID, timestamp, token or version, and no Hangul word
-  outside the style lexicon (`ops._audit_redaction`).
+  outside the style lexicon (`kexpr.ops._audit_redaction`).
 
-Rule of `ops.audit` that applies here: a path is printed only as product-generated
+Rule of `kexpr.ops.audit` that applies here: a path is printed only as product-generated
 names (`display_path`); any other component could carry content.
 """
 
@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from spool.fsio import group_member_uids
-from spool.layout import DataRoot
-
-from ops._audit_findings import Check, CheckResult, Finding, Unusable
-from ops._audit_redaction import _scan_file
-from ops.readers import ReadRefused, verify_journal
-from ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
+from kexpr.ops._audit_findings import Check, CheckResult, Finding, Unusable
+from kexpr.ops._audit_redaction import _scan_file
+from kexpr.ops.readers import ReadRefused, verify_journal
+from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
+from kexpr.spool.fsio import group_member_uids
+from kexpr.spool.layout import DataRoot
 
 _HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
 _STAGING: Final = re.compile(r"\.[0-9a-z._]{1,80}\.[0-9]{1,10}\.[0-9a-f]{12}")
@@ -132,7 +131,7 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
     try:
         key_st = os.lstat(root.identity_key)
         if stat.S_ISREG(key_st.st_mode):
-            owners.add(key_st.st_uid)  # the gateway: it creates identity.key (SPEC §3)
+            owners.add(key_st.st_uid)  # the gateway: it creates identity.key (design §3)
     except FileNotFoundError:
         pass
     rules = _Rules(owners=owners, gid=top.st_gid, shared=shared)
@@ -157,7 +156,10 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
     if journal.unusable is not None:
         result.unusable = Unusable.JOURNAL_UNCHECKED
     for finding, where in journal.findings:
-        result.add(Finding.JOURNAL_UNVERIFIED, f"{_enum_text(finding)} in {display_path(tuple(where.split('/')))}")
+        result.add(
+            Finding.JOURNAL_UNVERIFIED,
+            f"{_enum_text(finding)} in {display_path(tuple(where.split('/')))}",
+        )
     result.info["journal_segments"] = journal.segments
     result.info["journal_attempts"] = len(journal.records)
     result.info["journal_open_attempts"] = sum(1 for r in journal.records if r.outcome is None)
@@ -172,7 +174,7 @@ def _enum_text(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Rules:
-    """`spool.fsio` rule 3, as a report instead of an exception."""
+    """`kexpr.spool.fsio` rule 3, as a report instead of an exception."""
 
     owners: set[int]
     gid: int
@@ -206,5 +208,10 @@ class _Rules:
             result.add(Finding.WRONG_OWNER, shown)
         if rel == ("identity.key",) and perms & 0o077:
             result.add(Finding.IDENTITY_KEY_SHARED, shown)
-        if len(rel) == 2 and rel[0] in ("outcomes", "quarantine") and stat.S_ISREG(mode) and perms & 0o022:
+        if (
+            len(rel) == 2
+            and rel[0] in ("outcomes", "quarantine")
+            and stat.S_ISREG(mode)
+            and perms & 0o022
+        ):
             result.add(Finding.JOURNAL_WRITABLE_BY_OTHERS, shown)

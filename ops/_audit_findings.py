@@ -1,7 +1,7 @@
 """What ``kexpr audit`` reports: the checks, their findings and their unusable
-reasons, as enum values (SPEC §10).
+reasons, as enum values (design §10).
 
-Rule of `ops.audit` that applies here: a finding is an enum value plus, where it
+Rule of `kexpr.ops.audit` that applies here: a finding is an enum value plus, where it
 helps, the *name* of a variable or the product-generated relative path of a file —
 never a value, never content. A check whose input cannot be read is *unusable*,
 never clean.

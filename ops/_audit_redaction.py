@@ -1,9 +1,9 @@
-"""The spool redaction scan of ``kexpr audit``'s data-root check (SPEC §10): every
+"""The spool redaction scan of ``kexpr audit``'s data-root check (design §10): every
 spool and status file must parse as what its folder holds, and hold no digit
 outside an ID, timestamp, token or version and no Hangul word outside the style
 lexicon.
 
-Rule of `ops.audit` that applies here: a finding names the file by its
+Rule of `kexpr.ops.audit` that applies here: a finding names the file by its
 product-generated relative path (the caller's `display_path`), never its content.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from ops._audit_findings import CheckResult, Finding
-from ops.readers import ReadProblem, ReadRefused, read_nofollow
+from kexpr.ops._audit_findings import CheckResult, Finding
+from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 
 MAX_SPOOL_FILE_BYTES: Final = 64 * 1024
 
@@ -38,7 +38,7 @@ _MESSAGE_DIRS: Final = frozenset(
 
 
 def _scan_file(result: CheckResult, root: Path, rel: tuple[str, ...], shown: str) -> None:
-    from spool.contract.lexicon import SAFE_STYLE_LEXEMES
+    from kexpr.spool.contract.lexicon import SAFE_STYLE_LEXEMES
 
     try:
         data = read_nofollow(root.joinpath(*rel), max_bytes=MAX_SPOOL_FILE_BYTES)
@@ -63,7 +63,7 @@ def _scan_file(result: CheckResult, root: Path, rel: tuple[str, ...], shown: str
 
 
 def _parses_as(folder: str, data: bytes) -> bool:
-    from spool.messages import MessageError, parse_report, parse_request, parse_response
+    from kexpr.spool.messages import MessageError, parse_report, parse_request, parse_response
 
     parser = {
         "requests": parse_request,

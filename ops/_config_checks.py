@@ -1,5 +1,5 @@
 """``kexpr preflight``'s judgement of one host config (plan "Legacy configuration
-migration and rollback-safe deployment", step 2 "Preflight gate"; SPEC §10).
+migration and rollback-safe deployment", step 2 "Preflight gate"; design §10).
 
 2. **Preflight gate.** ``preflight`` fails a release while any loaded
    ``physique_checkin`` still carries ``coaching_feedback_enabled`` (true *or*
@@ -10,7 +10,7 @@ migration and rollback-safe deployment", step 2 "Preflight gate"; SPEC §10).
    or ``base_url``). Absent or exact (disabled, or intentionally shadow/enabled)
    passes; a YAML error fails.
 
-Rules of `ops.preflight` that apply here: fail closed (anything unproven is a
+Rules of `kexpr.ops.preflight` that apply here: fail closed (anything unproven is a
 `Problem`), and no content in a result (key paths and enum diagnostics only).
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gateway_shim.config import CONFIG_KEY, ConfigDiagnostic, KoreanExpressionConfig, Mode
-from ops._config_yaml import (
+from kexpr.ops._config_yaml import (
     Diagnostic,
     Problem,
     _get,
@@ -69,7 +69,9 @@ class PreflightResult:
         }
 
 
-def preflight_text(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str = "") -> PreflightResult:
+def preflight_text(
+    text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str = ""
+) -> PreflightResult:
     """Judge one host config (the text of a ``config.yaml``)."""
     _require_ruamel()
     from ruamel.yaml.error import YAMLError
@@ -92,10 +94,14 @@ def preflight_text(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
         result.problems.append(Problem(Diagnostic.NOT_A_MAPPING))
         return result
     for legacy in _legacy_paths(data):
-        result.problems.append(Problem(Diagnostic.LEGACY_COACHING_FEEDBACK_ENABLED, _path_text((*legacy, LEGACY_KEY))))
+        result.problems.append(
+            Problem(Diagnostic.LEGACY_COACHING_FEEDBACK_ENABLED, _path_text((*legacy, LEGACY_KEY)))
+        )
     for where, m in _walk_maps(data):
         if CONFIG_KEY in m and tuple(where) != path:
-            result.problems.append(Problem(Diagnostic.POSTPROCESSOR_MISPLACED, _path_text((*where, CONFIG_KEY))))
+            result.problems.append(
+                Problem(Diagnostic.POSTPROCESSOR_MISPLACED, _path_text((*where, CONFIG_KEY)))
+            )
     extra, found = _get(data, path)
     if not found:
         result.problems.append(Problem(Diagnostic.EXTRA_PATH_MISSING, _path_text(path)))
@@ -126,6 +132,10 @@ def preflight_text(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
     else:
         result.postprocessor = {"block": "invalid", "mode": Mode.DISABLED.value}
         result.problems.append(
-            Problem(Diagnostic.POSTPROCESSOR_INVALID, _path_text((*path, CONFIG_KEY)), config.diagnostic.value)
+            Problem(
+                Diagnostic.POSTPROCESSOR_INVALID,
+                _path_text((*path, CONFIG_KEY)),
+                config.diagnostic.value,
+            )
         )
     return result

@@ -1,6 +1,6 @@
 """``kexpr migrate-config``'s comment-preserving migration of one host config (plan
 "Legacy configuration migration and rollback-safe deployment", step 1 "Config
-first"; SPEC §10).
+first"; design §10).
 
 1. **Config first.** ``migrate-config`` removes only ``coaching_feedback_enabled``
    from every ``physique_checkin`` mapping and adds the exact *disabled*
@@ -10,7 +10,7 @@ first"; SPEC §10).
    obsolete generated feedback, never the check-in itself
    (``physique_checkin.enabled`` is untouched and reported).
 
-Rules of `ops.preflight` that apply here:
+Rules of `kexpr.ops.preflight` that apply here:
 
 - **Fail closed.** Anything this module cannot prove (a YAML error, a flow-style
   mapping it would have to rewrite, a result that does not re-parse to exactly
@@ -45,14 +45,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from gateway_shim.config import CONFIG_KEY, Mode, exact_block
-from ops._config_checks import (
+from kexpr.ops._config_checks import (
     DEFAULT_EXTRA_PATH,
     LEGACY_KEY,
     PreflightResult,
     _legacy_paths,
     preflight_text,
 )
-from ops._config_yaml import (
+from kexpr.ops._config_yaml import (
     Diagnostic,
     Problem,
     _load_plain,
@@ -64,8 +64,9 @@ from ops._config_yaml import (
     _yaml_problem,
 )
 
-BLOCK_COMMENT: Final = "# Korean expression postprocessor: exact block, disabled until promoted (kexpr)"
-
+BLOCK_COMMENT: Final = (
+    "# Korean expression postprocessor: exact block, disabled until promoted (kexpr)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +96,12 @@ class MigrationPlan:
     def to_json(self) -> dict[str, Any]:
         return {
             "config": self.config,
-            "verdict": "refused" if not self.ok else ("planned" if self.needed else "nothing_to_do"),
+            "verdict": "refused"
+            if not self.ok
+            else ("planned" if self.needed else "nothing_to_do"),
             "changes": [
-                {"action": c.action, "line": c.line, "where": c.where, "lines": c.lines} for c in self.changes
+                {"action": c.action, "line": c.line, "where": c.where, "lines": c.lines}
+                for c in self.changes
             ],
             "problems": [p.to_json() for p in self.problems],
             "after": None if self.after is None else self.after.to_json(),
@@ -128,7 +132,9 @@ def _is_block_map(node: Any) -> bool:
     return isinstance(node, CommentedMap) and not node.fa.flow_style()
 
 
-def plan_migration(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str = "") -> MigrationPlan:
+def plan_migration(
+    text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str = ""
+) -> MigrationPlan:
     """What ``migrate-config`` would do to ``text``; `MigrationPlan.new_text` is
     the verified result (None when there is nothing to do or it refuses)."""
     _require_ruamel()
@@ -138,7 +144,9 @@ def plan_migration(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
     path = _split_path(extra_path)
     before = preflight_text(text, extra_path=extra_path, name=name)
     blocking = [
-        p for p in before.problems if p.diagnostic is not Diagnostic.LEGACY_COACHING_FEEDBACK_ENABLED
+        p
+        for p in before.problems
+        if p.diagnostic is not Diagnostic.LEGACY_COACHING_FEEDBACK_ENABLED
     ]
     if blocking:
         # A YAML error, a missing extra mapping or an invalid/misplaced block is
@@ -197,7 +205,12 @@ def plan_migration(text: str, *, extra_path: str = DEFAULT_EXTRA_PATH, name: str
             except KeyError:  # a merged-in key: no line of its own
                 extra_line = first_line = -1
                 extra_col = first_col = 0
-            if first_line < 0 or first_line <= extra_line or first_col <= extra_col or extra_line in remove:
+            if (
+                first_line < 0
+                or first_line <= extra_line
+                or first_col <= extra_col
+                or extra_line in remove
+            ):
                 plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, _path_text(path)))
             else:
                 insert_after = extra_line
@@ -248,12 +261,18 @@ def zero_context_diff(old: str, new: str, name: str) -> str:
     """Only the changed lines: the legacy key lines out, the block in."""
     return "".join(
         difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), f"{name} (before)", f"{name} (after)", n=0
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            f"{name} (before)",
+            f"{name} (after)",
+            n=0,
         )
     )
 
 
-def write_migration(path: Path, original: bytes, new_text: str, *, now: dt.datetime | None = None) -> Path:
+def write_migration(
+    path: Path, original: bytes, new_text: str, *, now: dt.datetime | None = None
+) -> Path:
     """Back up ``original`` and atomically replace ``path`` with ``new_text``.
 
     Refuses (`MigrationRefused`) a symlink, a non-regular file, or a file whose

@@ -2,7 +2,7 @@
 the size and shape bounds, the YAML loaders, key paths fit to print, and the
 diagnostic vocabulary both commands report in.
 
-Rules of `ops.preflight` that apply here:
+Rules of `kexpr.ops.preflight` that apply here:
 
 - **Fail closed.** A YAML error, a warning, a config over `MAX_CONFIG_BYTES`, or
   data over `MAX_YAML_NODES` / `MAX_YAML_DEPTH` (or with a recursive alias) is a
@@ -147,7 +147,9 @@ def _shape_problem(data: Any) -> Problem | None:
     return None
 
 
-def _walk_maps(node: Any, path: tuple[object, ...] = ()) -> Iterator[tuple[tuple[object, ...], Mapping[Any, Any]]]:
+def _walk_maps(
+    node: Any, path: tuple[object, ...] = ()
+) -> Iterator[tuple[tuple[object, ...], Mapping[Any, Any]]]:
     """Every mapping and its path; a node reached again through an alias is
     not walked again (issue 14 item 6). The data passed `_shape_problem`."""
     seen: set[int] = set()
@@ -165,7 +167,6 @@ def _walk_maps(node: Any, path: tuple[object, ...] = ()) -> Iterator[tuple[tuple
         stack.extend(((v, (*p, k)) for k, v in reversed(items)))
 
 
-
 def _get(data: Any, path: Sequence[str]) -> tuple[Any, bool]:
     node = data
     for part in path:
@@ -176,7 +177,7 @@ def _get(data: Any, path: Sequence[str]) -> tuple[Any, bool]:
 
 
 def _read_config(path: Path) -> bytes:
-    from ops.readers import ReadRefused, read_nofollow
+    from kexpr.ops.readers import ReadRefused, read_nofollow
 
     try:
         return read_nofollow(path, max_bytes=MAX_CONFIG_BYTES)

@@ -1,4 +1,4 @@
-"""``kexpr audit``: prove to an auditor that the key lives in one process (SPEC §10).
+"""``kexpr audit``: prove to an auditor that the key lives in one process (design §10).
 
 Each check runs when its input is given; findings are enum values (plus, where it
 helps, the *name* of a variable or the product-generated relative path of a file —
@@ -9,12 +9,12 @@ Checks and why each is sound:
 
 The checks live beside what they are about; this module runs them and reports:
 
-- `ops._audit_findings`: the checks, findings and unusable reasons (enums).
-- `ops._audit_credentials`: ``--gateway-pid``, ``--worker-pid`` (``/proc``) and
+- `kexpr.ops._audit_findings`: the checks, findings and unusable reasons (enums).
+- `kexpr.ops._audit_credentials`: ``--gateway-pid``, ``--worker-pid`` (``/proc``) and
   ``--env-file`` — where the key is, and where it must not be.
-- `ops._audit_data_root`: ``--data-root`` — modes, owners, symlinks, names and the
+- `kexpr.ops._audit_data_root`: ``--data-root`` — modes, owners, symlinks, names and the
   journal chain.
-- `ops._audit_redaction`: the redaction scan of every spool and status file under
+- `kexpr.ops._audit_redaction`: the redaction scan of every spool and status file under
   ``--data-root``.
 
 Their names stay importable from here.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ops._audit_credentials import (
+from kexpr.ops._audit_credentials import (
     INJECTION_VARIABLES,
     KEY_VARIABLE,
     MAX_ENV_FILE_BYTES,
@@ -46,10 +46,15 @@ from ops._audit_credentials import (
     read_environ,
     safe_name,
 )
-from ops._audit_data_root import SHARED_DIR_MODE, SHARED_FILE_MODES, audit_data_root, display_path
-from ops._audit_findings import Check, CheckResult, Finding, Item, Unusable
-from ops._audit_redaction import MAX_SPOOL_FILE_BYTES
-from ops.readers import ReadRefused, read_nofollow
+from kexpr.ops._audit_data_root import (
+    SHARED_DIR_MODE,
+    SHARED_FILE_MODES,
+    audit_data_root,
+    display_path,
+)
+from kexpr.ops._audit_findings import Check, CheckResult, Finding, Item, Unusable
+from kexpr.ops._audit_redaction import MAX_SPOOL_FILE_BYTES
+from kexpr.ops.readers import ReadRefused, read_nofollow
 
 __all__ = [
     "INJECTION_VARIABLES",
@@ -164,9 +169,13 @@ def render(report: AuditReport) -> str:
         else:
             lines.append(f"{head}: {len(r.findings)} finding(s)")
         for item in r.findings:
-            lines.append(f"      FINDING {item.finding.value}" + (f"  {item.detail}" if item.detail else ""))
+            lines.append(
+                f"      FINDING {item.finding.value}" + (f"  {item.detail}" if item.detail else "")
+            )
         if r.info:
-            lines.append("      info " + "  ".join(f"{k}={_info(v)}" for k, v in sorted(r.info.items())))
+            lines.append(
+                "      info " + "  ".join(f"{k}={_info(v)}" for k, v in sorted(r.info.items()))
+            )
     count = sum(len(r.findings) for r in report.results)
     lines.append(f"verdict: {report.verdict}" + (f" ({count} finding(s))" if count else ""))
     return "\n".join(lines)
@@ -183,27 +192,49 @@ def _info(v: object) -> str:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from ops.argtypes import int_range
+    from kexpr.ops.argtypes import int_range
 
     p = argparse.ArgumentParser(
         prog="kexpr audit",
         description="credential isolation, permissions, journal chain and spool redaction "
         "(exit 0 clean, 1 findings, 2 unusable input)",
     )
-    p.add_argument("--gateway-pid", type=int_range(1, 2**31 - 1), action="append", default=[], metavar="PID",
-                   help="a gateway process: no OPENAI_API_KEY (or other OPENAI_* secret) in /proc/PID/environ")
-    p.add_argument("--worker-pid", type=int_range(1, 2**31 - 1), metavar="PID",
-                   help="the worker: non-dumpable, no hazardous variables (run as root)")
-    p.add_argument("--env-file", type=Path, action="append", default=[], metavar="F",
-                   help="a gateway-side .env file (e.g. ~/.hermes/.env): no key")
-    p.add_argument("--data-root", type=Path, metavar="D",
-                   help="modes, owners, symlinks, journal chain, spool redaction scan")
+    p.add_argument(
+        "--gateway-pid",
+        type=int_range(1, 2**31 - 1),
+        action="append",
+        default=[],
+        metavar="PID",
+        help="a gateway process: no OPENAI_API_KEY (or other OPENAI_* secret) in /proc/PID/environ",
+    )
+    p.add_argument(
+        "--worker-pid",
+        type=int_range(1, 2**31 - 1),
+        metavar="PID",
+        help="the worker: non-dumpable, no hazardous variables (run as root)",
+    )
+    p.add_argument(
+        "--env-file",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="F",
+        help="a gateway-side .env file (e.g. ~/.hermes/.env): no key",
+    )
+    p.add_argument(
+        "--data-root",
+        type=Path,
+        metavar="D",
+        help="modes, owners, symlinks, journal chain, spool redaction scan",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object instead of the report")
     a = p.parse_args(argv)
     if not (a.gateway_pid or a.worker_pid is not None or a.env_file or a.data_root is not None):
         p.print_usage(sys.stderr)
-        print("kexpr audit: give at least one of --gateway-pid, --worker-pid, --env-file, --data-root",
-              file=sys.stderr)
+        print(
+            "kexpr audit: give at least one of --gateway-pid, --worker-pid, --env-file, --data-root",
+            file=sys.stderr,
+        )
         return 2
     report = run_audit(
         gateway_pids=a.gateway_pid,

@@ -26,25 +26,77 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from spool import log
+from kexpr.spool import log
 
 EXIT_USAGE: Final = 2
 _log = log.logger("cli")
 
 COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
-    "run": ("ops.demo", "cli", "the main job: supervised worker + sample presentations, as a table"),
-    "supervise": ("ops.supervisor", "cli", "run the worker under supervision (explicit minimal env)"),
-    "worker": ("worker.main", "main", "run the worker in the foreground (started by `supervise`)"),
-    "surfaces": ("ops.surfaces_cli", "cli", "surfaces check: run host messages through the adapters (verdicts only)"),
-    "contract": ("ops.contract_cli", "cli", "contract check: judge recorded responses against a capsule"),
-    "status": ("ops.status_cli", "cli", "worker state, heartbeat and counters (human or --json; no content)"),
-    "audit": ("ops.audit", "cli", "credential isolation, permissions, journal chain, spool redaction scan"),
-    "preflight": ("ops.preflight", "preflight_cli", "check host config.yaml files before a release (legacy key, exact block)"),
-    "migrate-config": ("ops.preflight", "migrate_cli", "remove the legacy key and add the exact disabled block (dry run unless --write)"),
-    "promotion-report": ("ops.promotion", "cli", "shadow evidence per surface and promotion gates, from the journal"),
-    "glossary": ("ops.glossary_cli", "cli", "glossary check | install: the operator's dual decision/reason texts (digest; no text)"),
-    "journal": ("ops.journal_cli", "cli", "journal verify | stats | prune | quarantine (enums and counts; no content)"),
-    "systemd-units": ("ops.systemd_units", "cli", "write the systemd unit files for one instance from the installed package"),
+    "run": (
+        "kexpr.ops.demo",
+        "cli",
+        "the main job: supervised worker + sample presentations, as a table",
+    ),
+    "supervise": (
+        "kexpr.ops.supervisor",
+        "cli",
+        "run the worker under supervision (explicit minimal env)",
+    ),
+    "worker": (
+        "kexpr.worker.main",
+        "main",
+        "run the worker in the foreground (started by `supervise`)",
+    ),
+    "surfaces": (
+        "kexpr.ops.surfaces_cli",
+        "cli",
+        "surfaces check: run host messages through the adapters (verdicts only)",
+    ),
+    "contract": (
+        "kexpr.ops.contract_cli",
+        "cli",
+        "contract check: judge recorded responses against a capsule",
+    ),
+    "status": (
+        "kexpr.ops.status_cli",
+        "cli",
+        "worker state, heartbeat and counters (human or --json; no content)",
+    ),
+    "audit": (
+        "kexpr.ops.audit",
+        "cli",
+        "credential isolation, permissions, journal chain, spool redaction scan",
+    ),
+    "preflight": (
+        "kexpr.ops.preflight",
+        "preflight_cli",
+        "check host config.yaml files before a release (legacy key, exact block)",
+    ),
+    "migrate-config": (
+        "kexpr.ops.preflight",
+        "migrate_cli",
+        "remove the legacy key and add the exact disabled block (dry run unless --write)",
+    ),
+    "promotion-report": (
+        "kexpr.ops.promotion",
+        "cli",
+        "shadow evidence per surface and promotion gates, from the journal",
+    ),
+    "glossary": (
+        "kexpr.ops.glossary_cli",
+        "cli",
+        "glossary check | install: the operator's dual decision/reason texts (digest; no text)",
+    ),
+    "journal": (
+        "kexpr.ops.journal_cli",
+        "cli",
+        "journal verify | stats | prune | quarantine (enums and counts; no content)",
+    ),
+    "systemd-units": (
+        "kexpr.ops.systemd_units",
+        "cli",
+        "write the systemd unit files for one instance from the installed package",
+    ),
 }
 
 

@@ -1,4 +1,4 @@
-"""`kexpr contract check` — judge raw model responses offline (SPEC §10).
+"""`kexpr contract check` — judge raw model responses offline (design §10).
 
     kexpr contract check --capsule C.json --response R.txt
     kexpr contract check --jsonl CASES.jsonl
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn, TextIO
 
-from spool.contract import Capsule, CapsuleError, Verdict, judge
+from kexpr.spool.contract import Capsule, CapsuleError, Verdict, judge
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -113,7 +113,7 @@ def _read_bytes(path: Path, what: str, stderr: TextIO, max_bytes: int) -> bytes 
     import os
     import stat
 
-    from spool.fsio import UnsafePath, read_bounded
+    from kexpr.spool.fsio import UnsafePath, read_bounded
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -227,12 +227,14 @@ def run_contract_check(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> i
 
 
 def cli(argv: Sequence[str]) -> int:
-    """`kexpr contract <argv>` (the `ops.cli` COMMANDS row): only `check` exists."""
+    """`kexpr contract <argv>` (the `kexpr.ops.cli` COMMANDS row): only `check` exists."""
     args = list(argv)
     if args and args[0] in ("-h", "--help"):
-        sys.stdout.write("usage: kexpr contract check [-h] ...\n\nsubcommands:\n"
-                         "  check  judge recorded model responses against a capsule "
-                         "(`kexpr contract check --help`)\n")
+        sys.stdout.write(
+            "usage: kexpr contract check [-h] ...\n\nsubcommands:\n"
+            "  check  judge recorded model responses against a capsule "
+            "(`kexpr contract check --help`)\n"
+        )
         return 0
     if not args or args[0] != "check":
         sys.stderr.write(
@@ -243,5 +245,5 @@ def cli(argv: Sequence[str]) -> int:
     return run_contract_check(args[1:], sys.stdout, sys.stderr)
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m ops.contract_cli check ...`
+if __name__ == "__main__":  # pragma: no cover - `python -m kexpr.ops.contract_cli check ...`
     raise SystemExit(cli(sys.argv[1:]))

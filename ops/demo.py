@@ -5,7 +5,7 @@ Three processes, as in production:
 - this launcher (ops) starts ``kexpr supervise`` with an explicit environment that
   carries ``OPENAI_API_KEY`` if the operator set one, and nothing else secret;
 - the supervisor starts the worker (the only process holding the key);
-- a *gateway* process (``python -m ops.demo``) started with an explicit
+- a *gateway* process (``python -m kexpr.ops.demo``) started with an explicit
   environment WITHOUT the key imports `gateway_shim`, presents sample artifacts
   of all four surfaces (daily complete/partial, weekly, a dualcoachtest card
   with two review reasons, a physique card) on the embedded default (shadow
@@ -14,7 +14,7 @@ Three processes, as in production:
 Without a key every row is canonical with ``credential_unavailable``; with a key
 the worker makes the real call (shadow mode: canonical is what gets published).
 A legend explains the outcome column. Without a key the gateway process then
-replays hand-written example answers through the shim (`ops.replay`, labelled
+replays hand-written example answers through the shim (`kexpr.ops.replay`, labelled
 "example, replayed", never presented as live): each surface's canonical body and
 its styled body, the slot text marked.
 """
@@ -41,7 +41,7 @@ READY_TIMEOUT_S: Final = 20.0
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from spool.layout import DEFAULT_DATA_ROOT
+    from kexpr.spool.layout import DEFAULT_DATA_ROOT
 
     p = argparse.ArgumentParser(prog="kexpr run")
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
@@ -54,11 +54,10 @@ def cli(argv: list[str]) -> int:
 def run_main_job(
     data_root: Path, *, https_proxy: str | None = None, ssl_cert_file: str | None = None
 ) -> int:
-    from spool.fsio import UnsafePath
-    from spool.layout import DataRoot
-
-    from worker.daemon import wait_ready
-    from worker.exitcodes import ExitCode
+    from kexpr.spool.fsio import UnsafePath
+    from kexpr.spool.layout import DataRoot
+    from kexpr.worker.daemon import wait_ready
+    from kexpr.worker.exitcodes import ExitCode
 
     # The worker's path rules, as `kexpr supervise` applies them (issue 14
     # item 3): the path as given (never resolve()-d), no symlink at any component.
@@ -75,7 +74,7 @@ def run_main_job(
         root.status_file.unlink()
     except FileNotFoundError:
         pass
-    sup_cmd = [sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(root.root)]
+    sup_cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root.root)]
     if https_proxy:
         sup_cmd += ["--https-proxy", https_proxy]
     if ssl_cert_file:
@@ -89,7 +88,7 @@ def run_main_job(
             print("kexpr run: worker did not become ready", file=sys.stderr)
             return 1
         gw = subprocess.run(
-            [sys.executable, "-m", "ops.demo", "--data-root", str(root.root)],
+            [sys.executable, "-m", "kexpr.ops.demo", "--data-root", str(root.root)],
             env=dict(GATEWAY_ENV),
             stdin=subprocess.DEVNULL,
             check=False,
@@ -174,6 +173,7 @@ def _samples() -> list[Sample]:
         interpretation=WeeklyInterpretation.IN_GOAL,
         judgment=WeeklyJudgment.KEEP,
     )
+
     # The adaptive cards in the host's real payload shape (docs/host-formats-adaptive.md):
     # header and progress lines, the state's buttons, the session in the pressed
     # button's callback data. The dual decision and reasons are the host's public
@@ -211,7 +211,10 @@ def _samples() -> list[Sample]:
         "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음",
         2,
     )
-    daily_excerpt = lambda body: body.split("\n\n")[2]
+
+    def daily_excerpt(body: str) -> str:
+        return body.split("\n\n")[2]
+
     return [
         Sample(
             "daily.v1",
@@ -272,7 +275,9 @@ def print_table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> No
     widths = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
 
     def fmt(r: tuple[str, ...]) -> str:
-        return "  ".join(c + " " * (w - display_width(c)) for c, w in zip(r, widths, strict=True)).rstrip()
+        return "  ".join(
+            c + " " * (w - display_width(c)) for c, w in zip(r, widths, strict=True)
+        ).rstrip()
 
     print(fmt(cells[0]))
     print(fmt(tuple("-" * w for w in widths)))
@@ -304,7 +309,7 @@ def gateway_main(data_root: Path) -> int:
     print_legend(row[2] for row in rows)
     if any(row[2] == "credential_unavailable" for row in rows):
         # No live call was made: show what the product does with example answers.
-        from ops.replay import print_replayed, replay
+        from kexpr.ops.replay import print_replayed, replay
 
         first = {s.surface: s for s in reversed(_samples())}  # one sample per surface
         print_replayed(replay((s.surface, s.label, s.present) for s in reversed(first.values())))
@@ -341,12 +346,14 @@ def print_legend(outcomes: Iterable[str]) -> None:
         print(f"  {outcome:<24} {OUTCOME_LEGEND.get(outcome, '')}".rstrip())
     if "credential_unavailable" in shown:
         print()
-        print("live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)")
+        print(
+            "live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)"
+        )
 
 
 if __name__ == "__main__":
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m ops.demo")
+    p = argparse.ArgumentParser(prog="python -m kexpr.ops.demo")
     p.add_argument("--data-root", type=Path, required=True)
     raise SystemExit(gateway_main(p.parse_args().data_root))

@@ -20,9 +20,6 @@ import json
 import sys
 from pathlib import Path
 
-from spool.fsio import UnsafePath, publish, unlink_quiet
-from spool.layout import DEFAULT_DATA_ROOT, DataRoot
-
 from gateway_shim.operator_glossary import (
     GLOSSARY_FILE_NAME,
     MAX_FILE_BYTES,
@@ -30,7 +27,9 @@ from gateway_shim.operator_glossary import (
     GlossaryError,
     parse_operator_glossary,
 )
-from ops.readers import ReadRefused, read_nofollow
+from kexpr.ops.readers import ReadRefused, read_nofollow
+from kexpr.spool.fsio import UnsafePath, publish, unlink_quiet
+from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
 
 
 def _read(path: str) -> bytes:

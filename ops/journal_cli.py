@@ -1,4 +1,4 @@
-"""``kexpr journal verify | stats | prune | quarantine`` (SPEC §5, §10; issue 4).
+"""``kexpr journal verify | stats | prune | quarantine`` (design §5, §10; issue 4).
 
 Every output is enums, counts, dates and product-relative paths
 (``outcomes/2026-11-30.jsonl``): never a row's content, an artifact key or an
@@ -6,9 +6,9 @@ attempt id.
 
 ``verify``     the whole data root: every directory (no symlink, type, owner,
                group, mode — private 0700/0600 or shared-group 02770/0660,
-               `spool.fsio` rule 3), the lock, key and status files, every spool
+               `kexpr.spool.fsio` rule 3), the lock, key and status files, every spool
                file, and every journal segment and quarantined file against
-               every rule of `spool.journal`. Exit 0 when intact — attempts
+               every rule of `kexpr.spool.journal`. Exit 0 when intact — attempts
                still open are legal and reported — 1 on any violation.
 ``stats``      counts per day / surface / mode / outcome (open attempts as
                ``open``); exit 1 if the journal does not verify.
@@ -17,14 +17,14 @@ attempt id.
                fsynced). A segment with an open attempt is kept: the worker
                terminalizes it first. Never writes a row. Exit 1 if the journal
                does not verify.
-``quarantine`` the documented operator action for a torn tail (`spool.journal`
+``quarantine`` the documented operator action for a torn tail (`kexpr.spool.journal`
                "Torn tail"), with the worker stopped: sets the segment aside
                unchanged under ``quarantine/``. Dry run unless ``--apply``.
 
 Exit codes: 0 ok, 1 finding/violation/refusal, 2 usage or no data root to read (docs/cli.md).
 
 Run it as the data root's owner or as root: ownership is judged against the
-data root's owner (`spool.fsio.expect_owner`), not against the caller.
+data root's owner (`kexpr.spool.fsio.expect_owner`), not against the caller.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from spool.fsio import (
+from kexpr.spool.fsio import (
     LockTimeout,
     UnsafePath,
     check_dir,
@@ -50,15 +50,15 @@ from spool.fsio import (
     make_flock,
     read_private,
 )
-from spool.journal import (
+from kexpr.spool.journal import (
     Finding,
     Index,
     Journal,
     JournalUnverified,
     audit_journal,
 )
-from spool.layout import DEFAULT_DATA_ROOT, DataRoot
-from spool.messages import (
+from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     MessageError,
     ResponseStatus,
@@ -75,7 +75,7 @@ _ROOT_FILES: Final = {
     "supervisor.status.json": False,
 }
 _SPOOL_NAME: Final = re.compile(r"[0-9a-f]{32}\.json")
-# `spool.fsio.publish` / `replace_private` staging: ".<final name>.<pid>.<12 hex>".
+# `kexpr.spool.fsio.publish` / `replace_private` staging: ".<final name>.<pid>.<12 hex>".
 _STAGING_NAME: Final = re.compile(r"\.[0-9a-z._]+\.[0-9]+\.[0-9a-f]{12}")
 
 
@@ -221,12 +221,19 @@ def _leftovers(root: DataRoot, idx: Index, rep: Report) -> int:
 def stats(root: DataRoot) -> tuple[bool, dict[str, Any]]:
     audit = audit_journal(root)
     if not audit.ok:
-        return False, {"ok": False, "findings": [{"finding": f.finding, "where": f.where} for f in audit.findings]}
+        return False, {
+            "ok": False,
+            "findings": [{"finding": f.finding, "where": f.where} for f in audit.findings],
+        }
     days: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
     totals: dict[str, int] = {}
     for rec in audit.index.by_attempt.values():
         outcome = rec.outcome.value if rec.outcome is not None else "open"
-        per_mode = days.setdefault(rec.segment, {}).setdefault(rec.surface, {}).setdefault(rec.mode.value, {})
+        per_mode = (
+            days.setdefault(rec.segment, {})
+            .setdefault(rec.surface, {})
+            .setdefault(rec.mode.value, {})
+        )
         per_mode[outcome] = per_mode.get(outcome, 0) + 1
         totals[outcome] = totals.get(outcome, 0) + 1
     return True, {
@@ -266,7 +273,9 @@ def quarantine(root: DataRoot, segment: str, *, apply: bool) -> tuple[bool, dict
     except LockTimeout:
         return refused("worker_running", "worker.lock")
     except (UnsafePath, OSError) as e:
-        return refused(e.reason.value if isinstance(e, UnsafePath) else _os_reason(e), "worker.lock")
+        return refused(
+            e.reason.value if isinstance(e, UnsafePath) else _os_reason(e), "worker.lock"
+        )
     try:
         name = Journal(root, create_lock=False).quarantine_torn(segment, apply=apply)
     except JournalUnverified as e:
@@ -317,13 +326,21 @@ def _owner_of(root: DataRoot) -> int | None:
 
 
 def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="kexpr journal", description="verify, count and prune the outcome journal")
+    p = argparse.ArgumentParser(
+        prog="kexpr journal", description="verify, count and prune the outcome journal"
+    )
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in (
         ("verify", "check the data root and every journal rule; exit 1 on any violation"),
         ("stats", "counts per day/surface/mode/outcome (no content)"),
-        ("prune", "retention: whole segments older than 35 completed UTC days (dry run unless --apply)"),
-        ("quarantine", "set a torn segment aside, unchanged (worker stopped; dry run unless --apply)"),
+        (
+            "prune",
+            "retention: whole segments older than 35 completed UTC days (dry run unless --apply)",
+        ),
+        (
+            "quarantine",
+            "set a torn segment aside, unchanged (worker stopped; dry run unless --apply)",
+        ),
     ):
         sp = sub.add_parser(name, help=help_)
         sp.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
@@ -337,7 +354,18 @@ def cli(argv: list[str]) -> int:
     # No data root to read is unusable input (exit 2, docs/cli.md), not a finding.
     unusable = not os.path.isdir(root.root) or os.path.islink(root.root)
     if unusable:
-        ok, out = False, {"ok": False, "findings": [{"finding": "missing" if not os.path.lexists(root.root) else "not_directory", "where": "."}]}
+        ok, out = (
+            False,
+            {
+                "ok": False,
+                "findings": [
+                    {
+                        "finding": "missing" if not os.path.lexists(root.root) else "not_directory",
+                        "where": ".",
+                    }
+                ],
+            },
+        )
     else:
         expect_owner(_owner_of(root))
         try:

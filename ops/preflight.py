@@ -1,6 +1,6 @@
 """``kexpr preflight`` and ``kexpr migrate-config``: the plan's ordered migration
 of host ``config.yaml`` files (plan "Legacy configuration migration and
-rollback-safe deployment"; SPEC §10).
+rollback-safe deployment"; design §10).
 
 The order the plan requires, and what each command contributes:
 
@@ -31,10 +31,10 @@ Rules (each module says which apply to it):
 
 Where the code lives (names stay importable from here):
 
-- `ops._config_yaml`: reading a config — size and shape bounds, YAML loaders,
+- `kexpr.ops._config_yaml`: reading a config — size and shape bounds, YAML loaders,
   printable key paths, the `Diagnostic` vocabulary.
-- `ops._config_checks`: `preflight_text`, the judgement of one config.
-- `ops._config_migration`: `plan_migration` (the line edit and its verification)
+- `kexpr.ops._config_checks`: `preflight_text`, the judgement of one config.
+- `kexpr.ops._config_migration`: `plan_migration` (the line edit and its verification)
   and `write_migration` (backup and atomic replace).
 - here: the two commands.
 
@@ -48,14 +48,14 @@ import json
 import sys
 from pathlib import Path
 
-from ops._config_checks import (
+from kexpr.ops._config_checks import (
     CHECKIN_KEY,
     DEFAULT_EXTRA_PATH,
     LEGACY_KEY,
     PreflightResult,
     preflight_text,
 )
-from ops._config_migration import (
+from kexpr.ops._config_migration import (
     BLOCK_COMMENT,
     Change,
     MigrationPlan,
@@ -64,7 +64,7 @@ from ops._config_migration import (
     write_migration,
     zero_context_diff,
 )
-from ops._config_yaml import (
+from kexpr.ops._config_yaml import (
     MAX_CONFIG_BYTES,
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
@@ -111,27 +111,41 @@ def preflight_cli(argv: list[str]) -> int:
         "(exit 0 pass, 1 fail, 2 unusable input)",
     )
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG.yaml")
-    p.add_argument("--extra-path", default=DEFAULT_EXTRA_PATH, help=f"adapter extras (default {DEFAULT_EXTRA_PATH})")
+    p.add_argument(
+        "--extra-path",
+        default=DEFAULT_EXTRA_PATH,
+        help=f"adapter extras (default {DEFAULT_EXTRA_PATH})",
+    )
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:
         results = [
-            preflight_text(_decode(c, _read_config(c)), extra_path=a.extra_path, name=str(c)) for c in a.configs
+            preflight_text(_decode(c, _read_config(c)), extra_path=a.extra_path, name=str(c))
+            for c in a.configs
         ]
     except UsageError as e:
         print(f"kexpr preflight: {e}", file=sys.stderr)
         return 2
     if a.json:
-        print(json.dumps({"schema": "kexpr-preflight-v1", "results": [r.to_json() for r in results]}, sort_keys=True))
+        print(
+            json.dumps(
+                {"schema": "kexpr-preflight-v1", "results": [r.to_json() for r in results]},
+                sort_keys=True,
+            )
+        )
     else:
         for r in results:
             pp = r.postprocessor
-            state = f"postprocessor {pp.get('block', '?')} (mode {pp.get('mode', '?')})" if pp else ""
+            state = (
+                f"postprocessor {pp.get('block', '?')} (mode {pp.get('mode', '?')})" if pp else ""
+            )
             surfaces = pp.get("surfaces")
             if surfaces:
                 on = [k for k, v in surfaces.items() if v]
                 state += (" surfaces " + ",".join(on)) if on else " no surface on"
-            print(f"{r.config}: {'PASS' if r.passed else 'FAIL'}  {state}  physique_checkin.enabled {r.physique_checkin_enabled}")
+            print(
+                f"{r.config}: {'PASS' if r.passed else 'FAIL'}  {state}  physique_checkin.enabled {r.physique_checkin_enabled}"
+            )
             for prob in r.problems:
                 print(f"  FAIL {prob.text()}")
     return 0 if all(r.passed for r in results) else 1
@@ -146,9 +160,15 @@ def migrate_cli(argv: list[str]) -> int:
         "preserving comments and layout (dry run unless --write; exit 0 ok, 1 refused, 2 unusable input)",
     )
     p.add_argument("config", type=Path, metavar="CONFIG.yaml")
-    p.add_argument("--extra-path", default=DEFAULT_EXTRA_PATH, help=f"adapter extras (default {DEFAULT_EXTRA_PATH})")
+    p.add_argument(
+        "--extra-path",
+        default=DEFAULT_EXTRA_PATH,
+        help=f"adapter extras (default {DEFAULT_EXTRA_PATH})",
+    )
     p.add_argument("--write", action="store_true", help="apply (keeps CONFIG.kexpr-backup-<UTC>)")
-    p.add_argument("--diff", action="store_true", help="print the zero-context diff (changed lines only)")
+    p.add_argument(
+        "--diff", action="store_true", help="print the zero-context diff (changed lines only)"
+    )
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:
@@ -187,13 +207,23 @@ def _print_plan(plan: MigrationPlan, backup: Path | None, write: bool) -> None:
     if not plan.needed:
         print(f"{plan.config}: nothing to do (no legacy key; block present or exact)")
         return
-    head = "migrated" if backup is not None else ("would migrate (dry run: nothing written; --write to apply)" if not write else "not written")
+    head = (
+        "migrated"
+        if backup is not None
+        else (
+            "would migrate (dry run: nothing written; --write to apply)"
+            if not write
+            else "not written"
+        )
+    )
     print(f"{plan.config}: {head}")
     for c in plan.changes:
         sign, what = ("-", "remove") if c.action == "remove" else ("+", "add")
         extra = f" (exact block, mode disabled; {c.lines} lines)" if c.action == "add" else ""
         print(f"  {sign} line {c.line}: {what} {c.where}{extra}")
     if plan.after is not None:
-        print(f"  after: preflight {'pass' if plan.after.passed else 'FAIL'}, physique_checkin.enabled {plan.after.physique_checkin_enabled}")
+        print(
+            f"  after: preflight {'pass' if plan.after.passed else 'FAIL'}, physique_checkin.enabled {plan.after.physique_checkin_enabled}"
+        )
     if backup is not None:
         print(f"  backup: {backup}")

@@ -1,8 +1,8 @@
 """``kexpr promotion-report``: shadow evidence per surface and the promotion gates
-(plan "Verification … controlled live shadow"; SPEC §10).
+(plan "Verification … controlled live shadow"; design §10).
 
 From the outcome journal only — metadata rows, verified by the journal's own rules
-(`ops.readers.verify_journal`) — never from logs, telemetry or the spool.
+(`kexpr.ops.readers.verify_journal`) — never from logs, telemetry or the spool.
 
 The plan's gates, as data (`FLAGS`, `REQUIRED_SELECTED`, `WINDOW_DAYS`):
 
@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from spool.layout import DataRoot
-
-from ops.readers import JournalCheck, JournalRecord, ReadRefused, verify_journal
+from kexpr.ops.readers import JournalCheck, JournalRecord, ReadRefused, verify_journal
+from kexpr.spool.layout import DataRoot
 
 WINDOW_DAYS: Final = 14
 REQUIRED_SELECTED: Final = 10
@@ -115,7 +114,11 @@ class PromotionReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": "kexpr-promotion-report-v1",
-            "window": {"start_utc": self.window_start_utc, "end_utc": self.window_end_utc, "days": self.days},
+            "window": {
+                "start_utc": self.window_start_utc,
+                "end_utc": self.window_end_utc,
+                "days": self.days,
+            },
             "required_selected": REQUIRED_SELECTED,
             "surfaces": [s.to_json() for s in self.surfaces],
             "flags": [f.to_json() for f in self.flags],
@@ -141,7 +144,9 @@ def evaluate(
     incomplete = any(start_s[:10] <= d <= end_s[:10] for d in quarantined_days)
     evidence = []
     for surface in SURFACES:
-        window = [r for r in records if r.surface == surface and start_s <= r.started_at_utc <= end_s]
+        window = [
+            r for r in records if r.surface == surface and start_s <= r.started_at_utc <= end_s
+        ]
         shadow = [r for r in window if r.mode == "shadow"]
         done = [r for r in shadow if r.outcome is not None]
         selected = sum(1 for r in done if r.outcome == SELECTED)
@@ -185,9 +190,18 @@ def report_for(
         return None, check
     t = now() if now is not None else dt.datetime.now(dt.UTC)
     report = evaluate(check.records, now=t, days=days, quarantined_days=check.quarantined)
-    journal = {"segments": check.segments, "quarantined": len(check.quarantined), "attempts": len(check.records)}
+    journal = {
+        "segments": check.segments,
+        "quarantined": len(check.quarantined),
+        "attempts": len(check.records),
+    }
     return PromotionReport(
-        report.window_start_utc, report.window_end_utc, report.days, report.surfaces, report.flags, journal
+        report.window_start_utc,
+        report.window_end_utc,
+        report.days,
+        report.surfaces,
+        report.flags,
+        journal,
     ), check
 
 
@@ -211,7 +225,8 @@ def render(report: PromotionReport) -> str:
     for s in report.surfaces:
         if s.failures:
             lines.append(
-                f"  failures {s.surface}: " + "  ".join(f"{k} {v}" for k, v in sorted(s.failures.items()))
+                f"  failures {s.surface}: "
+                + "  ".join(f"{k} {v}" for k, v in sorted(s.failures.items()))
             )
     lines += ["", f"{'flag':<20}gate"]
     for f in report.flags:
@@ -229,7 +244,7 @@ def render(report: PromotionReport) -> str:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from spool.layout import DEFAULT_DATA_ROOT
+    from kexpr.spool.layout import DEFAULT_DATA_ROOT
 
     p = argparse.ArgumentParser(
         prog="kexpr promotion-report",
@@ -237,10 +252,13 @@ def cli(argv: list[str]) -> int:
         "(exit 0 report, 1 a --require'd gate does not hold, 2 journal unusable)",
     )
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    from ops.argtypes import int_range
+    from kexpr.ops.argtypes import int_range
 
     p.add_argument(
-        "--days", type=int_range(1, 3660), default=WINDOW_DAYS, help=f"window in days, 1-3660 (default {WINDOW_DAYS})"
+        "--days",
+        type=int_range(1, 3660),
+        default=WINDOW_DAYS,
+        help=f"window in days, 1-3660 (default {WINDOW_DAYS})",
     )
     p.add_argument("--json", action="store_true")
     p.add_argument(
@@ -261,9 +279,17 @@ def cli(argv: list[str]) -> int:
     if report is None:
         reason = check.unusable or ",".join(sorted({f for f, _ in check.findings}))
         if a.json:
-            print(json.dumps({"schema": "kexpr-promotion-report-v1", "journal_unverified": reason}, sort_keys=True))
+            print(
+                json.dumps(
+                    {"schema": "kexpr-promotion-report-v1", "journal_unverified": reason},
+                    sort_keys=True,
+                )
+            )
         else:
-            print(f"kexpr promotion-report: journal unverified ({reason}): no evidence", file=sys.stderr)
+            print(
+                f"kexpr promotion-report: journal unverified ({reason}): no evidence",
+                file=sys.stderr,
+            )
         return 2
     print(json.dumps(report.to_json(), sort_keys=True) if a.json else render(report))
     held = all(report.flag(name).gate is Gate.HELD for name in a.require)

@@ -1,7 +1,7 @@
 """Read-only, no-follow readers for the ops tools (``status``, ``audit``,
 ``promotion-report``).
 
-The product's own readers (`spool.fsio.read_private`, `spool.journal.Journal`)
+The product's own readers (`kexpr.spool.fsio.read_private`, `kexpr.spool.journal.Journal`)
 require the file to be owned by the reading process, which is right for the
 worker and the shim and wrong for an operator or an auditor who inspects a data
 root owned by the worker's user. These readers keep every other rule:
@@ -13,9 +13,9 @@ root owned by the worker's user. These readers keep every other rule:
 4. Ownership and modes are *reported* by the audit, not enforced here.
 
 The journal is different: it is verified by the journal's own code
-(`spool.journal.audit_journal`, the rules the worker itself applies), run with
+(`kexpr.spool.journal.audit_journal`, the rules the worker itself applies), run with
 the credentials of the data root's owner — the identity those rules are written
-for (`verify_journal`). Its rows are metadata only (SPEC §5 rule 6).
+for (`verify_journal`). Its rows are metadata only (design §5 rule 6).
 
 Problems are enum values; no content is ever part of an exception.
 """
@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spool.fsio import UnsafePath, read_bounded
-from spool.layout import DataRoot
+from kexpr.spool.fsio import UnsafePath, read_bounded
+from kexpr.spool.layout import DataRoot
 
 
 class ReadProblem(enum.StrEnum):
@@ -81,7 +81,7 @@ def _problem(e: OSError) -> ReadProblem:
 
 @dataclass(frozen=True, slots=True)
 class JournalRecord:
-    """One attempt as the journal records it: metadata only (SPEC §5)."""
+    """One attempt as the journal records it: metadata only (design §5)."""
 
     surface: str
     mode: str
@@ -112,9 +112,7 @@ class JournalCheck:
     def to_json(self) -> dict[str, Any]:
         return {
             "findings": [list(f) for f in self.findings],
-            "records": [
-                [r.surface, r.mode, r.started_at_utc, r.outcome] for r in self.records
-            ],
+            "records": [[r.surface, r.mode, r.started_at_utc, r.outcome] for r in self.records],
             "segments": self.segments,
             "quarantined": list(self.quarantined),
             "sealed": self.sealed,
@@ -137,7 +135,7 @@ class JournalCheck:
 
 
 def _verify_here(root: DataRoot) -> JournalCheck:
-    from spool.journal import audit_journal
+    from kexpr.spool.journal import audit_journal
 
     audit = audit_journal(root)
     return JournalCheck(
@@ -158,7 +156,7 @@ def _verify_here(root: DataRoot) -> JournalCheck:
 
 
 def verify_journal(root: DataRoot) -> JournalCheck:
-    """`spool.journal.audit_journal` as the data root's owner.
+    """`kexpr.spool.journal.audit_journal` as the data root's owner.
 
     As that owner: called directly. As root for another owner: in a forked child
     that takes the owner's uid, primary group and supplementary groups first

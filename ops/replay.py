@@ -35,7 +35,7 @@ _POLL_S: Final = 0.01
 
 def load_examples() -> dict[str, dict[str, str]]:
     """surface -> slot_id -> the example answer's ``generated_ko``."""
-    data = json.loads(resources.files("ops").joinpath(EXAMPLES).read_text("utf-8"))
+    data = json.loads(resources.files("kexpr.ops").joinpath(EXAMPLES).read_text("utf-8"))
     responses: dict[str, dict[str, str]] = data["responses"]
     return responses
 
@@ -66,10 +66,10 @@ def answer_document(capsule: Mapping[str, Any], generated: Mapping[str, str]) ->
 
 class ExampleResponder:
     """Answers the spool of one throwaway data root with the example answers,
-    judged by `spool.contract.judge` as the worker judges a live one."""
+    judged by `kexpr.spool.contract.judge` as the worker judges a live one."""
 
     def __init__(self, data_root: Path, examples: Mapping[str, Mapping[str, str]]) -> None:
-        from spool.layout import DataRoot
+        from kexpr.spool.layout import DataRoot
 
         self.root = DataRoot(data_root)
         self.examples = examples
@@ -102,9 +102,9 @@ class ExampleResponder:
                         self._answer(data)
 
     def _answer(self, data: bytes) -> None:
-        from spool.contract import Verdict, judge
-        from spool.fsio import publish
-        from spool.messages import (
+        from kexpr.spool.contract import Verdict, judge
+        from kexpr.spool.fsio import publish
+        from kexpr.spool.messages import (
             SPOOL_VERSION,
             ResponseOutcome,
             ResponseStatus,

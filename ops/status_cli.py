@@ -1,7 +1,7 @@
-"""``kexpr status``: is the worker up, and what has it done? (SPEC §10)
+"""``kexpr status``: is the worker up, and what has it done? (design §10)
 
 Reads ``worker.status.json`` (the worker's heartbeat and counters) and, when
-present, ``supervisor.status.json`` (`ops.supervisor`). Both are content-free by
+present, ``supervisor.status.json`` (`kexpr.ops.supervisor`). Both are content-free by
 construction; this command still prints only what it has validated: a state
 from a fixed set, integers, and timestamps in the journal's exact format.
 Anything else in those files is shown as ``unknown`` — a planted string is
@@ -20,7 +20,7 @@ Verdict (exit code):
   malformed JSON where the status should be; or the data root is missing.
 
 The worker rewrites its status on every pass of its scan loop (at least once a
-second, `worker.daemon.RESCAN_INTERVAL_S`), so a heartbeat older than the
+second, `kexpr.worker.daemon.RESCAN_INTERVAL_S`), so a heartbeat older than the
 default 10 s means the loop is stuck or the process is gone.
 """
 
@@ -37,10 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from spool.layout import DataRoot
-
-from ops.readers import ReadProblem, ReadRefused, read_nofollow
-from ops.supervisor import supervisor_status_path
+from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
+from kexpr.ops.supervisor import supervisor_status_path
+from kexpr.spool.layout import DataRoot
 
 STALE_AFTER_S: Final = 10.0
 MAX_STATUS_BYTES: Final = 64 * 1024
@@ -71,7 +70,9 @@ class Verdict(enum.StrEnum):
     STATUS_UNREADABLE = "status_unreadable"
 
 
-EXIT: Final[Mapping[Verdict, int]] = {v: (0 if v is Verdict.HEALTHY else 2 if v is Verdict.STATUS_UNREADABLE else 1) for v in Verdict}
+EXIT: Final[Mapping[Verdict, int]] = {
+    v: (0 if v is Verdict.HEALTHY else 2 if v is Verdict.STATUS_UNREADABLE else 1) for v in Verdict
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,9 @@ class StatusReport:
                 "state": p.state,
                 "pid": p.pid,
                 "alive": p.alive,
-                "heartbeat_age_s": None if p.heartbeat_age_s is None else round(p.heartbeat_age_s, 3),
+                "heartbeat_age_s": None
+                if p.heartbeat_age_s is None
+                else round(p.heartbeat_age_s, 3),
                 **p.fields,
             }
 
@@ -155,16 +158,16 @@ def _load(path: Path) -> dict[str, Any]:
     return obj
 
 
-def _worker(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]) -> ProcessStatus:
+def _worker(
+    obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]
+) -> ProcessStatus:
     pid = _int(obj.get("pid"))
     counters_in = obj.get("counters")
     counters: dict[str, Any] = {}
     if isinstance(counters_in, Mapping):
         for k, v in sorted(counters_in.items()):
             if k == "by_outcome" and isinstance(v, Mapping):
-                counters[k] = {
-                    _enum(o): n for o, n in sorted(v.items()) if _int(n) is not None
-                }
+                counters[k] = {_enum(o): n for o, n in sorted(v.items()) if _int(n) is not None}
             elif _int(v) is not None and _ENUMISH.fullmatch(str(k)):
                 counters[str(k)] = v
     return ProcessStatus(
@@ -176,13 +179,17 @@ def _worker(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], boo
             "journal": _enum(obj.get("journal"), frozenset({"verified", "unverified"})),
             "quarantine": None if obj.get("quarantine") is None else _enum(obj.get("quarantine")),
             "unsafe": {
-                _enum(k): v for k, v in sorted((obj.get("unsafe") or {}).items()) if _int(v) is not None
+                _enum(k): v
+                for k, v in sorted((obj.get("unsafe") or {}).items())
+                if _int(v) is not None
             }
             if isinstance(obj.get("unsafe"), Mapping)
             else {},
             # Entry and scan faults (worker.daemon.Fault), enum keys only.
             "faults": {
-                _enum(k): v for k, v in sorted((obj.get("faults") or {}).items()) if _int(v) is not None
+                _enum(k): v
+                for k, v in sorted((obj.get("faults") or {}).items())
+                if _int(v) is not None
             }
             if isinstance(obj.get("faults"), Mapping)
             else {},
@@ -197,7 +204,9 @@ def _worker(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], boo
     )
 
 
-def _supervisor(obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]) -> ProcessStatus:
+def _supervisor(
+    obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]
+) -> ProcessStatus:
     pid = _int(obj.get("pid"))
     last_exit = obj.get("last_exit")
     return ProcessStatus(
@@ -228,12 +237,16 @@ def collect(
         supervisor = _supervisor(_load(supervisor_status_path(root)), now, alive)
     except ReadRefused as e:
         if e.problem is not ReadProblem.MISSING:
-            return StatusReport(Verdict.STATUS_UNREADABLE, None, None, f"supervisor_{e.problem.value}")
+            return StatusReport(
+                Verdict.STATUS_UNREADABLE, None, None, f"supervisor_{e.problem.value}"
+            )
     try:
         worker = _worker(_load(root.status_file), now, alive)
     except ReadRefused as e:
         if e.problem is not ReadProblem.MISSING:
-            return StatusReport(Verdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}")
+            return StatusReport(
+                Verdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}"
+            )
         worker = None
     return StatusReport(
         _verdict(worker, supervisor, stale_after_s),
@@ -301,7 +314,11 @@ def render(report: StatusReport) -> str:
     lines: list[str] = []
 
     def age(p: ProcessStatus) -> str:
-        return "no heartbeat" if p.heartbeat_age_s is None else f"heartbeat {p.heartbeat_age_s:.1f} s ago"
+        return (
+            "no heartbeat"
+            if p.heartbeat_age_s is None
+            else f"heartbeat {p.heartbeat_age_s:.1f} s ago"
+        )
 
     def pid(p: ProcessStatus) -> str:
         if p.pid is None:
@@ -330,7 +347,8 @@ def render(report: StatusReport) -> str:
             lines.append("counters    " + "  ".join(f"{k} {v}" for k, v in counters.items()))
         outcomes = f["counters"].get("by_outcome") or {}
         lines.append(
-            "outcomes    " + ("  ".join(f"{k} {v}" for k, v in outcomes.items()) if outcomes else "none yet")
+            "outcomes    "
+            + ("  ".join(f"{k} {v}" for k, v in outcomes.items()) if outcomes else "none yet")
         )
     s = report.supervisor
     if s is not None:
@@ -349,11 +367,12 @@ def render(report: StatusReport) -> str:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from spool.layout import DEFAULT_DATA_ROOT
+    from kexpr.ops.argtypes import float_range
+    from kexpr.spool.layout import DEFAULT_DATA_ROOT
 
-    from ops.argtypes import float_range
-
-    p = argparse.ArgumentParser(prog="kexpr status", description="worker state and counters (no content)")
+    p = argparse.ArgumentParser(
+        prog="kexpr status", description="worker state and counters (no content)"
+    )
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     p.add_argument(

@@ -1,6 +1,6 @@
 """``kexpr supervise``: run the worker as a child with an explicit minimal environment.
 
-The worker's environment is *built*, never inherited (SPEC §9, §10): a process's
+The worker's environment is *built*, never inherited (design §9, §10): a process's
 ``/proc/PID/environ`` is its environment at ``execve``, so isolation means starting
 each process with an explicit ``env=``. The worker gets:
 
@@ -27,10 +27,10 @@ the loop in `Supervisor.run` only carries it out):
    stops claiming and lets a call in flight finish or reach its 4 s deadline;
    SIGKILL only after `STOP_GRACE_S`, which is longer than that deadline.
 5. The data root (issue 14 item 3): the supervisor applies the worker's own
-   path rules before *every* start. The path is `spool.layout.DataRoot`'s,
+   path rules before *every* start. The path is `kexpr.spool.layout.DataRoot`'s,
    computed once (the ancestors above the root resolved as the worker does,
    the root itself never) and walked fresh from ``/`` by descriptor with no
-   symlink at any component (`spool.fsio.check_tree`); the worker gets exactly
+   symlink at any component (`kexpr.spool.fsio.check_tree`); the worker gets exactly
    that path, never a re-resolved one. A symlink, a non-directory, a bad mode or
    owner, or — at a restart — a root that is missing or is not the directory
    the previous worker ran in (device, inode) is refused: the supervisor exits
@@ -62,15 +62,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
-from spool import log
-from spool.layout import DataRoot
-
-from worker.exitcodes import ExitCode
+from kexpr.spool import log
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.exitcodes import ExitCode
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
 BASE_ENV: Final[Mapping[str, str]] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 # An in-flight call ends by its request's deadline (<= 4 s after submission,
-# SPEC §4); the worker then drains and writes its last status. 10 s covers that
+# design §4); the worker then drains and writes its last status. 10 s covers that
 # with slack; only then is the worker killed.
 STOP_GRACE_S: Final = 10.0
 # Exit codes that a restart cannot fix: supervising stops with them.
@@ -110,7 +109,11 @@ class RestartPolicy:
     window_s: float = 300.0
 
     def __post_init__(self) -> None:
-        if not (0 < self.backoff_start_s <= self.backoff_max_s) or self.max_restarts < 0 or self.window_s <= 0:
+        if (
+            not (0 < self.backoff_start_s <= self.backoff_max_s)
+            or self.max_restarts < 0
+            or self.window_s <= 0
+        ):
             raise ValueError("restart_policy")
 
 
@@ -168,7 +171,7 @@ class WorkerSpec:
 
 
 def worker_environment(spec: WorkerSpec, source: Mapping[str, str]) -> dict[str, str]:
-    """The worker's whole environment, from an allow-list (SPEC §9)."""
+    """The worker's whole environment, from an allow-list (design §9)."""
     env = dict(BASE_ENV)
     key = source.get(KEY_VARIABLE)
     if key is not None:
@@ -186,7 +189,7 @@ def worker_command(spec: WorkerSpec, root: Path | None = None) -> list[str]:
     shows the worker's records too (content-free, spool.log)."""
     checked = root if root is not None else DataRoot(spec.data_root).root
     verbose = ["-" + "v" * log.verbosity()] if log.verbosity() else []
-    return [sys.executable, "-m", "worker", *verbose, "--data-root", str(checked)]
+    return [sys.executable, "-m", "kexpr.worker", *verbose, "--data-root", str(checked)]
 
 
 class Child(Protocol):
@@ -201,7 +204,7 @@ class Child(Protocol):
 def _die_with_parent_preexec() -> Callable[[], None] | None:
     """``prctl(PR_SET_PDEATHSIG, SIGTERM)`` between fork and exec.
 
-    The worker asks for the same itself (`worker.main.die_with_parent`), but only
+    The worker asks for the same itself (`kexpr.worker.main.die_with_parent`), but only
     once its module is imported; set here, a supervisor killed during the
     worker's interpreter start-up cannot leave an orphan holding ``worker.lock``.
     Resolved in the parent (no import after fork); None where prctl is missing.
@@ -256,7 +259,7 @@ class Supervisor:
     def check_data_root(self, *, restart: bool) -> str | None:
         """Rule 5: None if a worker may start on the data root, else the
         refusal's enum. Also records the root's identity."""
-        from spool.fsio import UnsafePath, check_tree
+        from kexpr.spool.fsio import UnsafePath, check_tree
 
         try:
             _, ids = check_tree(self._root.root, ())
@@ -349,16 +352,29 @@ class Supervisor:
         return 0 if code == 0 else 1
 
     def _diagnose(self, diagnostic: str, code: int | None) -> None:
-        log.event(_log, logging.WARNING, "supervisor_diagnostic",
-                  diagnostic=log.known(diagnostic, DIAGNOSTICS), worker_exit=code)
+        log.event(
+            _log,
+            logging.WARNING,
+            "supervisor_diagnostic",
+            diagnostic=log.known(diagnostic, DIAGNOSTICS),
+            worker_exit=code,
+        )
         suffix = "" if code is None else f" (worker exit {code})"
         print(f"kexpr supervise: {diagnostic}{suffix}", file=sys.stderr)
 
     def _set(self, state: State) -> None:
         if state is not self.state or state is State.STARTING:
-            log.event(_log, logging.INFO, "supervisor_state", state=state, restarts=self.restarts,
-                      last_exit=self.last_exit,
-                      worker_pid=self.child.pid if self.child is not None and state is State.RUNNING else None)
+            log.event(
+                _log,
+                logging.INFO,
+                "supervisor_state",
+                state=state,
+                restarts=self.restarts,
+                last_exit=self.last_exit,
+                worker_pid=self.child.pid
+                if self.child is not None and state is State.RUNNING
+                else None,
+            )
         self.state = state
         self._beat = self._clock()
         child = self.child
@@ -375,7 +391,7 @@ class Supervisor:
                 "window_s": self.tracker.policy.window_s,
             },
         }
-        from spool.fsio import UnsafePath, replace_private
+        from kexpr.spool.fsio import UnsafePath, replace_private
 
         try:
             # Never creates the data root: until the worker has made it, this
@@ -392,9 +408,8 @@ class Supervisor:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from spool.layout import DEFAULT_DATA_ROOT
-
-    from ops.argtypes import float_range, int_range
+    from kexpr.ops.argtypes import float_range, int_range
+    from kexpr.spool.layout import DEFAULT_DATA_ROOT
 
     defaults = RestartPolicy()
     p = argparse.ArgumentParser(prog="kexpr supervise")

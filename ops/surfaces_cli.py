@@ -54,7 +54,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
-from ops.readers import ReadRefused, read_nofollow
+from kexpr.ops.readers import ReadRefused, read_nofollow
 
 if TYPE_CHECKING:
     from gateway_shim.operator_glossary import DualGlossary
@@ -391,7 +391,7 @@ def run_check(argv: Sequence[str], stdin: TextIO, stdout: TextIO, stderr: TextIO
 
 
 def cli(argv: Sequence[str]) -> int:
-    """`kexpr surfaces <argv>` (the `ops.cli` COMMANDS row): only `check` exists."""
+    """`kexpr surfaces <argv>` (the `kexpr.ops.cli` COMMANDS row): only `check` exists."""
     args = list(argv)
     if args in (["-h"], ["--help"]):
         print("usage: kexpr surfaces check [-h] (--jsonl PATH | --surface S FILE)\n")

@@ -29,7 +29,7 @@ INSTANCE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def shipped(name: str) -> bytes:
-    return resources.files("ops").joinpath("systemd", name).read_bytes()
+    return resources.files("kexpr.ops").joinpath("systemd", name).read_bytes()
 
 
 def render(name: str, exec_path: str | None) -> bytes:

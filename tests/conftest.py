@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeOpenAI
 
-from spool.layout import DataRoot
-from worker.daemon import wait_ready
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.daemon import wait_ready
 
 TEST_KEY = "sk-test-kexpr-0000"
 
@@ -52,7 +52,7 @@ def start_supervised_worker(
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
     if key is not None:
         env["OPENAI_API_KEY"] = key
-    cmd = [sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(data_root)]
+    cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(data_root)]
     if fake is not None:
         cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)

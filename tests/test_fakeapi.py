@@ -54,7 +54,7 @@ CAPSULE: dict[str, Any] = {
     ],
 }
 
-# The worker's exact call shape (SPEC §9), run in a clean child process.
+# The worker's exact call shape (design §9), run in a clean child process.
 WORKER_LIKE_CALL = r"""
 import json, os, sys
 import openai

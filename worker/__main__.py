@@ -1,5 +1,5 @@
-"""``python -m worker`` == ``kexpr worker``."""
+"""``python -m kexpr.worker`` == ``kexpr worker``."""
 
-from worker.main import main
+from kexpr.worker.main import main
 
 raise SystemExit(main())

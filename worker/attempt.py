@@ -1,8 +1,8 @@
-"""The attempt handler: one claimed request to its answer (SPEC §4, §9).
+"""The attempt handler: one claimed request to its answer (design §4, §9).
 
-Every decision is `spool.lifecycle`'s (`admit_request`, `answer_existing`,
+Every decision is `kexpr.spool.lifecycle`'s (`admit_request`, `answer_existing`,
 `conclude`); this module does what they decide, under the journal lock. Its
-functions take the `worker.daemon.Worker` whose state they change.
+functions take the `kexpr.worker.daemon.Worker` whose state they change.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from spool.contract import Verdict, judge
-from spool.fsio import UnsafePath
-from spool.journal import AppendRefused, AttemptRecord, Journal, JournalUnverified
-from spool.lifecycle import (
+from kexpr.spool.contract import Verdict, judge
+from kexpr.spool.fsio import UnsafePath
+from kexpr.spool.journal import AppendRefused, AttemptRecord, Journal, JournalUnverified
+from kexpr.spool.lifecycle import (
     SELECTED_OUTCOMES,
     Admission,
     Answer,
@@ -31,7 +31,7 @@ from spool.lifecycle import (
     remaining_budget,
     transition,
 )
-from spool.messages import (
+from kexpr.spool.messages import (
     RESPONSE_FOR_TERMINAL,
     SPOOL_VERSION,
     ResponseOutcome,
@@ -39,12 +39,11 @@ from spool.messages import (
     SpoolRequest,
     SpoolResponse,
 )
-
-from worker.provider import ProviderOutcome, ProviderResult, call_with_deadline
-from worker.status import Fault
+from kexpr.worker.provider import ProviderOutcome, ProviderResult, call_with_deadline
+from kexpr.worker.status import Fault
 
 if TYPE_CHECKING:
-    from worker.daemon import Worker
+    from kexpr.worker.daemon import Worker
 
 # Provider -> journal, total over ProviderOutcome: the call's failure as a
 # terminal outcome, None when content came back (it is judged next).
@@ -134,24 +133,22 @@ def handle_request(
         result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
     _conclude(w, rid, rec, until, result, req)
 
+
 def _answer_existing(w: Worker, rid: str, rec: AttemptRecord) -> None:
     """Dedupe (caller holds the journal lock). Never a call."""
     answer = answer_existing(rec.outcome, w._held.get(rec.attempt_id), rid, w._mono())
     if answer is Answer.ALREADY_ATTEMPTED:
         w.counters.already_attempted += 1
-        w._respond(
-            rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED
-        )
+        w._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED)
     elif answer is Answer.IN_FLIGHT:
         # Our own call is running: the owner writes the terminal row.
         w.counters.in_flight += 1
         w._respond(rid, None, ResponseStatus.IN_FLIGHT, ResponseOutcome.IN_FLIGHT)
     elif answer is Answer.EXPIRE_CANONICAL:
         expire(w, rec)
-        w._respond(
-            rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLAIM_EXPIRED_CANONICAL
-        )
+        w._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLAIM_EXPIRED_CANONICAL)
     # Answer.NONE: the starter itself; its answer comes from its call.
+
 
 def _conclude(
     w: Worker,
@@ -175,9 +172,8 @@ def _conclude(
     if accepted is not None:
         w._publish_response(accepted, durable=True)
     elif outcome is not None:
-        w._respond(
-            rid, rec.attempt_id, ResponseStatus.CANONICAL, RESPONSE_FOR_TERMINAL[outcome]
-        )
+        w._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, RESPONSE_FOR_TERMINAL[outcome])
+
 
 def _conclude_locked(
     w: Worker,
@@ -187,7 +183,7 @@ def _conclude_locked(
     req: SpoolRequest,
     rid: str,
 ) -> tuple[SpoolResponse | None, Outcome | None]:
-    """Judge the one result once, under the lock (`spool.lifecycle.conclude`).
+    """Judge the one result once, under the lock (`kexpr.spool.lifecycle.conclude`).
     (accepted response, None) or (None, terminal outcome to answer with) or
     (None, None): no answer."""
     with w.journal.locked() as j:
@@ -234,11 +230,13 @@ def _conclude_locked(
         _finalize(w, j, rec, c.event, c.outcome)
         return None, (c.outcome if c.reply is Reply.CANONICAL else None)
 
+
 def _finalize(w: Worker, j: Journal, rec: AttemptRecord, event: Event, outcome: Outcome) -> None:
     held = w._held.get(rec.attempt_id)
     phase = held.phase if held is not None else Phase.OPEN
     j.append_terminal(rec, phase, event, outcome, w._clock())
     finalized(w, rec.attempt_id, outcome)
+
 
 def finalized(w: Worker, attempt_id: str, outcome: Outcome) -> None:
     """After the terminal row is durable: forget the attempt and remove its
@@ -250,6 +248,7 @@ def finalized(w: Worker, attempt_id: str, outcome: Outcome) -> None:
     w.counters.outcome(outcome)
     if outcome not in SELECTED_OUTCOMES:
         w.counters.canonical += 1
+
 
 def expire(w: Worker, rec: AttemptRecord) -> None:
     """Terminalize an attempt nobody can finish any more (caller holds the lock)."""

@@ -1,10 +1,10 @@
-"""The worker daemon: claim, dedupe, journal, one call, validate, respond (SPEC §4, §9).
+"""The worker daemon: claim, dedupe, journal, one call, validate, respond (design §4, §9).
 
-The attempt's lifecycle and every decision about it are `spool.lifecycle`'s.
-Here: the run loop, scanning and claiming. Beside it: `worker.attempt` (one
-request to its answer), `worker.reports` (reports and the restart rule),
-`worker.housekeeping` (expiry, retention, litter), `worker.status` (counters,
-the status file), `worker.inbox` (the inotify wake).
+The attempt's lifecycle and every decision about it are `kexpr.spool.lifecycle`'s.
+Here: the run loop, scanning and claiming. Beside it: `kexpr.worker.attempt` (one
+request to its answer), `kexpr.worker.reports` (reports and the restart rule),
+`kexpr.worker.housekeeping` (expiry, retention, litter), `kexpr.worker.status` (counters,
+the status file), `kexpr.worker.inbox` (the inotify wake).
 
 Invariants (each one is a reason for a line below):
 
@@ -22,7 +22,7 @@ Invariants (each one is a reason for a line below):
    root refuses to start (``worker.lock``).
 5. Nothing customer-visible passes through here: the capsule holds IDs and
    tokens only, and the worker never logs content.
-6. Quarantine (SPEC §3, §5; `spool.journal` "Torn tail"): a journal that does
+6. Quarantine (design §3, §5; `kexpr.spool.journal` "Torn tail"): a journal that does
    not verify at start-up, a data-root directory that is not what it was (a
    symlink, a bad mode or owner, a swapped inode — checked before every scan), a
    lock file that is not the checked inode, or a failed append puts the worker
@@ -31,7 +31,7 @@ Invariants (each one is a reason for a line below):
    truncated or retried. The reason is an enum in ``worker.status.json`` and one
    stderr line. An unsafe *file* (symlink, FIFO, bad mode or owner, oversized)
    only makes its own request canonical; it is counted by reason.
-7. Retention (`spool.journal` rule 7) runs at start-up, after every scan and
+7. Retention (`kexpr.spool.journal` rule 7) runs at start-up, after every scan and
    before a new attempt: open attempts in an expiring segment are terminalized
    ``claim_expired_canonical`` first, then the whole segment is removed.
 8. One bad entry harms only itself (issue 14): an error while listing,
@@ -40,7 +40,7 @@ Invariants (each one is a reason for a line below):
    ``worker.status.json`` (``kexpr status`` shows it); every other request is
    still served. EMFILE/ENFILE/ENOMEM (`RESOURCE_ERRNOS`) stop the scan and the
    rescan timer retries it. The worker exits only for what a restart cannot fix
-   (`worker.exitcodes`: 71, 73, 74, 78), never with a traceback for a spool entry.
+   (`kexpr.worker.exitcodes`: 71, 73, 74, 78), never with a traceback for a spool entry.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from spool import log
-from spool.fsio import (
+from kexpr.spool import log
+from kexpr.spool.fsio import (
     FileId,
     LockTimeout,
     Sharing,
@@ -72,7 +72,7 @@ from spool.fsio import (
     unlink_if_same,
     unlink_quiet,
 )
-from spool.journal import (
+from kexpr.spool.journal import (
     AppendRefused,
     AttemptRecord,
     Finding,
@@ -81,14 +81,14 @@ from spool.journal import (
     format_ts,
     parse_ts,
 )
-from spool.layout import DataRoot
-from spool.lifecycle import (
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import (
     COMMIT_GRACE,
     MAX_WAIT,
     Held,
     Outcome,
 )
-from spool.messages import (
+from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
     MessageError,
@@ -98,16 +98,15 @@ from spool.messages import (
     SpoolResponse,
     parse_request,
 )
-
-from worker import attempt, housekeeping, reports
-from worker.attempt import _Quarantined
-from worker.environment import hazardous_environment
-from worker.exitcodes import ExitCode
-from worker.inbox import _InboxWatch
-from worker.preload import Preload
-from worker.provider import build_client
-from worker.reports import REPORT_GROUP_MAX
-from worker.status import Counters, Fault, wait_ready, write_status
+from kexpr.worker import attempt, housekeeping, reports
+from kexpr.worker.attempt import _Quarantined
+from kexpr.worker.environment import hazardous_environment
+from kexpr.worker.exitcodes import ExitCode
+from kexpr.worker.inbox import _InboxWatch
+from kexpr.worker.preload import Preload
+from kexpr.worker.provider import build_client
+from kexpr.worker.reports import REPORT_GROUP_MAX
+from kexpr.worker.status import Counters, Fault, wait_ready, write_status
 
 if TYPE_CHECKING:
     import openai
@@ -614,13 +613,11 @@ def _quiet(fn: Callable[[Path], None], path: Path) -> bool:
 
 def _resource(e: BaseException) -> bool:
     """Out of descriptors or memory (RESOURCE_ERRNOS, MemoryError)."""
-    return isinstance(e, MemoryError) or (
-        isinstance(e, OSError) and e.errno in RESOURCE_ERRNOS
-    )
+    return isinstance(e, MemoryError) or (isinstance(e, OSError) and e.errno in RESOURCE_ERRNOS)
 
 
 def _json_names(d: Path) -> list[str]:
-    """Spool entries (walked and checked by `spool.fsio`; raises `UnsafePath`)."""
+    """Spool entries (walked and checked by `kexpr.spool.fsio`; raises `UnsafePath`)."""
     try:
         names = list_dir(d)
     except FileNotFoundError:

@@ -1,4 +1,4 @@
-"""Environment checks the worker makes before it builds its one client (SPEC §9).
+"""Environment checks the worker makes before it builds its one client (design §9).
 
 The SDK and the standard library read configuration from the environment on their
 own, behind the product's back:
@@ -19,7 +19,7 @@ diagnostic, zero calls); the supervisor never passes these variables.
 Not hazards, on purpose: ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` /
 ``NO_PROXY`` and ``SSL_CERT_FILE`` are how the operator routes egress and how
 black-box tests reach a loopback fake of the API; the supervisor's allow-list
-decides whether they are present (SPEC §9).
+decides whether they are present (design §9).
 
 Findings are enum members only. A variable's *value* never leaves this module, and
 neither does the name of an arbitrary ``OPENAI_*`` variable: all of them collapse
@@ -66,7 +66,7 @@ def hazardous_environment(environ: Mapping[str, str]) -> tuple[EnvHazard, ...]:
 def key_available(environ: Mapping[str, str]) -> bool:
     """True when ``OPENAI_API_KEY`` is present and not blank after ``strip()``.
 
-    Missing or blank means ``credential_unavailable`` with zero HTTP (SPEC §9). The
+    Missing or blank means ``credential_unavailable`` with zero HTTP (design §9). The
     key itself is neither returned nor inspected beyond this test.
     """
     return bool(environ.get(KEY_VARIABLE, "").strip())

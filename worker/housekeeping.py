@@ -1,6 +1,6 @@
-"""The worker's housekeeping on its rescan timer: expiry (`spool.lifecycle.
-expiry_due`), retention (`spool.journal` rule 7) unless a wall-clock step was
-observed (`spool.lifecycle` rule 7), and uncollected responses (RESPONSE_TTL).
+"""The worker's housekeeping on its rescan timer: expiry (`kexpr.spool.lifecycle.
+expiry_due`), retention (`kexpr.spool.journal` rule 7) unless a wall-clock step was
+observed (`kexpr.spool.lifecycle` rule 7), and uncollected responses (RESPONSE_TTL).
 """
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from spool.fsio import UnsafePath
-from spool.journal import Journal, JournalUnverified
-from spool.lifecycle import RESPONSE_TTL, Phase, expiry_due, step_observed
+from kexpr.spool.fsio import UnsafePath
+from kexpr.spool.journal import Journal, JournalUnverified
+from kexpr.spool.lifecycle import RESPONSE_TTL, Phase, expiry_due, step_observed
 
 if TYPE_CHECKING:
-    from worker.daemon import Worker
+    from kexpr.worker.daemon import Worker
 
 
 def sweep(w: Worker) -> None:
-    """Terminalize what nobody can finish any more (`spool.lifecycle.
+    """Terminalize what nobody can finish any more (`kexpr.spool.lifecycle.
     expiry_due`), remove uncollected responses, then apply retention
     unless a wall-clock step was observed."""
     observe_clock(w)
@@ -34,8 +34,9 @@ def sweep(w: Worker) -> None:
     except (JournalUnverified, UnsafePath, OSError) as e:
         w._journal_failed(e)
 
+
 def observe_clock(w: Worker) -> None:
-    """spool.lifecycle rule 7: a wall clock that diverged from the monotonic
+    """kexpr.spool.lifecycle rule 7: a wall clock that diverged from the monotonic
     one since start-up is a step; retention stops for this process's life."""
     if w.clock_step:
         return
@@ -45,10 +46,12 @@ def observe_clock(w: Worker) -> None:
         w.clock_step = True
         print("kexpr worker: clock_step_observed", file=sys.stderr, flush=True)
 
+
 def retain_if_due(w: Worker, j: Journal) -> None:
     """Before a new attempt: retention, if a segment in memory has aged out."""
     if j.has_expired(w._clock().date()):
         retain(w, j)
+
 
 def retain(w: Worker, j: Journal) -> None:
     """Rule 7 (caller holds the lock): terminalize open attempts in expiring
@@ -66,9 +69,11 @@ def retain(w: Worker, j: Journal) -> None:
     removed, _ = j.remove_expired(today)
     w.counters.retired_segments += len(removed)
 
+
 def remember_litter(w: Worker, rid: str, mono: float) -> None:
     with w._litter_lock:
         w._litter.setdefault(rid, mono + RESPONSE_TTL.total_seconds())
+
 
 def remove_litter(w: Worker) -> None:
     """Responses nobody collected within RESPONSE_TTL (spool.lifecycle

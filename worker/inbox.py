@@ -1,4 +1,4 @@
-"""The worker's inbox watch (SPEC §4 "waiting"): the kernel wakes the scanner."""
+"""The worker's inbox watch (design §4 "waiting"): the kernel wakes the scanner."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Final
 
 from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD, Mask
 
-# What the kernel queues for the worker (SPEC §4 "waiting"): a file or directory
+# What the kernel queues for the worker (design §4 "waiting"): a file or directory
 # arriving in ``requests/`` or ``reports/`` (created there, linked there or moved
 # in), and either inbox itself being removed or moved away. Everything else —
 # every ``tmp/`` staging write, claims (a move *out of* requests/), responses,
@@ -29,7 +29,7 @@ INBOX_MASK: Final = Mask(
 class _Wake:
     """Called by watchdog's inotify reader thread (its ``WatchCallback``); it only
     wakes the scanner. The scanner, not the events, is the source of truth
-    (SPEC §4 trap 2): it lists the folders, at start-up, on every wake and on the
+    (design §4 trap 2): it lists the folders, at start-up, on every wake and on the
     rescan timer. A queue overflow and a removed watch wake it too.
     """
 
@@ -54,7 +54,7 @@ class _InboxWatch:
     Not an `Observer`: the observer's emitter and dispatcher threads, its event
     objects and its move pairing cost ~1.6 ms of the worker's CPU per artifact
     and two thread hand-offs per wake (docs/performance.md, finding P). The
-    observer's 500 ms hold of an unmatched ``IN_MOVED_FROM`` (SPEC §4 trap 1, the
+    observer's 500 ms hold of an unmatched ``IN_MOVED_FROM`` (design §4 trap 1, the
     reason the whole tree was watched) cannot occur: nothing here pairs moves,
     and a move out of an inbox is not in the mask.
     """
@@ -64,9 +64,7 @@ class _InboxWatch:
         self._fd.start()
         try:
             for inbox in inboxes:
-                self._fd.add_callback(
-                    os.fsencode(inbox), INBOX_MASK, _Wake(event), CallbackId(0)
-                )
+                self._fd.add_callback(os.fsencode(inbox), INBOX_MASK, _Wake(event), CallbackId(0))
         except BaseException:
             self.stop()
             raise

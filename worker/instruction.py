@@ -1,4 +1,4 @@
-"""The static system instruction sent with every provider call (SPEC §6, §9).
+"""The static system instruction sent with every provider call (design §6, §9).
 
 Invariants (tests pin each one):
 
@@ -7,20 +7,20 @@ Invariants (tests pin each one):
   the same bytes, so nothing about an artifact can leak through the instruction.
 * It mentions JSON. JSON mode (``response_format={"type": "json_object"}``)
   requires the word in the messages, otherwise the model may emit whitespace until
-  ``max_tokens`` (SPEC §9).
+  ``max_tokens`` (design §9).
 * It lists the enum glossary's shipped **IDs only**, sorted, never their Korean
   expansions: an expansion is customer-visible canonical text, and the model must
   neither see nor imitate it. The only Hangul in the instruction is the style
   lexicon, which the model is allowed to write.
 * The dual card's decision and reason IDs are open families
-  (``spool.contract.manifest`` Rule 5): an operator adds IDs of the form
+  (``kexpr.spool.contract.manifest`` Rule 5): an operator adds IDs of the form
   ``P_DUAL_DECISION_<NAME>`` / ``P_DUAL_REASON_<NAME>`` in the shim's operator
   glossary. The worker never reads that file or its texts: the IDs a request
   uses travel in its capsule (each slot's allowed IDs), and the instruction
   names the two families by their patterns, so it stays static.
-* The grammar is SPEC §6's, resolved form (a style run ends in ``", "`` or a plain
+* The grammar is design §6's, resolved form (a style run ends in ``", "`` or a plain
   ``" "``). The instruction only asks; the contract check decides — anything the
-  model returns is validated again by ``spool.contract`` in the worker and again in
+  model returns is validated again by ``kexpr.spool.contract`` in the worker and again in
   the shim.
 """
 
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from spool.contract import ALL_SEMANTIC_IDS, CONTRACT_VERSION, SAFE_STYLE_LEXEMES
-from spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+from kexpr.spool.contract import ALL_SEMANTIC_IDS, CONTRACT_VERSION, SAFE_STYLE_LEXEMES
+from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
 
 __all__ = ["SYSTEM_INSTRUCTION"]
 

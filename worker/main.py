@@ -1,6 +1,6 @@
-"""Entry point of the worker process (``kexpr worker`` / ``python -m worker``).
+"""Entry point of the worker process (``kexpr worker`` / ``python -m kexpr.worker``).
 
-Start-up order, each step a precondition of the next (SPEC §9, §10):
+Start-up order, each step a precondition of the next (design §9, §10):
 
 1. Make the process non-dumpable and *verify* it (``PR_GET_DUMPABLE == 0``). The
    environment holds the key; a dumpable process lets every same-UID process read
@@ -14,7 +14,7 @@ Start-up order, each step a precondition of the next (SPEC §9, §10):
    request (the process was already re-parented) means exit at once.
 2. Refuse a hazardous environment (any ``OPENAI_*`` but the key, ``SSLKEYLOGFILE``)
    before the SDK is imported: the SDK reads ``OPENAI_LOG`` at import time.
-3. Fork the journal verifier (`worker.preload`: the child verifies on the other
+3. Fork the journal verifier (`kexpr.worker.preload`: the child verifies on the other
    core while this process imports the SDK; its result is re-checked, never
    trusted blindly).
 4. Only then import the daemon (and with it ``openai``) and run until SIGTERM.
@@ -33,20 +33,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from spool import log
-from spool.layout import DEFAULT_DATA_ROOT, DataRoot
-
-from worker.environment import hazardous_environment
-from worker.exitcodes import ExitCode
-from worker.preload import start as start_preload
+from kexpr.spool import log
+from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from kexpr.worker.environment import hazardous_environment
+from kexpr.worker.exitcodes import ExitCode
+from kexpr.worker.preload import start as start_preload
 
 # worker.daemon (and with it the openai SDK) is imported only after the
-# environment check: the SDK reads OPENAI_LOG at import time (SPEC §9).
+# environment check: the SDK reads OPENAI_LOG at import time (design §9).
 
 PR_SET_PDEATHSIG: Final = 1
 PR_GET_DUMPABLE: Final = 3
 PR_SET_DUMPABLE: Final = 4
-# As early as this process can observe it (``python -m worker`` imports this
+# As early as this process can observe it (``python -m kexpr.worker`` imports this
 # module first): the parent that started us, for `die_with_parent`'s race check.
 _PARENT_AT_START: Final = os.getppid()
 
@@ -70,7 +69,7 @@ def make_undumpable(prctl: Prctl | None = None) -> bool:
     Non-dumpable: ``/proc/PID/*`` becomes root-owned and ptrace-mode access from
     any process without CAP_SYS_PTRACE fails, so neither the gateway nor any other
     same-UID process can read the key from our environment or memory, and no core
-    dump is written (SPEC §10; proc(5), "PR_SET_DUMPABLE" in prctl(2)).
+    dump is written (design §10; proc(5), "PR_SET_DUMPABLE" in prctl(2)).
     """
     fn = _libc_prctl() if prctl is None else prctl
     if fn is None:
@@ -97,8 +96,13 @@ def die_with_parent(prctl: Prctl | None = None, *, parent: int = _PARENT_AT_STAR
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kexpr worker")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="kexpr.* log records on stderr (content-free; -vv: debug)")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="kexpr.* log records on stderr (content-free; -vv: debug)",
+    )
     args = parser.parse_args(argv)
     log.configure(args.verbose)
     if not make_undumpable():
@@ -121,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # forked child on the other core meanwhile (worker.preload; never trusted
     # blindly: the parent re-checks every file, else loads by itself).
     preload = start_preload(DataRoot(args.data_root))
-    from worker.daemon import Worker
+    from kexpr.worker.daemon import Worker
 
     stop = threading.Event()
 

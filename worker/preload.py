@@ -4,7 +4,7 @@ A worker is ready only once its dedupe index is rebuilt from the verified journa
 (36 days of segments: ~0.35 s here) *and* the SDK is imported with its resources
 loaded (~0.7 s here, `import openai` alone ~0.55 s). Both are CPU-bound Python, so
 one process does them one after the other. `start` forks a child *before* the SDK
-import; the child verifies the journal (`spool.journal.Journal.export_verified`)
+import; the child verifies the journal (`kexpr.spool.journal.Journal.export_verified`)
 on the second core and writes the result to a pipe; the parent imports, then
 hands the result to `Journal.adopt`, which installs it only if every journal file
 is still the one the child read — otherwise the parent loads by itself.
@@ -18,7 +18,7 @@ Rules:
    missing, as the worker would), the segments, the quarantined files. It never
    writes a row, never touches the spool, never calls out, never logs, and leaves
    with ``os._exit`` (no atexit handlers, no buffered output of the parent's).
-3. Fork happens before any thread exists (``worker.main`` calls `start` right
+3. Fork happens before any thread exists (``kexpr.worker.main`` calls `start` right
    after the environment checks): a forked child of a threaded process could
    inherit a lock held by a thread that does not exist in it.
 4. The child is the same program, same UID, same non-dumpable state (the flag
@@ -34,8 +34,8 @@ import select
 import time
 from typing import Final
 
-from spool.journal import Journal
-from spool.layout import DataRoot
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
 
 # Longer than any sane verification (a full 36-day journal takes ~0.4 s here);
 # past it the parent stops waiting, kills the child and loads by itself.

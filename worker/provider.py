@@ -1,6 +1,6 @@
 """The worker's one provider call: the only seam between kexpr and the network.
 
-SPEC §9 fixes every parameter; this module holds them as literals so a reviewer can
+design §9 fixes every parameter; this module holds them as literals so a reviewer can
 read the whole wire contract in one place. It is a small seam in the filelock sense:
 :func:`build_client` (construction, once per process), :func:`call_once` (exactly
 one request) and :func:`call_with_deadline` (the real time bound). The SDK, httpx
@@ -22,7 +22,7 @@ Rules of this module:
   byte-identical (see :func:`wire_kwargs`).
 * ``OPENAI_API_KEY`` is the only credential read, only in :func:`build_client`.
   The SDK's other environment variables are refused before this module is used
-  (:mod:`worker.environment`); the endpoint is passed explicitly, so
+  (:mod:`kexpr.worker.environment`); the endpoint is passed explicitly, so
   ``OPENAI_BASE_URL`` could not redirect the call even if it slipped through.
 
 Outcome mapping (measured against openai 2.24.0 over ``httpx.MockTransport``)::
@@ -79,8 +79,8 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
-from worker.environment import key_available
-from worker.instruction import SYSTEM_INSTRUCTION
+from kexpr.worker.environment import key_available
+from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 
 __all__ = [
     "ENDPOINT",
@@ -95,7 +95,7 @@ __all__ = [
     "wire_kwargs",
 ]
 
-# SPEC §9, literally. A change to any of these is a reviewed contract change.
+# design §9, literally. A change to any of these is a reviewed contract change.
 ENDPOINT: Final = "https://api.openai.com/v1"
 MODEL: Final = "gpt-4.1-mini"
 # Per phase (connect/read/write/pool), NOT per call: a server that drips bytes

@@ -1,6 +1,6 @@
-"""Report journaling and the restart rule (SPEC §4; `spool.lifecycle` rules 3, 5).
+"""Report journaling and the restart rule (design §4; `kexpr.spool.lifecycle` rules 3, 5).
 
-Its functions take the `worker.daemon.Worker` whose state they change.
+Its functions take the `kexpr.worker.daemon.Worker` whose state they change.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from spool.fsio import FileId, UnsafePath, read_private_identified, unlink_if_same
-from spool.journal import AttemptRecord, JournalUnverified
-from spool.lifecycle import (
+from kexpr.spool.fsio import FileId, UnsafePath, read_private_identified, unlink_if_same
+from kexpr.spool.journal import AttemptRecord, JournalUnverified
+from kexpr.spool.lifecycle import (
     Event,
     Outcome,
     Phase,
@@ -18,7 +18,7 @@ from spool.lifecycle import (
     inherited_phase,
     report_admissible,
 )
-from spool.messages import (
+from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     TERMINAL_FOR_REPORT,
     MessageError,
@@ -29,7 +29,7 @@ from spool.messages import (
 )
 
 if TYPE_CHECKING:
-    from worker.daemon import Worker
+    from kexpr.worker.daemon import Worker
 
 # Reports are journaled in groups on the rescan timer (group commit): one lock,
 # one write and one fsync per segment for every report that arrived in the last
@@ -40,6 +40,7 @@ REPORT_GROUP_MAX: Final = 256
 
 
 # ---------------------------------------------------------------- restart
+
 
 def adopt_inherited(w: Worker) -> None:
     """Classify every open attempt a dead predecessor left (spool.lifecycle
@@ -57,9 +58,7 @@ def adopt_inherited(w: Worker) -> None:
     for name in names:
         rid = name[: -len(".json")]
         try:
-            data, _ = read_private_identified(
-                w.root.responses / name, max_bytes=MAX_MESSAGE_BYTES
-            )
+            data, _ = read_private_identified(w.root.responses / name, max_bytes=MAX_MESSAGE_BYTES)
             resp = parse_response(data)
         except FileNotFoundError:
             continue
@@ -85,9 +84,7 @@ def adopt_inherited(w: Worker) -> None:
                 if rec.attempt_id in w._held:
                     continue
                 kind = inherited_phase(rec.attempt_id in answered)
-                held = held_inherited(
-                    kind, rec.deadline, wall, mono, w._grace.total_seconds()
-                )
+                held = held_inherited(kind, rec.deadline, wall, mono, w._grace.total_seconds())
                 if held is None:
                     w.counters.lost_attempts += 1
                     w._expire(rec)
@@ -101,7 +98,7 @@ def adopt_inherited(w: Worker) -> None:
 def handle_reports(w: Worker, names: list[str]) -> None:
     """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
 
-    Each report is read and judged on its own (`spool.lifecycle.
+    Each report is read and judged on its own (`kexpr.spool.lifecycle.
     report_admissible`): an unreadable, malformed or misnamed file, or one
     that is inadmissible, is an orphan: counted and removed. The admissible
     ones are appended together, one fsync per segment, and each file is

@@ -10,13 +10,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from spool.fsio import UnsafePath, replace_private
-from spool.journal import format_ts
-from spool.layout import DataRoot
-from spool.lifecycle import Outcome
+from kexpr.spool.fsio import UnsafePath, replace_private
+from kexpr.spool.journal import format_ts
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import Outcome
 
 if TYPE_CHECKING:
-    from worker.daemon import Worker
+    from kexpr.worker.daemon import Worker
 
 
 class Fault(enum.StrEnum):
@@ -56,7 +56,7 @@ class Counters:
     late_results: int = 0
     retired_segments: int = 0
     by_outcome: dict[str, int] = field(default_factory=dict)
-    # Unsafe spool files by `spool.fsio.UnsafeReason` value (enum keys only).
+    # Unsafe spool files by `kexpr.spool.fsio.UnsafeReason` value (enum keys only).
     unsafe: dict[str, int] = field(default_factory=dict)
     # Entry and scan faults by `Fault` value (enum keys only).
     faults: dict[str, int] = field(default_factory=dict)

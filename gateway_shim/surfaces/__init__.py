@@ -1,4 +1,4 @@
-"""Surface adapters (SPEC §7): parse a canonical body, render a composition.
+"""Surface adapters (design §7): parse a canonical body, render a composition.
 
 Pure: no I/O, no clock, no randomness. Each surface module exports its own
 ``parse_*``/``format_*`` pair; the surface-independent model is re-exported here.

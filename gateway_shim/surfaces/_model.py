@@ -1,6 +1,6 @@
 """Surface-independent model of a canonical body: locked bytes and prose slots.
 
-Rules of this module (SPEC §7; plan "Korean style grammar ... deterministic
+Rules of this module (design §7; plan "Korean style grammar ... deterministic
 rejection"). Every surface adapter builds on them, so they live here once:
 
 Rule 1 — pure. Values in, values out: no I/O, no clock, no randomness (STYLE h11).
@@ -12,8 +12,8 @@ canonical text is the exact local expansion of code-issued semantic IDs. A
 constructed.
 
 Rule 3 — nothing is expanded that the contract did not accept. ``render`` runs
-``spool.contract.check_generated`` on every slot itself, even though the
-coordinator has already done so: the shim re-validates (SPEC §1), and a caller of
+``kexpr.spool.contract.check_generated`` on every slot itself, even though the
+coordinator has already done so: the shim re-validates (design §1), and a caller of
 ``render`` cannot skip it. One failed slot fails the whole body: all or nothing,
 no partial selection, no repair.
 
@@ -51,10 +51,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
-from spool.contract import Reason, SlotPolicy, check_generated, slot_policy
-from spool.contract.manifest import ACTION_PREFIX, PREDICATE_PREFIX, TOKEN_RE
-
 from gateway_shim.glossary import GLOSSARY
+from kexpr.spool.contract import Reason, SlotPolicy, check_generated, slot_policy
+from kexpr.spool.contract.manifest import ACTION_PREFIX, PREDICATE_PREFIX, TOKEN_RE
 
 __all__ = [
     "SENTENCE_SEPARATORS",
@@ -246,7 +245,7 @@ class Placeholder:
 
     def __post_init__(self) -> None:
         glossary = GLOSSARY if self.glossary is None else self.glossary
-        # A slot-local token (SPEC §6): the contract's own regex, ``fullmatch`` only.
+        # A slot-local token (design §6): the contract's own regex, ``fullmatch`` only.
         if not isinstance(self.token, str) or TOKEN_RE.fullmatch(self.token) is None:
             raise ValueError("placeholder token is malformed")
         if not isinstance(self.semantic_id, str) or self.semantic_id not in glossary:

@@ -1,4 +1,4 @@
-"""Text rules shared by the weekly and adaptive adapters (SPEC §7). Pure.
+"""Text rules shared by the weekly and adaptive adapters (design §7). Pure.
 
 The daily adapter predates this module and keeps its own copies; these are the
 same rules, written once for the three later surfaces:
@@ -11,7 +11,7 @@ same rules, written once for the three later surfaces:
 - A typed slot's canonical text is the glossary sentence of each issued ID, each
   followed by ``"."``, joined by the slot's sentence separator (one space, or a
   line break for ``weekly.interpretation``), in the manifest's branch order; its
-  tokens are ``spool.contract.tokens_for`` of that order (so token i stands for
+  tokens are ``kexpr.spool.contract.tokens_for`` of that order (so token i stands for
   the same ID here, in the capsule and in the response).
 
 Every failure is ``Ineligible`` with an enum reason, never content.
@@ -23,8 +23,6 @@ import itertools
 import unicodedata
 from collections.abc import Sequence
 from typing import Final
-
-from spool.contract import tokens_for
 
 from gateway_shim.glossary import GLOSSARY
 from gateway_shim.surfaces._model import (
@@ -38,6 +36,7 @@ from gateway_shim.surfaces._model import (
     sentence_separator,
     utf16_len,
 )
+from kexpr.spool.contract import tokens_for
 
 BULLET: Final = "- "
 LABEL_SEPARATOR: Final = ": "

@@ -364,9 +364,7 @@ def _read_buttons(value: object, state: str) -> tuple[Button, ...]:
     return tuple(buttons)
 
 
-def fresh_card(
-    payload: object, *, callback_data: object, origin: CardOrigin
-) -> AdaptiveCard:
+def fresh_card(payload: object, *, callback_data: object, origin: CardOrigin) -> AdaptiveCard:
     """Rule 1: ``payload`` as an eligible fresh card, or ``Ineligible``."""
     if not isinstance(origin, CardOrigin):
         raise Ineligible(IneligibleReason.FACTS_INVALID)

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from spool.contract import MANIFEST, tokens_for
-
 from gateway_shim.operator_glossary import DualGlossary
 from gateway_shim.surfaces._model import (
     CanonicalSurface,
@@ -46,6 +44,7 @@ from gateway_shim.surfaces._model import (
 )
 from gateway_shim.surfaces._text import SegmentBuilder
 from gateway_shim.surfaces.card import DUAL_SURFACE
+from kexpr.spool.contract import MANIFEST, tokens_for
 
 __all__ = [
     "DELIVERY_LINE",
@@ -88,7 +87,9 @@ def is_dual_body(body: str) -> bool:
     return body.endswith(_END_MARK) or body == DELIVERY_LINE
 
 
-def _slot(slot_id: str, semantic_id: str, glossary: DualGlossary, *, final_period: bool) -> ProseSlot:
+def _slot(
+    slot_id: str, semantic_id: str, glossary: DualGlossary, *, final_period: bool
+) -> ProseSlot:
     expansion = glossary.entries[semantic_id]
     (token,) = tokens_for((semantic_id,))
     placeholder = Placeholder(

@@ -58,8 +58,6 @@ import enum
 from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
-from spool.contract import MANIFEST
-
 from gateway_shim.surfaces._model import (
     CanonicalSurface,
     Ineligible,
@@ -79,6 +77,7 @@ from gateway_shim.surfaces._text import (
     sentences,
     typed_slot,
 )
+from kexpr.spool.contract import MANIFEST
 
 __all__ = [
     "EXPLICIT_PROSE_FIELDS",

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spool._journal_rows import Finding, Index, JournalUnverified
-from spool._journal_verify import verify_segment_bytes
-from spool.fsio import FileId, UnsafePath, fsync_dir, link_into, unlink_if_same
-from spool.journal import Journal, _seal
-from spool.layout import DataRoot
+from kexpr.spool._journal_rows import Finding, Index, JournalUnverified
+from kexpr.spool._journal_verify import verify_segment_bytes
+from kexpr.spool.fsio import FileId, UnsafePath, fsync_dir, link_into, unlink_if_same
+from kexpr.spool.journal import Journal, _seal
+from kexpr.spool.layout import DataRoot
 
 
 @dataclass(frozen=True, slots=True)

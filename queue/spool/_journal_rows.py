@@ -1,5 +1,5 @@
 """The journal's rows: schema, timestamps, records, the dedupe index and the
-reference verification of one row (`spool.journal` rules 1-3, 6).
+reference verification of one row (`kexpr.spool.journal` rules 1-3, 6).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
+from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
 
 JOURNAL_SCHEMA: Final = "korean-expression-journal-v1"
 ZERO_DIGEST: Final = "0" * 64

@@ -1,4 +1,4 @@
-"""The journal verified in another process (worker start-up, `worker.preload`).
+"""The journal verified in another process (worker start-up, `kexpr.worker.preload`).
 
 The worker forks a child that verifies the journal while the parent imports the
 SDK (docs/performance.md). The child's verdict is never trusted as such: the
@@ -12,12 +12,12 @@ import marshal
 import os
 from typing import TYPE_CHECKING, Final
 
-from spool._journal_rows import Index, JournalUnverified, _count_open, _Tail
-from spool._journal_verify import _MODE_BY_VALUE, _OUTCOME_OR_OPEN, _record
-from spool.fsio import UnsafePath, open_read
+from kexpr.spool._journal_rows import Index, JournalUnverified, _count_open, _Tail
+from kexpr.spool._journal_verify import _MODE_BY_VALUE, _OUTCOME_OR_OPEN, _record
+from kexpr.spool.fsio import UnsafePath, open_read
 
 if TYPE_CHECKING:
-    from spool.journal import Journal
+    from kexpr.spool.journal import Journal
 
 # A journal file as read: (kind "s"egment | "q"uarantined, name, device, inode,
 # size, ctime ns). Equal prints mean the same bytes unless someone forged a ctime,
@@ -58,18 +58,29 @@ def export_verified(j: Journal) -> bytes:
     with j.locked():
         index, tails = j._load_unlocked(prints=prints)
     records = tuple(
-        (r.attempt_id, r.artifact_key, r.surface, r.mode.value, r.started_at_utc,
-         r.deadline_at_utc, r.segment, None if r.outcome is None else r.outcome.value)
+        (
+            r.attempt_id,
+            r.artifact_key,
+            r.surface,
+            r.mode.value,
+            r.started_at_utc,
+            r.deadline_at_utc,
+            r.segment,
+            None if r.outcome is None else r.outcome.value,
+        )
         for r in index.by_attempt.values()
     )
-    return marshal.dumps((
-        _EXPORT_VERSION,
-        records,
-        tuple(index.sealed.items()),
-        index.sealed_open,
-        tuple((seg, t.sequence, t.digest, t.size, t.ino) for seg, t in tails.items()),
-        tuple(prints),
-    ))
+    return marshal.dumps(
+        (
+            _EXPORT_VERSION,
+            records,
+            tuple(index.sealed.items()),
+            index.sealed_open,
+            tuple((seg, t.sequence, t.digest, t.size, t.ino) for seg, t in tails.items()),
+            tuple(prints),
+        )
+    )
+
 
 def adopt(j: Journal, blob: bytes) -> bool:
     """Install what `export_verified` produced elsewhere, under the journal
@@ -89,10 +100,13 @@ def adopt(j: Journal, blob: bytes) -> bool:
             by_attempt, by_artifact, record = index.by_attempt, index.by_artifact, _record
             modes, outcomes = _MODE_BY_VALUE, _OUTCOME_OR_OPEN
             for aid, akey, surface, mode, started, deadline, segment, outcome in records:
-                rec = record(aid, akey, surface, modes[mode], started, deadline, segment,
-                             outcomes[outcome])
+                rec = record(
+                    aid, akey, surface, modes[mode], started, deadline, segment, outcomes[outcome]
+                )
                 by_attempt[aid] = by_artifact[akey] = rec
-            new_tails = {seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails}
+            new_tails = {
+                seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails
+            }
             _count_open(index, new_tails)
         except (ValueError, TypeError, KeyError, EOFError, UnsafePath, OSError, JournalUnverified):
             return False

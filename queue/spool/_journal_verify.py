@@ -1,8 +1,8 @@
-"""Verification of one segment's bytes (`spool.journal` rules 1-3).
+"""Verification of one segment's bytes (`kexpr.spool.journal` rules 1-3).
 
 The reference is `_journal_rows._slow_row`, one row at a time. The fast path
 (`_FAST_PAIR`, `_FAST_ROW`) is built from the reference's own sets and tables
-(field formats, surfaces, `spool.lifecycle.LEGAL_TERMINALS`), accepts only rows
+(field formats, surfaces, `kexpr.spool.lifecycle.LEGAL_TERMINALS`), accepts only rows
 it can vouch for with certainty and hands every other row to the reference, so
 its verdict is always the reference's (tests/spool_tests/test_journal_fastpath.py
 proves it differentially). docs/performance.md gives what it saves at start-up.
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any, Final
 
-from spool._journal_rows import (
+from kexpr.spool._journal_rows import (
     _SURFACES,
     JOURNAL_SCHEMA,
     ROW_FIELDS,
@@ -29,7 +29,7 @@ from spool._journal_rows import (
     _is_ts,
     _slow_row,
 )
-from spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
+from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
 
 
 def verify_segment_bytes(
@@ -66,8 +66,16 @@ def verify_segment_bytes(
     by_attempt, by_artifact, sealed = index.by_attempt, index.by_artifact, index.sealed
     legal, modes, record = _LEGAL_TERMINAL, _MODE_BY_VALUE, _record
     new_record = object.__new__
-    (set_aid, set_akey, set_surface, set_mode, set_started, set_deadline, set_segment,
-     set_outcome) = _RECORD_SLOTS
+    (
+        set_aid,
+        set_akey,
+        set_surface,
+        set_mode,
+        set_started,
+        set_deadline,
+        set_segment,
+        set_outcome,
+    ) = _RECORD_SLOTS
     # Single start rows the fast path accepted but has not folded into `local` /
     # `index` yet: attempt_id -> [artifact_key, surface, mode, started, deadline,
     # outcome], and their artifact keys. `_fold` makes one record per attempt in
@@ -88,8 +96,24 @@ def verify_segment_bytes(
         # order); the pattern's back-references make the copied fields equal.
         m = match_pair(text, pos)
         if m is not None:
-            (akey, aid, deadline, deadline_h, mode, prev_d, digest, seq_s, started, started_h,
-             surface, _, fin_h, outcome, digest2, seq2_s) = m.groups()
+            (
+                akey,
+                aid,
+                deadline,
+                deadline_h,
+                mode,
+                prev_d,
+                digest,
+                seq_s,
+                started,
+                started_h,
+                surface,
+                _,
+                fin_h,
+                outcome,
+                digest2,
+                seq2_s,
+            ) = m.groups()
             cut, mid = m.start(_PAIR_DIGEST) - _DIGEST_PREFIX, m.start(_PAIR_SECOND)
             cut2, end = m.start(_PAIR_DIGEST2) - _DIGEST_PREFIX, m.end()
             if (
@@ -130,8 +154,22 @@ def verify_segment_bytes(
                 continue
         m = match_row(text, pos)
         if m is not None:
-            (akey, aid, deadline, deadline_h, fin_h, mode, outcome, prev_d, digest, seq_s,
-             started, started_h, state, surface) = m.groups()
+            (
+                akey,
+                aid,
+                deadline,
+                deadline_h,
+                fin_h,
+                mode,
+                outcome,
+                prev_d,
+                digest,
+                seq_s,
+                started,
+                started_h,
+                state,
+                surface,
+            ) = m.groups()
             cut, end = m.start(_ROW_DIGEST) - _DIGEST_PREFIX, m.end()
             if (
                 int(seq_s) == seq + 1
@@ -185,8 +223,14 @@ def verify_segment_bytes(
                     ):
                         # Already in `index`: replacing the value keeps its place.
                         rec = record(
-                            aid, akey, folded.surface, folded.mode, folded.started_at_utc,
-                            folded.deadline_at_utc, segment, done,
+                            aid,
+                            akey,
+                            folded.surface,
+                            folded.mode,
+                            folded.started_at_utc,
+                            folded.deadline_at_utc,
+                            segment,
+                            done,
                         )
                         local[aid] = by_attempt[aid] = by_artifact[akey] = rec
                         seq, prev, pos = seq + 1, digest, end

@@ -1,9 +1,9 @@
-"""The product's locks: ``flock(2)`` on checked lock files (`spool.fsio` rules 4, 6).
+"""The product's locks: ``flock(2)`` on checked lock files (`kexpr.spool.fsio` rules 4, 6).
 
 Holds `ProductLock` (walk, open and check for each hold; the ops tools and
 ``worker.lock``), `HeldFlock` (the journal writer's one kept descriptor), their
 shared ``with`` protocol, `LockTimeout` and `make_flock`. Private: import these
-names from `spool.fsio`, whose header states the rules: rule 4 (a lock is only
+names from `kexpr.spool.fsio`, whose header states the rules: rule 4 (a lock is only
 held if the descriptor locked is the inode at the lock path, else
 `INODE_CHANGED`), rule 6 (lock files are opened without ``O_TRUNC`` and never
 unlinked: filelock CVE-2025-68146), and rules 1-2 for the lock file's own open.
@@ -19,8 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from spool._sharing import PRIVATE, FileId, Sharing, UnsafePath, UnsafeReason
-from spool._walk import _OPEN_CREATE, _OPEN_READ, _Dir, _open_leaf
+from kexpr.spool._sharing import PRIVATE, FileId, Sharing, UnsafePath, UnsafeReason
+from kexpr.spool._walk import _OPEN_CREATE, _OPEN_READ, _Dir, _open_leaf
 
 
 class LockTimeout(TimeoutError):
@@ -248,4 +248,3 @@ def _flock_fd(fd: int, timeout: float, path: Path) -> None:
 def make_flock(path: Path, *, create: bool = True) -> ProductLock:
     """The lock of ``journal.lock`` / ``worker.lock`` (see `ProductLock`)."""
     return ProductLock(path, create=create)
-

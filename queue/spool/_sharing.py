@@ -1,9 +1,9 @@
-"""Sharing and ownership rules of product files and directories (`spool.fsio` rule 3).
+"""Sharing and ownership rules of product files and directories (`kexpr.spool.fsio` rule 3).
 
 Holds the refusal (`UnsafePath` with its `UnsafeReason` enum: never a path or
 content), the modes, who counts as an owner (`Sharing`, `sharing_of`,
 `group_member_uids`, the auditor's `expect_owner`) and `FileId`, the (device,
-inode) identity of rule 4. Private: import these names from `spool.fsio`, whose
+inode) identity of rule 4. Private: import these names from `kexpr.spool.fsio`, whose
 header states the rules; rule 3 (two sharing modes, decided by the directory
 itself) is implemented here, and the type/owner/mode half of rule 2
 (`Sharing.check_dir`, `Sharing.check_file`).
@@ -175,4 +175,3 @@ class FileId:
     @classmethod
     def of(cls, st: os.stat_result) -> FileId:
         return cls(st.st_dev, st.st_ino)
-

@@ -1,11 +1,11 @@
-"""Walking product paths without following a symlink (`spool.fsio` rules 1, 2, 6).
+"""Walking product paths without following a symlink (`kexpr.spool.fsio` rules 1, 2, 6).
 
 Holds the pinned ancestors (`pin_ancestor`, `pin_moved`, `repin`), the walk
 one component at a time (`_walk`, `_open_dir`), an open product directory
 (`_Dir`), the checked leaf open (`_open_leaf`: ``O_NOFOLLOW``, descriptor
 ``fstat``-ed, ``O_EXCL`` creation ``fchmod``-ed, never ``O_TRUNC``) and the
 directory checks built on them (`check_dir`, `check_tree`, `glance_dirs`).
-Private: import these names from `spool.fsio`, whose header states the rules:
+Private: import these names from `kexpr.spool.fsio`, whose header states the rules:
 rule 1 (no symlink anywhere; pins above the data root; `check_tree` walks fresh
 from ``/``), rule 2 (checked after creation and on every open), rule 6 (no
 ``O_TRUNC``). Fail closed: `UnsafePath`.
@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Final, Self
 
-from spool._sharing import (
+from kexpr.spool._sharing import (
     PRIVATE,
     SHARED_DIR_MODE,
     FileId,
@@ -44,7 +44,7 @@ _OPEN_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 
 
 # Pinned ancestors (rule 1): the operator's directory above a data root,
-# resolved once by `spool.layout.DataRoot` and registered with `pin_ancestor`.
+# resolved once by `kexpr.spool.layout.DataRoot` and registered with `pin_ancestor`.
 # The first walk below it walks it from "/" and keeps that O_PATH descriptor;
 # later walks start there (on a dup), so the few components above the data root
 # are walked once per process instead of on every open. A bounded LRU: an
@@ -157,7 +157,9 @@ def _walk(fd: int, p: str, anchor: os.stat_result | None) -> tuple[int, os.stat_
                 if e.errno in (errno.ENOTDIR, errno.ELOOP):
                     st = os.stat(part, dir_fd=fd, follow_symlinks=False)
                     raise UnsafePath(
-                        UnsafeReason.SYMLINK if stat.S_ISLNK(st.st_mode) else UnsafeReason.NOT_DIRECTORY
+                        UnsafeReason.SYMLINK
+                        if stat.S_ISLNK(st.st_mode)
+                        else UnsafeReason.NOT_DIRECTORY
                     ) from e
                 raise
             os.close(fd)

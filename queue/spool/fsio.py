@@ -1,4 +1,4 @@
-"""File-system discipline for everything this product writes (SPEC §3, §4).
+"""File-system discipline for everything this product writes (design §3, §4).
 
 Rules, each learnt from a mail queue or a CVE. Everything that opens, creates,
 renames or removes a product file goes through this module, so the rules live in
@@ -9,7 +9,7 @@ one place:
    O_NOFOLLOW)`` and the leaf is opened with ``O_NOFOLLOW`` relative to its
    directory's descriptor. A symlink at *any* component is `UnsafeReason.SYMLINK`,
    never a redirection to follow (filelock CVE-2025-68146: truncation through a
-   symlink before the lock). `spool.layout.DataRoot` resolves the ancestors
+   symlink before the lock). `kexpr.spool.layout.DataRoot` resolves the ancestors
    *above* the data root once (``realpath`` of its parent) and pins that
    directory (`pin_ancestor`): the first walk through it keeps its descriptor
    and later walks start there, so nothing above the data root can redirect a
@@ -22,7 +22,7 @@ one place:
    us), owner, group and mode as the containing directory's `Sharing` allows.
    Files are created ``O_EXCL`` and then ``fchmod``-ed to the exact mode (the
    umask cannot widen or narrow it) and re-checked.
-3. **Two sharing modes, decided by the directory itself** (SPEC §3):
+3. **Two sharing modes, decided by the directory itself** (design §3):
 
    ============  ==================  ======================  =====================
    mode          directories         files                   owners
@@ -54,7 +54,7 @@ one place:
    directories of one watched tree; exactly one claimer wins, the loser sees
    ``ENOENT``.
 6. Nothing here ever opens with ``O_TRUNC`` (`_open_leaf` refuses the flag), and
-   a lock file is never unlinked (SPEC §3: unlinking a flock target lets two
+   a lock file is never unlinked (design §3: unlinking a flock target lets two
    holders coexist on two inodes).
 
 Violations raise `UnsafePath` carrying an enum reason and never a path or content.
@@ -66,13 +66,13 @@ import os
 from pathlib import Path
 
 # The rules' code lives in three private modules, re-exported here: every
-# caller imports from `spool.fsio` (and tests patch `spool.fsio._Dir` and
-# `spool.fsio._pins`, the same objects). Rule 3 and the owner/mode half of rule
-# 2: `spool._sharing`; rules 1, 2, 6 (walks, pins, checked opens):
-# `spool._walk`; rules 4 and 6 for locks: `spool._locks`. Rule 4 for removals,
+# caller imports from `kexpr.spool.fsio` (and tests patch `kexpr.spool.fsio._Dir` and
+# `kexpr.spool.fsio._pins`, the same objects). Rule 3 and the owner/mode half of rule
+# 2: `kexpr.spool._sharing`; rules 1, 2, 6 (walks, pins, checked opens):
+# `kexpr.spool._walk`; rules 4 and 6 for locks: `kexpr.spool._locks`. Rule 4 for removals,
 # rule 5 (publish, claim) and the private reads and writes: below.
-from spool._locks import HeldFlock, LockTimeout, ProductLock, make_flock
-from spool._sharing import (
+from kexpr.spool._locks import HeldFlock, LockTimeout, ProductLock, make_flock
+from kexpr.spool._sharing import (
     DIR_MODE,
     FILE_MODE,
     PRIVATE,
@@ -88,7 +88,7 @@ from spool._sharing import (
     group_member_uids,
     sharing_of,
 )
-from spool._walk import (
+from kexpr.spool._walk import (
     _LEAF,
     _OPEN_CREATE,
     _OPEN_READ,
@@ -102,9 +102,9 @@ from spool._walk import (
     repin,
 )
 
-# Explicit re-exports: tests read `spool.fsio._pins` and `spool.fsio._PIN_MAX`.
-from spool._walk import _PIN_MAX as _PIN_MAX
-from spool._walk import _pins as _pins
+# Explicit re-exports: tests read `kexpr.spool.fsio._pins` and `kexpr.spool.fsio._PIN_MAX`.
+from kexpr.spool._walk import _PIN_MAX as _PIN_MAX
+from kexpr.spool._walk import _pins as _pins
 
 __all__ = [
     "DIR_MODE",
@@ -180,6 +180,7 @@ def _write_all(fd: int, data: bytes) -> None:
         n = os.write(fd, view)
         view = view[n:]
 
+
 # ---------------------------------------------------------------- public API
 
 
@@ -204,7 +205,9 @@ def ensure_dir(path: Path, sharing: Sharing, *, parent_is_product: bool = True) 
                     raise  # an operator-owned parent may not be readable to us
     got, fid = check_dir(path)
     if got != sharing:
-        raise UnsafePath(UnsafeReason.BAD_MODE if got.shared != sharing.shared else UnsafeReason.WRONG_GROUP)
+        raise UnsafePath(
+            UnsafeReason.BAD_MODE if got.shared != sharing.shared else UnsafeReason.WRONG_GROUP
+        )
     return fid
 
 
@@ -307,7 +310,13 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
                     os.fsync(fd)
             finally:
                 os.close(fd)
-            os.link(staging, final_path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd, follow_symlinks=False)
+            os.link(
+                staging,
+                final_path.name,
+                src_dir_fd=tmp.fd,
+                dst_dir_fd=final.fd,
+                follow_symlinks=False,
+            )
         finally:
             os.unlink(staging, dir_fd=tmp.fd)
         if durable:
@@ -329,7 +338,9 @@ def create_private_file(tmp_dir: Path, path: Path, data: bytes) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.link(staging, path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd, follow_symlinks=False)
+            os.link(
+                staging, path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd, follow_symlinks=False
+            )
         finally:
             os.unlink(staging, dir_fd=tmp.fd)
         final.fsync()
@@ -384,7 +395,7 @@ def replace_private(final_path: Path, data: bytes) -> None:
 
     Staged in the final file's own directory, never in ``spool/tmp``: a rename
     *out of* the watched spool tree is an unmatched ``IN_MOVED_FROM`` that
-    watchdog holds for 500 ms, delaying every later event (SPEC §4 trap 1;
+    watchdog holds for 500 ms, delaying every later event (design §4 trap 1;
     measured by bench/run.py as a 500 ms stall per heartbeat).
     """
     staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
@@ -404,4 +415,3 @@ def replace_private(final_path: Path, data: bytes) -> None:
             except FileNotFoundError:
                 pass
             raise
-

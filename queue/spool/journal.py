@@ -1,9 +1,9 @@
-"""The outcome journal (SPEC §5; plan "Outcome journal").
+"""The outcome journal (design §5; plan "Outcome journal").
 
-Rules (the attempt's lifecycle itself is `spool.lifecycle`'s table; the rows are
-`spool._journal_rows`, their verification `spool._journal_verify`, the start-up
-snapshot `spool._journal_snapshot`, the whole-root audit and the operator's
-torn-tail command `spool._journal_audit`):
+Rules (the attempt's lifecycle itself is `kexpr.spool.lifecycle`'s table; the rows are
+`kexpr.spool._journal_rows`, their verification `kexpr.spool._journal_verify`, the start-up
+snapshot `kexpr.spool._journal_snapshot`, the whole-root audit and the operator's
+torn-tail command `kexpr.spool._journal_audit`):
 
 1. Rows are canonical JSON: sorted keys, ``ensure_ascii=False``, separators
    ``(",", ":")``, NFC, one LF. Exactly the 13 fields of `ROW_FIELDS`.
@@ -14,7 +14,7 @@ torn-tail command `spool._journal_audit`):
 3. A terminal row goes into the segment of its start row (even across midnight),
    copies ``started_at_utc`` and ``deadline_at_utc`` verbatim, and there is at most
    one per attempt. One artifact has at most one attempt, ever.
-4. Every append happens under the ``journal.lock`` flock (`spool.fsio`, never
+4. Every append happens under the ``journal.lock`` flock (`kexpr.spool.fsio`, never
    unlinked) and is fsynced before the lock is released; ``attempt_started`` is on
    disk before the one wire request is made. An append first checks that the
    segment is still the inode, and the size, this process last wrote.
@@ -36,9 +36,9 @@ torn-tail command `spool._journal_audit`):
    days plus today and then removed *whole* (unlink + directory fsync), only
    once every attempt in it is terminal; the worker terminalizes an open attempt
    ``claim_expired_canonical`` before its segment can age out. Dedupe is across
-   the retention window (SPEC §4). The segment holding the newest row is never
+   the retention window (design §4). The segment holding the newest row is never
    removed, and a worker that observed a wall-clock step runs no retention
-   (`spool.lifecycle` rule 7).
+   (`kexpr.spool.lifecycle` rule 7).
 
 8. Segment size (issue 14 item 4): the writer never makes a segment the
    reader refuses (`MAX_SEGMENT_BYTES`). Every open attempt of a segment holds
@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from spool._journal_rows import (
+from kexpr.spool._journal_rows import (
     _QUARANTINE_NAME,
     _SEGMENT_NAME,
     _TORN_KEY,
@@ -94,9 +94,9 @@ from spool._journal_rows import (
     row_digest,
     segment_date,
 )
-from spool._journal_snapshot import Print, adopt, export_verified, file_print
-from spool._journal_verify import verify_segment_bytes
-from spool.fsio import (
+from kexpr.spool._journal_snapshot import Print, adopt, export_verified, file_print
+from kexpr.spool._journal_verify import verify_segment_bytes
+from kexpr.spool.fsio import (
     HeldFlock,
     ProductLock,
     UnsafePath,
@@ -108,8 +108,8 @@ from spool.fsio import (
     open_read,
     remove_file,
 )
-from spool.layout import DataRoot
-from spool.lifecycle import (
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import (
     EVENT_OUTCOMES,
     TERMINAL_OUTCOMES,
     TRANSITIONS,
@@ -169,7 +169,7 @@ class Journal:
     """
 
     def __init__(self, root: DataRoot, *, create_lock: bool = True) -> None:
-        """``create_lock=False`` for the ops tools (`spool.fsio.ProductLock`)."""
+        """``create_lock=False`` for the ops tools (`kexpr.spool.fsio.ProductLock`)."""
         self._root = root
         self._mutex = threading.RLock()
         # The writer keeps one checked descriptor (`HeldFlock`: one flock and
@@ -217,7 +217,7 @@ class Journal:
 
     @staticmethod
     def _read_file(path: Path, segment: str) -> tuple[bytes, os.stat_result]:
-        """Read a segment through `spool.fsio` (no symlink on the way, regular,
+        """Read a segment through `kexpr.spool.fsio` (no symlink on the way, regular,
         owner/mode, bounded). Any refusal is `Finding.UNSAFE_FILE`."""
         try:
             fd, st = open_read(path)
@@ -264,11 +264,11 @@ class Journal:
     # -- verification in another process (worker start-up; spool._journal_snapshot)
 
     def export_verified(self) -> bytes:
-        """`spool._journal_snapshot.export_verified`."""
+        """`kexpr.spool._journal_snapshot.export_verified`."""
         return export_verified(self)
 
     def adopt(self, blob: bytes) -> bool:
-        """`spool._journal_snapshot.adopt`."""
+        """`kexpr.spool._journal_snapshot.adopt`."""
         return adopt(self, blob)
 
     def load(self) -> Index:
@@ -359,7 +359,7 @@ class Journal:
         """``with journal.locked():`` — decisions and appends that must be atomic.
 
         Raises `JournalUnverified` (``lock_unsafe``) when the lock file is not
-        what it must be (`spool.fsio.ProductLock`)."""
+        what it must be (`kexpr.spool.fsio.ProductLock`)."""
         return _Locked(self)
 
     def append_start(
@@ -505,7 +505,7 @@ class Journal:
     # -- the operator's torn-tail command (module docstring) ------------------------
 
     def quarantine_torn(self, segment: str, *, apply: bool) -> str:
-        """`spool._journal_audit.quarantine_torn` (the operator's command)."""
+        """`kexpr.spool._journal_audit.quarantine_torn` (the operator's command)."""
         return quarantine_torn(self, segment, apply=apply)
 
     @staticmethod
@@ -589,7 +589,7 @@ class _Locked:
 
 
 # The operator side reads through `Journal`: imported once `Journal` exists.
-from spool._journal_audit import (
+from kexpr.spool._journal_audit import (  # noqa: E402 - needs `Journal` defined
     JournalAudit,
     JournalFinding,
     audit_journal,

@@ -1,4 +1,4 @@
-"""The data root's layout (SPEC §3).
+"""The data root's layout (design §3).
 
 One root per host profile. Both processes derive every path from here, so a
 path is never assembled by hand elsewhere::
@@ -17,7 +17,7 @@ path is never assembled by hand elsewhere::
     worker.status.json
 
 Every directory is 0700 (private) or, when the worker runs under its own UID,
-02770 with one shared group (`spool.fsio`, rule 3): the data root's own mode
+02770 with one shared group (`kexpr.spool.fsio`, rule 3): the data root's own mode
 decides, and every directory below it must declare the same.
 """
 
@@ -28,15 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from spool.fsio import (
+from kexpr.spool.fsio import (
     FileId,
     Sharing,
     check_dir,
     check_tree,
     ensure_dir,
+    ensure_private_dir,
     glance_dirs,
     pin_ancestor,
-    ensure_private_dir,
 )
 
 DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
@@ -45,9 +45,9 @@ DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
 @dataclass(frozen=True, slots=True)
 class DataRoot:
     """``root`` is made absolute and its *parent* resolved once (``realpath``)
-    and pinned (`spool.fsio.pin_ancestor`): ancestors above the data root are
+    and pinned (`kexpr.spool.fsio.pin_ancestor`): ancestors above the data root are
     the operator's and may be symlinks; from the data root down nothing may be
-    (`spool.fsio`, rule 1)."""
+    (`kexpr.spool.fsio`, rule 1)."""
 
     root: Path
     # Every path below the root, computed once in __post_init__ (they sit on
@@ -102,7 +102,7 @@ class DataRoot:
     def ensure(self) -> None:
         """Create every directory (idempotent) in the root's sharing mode.
 
-        A missing root is created private (0700). Raises `spool.fsio.UnsafePath`
+        A missing root is created private (0700). Raises `kexpr.spool.fsio.UnsafePath`
         (fail closed) when any existing component is a symlink, not a directory,
         not ours, or declares a different sharing mode than the root.
         """
@@ -130,6 +130,6 @@ class DataRoot:
 
     def glance_tree(self, sharing: Sharing) -> dict[str, FileId]:
         """`verify_tree`'s answer from one ``lstat`` per directory (no walk, see
-        `spool.fsio.glance_dirs`): for the worker's every scan, between walks."""
+        `kexpr.spool.fsio.glance_dirs`): for the worker's every scan, between walks."""
         ids = glance_dirs(tuple(d for _, d in self._tree), sharing)
         return {rel: i for (rel, _), i in zip(self._tree, ids, strict=True)}

@@ -1,4 +1,4 @@
-"""One attempt's lifecycle and its spool files' lifecycle, stated once (SPEC §4, §5).
+"""One attempt's lifecycle and its spool files' lifecycle, stated once (design §4, §5).
 
 Pure: no I/O, no clock, no randomness. Every decision below is a function of
 (the journal's record, what the worker durably knows from the spool, the
@@ -38,7 +38,7 @@ Rules:
    more than `step_tolerance` has observed a wall-clock *step*. From then on it
    never runs retention (which is the only thing that dates by wall time what
    to forget), and the journal never removes the segment that holds its newest
-   row (`spool.journal`). A step is sticky for the life of the process.
+   row (`kexpr.spool.journal`). A step is sticky for the life of the process.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ MAX_WAIT: Final = dt.timedelta(seconds=4)
 # Rule 6: the shim and the worker read one host clock; a few seconds at most.
 CLOCK_SKEW: Final = dt.timedelta(seconds=2)
 # An answered attempt whose shim never reports is terminalized this long after
-# its deadline (SPEC §4). Long enough for a host's durable write + Telegram edit.
+# its deadline (design §4). Long enough for a host's durable write + Telegram edit.
 COMMIT_GRACE: Final = dt.timedelta(minutes=10)
 # A response that is not an accepted one, or whose attempt is terminal, is removed
 # by the worker this long (its monotonic clock) after it wrote or first saw it:
@@ -203,7 +203,9 @@ class Answer(enum.StrEnum):
     IN_FLIGHT = "in_flight"  # a live owner exists; not publishable (rule 4)
     ALREADY_ATTEMPTED = "already_attempted"  # canonical, publication permitted
     EXPIRE_CANONICAL = "expire_canonical"  # terminalize claim_expired_canonical, answer canonical
-    NONE = "none"  # the starter asking again while its own call runs: its answer comes from the call
+    NONE = (
+        "none"  # the starter asking again while its own call runs: its answer comes from the call
+    )
 
 
 def answer_existing(

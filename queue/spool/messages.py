@@ -1,4 +1,4 @@
-"""The three spool file kinds (SPEC §4). Redacted material only.
+"""The three spool file kinds (design §4). Redacted material only.
 
 - request  ``requests/<request_id>.json``  shim -> worker
 - response ``responses/<request_id>.json`` worker -> shim
@@ -20,16 +20,21 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 
-from spool.contract import Capsule, Composition
-from spool.contract._strictjson import StrictJsonError, read_object
-from spool.journal import canonical_json
-from spool.lifecycle import Outcome
+from kexpr.spool.contract import Capsule, Composition
+from kexpr.spool.contract._strictjson import StrictJsonError, read_object
+from kexpr.spool.journal import canonical_json
+from kexpr.spool.lifecycle import Outcome
 
 SPOOL_VERSION: Final = "kexpr-spool-v1"
 MAX_MESSAGE_BYTES: Final = 64 * 1024
 
 Hex32 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
-Timestamp = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")]
+Timestamp = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$"
+    ),
+]
 
 
 class ResponseStatus(enum.StrEnum):

@@ -1,6 +1,6 @@
 """Capsules and response documents for the adversarial suite.
 
-Written against the public contract API only (``spool.contract``), independently of
+Written against the public contract API only (``kexpr.spool.contract``), independently of
 ``tests/contract/contract_support.py``: the adversarial suite should not share a
 helper bug with the suite it double-checks.
 """
@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from spool.contract import CONTRACT_VERSION, MANIFEST, Capsule, SlotPolicy, slot_policy
+from kexpr.spool.contract import CONTRACT_VERSION, MANIFEST, Capsule, SlotPolicy, slot_policy
 
 KEY: Final = "5a17c0de" * 8
 OTHER_KEY: Final = "c0ffee00" * 8

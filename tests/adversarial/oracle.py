@@ -1,11 +1,11 @@
-"""An independent oracle for the contract (issue 7): what SPEC §6 accepts, written
-from the spec's text without any code from ``spool.contract``.
+"""An independent oracle for the contract (issue 7): what design §6 accepts, written
+from the spec's text without any code from ``kexpr.spool.contract``.
 
 - ``generated_ok(tokens, max_chars, max_lexemes, text)``: one regular expression built
   from the spec's lexicon and the issued tokens, plus the two counts. It knows
   nothing of forbidden classes, precedence or reasons: it answers only "is this a
   composition of the grammar within the slot's limits?".
-- ``document_ok(capsule, content)``: the response rules of SPEC §6 as a yes/no —
+- ``document_ok(capsule, content)``: the response rules of design §6 as a yes/no —
   UTF-8, ≤ 16 KiB, no BOM, one JSON object without duplicate keys or non-finite
   numbers, exactly the four keys, each slot exactly the five keys, every echo equal
   to the capsule (same types, same order), and every ``generated_ko`` accepted by
@@ -14,7 +14,7 @@ from the spec's text without any code from ``spool.contract``.
   comma, period and ASCII tokens only), and every echoed string equals the capsule's,
   so those reader steps need no separate test here.
 
-The lexicon is copied from SPEC §6, not imported; the lexicon audit pins it equal to
+The lexicon is copied from design §6, not imported; the lexicon audit pins it equal to
 the code constant, so a change to either is caught.
 """
 
@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-# SPEC §6, verbatim (kept as the spec's own line, hence the split).
+# design §6, verbatim (kept as the spec's own line, hence the split).
 _SPEC_LINE: Final = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 그대로 특히 잠시 다시"
 SPEC_LEXICON: Final[tuple[str, ...]] = tuple(_SPEC_LINE.split(" "))
 MAX_BYTES: Final = 16 * 1024
@@ -126,7 +126,7 @@ def _is_str_list(value: object, expected: Sequence[str]) -> bool:
 
 
 def document_ok(capsule: Mapping[str, Any], content: str | bytes) -> bool:
-    """Whether SPEC §6 accepts ``content`` as the response to ``capsule`` (a dict)."""
+    """Whether design §6 accepts ``content`` as the response to ``capsule`` (a dict)."""
     try:
         doc = strict_load(content)
     except _Refused:

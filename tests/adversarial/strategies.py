@@ -1,6 +1,6 @@
 """Hypothesis strategies for the generative contract tests (issue 7).
 
-- ``compositions(policy)``: every composition the SPEC §6 grammar allows for a slot
+- ``compositions(policy)``: every composition the design §6 grammar allows for a slot
   (lexeme runs of any length, either separator, any split of the lexemes over the
   sentences, tokens in issued order), within the slot's limits — or, with
   ``over_limit=True``, the same shapes with more lexemes than the slot allows.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hypothesis import strategies as st
-from spool.contract import SlotPolicy
 
 from adversarial.oracle import SPEC_LEXICON
+from kexpr.spool.contract import SlotPolicy
 
 # ---------------------------------------------------------------------------------------
 # Grammar compositions

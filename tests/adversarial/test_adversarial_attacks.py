@@ -1,12 +1,12 @@
 """The plan's attack list, one named case each (seed plan: "Korean style grammar,
-prohibited claims, and deterministic rejection" and "Verification"; SPEC §6).
+prohibited claims, and deterministic rejection" and "Verification"; design §6).
 
 Every case is ``(category, name, capsule, raw content, verdict, reason)`` and asserts
-both the verdict and the enum reason of ``spool.contract.judge`` — the raw-content
+both the verdict and the enum reason of ``kexpr.spool.contract.judge`` — the raw-content
 entry point the worker and the shim both use. Categories name the plan's attack
 classes; ``test_every_plan_attack_class_has_cases`` keeps the list complete.
 
-Expected reasons follow the documented precedence (``spool.contract._grammar``
+Expected reasons follow the documented precedence (``kexpr.spool.contract._grammar``
 header, ``_strictjson`` Rule 2): the reader's steps first (invalid_response), then the
 echo rules, then the style grammar's classes in rank order. A handful of controls
 (category ``control``) must stay *accepted*: the attacks are only meaningful if the
@@ -20,16 +20,6 @@ import unicodedata
 from typing import NamedTuple
 
 import pytest
-from spool.contract import (
-    MAX_NESTING,
-    MAX_RESPONSE_BYTES,
-    REASON_VERDICT,
-    Capsule,
-    Reason,
-    Verdict,
-    check_generated,
-    judge,
-)
 
 from adversarial.builders import (
     DAILY,
@@ -46,6 +36,16 @@ from adversarial.builders import (
     edited,
     put,
     response,
+)
+from kexpr.spool.contract import (
+    MAX_NESTING,
+    MAX_RESPONSE_BYTES,
+    REASON_VERDICT,
+    Capsule,
+    Reason,
+    Verdict,
+    check_generated,
+    judge,
 )
 
 OK = Verdict.ACCEPTED

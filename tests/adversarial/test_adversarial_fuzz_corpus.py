@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from spool.contract import Verdict
+
+from kexpr.spool.contract import Verdict
 
 FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
 CORPUS = FUZZ / "corpus" / "judge"

@@ -1,8 +1,8 @@
 """Generative contract tests judged against an independent oracle (issue 7).
 
 The oracle (``adversarial.oracle``) is a regular expression built from the spec's
-lexicon and the issued tokens plus the two counts, and a yes/no reading of SPEC §6's
-response rules; it shares no code with ``spool.contract._grammar``. Some mutations
+lexicon and the issued tokens plus the two counts, and a yes/no reading of design §6's
+response rules; it shares no code with ``kexpr.spool.contract._grammar``. Some mutations
 stay valid (deleting the comma of ``차분히, [[P:01]].`` leaves ``차분히 [[P:01]].``), so
 each mutated example is compared with the oracle, not assumed rejected.
 
@@ -17,20 +17,6 @@ import random
 
 from hypothesis import given
 from hypothesis import strategies as st
-from spool.contract import (
-    MANIFEST,
-    REASON_VERDICT,
-    SAFE_STYLE_LEXEMES,
-    Capsule,
-    Judgement,
-    Reason,
-    SlotPolicy,
-    Verdict,
-    check_generated,
-    judge,
-    manifest_for,
-    slot_policy,
-)
 
 from adversarial.builders import (
     DUAL_J,
@@ -51,6 +37,20 @@ from adversarial.strategies import (
     json_document,
     mutation,
     mutation_of,
+)
+from kexpr.spool.contract import (
+    MANIFEST,
+    REASON_VERDICT,
+    SAFE_STYLE_LEXEMES,
+    Capsule,
+    Judgement,
+    Reason,
+    SlotPolicy,
+    Verdict,
+    check_generated,
+    judge,
+    manifest_for,
+    slot_policy,
 )
 
 POLICIES = all_policies()
@@ -87,7 +87,7 @@ def _tally(test: str, accepted: bool) -> None:
 
 
 def test_oracle_lexicon_is_the_code_constant() -> None:
-    # The oracle copies SPEC §6; the code constant must be the same list.
+    # The oracle copies design §6; the code constant must be the same list.
     assert SPEC_LEXICON == SAFE_STYLE_LEXEMES
 
 
@@ -96,7 +96,7 @@ def test_oracle_reads_the_spec_examples() -> None:
     physique = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
     weekly = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
     assert _ok(daily, "차분히, [[P:01]].") and _ok(daily, "차분히 [[P:01]].")
-    assert not _ok(daily, "오늘은 차분히, [[P:01]].")  # SPEC §6: rejected
+    assert not _ok(daily, "오늘은 차분히, [[P:01]].")  # design §6: rejected
     assert _ok(physique, "하나씩 순서대로, [[A:01]].") and not _ok(physique, "하나, [[A:01]].")
     assert _ok(weekly, "차분히, [[P:01]]. 이어서 [[P:02]].")
     assert not _ok(daily, "[[P:01]].")  # canonical-only

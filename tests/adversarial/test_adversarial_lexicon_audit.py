@@ -2,7 +2,7 @@
 
 The lexicon is the only Korean a model may write; the glossary is the only Korean a
 token expands to. This audit checks both against the *plan's own lists*, written out
-here from the seed plan (not imported from ``spool.contract.lexicon``), and against
+here from the seed plan (not imported from ``kexpr.spool.contract.lexicon``), and against
 the code's extended lists too, so neither a lexicon edit nor a list edit can slip a
 forbidden word into an accepted composition.
 """
@@ -14,25 +14,41 @@ import re
 import unicodedata
 
 import pytest
-from spool.contract import (
+
+from adversarial.oracle import SPEC_LEXICON
+from gateway_shim.glossary import GLOSSARY
+from kexpr.spool.contract import (
     ALL_SEMANTIC_IDS,
     MANIFEST,
     SAFE_STYLE_LEXEMES,
     check_generated,
     slot_policy,
 )
-from spool.contract import lexicon as code_lists
-
-from adversarial.oracle import SPEC_LEXICON
-from gateway_shim.glossary import GLOSSARY
+from kexpr.spool.contract import lexicon as code_lists
 
 # Seed plan, "Korean style grammar, prohibited claims, and deterministic rejection".
-PLAN_VOCABULARY = (
-    ["잘", "충분", "성공", "좋", "안전", "위험", "진단", "치료", "약", "유지", "조정", "측정", "기록", "승인", "전달", "전송", "보내"]
-)
+PLAN_VOCABULARY = [
+    "잘",
+    "충분",
+    "성공",
+    "좋",
+    "안전",
+    "위험",
+    "진단",
+    "치료",
+    "약",
+    "유지",
+    "조정",
+    "측정",
+    "기록",
+    "승인",
+    "전달",
+    "전송",
+    "보내",
+]
 PLAN_EVIDENTIAL = ("확인 결과", "확인결과", "기록상", "분석")
 PLAN_UNITS_DATES = ("kg", "kcal", "g", "L", "일", "주", "월", "년", "시간")
-# SPEC §6: "Hangul number words as whole words (하나 둘 셋 … 일 이 삼 … 십 백 천 만)",
+# design §6: "Hangul number words as whole words (하나 둘 셋 … 일 이 삼 … 십 백 천 만)",
 # written out: native, Sino-Korean, determiner forms.
 SPEC_NUMBER_WORDS = (  # noqa: SIM905
     "하나 둘 셋 넷 다섯 여섯 일곱 여덟 아홉 열 스물 서른 마흔 쉰 예순 일흔 여든 아흔 백 "

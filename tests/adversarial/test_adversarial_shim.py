@@ -1,6 +1,6 @@
 """The attack list against the gateway shim, as if the worker were compromised.
 
-SPEC §1: "a compromised worker still cannot make the gateway publish anything outside
+design §1: "a compromised worker still cannot make the gateway publish anything outside
 the grammar". Here the worker is a scripted thread that answers every request with
 an ``accepted`` spool response carrying an attack composition. The shim must publish
 the canonical body, report ``validation_rejected`` when it could read the response,
@@ -24,9 +24,6 @@ from typing import Any
 
 import pytest
 from reference_host.scripted_worker import ScriptedWorker
-from spool.fsio import publish
-from spool.layout import DataRoot
-from spool.messages import parse_report
 
 from adversarial.builders import DAILY, capsule_dict, response
 from adversarial.oracle import slot_ok
@@ -43,6 +40,9 @@ from gateway_shim import (
 )
 from gateway_shim.surfaces import RenderError
 from gateway_shim.surfaces.daily import parse_daily
+from kexpr.spool.fsio import publish
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import parse_report
 
 BODY = format_daily(
     weight="70kg", intake="2,000kcal", macros="탄수화물 250g · 단백질 120g · 지방 60g",

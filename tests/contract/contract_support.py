@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from spool.contract import CONTRACT_VERSION, MANIFEST, Capsule, SlotPolicy, slot_policy
+from kexpr.spool.contract import CONTRACT_VERSION, MANIFEST, Capsule, SlotPolicy, slot_policy
 
 KEY = "0123456789abcdef" * 4
 OTHER_KEY = "f" * 64

@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import get_type_hints
 
-from spool import contract
-from spool.contract import (
+from kexpr.spool import contract
+from kexpr.spool.contract import (
     CONTRACT_VERSION,
     MAX_RESPONSE_BYTES,
     REASON_VERDICT,

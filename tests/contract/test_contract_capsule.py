@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from contract_support import DAILY, DUAL, KEY, PHYSIQUE, WEEKLY, all_policies
-from spool.contract import (
+
+from kexpr.spool.contract import (
     ALL_SEMANTIC_IDS,
     CONTRACT_VERSION,
     MANIFEST,
@@ -230,7 +231,7 @@ def test_capsule_is_frozen() -> None:
 
 
 def test_plan_capsule_example_with_manifest_limits() -> None:
-    # The plan's example capsule, with the manifest's limits (SPEC §7: 220 / 16) and a
+    # The plan's example capsule, with the manifest's limits (design §7: 220 / 16) and a
     # real 64-hex key: exactly what slot_policy builds.
     text = (
         '{ "schema_version":"korean-expression-v4", "surface":"weekly.v1", '

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from contract_support import DAILY, KEY, WEEKLY, doc, response
 
-from ops.contract_cli import run_contract_check
+from kexpr.ops.contract_cli import run_contract_check
 
 SECRET = "차분히 천천히 가볍게"  # appears in content; must never be printed
 
@@ -183,7 +183,7 @@ def test_jsonl_empty_file(tmp_path: Path) -> None:
 def test_cli_entry_for_ops_cli(
     tmp_path: Path, capsule_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ops.contract_cli import cli
+    from kexpr.ops.contract_cli import cli
 
     response_file = _response_file(tmp_path, doc(DAILY))
     assert cli(["check", "--capsule", str(capsule_file), "--response", str(response_file)]) == 0

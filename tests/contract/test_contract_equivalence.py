@@ -34,7 +34,8 @@ from adversarial.strategies import composition_of, json_document, mutation, muta
 from contract_support import DAILY, DUAL, WEEKLY, all_policies, response
 from hypothesis import given
 from hypothesis import strategies as st
-from spool.contract import (
+
+from kexpr.spool.contract import (
     MANIFEST,
     SAFE_STYLE_LEXEMES,
     Capsule,
@@ -44,7 +45,7 @@ from spool.contract import (
     check_generated,
     slot_policy,
 )
-from spool.contract._grammar import (
+from kexpr.spool.contract._grammar import (
     _CLEAN_LEXEMES,
     _LAYOUT_LEAD,
     _PIECES,
@@ -58,8 +59,8 @@ from spool.contract._grammar import (
     _validate_in_full,
     char_class,
 )
-from spool.contract._models import _SLOT_POLICIES
-from spool.contract._strictjson import (
+from kexpr.spool.contract._models import _SLOT_POLICIES
+from kexpr.spool.contract._strictjson import (
     HANGUL_FILLERS,
     MAX_NESTING,
     MAX_RESPONSE_BYTES,
@@ -70,7 +71,7 @@ from spool.contract._strictjson import (
     _reject_constant,
     read_object,
 )
-from spool.contract.lexicon import (
+from kexpr.spool.contract.lexicon import (
     EVIDENTIAL_CLAIMS,
     FORBIDDEN_VOCABULARY,
     NEGATION_MODALITY_SUBSTRINGS,

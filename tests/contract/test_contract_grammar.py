@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 from contract_support import DAILY_SLOT, PHYSIQUE_SLOT, WEEKLY_PA, WEEKLY_PP, WEEKLY_RATIONALE_A
-from spool.contract import REASON_VERDICT, Reason, SlotPolicy, Verdict, check_generated
-from spool.contract._grammar import (
+
+from kexpr.spool.contract import REASON_VERDICT, Reason, SlotPolicy, Verdict, check_generated
+from kexpr.spool.contract._grammar import (
     DEFAULT_RULES,
     PRECEDENCE,
     _StyleError,
     char_class,
     validate_generated,
 )
-from spool.contract.lexicon import FORBIDDEN_VOCABULARY
+from kexpr.spool.contract.lexicon import FORBIDDEN_VOCABULARY
 
 D, PH, PP, PA, RA = DAILY_SLOT, PHYSIQUE_SLOT, WEEKLY_PP, WEEKLY_PA, WEEKLY_RATIONALE_A
 

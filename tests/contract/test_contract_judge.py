@@ -1,4 +1,4 @@
-"""judge(): one table of (name, capsule, content, verdict, reason), SPEC §6 parse order."""
+"""judge(): one table of (name, capsule, content, verdict, reason), design §6 parse order."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from contract_support import (
     mutated,
     response,
 )
-from spool.contract import (
+
+from kexpr.spool.contract import (
     MAX_NESTING,
     MAX_RESPONSE_BYTES,
     REASON_VERDICT,
@@ -394,13 +395,15 @@ def test_nesting_limit_is_fixed_not_the_callers_recursion_budget(frames: int) ->
 def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
     deep_text = "[" * 70 + '\\"{' * 5  # 85 characters, 75 "nested" in the text
     assert judge(DAILY, doc(DAILY, deep_text)).reason is Reason.MALFORMED_TOKEN
-    assert judge(DAILY, _DAILY_DOC[:-1] + ',"x":"' + "{" * 200 + '"}').reason is Reason.SCHEMA_MISMATCH
+    assert (
+        judge(DAILY, _DAILY_DOC[:-1] + ',"x":"' + "{" * 200 + '"}').reason is Reason.SCHEMA_MISMATCH
+    )
     # An unterminated string hides what follows it; the document is malformed anyway.
     assert judge(DAILY, '{"x":"' + "[" * 200).reason is Reason.MALFORMED_JSON
 
 
 def test_nesting_limit_leaves_room_for_every_contract_document() -> None:
-    from spool.contract._strictjson import _nesting_exceeds
+    from kexpr.spool.contract._strictjson import _nesting_exceeds
 
     assert MAX_NESTING >= 16
     assert not _nesting_exceeds(dumps(response(DUAL), indent=2), 5)

@@ -7,9 +7,10 @@ import unicodedata
 
 import pytest
 from contract_support import DAILY_SLOT
-from spool.contract import SAFE_STYLE_LEXEMES, check_generated
-from spool.contract._grammar import char_class
-from spool.contract.lexicon import (
+
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES, check_generated
+from kexpr.spool.contract._grammar import char_class
+from kexpr.spool.contract.lexicon import (
     EVIDENTIAL_CLAIMS,
     FORBIDDEN_VOCABULARY,
     NEGATION_MODALITY_SUBSTRINGS,
@@ -21,7 +22,7 @@ from spool.contract.lexicon import (
 
 
 def test_lexicon_is_the_spec_constant() -> None:
-    spec = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 그대로 특히 잠시 다시"  # SPEC §6, verbatim
+    spec = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 그대로 특히 잠시 다시"  # design §6, verbatim
     assert SAFE_STYLE_LEXEMES == tuple(spec.split(" "))
     assert len(set(SAFE_STYLE_LEXEMES)) == len(SAFE_STYLE_LEXEMES)
 

@@ -9,7 +9,8 @@ from adversarial.hypothesis_profiles import PROPERTY
 from contract_support import DAILY, WEEKLY, all_policies, capsule, doc
 from hypothesis import given
 from hypothesis import strategies as st
-from spool.contract import (
+
+from kexpr.spool.contract import (
     MANIFEST,
     SAFE_STYLE_LEXEMES,
     Judgement,

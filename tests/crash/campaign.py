@@ -60,9 +60,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE)]
 
 from behaviour import ACCEPTING, Reply, reply_for
-from spool.layout import DataRoot
 
 from gateway_shim.identity import artifact_key, load_or_create_key
+from kexpr.spool.layout import DataRoot
 
 PY = sys.executable
 KEY = "sk-crash-campaign-0000"
@@ -89,7 +89,9 @@ VICTIMS = (("worker", 35), ("supervisor", 20), ("shim", 30), ("none", 15))
 PR_SET_CHILD_SUBREAPER = 36
 # Bystander artifacts settle fast; the slow answers (3.5-5 s) are kept for the
 # rounds that aim at a kill mid-call, so that a round costs ~2 s.
-FAST = frozenset({Reply.ACCEPT_NOW, Reply.ACCEPT_DELAYED, Reply.INVALID, Reply.ERROR500, Reply.TRUNCATED})
+FAST = frozenset(
+    {Reply.ACCEPT_NOW, Reply.ACCEPT_DELAYED, Reply.INVALID, Reply.ERROR500, Reply.TRUNCATED}
+)
 
 
 def log(msg: str) -> None:
@@ -270,7 +272,9 @@ class Stack:
 
     def start_fake(self) -> None:
         env = dict(os.environ)
-        self.fake = subprocess.Popen([PY, str(HERE / "fake_server.py"), "--dir", str(self.fake_dir)], env=env)
+        self.fake = subprocess.Popen(
+            [PY, str(HERE / "fake_server.py"), "--dir", str(self.fake_dir)], env=env
+        )
         info = self.fake_dir / "fake.json"
         end = time.monotonic() + 30
         while not info.exists():
@@ -281,8 +285,12 @@ class Stack:
         self.proxy, self.ca = obj["proxy_url"], obj["ca_file"]
 
     def start_supervisor(self) -> int:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "OPENAI_API_KEY": KEY}
-        cmd = [PY, "-m", "ops.cli", "supervise", "--data-root", str(self.root.root)]
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "OPENAI_API_KEY": KEY,
+        }
+        cmd = [PY, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(self.root.root)]
         cmd += ["--https-proxy", self.proxy, "--ssl-cert-file", self.ca]
         self.sup = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
         self.sup_worker_kills = 0
@@ -385,7 +393,13 @@ class Campaign:
         self.sent[self.akey(event)] += 1
         host = self.rng.choices(["selected", "commit_failed", "publication_failed"], [8, 1, 1])[0]
         driver.send(
-            {"id": self.cmd_id, "event": event, "mode": mode, "commit_delay": commit_delay, "host": host}
+            {
+                "id": self.cmd_id,
+                "event": event,
+                "mode": mode,
+                "commit_delay": commit_delay,
+                "host": host,
+            }
         )
 
     def violate(self, what: str) -> None:
@@ -398,7 +412,10 @@ class Campaign:
         """Phases the target artifact has reached, in order (a monotone view)."""
         self.world.refresh()
         out: list[str] = []
-        for d, phase in ((self.stack.root.requests, "before_claim"), (self.stack.root.claimed, "after_claim")):
+        for d, phase in (
+            (self.stack.root.requests, "before_claim"),
+            (self.stack.root.claimed, "after_claim"),
+        ):
             try:
                 names = os.listdir(d)
             except OSError:
@@ -414,7 +431,12 @@ class Campaign:
             out.append("after_start_row")
         if self.world.fake_counts.get(akey):
             out.append("mid_call")
-        lines = [x for d in self.drivers for x in d.snapshot() if x.get("artifact_key") == akey or x["kind"] == "reported"]
+        lines = [
+            x
+            for d in self.drivers
+            for x in d.snapshot()
+            if x.get("artifact_key") == akey or x["kind"] == "reported"
+        ]
         presented = [x for x in lines if x["kind"] == "presented" and x.get("artifact_key") == akey]
         start = self.world.starts.get(akey)
         if presented or (start is not None and start["attempt_id"] in self.world.terminals):
@@ -444,7 +466,12 @@ class Campaign:
     def ensure_drivers(self) -> None:
         self.drivers = [d for d in self.drivers if d.alive()]
         while len(self.drivers) < 2:
-            self.drivers.append(Driver(self.stack.root, f"shim{len(self.dead_drivers)}-{len(self.drivers)}-{self.cmd_id}"))
+            self.drivers.append(
+                Driver(
+                    self.stack.root,
+                    f"shim{len(self.dead_drivers)}-{len(self.drivers)}-{self.cmd_id}",
+                )
+            )
 
     def round(self, rnd: int) -> None:
         rng = self.rng
@@ -489,7 +516,9 @@ class Campaign:
                 self.counts["concurrent_duplicates"] += 1
             for _ in range(rng.randrange(0, 3)):
                 e, _ = self.new_event(rnd, FAST)
-                self.command(rng.choice([d0, d1]), e, rng.choice(["shadow", "enabled"]), rng.uniform(0, 0.2))
+                self.command(
+                    rng.choice([d0, d1]), e, rng.choice(["shadow", "enabled"]), rng.uniform(0, 0.2)
+                )
             if self.events and rng.random() < 0.3:  # an old artifact again
                 e, _ = rng.choice(self.events)
                 self.command(rng.choice([d0, d1]), e, rng.choice(["shadow", "enabled"]))
@@ -627,11 +656,23 @@ class Campaign:
                 self.checked_lines.add((d.name, x["id"]))
                 self.check_candidate(x)
         for row in w.terminals.values():
-            if row["outcome"] in ("selected", "shadow_selected") and reply_for(row["artifact_key"]) not in ACCEPTING:
+            if (
+                row["outcome"] in ("selected", "shadow_selected")
+                and reply_for(row["artifact_key"]) not in ACCEPTING
+            ):
                 self.violate("selected_without_valid_answer")
         self.check_in_flight()
         out = subprocess.run(
-            [PY, "-m", "ops.cli", "journal", "verify", "--data-root", str(self.stack.root.root), "--json"],
+            [
+                PY,
+                "-m",
+                "kexpr.ops.cli",
+                "journal",
+                "verify",
+                "--data-root",
+                str(self.stack.root.root),
+                "--json",
+            ],
             capture_output=True,
             text=True,
             check=False,
@@ -646,7 +687,11 @@ class Campaign:
         n: Counter[str] = Counter()
         for d in self.drivers + self.dead_drivers:
             for x in d.snapshot():
-                if x["kind"] == "presented" and x["outcome"] == "in_flight" and x.get("artifact_key"):
+                if (
+                    x["kind"] == "presented"
+                    and x["outcome"] == "in_flight"
+                    and x.get("artifact_key")
+                ):
                     n[x["artifact_key"]] += 1
         for akey, k in n.items():
             if k > self.sent[akey] - 1 and akey not in self.in_flight_flagged:
@@ -694,7 +739,9 @@ class Campaign:
         self.after_worker_start()
         done = 0
         for rnd in range(1, rounds + 1):
-            if self.stop_requested or (max_seconds is not None and time.monotonic() - t0 > max_seconds):
+            if self.stop_requested or (
+                max_seconds is not None and time.monotonic() - t0 > max_seconds
+            ):
                 log(f"stopping early after {done} rounds")
                 break
             try:
@@ -724,7 +771,16 @@ class Campaign:
             self.violate(str(e))
         st.stop_supervisor()
         out = subprocess.run(
-            [PY, "-m", "ops.cli", "journal", "verify", "--data-root", str(st.root.root), "--json"],
+            [
+                PY,
+                "-m",
+                "kexpr.ops.cli",
+                "journal",
+                "verify",
+                "--data-root",
+                str(st.root.root),
+                "--json",
+            ],
             capture_output=True,
             text=True,
             check=False,
@@ -756,7 +812,9 @@ class Campaign:
             "attempts": len(w.starts),
             "open_attempts_at_end": len(unanswered_open),
             "answered_open_at_end": final.get("open_attempts", 0) - len(unanswered_open),
-            "mid_call_restart_ready_before_deadline": self.counts["mid_call_restart_ready_before_deadline"],
+            "mid_call_restart_ready_before_deadline": self.counts[
+                "mid_call_restart_ready_before_deadline"
+            ],
             "mid_call_restart_candidates": {
                 k.removeprefix("mid_call_restart_candidates_"): v
                 for k, v in sorted(self.counts.items())

@@ -74,9 +74,13 @@ def main() -> int:
     def run(cmd: dict[str, Any]) -> None:
         coord = coords[Mode(cmd["mode"])]
         t0 = time.monotonic()
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=cmd["event"])
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=cmd["event"]
+        )
         elapsed = time.monotonic() - t0
-        kind = "canonical" if cand.body == BODY else "selected" if cand.body == SELECTED else "other"
+        kind = (
+            "canonical" if cand.body == BODY else "selected" if cand.body == SELECTED else "other"
+        )
         emit(
             {
                 "kind": "presented",
@@ -95,7 +99,14 @@ def main() -> int:
         if cand.outcome is CandidateOutcome.ACCEPTED:
             time.sleep(float(cmd.get("commit_delay", 0.0)))  # the host's durable write / edit
             coord.report(cand, cmd.get("host", "selected"))
-            emit({"kind": "reported", "id": cmd["id"], "event": cmd["event"], "attempt_id": cand.attempt_id})
+            emit(
+                {
+                    "kind": "reported",
+                    "id": cmd["id"],
+                    "event": cmd["event"],
+                    "attempt_id": cand.attempt_id,
+                }
+            )
 
     threads: list[threading.Thread] = []
     emit({"kind": "ready"})

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-# Real processes (SPEC §10 black-box): the registered `e2e` marker; included in
+# Real processes (design §10 black-box): the registered `e2e` marker; included in
 # the default run (`make test`) in this short, bounded form.
 pytestmark = pytest.mark.e2e
 
@@ -21,8 +21,16 @@ SHORT_ROUNDS = 24
 def test_short_crash_campaign(tmp_path: Path) -> None:
     seed = int.from_bytes(os.urandom(4), "big")
     p = subprocess.run(
-        [sys.executable, str(HERE / "campaign.py"), "--rounds", str(SHORT_ROUNDS), "--seed", str(seed),
-         "--workdir", str(tmp_path / "work")],
+        [
+            sys.executable,
+            str(HERE / "campaign.py"),
+            "--rounds",
+            str(SHORT_ROUNDS),
+            "--seed",
+            str(seed),
+            "--workdir",
+            str(tmp_path / "work"),
+        ],
         capture_output=True,
         text=True,
         timeout=900,

@@ -1,7 +1,7 @@
 """Issue 13 "Why" 1-4 and issue 14 item 7 (litter), black-box: a real ``kexpr
 supervise`` and its worker, a gateway process importing `gateway_shim` without
 the key (`shim_driver.py`), and the loopback fake of the API behind its CONNECT
-proxy. The lifecycle rules are in `spool.lifecycle`.
+proxy. The lifecycle rules are in `kexpr.spool.lifecycle`.
 
 Clock steps on real processes need libfaketime (skipped with the reason where it
 is not installed); the same rules are proved through the worker's injected clock
@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 from conftest import TEST_KEY, RunningWorker, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style
-from spool.fsio import publish
-from spool.journal import Journal
-from spool.layout import DataRoot
-from spool.lifecycle import RESPONSE_TTL
 
 from gateway_shim.identity import artifact_key, load_or_create_key
-from worker.daemon import wait_ready
+from kexpr.spool.fsio import publish
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import RESPONSE_TTL
+from kexpr.worker.daemon import wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -91,7 +91,11 @@ def _worker_pid(w: RunningWorker) -> int:
     end = time.monotonic() + 30
     while time.monotonic() < end:
         try:
-            kids = Path(f"/proc/{w.supervisor.pid}/task/{w.supervisor.pid}/children").read_text().split()
+            kids = (
+                Path(f"/proc/{w.supervisor.pid}/task/{w.supervisor.pid}/children")
+                .read_text()
+                .split()
+            )
         except OSError:
             kids = []
         if kids:
@@ -212,7 +216,10 @@ def test_why3_a_report_whose_row_cannot_be_written_is_kept_for_the_next_worker(
 
         def quarantined() -> bool:
             try:
-                return json.loads(w.root.status_file.read_bytes()).get("quarantine") == "append_conflict"
+                return (
+                    json.loads(w.root.status_file.read_bytes()).get("quarantine")
+                    == "append_conflict"
+                )
             except (OSError, ValueError):
                 return False
 
@@ -251,7 +258,11 @@ def test_responses_nobody_collects_are_removed(data_root: Path, fake_api: FakeOp
 
 
 def _libfaketime() -> str | None:
-    for d in ("/usr/lib/x86_64-linux-gnu/faketime", "/usr/lib/aarch64-linux-gnu/faketime", "/usr/lib/faketime"):
+    for d in (
+        "/usr/lib/x86_64-linux-gnu/faketime",
+        "/usr/lib/aarch64-linux-gnu/faketime",
+        "/usr/lib/faketime",
+    ):
         p = Path(d) / "libfaketime.so.1"
         if p.exists():
             return str(p)
@@ -261,7 +272,11 @@ def _libfaketime() -> str | None:
 @pytest.mark.skipif(_libfaketime() is None, reason="libfaketime is not installed (apt: faketime)")
 @pytest.mark.parametrize("step", ["+40d", "-1h", "+1h"])
 def test_why4_a_real_worker_under_a_stepped_clock(
-    data_root: Path, fake_api: FakeOpenAI, shim_factory: Callable[[], Shim], tmp_path: Path, step: str
+    data_root: Path,
+    fake_api: FakeOpenAI,
+    shim_factory: Callable[[], Shim],
+    tmp_path: Path,
+    step: str,
 ) -> None:
     """A worker process whose wall clock steps (libfaketime, monotonic clock
     untouched) never calls twice for an artifact presented before the step,
@@ -283,7 +298,7 @@ def test_why4_a_real_worker_under_a_stepped_clock(
         "FAKETIME_DONT_FAKE_MONOTONIC": "1",
     }
     worker = subprocess.Popen(
-        [sys.executable, "-m", "ops.cli", "worker", "--data-root", str(data_root)],
+        [sys.executable, "-m", "kexpr.ops.cli", "worker", "--data-root", str(data_root)],
         env=env,
         stdin=subprocess.DEVNULL,
     )

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from conftest import TEST_KEY, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style
-from spool.journal import Journal
-from spool.layout import DataRoot
 
-from worker.daemon import wait_ready
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.daemon import wait_ready
 
-# Real processes (SPEC §10 black-box): the registered `e2e` marker; included in
+# Real processes (design §10 black-box): the registered `e2e` marker; included in
 # the default run (`make test`) in this short, bounded form.
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +54,10 @@ def test_several_shims_submitting_one_artifact_at_once_make_one_request(
     shims = [_shim(data_root) for _ in range(4)]
     try:
         assert all(_line(s)["kind"] == "ready" for s in shims)
-        cmd = json.dumps({"id": 1, "event": "evt-same-artifact", "mode": mode, "host": "selected"}) + "\n"
+        cmd = (
+            json.dumps({"id": 1, "event": "evt-same-artifact", "mode": mode, "host": "selected"})
+            + "\n"
+        )
         gate = threading.Barrier(len(shims))
 
         def go(s: subprocess.Popen[str]) -> None:
@@ -93,17 +96,21 @@ def test_several_shims_submitting_one_artifact_at_once_make_one_request(
     assert set(outcomes) - {winner} <= {"in_flight", "already_attempted", "timeout"}, outcomes
     assert all(g["body"] in ("canonical", "selected") for g in got)
     selected = [g for g in got if g["body"] == "selected"]
-    assert len(selected) == outcomes.count("accepted") and all(g["outcome"] == "accepted" for g in selected)
+    assert len(selected) == outcomes.count("accepted") and all(
+        g["outcome"] == "accepted" for g in selected
+    )
     Journal(DataRoot(data_root)).load()
 
 
 def test_a_second_worker_on_one_data_root_refuses_as_a_process(data_root: Path) -> None:
     env = {**GATEWAY_ENV, "OPENAI_API_KEY": TEST_KEY}
-    cmd = [sys.executable, "-m", "worker", "--data-root", str(data_root)]
+    cmd = [sys.executable, "-m", "kexpr.worker", "--data-root", str(data_root)]
     first = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:
         assert wait_ready(DataRoot(data_root), 30, pid=first.pid)
-        second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=False)
+        second = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
         assert second.returncode == 73  # ANOTHER_WORKER: the lock, not a race
         assert "another_worker" in second.stderr
         assert first.poll() is None  # the first is untouched

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 from conftest import RunningWorker, start_supervised_worker
-from fakeapi import FakeOpenAI, FakeReply, chat_completion, compose_reply, default_style, invalid_style
+from fakeapi import (
+    FakeOpenAI,
+    FakeReply,
+    chat_completion,
+    compose_reply,
+    default_style,
+    invalid_style,
+)
+from reference_host.host_render import render_daily
 
 from gateway_shim import (
     CandidateOutcome,
@@ -22,14 +30,23 @@ from gateway_shim import (
     Mode,
     exact_block,
 )
-from reference_host.host_render import render_daily
-from spool.journal import Journal
-from spool.layout import DataRoot
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
 
 # Customer material used in the sample: none of it may reach the spool or journal.
-CUSTOMER_VALUES = ("김민지", "72.4kg", "2,150kcal", "138g", "2.1L", "스쿼트 5세트", "6.7시간", "11월 30일", "evt-7f3a9c")
+CUSTOMER_VALUES = (
+    "김민지",
+    "72.4kg",
+    "2,150kcal",
+    "138g",
+    "2.1L",
+    "스쿼트 5세트",
+    "6.7시간",
+    "11월 30일",
+    "evt-7f3a9c",
+)
 # The host's reply to a complete check-in (answers rendered as the host renders them).
 BODY = render_daily(
     {
@@ -92,7 +109,9 @@ def test_enabled_accepted_composition_is_selected(
     fake_api.behaviour = compose_reply(lambda capsule: {"daily.status": "차분히, [[P:01]]."})
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
         assert cand.outcome is CandidateOutcome.ACCEPTED
         assert cand.status is CandidateStatus.SELECTED
         assert cand.publication_permitted
@@ -118,7 +137,9 @@ def test_shadow_accepted_composition_publishes_canonical(
     fake_api.behaviour = compose_reply(default_style)
     coord = coordinator(data_root, Mode.SHADOW)
     try:
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
     finally:
         coord.close()
     assert cand.outcome is CandidateOutcome.SHADOW_SELECTED
@@ -135,7 +156,9 @@ def test_invalid_composition_is_canonical(
     fake_api.behaviour = compose_reply(invalid_style)  # "오늘은 [[P:01]]." — not in the lexicon
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
     finally:
         coord.close()
     assert cand.outcome is CandidateOutcome.VALIDATION_REJECTED
@@ -150,7 +173,9 @@ def test_malformed_provider_answer_is_canonical(
     fake_api.behaviour = lambda req: FakeReply(body=chat_completion("{}", finish_reason="length"))
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
     finally:
         coord.close()
     assert cand.outcome is CandidateOutcome.INVALID_RESPONSE
@@ -165,7 +190,9 @@ def test_slow_provider_times_out_canonical_within_the_deadline(
     coord = coordinator(data_root, Mode.ENABLED)
     try:
         t0 = time.monotonic()
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
         elapsed = time.monotonic() - t0
     finally:
         coord.close()
@@ -183,9 +210,13 @@ def test_second_presentation_of_same_artifact_makes_no_request(
     fake_api.behaviour = compose_reply(default_style)
     coord = coordinator(data_root, Mode.SHADOW)
     try:
-        first = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        first = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
         wait_rows(data_root, lambda rows: len(rows) == 2)
-        second = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        second = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
     finally:
         coord.close()
     assert first.outcome is CandidateOutcome.SHADOW_SELECTED
@@ -206,7 +237,9 @@ def test_second_presentation_survives_worker_restart(
         worker.stop()
         restarted = start_supervised_worker(data_root, fake_api)
         try:
-            again = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+            again = coord.present_daily(
+                BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+            )
         finally:
             restarted.stop()
     finally:
@@ -221,7 +254,9 @@ def test_no_key_is_credential_unavailable_with_zero_requests(
     w = start_supervised_worker(data_root, fake_api, key=None)
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
     finally:
         coord.close()
         w.stop()
@@ -256,7 +291,9 @@ def test_spool_and_journal_hold_no_customer_values(
 
     fake_api.behaviour = capture
     try:
-        cand = coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+        )
         coord.report(cand, "selected")
     finally:
         coord.close()

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 
 def run_job(data_root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ops.cli", "run", "--data-root", str(data_root), *extra],
+        [sys.executable, "-m", "kexpr.ops.cli", "run", "--data-root", str(data_root), *extra],
         env=env,
         capture_output=True,
         text=True,
@@ -63,12 +63,18 @@ def test_main_job_without_key_is_canonical(data_root: Path) -> None:
     assert all(r[2:4] == ["credential_unavailable", "canonical"] for r in got)
     legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
     assert legend[0].split(None, 1) == [
-        "credential_unavailable", "the worker has no OPENAI_API_KEY: no request was made, canonical body"
+        "credential_unavailable",
+        "the worker has no OPENAI_API_KEY: no request was made, canonical body",
     ]
-    assert "live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)" in legend
+    assert (
+        "live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)"
+        in legend
+    )
     # Then the example answers, replayed through the shim, each labelled as such.
     examples = [line for line in out.stdout.splitlines() if line.startswith("[example, replayed] ")]
-    assert [line.split(" · ")[0].removeprefix("[example, replayed] ") for line in examples] == list(SURFACES)
+    assert [line.split(" · ")[0].removeprefix("[example, replayed] ") for line in examples] == list(
+        SURFACES
+    )
     assert all(line.endswith(" · accepted") for line in examples)
     assert "not a live call" in out.stdout and out.stdout.count("  styled:") == len(SURFACES)
     # Each row shows its first slot's canonical sentence.
@@ -92,7 +98,9 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
     assert samples(got) == EXPECTED_SAMPLES
     assert all(r[2:4] == ["shadow_selected", "canonical"] for r in got)
     legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
-    assert [line.split()[0] for line in legend] == ["shadow_selected"]  # and no hint: the call was made
+    assert [line.split()[0] for line in legend] == [
+        "shadow_selected"
+    ]  # and no hint: the call was made
     assert "[example, replayed]" not in out.stdout  # the live rows show the point
     assert len(fake_api.requests) == len(EXPECTED_SAMPLES)
     capsules = [r.capsule for r in fake_api.requests]
@@ -108,7 +116,7 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
 
 def test_the_legend_explains_every_outcome() -> None:
     from gateway_shim import CandidateOutcome
-    from ops.demo import OUTCOME_LEGEND
+    from kexpr.ops.demo import OUTCOME_LEGEND
 
     assert set(OUTCOME_LEGEND) == {o.value for o in CandidateOutcome}
     assert all(OUTCOME_LEGEND.values())

@@ -41,8 +41,6 @@ from reference_host.samples import (
     session,
 )
 from reference_host.weekly import ScheduledDeliveryLedger, SimulatedCrash, WeeklyTaskHost
-from spool.journal import Journal
-from spool.layout import DataRoot
 
 from gateway_shim import (
     CandidateOutcome,
@@ -56,6 +54,8 @@ from gateway_shim import (
     exact_block,
     revalidate,
 )
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
 
@@ -155,7 +155,9 @@ def _session_id(tag: str) -> str:
 SESSION_IDS: set[str] = set()
 
 
-def _adaptive(tag: str, render: Callable[[Any], dict[str, object]], surface: str) -> tuple[dict[str, object], dict[str, Any]]:
+def _adaptive(
+    tag: str, render: Callable[[Any], dict[str, object]], surface: str
+) -> tuple[dict[str, object], dict[str, Any]]:
     s = session(session_id=_session_id(tag))
     kwargs = {
         "callback_data": callback_data(s),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.preflight import MAX_YAML_DEPTH, MAX_YAML_NODES
+from kexpr.ops.preflight import MAX_YAML_DEPTH, MAX_YAML_NODES
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +43,9 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "laughs.yaml").write_text(LAUGHS)
     (d / "recursive.yaml").write_text("a: &a [*a]\n")
     (d / "deep.yaml").write_text("a: " + "[" * 20000 + "]" * 20000 + "\n")
-    (d / "deep_maps.yaml").write_text("a:\n" + "".join(" " * i + "b:\n" for i in range(1, MAX_YAML_DEPTH + 5)))
+    (d / "deep_maps.yaml").write_text(
+        "a:\n" + "".join(" " * i + "b:\n" for i in range(1, MAX_YAML_DEPTH + 5))
+    )
     (d / "merge.yaml").write_text(LEGACY_VIA_MERGE)
     (d / "big.yaml").write_bytes(b"#" * (4 * 1024 * 1024 + 1))
     return d
@@ -64,9 +66,21 @@ CASES: list[tuple[str, int, str]] = [
     ("migrate-config {bad}/laughs.yaml", 1, "yaml_error:too_many_nodes"),
     ("migrate-config {bad}/recursive.yaml", 1, "yaml_error:recursive_alias"),
     ("migrate-config {bad}/deep.yaml", 1, "yaml_error:too_deep"),
-    ("migrate-config {bad}/merge.yaml", 1, "not_line_editable at platforms.telegram.extra.physique_checkin"),
-    ("contract check --capsule {bad}/fifo --response {bad}/fifo", 2, "cannot read --capsule (not_regular_file)"),
-    ("contract check --capsule /dev/zero --response /dev/zero", 2, "cannot read --capsule (not_regular_file)"),
+    (
+        "migrate-config {bad}/merge.yaml",
+        1,
+        "not_line_editable at platforms.telegram.extra.physique_checkin",
+    ),
+    (
+        "contract check --capsule {bad}/fifo --response {bad}/fifo",
+        2,
+        "cannot read --capsule (not_regular_file)",
+    ),
+    (
+        "contract check --capsule /dev/zero --response /dev/zero",
+        2,
+        "cannot read --capsule (not_regular_file)",
+    ),
     ("contract check --jsonl {bad}/fifo", 2, "cannot read --jsonl (not_regular_file)"),
     ("contract check --jsonl /dev/zero", 2, "cannot read --jsonl (not_regular_file)"),
     ("contract nope", 2, "usage: kexpr contract check"),
@@ -88,18 +102,30 @@ CASES: list[tuple[str, int, str]] = [
     ("journal quarantine --data-root {bad}/real --segment x", 2, "--segment must be YYYY-MM-DD"),
     ("journal nope", 2, "invalid choice"),
     ("audit --worker-pid 0", 2, "argument --worker-pid: must be between 1 and 2147483647"),
-    ("audit --gateway-pid 99999999999999999999", 2, "argument --gateway-pid: must be between 1 and 2147483647"),
+    (
+        "audit --gateway-pid 99999999999999999999",
+        2,
+        "argument --gateway-pid: must be between 1 and 2147483647",
+    ),
     ("audit --env-file {bad}/fifo", 2, "env_file_unreadable"),
     ("nope", 2, "kexpr: unknown command 'nope'"),
 ]
 
 
-@pytest.mark.parametrize(("argv", "code", "fragment"), CASES, ids=[c[0].replace("{bad}/", "") for c in CASES])
-def test_each_subcommand_fails_cleanly_on_bad_input(bad: Path, argv: str, code: int, fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "code", "fragment"), CASES, ids=[c[0].replace("{bad}/", "") for c in CASES]
+)
+def test_each_subcommand_fails_cleanly_on_bad_input(
+    bad: Path, argv: str, code: int, fragment: str
+) -> None:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
     r = subprocess.run(
-        [sys.executable, "-m", "ops.cli", *argv.format(bad=bad).split()],
-        capture_output=True, text=True, timeout=20, env=env, check=False,
+        [sys.executable, "-m", "kexpr.ops.cli", *argv.format(bad=bad).split()],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env=env,
+        check=False,
         cwd=Path(__file__).resolve().parents[2],
     )
     out = r.stdout + r.stderr
@@ -108,7 +134,9 @@ def test_each_subcommand_fails_cleanly_on_bad_input(bad: Path, argv: str, code: 
     # One line says what is wrong (argparse's usage banner aside).
     hits = [line for line in out.splitlines() if fragment in line]
     assert len(hits) == 1, out
-    errors = [line for line in r.stderr.splitlines() if line and not line.startswith((" ", "usage:"))]
+    errors = [
+        line for line in r.stderr.splitlines() if line and not line.startswith((" ", "usage:"))
+    ]
     assert len(errors) <= 1, r.stderr
 
 

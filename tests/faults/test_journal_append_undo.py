@@ -1,5 +1,5 @@
 """Issue 14 item 5: an append that fails part-way is undone under the same lock
-(`spool.journal` rule 4a), so the journal verifies without an operator once
+(`kexpr.spool.journal` rule 4a), so the journal verifies without an operator once
 space returns, and the attempt is handled by the normal rules.
 
 In process (an injected short write, ENOSPC, a failed fsync) and as real
@@ -25,10 +25,20 @@ from pathlib import Path
 
 import pytest
 from conftest import start_supervised_worker
-from spool import journal as journal_mod
-from spool.journal import AppendRefused, Event, Finding, Journal, Mode, Outcome, Phase, format_ts
-from spool.layout import DataRoot
-from spool.messages import ResponseOutcome, ResponseStatus
+
+from kexpr.spool import journal as journal_mod
+from kexpr.spool.journal import (
+    AppendRefused,
+    Event,
+    Finding,
+    Journal,
+    Mode,
+    Outcome,
+    Phase,
+    format_ts,
+)
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import ResponseOutcome, ResponseStatus
 
 T0 = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -125,7 +135,9 @@ def test_a_failed_first_row_of_a_new_segment_leaves_an_empty_verifying_segment(
     assert len(Journal(journal._root).load().by_attempt) == 1
 
 
-def test_a_failed_undo_still_fails_closed(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_undo_still_fails_closed(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _start(journal, 1)
     with monkeypatch.context() as m:
         m.setattr(journal_mod.os, "write", _half_write(os.write))
@@ -151,9 +163,9 @@ def test_emfile_opening_the_segment_is_refused_not_a_conflict(
 
 
 def _request(root: DataRoot, n: int) -> str:
-    from spool.contract import Capsule, slot_policy
-    from spool.fsio import publish
-    from spool.messages import SPOOL_VERSION, SpoolRequest
+    from kexpr.spool.contract import Capsule, slot_policy
+    from kexpr.spool.fsio import publish
+    from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
 
     rid = f"{n:032x}"
     now = dt.datetime.now(dt.UTC)
@@ -225,7 +237,9 @@ def test_a_real_short_write_is_undone_and_the_worker_serves_once_space_returns(
             assert _segment_of_today(root).stat().st_size == size
             Journal(root, create_lock=False).load()
         finally:
-            resource.prlimit(pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            resource.prlimit(
+                pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+            )
         # Space is back: the same worker, not quarantined, journals the next one.
         third = _answer(root, _request(root, 3))
         assert third["outcome"] == "credential_unavailable"
@@ -248,7 +262,8 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     mnt.mkdir(mode=0o700)
     r = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True, check=False,
+        capture_output=True,
+        check=False,
     )
     if r.returncode != 0:
         pytest.skip("this container cannot mount a tmpfs")
@@ -260,8 +275,8 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
 
 _CHILD = r"""
 import datetime as dt, os, sys
-from spool.journal import AppendRefused, Journal, Mode, format_ts
-from spool.layout import DataRoot
+from kexpr.spool.journal import AppendRefused, Journal, Mode, format_ts
+from kexpr.spool.layout import DataRoot
 j = Journal(DataRoot(sys.argv[1])); j.load()
 t = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 def start(n):
@@ -297,7 +312,9 @@ def test_enospc_mid_row_on_a_full_tmpfs_is_undone(tiny_tmpfs: Path) -> None:
     timer = threading.Timer(0, lambda: None)
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(root.root), str(seg)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
         cwd=Path(__file__).resolve().parents[2],
     )
     try:

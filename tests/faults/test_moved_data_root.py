@@ -34,7 +34,8 @@ def _new_volume(parent: Path) -> None:
     if os.geteuid() == 0:
         subprocess.run(
             ["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(parent)],
-            capture_output=True, check=False,
+            capture_output=True,
+            check=False,
         )
     for name in os.listdir(old):
         shutil.copytree(old / name, parent / name, symlinks=True)

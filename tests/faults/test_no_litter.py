@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from spool import fsio
-from spool.fsio import create_private_file, publish, replace_private
-from spool.layout import DataRoot
+
+from kexpr.spool import fsio
+from kexpr.spool.fsio import create_private_file, publish, replace_private
+from kexpr.spool.layout import DataRoot
 
 
 @pytest.fixture
@@ -78,10 +79,14 @@ def test_a_real_full_tmpfs_leaves_no_staging_file(tmp_path: Path) -> None:
         pytest.skip("mounting a tmpfs needs root (the injected ENOSPC test covers the path)")
     mnt = tmp_path / "tiny"
     mnt.mkdir(mode=0o700)
-    if subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True, check=False,
-    ).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)],
+            capture_output=True,
+            check=False,
+        ).returncode
+        != 0
+    ):
         pytest.skip("this container cannot mount a tmpfs")
     try:
         r = DataRoot(mnt / "root")

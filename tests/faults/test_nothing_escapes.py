@@ -11,7 +11,7 @@ validated) within the wait plus a small bound, and never raise.
   modes, symlinks, file↔directory swaps, FIFOs, removal, things planted where
   responses go, and (as root, on a tiny tmpfs) a full or read-only file
   system — before and *during* calls served by the real worker
-  (`worker.daemon.Worker`, its provider behind an ``httpx.MockTransport``).
+  (`kexpr.worker.daemon.Worker`, its provider behind an ``httpx.MockTransport``).
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted, coordinator
-from spool.layout import DataRoot
 from worker_tests.test_daemon import Provider
 
 import gateway_shim.coordinator as coord_mod
 from gateway_shim import CandidateOutcome, CandidateStatus, Mode
-from worker.daemon import Worker
-from worker.provider import build_client
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.daemon import Worker
+from kexpr.worker.provider import build_client
 
 # The wait is patched down for these tests (the worker accepts any deadline up
 # to 4 s); the bound is generous: a 2-core machine shared with other suites.
@@ -87,7 +87,9 @@ def test_an_unsafe_responses_folder_after_start_is_canonical_not_an_exception(
     _swap(root.responses, kind)
     # The planted response the shim will find unsafe (its removal used to raise).
     t0 = time.monotonic()
-    cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-2")  # old code: UnsafePath
+    cand = coord.present_daily(
+        BODY, facts=FACTS, finalized_event_id="evt-2"
+    )  # old code: UnsafePath
     _check(cand, t0)
     assert cand.status is CandidateStatus.CANONICAL
     t0 = time.monotonic()
@@ -209,9 +211,14 @@ def _tmpfs() -> Iterator[str]:
         yield ""
         return
     mnt = tempfile.mkdtemp(prefix="kexpr-faults-")
-    if subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", mnt], capture_output=True, check=False
-    ).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", mnt],
+            capture_output=True,
+            check=False,
+        ).returncode
+        != 0
+    ):
         os.rmdir(mnt)
         yield ""
         return
@@ -238,8 +245,12 @@ _mutation = st.tuples(
 def _start_worker(root: DataRoot) -> tuple[threading.Thread, threading.Event, list[BaseException]]:
     provider = Provider()
     client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(provider.handler)))
-    w = Worker(root, environ={"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"},
-               client_factory=lambda: client, rescan_interval_s=0.1)
+    w = Worker(
+        root,
+        environ={"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"},
+        client_factory=lambda: client,
+        rescan_interval_s=0.1,
+    )
     stop, errors = threading.Event(), []
 
     def run() -> None:
@@ -283,11 +294,23 @@ def _restore(base: Path, mnt: str) -> None:
     use_async=st.booleans(),
 )
 # The issue's own findings, always run (the old code raised on both).
-@example(phase="before", plan=[(0.0, "spool/responses", "chmod_0755")], mode=Mode.ENABLED, use_async=False)
-@example(phase="during", plan=[(0.05, "spool/responses", "symlink")], mode=Mode.SHADOW, use_async=True)
+@example(
+    phase="before",
+    plan=[(0.0, "spool/responses", "chmod_0755")],
+    mode=Mode.ENABLED,
+    use_async=False,
+)
+@example(
+    phase="during", plan=[(0.05, "spool/responses", "symlink")], mode=Mode.SHADOW, use_async=True
+)
 def test_property_nothing_escapes_whatever_happens_to_the_data_root(
-    tmp_path: Path, tmpfs: str, short_wait: None, phase: str,
-    plan: list[tuple[float, str, str]], mode: Mode, use_async: bool,
+    tmp_path: Path,
+    tmpfs: str,
+    short_wait: None,
+    phase: str,
+    plan: list[tuple[float, str, str]],
+    mode: Mode,
+    use_async: bool,
 ) -> None:
     base = Path(tempfile.mkdtemp(dir=tmpfs or tmp_path))
     os.chmod(base, 0o700)
@@ -304,7 +327,8 @@ def test_property_nothing_escapes_whatever_happens_to_the_data_root(
             coord.report(first, "selected")
         mutator = subprocess.Popen(
             [sys.executable, "-c", _MUTATOR, str(root.root), tmpfs, json.dumps(plan)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             if phase == "before":
@@ -313,7 +337,9 @@ def test_property_nothing_escapes_whatever_happens_to_the_data_root(
             for n in range(2):
                 t0 = time.monotonic()
                 if use_async:
-                    cand = asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{n + 1}"))
+                    cand = asyncio.run(
+                        coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{n + 1}")
+                    )
                 else:
                     cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{n + 1}")
                 _check(cand, t0)

@@ -1,5 +1,5 @@
 """Issue 14 item 4: the writer never produces a segment the reader refuses
-(`spool.journal` rule 8). With a small cap (the constant patched for the test;
+(`kexpr.spool.journal` rule 8). With a small cap (the constant patched for the test;
 the real one is 256 MiB), new attempts are refused once the next start row
 would leave no room for the terminal rows of the open attempts, terminal rows
 of open attempts are still journaled, the segment stays within the cap and
@@ -12,8 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
-from spool import journal as journal_mod
-from spool.journal import (
+from worker_tests.test_daemon import Clock, Provider, make_worker, response, rid, submit
+
+from kexpr.ops.status_cli import Verdict, collect, render
+from kexpr.spool import journal as journal_mod
+from kexpr.spool.journal import (
     MAX_ROW_BYTES,
     MAX_SEGMENT_BYTES,
     AppendRefused,
@@ -25,11 +28,8 @@ from spool.journal import (
     Phase,
     format_ts,
 )
-from spool.layout import DataRoot
-from spool.messages import ResponseOutcome, ResponseStatus
-from worker_tests.test_daemon import Clock, Provider, make_worker, response, rid, submit
-
-from ops.status_cli import Verdict, collect, render
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import ResponseOutcome, ResponseStatus
 
 T0 = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 CAP = 8 * 1024
@@ -64,7 +64,9 @@ def _segment(root: DataRoot) -> Path:
     return root.outcomes / "2026-11-30.jsonl"
 
 
-def test_new_attempts_stop_short_of_the_cap_and_terminals_still_fit(root: DataRoot, small_cap: int) -> None:
+def test_new_attempts_stop_short_of_the_cap_and_terminals_still_fit(
+    root: DataRoot, small_cap: int
+) -> None:
     j = Journal(root)
     j.load()
     started = []
@@ -112,8 +114,11 @@ def test_the_reservation_survives_a_reload(root: DataRoot, small_cap: int) -> No
     for rec in started:
         with j2.locked():
             j2.append_terminal(
-                j2.index.by_attempt[rec.attempt_id], Phase.OPEN, Event.EXPIRE,
-                Outcome.CLAIM_EXPIRED_CANONICAL, T0,
+                j2.index.by_attempt[rec.attempt_id],
+                Phase.OPEN,
+                Event.EXPIRE,
+                Outcome.CLAIM_EXPIRED_CANONICAL,
+                T0,
             )
     Journal(root).load()
 
@@ -139,18 +144,23 @@ def test_the_worker_refuses_new_attempts_canonical_and_status_says_why(
         if answers[-1].outcome is ResponseOutcome.JOURNAL_UNAVAILABLE:
             break
     last = answers[-1]
-    assert (last.status, last.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+    assert (last.status, last.outcome) == (
+        ResponseStatus.CANONICAL,
+        ResponseOutcome.JOURNAL_UNAVAILABLE,
+    )
     calls = len(provider.calls)
     assert calls == len(answers) - 1  # no call for the refused attempt
     assert w.quarantine is None and w.journal_ok and w.refusing == "segment_full"
     # The shims' reports of the accepted (open) attempts are still journaled.
-    from spool.fsio import publish
-    from spool.messages import SPOOL_VERSION, ReportOutcome, SpoolReport
+    from kexpr.spool.fsio import publish
+    from kexpr.spool.messages import SPOOL_VERSION, ReportOutcome, SpoolReport
 
     names = []
     for a in answers[:-1]:
         assert a.attempt_id is not None
-        rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=a.attempt_id, outcome=ReportOutcome.SELECTED)
+        rep = SpoolReport(
+            spool_version=SPOOL_VERSION, attempt_id=a.attempt_id, outcome=ReportOutcome.SELECTED
+        )
         publish(root.tmp, root.reports / f"{a.attempt_id}.json", rep.to_bytes())
         names.append(f"{a.attempt_id}.json")
     w._handle_reports(names)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from ops_tests.ops_support import kexpr, start_supervisor, wait_for
 
-from ops.supervisor import WorkerSpec, worker_command
-from worker.exitcodes import ExitCode
+from kexpr.ops.supervisor import WorkerSpec, worker_command
+from kexpr.worker.exitcodes import ExitCode
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +57,11 @@ def test_a_swapped_data_root_is_refused_at_the_restart(data_root: Path, swap: st
         # empty journal; now the supervisor stops with 74 at once.
         assert wait_for(lambda: sup.proc.poll() is not None, timeout=30)
         assert sup.stop() == int(ExitCode.UNSAFE_DATA_ROOT)
-        expected = {"symlink": "symlink", "other_directory": "inode_changed", "removed": "data_root_missing"}
+        expected = {
+            "symlink": "symlink",
+            "other_directory": "inode_changed",
+            "removed": "data_root_missing",
+        }
         assert f"kexpr supervise: unsafe_data_root: {expected[swap]}" in sup.stderr
         assert "Traceback" not in sup.stderr
         assert not os.path.exists(other / "outcomes") and not os.path.exists(data_root / "outcomes")

@@ -1,7 +1,7 @@
 """Issue 14 item 2: one bad spool entry harms only itself.
 
 An error while listing, claiming, reading or answering one entry leaves that
-entry canonical (or untouched) and is counted (`worker.daemon.Fault`, shown by
+entry canonical (or untouched) and is counted (`kexpr.worker.daemon.Fault`, shown by
 ``kexpr status``); EMFILE/ENFILE/ENOMEM make the scan back off and retry; the
 worker never exits with a traceback for them. In process with the provider seam
 (like tests/worker_tests/test_daemon.py), and once as real processes.
@@ -22,9 +22,6 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
-from spool.fsio import publish
-from spool.layout import DataRoot
-from spool.messages import ResponseOutcome, ResponseStatus
 from worker_tests.test_daemon import (
     Clock,
     Provider,
@@ -35,8 +32,11 @@ from worker_tests.test_daemon import (
     submit,
 )
 
-from worker import daemon
-from worker.daemon import Worker
+from kexpr.spool.fsio import publish
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import ResponseOutcome, ResponseStatus
+from kexpr.worker import daemon
+from kexpr.worker.daemon import Worker
 
 
 @pytest.fixture
@@ -235,9 +235,9 @@ def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(
 def _request_bytes(akey: str, rid_: str) -> bytes:
     import datetime as dt
 
-    from spool.contract import Capsule, slot_policy
-    from spool.journal import format_ts
-    from spool.messages import SPOOL_VERSION, SpoolRequest
+    from kexpr.spool.contract import Capsule, slot_policy
+    from kexpr.spool.journal import format_ts
+    from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
 
     now = dt.datetime.now(dt.UTC)
     return SpoolRequest(
@@ -289,8 +289,11 @@ def test_a_planted_claim_directory_does_not_crash_loop_the_real_worker(
         assert status["pid"] == pid and status["state"] == "ready"
         assert status["faults"]["claim_failed"] == 1 and status["quarantine"] is None
         shown = subprocess.run(
-            [sys.executable, "-m", "ops.cli", "status", "--data-root", str(data_root)],
-            capture_output=True, text=True, timeout=60, check=False,
+            [sys.executable, "-m", "kexpr.ops.cli", "status", "--data-root", str(data_root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert "claim_failed 1" in shown.stdout
     finally:

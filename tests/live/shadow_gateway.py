@@ -28,7 +28,9 @@ class _Capture(logging.Handler):
         self.records: list[dict[str, str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.records.append({"logger": record.name, "level": record.levelname, "message": record.getMessage()})
+        self.records.append(
+            {"logger": record.name, "level": record.levelname, "message": record.getMessage()}
+        )
 
 
 def main() -> int:
@@ -48,7 +50,9 @@ def main() -> int:
         exact_block(Mode.SHADOW, **{c.switch: True for c in cases})
     )
     assert config.valid
-    coord = KoreanExpressionCoordinator(config, a.data_root, telemetry=lambda e: telemetry.append(dict(e)))
+    coord = KoreanExpressionCoordinator(
+        config, a.data_root, telemetry=lambda e: telemetry.append(dict(e))
+    )
     spy = HostSpy()
     run = os.urandom(4).hex()
     candidates = []

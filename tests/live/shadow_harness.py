@@ -1,4 +1,4 @@
-"""The controlled shadow proof (plan "Verification … controlled live shadow"; SPEC §10).
+"""The controlled shadow proof (plan "Verification … controlled live shadow"; design §10).
 
 One harness, two uses:
 
@@ -160,7 +160,9 @@ def _daily(coord: KoreanExpressionCoordinator, i: int, run: str) -> Presentation
         digestion="정상",
         water="2.3L",
     )
-    return coord.present_daily(body, facts=DailyFacts(complete=complete), finalized_event_id=f"evt-live-{run}-{i}")
+    return coord.present_daily(
+        body, facts=DailyFacts(complete=complete), finalized_event_id=f"evt-live-{run}-{i}"
+    )
 
 
 def _weekly(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
@@ -176,7 +178,10 @@ def _weekly(coord: KoreanExpressionCoordinator, i: int, run: str) -> Presentatio
         goal_range="+0.10%~+0.50%",
         interpretation=interpretation,
         judgment=judgment,
-        actions=[f"{CUSTOMER_VALUES[i % 2]} 님 평균 섭취 2,240kcal 유지", "매일 아침 체중 기록하기"],
+        actions=[
+            f"{CUSTOMER_VALUES[i % 2]} 님 평균 섭취 2,240kcal 유지",
+            "매일 아침 체중 기록하기",
+        ],
     )
     return coord.present_weekly(
         body,
@@ -214,7 +219,10 @@ def _adaptive(
 def _dual(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
     body = format_dual_body(
         goal="린매스업",
-        head=(f"{CUSTOMER_VALUES[i % 2]} · 2025-12-01", "최근 7일 평균 체중 73.1kg · 평균 섭취 2,240kcal"),
+        head=(
+            f"{CUSTOMER_VALUES[i % 2]} · 2025-12-01",
+            "최근 7일 평균 체중 73.1kg · 평균 섭취 2,240kcal",
+        ),
         decision=DUAL_DECISION,
         recommendations=("하루 탄수화물 20g 줄이기",),
         reasons=_REASON_SETS[i % len(_REASON_SETS)],
@@ -256,7 +264,9 @@ _ENUMISH: Final = re.compile(r"[a-z0-9_.\-]{1,64}")
 _HANGUL: Final = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 
 
-def content_free(texts: Iterable[str], *, secrets: Iterable[str] = (), hangul_ok: bool = False) -> bool:
+def content_free(
+    texts: Iterable[str], *, secrets: Iterable[str] = (), hangul_ok: bool = False
+) -> bool:
     """No customer value, no secret, and (unless allowed) no Hangul at all."""
     needles = [*CUSTOMER_VALUES, *(s for s in secrets if s)]
     for text in texts:
@@ -298,8 +308,12 @@ def _journal_rows(root: Path) -> list[dict[str, Any]]:
 
 def _kexpr(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ops.cli", *args],
-        env=CLEAN_ENV, capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-m", "kexpr.ops.cli", *args],
+        env=CLEAN_ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -325,7 +339,7 @@ def run_proof(
     out_dir.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now(dt.UTC)
     sup_env = {**CLEAN_ENV, "OPENAI_API_KEY": key}
-    cmd = [sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(data_root)]
+    cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(data_root)]
     if https_proxy:
         cmd += ["--https-proxy", https_proxy]
     if ssl_cert_file:
@@ -333,23 +347,41 @@ def run_proof(
     as_root = os.geteuid() == 0
     worker_log = out_dir / "worker.log"
     with worker_log.open("wb") as log:
-        sup = subprocess.Popen(cmd, env=sup_env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                               group=NOGROUP if as_root else None)
+        sup = subprocess.Popen(
+            cmd,
+            env=sup_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            group=NOGROUP if as_root else None,
+        )
     gateway: subprocess.Popen[str] | None = None
     audit: dict[str, Any] | str = "not_run"
     try:
-        from spool.layout import DataRoot
-
-        from worker.daemon import wait_ready
+        from kexpr.spool.layout import DataRoot
+        from kexpr.worker.daemon import wait_ready
 
         if not wait_ready(DataRoot(data_root), 60.0):
             raise AssertionError("worker did not become ready")
         worker_pid = int(json.loads((data_root / "worker.status.json").read_bytes())["pid"])
         results_path = out_dir / "gateway-results.json"
         gateway = subprocess.Popen(
-            [sys.executable, str(HERE / "shadow_gateway.py"), "--data-root", str(data_root),
-             "--out", str(results_path), "--count", str(count), "--surfaces", ",".join(c.surface for c in cases)],
-            env=dict(CLEAN_ENV), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                str(HERE / "shadow_gateway.py"),
+                "--data-root",
+                str(data_root),
+                "--out",
+                str(results_path),
+                "--count",
+                str(count),
+                "--surfaces",
+                ",".join(c.surface for c in cases),
+            ],
+            env=dict(CLEAN_ENV),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert gateway.stdout is not None and gateway.stdin is not None
         line = gateway.stdout.readline()
@@ -357,8 +389,15 @@ def run_proof(
             raise AssertionError("gateway process failed before presenting")
         # Both processes alive: the key is in the worker only.
         worker_args = ["--worker-pid", str(worker_pid)] if as_root else []
-        out = _kexpr("audit", "--json", "--gateway-pid", str(gateway.pid), *worker_args,
-                     "--data-root", str(data_root))
+        out = _kexpr(
+            "audit",
+            "--json",
+            "--gateway-pid",
+            str(gateway.pid),
+            *worker_args,
+            "--data-root",
+            str(data_root),
+        )
         audit = json.loads(out.stdout)
         gateway.stdin.close()
         gateway.wait(30)
@@ -381,19 +420,27 @@ def run_proof(
             sup.wait()
     finished = dt.datetime.now(dt.UTC)
     rows = _journal_rows(data_root)
-    from spool.layout import DataRoot as _DataRoot
-
-    from ops.readers import verify_journal
+    from kexpr.ops.readers import verify_journal
+    from kexpr.spool.layout import DataRoot as _DataRoot
 
     verified = verify_journal(_DataRoot(data_root)).ok
     summary = summarize(
-        cases, count, results, rows, audit,
+        cases,
+        count,
+        results,
+        rows,
+        audit,
         worker_log=worker_log.read_text("utf-8", "replace"),
-        key=key, mode=mode, started=started, finished=finished,
+        key=key,
+        mode=mode,
+        started=started,
+        finished=finished,
         journal_verified=verified,
         wire=wire() if wire is not None else None,
     )
-    (out_dir / "proof-summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    (out_dir / "proof-summary.json").write_text(
+        json.dumps(summary, indent=2, sort_keys=True) + "\n"
+    )
     return ProofRun(summary, results, rows)
 
 
@@ -416,8 +463,12 @@ def summarize(
     surfaces: dict[str, Any] = {}
     for case in cases:
         cands = [c for c in results["candidates"] if c["surface"] == case.surface]
-        terminal = [r["outcome"] for r in rows if r["surface"] == case.surface and r["state"] == "finalized"]
-        starts = [r for r in rows if r["surface"] == case.surface and r["state"] == "attempt_started"]
+        terminal = [
+            r["outcome"] for r in rows if r["surface"] == case.surface and r["state"] == "finalized"
+        ]
+        starts = [
+            r for r in rows if r["surface"] == case.surface and r["state"] == "attempt_started"
+        ]
         others: dict[str, int] = {}
         for o in [*terminal, *(c["outcome"] for c in cands)]:
             if o != "shadow_selected":
@@ -426,7 +477,9 @@ def summarize(
             "capsules": len({c["artifact_key"] for c in cands if c["artifact_key"]}),
             "attempts": len(starts),
             "shadow_selected": sum(1 for o in terminal if o == "shadow_selected"),
-            "candidates_shadow_selected": sum(1 for c in cands if c["outcome"] == "shadow_selected"),
+            "candidates_shadow_selected": sum(
+                1 for c in cands if c["outcome"] == "shadow_selected"
+            ),
             "other_outcomes": dict(sorted(others.items())),
             "modes": sorted({r["mode"] for r in starts}),
         }
@@ -456,7 +509,9 @@ def summarize(
         keys = [_artifact_key(b) for b in wire]
         summary["wire_requests"] = len(wire)
         summary["wire_max_requests_per_artifact"] = max((keys.count(k) for k in keys), default=0)
-        summary["wire_content_free"] = content_free([b.decode("utf-8", "replace") for b in wire], hangul_ok=True)
+        summary["wire_content_free"] = content_free(
+            [b.decode("utf-8", "replace") for b in wire], hangul_ok=True
+        )
     checks = [
         summary["within_24h"],
         summary["journal_verified"],

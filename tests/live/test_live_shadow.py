@@ -42,7 +42,10 @@ def test_live_shadow_48_of_48(tmp_path: Path) -> None:
     root = tmp_path / "data" / "korean-expression-v1"
     root.parent.mkdir(mode=0o700)
     run = run_proof(
-        root, out_dir, key=key, mode="live",
+        root,
+        out_dir,
+        key=key,
+        mode="live",
         https_proxy=os.environ.get("KEXPR_LIVE_HTTPS_PROXY"),
         ssl_cert_file=os.environ.get("KEXPR_LIVE_SSL_CERT_FILE"),
     )

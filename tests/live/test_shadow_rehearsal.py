@@ -17,11 +17,17 @@ pytestmark = pytest.mark.e2e
 KEY = "sk-rehearsal-4c8e2a9f71"
 
 
-def test_rehearsal_48_of_48_shadow_selected(data_root: Path, fake_api: FakeOpenAI, tmp_path: Path) -> None:
+def test_rehearsal_48_of_48_shadow_selected(
+    data_root: Path, fake_api: FakeOpenAI, tmp_path: Path
+) -> None:
     fake_api.behaviour = compose_reply(default_style)
     run = run_proof(
-        data_root, tmp_path / "proof", key=KEY, mode="rehearsal",
-        https_proxy=fake_api.proxy_url, ssl_cert_file=str(fake_api.ca_file),
+        data_root,
+        tmp_path / "proof",
+        key=KEY,
+        mode="rehearsal",
+        https_proxy=fake_api.proxy_url,
+        ssl_cert_file=str(fake_api.ca_file),
         wire=lambda: [r.body for r in fake_api.requests],
     )
     summary = json.loads((tmp_path / "proof" / "proof-summary.json").read_text())
@@ -42,7 +48,9 @@ def test_rehearsal_48_of_48_shadow_selected(data_root: Path, fake_api: FakeOpenA
     assert {r.headers["authorization"] for r in fake_api.requests} == {f"Bearer {KEY}"}
 
 
-def test_rehearsal_fails_on_a_single_rejected_composition(data_root: Path, fake_api: FakeOpenAI, tmp_path: Path) -> None:
+def test_rehearsal_fails_on_a_single_rejected_composition(
+    data_root: Path, fake_api: FakeOpenAI, tmp_path: Path
+) -> None:
     """The harness is not a rubber stamp: one invalid composition fails the proof."""
     seen: list[str] = []
     good, bad = compose_reply(default_style), compose_reply(invalid_style)
@@ -53,9 +61,15 @@ def test_rehearsal_fails_on_a_single_rejected_composition(data_root: Path, fake_
 
     fake_api.behaviour = behaviour
     run = run_proof(
-        data_root, tmp_path / "proof", key=KEY, mode="rehearsal",
-        https_proxy=fake_api.proxy_url, ssl_cert_file=str(fake_api.ca_file),
-        cases=CASES[:1], count=3, wire=lambda: [r.body for r in fake_api.requests],
+        data_root,
+        tmp_path / "proof",
+        key=KEY,
+        mode="rehearsal",
+        https_proxy=fake_api.proxy_url,
+        ssl_cert_file=str(fake_api.ca_file),
+        cases=CASES[:1],
+        count=3,
+        wire=lambda: [r.body for r in fake_api.requests],
     )
     assert not run.passed
     assert run.summary["surfaces"]["daily.v1"]["other_outcomes"] == {"validation_rejected": 2}
@@ -66,8 +80,13 @@ def test_host_entry_points_all_raise() -> None:
     from shadow_harness import HostCallForbidden, HostSpy
 
     spy = HostSpy()
-    for name in ("send_message", "edit_message", "reserve_customer_task_delivery",
-                 "validate_and_mark_presented_card", "mark_published"):
+    for name in (
+        "send_message",
+        "edit_message",
+        "reserve_customer_task_delivery",
+        "validate_and_mark_presented_card",
+        "mark_published",
+    ):
         with pytest.raises(HostCallForbidden):
             getattr(spy, name)("body")
     assert len(spy.calls) == 5
@@ -79,8 +98,14 @@ def test_a_selected_candidate_in_shadow_would_reach_the_spy() -> None:
     from gateway_shim import CandidateOutcome, CandidateStatus, PresentationCandidate
 
     cand = PresentationCandidate(
-        surface_version="daily.v1", attempt_id=None, artifact_key=None, binding_digest="0" * 64,
-        status=CandidateStatus.SELECTED, body="x", publication_permitted=True, outcome=CandidateOutcome.ACCEPTED,
+        surface_version="daily.v1",
+        attempt_id=None,
+        artifact_key=None,
+        binding_digest="0" * 64,
+        status=CandidateStatus.SELECTED,
+        body="x",
+        publication_permitted=True,
+        outcome=CandidateOutcome.ACCEPTED,
     )
     spy = HostSpy()
     with pytest.raises(HostCallForbidden):
@@ -97,8 +122,14 @@ def test_content_checks_catch_content() -> None:
     assert not content_free(["a Hangul word: 차분히"])
     assert content_free(["a Hangul word: 차분히"], hangul_ok=True)
     assert not content_free(["Bearer sk-x"], secrets=["sk-x"])
-    ok = {"event": "e", "contract_version": "korean-expression-v4", "surface": "daily.v1", "mode": "shadow",
-          "outcome": "shadow_selected", "latency_bucket": "lt_100ms"}
+    ok = {
+        "event": "e",
+        "contract_version": "korean-expression-v4",
+        "surface": "daily.v1",
+        "mode": "shadow",
+        "outcome": "shadow_selected",
+        "latency_bucket": "lt_100ms",
+    }
     assert telemetry_content_free([ok])
     assert not telemetry_content_free([{**ok, "body": "x"}])
     assert not telemetry_content_free([{**ok, "outcome": "김하늘"}])

@@ -15,10 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from spool.journal import Event, Journal, Mode, Outcome, Phase, format_ts
-from spool.layout import DataRoot
-
-from worker.daemon import wait_ready
+from kexpr.spool.journal import Event, Journal, Mode, Outcome, Phase, format_ts
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.daemon import wait_ready
 
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 # A non-root group for processes whose dumpability the audit must be able to read
@@ -26,9 +25,11 @@ CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 NOGROUP = 65534
 
 
-def kexpr(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def kexpr(
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ops.cli", *map(str, args)],
+        [sys.executable, "-m", "kexpr.ops.cli", *map(str, args)],
         env=CLEAN_ENV if env is None else env,
         capture_output=True,
         text=True,
@@ -73,7 +74,15 @@ def start_supervisor(
     env = dict(CLEAN_ENV)
     if key is not None:
         env["OPENAI_API_KEY"] = key
-    cmd = [sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(data_root), *extra_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kexpr.ops.cli",
+        "supervise",
+        "--data-root",
+        str(data_root),
+        *extra_args,
+    ]
     if fake is not None:
         cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]  # type: ignore[attr-defined]
     proc = subprocess.Popen(
@@ -130,7 +139,12 @@ def build_journal(root: Path, rows: Iterable[Row]) -> DataRoot:
                 continue
             outcome = Outcome(row.outcome)
             finished = row.started + dt.timedelta(seconds=1)
-            if outcome in (Outcome.SHADOW_SELECTED, Outcome.SELECTED, Outcome.COMMIT_FAILED, Outcome.PUBLICATION_FAILED):
+            if outcome in (
+                Outcome.SHADOW_SELECTED,
+                Outcome.SELECTED,
+                Outcome.COMMIT_FAILED,
+                Outcome.PUBLICATION_FAILED,
+            ):
                 j.append_terminal(rec, Phase.AWAITING_REPORT, Event.REPORT, outcome, finished)
             elif outcome is Outcome.CLAIM_EXPIRED_CANONICAL:
                 j.append_terminal(rec, Phase.OPEN, Event.EXPIRE, outcome, finished)

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from ops_support import CLEAN_ENV, NOGROUP, kexpr, start_supervisor, wait_for
-from spool.layout import DataRoot
 
 from gateway_shim import (
     DailyFacts,
@@ -26,7 +25,8 @@ from gateway_shim import (
     exact_block,
     format_daily,
 )
-from ops.audit import display_path, parse_env_file
+from kexpr.ops.audit import display_path, parse_env_file
+from kexpr.spool.layout import DataRoot
 
 WORKER_KEY = "sk-worker-only-3f9a1c7e5b"
 OTHER_KEY = "sk-envfile-7d2e4b6a8c"
@@ -44,7 +44,13 @@ def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
             p.stdout.close()
 
 
-def spawn(procs: list[subprocess.Popen[bytes]], env: dict[str, str], code: str = "", *, group: int | None = None) -> int:
+def spawn(
+    procs: list[subprocess.Popen[bytes]],
+    env: dict[str, str],
+    code: str = "",
+    *,
+    group: int | None = None,
+) -> int:
     """A stand-in process with exactly ``env`` at execve."""
     argv = [sys.executable, "-c", code + "\nimport time\nprint('up', flush=True)\ntime.sleep(60)"]
     p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, group=group)
@@ -82,7 +88,9 @@ def findings(report: dict[str, object]) -> list[tuple[str, str, str]]:
 # ------------------------------------------------------------------ gateways
 
 
-def test_audit_catches_a_key_in_a_gateway_environment_and_passes_a_clean_one(procs: list[subprocess.Popen[bytes]]) -> None:
+def test_audit_catches_a_key_in_a_gateway_environment_and_passes_a_clean_one(
+    procs: list[subprocess.Popen[bytes]],
+) -> None:
     dirty = spawn(procs, {**CLEAN_ENV, "OPENAI_API_KEY": WORKER_KEY})
     clean = spawn(procs, dict(CLEAN_ENV))
     code, report, human = audit("--gateway-pid", dirty)
@@ -93,14 +101,22 @@ def test_audit_catches_a_key_in_a_gateway_environment_and_passes_a_clean_one(pro
     assert code == 0 and report["verdict"] == "clean" and "verdict: clean" in human
 
 
-def test_deleting_the_key_after_start_does_not_hide_it(procs: list[subprocess.Popen[bytes]]) -> None:
-    """/proc/PID/environ is the environment at execve (SPEC §10)."""
-    pid = spawn(procs, {**CLEAN_ENV, "OPENAI_API_KEY": WORKER_KEY}, "import os\ndel os.environ['OPENAI_API_KEY']")
+def test_deleting_the_key_after_start_does_not_hide_it(
+    procs: list[subprocess.Popen[bytes]],
+) -> None:
+    """/proc/PID/environ is the environment at execve (design §10)."""
+    pid = spawn(
+        procs,
+        {**CLEAN_ENV, "OPENAI_API_KEY": WORKER_KEY},
+        "import os\ndel os.environ['OPENAI_API_KEY']",
+    )
     code, report, _ = audit("--gateway-pid", pid)
     assert code == 1 and findings(report)[0][1] == "gateway_key_present"
 
 
-def test_other_openai_secrets_and_copied_key_values_are_found(procs: list[subprocess.Popen[bytes]]) -> None:
+def test_other_openai_secrets_and_copied_key_values_are_found(
+    procs: list[subprocess.Popen[bytes]],
+) -> None:
     gw = spawn(
         procs,
         {
@@ -160,12 +176,19 @@ def test_env_file_parser() -> None:
 def test_env_file_parser_reads_what_python_dotenv_gives_the_host() -> None:
     # Multi-line, escaped and interpolated values, and a repeated name (the last wins).
     text = 'M="sk-multi\nline"\nQ="a\\"b"\nI=${Q}c\nR=1\nR=2\n'
-    assert parse_env_file(text) == [(1, "M", "sk-multi\nline"), (3, "Q", 'a"b'), (4, "I", 'a"bc'), (6, "R", "2")]
+    assert parse_env_file(text) == [
+        (1, "M", "sk-multi\nline"),
+        (3, "Q", 'a"b'),
+        (4, "I", 'a"bc'),
+        (6, "R", "2"),
+    ]
 
 
 def test_env_file_key_hidden_in_a_multiline_or_interpolated_value_is_found(tmp_path: Path) -> None:
     env = tmp_path / "host.env"
-    env.write_text(f'NOTE="first\nsecond"\nOPENAI_API_KEY="{OTHER_KEY}"\nCOPY=${{OPENAI_API_KEY}}\n')
+    env.write_text(
+        f'NOTE="first\nsecond"\nOPENAI_API_KEY="{OTHER_KEY}"\nCOPY=${{OPENAI_API_KEY}}\n'
+    )
     code, report, _ = audit("--env-file", env)
     assert code == 1
     assert findings(report) == [
@@ -183,14 +206,26 @@ AS_ROOT = os.geteuid() == 0
 GROUP = NOGROUP if AS_ROOT else None
 
 
-@pytest.mark.skipif(not AS_ROOT, reason="the worker check reads a non-dumpable process's environment: root only (CAP_SYS_PTRACE); the non-root counterpart is test_a_supervised_worker_is_closed_to_an_audit_by_its_own_user")
-def test_a_supervised_worker_passes_the_worker_check(data_root: Path, procs: list[subprocess.Popen[bytes]]) -> None:
+@pytest.mark.skipif(
+    not AS_ROOT,
+    reason="the worker check reads a non-dumpable process's environment: root only (CAP_SYS_PTRACE); the non-root counterpart is test_a_supervised_worker_is_closed_to_an_audit_by_its_own_user",
+)
+def test_a_supervised_worker_passes_the_worker_check(
+    data_root: Path, procs: list[subprocess.Popen[bytes]]
+) -> None:
     sup = start_supervisor(data_root, key=WORKER_KEY, group=NOGROUP)
     try:
         gw_copy = spawn(procs, {**CLEAN_ENV, "SOME_NAME": WORKER_KEY})
         gw_clean = spawn(procs, dict(CLEAN_ENV))
         code, report, _ = audit(
-            "--worker-pid", sup.worker_pid(), "--gateway-pid", gw_clean, "--gateway-pid", gw_copy, "--data-root", data_root
+            "--worker-pid",
+            sup.worker_pid(),
+            "--gateway-pid",
+            gw_clean,
+            "--gateway-pid",
+            gw_copy,
+            "--data-root",
+            data_root,
         )
     finally:
         sup.stop()
@@ -202,7 +237,10 @@ def test_a_supervised_worker_passes_the_worker_check(data_root: Path, procs: lis
     assert worker["info"]["environ_protected"] is True and worker["info"]["credential"] == "present"
 
 
-@pytest.mark.skipif(AS_ROOT, reason="root reads every environment; as root the full worker check runs (test_a_supervised_worker_passes_the_worker_check)")
+@pytest.mark.skipif(
+    AS_ROOT,
+    reason="root reads every environment; as root the full worker check runs (test_a_supervised_worker_passes_the_worker_check)",
+)
 def test_a_supervised_worker_is_closed_to_an_audit_by_its_own_user(data_root: Path) -> None:
     """Not root: the worker runs as the auditor's own user and still its
     environment cannot be read — the audit says it is protected, and unusable
@@ -226,7 +264,13 @@ def test_a_dumpable_or_hazardous_worker_is_a_finding(procs: list[subprocess.Pope
         ("worker_process", "worker_hazardous_variable", "OPENAI_ORG_ID"),
         ("worker_process", "worker_hazardous_variable", "SSLKEYLOGFILE"),
     ]
-    env = {**CLEAN_ENV, "OPENAI_API_KEY": WORKER_KEY, "OPENAI_ORG_ID": "org-x", "SSLKEYLOGFILE": "/tmp/k", "LD_PRELOAD": "/x.so"}
+    env = {
+        **CLEAN_ENV,
+        "OPENAI_API_KEY": WORKER_KEY,
+        "OPENAI_ORG_ID": "org-x",
+        "SSLKEYLOGFILE": "/tmp/k",
+        "LD_PRELOAD": "/x.so",
+    }
     if AS_ROOT:
         undumpable = "import ctypes\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)"
         code, report, _ = audit("--worker-pid", spawn(procs, env, undumpable, group=GROUP))
@@ -236,7 +280,9 @@ def test_a_dumpable_or_hazardous_worker_is_a_finding(procs: list[subprocess.Pope
     assert code == 1 and findings(report) == [("worker_process", "worker_dumpable", ""), *hazards]
 
 
-def test_a_worker_running_as_root_root_cannot_be_vouched_for(procs: list[subprocess.Popen[bytes]]) -> None:
+def test_a_worker_running_as_root_root_cannot_be_vouched_for(
+    procs: list[subprocess.Popen[bytes]],
+) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs a uid 0 + gid 0 process to audit")
     pid = spawn(procs, dict(CLEAN_ENV), "import ctypes\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)")
@@ -247,9 +293,14 @@ def test_a_worker_running_as_root_root_cannot_be_vouched_for(procs: list[subproc
 # ------------------------------------------------------------------ data root
 
 BODY = format_daily(
-    weight="72.4kg", intake="2,150kcal", macros="탄수화물 260g · 단백질 138g · 지방 70g",
-    training="김민지 님 스쿼트 5세트", sleep="6.7시간 · 수면 질 4/5", condition="4/5",
-    digestion="정상", water="2.1L",
+    weight="72.4kg",
+    intake="2,150kcal",
+    macros="탄수화물 260g · 단백질 138g · 지방 70g",
+    training="김민지 님 스쿼트 5세트",
+    sleep="6.7시간 · 수면 질 4/5",
+    condition="4/5",
+    digestion="정상",
+    water="2.1L",
 )
 
 
@@ -258,10 +309,16 @@ def used_root(data_root: Path, fake_api: FakeOpenAI) -> Path:
     """A data root after real traffic: one shadow presentation through the worker."""
     fake_api.behaviour = compose_reply(default_style)
     sup = start_supervisor(data_root, fake=fake_api)
-    coord = KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True)), data_root)
+    coord = KoreanExpressionCoordinator(
+        KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True)), data_root
+    )
     try:
         coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-audit-1")
-        assert wait_for(lambda: b"shadow_selected" in next((data_root / "outcomes").glob("*.jsonl")).read_bytes())
+        assert wait_for(
+            lambda: (
+                b"shadow_selected" in next((data_root / "outcomes").glob("*.jsonl")).read_bytes()
+            )
+        )
     finally:
         coord.close()
         sup.stop()
@@ -308,11 +365,16 @@ def test_a_tampered_journal_row_is_found(used_root: Path) -> None:
     segment.write_bytes(bytes(data))
     code, report, _ = audit("--data-root", used_root)
     assert code == 1
-    assert findings(report) == [("data_root", "journal_unverified", f"state_outcome in outcomes/{segment.name}")]
+    assert findings(report) == [
+        ("data_root", "journal_unverified", f"state_outcome in outcomes/{segment.name}")
+    ]
 
 
 def test_display_path_shows_only_product_names() -> None:
-    assert display_path(("spool", "requests", "0" * 32 + ".json")) == "spool/requests/" + "0" * 32 + ".json"
+    assert (
+        display_path(("spool", "requests", "0" * 32 + ".json"))
+        == "spool/requests/" + "0" * 32 + ".json"
+    )
     assert display_path(("outcomes", "2026-11-30.jsonl")) == "outcomes/2026-11-30.jsonl"
     assert display_path(("spool", "tmp", "김민지 72.4kg")) == "spool/tmp/<unrecognized>"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ops_support import CLEAN_ENV, kexpr
 
-from ops.cli import COMMANDS, REQUIRES, main, missing_packages
+from kexpr.ops.cli import COMMANDS, REQUIRES, main, missing_packages
 
 DOC = Path(__file__).parents[2] / "docs" / "cli.md"
 
@@ -104,8 +104,8 @@ def test_the_documented_table_covers_every_command() -> None:
 
 
 def test_the_worker_exit_codes_are_the_documented_ones() -> None:
-    from ops.supervisor import CRASH_LOOP_EXIT, FATAL_EXITS
-    from worker.exitcodes import ExitCode
+    from kexpr.ops.supervisor import CRASH_LOOP_EXIT, FATAL_EXITS
+    from kexpr.worker.exitcodes import ExitCode
 
     text = DOC.read_text()
     documented = {int(c) for c in re.findall(r"^\| (7\d) \|", text, flags=re.MULTILINE)}
@@ -126,7 +126,7 @@ _HIDE = (
     "            raise ModuleNotFoundError(name)\n"
     "        return None\n"
     "sys.meta_path.insert(0, Hide())\n"
-    "from ops.cli import main\n"
+    "from kexpr.ops.cli import main\n"
     "raise SystemExit(main(sys.argv[1:]))\n"
 )
 
@@ -165,7 +165,7 @@ def test_missing_packages_is_found_without_importing() -> None:
             sys.executable,
             "-c",
             (
-                "import sys; from ops.cli import missing_packages;"
+                "import sys; from kexpr.ops.cli import missing_packages;"
                 "missing_packages(['openai', 'httpx']); print('openai' in sys.modules, 'httpx' in sys.modules)"
             ),
         ],
@@ -181,7 +181,7 @@ def test_missing_packages_is_found_without_importing() -> None:
 # ------------------------------------------------------------ systemd-units
 
 # The package's own copy (the source tree here, site-packages when run from the sdist).
-UNITS = Path(str(resources.files("ops").joinpath("systemd")))
+UNITS = Path(str(resources.files("kexpr.ops").joinpath("systemd")))
 
 
 def test_systemd_units_writes_the_shipped_files_for_an_instance(

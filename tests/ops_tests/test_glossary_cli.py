@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from ops_support import kexpr
-from spool.layout import DataRoot
 
 from gateway_shim.operator_glossary import SHIPPED_DUAL_GLOSSARY, glossary_for_data_root
-from ops.status_cli import collect, render
+from kexpr.ops.status_cli import collect, render
+from kexpr.spool.layout import DataRoot
 
 GLOSSARY = {
     "version": "kexpr-dual-glossary-v1",
@@ -68,7 +68,9 @@ def test_install_publishes_into_the_data_root_and_status_shows_the_digest(
     # Never silently replaced; --replace does.
     again = kexpr("glossary", "install", source, "--data-root", data_root)
     assert again.returncode == 1 and json.loads(again.stdout)["problem"] == "already_installed"
-    assert kexpr("glossary", "install", source, "--data-root", data_root, "--replace").returncode == 0
+    assert (
+        kexpr("glossary", "install", source, "--data-root", data_root, "--replace").returncode == 0
+    )
     installed.unlink()
     installed.write_text("{", encoding="utf-8")
     installed.chmod(0o600)
@@ -78,11 +80,14 @@ def test_install_publishes_into_the_data_root_and_status_shows_the_digest(
 
 
 def test_audit_knows_the_installed_glossary(tmp_path: Path, data_root: Path) -> None:
-    from ops.audit import Finding, audit_data_root
+    from kexpr.ops.audit import Finding, audit_data_root
 
     root = DataRoot(data_root)
     root.ensure()
-    assert kexpr("glossary", "install", _file(tmp_path, GLOSSARY), "--data-root", data_root).returncode == 0
+    assert (
+        kexpr("glossary", "install", _file(tmp_path, GLOSSARY), "--data-root", data_root).returncode
+        == 0
+    )
     findings = [item.finding for item in audit_data_root(data_root).findings]
     assert Finding.UNEXPECTED_FILE not in findings
     (data_root / "other.json").write_text("{}")

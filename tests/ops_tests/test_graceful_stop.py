@@ -1,4 +1,4 @@
-"""Graceful stop (SPEC §10): SIGTERM to `kexpr supervise` lets a call in flight
+"""Graceful stop (design §10): SIGTERM to `kexpr supervise` lets a call in flight
 finish — or reach its 4 s deadline and be journaled `timeout` — before the worker
 exits. Real supervisor, worker and shim; the loopback HTTPS fake behind a real
 CONNECT proxy."""
@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from ops_support import start_supervisor, wait_for
-from spool.journal import Journal
-from spool.layout import DataRoot
 
 from gateway_shim import (
     CandidateOutcome,
@@ -27,20 +25,35 @@ from gateway_shim import (
     exact_block,
     format_daily,
 )
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
 
 BODY = format_daily(
-    weight="70kg", intake="2,000kcal", macros="탄수화물 250g · 단백질 120g · 지방 60g",
-    training="걷기", sleep="7시간", condition="3/5", digestion="정상",
+    weight="70kg",
+    intake="2,000kcal",
+    macros="탄수화물 250g · 단백질 120g · 지방 60g",
+    training="걷기",
+    sleep="7시간",
+    condition="3/5",
+    digestion="정상",
 )
 
 
-def _present_in_thread(root: Path, mode: Mode, out: list[PresentationCandidate]) -> threading.Thread:
+def _present_in_thread(
+    root: Path, mode: Mode, out: list[PresentationCandidate]
+) -> threading.Thread:
     def run() -> None:
-        coord = KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(mode, daily=True)), root)
+        coord = KoreanExpressionCoordinator(
+            KoreanExpressionConfig.from_block(exact_block(mode, daily=True)), root
+        )
         try:
-            out.append(coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-graceful-1"))
+            out.append(
+                coord.present_daily(
+                    BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-graceful-1"
+                )
+            )
         finally:
             coord.close()
 
@@ -80,7 +93,9 @@ def test_sigterm_lets_the_call_in_flight_finish(data_root: Path, fake_api: FakeO
     Journal(DataRoot(data_root)).load()
 
 
-def test_sigterm_during_a_slow_call_journals_timeout_before_exit(data_root: Path, fake_api: FakeOpenAI) -> None:
+def test_sigterm_during_a_slow_call_journals_timeout_before_exit(
+    data_root: Path, fake_api: FakeOpenAI
+) -> None:
     fake_api.behaviour = compose_reply(default_style, delay_s=8.0)
     sup = start_supervisor(data_root, fake=fake_api)
     out: list[PresentationCandidate] = []

@@ -19,7 +19,9 @@ STATEMENT = (
 
 
 def _section(text: str, heading: str) -> str:
-    m = re.search(rf"^## [0-9]+\. {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    m = re.search(
+        rf"^## [0-9]+\. {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL
+    )
     assert m is not None, heading
     return m.group(1)
 
@@ -34,14 +36,26 @@ def test_operator_guide_korean_expression_contract() -> None:
     # The exact allow-list and no retry.
     allow = _section(text, "정확한 허용 목록과 재시도 없음")
     assert "(openai-direct, chat_completions, https://api.openai.com/v1, gpt-4.1-mini)" in allow
-    assert tuple(ALLOWED_PROVIDER.values()) == ("openai-direct", "chat_completions", "https://api.openai.com/v1", "gpt-4.1-mini")
+    assert tuple(ALLOWED_PROVIDER.values()) == (
+        "openai-direct",
+        "chat_completions",
+        "https://api.openai.com/v1",
+        "gpt-4.1-mini",
+    )
     assert "max_retries=0" in allow and "최대 한 번" in allow and "PR_SET_DUMPABLE" in allow
     # The redacted capsule; telemetry without content (exactly the six fields).
     assert "비식별 캡슐" in text and "HMAC" in _section(text, "비식별 캡슐")
-    assert "{event, contract_version, surface, mode, outcome, latency_bucket}" in _section(text, "내용 없는 텔레메트리")
+    assert "{event, contract_version, surface, mode, outcome, latency_bucket}" in _section(
+        text, "내용 없는 텔레메트리"
+    )
     # The four surfaces, both adaptive schemas on the one shared flag.
     surfaces = _section(text, "네 가지 표면")
-    for surface in ("daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"):
+    for surface in (
+        "daily.v1",
+        "weekly.v1",
+        "adaptive.dualcoachtest.card.v1",
+        "adaptive.physique.card.v1",
+    ):
         assert f"`{surface}`" in surfaces
     # Shadow gate and promotion order.
     gate = _section(text, "섀도 게이트와 승격 순서")
@@ -50,11 +64,20 @@ def test_operator_guide_korean_expression_contract() -> None:
     assert "kexpr promotion-report" in gate
     # Migration: preflight, migrate-config, the legacy key, the order.
     migration = _section(text, "설정 마이그레이션(순서가 있는 이전)")
-    for needle in ("kexpr preflight", "kexpr migrate-config", "--write", "legacy_coaching_feedback_enabled", "--extra-path"):
+    for needle in (
+        "kexpr preflight",
+        "kexpr migrate-config",
+        "--write",
+        "legacy_coaching_feedback_enabled",
+        "--extra-path",
+    ):
         assert needle in migration
     # Rollback: config first, stop, wait past the claim deadline, restart; keep evidence.
     rollback = _section(text, "롤백(설정 먼저)")
-    steps = [rollback.index(s) for s in ("mode: disabled", "멈춥니다", "4초 청구 마감", "다시 시작합니다")]
+    steps = [
+        rollback.index(s)
+        for s in ("mode: disabled", "멈춥니다", "4초 청구 마감", "다시 시작합니다")
+    ]
     assert steps == sorted(steps)
     for evidence in ("저널", "원장(ledger)", "카드 기록", "증거는 보존합니다"):
         assert evidence in rollback

@@ -15,7 +15,7 @@ import pytest
 from ops_support import CLEAN_ENV, kexpr
 
 from gateway_shim.config import exact_block
-from ops.preflight import Diagnostic, plan_migration, preflight_text
+from kexpr.ops.preflight import Diagnostic, plan_migration, preflight_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROFILES = ("physique-coach", "dualcoachtest")
@@ -61,7 +61,10 @@ def test_preflight_fails_both_legacy_profiles_naming_the_key(profile: tuple[str,
     name, path = profile
     out = kexpr("preflight", path)
     assert out.returncode == 1
-    assert f"FAIL {LEGACY} at platforms.telegram.extra.physique_checkin.coaching_feedback_enabled" in out.stdout
+    assert (
+        f"FAIL {LEGACY} at platforms.telegram.extra.physique_checkin.coaching_feedback_enabled"
+        in out.stdout
+    )
     report = json.loads(kexpr("preflight", path, "--json").stdout)
     (result,) = report["results"]
     assert result["verdict"] == "fail"
@@ -91,7 +94,13 @@ def problem_texts(result: object) -> list[str]:
     [
         ("", "pass", None),  # absent: disabled
         (block_yaml(), "pass", None),  # exact, disabled
-        (block_yaml(mode="shadow", surfaces={"daily": True, "weekly": False, "adaptive_operator": False}), "pass", None),
+        (
+            block_yaml(
+                mode="shadow", surfaces={"daily": True, "weekly": False, "adaptive_operator": False}
+            ),
+            "pass",
+            None,
+        ),
         (block_yaml(mode="enabled"), "pass", None),
         (block_yaml(api_key="sk-in-config-000000"), "fail", "unknown_key"),
         (block_yaml(base_url="https://proxy.invalid/v1"), "fail", "unknown_key"),
@@ -99,12 +108,28 @@ def problem_texts(result: object) -> list[str]:
         (block_yaml(timeout_seconds=3.0), "fail", "timeout_seconds"),
         (block_yaml(schema_version="korean-expression-v3"), "fail", "schema_version"),
         (block_yaml(mode="on"), "fail", "mode"),
-        (block_yaml(surfaces={"daily": "yes", "weekly": False, "adaptive_operator": False}), "fail", "surfaces"),
-        (block_yaml(provider={**exact_block()["provider"], "model": "gpt-4o"}), "fail", "provider_disallowed"),  # type: ignore[dict-item]
-        (block_yaml(provider={**exact_block()["provider"], "endpoint": "https://api.openai.com/v1/"}), "fail", "provider_disallowed"),  # type: ignore[dict-item]
+        (
+            block_yaml(surfaces={"daily": "yes", "weekly": False, "adaptive_operator": False}),
+            "fail",
+            "surfaces",
+        ),
+        (
+            block_yaml(provider={**exact_block()["provider"], "model": "gpt-4o"}),
+            "fail",
+            "provider_disallowed",
+        ),  # type: ignore[dict-item]
+        (
+            block_yaml(
+                provider={**exact_block()["provider"], "endpoint": "https://api.openai.com/v1/"}
+            ),
+            "fail",
+            "provider_disallowed",
+        ),  # type: ignore[dict-item]
     ],
 )
-def test_the_block_is_judged_by_the_shims_own_parser(block: str, verdict: str, detail: str | None) -> None:
+def test_the_block_is_judged_by_the_shims_own_parser(
+    block: str, verdict: str, detail: str | None
+) -> None:
     result = preflight_text(config_with(block))
     assert ("pass" if result.passed else "fail") == verdict
     if detail is not None:
@@ -114,7 +139,13 @@ def test_the_block_is_judged_by_the_shims_own_parser(block: str, verdict: str, d
 
 
 def test_shadow_block_is_reported_as_intentional() -> None:
-    result = preflight_text(config_with(block_yaml(mode="shadow", surfaces={"daily": True, "weekly": False, "adaptive_operator": False})))
+    result = preflight_text(
+        config_with(
+            block_yaml(
+                mode="shadow", surfaces={"daily": True, "weekly": False, "adaptive_operator": False}
+            )
+        )
+    )
     assert result.postprocessor == {
         "block": "exact",
         "mode": "shadow",
@@ -124,7 +155,9 @@ def test_shadow_block_is_reported_as_intentional() -> None:
 
 def test_misplaced_block_fails() -> None:
     text = block_yaml(indent="") + config_with()
-    assert problem_texts(preflight_text(text)) == ["postprocessor_misplaced at korean_expression_postprocessor"]
+    assert problem_texts(preflight_text(text)) == [
+        "postprocessor_misplaced at korean_expression_postprocessor"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -181,7 +214,9 @@ def test_dry_run_writes_nothing(profile: tuple[str, Path]) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == ["config.yaml"]
 
 
-def test_write_migrates_byte_exactly_with_a_backup_and_then_passes_preflight(profile: tuple[str, Path]) -> None:
+def test_write_migrates_byte_exactly_with_a_backup_and_then_passes_preflight(
+    profile: tuple[str, Path],
+) -> None:
     name, path = profile
     original = path.read_bytes()
     out = kexpr("migrate-config", path, "--write")
@@ -222,9 +257,15 @@ def test_the_migrated_physique_profile_still_enables_the_check_in() -> None:
 def test_diff_shows_only_the_changed_lines(profile: tuple[str, Path]) -> None:
     _, path = profile
     out = kexpr("migrate-config", path, "--diff")
-    changed = [ln for ln in out.stdout.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---", "  "))]
+    changed = [
+        ln
+        for ln in out.stdout.splitlines()
+        if ln[:1] in "+-" and not ln.startswith(("+++", "---", "  "))
+    ]
     assert [ln for ln in changed if ln.startswith("-")] == [
-        ln for ln in ("-" + x for x in path.read_text().splitlines()) if "coaching_feedback_enabled" in ln
+        ln
+        for ln in ("-" + x for x in path.read_text().splitlines())
+        if "coaching_feedback_enabled" in ln
     ]
     assert len([ln for ln in changed if ln.startswith("+")]) == 14
 
@@ -240,14 +281,25 @@ def test_existing_exact_block_is_kept_and_only_the_key_removed() -> None:
     ("text", "diagnostic"),
     [
         (config_with(block_yaml(api_key="sk-x"), legacy="true"), Diagnostic.POSTPROCESSOR_INVALID),
-        ("platforms: {telegram: {extra: {physique_checkin: {enabled: true, coaching_feedback_enabled: true}}}}\n", Diagnostic.NOT_LINE_EDITABLE),
-        ("platforms:\n  telegram:\n    extra:\n      physique_checkin:\n        coaching_feedback_enabled: true\n", Diagnostic.LEGACY_KEY_SOLE_ENTRY),
-        ("platforms:\n  telegram:\n    extra:\n      physique_checkin:\n        enabled: true\n        coaching_feedback_enabled:\n          true\n", Diagnostic.NOT_LINE_EDITABLE),
+        (
+            "platforms: {telegram: {extra: {physique_checkin: {enabled: true, coaching_feedback_enabled: true}}}}\n",
+            Diagnostic.NOT_LINE_EDITABLE,
+        ),
+        (
+            "platforms:\n  telegram:\n    extra:\n      physique_checkin:\n        coaching_feedback_enabled: true\n",
+            Diagnostic.LEGACY_KEY_SOLE_ENTRY,
+        ),
+        (
+            "platforms:\n  telegram:\n    extra:\n      physique_checkin:\n        enabled: true\n        coaching_feedback_enabled:\n          true\n",
+            Diagnostic.NOT_LINE_EDITABLE,
+        ),
         ("platforms: [\n", Diagnostic.YAML_ERROR),
         ("other: 1\n", Diagnostic.EXTRA_PATH_MISSING),
     ],
 )
-def test_migration_refuses_what_it_cannot_prove(text: str, diagnostic: Diagnostic, tmp_path: Path) -> None:
+def test_migration_refuses_what_it_cannot_prove(
+    text: str, diagnostic: Diagnostic, tmp_path: Path
+) -> None:
     plan = plan_migration(text)
     assert not plan.ok and plan.new_text is None
     assert diagnostic in [p.diagnostic for p in plan.problems]
@@ -259,7 +311,11 @@ def test_migration_refuses_what_it_cannot_prove(text: str, diagnostic: Diagnosti
 
 
 def test_crlf_and_a_missing_final_newline_are_preserved() -> None:
-    text = config_with(legacy="false", extra_keys="      other: 1\n").replace("\n", "\r\n").rstrip("\r\n")
+    text = (
+        config_with(legacy="false", extra_keys="      other: 1\n")
+        .replace("\n", "\r\n")
+        .rstrip("\r\n")
+    )
     plan = plan_migration(text)
     assert plan.ok and plan.new_text is not None
     assert "\n" not in plan.new_text.replace("\r\n", "")
@@ -275,7 +331,7 @@ def test_migrate_output_holds_no_config_values(tmp_path: Path) -> None:
 
 
 def test_a_config_changed_under_the_migration_is_not_overwritten(tmp_path: Path) -> None:
-    from ops.preflight import MigrationRefused, write_migration
+    from kexpr.ops.preflight import MigrationRefused, write_migration
 
     path = tmp_path / "c.yaml"
     path.write_text(config_with(legacy="true"))
@@ -298,7 +354,7 @@ def test_kexpr_works_without_ruamel_except_for_the_yaml_commands(tmp_path: Path)
         "import sys\n"
         "sys.modules['ruamel'] = None\n"
         "sys.modules['ruamel.yaml'] = None\n"
-        "from ops.cli import main\n"
+        "from kexpr.ops.cli import main\n"
         "rc_status = main(['status', '--data-root', sys.argv[1]])\n"
         "rc_pre = main(['preflight', sys.argv[2]])\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('ruamel', 'openai')) and sys.modules[m] is not None)\n"
@@ -308,7 +364,11 @@ def test_kexpr_works_without_ruamel_except_for_the_yaml_commands(tmp_path: Path)
     cfg.write_text("a: 1\n")
     out = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "root"), str(cfg)],
-        env=CLEAN_ENV, capture_output=True, text=True, timeout=60, check=False,
+        env=CLEAN_ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert "RESULT 2 2 []" in out.stdout, out.stdout + out.stderr
     assert "kexpr[ops]" in out.stderr
@@ -318,7 +378,10 @@ def test_the_gateway_side_install_stays_light() -> None:
     import tomllib
 
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
-    assert [d.split(">")[0].split("=")[0].split("<")[0] for d in project["dependencies"]] == ["pydantic", "watchdog"]
+    assert [d.split(">")[0].split("=")[0].split("<")[0] for d in project["dependencies"]] == [
+        "pydantic",
+        "watchdog",
+    ]
     extras = project["optional-dependencies"]
     assert any(d.startswith("ruamel.yaml") for d in extras["ops"])
     assert "kexpr[ops]" in extras["test"]

@@ -1,4 +1,4 @@
-"""ops.readers: the no-owner-check bounded reader used by root-run ops tools."""
+"""kexpr.ops.readers: the no-owner-check bounded reader used by root-run ops tools."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.readers import ReadProblem, ReadRefused, read_nofollow
+from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 
 
 def test_bounded_read_and_refusals(tmp_path: Path) -> None:

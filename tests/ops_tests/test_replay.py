@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ops.demo import _samples
-from ops.replay import ExampleResponder, load_examples, mark_slots, replay
+from kexpr.ops.demo import _samples
+from kexpr.ops.replay import ExampleResponder, load_examples, mark_slots, replay
 
 SURFACES = {"daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"}
 
@@ -48,12 +48,12 @@ def test_every_surface_example_is_accepted_and_changes_only_slot_text() -> None:
 def test_an_example_that_breaks_the_contract_is_canonical(monkeypatch: pytest.MonkeyPatch) -> None:
     (daily,) = [s for s in first_per_surface() if s[0] == "daily.v1"]
     monkeypatch.setattr(
-        "ops.replay.load_examples",
+        "kexpr.ops.replay.load_examples",
         lambda: {"daily.v1": {"daily.status": "오늘은 차분히, [[P:01]]."}},
     )
     (r,) = replay([daily])  # 오늘은: not in the lexicon
     assert (r.outcome, r.styled) == ("validation_rejected", None)
-    monkeypatch.setattr("ops.replay.load_examples", dict)  # no example for the surface at all
+    monkeypatch.setattr("kexpr.ops.replay.load_examples", dict)  # no example for the surface at all
     (r,) = replay([daily])
     assert r.outcome == "validation_rejected" and r.styled is None
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from ops_support import kexpr
-from spool.layout import DataRoot
 
-from ops.status_cli import EXIT, Verdict, collect, render
-from ops.supervisor import supervisor_status_path
+from kexpr.ops.status_cli import EXIT, Verdict, collect, render
+from kexpr.ops.supervisor import supervisor_status_path
+from kexpr.spool.layout import DataRoot
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -58,7 +58,9 @@ def root(data_root: Path) -> DataRoot:
         (None, True, Verdict.NO_STATUS),
     ],
 )
-def test_verdicts(root: DataRoot, worker: dict[str, object] | None, alive: bool, verdict: Verdict) -> None:
+def test_verdicts(
+    root: DataRoot, worker: dict[str, object] | None, alive: bool, verdict: Verdict
+) -> None:
     if worker is not None:
         _write(root.status_file, worker)
     report = collect(root, now=NOW, alive=lambda pid: alive)
@@ -68,14 +70,26 @@ def test_verdicts(root: DataRoot, worker: dict[str, object] | None, alive: bool,
 
 def test_a_supervisor_that_gave_up_explains_the_rest(root: DataRoot) -> None:
     _write(root.status_file, _worker(state="stopped"))
-    _write(supervisor_status_path(root), {"pid": 1, "state": "crash_loop", "heartbeat_at_utc": _ts(5), "restarts": 5, "last_exit": -9})
+    _write(
+        supervisor_status_path(root),
+        {
+            "pid": 1,
+            "state": "crash_loop",
+            "heartbeat_at_utc": _ts(5),
+            "restarts": 5,
+            "last_exit": -9,
+        },
+    )
     report = collect(root, now=NOW, alive=lambda pid: False)
     assert report.verdict is Verdict.CRASH_LOOP
     assert "restarts 5" in render(report) and "last worker exit -9" in render(report)
 
 
 def test_a_quarantined_worker_is_not_healthy(root: DataRoot) -> None:
-    _write(root.status_file, {**_worker(), "journal": "unverified", "quarantine": "torn_tail", "unsafe": {"symlink": 2}})
+    _write(
+        root.status_file,
+        {**_worker(), "journal": "unverified", "quarantine": "torn_tail", "unsafe": {"symlink": 2}},
+    )
     report = collect(root, now=NOW, alive=lambda p: True)
     assert report.verdict is Verdict.QUARANTINED and EXIT[report.verdict] == 1
     assert "quarantine  torn_tail  unsafe paths: symlink 2" in render(report)
@@ -92,14 +106,21 @@ def test_an_observed_clock_step_is_shown(root: DataRoot) -> None:
 def test_stale_after_is_the_operators_choice(root: DataRoot) -> None:
     _write(root.status_file, _worker(age=8))
     assert collect(root, now=NOW, alive=lambda p: True).verdict is Verdict.HEALTHY
-    assert collect(root, now=NOW, alive=lambda p: True, stale_after_s=5).verdict is Verdict.STALE_HEARTBEAT
+    assert (
+        collect(root, now=NOW, alive=lambda p: True, stale_after_s=5).verdict
+        is Verdict.STALE_HEARTBEAT
+    )
 
 
 def test_planted_strings_are_never_echoed(root: DataRoot) -> None:
     planted = _worker()
     planted["state"] = "김민지 72.4kg"
     planted["journal"] = "sk-planted-secret"
-    planted["counters"] = {"claimed": "72.4kg", "김민지": 3, "by_outcome": {"김민지": 1, "timeout": "x"}}
+    planted["counters"] = {
+        "claimed": "72.4kg",
+        "김민지": 3,
+        "by_outcome": {"김민지": 1, "timeout": "x"},
+    }
     _write(root.status_file, planted)
     report = collect(root, now=NOW, alive=lambda p: True)
     text = render(report) + json.dumps(report.to_json(), ensure_ascii=False)

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from ops_support import NOGROUP, kexpr, start_supervisor, wait_for
-from spool.layout import DataRoot
 
-from ops.supervisor import (
+from kexpr.ops.supervisor import (
     BASE_ENV,
     CRASH_LOOP_EXIT,
     FATAL_EXITS,
@@ -29,8 +28,9 @@ from ops.supervisor import (
     worker_command,
     worker_environment,
 )
-from worker.daemon import wait_ready
-from worker.exitcodes import ExitCode
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.daemon import wait_ready
+from kexpr.worker.exitcodes import ExitCode
 
 
 def test_worker_environment_is_an_allow_list(tmp_path: Path) -> None:
@@ -50,14 +50,21 @@ def test_worker_environment_is_an_allow_list(tmp_path: Path) -> None:
     env = worker_environment(WorkerSpec(tmp_path), source)
     assert env == {**BASE_ENV, "OPENAI_API_KEY": "sk-live"}
     env = worker_environment(WorkerSpec(tmp_path, "http://127.0.0.1:9", "/ca.pem"), source)
-    assert env == {**BASE_ENV, "OPENAI_API_KEY": "sk-live", "HTTPS_PROXY": "http://127.0.0.1:9", "SSL_CERT_FILE": "/ca.pem"}
+    assert env == {
+        **BASE_ENV,
+        "OPENAI_API_KEY": "sk-live",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "SSL_CERT_FILE": "/ca.pem",
+    }
     assert "OPENAI_API_KEY" not in worker_environment(WorkerSpec(tmp_path), {"HOME": "/"})
 
 
-def test_worker_command_uses_an_absolute_data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_command_uses_an_absolute_data_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     cmd = worker_command(WorkerSpec(Path("rel/root")))
-    assert cmd[:3] == [sys.executable, "-m", "worker"]
+    assert cmd[:3] == [sys.executable, "-m", "kexpr.worker"]
     assert Path(cmd[-1]).is_absolute()
 
 
@@ -68,7 +75,7 @@ def test_worker_refuses_hazardous_environment_as_a_process(tmp_path: Path) -> No
     )
     for extra, finding in cases:
         out = subprocess.run(
-            [sys.executable, "-m", "worker", "--data-root", str(tmp_path / "root")],
+            [sys.executable, "-m", "kexpr.worker", "--data-root", str(tmp_path / "root")],
             env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk", **extra},
             capture_output=True,
             text=True,
@@ -85,7 +92,10 @@ def _worker_pid(root: DataRoot) -> int:
     return int(json.loads(root.status_file.read_bytes())["pid"])
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="reading a non-dumpable worker's /proc/PID/environ needs root (CAP_SYS_PTRACE); the non-root counterpart is test_worker_environment_is_closed_to_its_own_user")
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="reading a non-dumpable worker's /proc/PID/environ needs root (CAP_SYS_PTRACE); the non-root counterpart is test_worker_environment_is_closed_to_its_own_user",
+)
 def test_worker_environment_at_execve_holds_only_the_allow_list(data_root: Path) -> None:
     w = start_supervised_worker(data_root, None, key="sk-only-here")
     try:
@@ -97,7 +107,10 @@ def test_worker_environment_at_execve_holds_only_the_allow_list(data_root: Path)
         w.stop()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every environment; as root the allow-list itself is read (test_worker_environment_at_execve_holds_only_the_allow_list)")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="root reads every environment; as root the allow-list itself is read (test_worker_environment_at_execve_holds_only_the_allow_list)",
+)
 def test_worker_environment_is_closed_to_its_own_user(data_root: Path) -> None:
     """Not root: the worker runs as this very user, and still its environment (the
     key) cannot be read: it made itself non-dumpable before anything else."""
@@ -143,9 +156,10 @@ def test_supervisor_restarts_a_dead_worker_and_stops_cleanly(data_root: Path) ->
 # clock, never with sleeps.
 
 
-
 def test_backoff_doubles_to_the_cap_and_resets_after_a_healthy_run() -> None:
-    t = RestartTracker(RestartPolicy(backoff_start_s=0.5, backoff_max_s=4.0, healthy_after_s=60, max_restarts=100))
+    t = RestartTracker(
+        RestartPolicy(backoff_start_s=0.5, backoff_max_s=4.0, healthy_after_s=60, max_restarts=100)
+    )
     now = 0.0
     delays = []
     for _ in range(6):
@@ -171,11 +185,18 @@ def test_exits_outside_the_window_do_not_count() -> None:
 
 
 def test_fatal_exits_are_never_restarted() -> None:
-    assert FATAL_EXITS == {int(ExitCode.HAZARDOUS_ENVIRONMENT), int(ExitCode.UNSAFE_DATA_ROOT), int(ExitCode.NOT_UNDUMPABLE)}
+    assert FATAL_EXITS == {
+        int(ExitCode.HAZARDOUS_ENVIRONMENT),
+        int(ExitCode.UNSAFE_DATA_ROOT),
+        int(ExitCode.NOT_UNDUMPABLE),
+    }
     for code in FATAL_EXITS:
         assert RestartTracker(RestartPolicy()).on_exit(code, 0.1, 0).action is Action.STOP_FATAL
     # Another live worker is transient (an orphan draining its last call): restarted.
-    assert RestartTracker(RestartPolicy()).on_exit(int(ExitCode.ANOTHER_WORKER), 0.1, 0).action is Action.RESTART
+    assert (
+        RestartTracker(RestartPolicy()).on_exit(int(ExitCode.ANOTHER_WORKER), 0.1, 0).action
+        is Action.RESTART
+    )
 
 
 class _DeadChild:
@@ -200,7 +221,9 @@ class _DeadChild:
         raise AssertionError("a dead child is never killed")
 
 
-def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(
+    data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     DataRoot(data_root).ensure()
     spawned: list[_DeadChild] = []
 
@@ -209,24 +232,37 @@ def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(data_root: Path, c
         return spawned[-1]
 
     sup = Supervisor(
-        WorkerSpec(data_root), {}, policy=RestartPolicy(backoff_start_s=0.001, backoff_max_s=0.001, max_restarts=4), spawn=spawn
+        WorkerSpec(data_root),
+        {},
+        policy=RestartPolicy(backoff_start_s=0.001, backoff_max_s=0.001, max_restarts=4),
+        spawn=spawn,
     )
     assert sup.run() == CRASH_LOOP_EXIT
     assert len(spawned) == 5 and sup.restarts == 4
     assert "crash_loop" in capsys.readouterr().err
     status = json.loads(supervisor_status_path(DataRoot(data_root)).read_bytes())
     assert status["state"] == "crash_loop" and status["restarts"] == 4 and status["last_exit"] == 1
-    assert set(status) == {"schema", "pid", "state", "heartbeat_at_utc", "worker_pid", "restarts", "last_exit", "policy"}
+    assert set(status) == {
+        "schema",
+        "pid",
+        "state",
+        "heartbeat_at_utc",
+        "worker_pid",
+        "restarts",
+        "last_exit",
+        "policy",
+    }
 
 
 def test_supervisor_loop_stops_at_once_on_a_fatal_exit(data_root: Path) -> None:
-    sup = Supervisor(WorkerSpec(data_root), {}, spawn=lambda: _DeadChild(int(ExitCode.HAZARDOUS_ENVIRONMENT)))
+    sup = Supervisor(
+        WorkerSpec(data_root), {}, spawn=lambda: _DeadChild(int(ExitCode.HAZARDOUS_ENVIRONMENT))
+    )
     assert sup.run() == int(ExitCode.HAZARDOUS_ENVIRONMENT)
     assert sup.restarts == 0
 
 
 # ----------------------------------------------------------------- real processes
-
 
 
 def test_crash_loop_stops_supervising_with_a_diagnostic(data_root: Path) -> None:
@@ -236,7 +272,12 @@ def test_crash_loop_stops_supervising_with_a_diagnostic(data_root: Path) -> None
     try:
         killed: set[int] = set()
         while sup.proc.poll() is None and len(killed) < 5:
-            assert wait_for(lambda: sup.proc.poll() is not None or (wait_ready(sup.root, 0.1) and sup.worker_pid() not in killed))
+            assert wait_for(
+                lambda: (
+                    sup.proc.poll() is not None
+                    or (wait_ready(sup.root, 0.1) and sup.worker_pid() not in killed)
+                )
+            )
             if sup.proc.poll() is not None:
                 break
             pid = sup.worker_pid()
@@ -258,14 +299,22 @@ def test_crash_loop_stops_supervising_with_a_diagnostic(data_root: Path) -> None
 def test_status_reports_a_healthy_supervised_worker_and_then_a_stopped_one(data_root: Path) -> None:
     sup = start_supervisor(data_root, key="sk-status-secret-value-000")
     try:
-        assert wait_for(lambda: json.loads(kexpr("status", "--data-root", data_root, "--json").stdout)["supervisor"] is not None)
+        assert wait_for(
+            lambda: (
+                json.loads(kexpr("status", "--data-root", data_root, "--json").stdout)["supervisor"]
+                is not None
+            )
+        )
         out = kexpr("status", "--data-root", data_root)
         assert out.returncode == 0, out.stdout
         assert "verdict     healthy" in out.stdout
         assert "sk-status-secret-value-000" not in out.stdout
         report = json.loads(kexpr("status", "--data-root", data_root, "--json").stdout)
         assert report["worker"]["state"] == "ready" and report["worker"]["alive"] is True
-        assert report["worker"]["credential"] == "present" and report["worker"]["journal"] == "verified"
+        assert (
+            report["worker"]["credential"] == "present"
+            and report["worker"]["journal"] == "verified"
+        )
         assert report["supervisor"]["state"] == "running"
         assert report["supervisor"]["worker_pid"] == report["worker"]["pid"]
     finally:
@@ -276,7 +325,7 @@ def test_status_reports_a_healthy_supervised_worker_and_then_a_stopped_one(data_
 
 
 def test_worker_makes_itself_undumpable_and_verifies_it() -> None:
-    from worker.main import PR_GET_DUMPABLE, PR_SET_DUMPABLE, make_undumpable
+    from kexpr.worker.main import PR_GET_DUMPABLE, PR_SET_DUMPABLE, make_undumpable
 
     calls: list[tuple[int, int]] = []
     state = {"dumpable": 1}

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ops import surfaces_cli
-from ops.surfaces_cli import (
+from kexpr.ops import surfaces_cli
+from kexpr.ops.surfaces_cli import (
     EXIT_ELIGIBLE,
     EXIT_INELIGIBLE,
     EXIT_UNUSABLE,
@@ -199,13 +199,13 @@ def test_the_console_script_runs_the_command(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv", [["surfaces"], ["surfaces", "bogus"]])
 def test_kexpr_surfaces_without_check_is_a_usage_error(argv: list[str]) -> None:
-    from ops.cli import main
+    from kexpr.ops.cli import main
 
     assert main(argv) == EXIT_UNUSABLE
 
 
 def test_kexpr_surfaces_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
-    from ops.cli import main
+    from kexpr.ops.cli import main
 
     assert main(["surfaces", "--help"]) == EXIT_ELIGIBLE
     assert "check" in capsys.readouterr().out
@@ -303,7 +303,12 @@ def _single_argv(request: dict[str, object], path: str) -> list[str]:
     for name in request.get("explicit_fields", []):  # type: ignore[attr-defined]
         argv += ["--explicit-field", name]
     if "callback_data" in request:
-        argv += ["--callback-data", str(request["callback_data"]), "--origin", str(request["origin"])]
+        argv += [
+            "--callback-data",
+            str(request["callback_data"]),
+            "--origin",
+            str(request["origin"]),
+        ]
     return argv
 
 

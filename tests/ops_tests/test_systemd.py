@@ -25,7 +25,9 @@ INSTANCE = "kexpr-worker@physique-coach.service"
 EXEC = "/opt/kexpr/venv/bin/kexpr"
 MAX_EXPOSURE = 2.0
 ANALYZE = shutil.which("systemd-analyze")
-SYSTEM_UNITS = next((p for p in (Path("/usr/lib/systemd/system"), Path("/lib/systemd/system")) if p.is_dir()), None)
+SYSTEM_UNITS = next(
+    (p for p in (Path("/usr/lib/systemd/system"), Path("/lib/systemd/system")) if p.is_dir()), None
+)
 
 needs_analyze = pytest.mark.skipif(
     ANALYZE is None or SYSTEM_UNITS is None,
@@ -49,7 +51,9 @@ def scratch_root(tmp_path: Path) -> Path:
 
 def analyze(*args: str) -> subprocess.CompletedProcess[str]:
     assert ANALYZE is not None
-    return subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [ANALYZE, *args], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 @needs_analyze
@@ -83,7 +87,11 @@ def test_worker_unit_exposure_is_at_most_2_and_matches_the_docs(scratch_root: Pa
     exposure = measured_exposure(scratch_root)
     assert exposure <= MAX_EXPOSURE
     recorded = f"{exposure:.1f}"
-    for doc in (REPO / "docs" / "systemd.md", REPO / "docs" / "operator-guide.ko.md", UNITS / WORKER_UNIT):
+    for doc in (
+        REPO / "docs" / "systemd.md",
+        REPO / "docs" / "operator-guide.ko.md",
+        UNITS / WORKER_UNIT,
+    ):
         assert f"{recorded} OK" in doc.read_text("utf-8"), doc
 
 
@@ -101,14 +109,16 @@ def test_worker_unit_has_every_sandbox_setting_the_issue_lists() -> None:
     assert settings["UMask"] == "0077"
     assert settings["EnvironmentFile"] == "/etc/kexpr/%i.env"
     assert (settings["User"], settings["Group"]) == ("kexpr-worker", "kexpr-spool")
-    assert settings["ExecStart"] == f"{EXEC} worker --data-root /var/lib/kexpr/%i/korean-expression-v1"
+    assert (
+        settings["ExecStart"] == f"{EXEC} worker --data-root /var/lib/kexpr/%i/korean-expression-v1"
+    )
     # Restart, crash loop and graceful stop mirror `kexpr supervise`.
     assert settings["Restart"] == "on-failure"
     assert settings["RestartPreventExitStatus"] == "71 74 78"
     assert (settings["StartLimitBurst"], settings["StartLimitIntervalSec"]) == ("5", "300")
     assert int(settings["TimeoutStopSec"]) > 4  # the call deadline
     # The key reaches the worker through EnvironmentFile= only.
-    assert "OPENAI" not in text.replace("OPENAI_API_KEY (SPEC", "")
+    assert "OPENAI" not in text.replace("OPENAI_API_KEY (design", "")
 
 
 def test_sysusers_and_tmpfiles_name_the_same_user_and_group() -> None:
@@ -116,4 +126,6 @@ def test_sysusers_and_tmpfiles_name_the_same_user_and_group() -> None:
     assert "g kexpr-spool -" in sysusers and "u kexpr-worker -:kexpr-spool" in sysusers
     assert "d /var/lib/kexpr 0750 root kexpr-spool -" in (UNITS / "kexpr.tmpfiles.conf").read_text()
     dropin = (UNITS / "gateway.dropin.conf").read_text()
-    assert "SupplementaryGroups=kexpr-spool" in dropin and "UnsetEnvironment=OPENAI_API_KEY" in dropin
+    assert (
+        "SupplementaryGroups=kexpr-spool" in dropin and "UnsetEnvironment=OPENAI_API_KEY" in dropin
+    )

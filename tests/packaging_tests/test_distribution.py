@@ -29,7 +29,8 @@ SMOKE = (
     "tests/contract/test_contract_cli.py",
     "tests/packaging_tests/test_packaging.py::test_console_script_dispatches",
 )
-PACKAGES = ("gateway_shim", "worker", "ops", "spool")
+# Where each package lands in the wheel (pyproject `package-dir`).
+PACKAGES = ("gateway_shim", "kexpr/worker", "kexpr/ops", "kexpr/spool")
 # What a working tree holds that is not source (and never goes into the sdist).
 LOCAL_ONLY = (
     ".git",
@@ -144,11 +145,15 @@ def test_the_wheel_metadata_and_files(built: Built) -> None:
     assert set(meta.get_all("Provides-Extra", [])) == {"worker", "ops", "test", "fuzz"}
     for package in PACKAGES:
         assert f"{package}/py.typed" in names, package
-    assert "ops/systemd/kexpr-worker@.service" in names
-    assert "ops/examples/model-responses.json" in names  # `kexpr run`'s example answers
+    assert "kexpr/ops/systemd/kexpr-worker@.service" in names
+    assert "kexpr/ops/examples/model-responses.json" in names  # `kexpr run`'s example answers
     docs = {n.rsplit("/", 1)[1] for n in names if "/share/doc/kexpr/" in n}
     assert {"operator-guide.ko.md", "systemd.md", "cli.md", "README.md", "LICENSE"} <= docs
     assert not any(n.startswith(("tests/", "queue/", "fakeapi/")) for n in names)
+    # Two top-level import names only: the host-facing one and the namespace.
+    top = {n.split("/", 1)[0] for n in names if "/" in n and ".dist-info" not in n.split("/")[0]}
+    assert {t for t in top if not t.endswith(".data")} == {"gateway_shim", "kexpr"}
+    assert "kexpr/__init__.py" not in names  # a PEP 420 namespace, shared by nothing else
 
 
 def test_a_gateway_only_install_works_and_refuses_the_worker_commands(
@@ -161,7 +166,7 @@ def test_a_gateway_only_install_works_and_refuses_the_worker_commands(
     probe = sh(
         venv / "bin" / "python",
         "-c",
-        "import importlib.util, gateway_shim, spool.contract;"
+        "import importlib.util, gateway_shim, kexpr.spool.contract;"
         "print(importlib.util.find_spec('openai') is None, importlib.util.find_spec('httpx') is None)",
         cwd=tmp_path,
         env=env,
@@ -217,6 +222,68 @@ def test_a_smoke_subset_passes_from_the_unpacked_sdist(built: Built, tmp_path: P
     done = sh(venv / "bin" / "pytest", "-q", "-p", "no:cacheprovider", *SMOKE, cwd=tree, env=env)
     assert " passed" in done.stdout and "failed" not in done.stdout
     where = sh(
-        venv / "bin" / "python", "-c", "import ops.cli; print(ops.cli.__file__)", cwd=tree, env=env
+        venv / "bin" / "python",
+        "-c",
+        "import kexpr.ops.cli; print(kexpr.ops.cli.__file__)",
+        cwd=tree,
+        env=env,
     )
     assert where.stdout.startswith(str(venv))
+
+
+HOST_PACKAGES = ("ops", "worker", "spool")
+
+
+def test_the_wheel_installs_beside_a_host_that_has_its_own_ops_worker_and_spool(
+    built: Built, tmp_path: Path
+) -> None:
+    """Issue 15 item 1: a host environment (Hermes has its own top-level `ops/`) with
+    unrelated top-level `ops`, `worker` and `spool` packages keeps them, and both
+    sides work after kexpr is installed into it."""
+    venv = new_venv(tmp_path / "host")
+    env = venv_env(venv)
+    site = Path(
+        sh(
+            venv / "bin" / "python",
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            env=env,
+        ).stdout.strip()
+    )
+    for name in HOST_PACKAGES:
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text(f"HOST = 'the host {name}'\n")
+    sh(venv / "bin" / "python", "-m", "pip", "install", "-q", f"{built.wheel}[worker]", env=env)
+    probe = sh(
+        venv / "bin" / "python",
+        "-c",
+        "import ops, worker, spool, gateway_shim, kexpr.ops.cli, kexpr.worker.main,"
+        " kexpr.spool.contract;"
+        "print(ops.HOST, worker.HOST, spool.HOST, sep='|');"
+        "print(gateway_shim.__name__, kexpr.ops.cli.__name__, kexpr.worker.main.__name__)",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert probe.stdout.splitlines() == [
+        "the host ops|the host worker|the host spool",
+        "gateway_shim kexpr.ops.cli kexpr.worker.main",
+    ]
+    for name in HOST_PACKAGES:
+        assert (site / name / "__init__.py").read_text() == f"HOST = 'the host {name}'\n"
+    # The console script runs kexpr's own commands, not the host's packages.
+    version = sh(venv / "bin" / "kexpr", "--version", cwd=tmp_path, env=env)
+    assert version.stdout.startswith("kexpr ")
+    # The worker really starts from this environment: it refuses a symlinked data
+    # root with its own exit code (74, unsafe_data_root), which only kexpr.worker gives.
+    (tmp_path / "real-root").mkdir(mode=0o700)
+    (tmp_path / "root-link").symlink_to(tmp_path / "real-root")
+    done = subprocess.run(
+        [str(venv / "bin" / "kexpr"), "worker", "--data-root", str(tmp_path / "root-link")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 74, done.stderr

@@ -1,4 +1,4 @@
-"""Packaging invariants (SPEC §2): the layout, the light gateway-side install, the
+"""Packaging invariants (design §2): the layout, the light gateway-side install, the
 console script."""
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ def test_queue_is_not_a_package_and_stdlib_queue_wins() -> None:
     # must still be the standard library's.
     code = "import queue, concurrent.futures, logging.handlers; print(queue.__file__)"
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)},
     )
     assert "site-packages" not in out.stdout and str(REPO / "queue") not in out.stdout
@@ -29,7 +33,10 @@ def test_queue_is_not_a_package_and_stdlib_queue_wins() -> None:
 
 def test_base_install_is_light_and_never_pulls_openai() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    names = {d.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower() for d in project["dependencies"]}
+    names = {
+        d.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower()
+        for d in project["dependencies"]
+    }
     # filelock is gone: the project's own flock (spool.fsio.ProductLock) needs the
     # locked descriptor, which filelock keeps private (issue 15).
     assert names == {"pydantic", "watchdog"}
@@ -47,27 +54,64 @@ def test_console_script_dispatches(tmp_path: Path) -> None:
         assert cmd in out.stdout
     assert subprocess.run([str(kexpr), "no-such-command"], capture_output=True).returncode == 2
     capsule = {
-        "schema_version": "korean-expression-v4", "surface": "daily.v1", "artifact_key": "a" * 64,
-        "slots": [{"slot_id": "daily.status", "allowed_predicate_ids": ["P_DAILY_COMPLETE"], "allowed_action_ids": [],
-                   "required_placeholder_tokens": ["[[P:01]]"], "max_generated_chars": 96, "max_style_lexemes": 8}],
+        "schema_version": "korean-expression-v4",
+        "surface": "daily.v1",
+        "artifact_key": "a" * 64,
+        "slots": [
+            {
+                "slot_id": "daily.status",
+                "allowed_predicate_ids": ["P_DAILY_COMPLETE"],
+                "allowed_action_ids": [],
+                "required_placeholder_tokens": ["[[P:01]]"],
+                "max_generated_chars": 96,
+                "max_style_lexemes": 8,
+            }
+        ],
     }
     response = {
-        "schema_version": "korean-expression-v4", "surface": "daily.v1", "artifact_key": "a" * 64,
-        "slots": [{"slot_id": "daily.status", "predicate_ids": ["P_DAILY_COMPLETE"], "action_ids": [],
-                   "placeholder_tokens": ["[[P:01]]"], "generated_ko": "하나씩 순서대로, [[P:01]]."}],
+        "schema_version": "korean-expression-v4",
+        "surface": "daily.v1",
+        "artifact_key": "a" * 64,
+        "slots": [
+            {
+                "slot_id": "daily.status",
+                "predicate_ids": ["P_DAILY_COMPLETE"],
+                "action_ids": [],
+                "placeholder_tokens": ["[[P:01]]"],
+                "generated_ko": "하나씩 순서대로, [[P:01]].",
+            }
+        ],
     }
     (tmp_path / "c.json").write_text(json.dumps(capsule))
     (tmp_path / "r.txt").write_text(json.dumps(response, ensure_ascii=False, indent=2))
     out = subprocess.run(
-        [str(kexpr), "contract", "check", "--capsule", str(tmp_path / "c.json"), "--response", str(tmp_path / "r.txt")],
-        capture_output=True, text=True,
+        [
+            str(kexpr),
+            "contract",
+            "check",
+            "--capsule",
+            str(tmp_path / "c.json"),
+            "--response",
+            str(tmp_path / "r.txt"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0 and json.loads(out.stdout) == {"verdict": "accepted", "reason": None}
     response["slots"][0]["generated_ko"] = "오늘은 차분히, [[P:01]]."  # type: ignore[index]
     (tmp_path / "r.txt").write_text(json.dumps(response, ensure_ascii=False))
     out = subprocess.run(
-        [str(kexpr), "contract", "check", "--capsule", str(tmp_path / "c.json"), "--response", str(tmp_path / "r.txt")],
-        capture_output=True, text=True,
+        [
+            str(kexpr),
+            "contract",
+            "check",
+            "--capsule",
+            str(tmp_path / "c.json"),
+            "--response",
+            str(tmp_path / "r.txt"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 1
     assert json.loads(out.stdout) == {"verdict": "validation_rejected", "reason": "unknown_word"}
@@ -76,8 +120,8 @@ def test_console_script_dispatches(tmp_path: Path) -> None:
 
 def test_contract_check_does_not_import_the_worker() -> None:
     code = (
-        "import sys, io; from ops.contract_cli import run_contract_check;"
+        "import sys, io; from kexpr.ops.contract_cli import run_contract_check;"
         "run_contract_check(['--help'], io.StringIO(), io.StringIO()) if False else None;"
-        "import ops.cli; assert 'openai' not in sys.modules and 'worker.daemon' not in sys.modules"
+        "import kexpr.ops.cli; assert 'openai' not in sys.modules and 'kexpr.worker.daemon' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -72,7 +72,7 @@ _WIRE_WORDS: Final = (
     "starting", "stopping", "by_outcome",
 )  # fmt: skip
 
-_PACKAGES: Final = ("spool", "gateway_shim", "worker", "ops")
+_PACKAGES: Final = ("kexpr.spool", "gateway_shim", "kexpr.worker", "kexpr.ops")
 
 
 class IdFieldError(AssertionError):

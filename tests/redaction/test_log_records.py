@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from reference_host.samples import CUSTOMER_VALUES
-from spool import log
-from spool.layout import DataRoot
 
 from gateway_shim import (
     DailyFacts,
@@ -34,10 +32,12 @@ from gateway_shim import (
     exact_block,
     format_daily,
 )
-from worker.daemon import wait_ready
+from kexpr.spool import log
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.daemon import wait_ready
 
 KEY = "sk-log-records-5e1d9b"
-# One record as `spool.log.configure` formats it, after its timestamp.
+# One record as `kexpr.spool.log.configure` formats it, after its timestamp.
 RECORD = re.compile(
     r"(DEBUG|INFO|WARNING|ERROR) (kexpr(?:\.[a-z]+)?) ([a-z][a-z0-9_]*)((?: [a-z_]+=[^ ]+)*)"
 )
@@ -51,10 +51,10 @@ def _product_words() -> set[str]:
     import pkgutil
 
     words: set[str] = set()
-    for top in ("spool", "gateway_shim", "worker", "ops"):
+    for top in ("kexpr.spool", "gateway_shim", "kexpr.worker", "kexpr.ops"):
         package = importlib.import_module(top)
         for info in pkgutil.walk_packages(package.__path__, top + "."):
-            if info.name.startswith(("ops.demo", "worker.__main__")):
+            if info.name.startswith(("kexpr.ops.demo", "kexpr.worker.__main__")):
                 continue
             module = importlib.import_module(info.name)
             for value in vars(module).values():
@@ -71,8 +71,8 @@ def _product_words() -> set[str]:
                         )
                         words.add(member.name.lower())
     from gateway_shim.config import SURFACE_SWITCH
-    from ops.cli import COMMANDS
-    from ops.supervisor import DIAGNOSTICS
+    from kexpr.ops.cli import COMMANDS
+    from kexpr.ops.supervisor import DIAGNOSTICS
 
     return words | set(SURFACE_SWITCH) | set(DIAGNOSTICS) | set(COMMANDS)
 
@@ -93,7 +93,7 @@ def assert_whitelisted(lines: list[str], words: set[str]) -> list[tuple[str, str
 def test_the_top_logger_is_silent_in_a_host_by_default(tmp_path: Path) -> None:
     code = (
         "import logging, gateway_shim\n"
-        "from spool import log\n"
+        "from kexpr.spool import log\n"
         "top = logging.getLogger('kexpr')\n"
         "assert [type(h).__name__ for h in top.handlers] == ['NullHandler'], top.handlers\n"
         "from gateway_shim.config import Mode\n"
@@ -143,8 +143,8 @@ def test_event_refuses_anything_but_enum_words_numbers_and_booleans(
 def test_cli_verbosity_is_what_the_child_gets() -> None:
     code = (
         "import logging, sys\n"
-        "from spool import log\n"
-        "from ops.supervisor import WorkerSpec, worker_command\n"
+        "from kexpr.spool import log\n"
+        "from kexpr.ops.supervisor import WorkerSpec, worker_command\n"
         "from pathlib import Path\n"
         "print(worker_command(WorkerSpec(Path('/r')))[3])\n"
         "log.configure(int(sys.argv[1]))\n"
@@ -186,7 +186,7 @@ def test_records_of_a_real_run_are_whitelisted(
     cmd = [
         sys.executable,
         "-m",
-        "ops.cli",
+        "kexpr.ops.cli",
         "-vv",
         "supervise",
         "--data-root",

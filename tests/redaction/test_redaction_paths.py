@@ -50,10 +50,6 @@ from adversarial.strategies import composition_of
 from fakeapi import FakeOpenAI, FakeReply, capsule_of, chat_completion, error_reply
 from hypothesis import given
 from hypothesis import strategies as st
-from spool.contract import CONTRACT_VERSION, Capsule, manifest_for, slot_policy
-from spool.journal import JOURNAL_SCHEMA, ROW_FIELDS, Journal, Outcome
-from spool.layout import DataRoot
-from spool.messages import parse_report, parse_request, parse_response
 
 import gateway_shim.coordinator as coordinator_module
 from gateway_shim import (
@@ -66,10 +62,14 @@ from gateway_shim import (
     format_daily,
 )
 from gateway_shim.surfaces.daily import FACT_KEYS, MACROS_MISSING, MISSING_MARKER
+from kexpr.spool.contract import CONTRACT_VERSION, Capsule, manifest_for, slot_policy
+from kexpr.spool.journal import JOURNAL_SCHEMA, ROW_FIELDS, Journal, Outcome
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import parse_report, parse_request, parse_response
+from kexpr.worker.daemon import wait_ready
+from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 from redaction import material
 from redaction.leaks import HEX64, find_leak, minimal_pieces, scan_text_of, static_text
-from worker.daemon import wait_ready
-from worker.instruction import SYSTEM_INSTRUCTION
 
 pytestmark = pytest.mark.e2e
 
@@ -144,7 +144,7 @@ def _start_supervisor(tmp: Path, root: Path, fake: FakeOpenAI) -> subprocess.Pop
         "OPENAI_API_KEY": API_KEY,
     }
     cmd = [
-        sys.executable, "-m", "ops.cli", "supervise", "--data-root", str(root),
+        sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root),
         "--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file),
     ]  # fmt: skip
     with open(tmp / "stdout.txt", "wb") as out, open(tmp / "stderr.txt", "wb") as err:
@@ -504,7 +504,7 @@ def _check_capsule(capsule: dict[str, Any], artifact_key: str | None) -> None:
 def _check_wire(world: World, request: Any, capsule_file: dict[str, Any]) -> None:
     payload = request.json
     assert isinstance(payload, dict) and set(payload) == WIRE_KEYS
-    assert {k: v for k, v in payload.items() if k != "messages"} == WIRE_PARAMETERS  # SPEC §9
+    assert {k: v for k, v in payload.items() if k != "messages"} == WIRE_PARAMETERS  # design §9
     system, user = payload["messages"]
     assert system == {"role": "system", "content": SYSTEM_INSTRUCTION}
     assert set(user) == {"role", "content"} and user["role"] == "user"

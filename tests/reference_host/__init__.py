@@ -1,6 +1,6 @@
 """A reference host for the tests: a small fake gateway that integrates the shim
 exactly as the plan's Hermes-side sections require, so the tests can prove the
-host-side guarantees (SPEC §8 "Host integration contract").
+host-side guarantees (design §8 "Host integration contract").
 
 - ``weekly``: a scheduled-delivery ledger; pin-before-send; restart sends the
   pinned bytes with zero presentations.

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from spool.layout import DataRoot
 
 from gateway_shim import KoreanExpressionConfig, KoreanExpressionCoordinator, Mode, exact_block
+from kexpr.spool.layout import DataRoot
 from reference_host.scripted_worker import ScriptedWorker
 
 

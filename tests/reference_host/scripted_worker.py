@@ -3,7 +3,7 @@
 Tests only. It behaves like the real worker where the host-side guarantees
 depend on it: it claims each request (removes it from ``requests/``), counts a
 *provider call* only for an artifact key it has not seen, and answers a repeat
-of a key ``already_attempted`` with no call (SPEC §4 dedupe). Each request it
+of a key ``already_attempted`` with no call (design §4 dedupe). Each request it
 ever saw stays in ``requests`` so tests can count spool traffic.
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
-from spool.fsio import publish
-from spool.layout import DataRoot
-from spool.messages import parse_request
+from kexpr.spool.fsio import publish
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import parse_request
 
 # capsule -> generated_ko per slot id (accepted), a canonical outcome such as
 # "provider_error" (answered canonical, no composition), or None (no answer).

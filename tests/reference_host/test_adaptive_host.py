@@ -1,5 +1,5 @@
 """Adaptive validation and persistence are one locked service operation (plan
-section of that name; SPEC §8), proven with the reference host and the shim's
+section of that name; design §8), proven with the reference host and the shim's
 pure ``revalidate``."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-from spool.layout import DataRoot
 
 from gateway_shim import (
     CandidateOutcome,
@@ -19,6 +18,7 @@ from gateway_shim import (
     RevalidationError,
     RevalidationReason,
 )
+from kexpr.spool.layout import DataRoot
 from reference_host.adaptive import (
     AdaptiveGatewayHost,
     AdaptiveOperatorService,
@@ -96,9 +96,8 @@ def test_shadow_pins_the_canonical_presentation(
     assert str(persisted["text"]).startswith(
         str(canonical["text"])[: -len("상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음")]
     )
-    assert (
-        "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n상태: "
-        in str(persisted["text"])
+    assert "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n상태: " in str(
+        persisted["text"]
     )
     assert report_outcomes(root) == ["shadow_selected"]
 
@@ -308,7 +307,13 @@ def test_a_menu_is_persisted_as_the_host_always_did_without_a_call(
     menu = {
         "status": "menu",
         "text": "적응형 영양 검토\n고객을 선택하세요.",
-        "buttons": [{"customer_key": "client_042", "label": "김민지", "callback_data": "an1:" + "0" * 24 + ":select"}],
+        "buttons": [
+            {
+                "customer_key": "client_042",
+                "label": "김민지",
+                "callback_data": "an1:" + "0" * 24 + ":select",
+            }
+        ],
     }
     svc, editor = service(), Editor()
     gateway = AdaptiveGatewayHost(

@@ -1,14 +1,13 @@
 """Daily: the first save edits once; replay is canonical-only with zero requests
-(plan "Daily cutover"; SPEC §8)."""
+(plan "Daily cutover"; design §8)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from spool.layout import DataRoot
-
 from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Mode
+from kexpr.spool.layout import DataRoot
 from reference_host.daily import DailyHost, FinalizedCheckin
 from reference_host.host_render import render_daily
 from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files

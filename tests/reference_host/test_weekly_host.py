@@ -1,5 +1,5 @@
 """Weekly pin-before-send and restart (plan "Weekly pin-before-send and
-restart"; SPEC §8 host integration contract), proven with the reference host."""
+restart"; design §8 host integration contract), proven with the reference host."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
-from spool.layout import DataRoot
 
 from gateway_shim import (
     CandidateOutcome,
     KoreanExpressionCoordinator,
     Mode,
 )
+from kexpr.spool.layout import DataRoot
 from reference_host.samples import (
     SCHEDULE,
     WEEKLY_BODY,

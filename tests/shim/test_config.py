@@ -28,7 +28,9 @@ def test_missing_is_disabled() -> None:
 
 @pytest.mark.parametrize("mode", list(Mode))
 def test_exact_block_parses(mode: Mode) -> None:
-    cfg = KoreanExpressionConfig.from_extra(extra(exact_block(mode, daily=True, adaptive_operator=True)))
+    cfg = KoreanExpressionConfig.from_extra(
+        extra(exact_block(mode, daily=True, adaptive_operator=True))
+    )
     assert cfg.valid and cfg.mode is mode
     assert cfg.enabled_for("daily.v1") is (mode is not Mode.DISABLED)
     assert not cfg.enabled_for("weekly.v1")
@@ -55,8 +57,16 @@ BAD = [
     ("base_url_key", _mut(("provider", "base_url"), "https://evil"), ConfigDiagnostic.UNKNOWN_KEY),
     ("missing_mode", _mut(("mode",), delete=True), ConfigDiagnostic.MISSING_KEY),
     ("missing_surface", _mut(("surfaces", "weekly"), delete=True), ConfigDiagnostic.MISSING_KEY),
-    ("schema_version", _mut(("schema_version",), "korean-expression-v3"), ConfigDiagnostic.SCHEMA_VERSION),
-    ("schema_version_padded", _mut(("schema_version",), " korean-expression-v4"), ConfigDiagnostic.SCHEMA_VERSION),
+    (
+        "schema_version",
+        _mut(("schema_version",), "korean-expression-v3"),
+        ConfigDiagnostic.SCHEMA_VERSION,
+    ),
+    (
+        "schema_version_padded",
+        _mut(("schema_version",), " korean-expression-v4"),
+        ConfigDiagnostic.SCHEMA_VERSION,
+    ),
     ("mode_case", _mut(("mode",), "Shadow"), ConfigDiagnostic.MODE),
     ("mode_bool", _mut(("mode",), False), ConfigDiagnostic.MODE),
     ("surface_str", _mut(("surfaces", "daily"), "true"), ConfigDiagnostic.SURFACES),
@@ -66,20 +76,48 @@ BAD = [
     ("timeout_float", _mut(("timeout_seconds",), 3.0), ConfigDiagnostic.TIMEOUT),
     ("timeout_str", _mut(("timeout_seconds",), "3"), ConfigDiagnostic.TIMEOUT),
     ("timeout_bool", _mut(("timeout_seconds",), True), ConfigDiagnostic.TIMEOUT),
-    ("provider_id", _mut(("provider", "provider_id"), "openrouter"), ConfigDiagnostic.PROVIDER_DISALLOWED),
-    ("transport", _mut(("provider", "transport"), "responses"), ConfigDiagnostic.PROVIDER_DISALLOWED),
-    ("endpoint_slash", _mut(("provider", "endpoint"), "https://api.openai.com/v1/"), ConfigDiagnostic.PROVIDER_DISALLOWED),
-    ("endpoint_other", _mut(("provider", "endpoint"), "https://api.openai.com.evil/v1"), ConfigDiagnostic.PROVIDER_DISALLOWED),
+    (
+        "provider_id",
+        _mut(("provider", "provider_id"), "openrouter"),
+        ConfigDiagnostic.PROVIDER_DISALLOWED,
+    ),
+    (
+        "transport",
+        _mut(("provider", "transport"), "responses"),
+        ConfigDiagnostic.PROVIDER_DISALLOWED,
+    ),
+    (
+        "endpoint_slash",
+        _mut(("provider", "endpoint"), "https://api.openai.com/v1/"),
+        ConfigDiagnostic.PROVIDER_DISALLOWED,
+    ),
+    (
+        "endpoint_other",
+        _mut(("provider", "endpoint"), "https://api.openai.com.evil/v1"),
+        ConfigDiagnostic.PROVIDER_DISALLOWED,
+    ),
     ("model", _mut(("provider", "model"), "gpt-4.1"), ConfigDiagnostic.PROVIDER_DISALLOWED),
-    ("model_trailing_space", _mut(("provider", "model"), "gpt-4.1-mini "), ConfigDiagnostic.PROVIDER_DISALLOWED),
-    ("provider_not_mapping", _mut(("provider",), "openai-direct"), ConfigDiagnostic.PROVIDER_DISALLOWED),
+    (
+        "model_trailing_space",
+        _mut(("provider", "model"), "gpt-4.1-mini "),
+        ConfigDiagnostic.PROVIDER_DISALLOWED,
+    ),
+    (
+        "provider_not_mapping",
+        _mut(("provider",), "openai-direct"),
+        ConfigDiagnostic.PROVIDER_DISALLOWED,
+    ),
     ("non_str_key", {**exact_block(), 1: 2}, ConfigDiagnostic.UNKNOWN_KEY),
 ]
 
 
 @pytest.mark.parametrize(("name", "block", "diag"), BAD, ids=[b[0] for b in BAD])
-def test_every_deviation_disables_with_its_diagnostic(name: str, block: object, diag: ConfigDiagnostic) -> None:
+def test_every_deviation_disables_with_its_diagnostic(
+    name: str, block: object, diag: ConfigDiagnostic
+) -> None:
     cfg = KoreanExpressionConfig.from_extra(extra(block))
     assert cfg.diagnostic is diag
     assert cfg.mode is Mode.DISABLED
-    assert not any(cfg.enabled_for(s) for s in ("daily.v1", "weekly.v1", "adaptive.physique.card.v1"))
+    assert not any(
+        cfg.enabled_for(s) for s in ("daily.v1", "weekly.v1", "adaptive.physique.card.v1")
+    )

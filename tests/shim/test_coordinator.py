@@ -27,13 +27,19 @@ from gateway_shim import (
     exact_block,
     format_daily,
 )
-from spool.fsio import publish
-from spool.layout import DataRoot
-from spool.messages import parse_report, parse_request
+from kexpr.spool.fsio import publish
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import parse_report, parse_request
 
 BODY = format_daily(
-    weight="70kg", intake="2,000kcal", macros="탄수화물 250g · 단백질 120g · 지방 60g",
-    training="걷기", sleep="7시간", condition="3/5", digestion="정상", water="2L",
+    weight="70kg",
+    intake="2,000kcal",
+    macros="탄수화물 250g · 단백질 120g · 지방 60g",
+    training="걷기",
+    sleep="7시간",
+    condition="3/5",
+    digestion="정상",
+    water="2L",
 )
 SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
 FACTS = DailyFacts(complete=True)
@@ -117,13 +123,19 @@ class ScriptedWorker:
                 out = self.answer(req)
                 if out is None:
                     continue
-                data = out if isinstance(out, bytes) else json.dumps(out, ensure_ascii=False).encode()
+                data = (
+                    out if isinstance(out, bytes) else json.dumps(out, ensure_ascii=False).encode()
+                )
                 publish(self.root.tmp, self.root.responses / f"{req['request_id']}.json", data)
 
 
-def coordinator(root: Path, mode: Mode = Mode.ENABLED, **surfaces: bool) -> KoreanExpressionCoordinator:
+def coordinator(
+    root: Path, mode: Mode = Mode.ENABLED, **surfaces: bool
+) -> KoreanExpressionCoordinator:
     surfaces = surfaces or {"daily": True}
-    return KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(mode, **surfaces)), root)
+    return KoreanExpressionCoordinator(
+        KoreanExpressionConfig.from_block(exact_block(mode, **surfaces)), root
+    )
 
 
 @pytest.fixture
@@ -141,15 +153,23 @@ def files_under(path: Path) -> list[Path]:
         KoreanExpressionConfig.from_extra(None),
         KoreanExpressionConfig.from_block(exact_block(Mode.DISABLED, daily=True)),
         KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True)),  # daily off
-        KoreanExpressionConfig.from_block({**exact_block(Mode.ENABLED, daily=True), "api_key": "x"}),
+        KoreanExpressionConfig.from_block(
+            {**exact_block(Mode.ENABLED, daily=True), "api_key": "x"}
+        ),
     ],
     ids=["absent", "disabled", "surface_off", "invalid"],
 )
-def test_disabled_is_canonical_and_writes_nothing(root: DataRoot, config: KoreanExpressionConfig) -> None:
+def test_disabled_is_canonical_and_writes_nothing(
+    root: DataRoot, config: KoreanExpressionConfig
+) -> None:
     coord = KoreanExpressionCoordinator(config, root.root)
     cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     assert cand.outcome is CandidateOutcome.DISABLED
-    assert (cand.body, cand.status, cand.publication_permitted) == (BODY, CandidateStatus.CANONICAL, True)
+    assert (cand.body, cand.status, cand.publication_permitted) == (
+        BODY,
+        CandidateStatus.CANONICAL,
+        True,
+    )
     assert cand.attempt_id is None and cand.artifact_key is None
     assert not root.root.exists()
 
@@ -159,7 +179,9 @@ def test_ineligible_body_is_canonical_and_writes_nothing(root: DataRoot) -> None
     cand = coord.present_daily(BODY, facts=DailyFacts(complete=False), finalized_event_id="evt")
     assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == BODY
     # The pinned host's partial fallback on complete facts: a pre-cutover body.
-    pre_cutover = BODY.replace("저장된 오늘 기록을 확인했습니다.", "일부 항목이 기록되지 않아 저장된 내용만 안내합니다.")
+    pre_cutover = BODY.replace(
+        "저장된 오늘 기록을 확인했습니다.", "일부 항목이 기록되지 않아 저장된 내용만 안내합니다."
+    )
     cand = coord.present_daily(pre_cutover, finalized_event_id="evt")
     assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == pre_cutover
     cand = coord.present_daily(BODY + "\n", facts=FACTS, finalized_event_id="evt")
@@ -177,12 +199,19 @@ def test_enabled_selected_then_report(root: DataRoot) -> None:
     assert cand.status is CandidateStatus.SELECTED and cand.attempt_id == "e" * 32
     # Locked spans: same texts in both bodies, offsets shifted after the slot.
     assert cand.canonical_locked_spans_utf16[0] == cand.locked_spans_utf16[0]
-    assert cand.locked_spans_utf16[1][0] - cand.canonical_locked_spans_utf16[1][0] == len("차분히, ")
+    assert cand.locked_spans_utf16[1][0] - cand.canonical_locked_spans_utf16[1][0] == len(
+        "차분히, "
+    )
     report = parse_report((root.reports / f"{'e' * 32}.json").read_bytes())
     assert report.outcome.value == "selected"
     req = w.requests[0]
     assert req["mode"] == "enabled" and set(req) == {
-        "spool_version", "request_id", "submitted_at_utc", "deadline_at_utc", "mode", "capsule"
+        "spool_version",
+        "request_id",
+        "submitted_at_utc",
+        "deadline_at_utc",
+        "mode",
+        "capsule",
     }
     with pytest.raises(ValueError):
         coord.report(cand, "selected")  # exactly once
@@ -205,7 +234,10 @@ def test_shadow_reports_shadow_selected_and_publishes_canonical(root: DataRoot) 
     coord.close()
     assert cand.outcome is CandidateOutcome.SHADOW_SELECTED
     assert (cand.body, cand.status) == (BODY, CandidateStatus.CANONICAL)
-    assert parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value == "shadow_selected"
+    assert (
+        parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value
+        == "shadow_selected"
+    )
     with pytest.raises(ValueError):
         coord.report(cand, "selected")  # nothing to report in shadow
 
@@ -219,14 +251,19 @@ def test_shadow_reports_shadow_selected_and_publishes_canonical(root: DataRoot) 
         "차분히, 저장된 오늘 기록을 확인했습니다.",  # literal expansion instead of the token
     ],
 )
-def test_compromised_worker_cannot_get_text_past_revalidation(root: DataRoot, generated: str) -> None:
+def test_compromised_worker_cannot_get_text_past_revalidation(
+    root: DataRoot, generated: str
+) -> None:
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted(generated)):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
     assert cand.outcome is CandidateOutcome.VALIDATION_REJECTED
     assert cand.body == BODY and cand.status is CandidateStatus.CANONICAL
-    assert parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value == "validation_rejected"
+    assert (
+        parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value
+        == "validation_rejected"
+    )
 
 
 def test_compromised_worker_echoing_another_capsule_is_rejected(root: DataRoot) -> None:
@@ -269,8 +306,11 @@ def test_response_with_a_control_character_is_refused_before_parsing(root: DataR
 def test_response_for_another_request_is_canonical(root: DataRoot) -> None:
     def answer(req: dict[str, object]) -> dict[str, object]:
         out = accepted()(req)
-        publish(root.tmp, root.responses / f"{req['request_id']}.json",
-                json.dumps({**out, "request_id": "0" * 32}, ensure_ascii=False).encode())
+        publish(
+            root.tmp,
+            root.responses / f"{req['request_id']}.json",
+            json.dumps({**out, "request_id": "0" * 32}, ensure_ascii=False).encode(),
+        )
         return None  # type: ignore[return-value]
 
     coord = coordinator(root.root)
@@ -390,14 +430,14 @@ def test_async_presentation_does_not_block_the_event_loop(root: DataRoot) -> Non
     with ScriptedWorker(root, accepted(), delay=0.6):
         cand, ticks = asyncio.run(main())
     coord.close()
-    assert getattr(cand, "outcome") is CandidateOutcome.ACCEPTED
+    assert cand.outcome is CandidateOutcome.ACCEPTED
     # ~60 ticks in 0.6 s if the loop ran freely; a blocked loop gives ~1.
     assert ticks >= 20
 
 
 def test_gateway_side_never_imports_openai() -> None:
     code = (
-        "import sys, gateway_shim, spool, spool.contract, spool.journal, spool.messages;"
+        "import sys, gateway_shim, kexpr.spool, kexpr.spool.contract, kexpr.spool.journal, kexpr.spool.messages;"
         "import gateway_shim.coordinator;"
         "assert 'openai' not in sys.modules, 'openai imported';"
         "assert 'httpx' not in sys.modules, 'httpx imported'"

@@ -32,7 +32,6 @@ from reference_host.samples import (
     session,
 )
 from reference_host.scripted_worker import ScriptedWorker, invalid, provider_error, report_outcomes
-from spool.layout import DataRoot
 
 import gateway_shim
 from gateway_shim import (
@@ -50,6 +49,7 @@ from gateway_shim import (
     revalidate,
 )
 from gateway_shim.surfaces import Ineligible, IneligibleReason
+from kexpr.spool.layout import DataRoot
 
 SESSION = session()
 DUAL_PAYLOAD = dual_card(SESSION)
@@ -280,7 +280,11 @@ MENU = {
     "status": "menu",
     "text": "적응형 영양 검토\n고객을 선택하세요.",
     "buttons": [
-        {"customer_key": "client_042", "label": "김민지", "callback_data": "an1:" + "0" * 24 + ":select"}
+        {
+            "customer_key": "client_042",
+            "label": "김민지",
+            "callback_data": "an1:" + "0" * 24 + ":select",
+        }
     ],
 }
 
@@ -303,24 +307,51 @@ MENU = {
             PHYSIQUE_SURFACE,
             PHYSIQUE_PAYLOAD["text"],
         ),
-        (_edited(DUAL_PAYLOAD, status="rejected"), {"surface": DUAL_SURFACE}, DUAL_SURFACE, DUAL_PAYLOAD["text"]),
+        (
+            _edited(DUAL_PAYLOAD, status="rejected"),
+            {"surface": DUAL_SURFACE},
+            DUAL_SURFACE,
+            DUAL_PAYLOAD["text"],
+        ),
         (
             PHYSIQUE_PAYLOAD,
             {"origin": CardOrigin.RECOVERY, "surface": PHYSIQUE_SURFACE},
             PHYSIQUE_SURFACE,
             PHYSIQUE_PAYLOAD["text"],
         ),
-        (DUAL_PAYLOAD, {"surface": "adaptive.dualcoachtest.card.v2"}, ADAPTIVE_UNKNOWN_SURFACE, DUAL_PAYLOAD["text"]),
-        (DUAL_PAYLOAD, {"callback_data": "adaptive:review"}, ADAPTIVE_UNKNOWN_SURFACE, DUAL_PAYLOAD["text"]),
-        (_edited(DUAL_PAYLOAD, buttons="승인"), {"surface": DUAL_SURFACE}, DUAL_SURFACE, DUAL_PAYLOAD["text"]),
         (
-            _edited(DUAL_PAYLOAD, text=str(DUAL_PAYLOAD["text"]).replace("조정 보류\n", "조정 유지\n")),
+            DUAL_PAYLOAD,
+            {"surface": "adaptive.dualcoachtest.card.v2"},
+            ADAPTIVE_UNKNOWN_SURFACE,
+            DUAL_PAYLOAD["text"],
+        ),
+        (
+            DUAL_PAYLOAD,
+            {"callback_data": "adaptive:review"},
+            ADAPTIVE_UNKNOWN_SURFACE,
+            DUAL_PAYLOAD["text"],
+        ),
+        (
+            _edited(DUAL_PAYLOAD, buttons="승인"),
+            {"surface": DUAL_SURFACE},
+            DUAL_SURFACE,
+            DUAL_PAYLOAD["text"],
+        ),
+        (
+            _edited(
+                DUAL_PAYLOAD, text=str(DUAL_PAYLOAD["text"]).replace("조정 보류\n", "조정 유지\n")
+            ),
             {},
             DUAL_SURFACE,
             str(DUAL_PAYLOAD["text"]).replace("조정 보류\n", "조정 유지\n"),
         ),
         (
-            _edited(DUAL_PAYLOAD, text=str(DUAL_PAYLOAD["text"]).replace("합니다.\n최신", "합니다.\n가상 사유.\n최신")),
+            _edited(
+                DUAL_PAYLOAD,
+                text=str(DUAL_PAYLOAD["text"]).replace(
+                    "합니다.\n최신", "합니다.\n가상 사유.\n최신"
+                ),
+            ),
             {},
             DUAL_SURFACE,
             str(DUAL_PAYLOAD["text"]).replace("합니다.\n최신", "합니다.\n가상 사유.\n최신"),
@@ -389,7 +420,9 @@ OPERATOR_FILE = {
 OPERATOR_TEXT = (
     str(DUAL_PAYLOAD["text"])
     .replace("순응도 근거 충돌로 조정 보류", "현재 목표 섭취량 유지")
-    .replace("최신 확정 기록을 기준으로 다시 계산해야 합니다.", "체중 추세를 판단할 기간이 짧습니다.")
+    .replace(
+        "최신 확정 기록을 기준으로 다시 계산해야 합니다.", "체중 추세를 판단할 기간이 짧습니다."
+    )
 )
 
 
@@ -552,8 +585,7 @@ def test_revalidate_refusals(selected: Any) -> None:
     # The host's reloaded state moved on: a different payload, origin or surface.
     assert reason(selected, dual_card(session(revision=4))) is RevalidationReason.BINDING_MISMATCH
     assert (
-        reason(selected, _edited(DUAL_PAYLOAD, status="published"))
-        is RevalidationReason.INELIGIBLE
+        reason(selected, _edited(DUAL_PAYLOAD, status="published")) is RevalidationReason.INELIGIBLE
     )
     assert reason(selected, origin=CardOrigin.RECOVERY) is RevalidationReason.INELIGIBLE
     assert reason(selected, surface=PHYSIQUE_SURFACE) is RevalidationReason.INELIGIBLE
@@ -575,7 +607,11 @@ def test_revalidate_refusals(selected: Any) -> None:
     )
     # A tampered candidate: its body, its composition, or a selected claim.
     assert (
-        reason(dataclasses.replace(selected, body=selected.body.replace("차분히, 순응도", "잘, 순응도")))
+        reason(
+            dataclasses.replace(
+                selected, body=selected.body.replace("차분히, 순응도", "잘, 순응도")
+            )
+        )
         is RevalidationReason.RENDER_MISMATCH
     )
     tampered = tuple((slot_id, "오늘은 " + text) for slot_id, text in selected.generated)

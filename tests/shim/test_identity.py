@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from spool.fsio import UnsafePath, UnsafeReason
-from spool.layout import DataRoot
 
 from gateway_shim.identity import DOMAIN, artifact_key, encode_fields, load_or_create_key
+from kexpr.spool.fsio import UnsafePath, UnsafeReason
+from kexpr.spool.layout import DataRoot
 
 
 def test_vector() -> None:
@@ -112,10 +112,12 @@ def test_gateways_starting_at_once_all_get_the_one_key(tmp_path: Path) -> None:
         assert len(set(keys)) == 1  # type: ignore[arg-type]
 
 
-def test_the_key_is_never_visible_half_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_is_never_visible_half_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Deterministic form of the race: while the creator is between its create
     and its write, the key path must not exist yet."""
-    from spool import fsio
+    from kexpr.spool import fsio
 
     root = DataRoot(tmp_path / "r")
     root.ensure()

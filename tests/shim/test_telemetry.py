@@ -47,5 +47,10 @@ def test_blocking_sink_does_not_block_emit() -> None:
 
 def test_buckets() -> None:
     assert [latency_bucket(s) for s in (0.0, 0.2, 0.7, 1.5, 3.9, 4.0)] == [
-        "lt_100ms", "lt_500ms", "lt_1s", "lt_2s", "lt_4s", "ge_4s",
+        "lt_100ms",
+        "lt_500ms",
+        "lt_1s",
+        "lt_2s",
+        "lt_4s",
+        "ge_4s",
     ]

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from spool.layout import DataRoot
+from kexpr.spool.layout import DataRoot
 
 
 def write_segment(root: DataRoot, name: str, data: bytes, mode: int = 0o600) -> Path:

@@ -1,4 +1,4 @@
-"""File-system discipline (SPEC §3; `spool.fsio` rules 1-6): every violation is a
+"""File-system discipline (design §3; `kexpr.spool.fsio` rules 1-6): every violation is a
 precise `UnsafeReason`, both sharing modes are exact, nothing is followed,
 truncated or unlinked that must not be."""
 
@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spool.fsio import (
+
+from kexpr.spool.fsio import (
     _PIN_MAX,
     PRIVATE,
     HeldFlock,
@@ -36,7 +37,7 @@ from spool.fsio import (
     replace_private,
     unlink_if_same,
 )
-from spool.layout import DataRoot
+from kexpr.spool.layout import DataRoot
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 
@@ -92,7 +93,9 @@ def test_ensure_recreates_missing_directories_with_exact_mode(root: DataRoot) ->
 
 
 @pytest.mark.parametrize("component", ["spool", "spool/responses", "."])
-def test_symlink_at_any_product_component_is_refused(root: DataRoot, tmp_path: Path, component: str) -> None:
+def test_symlink_at_any_product_component_is_refused(
+    root: DataRoot, tmp_path: Path, component: str
+) -> None:
     """A directory replaced by a symlink to a look-alike: refused, not followed."""
     target = root.root / component if component != "." else root.root
     elsewhere = tmp_path / "elsewhere"
@@ -110,7 +113,9 @@ def test_symlink_at_any_product_component_is_refused(root: DataRoot, tmp_path: P
     assert not list(elsewhere.rglob("x.json"))  # nothing was written through it
 
 
-def test_symlinked_leaf_is_refused_and_never_written_through(root: DataRoot, tmp_path: Path) -> None:
+def test_symlinked_leaf_is_refused_and_never_written_through(
+    root: DataRoot, tmp_path: Path
+) -> None:
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
     (root.responses / "x.json").symlink_to(victim)
@@ -138,7 +143,9 @@ def test_data_root_itself_may_not_be_a_symlink_but_its_ancestors_may(tmp_path: P
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o4600, 0o700])
-def test_file_with_group_or_other_or_special_bits_is_refused_in_a_private_dir(root: DataRoot, mode: int) -> None:
+def test_file_with_group_or_other_or_special_bits_is_refused_in_a_private_dir(
+    root: DataRoot, mode: int
+) -> None:
     p = put(root, root.responses, "x.json")
     os.chmod(p, mode)
     if mode == 0o700:
@@ -365,7 +372,9 @@ def test_held_lock_refuses_a_lock_path_changed_after_first_use(
         os.close(fd)
 
 
-def test_held_lock_refuses_a_data_root_swapped_after_first_use(root: DataRoot, tmp_path: Path) -> None:
+def test_held_lock_refuses_a_data_root_swapped_after_first_use(
+    root: DataRoot, tmp_path: Path
+) -> None:
     lock = HeldFlock(root.journal_lock)
     with lock:
         pass
@@ -417,7 +426,11 @@ def _member(gid: int) -> int:
 def _non_member(gid: int) -> int:
     g = grp.getgrgid(gid)
     members = {pwd.getpwnam(n).pw_uid for n in g.gr_mem if _known(n)}
-    return next(p.pw_uid for p in pwd.getpwall() if p.pw_gid != gid and p.pw_uid not in members and p.pw_uid != os.geteuid())
+    return next(
+        p.pw_uid
+        for p in pwd.getpwall()
+        if p.pw_gid != gid and p.pw_uid not in members and p.pw_uid != os.geteuid()
+    )
 
 
 def shared_root(tmp_path: Path, gid: int) -> DataRoot:
@@ -432,7 +445,9 @@ def shared_root(tmp_path: Path, gid: int) -> DataRoot:
 
 
 @root_only
-def test_shared_group_layout_is_02770_and_files_0660_in_the_group(tmp_path: Path, shared_gid: int) -> None:
+def test_shared_group_layout_is_02770_and_files_0660_in_the_group(
+    tmp_path: Path, shared_gid: int
+) -> None:
     r = shared_root(tmp_path, shared_gid)
     for d in (r.root, *r.product_dirs()):
         st = os.lstat(d)
@@ -450,7 +465,9 @@ def test_shared_group_layout_is_02770_and_files_0660_in_the_group(tmp_path: Path
 
 
 @root_only
-def test_shared_group_accepts_a_member_and_refuses_a_stranger(tmp_path: Path, shared_gid: int) -> None:
+def test_shared_group_accepts_a_member_and_refuses_a_stranger(
+    tmp_path: Path, shared_gid: int
+) -> None:
     r = shared_root(tmp_path, shared_gid)
     p = put(r, r.requests, "x.json")
     os.chown(p, _member(shared_gid), -1)  # written by the peer process
@@ -462,14 +479,17 @@ def test_shared_group_accepts_a_member_and_refuses_a_stranger(tmp_path: Path, sh
 
 
 @root_only
-def test_shared_group_trusts_the_data_root_owner_without_membership(tmp_path: Path, shared_gid: int) -> None:
+def test_shared_group_trusts_the_data_root_owner_without_membership(
+    tmp_path: Path, shared_gid: int
+) -> None:
     """The gateway may be in the group only through systemd's SupplementaryGroups=
     (not in the group database): as the data root's owner it is still a party."""
     owner = _non_member(shared_gid)
     stranger = next(
         p.pw_uid
         for p in pwd.getpwall()
-        if p.pw_uid not in (owner, os.geteuid()) and p.pw_gid != shared_gid
+        if p.pw_uid not in (owner, os.geteuid())
+        and p.pw_gid != shared_gid
         and p.pw_name not in grp.getgrgid(shared_gid).gr_mem
     )
     r = shared_root(tmp_path, shared_gid)
@@ -485,7 +505,9 @@ def test_shared_group_trusts_the_data_root_owner_without_membership(tmp_path: Pa
 
 
 @root_only
-def test_shared_group_refuses_wrong_group_other_bits_and_mixed_modes(tmp_path: Path, shared_gid: int) -> None:
+def test_shared_group_refuses_wrong_group_other_bits_and_mixed_modes(
+    tmp_path: Path, shared_gid: int
+) -> None:
     r = shared_root(tmp_path, shared_gid)
     p = put(r, r.requests, "x.json")
     os.chmod(p, 0o664)
@@ -522,7 +544,9 @@ def _no_stray_umask() -> Iterator[None]:
 
 
 @root_only
-def test_exclusive_read_refuses_a_group_readable_key_in_a_shared_root(tmp_path: Path, shared_gid: int) -> None:
+def test_exclusive_read_refuses_a_group_readable_key_in_a_shared_root(
+    tmp_path: Path, shared_gid: int
+) -> None:
     r = shared_root(tmp_path, shared_gid)
     create_private_file(r.tmp, r.identity_key, b"k" * 32)
     assert read_private(r.identity_key, max_bytes=32, exclusive=True) == b"k" * 32
@@ -559,10 +583,16 @@ def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: s
     else:
         os.rename(r.root, elsewhere / "root")
         os.symlink(elsewhere / "root", r.root)
-    body = format_daily(weight="1", intake="1", macros="1", training="1", sleep="1", condition="1", digestion="1")
-    coord = KoreanExpressionCoordinator(KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True)), r.root)
+    body = format_daily(
+        weight="1", intake="1", macros="1", training="1", sleep="1", condition="1", digestion="1"
+    )
+    coord = KoreanExpressionCoordinator(
+        KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True)), r.root
+    )
     try:
-        cand = coord.present_daily(body, facts=DailyFacts(complete=True), finalized_event_id="evt-1")
+        cand = coord.present_daily(
+            body, facts=DailyFacts(complete=True), finalized_event_id="evt-1"
+        )
     finally:
         coord.close()
     assert cand.outcome is CandidateOutcome.SPOOL_UNAVAILABLE and cand.body == body
@@ -572,7 +602,7 @@ def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: s
 def test_status_replace_never_touches_the_watched_spool_tree(root: DataRoot) -> None:
     """A heartbeat staged in spool/tmp and renamed into the data root is an
     unmatched IN_MOVED_FROM for the worker's recursive watch of spool/, which
-    watchdog holds 500 ms, delaying every later event (SPEC §4 trap 1). The
+    watchdog holds 500 ms, delaying every later event (design §4 trap 1). The
     heartbeats must produce no event at all under spool/."""
     import threading
 
@@ -618,7 +648,9 @@ def test_check_tree_agrees_with_check_dir_on_a_sound_tree(root: DataRoot) -> Non
     "damage",
     ["symlink_below", "symlink_at_root", "mode_below", "file_below", "missing_below"],
 )
-def test_check_tree_refuses_what_check_dir_refuses(root: DataRoot, tmp_path: Path, damage: str) -> None:
+def test_check_tree_refuses_what_check_dir_refuses(
+    root: DataRoot, tmp_path: Path, damage: str
+) -> None:
     rels = tuple(str(d.relative_to(root.root)) for d in root.product_dirs())
     victim = root.requests
     if damage == "symlink_below":
@@ -656,8 +688,12 @@ def test_glance_agrees_with_the_walk_on_a_sound_tree(root: DataRoot) -> None:
     assert root.glance_tree(root.sharing()) == root.verify_tree()
 
 
-@pytest.mark.parametrize("damage", ["symlink_below", "symlink_at_root", "mode_below", "file_below", "swapped"])
-def test_glance_refuses_or_notices_what_the_walk_does(root: DataRoot, tmp_path: Path, damage: str) -> None:
+@pytest.mark.parametrize(
+    "damage", ["symlink_below", "symlink_at_root", "mode_below", "file_below", "swapped"]
+)
+def test_glance_refuses_or_notices_what_the_walk_does(
+    root: DataRoot, tmp_path: Path, damage: str
+) -> None:
     sharing, before = root.sharing(), root.verify_tree()
     victim = root.requests
     if damage == "symlink_below":
@@ -685,7 +721,9 @@ def test_glance_refuses_or_notices_what_the_walk_does(root: DataRoot, tmp_path: 
         assert reason(glanced) is reason(walked)
 
 
-def test_glance_does_not_see_a_symlink_above_the_root_that_leads_back(root: DataRoot, tmp_path: Path) -> None:
+def test_glance_does_not_see_a_symlink_above_the_root_that_leads_back(
+    root: DataRoot, tmp_path: Path
+) -> None:
     """The documented difference: only the walk (on the worker's timer) finds it."""
     sharing, before = root.sharing(), root.verify_tree()
     parent = root.root.parent
@@ -717,7 +755,10 @@ def test_a_change_above_the_data_root_cannot_redirect_a_later_open(tmp_path: Pat
     DataRoot(decoy / "root").ensure()
     os.symlink(decoy, base)
     publish(root.tmp, root.requests / "after.json", b"2")
-    assert sorted(os.listdir(tmp_path / "moved" / "root" / "spool" / "requests")) == ["after.json", "before.json"]
+    assert sorted(os.listdir(tmp_path / "moved" / "root" / "spool" / "requests")) == [
+        "after.json",
+        "before.json",
+    ]
     assert os.listdir(decoy / "root" / "spool" / "requests") == []
     with pytest.raises(UnsafePath) as e:
         root.verify_tree()
@@ -761,7 +802,7 @@ def test_pins_are_bounded_and_close_their_descriptors(tmp_path: Path) -> None:
     ],
 )
 def test_only_absolute_normalized_paths_are_pinned(tmp_path: Path, spelling: str) -> None:
-    from spool import fsio
+    from kexpr.spool import fsio
 
     p = spelling.format(t=tmp_path)
     before = dict(fsio._pins)

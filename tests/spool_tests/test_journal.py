@@ -10,7 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from spool.journal import (
+from spool_tests.journal_support import hand_rows, write_segment
+
+from kexpr.spool.journal import (
     JOURNAL_SCHEMA,
     ROW_FIELDS,
     TRANSITIONS,
@@ -30,8 +32,7 @@ from spool.journal import (
     transition,
     verify_segment_bytes,
 )
-from spool.layout import DataRoot
-from spool_tests.journal_support import hand_rows, write_segment
+from kexpr.spool.layout import DataRoot
 
 T0 = dt.datetime(2026, 11, 30, 23, 59, 59, 500000, tzinfo=dt.UTC)
 AKEY = "a" * 64
@@ -47,7 +48,9 @@ def journal(tmp_path: Path) -> Journal:
     return j
 
 
-def start(j: Journal, akey: str = AKEY, aid: str = AID, mode: Mode = Mode.SHADOW, at: dt.datetime = T0):
+def start(
+    j: Journal, akey: str = AKEY, aid: str = AID, mode: Mode = Mode.SHADOW, at: dt.datetime = T0
+):
     with j.locked():
         return j.append_start(
             artifact_key=akey,
@@ -102,7 +105,11 @@ def test_terminal_row_goes_to_the_start_segment_across_midnight(journal: Journal
     rec = start(journal)
     with journal.locked():
         journal.append_terminal(
-            rec, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, T0 + dt.timedelta(hours=1)
+            rec,
+            Phase.OPEN,
+            Event.EXPIRE,
+            Outcome.CLAIM_EXPIRED_CANONICAL,
+            T0 + dt.timedelta(hours=1),
         )
     assert journal.segments() == ["2026-11-30"]
 
@@ -140,17 +147,29 @@ def test_double_terminal_is_illegal(journal: Journal) -> None:
 @pytest.mark.parametrize(
     ("phase", "event", "outcome", "mode"),
     [
-        (Phase.OPEN, Event.REPORT, Outcome.SHADOW_SELECTED, Mode.SHADOW),  # no report before acceptance
+        (
+            Phase.OPEN,
+            Event.REPORT,
+            Outcome.SHADOW_SELECTED,
+            Mode.SHADOW,
+        ),  # no report before acceptance
         (Phase.AWAITING_REPORT, Event.CALL_FAILED, Outcome.TIMEOUT, Mode.SHADOW),
         (Phase.FINALIZED, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, Mode.SHADOW),
-        (Phase.AWAITING_REPORT, Event.REPORT, Outcome.SELECTED, Mode.SHADOW),  # shadow never "selected"
+        (
+            Phase.AWAITING_REPORT,
+            Event.REPORT,
+            Outcome.SELECTED,
+            Mode.SHADOW,
+        ),  # shadow never "selected"
         (Phase.AWAITING_REPORT, Event.REPORT, Outcome.SHADOW_SELECTED, Mode.ENABLED),
         (Phase.OPEN, Event.CALL_FAILED, Outcome.SELECTED, Mode.ENABLED),
         (Phase.OPEN, Event.EXPIRE, Outcome.TIMEOUT, Mode.ENABLED),
         (None, Event.REPORT, Outcome.SELECTED, Mode.ENABLED),
     ],
 )
-def test_illegal_transitions(phase: Phase | None, event: Event, outcome: Outcome, mode: Mode) -> None:
+def test_illegal_transitions(
+    phase: Phase | None, event: Event, outcome: Outcome, mode: Mode
+) -> None:
     with pytest.raises(IllegalTransition):
         transition(phase, event, outcome, mode)
 
@@ -194,23 +213,65 @@ CORRUPTIONS = [
     ("torn_tail", lambda d: d[:-1], Finding.TORN_TAIL),
     ("truncated_row", lambda d: d[: len(d) // 2] + b"\n", Finding.MALFORMED_ROW),
     ("non_canonical", lambda d: d.replace(b'{"', b'{ "', 1), Finding.NON_CANONICAL_ROW),
-    ("broken_chain", lambda d: _rewrite(d, _set("previous_row_digest", "f" * 64, row=1, rechain=False)), Finding.CHAIN_BROKEN),
-    ("digest_mismatch", lambda d: _rewrite(d, _set("surface", "weekly.v1", row=1, rechain=False)), Finding.DIGEST_MISMATCH),
+    (
+        "broken_chain",
+        lambda d: _rewrite(d, _set("previous_row_digest", "f" * 64, row=1, rechain=False)),
+        Finding.CHAIN_BROKEN,
+    ),
+    (
+        "digest_mismatch",
+        lambda d: _rewrite(d, _set("surface", "weekly.v1", row=1, rechain=False)),
+        Finding.DIGEST_MISMATCH,
+    ),
     ("sequence_gap", lambda d: _rewrite(d, _set("sequence", 3, row=1)), Finding.SEQUENCE_GAP),
-    ("unknown_outcome", lambda d: _rewrite(d, _set("outcome", "repaired", row=1)), Finding.STATE_OUTCOME),
+    (
+        "unknown_outcome",
+        lambda d: _rewrite(d, _set("outcome", "repaired", row=1)),
+        Finding.STATE_OUTCOME,
+    ),
     ("bad_mode", lambda d: _rewrite(d, _set("mode", "disabled")), Finding.FIELD_FORMAT),
     ("upper_hex", lambda d: _rewrite(d, _set("artifact_key", "A" * 64)), Finding.FIELD_FORMAT),
-    ("bad_ts", lambda d: _rewrite(d, _set("started_at_utc", "2026-11-30T23:59:59Z")), Finding.FIELD_FORMAT),
+    (
+        "bad_ts",
+        lambda d: _rewrite(d, _set("started_at_utc", "2026-11-30T23:59:59Z")),
+        Finding.FIELD_FORMAT,
+    ),
     ("extra_field", lambda d: _rewrite(d, _set("note", "x")), Finding.FIELD_SET),
-    ("terminal_start_not_verbatim", lambda d: _rewrite(d, _set("deadline_at_utc", "2026-12-01T00:00:04.500000Z", row=1)), Finding.TERMINAL_MISMATCH),
-    ("orphan_terminal", lambda d: _rewrite(d, lambda rows: (rows.pop(0), rows[0].update(sequence=1), _rechain(rows))), Finding.ORPHAN_TERMINAL),
-    ("double_terminal", lambda d: _rewrite(d, lambda rows: (rows.append(dict(rows[1], sequence=3)), _rechain(rows))), Finding.DOUBLE_TERMINAL),
-    ("start_with_outcome", lambda d: _rewrite(d, _set("outcome", "timeout", row=0)), Finding.STATE_OUTCOME),
-    ("duplicate_key", lambda d: d.replace(b'{"artifact_key"', b'{"artifact_key":"x","artifact_key"', 1), Finding.MALFORMED_ROW),
+    (
+        "terminal_start_not_verbatim",
+        lambda d: _rewrite(d, _set("deadline_at_utc", "2026-12-01T00:00:04.500000Z", row=1)),
+        Finding.TERMINAL_MISMATCH,
+    ),
+    (
+        "orphan_terminal",
+        lambda d: _rewrite(
+            d, lambda rows: (rows.pop(0), rows[0].update(sequence=1), _rechain(rows))
+        ),
+        Finding.ORPHAN_TERMINAL,
+    ),
+    (
+        "double_terminal",
+        lambda d: _rewrite(
+            d, lambda rows: (rows.append(dict(rows[1], sequence=3)), _rechain(rows))
+        ),
+        Finding.DOUBLE_TERMINAL,
+    ),
+    (
+        "start_with_outcome",
+        lambda d: _rewrite(d, _set("outcome", "timeout", row=0)),
+        Finding.STATE_OUTCOME,
+    ),
+    (
+        "duplicate_key",
+        lambda d: d.replace(b'{"artifact_key"', b'{"artifact_key":"x","artifact_key"', 1),
+        Finding.MALFORMED_ROW,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "corrupt", "finding"), CORRUPTIONS, ids=[c[0] for c in CORRUPTIONS])
+@pytest.mark.parametrize(
+    ("name", "corrupt", "finding"), CORRUPTIONS, ids=[c[0] for c in CORRUPTIONS]
+)
 def test_corruption_is_detected(journal: Journal, name: str, corrupt, finding: Finding) -> None:  # type: ignore[no-untyped-def]
     data = corrupt(_segment(journal))
     with pytest.raises(JournalUnverified) as e:
@@ -277,7 +338,10 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
     rows = []
     prev = "0" * 64
     for seq, (state, outcome, fin) in enumerate(
-        [("attempt_started", "attempt_started", None), ("finalized", "shadow_selected", "2026-11-30T10:00:01.250000Z")],
+        [
+            ("attempt_started", "attempt_started", None),
+            ("finalized", "shadow_selected", "2026-11-30T10:00:01.250000Z"),
+        ],
         start=1,
     ):
         row = {
@@ -295,7 +359,9 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
             "previous_row_digest": prev,
         }
         row["row_digest"] = hashlib.sha256(
-            json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+                "utf-8"
+            )
         ).hexdigest()
         prev = row["row_digest"]
         rows.append(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
@@ -310,43 +376,164 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
 # ----------------------------------------------------- issue 4: every finding
 
 MORE_CORRUPTIONS = [
-    ("missing_field", lambda d: _rewrite(d, lambda rows: (rows[0].pop("surface"), _rechain(rows))), Finding.FIELD_SET),
-    ("impossible_date", lambda d: _rewrite(d, _set("started_at_utc", "2026-02-30T23:59:59.500000Z")), Finding.FIELD_FORMAT),
-    ("bad_finalized_ts", lambda d: _rewrite(d, _set("finalized_at_utc", "2026-12-01T00:00:01.5Z", row=1)), Finding.FIELD_FORMAT),
-    ("terminal_without_finalized", lambda d: _rewrite(d, _set("finalized_at_utc", None, row=1)), Finding.FIELD_FORMAT),
-    ("start_with_finalized", lambda d: _rewrite(d, _set("finalized_at_utc", "2026-12-01T00:00:01.500000Z")), Finding.STATE_OUTCOME),
-    ("unknown_state", lambda d: _rewrite(d, _set("state", "repaired", row=1)), Finding.STATE_OUTCOME),
-    ("shadow_ends_selected", lambda d: _rewrite(d, _set("outcome", "selected", row=1)), Finding.STATE_OUTCOME),
-    ("sequence_from_two", lambda d: _rewrite(d, lambda rows: (rows[0].update(sequence=2), rows[1].update(sequence=3), _rechain(rows))), Finding.SEQUENCE_GAP),
+    (
+        "missing_field",
+        lambda d: _rewrite(d, lambda rows: (rows[0].pop("surface"), _rechain(rows))),
+        Finding.FIELD_SET,
+    ),
+    (
+        "impossible_date",
+        lambda d: _rewrite(d, _set("started_at_utc", "2026-02-30T23:59:59.500000Z")),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "bad_finalized_ts",
+        lambda d: _rewrite(d, _set("finalized_at_utc", "2026-12-01T00:00:01.5Z", row=1)),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "terminal_without_finalized",
+        lambda d: _rewrite(d, _set("finalized_at_utc", None, row=1)),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "start_with_finalized",
+        lambda d: _rewrite(d, _set("finalized_at_utc", "2026-12-01T00:00:01.500000Z")),
+        Finding.STATE_OUTCOME,
+    ),
+    (
+        "unknown_state",
+        lambda d: _rewrite(d, _set("state", "repaired", row=1)),
+        Finding.STATE_OUTCOME,
+    ),
+    (
+        "shadow_ends_selected",
+        lambda d: _rewrite(d, _set("outcome", "selected", row=1)),
+        Finding.STATE_OUTCOME,
+    ),
+    (
+        "sequence_from_two",
+        lambda d: _rewrite(
+            d, lambda rows: (rows[0].update(sequence=2), rows[1].update(sequence=3), _rechain(rows))
+        ),
+        Finding.SEQUENCE_GAP,
+    ),
     ("sequence_bool", lambda d: _rewrite(d, _set("sequence", True)), Finding.FIELD_FORMAT),
-    ("first_predecessor_not_zero", lambda d: _rewrite(d, _set("previous_row_digest", "1" * 64, rechain=False)), Finding.CHAIN_BROKEN),
-    ("upper_hex_attempt", lambda d: _rewrite(d, lambda rows: ([r.update(attempt_id="B" * 32) for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
-    ("upper_hex_digest", lambda d: d.replace(d[d.index(b'"row_digest":"') + 14 : d.index(b'"row_digest":"') + 78], d[d.index(b'"row_digest":"') + 14 : d.index(b'"row_digest":"') + 78].upper(), 1), Finding.FIELD_FORMAT),
-    ("short_artifact_key", lambda d: _rewrite(d, lambda rows: ([r.update(artifact_key="a" * 63) for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
-    ("unknown_surface", lambda d: _rewrite(d, lambda rows: ([r.update(surface="daily.v2") for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
-    ("wrong_schema", lambda d: _rewrite(d, lambda rows: ([r.update(schema_version="korean-expression-journal-v2") for r in rows], _rechain(rows))), Finding.FIELD_FORMAT),
-    ("start_in_wrong_segment", lambda d: _rewrite(d, lambda rows: ([r.update(started_at_utc="2026-12-01T00:00:00.000000Z") for r in rows], _rechain(rows))), Finding.WRONG_SEGMENT),
-    ("duplicate_start", lambda d: _rewrite(d, lambda rows: (rows.insert(1, dict(rows[0])), [r.update(sequence=i) for i, r in enumerate(rows, 1)], _rechain(rows))), Finding.DUPLICATE_START),
-    ("terminal_other_mode", lambda d: _rewrite(d, _set("mode", "enabled", row=1)), Finding.TERMINAL_MISMATCH),
+    (
+        "first_predecessor_not_zero",
+        lambda d: _rewrite(d, _set("previous_row_digest", "1" * 64, rechain=False)),
+        Finding.CHAIN_BROKEN,
+    ),
+    (
+        "upper_hex_attempt",
+        lambda d: _rewrite(
+            d, lambda rows: ([r.update(attempt_id="B" * 32) for r in rows], _rechain(rows))
+        ),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "upper_hex_digest",
+        lambda d: d.replace(
+            d[d.index(b'"row_digest":"') + 14 : d.index(b'"row_digest":"') + 78],
+            d[d.index(b'"row_digest":"') + 14 : d.index(b'"row_digest":"') + 78].upper(),
+            1,
+        ),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "short_artifact_key",
+        lambda d: _rewrite(
+            d, lambda rows: ([r.update(artifact_key="a" * 63) for r in rows], _rechain(rows))
+        ),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "unknown_surface",
+        lambda d: _rewrite(
+            d, lambda rows: ([r.update(surface="daily.v2") for r in rows], _rechain(rows))
+        ),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "wrong_schema",
+        lambda d: _rewrite(
+            d,
+            lambda rows: (
+                [r.update(schema_version="korean-expression-journal-v2") for r in rows],
+                _rechain(rows),
+            ),
+        ),
+        Finding.FIELD_FORMAT,
+    ),
+    (
+        "start_in_wrong_segment",
+        lambda d: _rewrite(
+            d,
+            lambda rows: (
+                [r.update(started_at_utc="2026-12-01T00:00:00.000000Z") for r in rows],
+                _rechain(rows),
+            ),
+        ),
+        Finding.WRONG_SEGMENT,
+    ),
+    (
+        "duplicate_start",
+        lambda d: _rewrite(
+            d,
+            lambda rows: (
+                rows.insert(1, dict(rows[0])),
+                [r.update(sequence=i) for i, r in enumerate(rows, 1)],
+                _rechain(rows),
+            ),
+        ),
+        Finding.DUPLICATE_START,
+    ),
+    (
+        "terminal_other_mode",
+        lambda d: _rewrite(d, _set("mode", "enabled", row=1)),
+        Finding.TERMINAL_MISMATCH,
+    ),
     ("crlf", lambda d: d.replace(b"\n", b"\r\n"), Finding.NON_CANONICAL_ROW),
     ("bom", lambda d: b"\xef\xbb\xbf" + d, Finding.MALFORMED_ROW),
     ("nan", lambda d: d.replace(b'"sequence":1', b'"sequence":NaN', 1), Finding.MALFORMED_ROW),
-    ("escaped_ascii", lambda d: d.replace(b'"daily.v1"', b'"daily\\u002ev1"', 1), Finding.NON_CANONICAL_ROW),
+    (
+        "escaped_ascii",
+        lambda d: d.replace(b'"daily.v1"', b'"daily\\u002ev1"', 1),
+        Finding.NON_CANONICAL_ROW,
+    ),
     ("blank_line", lambda d: d + b"\n", Finding.MALFORMED_ROW),
     ("array_row", lambda d: b"[]\n" + d, Finding.MALFORMED_ROW),
     ("invalid_utf8", lambda d: d.replace(b'"daily.v1"', b'"daily\xff1"', 1), Finding.MALFORMED_ROW),
     # Past CPython's 4,300-digit int limit json.loads raises a bare ValueError,
     # and deep nesting a RecursionError: both once escaped load() and crashed
     # the worker's start-up instead of quarantining.
-    ("huge_sequence", lambda d: d.replace(b'"sequence":1', b'"sequence":1' + b"0" * 5000, 1), Finding.MALFORMED_ROW),
-    ("deep_nesting", lambda d: d.replace(b'"sequence":1', b'"sequence":' + b"[" * 100_000 + b"]" * 100_000, 1), Finding.MALFORMED_ROW),
+    (
+        "huge_sequence",
+        lambda d: d.replace(b'"sequence":1', b'"sequence":1' + b"0" * 5000, 1),
+        Finding.MALFORMED_ROW,
+    ),
+    (
+        "deep_nesting",
+        lambda d: d.replace(b'"sequence":1', b'"sequence":' + b"[" * 100_000 + b"]" * 100_000, 1),
+        Finding.MALFORMED_ROW,
+    ),
     # RFC3339 digits are ASCII: \d would have let fullwidth digits through.
-    ("fullwidth_digits", lambda d: _rewrite(d, _set("deadline_at_utc", "２０２６-11-30T00:00:04.000000Z", row=0, rechain=True)), Finding.FIELD_FORMAT),
+    (
+        "fullwidth_digits",
+        lambda d: _rewrite(
+            d, _set("deadline_at_utc", "２０２６-11-30T00:00:04.000000Z", row=0, rechain=True)
+        ),
+        Finding.FIELD_FORMAT,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "corrupt", "finding"), MORE_CORRUPTIONS, ids=[c[0] for c in MORE_CORRUPTIONS])
-def test_more_corruption_is_detected(journal: Journal, name: str, corrupt, finding: Finding) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("name", "corrupt", "finding"), MORE_CORRUPTIONS, ids=[c[0] for c in MORE_CORRUPTIONS]
+)
+def test_more_corruption_is_detected(
+    journal: Journal, name: str, corrupt, finding: Finding
+) -> None:  # type: ignore[no-untyped-def]
     data = corrupt(_segment(journal))
     with pytest.raises(JournalUnverified) as e:
         verify_segment_bytes(data, "2026-11-30", Index())
@@ -361,9 +548,13 @@ def root(tmp_path: Path) -> DataRoot:
 
 
 def test_hand_built_multi_day_journal_verifies(root: DataRoot) -> None:
-    write_segment(root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
     write_segment(
-        root, "2026-11-30.jsonl", hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled")
+        root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"])
+    )
+    write_segment(
+        root,
+        "2026-11-30.jsonl",
+        hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled"),
     )
     index = Journal(root).load()
     assert index.by_artifact["1" * 64].outcome is Outcome.TIMEOUT
@@ -371,14 +562,18 @@ def test_hand_built_multi_day_journal_verifies(root: DataRoot) -> None:
 
 
 def test_same_artifact_in_two_segments_is_a_duplicate(root: DataRoot) -> None:
-    write_segment(root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
+    write_segment(
+        root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"])
+    )
     write_segment(root, "2026-11-30.jsonl", hand_rows("1" * 64, "4" * 32, "2026-11-30", []))
     with pytest.raises(JournalUnverified) as e:
         Journal(root).load()
     assert (e.value.finding, e.value.segment) == (Finding.DUPLICATE_ARTIFACT, "2026-11-30")
 
 
-@pytest.mark.parametrize("name", ["2026-13-01.jsonl", "2026-11-30.jsonl.bak", "2026-11-30.JSONL", ".2026-11-30.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["2026-13-01.jsonl", "2026-11-30.jsonl.bak", "2026-11-30.JSONL", ".2026-11-30.jsonl"]
+)
 def test_unexpected_names_in_outcomes_are_refused(root: DataRoot, name: str) -> None:
     write_segment(root, name, b"")
     with pytest.raises(JournalUnverified) as e:
@@ -389,7 +584,9 @@ def test_unexpected_names_in_outcomes_are_refused(root: DataRoot, name: str) -> 
 @pytest.mark.parametrize("kind", ["mode", "fifo", "directory", "symlinked_outcomes"])
 def test_unsafe_segment_files_are_refused(root: DataRoot, tmp_path: Path, kind: str) -> None:
     if kind == "mode":
-        write_segment(root, "2026-11-30.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-30", []), mode=0o640)
+        write_segment(
+            root, "2026-11-30.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-30", []), mode=0o640
+        )
     elif kind == "fifo":
         os.mkfifo(root.outcomes / "2026-11-30.jsonl", 0o600)
     elif kind == "directory":
@@ -438,7 +635,7 @@ def test_swapped_lock_file_fails_closed(journal: Journal) -> None:
 
 
 def test_retention_window_is_35_completed_days_plus_today() -> None:
-    from spool.journal import RETENTION_DAYS, retention_cutoff
+    from kexpr.spool.journal import RETENTION_DAYS, retention_cutoff
 
     today = dt.date(2026, 11, 30)
     assert RETENTION_DAYS == 35
@@ -448,16 +645,22 @@ def test_retention_window_is_35_completed_days_plus_today() -> None:
 def test_expired_segments_are_removed_whole_with_a_directory_fsync(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spool import fsio
+    from kexpr.spool import fsio
 
-    write_segment(root, "2026-10-25.jsonl", hand_rows("1" * 64, "2" * 32, "2026-10-25", ["timeout"]))
-    write_segment(root, "2026-10-26.jsonl", hand_rows("3" * 64, "4" * 32, "2026-10-26", ["timeout"]))
+    write_segment(
+        root, "2026-10-25.jsonl", hand_rows("1" * 64, "2" * 32, "2026-10-25", ["timeout"])
+    )
+    write_segment(
+        root, "2026-10-26.jsonl", hand_rows("3" * 64, "4" * 32, "2026-10-26", ["timeout"])
+    )
     write_segment(root, "2026-11-30.jsonl", hand_rows("5" * 64, "6" * 32, "2026-11-30", []))
     j = Journal(root)
     j.load()
     synced: list[int] = []
     real = fsio._Dir.fsync
-    monkeypatch.setattr(fsio._Dir, "fsync", lambda self: (synced.append(self.st.st_ino), real(self))[1])
+    monkeypatch.setattr(
+        fsio._Dir, "fsync", lambda self: (synced.append(self.st.st_ino), real(self))[1]
+    )
     with j.locked():
         assert j.expired(dt.date(2026, 11, 30)) == ["2026-10-25"]
         removed, kept = j.remove_expired(dt.date(2026, 11, 30))
@@ -527,11 +730,15 @@ def test_torn_tail_is_quarantined_unchanged_and_still_dedupes(root: DataRoot) ->
 
 def test_quarantine_refuses_anything_but_a_torn_tail(root: DataRoot) -> None:
     j = Journal(root)
-    write_segment(root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
+    write_segment(
+        root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"])
+    )
     with pytest.raises(JournalUnverified) as e:
         j.quarantine_torn("2026-11-29", apply=True)
     assert e.value.finding is Finding.TORN_TAIL  # intact: nothing to quarantine
-    bad = hand_rows("3" * 64, "4" * 32, "2026-11-30", ["timeout"]).replace(b'"sequence":2', b'"sequence":5')
+    bad = hand_rows("3" * 64, "4" * 32, "2026-11-30", ["timeout"]).replace(
+        b'"sequence":2', b'"sequence":5'
+    )
     write_segment(root, "2026-11-30.jsonl", bad + b'{"artifact_key":"')
     with pytest.raises(JournalUnverified) as e:
         j.quarantine_torn("2026-11-30", apply=True)
@@ -554,10 +761,14 @@ def test_tampered_quarantine_file_fails_verification(root: DataRoot) -> None:
 
 
 def test_audit_collects_a_finding_per_file(root: DataRoot) -> None:
-    from spool.journal import audit_journal
+    from kexpr.spool.journal import audit_journal
 
-    write_segment(root, "2026-11-28.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-28", ["timeout"])[:-1])
-    write_segment(root, "2026-11-29.jsonl", hand_rows("3" * 64, "4" * 32, "2026-11-29", ["timeout"]))
+    write_segment(
+        root, "2026-11-28.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-28", ["timeout"])[:-1]
+    )
+    write_segment(
+        root, "2026-11-29.jsonl", hand_rows("3" * 64, "4" * 32, "2026-11-29", ["timeout"])
+    )
     write_segment(
         root, "2026-11-30.jsonl", hand_rows("5" * 64, "6" * 32, "2026-11-30", ["selected"])
     )  # shadow attempt "selected"
@@ -585,7 +796,9 @@ def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def _starts(j: Journal, n: int, at: dt.datetime = T0, mode: Mode = Mode.SHADOW) -> list[AttemptRecord]:
+def _starts(
+    j: Journal, n: int, at: dt.datetime = T0, mode: Mode = Mode.SHADOW
+) -> list[AttemptRecord]:
     return [start(j, akey=f"{i + 1:064x}", aid=f"{i + 1:032x}", mode=mode, at=at) for i in range(n)]
 
 
@@ -641,7 +854,8 @@ def test_group_spanning_segments_syncs_each_segment_once(
     fsyncs = _count_fsyncs(monkeypatch)
     with journal.locked():
         journal.append_terminals(
-            [(r, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL) for r in day2 + day1], T0
+            [(r, Phase.OPEN, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL) for r in day2 + day1],
+            T0,
         )
     assert len(fsyncs) == 2
     for seg in ("2026-11-30", "2026-12-01"):
@@ -659,7 +873,9 @@ def test_one_illegal_item_rejects_the_whole_group_before_any_io(journal: Journal
         items.append((ghost, Phase.AWAITING_REPORT, Event.REPORT, Outcome.SHADOW_SELECTED))
     elif bad == "terminal":
         with journal.locked():
-            journal.append_terminal(recs[2], Phase.AWAITING_REPORT, Event.REPORT, Outcome.VALIDATION_REJECTED, T0)
+            journal.append_terminal(
+                recs[2], Phase.AWAITING_REPORT, Event.REPORT, Outcome.VALIDATION_REJECTED, T0
+            )
     elif bad == "twice":
         items.append(items[0])
     else:  # `selected` is an enabled-mode outcome; these attempts are shadow

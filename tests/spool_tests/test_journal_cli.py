@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spool.fsio import make_flock, publish
-from spool.layout import DataRoot
 from spool_tests.journal_support import hand_rows, write_segment
 
-from ops.journal_cli import cli
+from kexpr.ops.journal_cli import cli
+from kexpr.spool.fsio import make_flock, publish
+from kexpr.spool.layout import DataRoot
 
 AKEYS = ("1" * 64, "3" * 64, "5" * 64)
 AIDS = ("2" * 32, "4" * 32, "6" * 32)
@@ -45,7 +45,9 @@ def intact(root: DataRoot) -> None:
     write_segment(root, f"{today()}.jsonl", hand_rows(AKEYS[1], AIDS[1], today(), []))  # still open
 
 
-def test_verify_intact_journal_with_an_open_attempt(root: DataRoot, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_intact_journal_with_an_open_attempt(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
     intact(root)
     code, out = run(capsys, "verify", "--data-root", str(root.root))
     assert code == 0 and out["ok"] is True
@@ -56,16 +58,45 @@ def test_verify_intact_journal_with_an_open_attempt(root: DataRoot, capsys: pyte
 @pytest.mark.parametrize(
     ("damage", "finding", "where"),
     [
-        (lambda r: (r.outcomes / "2026-11-29.jsonl").write_bytes(b'{"x":1}\n'), "field_set", "outcomes/2026-11-29.jsonl"),
-        (lambda r: os.chmod(r.outcomes / "2026-11-29.jsonl", 0o644), "unsafe_file", "outcomes/2026-11-29.jsonl"),
+        (
+            lambda r: (r.outcomes / "2026-11-29.jsonl").write_bytes(b'{"x":1}\n'),
+            "field_set",
+            "outcomes/2026-11-29.jsonl",
+        ),
+        (
+            lambda r: os.chmod(r.outcomes / "2026-11-29.jsonl", 0o644),
+            "unsafe_file",
+            "outcomes/2026-11-29.jsonl",
+        ),
         (lambda r: os.chmod(r.claimed, 0o755), "bad_mode", "spool/claimed"),
-        (lambda r: os.symlink("/etc/passwd", r.requests / ("a" * 32 + ".json")), "symlink", "spool/requests/" + "a" * 32 + ".json"),
-        (lambda r: os.mkfifo(r.responses / ("b" * 32 + ".json"), 0o600), "not_regular_file", "spool/responses/" + "b" * 32 + ".json"),
-        (lambda r: (publish(r.tmp, r.identity_key, b"k" * 32), os.chmod(r.identity_key, 0o640)), "bad_mode", "identity.key"),
+        (
+            lambda r: os.symlink("/etc/passwd", r.requests / ("a" * 32 + ".json")),
+            "symlink",
+            "spool/requests/" + "a" * 32 + ".json",
+        ),
+        (
+            lambda r: os.mkfifo(r.responses / ("b" * 32 + ".json"), 0o600),
+            "not_regular_file",
+            "spool/responses/" + "b" * 32 + ".json",
+        ),
+        (
+            lambda r: (publish(r.tmp, r.identity_key, b"k" * 32), os.chmod(r.identity_key, 0o640)),
+            "bad_mode",
+            "identity.key",
+        ),
         (lambda r: os.symlink("/tmp", r.journal_lock), "symlink", "journal.lock"),
         (lambda r: (r.outcomes / "notes.txt").write_bytes(b""), "unexpected_file", "outcomes"),
     ],
-    ids=["malformed_row", "segment_mode", "dir_mode", "spool_symlink", "spool_fifo", "key_mode", "lock_symlink", "stray_file"],
+    ids=[
+        "malformed_row",
+        "segment_mode",
+        "dir_mode",
+        "spool_symlink",
+        "spool_fifo",
+        "key_mode",
+        "lock_symlink",
+        "stray_file",
+    ],
 )
 def test_verify_reports_each_violation_with_exit_1(
     root: DataRoot, capsys: pytest.CaptureFixture[str], damage: Any, finding: str, where: str
@@ -82,7 +113,7 @@ def test_verify_human_output_and_process_exit(root: DataRoot) -> None:
     with open(root.outcomes / "2026-11-29.jsonl", "ab") as f:
         f.write(b'{"artifact_key":"')
     p = subprocess.run(
-        [sys.executable, "-m", "ops.cli", "journal", "verify", "--data-root", str(root.root)],
+        [sys.executable, "-m", "kexpr.ops.cli", "journal", "verify", "--data-root", str(root.root)],
         capture_output=True,
         text=True,
         check=False,
@@ -90,7 +121,7 @@ def test_verify_human_output_and_process_exit(root: DataRoot) -> None:
     assert p.returncode == 1
     assert "torn_tail" in p.stderr and "outcomes/2026-11-29.jsonl" in p.stderr
     p = subprocess.run(
-        [sys.executable, "-m", "ops.cli", "journal", "verify"],
+        [sys.executable, "-m", "kexpr.ops.cli", "journal", "verify"],
         capture_output=True,
         text=True,
         check=False,
@@ -98,7 +129,10 @@ def test_verify_human_output_and_process_exit(root: DataRoot) -> None:
     )
     assert p.returncode == 2  # the default ./var/korean-expression-v1 does not exist here: unusable
     p = subprocess.run(
-        [sys.executable, "-m", "ops.cli", "journal", "frobnicate"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "kexpr.ops.cli", "journal", "frobnicate"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert p.returncode == 2
 
@@ -121,7 +155,7 @@ def test_verify_tolerates_crash_debris_and_leftover_spool_files(
 def test_verify_does_not_count_an_open_attempts_accepted_answer_as_leftover(
     root: DataRoot, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from spool.messages import SPOOL_VERSION, parse_response
+    from kexpr.spool.messages import SPOOL_VERSION, parse_response
 
     intact(root)  # AIDS[1] is open
     composition = {
@@ -155,7 +189,9 @@ def test_verify_does_not_count_an_open_attempts_accepted_answer_as_leftover(
 def test_stats_counts_without_content(root: DataRoot, capsys: pytest.CaptureFixture[str]) -> None:
     intact(root)
     write_segment(
-        root, "2026-11-28.jsonl", hand_rows(AKEYS[2], AIDS[2], "2026-11-28", ["selected"], mode="enabled")
+        root,
+        "2026-11-28.jsonl",
+        hand_rows(AKEYS[2], AIDS[2], "2026-11-28", ["selected"], mode="enabled"),
     )
     code, out = run(capsys, "stats", "--data-root", str(root.root))
     assert code == 0
@@ -185,11 +221,15 @@ def test_prune_is_a_dry_run_by_default_and_keeps_open_attempts(
     assert not root.journal_lock.exists() or os.stat(root.journal_lock).st_uid == os.geteuid()
 
 
-def test_prune_refuses_an_unverified_journal(root: DataRoot, capsys: pytest.CaptureFixture[str]) -> None:
+def test_prune_refuses_an_unverified_journal(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
     older = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=41)).isoformat()
     write_segment(root, f"{older}.jsonl", hand_rows(AKEYS[0], AIDS[0], older, ["timeout"])[:-1])
     code, out = run(capsys, "prune", "--data-root", str(root.root), "--apply")
-    assert code == 1 and out["findings"] == [{"finding": "torn_tail", "where": f"outcomes/{older}.jsonl"}]
+    assert code == 1 and out["findings"] == [
+        {"finding": "torn_tail", "where": f"outcomes/{older}.jsonl"}
+    ]
     assert os.listdir(root.outcomes) == [f"{older}.jsonl"]
 
 
@@ -200,23 +240,45 @@ def test_quarantine_command_flow(root: DataRoot, capsys: pytest.CaptureFixture[s
         f.write(b'{"artifact_key":"' + b"7" * 40)
     torn = seg.read_bytes()
     code, out = run(capsys, "verify", "--data-root", str(root.root))
-    assert code == 1 and out["findings"] == [{"finding": "torn_tail", "where": "outcomes/2026-11-29.jsonl"}]
+    assert code == 1 and out["findings"] == [
+        {"finding": "torn_tail", "where": "outcomes/2026-11-29.jsonl"}
+    ]
     lock = make_flock(root.worker_lock)
     lock.acquire()
     try:
-        code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", "2026-11-29", "--apply")
-        assert code == 1 and out["findings"] == [{"finding": "worker_running", "where": "worker.lock"}]
+        code, out = run(
+            capsys,
+            "quarantine",
+            "--data-root",
+            str(root.root),
+            "--segment",
+            "2026-11-29",
+            "--apply",
+        )
+        assert code == 1 and out["findings"] == [
+            {"finding": "worker_running", "where": "worker.lock"}
+        ]
     finally:
         lock.release()
     code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", "2026-11-29")
-    assert code == 0 and out["would_quarantine_to"] == "quarantine/2026-11-29.1.jsonl" and seg.exists()
-    code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", "2026-11-29", "--apply")
+    assert (
+        code == 0 and out["would_quarantine_to"] == "quarantine/2026-11-29.1.jsonl" and seg.exists()
+    )
+    code, out = run(
+        capsys, "quarantine", "--data-root", str(root.root), "--segment", "2026-11-29", "--apply"
+    )
     assert code == 0 and out["quarantined_to"] == "quarantine/2026-11-29.1.jsonl"
     assert (root.quarantine / "2026-11-29.1.jsonl").read_bytes() == torn
     code, out = run(capsys, "verify", "--data-root", str(root.root))
-    assert code == 0 and out["quarantined"] == ["2026-11-29.1.jsonl"] and out["sealed_artifacts"] == 1
-    code, out = run(capsys, "quarantine", "--data-root", str(root.root), "--segment", today(), "--apply")
-    assert code == 1 and out["findings"] == [{"finding": "not_torn", "where": f"outcomes/{today()}.jsonl"}]
+    assert (
+        code == 0 and out["quarantined"] == ["2026-11-29.1.jsonl"] and out["sealed_artifacts"] == 1
+    )
+    code, out = run(
+        capsys, "quarantine", "--data-root", str(root.root), "--segment", today(), "--apply"
+    )
+    assert code == 1 and out["findings"] == [
+        {"finding": "not_torn", "where": f"outcomes/{today()}.jsonl"}
+    ]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
@@ -233,7 +295,10 @@ def test_verify_judges_ownership_against_the_data_root_owner(
     assert code == 0, out
     os.chown(root.outcomes / "2026-11-29.jsonl", 0, -1)  # one file of someone else
     code, out = run(capsys, "verify", "--data-root", str(root.root))
-    assert code == 1 and {"finding": "unsafe_file", "where": "outcomes/2026-11-29.jsonl"} in out["findings"]
+    assert (
+        code == 1
+        and {"finding": "unsafe_file", "where": "outcomes/2026-11-29.jsonl"} in out["findings"]
+    )
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a shared group root is set up with chown")
@@ -249,4 +314,6 @@ def test_verify_a_shared_group_root(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0 and out["sharing"] == "shared_group"
     os.chmod(root.requests / ("a" * 32 + ".json"), 0o666)
     code, out = run(capsys, "verify", "--data-root", str(root.root))
-    assert code == 1 and out["findings"] == [{"finding": "bad_mode", "where": "spool/requests/" + "a" * 32 + ".json"}]
+    assert code == 1 and out["findings"] == [
+        {"finding": "bad_mode", "where": "spool/requests/" + "a" * 32 + ".json"}
+    ]

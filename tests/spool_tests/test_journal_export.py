@@ -1,5 +1,5 @@
 """`Journal.export_verified` / `adopt`: the worker verifies its journal in a forked
-child during start-up (`worker.preload`) and installs the result only if every
+child during start-up (`kexpr.worker.preload`) and installs the result only if every
 journal file is still exactly the one the child read."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from spool.journal import Finding, Journal, JournalUnverified
-from spool.layout import DataRoot
 from spool_tests.journal_support import hand_rows, write_segment
 from spool_tests.test_journal import _torn
+
+from kexpr.spool.journal import Finding, Journal, JournalUnverified
+from kexpr.spool.layout import DataRoot
 
 
 @pytest.fixture
@@ -21,8 +22,14 @@ def root(tmp_path: Path) -> DataRoot:
     r = DataRoot(tmp_path / "root")
     r.ensure()
     write_segment(r, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
-    write_segment(r, "2026-11-30.jsonl", hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled"))
-    write_segment(r, "2026-11-28.jsonl", hand_rows("5" * 64, "6" * 32, "2026-11-28", []))  # still open
+    write_segment(
+        r,
+        "2026-11-30.jsonl",
+        hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled"),
+    )
+    write_segment(
+        r, "2026-11-28.jsonl", hand_rows("5" * 64, "6" * 32, "2026-11-28", [])
+    )  # still open
     return r
 
 
@@ -61,15 +68,19 @@ def test_adopt_with_quarantined_files_matches_load(tmp_path: Path) -> None:
 def test_an_adopted_index_appends_like_a_loaded_one(root: DataRoot) -> None:
     import datetime as dt
 
-    from spool.journal import Mode, format_ts
+    from kexpr.spool.journal import Mode, format_ts
 
     j = Journal(root)
     assert j.adopt(Journal(root).export_verified())
     at = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
     with j.locked():
         j.append_start(
-            artifact_key="7" * 64, surface="daily.v1", mode=Mode.SHADOW, attempt_id="8" * 32,
-            started_at=at, deadline_at_utc=format_ts(at + dt.timedelta(seconds=4)),
+            artifact_key="7" * 64,
+            surface="daily.v1",
+            mode=Mode.SHADOW,
+            attempt_id="8" * 32,
+            started_at=at,
+            deadline_at_utc=format_ts(at + dt.timedelta(seconds=4)),
         )
     assert "7" * 64 in Journal(root).load().by_artifact
 
@@ -77,7 +88,9 @@ def test_an_adopted_index_appends_like_a_loaded_one(root: DataRoot) -> None:
 def change(root: DataRoot, kind: str) -> None:
     seg = root.outcomes / "2026-11-29.jsonl"
     if kind == "grown":
-        write_segment(root, "2026-11-27.jsonl", hand_rows("9" * 64, "a" * 32, "2026-11-27", ["timeout"]))
+        write_segment(
+            root, "2026-11-27.jsonl", hand_rows("9" * 64, "a" * 32, "2026-11-27", ["timeout"])
+        )
     elif kind == "appended":
         with open(seg, "ab") as f:
             f.write(b"x")
@@ -97,7 +110,9 @@ def change(root: DataRoot, kind: str) -> None:
         os.rename(seg, root.root / "aside")
         write_segment(root, "2026-11-29.jsonl", data)
     elif kind == "quarantined_added":
-        fd = os.open(root.quarantine / "2026-11-20.1.jsonl", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(
+            root.quarantine / "2026-11-20.1.jsonl", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600
+        )
         os.close(fd)
     elif kind == "opened_only":
         with open(seg, "ab"):
@@ -146,7 +161,9 @@ def test_export_raises_what_load_raises(root: DataRoot) -> None:
 @pytest.mark.parametrize("field", [3, 7], ids=["mode", "outcome"])
 def test_adopt_refuses_a_record_with_a_value_no_enum_has(root: DataRoot, field: int) -> None:
     """The prints match; only a record is off: still nothing is installed."""
-    version, records, sealed, sealed_open, tails, prints = marshal.loads(Journal(root).export_verified())
+    version, records, sealed, sealed_open, tails, prints = marshal.loads(
+        Journal(root).export_verified()
+    )
     bad = list(records[0])
     bad[field] = "repaired"
     blob = marshal.dumps((version, (tuple(bad), *records[1:]), sealed, sealed_open, tails, prints))

@@ -3,7 +3,7 @@
 `verify_segment_bytes` accepts the rows it can vouch for with a compiled pattern of
 the exact canonical layout, one sha256 over the line minus its ``row_digest``
 member, and table look-ups; every other row goes to the per-row reference
-(`spool._journal_rows._slow_row`, called from `spool._journal_verify`). These tests hold the fast path to the reference's
+(`kexpr.spool._journal_rows._slow_row`, called from `kexpr.spool._journal_verify`). These tests hold the fast path to the reference's
 result for *every* input: the same finding and segment (or the same foreign
 exception), the same tail, and the same index — records, enum types and order —
 including the partial index left behind by a finding.
@@ -30,8 +30,9 @@ import pytest
 from adversarial.hypothesis_profiles import PROPERTY
 from hypothesis import example, given
 from hypothesis import strategies as st
-from spool import _journal_verify as journal_module
-from spool.journal import (
+
+from kexpr.spool import _journal_verify as journal_module
+from kexpr.spool.journal import (
     AttemptRecord,
     Finding,
     Index,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from spool import lifecycle as lc
-from spool.lifecycle import (
+
+from kexpr.spool import lifecycle as lc
+from kexpr.spool.lifecycle import (
     EVENT_OUTCOMES,
     LEGAL_TERMINALS,
     MODE_FORBIDS,
@@ -165,10 +166,34 @@ def test_report_admissible(outcome, mode, held, reported, now, verdict) -> None:
         (None, None, False, True, (Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, Reply.CANONICAL)),
         (None, None, True, False, (Event.CALL_FAILED, Outcome.TIMEOUT, Reply.NONE)),
         (Outcome.TIMEOUT, None, False, False, (Event.CALL_FAILED, Outcome.TIMEOUT, Reply.NONE)),
-        (Outcome.PROVIDER_ERROR, None, False, False, (Event.CALL_FAILED, Outcome.PROVIDER_ERROR, Reply.CANONICAL)),
-        (Outcome.PROVIDER_ERROR, None, True, False, (Event.CALL_FAILED, Outcome.TIMEOUT, Reply.NONE)),
-        (None, Outcome.VALIDATION_REJECTED, False, False, (Event.CALL_FAILED, Outcome.VALIDATION_REJECTED, Reply.CANONICAL)),
-        (None, Outcome.INVALID_RESPONSE, False, False, (Event.CALL_FAILED, Outcome.INVALID_RESPONSE, Reply.CANONICAL)),
+        (
+            Outcome.PROVIDER_ERROR,
+            None,
+            False,
+            False,
+            (Event.CALL_FAILED, Outcome.PROVIDER_ERROR, Reply.CANONICAL),
+        ),
+        (
+            Outcome.PROVIDER_ERROR,
+            None,
+            True,
+            False,
+            (Event.CALL_FAILED, Outcome.TIMEOUT, Reply.NONE),
+        ),
+        (
+            None,
+            Outcome.VALIDATION_REJECTED,
+            False,
+            False,
+            (Event.CALL_FAILED, Outcome.VALIDATION_REJECTED, Reply.CANONICAL),
+        ),
+        (
+            None,
+            Outcome.INVALID_RESPONSE,
+            False,
+            False,
+            (Event.CALL_FAILED, Outcome.INVALID_RESPONSE, Reply.CANONICAL),
+        ),
     ],
 )
 def test_conclude(failed, rejected, late, quarantined, expected) -> None:  # type: ignore[no-untyped-def]
@@ -250,7 +275,8 @@ def test_every_spool_file_is_published_by_one_side_and_removed_by_a_rule() -> No
         assert None in froms and Where.REMOVED in tos  # nothing is left forever
     # The shim never removes an accepted answer: it is its attempt's durable phase.
     assert not [
-        k for k, row in SPOOL_FILE_MOVES.items()
+        k
+        for k, row in SPOOL_FILE_MOVES.items()
         if k[0] is File.ACCEPTED_ANSWER and row[2] is Actor.SHIM
     ]
     # A report is removed only once its row is durable or it is inadmissible.

@@ -3,20 +3,19 @@ domain and agree on names (docs/lifecycle.md §4)."""
 
 from __future__ import annotations
 
-from spool.contract import Verdict
-from spool.lifecycle import EVENT_OUTCOMES, Event
-from spool.messages import (
+from gateway_shim import coordinator
+from gateway_shim.coordinator import CandidateOutcome, HostOutcome
+from kexpr.spool.contract import Verdict
+from kexpr.spool.lifecycle import EVENT_OUTCOMES, Event
+from kexpr.spool.messages import (
     RESPONSE_FOR_TERMINAL,
     TERMINAL_FOR_REPORT,
     ReportOutcome,
     ResponseOutcome,
     ResponseStatus,
 )
-
-from gateway_shim import coordinator
-from gateway_shim.coordinator import CandidateOutcome, HostOutcome
-from worker import attempt as daemon
-from worker.provider import ProviderOutcome
+from kexpr.worker import attempt as daemon
+from kexpr.worker.provider import ProviderOutcome
 
 
 def test_journal_to_response_covers_every_outcome_a_request_is_answered_with() -> None:

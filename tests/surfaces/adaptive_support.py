@@ -114,17 +114,19 @@ _REASON_LINES: Final = tuple(t + "." for t in OPERATOR_GLOSSARY.reasons.values()
 
 # --- strategies ------------------------------------------------------------------------
 
-_TEXT = st.text(
-    st.characters(exclude_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=24
-)
+_TEXT = st.text(st.characters(exclude_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=24)
 STATES = st.sampled_from((*PROGRESS_LINES, "delivery_pending", "reviewing"))
 LABELS = _TEXT
 DAYS = st.dates(dt.date(2020, 1, 1), dt.date(2035, 12, 31)).map(dt.date.isoformat)
 REVISIONS = st.integers(1, 10**6)
-HEAD_LINES = st.lists(_TEXT.filter(lambda t: not t.startswith(JUDGMENT_LABEL)), min_size=1, max_size=3)
+HEAD_LINES = st.lists(
+    _TEXT.filter(lambda t: not t.startswith(JUDGMENT_LABEL)), min_size=1, max_size=3
+)
 _PRIVATE = _TEXT.filter(
-    lambda t: not t.startswith(("결정: ", "근거: ", JUDGMENT_LABEL))
-    and t not in (REVIEW_HEADING, STATUS_LINE)
+    lambda t: (
+        not t.startswith(("결정: ", "근거: ", JUDGMENT_LABEL))
+        and t not in (REVIEW_HEADING, STATUS_LINE)
+    )
 )
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hypothesis import strategies as st
-from spool.contract import SAFE_STYLE_LEXEMES, SlotPolicy, check_generated
 
 from gateway_shim.surfaces import CanonicalSurface, RenderedBody, utf16_len
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES, SlotPolicy, check_generated
 
 # Any single line the grammars can carry: no control, surrogate or line-break
 # characters. Astral characters included, so UTF-16 offsets are exercised.
@@ -84,5 +84,3 @@ def assert_layout_identical(surface: CanonicalSurface, selected: str) -> None:
     for before, after in zip(canonical_lines, selected_lines, strict=True):
         if before != after:
             assert any(text in before for text in slot_lines)
-
-

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.surfaces_cli import check_request
+from kexpr.ops.surfaces_cli import check_request
 
 GOLDENS = Path(__file__).parent / "goldens" / "host-examples.jsonl"
 EXAMPLES = [json.loads(line) for line in GOLDENS.read_text("utf-8").splitlines()]

@@ -44,7 +44,9 @@ R = IneligibleReason
 FRESH = CardOrigin.FRESH
 
 
-def reason_of(p: object, *, callback: object = CALLBACK, origin: Any = FRESH, surface: str | None = None) -> R:
+def reason_of(
+    p: object, *, callback: object = CALLBACK, origin: Any = FRESH, surface: str | None = None
+) -> R:
     with pytest.raises(Ineligible) as e:
         parse_adaptive(p, callback_data=callback, origin=origin, surface=surface)  # type: ignore[arg-type]
     assert str(e.value) == e.value.reason.value  # the enum, never content
@@ -83,7 +85,9 @@ def test_a3_menu_and_a4_terminal_have_their_own_reasons() -> None:
 @pytest.mark.parametrize("schedule_confirm", [False, True])
 @pytest.mark.parametrize("state", [*PROGRESS_LINES, "delivery_pending"])
 @pytest.mark.parametrize("body", [TH_ADAPTIVE_BODY, PHYSIQUE_BODY], ids=["dual", "physique"])
-def test_every_state_with_its_buttons_is_eligible(state: str, schedule_confirm: bool, body: str) -> None:
+def test_every_state_with_its_buttons_is_eligible(
+    state: str, schedule_confirm: bool, body: str
+) -> None:
     p = payload(body, state=state, schedule_confirm=schedule_confirm)
     surface = parse_adaptive(p, callback_data=CALLBACK, origin=FRESH)
     assert presented_host_text(surface) == p["text"]
@@ -95,13 +99,21 @@ def test_every_state_with_its_buttons_is_eligible(state: str, schedule_confirm: 
 def test_progress_lines_are_the_hosts() -> None:
     assert progress_line("proposed") == "진행 1/4 · 제안 검토 중 · 다음: 승인하기"
     assert progress_line("held") == "검토 보류 중 · 다음: 검토 다시 시작"
-    assert progress_line("delivery_revoked") == "안전 잠금 · 고객 전송 비활성화 · 다음: 고객 전송 다시 허용"
+    assert (
+        progress_line("delivery_revoked")
+        == "안전 잠금 · 고객 전송 비활성화 · 다음: 고객 전송 다시 허용"
+    )
     assert progress_line("anything") == "현재 상태: anything"
 
 
 def test_buttons_are_the_hosts() -> None:
     assert [label for label, _ in expected_buttons("proposed", schedule_confirm=True)] == [
-        "일정 확정", "1/4 승인하기", "고급 · 내용 보기", "고급 · 메모 수정", "고급 · 보류", "이전",
+        "일정 확정",
+        "1/4 승인하기",
+        "고급 · 내용 보기",
+        "고급 · 메모 수정",
+        "고급 · 보류",
+        "이전",
     ]
     # schedule_confirm only ever leads the three pre-approval states.
     assert expected_buttons("approved", schedule_confirm=True) == STATE_BUTTONS["approved"]
@@ -109,9 +121,18 @@ def test_buttons_are_the_hosts() -> None:
 
 
 def test_callback_data_gives_the_session() -> None:
-    assert parse_callback("an1:0123456789abcdef01234567:hold") == ("0123456789abcdef01234567", "hold")
-    for bad in ("an1:0123456789ABCDEF01234567:hold", "an1:0123:hold", "an1:0123456789abcdef01234567:nope",
-                "an2:0123456789abcdef01234567:hold", "an1:0123456789abcdef01234567:hold\n", 7):
+    assert parse_callback("an1:0123456789abcdef01234567:hold") == (
+        "0123456789abcdef01234567",
+        "hold",
+    )
+    for bad in (
+        "an1:0123456789ABCDEF01234567:hold",
+        "an1:0123:hold",
+        "an1:0123456789abcdef01234567:nope",
+        "an2:0123456789abcdef01234567:hold",
+        "an1:0123456789abcdef01234567:hold\n",
+        7,
+    ):
         with pytest.raises(Ineligible) as e:
             parse_callback(bad)
         assert e.value.reason is R.CALLBACK_MALFORMED
@@ -137,7 +158,9 @@ def test_callback_data_gives_the_session() -> None:
         ("published", {}, R.STATUS_NOT_CARD),
     ],
 )
-def test_other_statuses_are_ineligible_with_their_reason(status: str, extra: dict[str, Any], reason: R) -> None:
+def test_other_statuses_are_ineligible_with_their_reason(
+    status: str, extra: dict[str, Any], reason: R
+) -> None:
     p = {**payload(TH_ADAPTIVE_BODY), "status": status, **extra}
     assert reason_of(p) is reason
 
@@ -178,7 +201,20 @@ MALFORMED: list[tuple[str, Edit, R]] = [
     ("revision str", _set(("revision",), "1"), R.PAYLOAD_MALFORMED),
     ("text not str", _set(("text",), None), R.PAYLOAD_MALFORMED),
     ("envelope not object", _set(("envelope",), []), R.ENVELOPE_MALFORMED),
-    ("old envelope", _set(("envelope",), {"schema_version": DUAL_SURFACE, "session_id": "s", "proposal_digest": "p", "revision": 1, "card_kind": "k"}), R.ENVELOPE_MALFORMED),
+    (
+        "old envelope",
+        _set(
+            ("envelope",),
+            {
+                "schema_version": DUAL_SURFACE,
+                "session_id": "s",
+                "proposal_digest": "p",
+                "revision": 1,
+                "card_kind": "k",
+            },
+        ),
+        R.ENVELOPE_MALFORMED,
+    ),
     ("marker", _set(("envelope", "marker"), "테스트"), R.ENVELOPE_MALFORMED),
     ("label empty", _set(("envelope", "customer_label"), ""), R.ENVELOPE_MALFORMED),
     ("label newline", _set(("envelope", "customer_label"), "a\nb"), R.ENVELOPE_MALFORMED),
@@ -188,22 +224,66 @@ MALFORMED: list[tuple[str, Edit, R]] = [
     ("envelope revision bool", _set(("envelope", "revision"), True), R.ENVELOPE_MALFORMED),
     ("state empty", _set(("envelope", "state"), ""), R.ENVELOPE_MALFORMED),
     ("buttons not list", _set(("buttons",), {}), R.BUTTONS_MALFORMED),
-    ("button rows", _set(("buttons",), [[{"label": "1/4 승인하기", "callback_data": CALLBACK}]]), R.BUTTONS_MALFORMED),
-    ("button text key", _set(("buttons", 0), {"text": "1/4 승인하기", "callback_data": CALLBACK}), R.BUTTONS_MALFORMED),
-    ("button bad callback", _set(("buttons", 0, "callback_data"), "adaptive:approve"), R.BUTTONS_MALFORMED),
+    (
+        "button rows",
+        _set(("buttons",), [[{"label": "1/4 승인하기", "callback_data": CALLBACK}]]),
+        R.BUTTONS_MALFORMED,
+    ),
+    (
+        "button text key",
+        _set(("buttons", 0), {"text": "1/4 승인하기", "callback_data": CALLBACK}),
+        R.BUTTONS_MALFORMED,
+    ),
+    (
+        "button bad callback",
+        _set(("buttons", 0, "callback_data"), "adaptive:approve"),
+        R.BUTTONS_MALFORMED,
+    ),
     ("button label padded", _set(("buttons", 0, "label"), " 1/4 승인하기"), R.BUTTONS_MALFORMED),
     ("button label too long", _set(("buttons", 0, "label"), "가" * 65), R.BUTTONS_MALFORMED),
     ("button label other", _set(("buttons", 0, "label"), "승인하고 보내기"), R.BUTTONS_MISMATCH),
-    ("button action other", _set(("buttons", 0, "callback_data"), "an1:000000000000000000000000:send"), R.BUTTONS_MISMATCH),
+    (
+        "button action other",
+        _set(("buttons", 0, "callback_data"), "an1:000000000000000000000000:send"),
+        R.BUTTONS_MISMATCH,
+    ),
     ("buttons missing", _set(("buttons",), []), R.BUTTONS_MISMATCH),
     ("buttons reordered", lambda p: p["buttons"].reverse(), R.BUTTONS_MISMATCH),
-    ("header label", _set(("text",), "테스트 전용 · 고객: 다른 고객 · KST day: 2026-07-28 · revision: 1 · state: proposed\n진행 1/4 · 제안 검토 중 · 다음: 승인하기\n\n" + TH_ADAPTIVE_BODY), R.HEADER_MISMATCH),
+    (
+        "header label",
+        _set(
+            ("text",),
+            "테스트 전용 · 고객: 다른 고객 · KST day: 2026-07-28 · revision: 1 · state: proposed\n진행 1/4 · 제안 검토 중 · 다음: 승인하기\n\n"
+            + TH_ADAPTIVE_BODY,
+        ),
+        R.HEADER_MISMATCH,
+    ),
     ("no header", _set(("text",), TH_ADAPTIVE_BODY), R.HEADER_MISMATCH),
-    ("old title", _set(("text",), "[듀얼코치] 적응형 영양 제안\n━━━━━━━━━━━━\n" + TH_ADAPTIVE_BODY), R.HEADER_MISMATCH),
-    ("progress", lambda p: p.update(text=p["text"].replace("제안 검토 중", "검토 중", 1)), R.PROGRESS_MISMATCH),
-    ("no blank after progress", lambda p: p.update(text=p["text"].replace("승인하기\n\n", "승인하기\n", 1)), R.BODY_SEPARATOR_MISSING),
-    ("two blanks after progress", lambda p: p.update(text=p["text"].replace("승인하기\n\n", "승인하기\n\n\n", 1)), R.BODY_SEPARATOR_MISSING),
-    ("empty body", lambda p: p.update(text=p["text"].split("\n\n")[0] + "\n\n"), R.BODY_SEPARATOR_MISSING),
+    (
+        "old title",
+        _set(("text",), "[듀얼코치] 적응형 영양 제안\n━━━━━━━━━━━━\n" + TH_ADAPTIVE_BODY),
+        R.HEADER_MISMATCH,
+    ),
+    (
+        "progress",
+        lambda p: p.update(text=p["text"].replace("제안 검토 중", "검토 중", 1)),
+        R.PROGRESS_MISMATCH,
+    ),
+    (
+        "no blank after progress",
+        lambda p: p.update(text=p["text"].replace("승인하기\n\n", "승인하기\n", 1)),
+        R.BODY_SEPARATOR_MISSING,
+    ),
+    (
+        "two blanks after progress",
+        lambda p: p.update(text=p["text"].replace("승인하기\n\n", "승인하기\n\n\n", 1)),
+        R.BODY_SEPARATOR_MISSING,
+    ),
+    (
+        "empty body",
+        lambda p: p.update(text=p["text"].split("\n\n")[0] + "\n\n"),
+        R.BODY_SEPARATOR_MISSING,
+    ),
 ]
 
 
@@ -219,7 +299,10 @@ def test_not_a_mapping() -> None:
 
 
 def test_pressed_callback_must_be_the_hosts() -> None:
-    assert reason_of(payload(TH_ADAPTIVE_BODY), callback="adaptive:approve:s:1") is R.CALLBACK_MALFORMED
+    assert (
+        reason_of(payload(TH_ADAPTIVE_BODY), callback="adaptive:approve:s:1")
+        is R.CALLBACK_MALFORMED
+    )
     assert reason_of(payload(TH_ADAPTIVE_BODY), callback=None) is R.CALLBACK_MALFORMED
 
 
@@ -227,7 +310,9 @@ def test_surface_decides_the_grammar() -> None:
     dual = payload(TH_ADAPTIVE_BODY)
     physique = payload(PHYSIQUE_BODY)
     assert parse_adaptive(dual, callback_data=CALLBACK, origin=FRESH).surface == DUAL_SURFACE
-    assert parse_adaptive(physique, callback_data=CALLBACK, origin=FRESH).surface == PHYSIQUE_SURFACE
+    assert (
+        parse_adaptive(physique, callback_data=CALLBACK, origin=FRESH).surface == PHYSIQUE_SURFACE
+    )
     # The deployed profile's surface is authoritative: the other grammar fails.
     assert reason_of(dual, surface=PHYSIQUE_SURFACE) is R.STATUS_LINE_MISSING
     assert reason_of(physique, surface=DUAL_SURFACE) is R.CARD_TITLE_INVALID
@@ -259,21 +344,48 @@ def test_fresh_card_splits_envelope_and_body() -> None:
 
 def test_card_payload_refuses_what_the_reader_refuses() -> None:
     with pytest.raises(ValueError):
-        card_payload(body=TH_ADAPTIVE_BODY, customer_key="c", customer_label="l", kst_day="2026-13-01",
-                     revision=1, state="proposed", proposal_digest="c" * 64, sessions=["0" * 24] * 5)
+        card_payload(
+            body=TH_ADAPTIVE_BODY,
+            customer_key="c",
+            customer_label="l",
+            kst_day="2026-13-01",
+            revision=1,
+            state="proposed",
+            proposal_digest="c" * 64,
+            sessions=["0" * 24] * 5,
+        )
     with pytest.raises(ValueError):
-        card_payload(body=TH_ADAPTIVE_BODY, customer_key="c", customer_label="l", kst_day="2026-01-01",
-                     revision=1, state="proposed", proposal_digest="c" * 64, sessions=["0" * 24])
+        card_payload(
+            body=TH_ADAPTIVE_BODY,
+            customer_key="c",
+            customer_label="l",
+            kst_day="2026-01-01",
+            revision=1,
+            state="proposed",
+            proposal_digest="c" * 64,
+            sessions=["0" * 24],
+        )
 
 
 COVERED_REASONS = {m[2] for m in MALFORMED} | {
-    R.STATUS_MENU, R.STATUS_VIEW, R.STATUS_SELECTED, R.STATUS_OPERATOR_INPUT, R.STATUS_TERMINAL,
-    R.STATUS_DUPLICATE, R.STATUS_REJECTED, R.STATUS_NOT_CARD, R.RECOVERY_PAYLOAD, R.FACTS_INVALID,
-    R.CALLBACK_MALFORMED, R.UNKNOWN_SURFACE, R.BODY_GRAMMAR_UNKNOWN,
+    R.STATUS_MENU,
+    R.STATUS_VIEW,
+    R.STATUS_SELECTED,
+    R.STATUS_OPERATOR_INPUT,
+    R.STATUS_TERMINAL,
+    R.STATUS_DUPLICATE,
+    R.STATUS_REJECTED,
+    R.STATUS_NOT_CARD,
+    R.RECOVERY_PAYLOAD,
+    R.FACTS_INVALID,
+    R.CALLBACK_MALFORMED,
+    R.UNKNOWN_SURFACE,
+    R.BODY_GRAMMAR_UNKNOWN,
 }
 
 
 # --- properties: host-shaped payloads and their near misses --------------------------------
+
 
 @given(host_payloads(dual_bodies() | physique_bodies()), STATES)
 def test_another_states_buttons_or_progress_are_refused(p: dict[str, Any], other: str) -> None:

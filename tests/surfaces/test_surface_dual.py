@@ -23,7 +23,6 @@ from adaptive_support import (
     payload,
 )
 from hypothesis import given
-from spool.contract import check_generated
 from surface_support import (
     assert_grammar_accepts,
     assert_layout_identical,
@@ -42,13 +41,16 @@ from gateway_shim.surfaces import (
 from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
 from gateway_shim.surfaces.card import DUAL_SURFACE, CardOrigin
 from gateway_shim.surfaces.dual import JUDGMENT_SLOT, format_dual_body, review_slot_id
+from kexpr.spool.contract import check_generated
 
 R = IneligibleReason
 FRESH = CardOrigin.FRESH
 
 
 def parse(p: dict[str, Any], glossary: DualGlossary | None = None) -> CanonicalSurface:
-    return parse_adaptive(p, callback_data=CALLBACK, origin=FRESH, surface=DUAL_SURFACE, glossary=glossary)
+    return parse_adaptive(
+        p, callback_data=CALLBACK, origin=FRESH, surface=DUAL_SURFACE, glossary=glossary
+    )
 
 
 def reason_of(body: str, glossary: DualGlossary | None = None) -> R:
@@ -68,7 +70,11 @@ def test_canonical_golden_is_the_host_text() -> None:
     assert A1["text"] == ENVELOPE + TH_ADAPTIVE_BODY
     assert surface.canonical().body == A1["text"]
     assert presented_host_text(surface) == A1["text"]
-    assert [s.slot_id for s in surface.slots] == [JUDGMENT_SLOT, review_slot_id(1), review_slot_id(2)]
+    assert [s.slot_id for s in surface.slots] == [
+        JUDGMENT_SLOT,
+        review_slot_id(1),
+        review_slot_id(2),
+    ]
     assert [s.canonical_text for s in surface.slots] == [PUBLIC_DECISION, *PUBLIC_REASONS]
     assert [s.policy().allowed_predicate_ids for s in surface.slots] == [
         ("P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",),
@@ -105,15 +111,27 @@ def test_decision_slot_has_no_final_period_and_reasons_keep_theirs() -> None:
     judgment, first, _ = surface.slots
     assert judgment.final_period is False and first.final_period is True
     # The canonical composition renders the host's bytes exactly.
-    canonical = {s.slot_id: " ".join(f"{t}." for t in s.policy().required_placeholder_tokens) for s in surface.slots}
-    assert [s.expand(canonical[s.slot_id]) for s in surface.slots] == [PUBLIC_DECISION, *PUBLIC_REASONS]
+    canonical = {
+        s.slot_id: " ".join(f"{t}." for t in s.policy().required_placeholder_tokens)
+        for s in surface.slots
+    }
+    assert [s.expand(canonical[s.slot_id]) for s in surface.slots] == [
+        PUBLIC_DECISION,
+        *PUBLIC_REASONS,
+    ]
 
 
 @pytest.mark.parametrize(
     ("generated", "reason"),
     [
         ({**SELECTED, JUDGMENT_SLOT: "확인 결과, [[P:01]]."}, RenderReason.COMPOSITION_REJECTED),
-        ({**SELECTED, review_slot_id(2): "차분히, 최신 확정 기록을 기준으로 다시 계산해야 합니다."}, RenderReason.COMPOSITION_REJECTED),
+        (
+            {
+                **SELECTED,
+                review_slot_id(2): "차분히, 최신 확정 기록을 기준으로 다시 계산해야 합니다.",
+            },
+            RenderReason.COMPOSITION_REJECTED,
+        ),
         ({k: v for k, v in SELECTED.items() if k != review_slot_id(2)}, RenderReason.MISSING_SLOT),
     ],
 )
@@ -152,10 +170,21 @@ def body(**changes: Any) -> str:
         body(head=("고객: 김민지", "기준일: 2026-07-28", "- 평균 체중 72.4kg", "목표: 린매스업")),
         body(recommendations=("칼로리 유지", "단백질 160g")),
         body(goal="fat_loss 목표 (임시)"),
-        body(head=("메모가 있는 줄 · 2026-07-28",), recommendations=("유지",)) .replace("- 유지", "- 유지\n메모: 운영자 메모"),
+        body(head=("메모가 있는 줄 · 2026-07-28",), recommendations=("유지",)).replace(
+            "- 유지", "- 유지\n메모: 운영자 메모"
+        ),
     ],
-    ids=["no-review", "one-reason", "reordered", "details", "details-only", "labelled-head",
-         "two-recs", "latin-goal", "note-line"],
+    ids=[
+        "no-review",
+        "one-reason",
+        "reordered",
+        "details",
+        "details-only",
+        "labelled-head",
+        "two-recs",
+        "latin-goal",
+        "note-line",
+    ],
 )
 def test_private_lines_are_locked_without_a_required_format(text: str) -> None:
     surface = parse(payload(text))
@@ -169,22 +198,51 @@ def test_private_lines_are_locked_without_a_required_format(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        (TH_ADAPTIVE_BODY.replace("적응형 영양 검토 · ", "[듀얼코치] 적응형 영양 제안 · "), R.CARD_TITLE_INVALID),
-        (TH_ADAPTIVE_BODY.replace("적응형 영양 검토 · 린매스업", "적응형 영양 검토 · "), R.CARD_TITLE_INVALID),
+        (
+            TH_ADAPTIVE_BODY.replace("적응형 영양 검토 · ", "[듀얼코치] 적응형 영양 제안 · "),
+            R.CARD_TITLE_INVALID,
+        ),
+        (
+            TH_ADAPTIVE_BODY.replace("적응형 영양 검토 · 린매스업", "적응형 영양 검토 · "),
+            R.CARD_TITLE_INVALID,
+        ),
         (TH_ADAPTIVE_BODY.replace("린매스업\n\n", "린매스업\n", 1), R.CARD_TITLE_INVALID),
-        (TH_ADAPTIVE_BODY.replace("\n\n고객에게는 아직 전달되지 않았습니다.", ""), R.DELIVERY_LINE_MISSING),
+        (
+            TH_ADAPTIVE_BODY.replace("\n\n고객에게는 아직 전달되지 않았습니다.", ""),
+            R.DELIVERY_LINE_MISSING,
+        ),
         (TH_ADAPTIVE_BODY + "\n", R.TRAILING_NEWLINE),
         (TH_ADAPTIVE_BODY.replace("현재 판단: ", "판단: "), R.JUDGMENT_LINE_MISSING),
-        (TH_ADAPTIVE_BODY.replace("- 칼로리와", "현재 판단: 다른 것\n- 칼로리와"), R.JUDGMENT_LINE_DUPLICATE),
-        (TH_ADAPTIVE_BODY.replace("\n\n권장안\n\n", "\n\n권장 사항\n\n"), R.RECOMMENDATIONS_MISSING),
-        (TH_ADAPTIVE_BODY.replace("보류\n\n권장안", "보류\n추가 줄\n\n권장안"), R.JUDGMENT_LINE_MISSING),
-        (TH_ADAPTIVE_BODY.replace("2026-07-28\n현재 판단", "2026-07-28\n\n현재 판단"), R.HEAD_MISSING),
+        (
+            TH_ADAPTIVE_BODY.replace("- 칼로리와", "현재 판단: 다른 것\n- 칼로리와"),
+            R.JUDGMENT_LINE_DUPLICATE,
+        ),
+        (
+            TH_ADAPTIVE_BODY.replace("\n\n권장안\n\n", "\n\n권장 사항\n\n"),
+            R.RECOMMENDATIONS_MISSING,
+        ),
+        (
+            TH_ADAPTIVE_BODY.replace("보류\n\n권장안", "보류\n추가 줄\n\n권장안"),
+            R.JUDGMENT_LINE_MISSING,
+        ),
+        (
+            TH_ADAPTIVE_BODY.replace("2026-07-28\n현재 판단", "2026-07-28\n\n현재 판단"),
+            R.HEAD_MISSING,
+        ),
         (TH_ADAPTIVE_BODY.replace("가상 테스트 고객 · 2026-07-28\n", ""), R.HEAD_MISSING),
-        (TH_ADAPTIVE_BODY.replace("- 칼로리와 매크로를 변경하지 않음", "칼로리와 매크로를 변경하지 않음"), R.RECOMMENDATIONS_MISSING),
+        (
+            TH_ADAPTIVE_BODY.replace(
+                "- 칼로리와 매크로를 변경하지 않음", "칼로리와 매크로를 변경하지 않음"
+            ),
+            R.RECOMMENDATIONS_MISSING,
+        ),
         (TH_ADAPTIVE_BODY.replace("조정 보류\n", "조정 보류.\n"), R.DECISION_UNMAPPED),
         (TH_ADAPTIVE_BODY.replace("조정 보류\n", "조정 유지\n"), R.DECISION_UNMAPPED),
         (TH_ADAPTIVE_BODY.replace("합니다.\n최신", "합니다.\n\n최신"), R.REVIEW_BLOCK_MISMATCH),
-        (body(reasons=()).replace("\n\n고객에게는", "\n\n검토 필요\n\n\n\n고객에게는"), R.REVIEW_BLOCK_MISMATCH),
+        (
+            body(reasons=()).replace("\n\n고객에게는", "\n\n검토 필요\n\n\n\n고객에게는"),
+            R.REVIEW_BLOCK_MISMATCH,
+        ),
         (TH_ADAPTIVE_BODY.replace("같은 날짜의", "- 같은 날짜의"), R.REVIEW_REASON_UNMAPPED),
         (TH_ADAPTIVE_BODY.replace("계산해야 합니다.", "계산해야 합니다"), R.REVIEW_REASON_UNMAPPED),
         (TH_ADAPTIVE_BODY.replace("계산해야 합니다.", "계산합니다."), R.REVIEW_REASON_UNMAPPED),
@@ -222,11 +280,16 @@ def test_whole_text_limits_apply() -> None:
 
 
 def test_operator_entries_map_and_shipped_ones_still_do() -> None:
-    text = body(decision="탄수화물 배분 조정 후보", reasons=("섭취 기록과 계획의 차이가 큽니다.", PUBLIC_REASONS[1]))
+    text = body(
+        decision="탄수화물 배분 조정 후보",
+        reasons=("섭취 기록과 계획의 차이가 큽니다.", PUBLIC_REASONS[1]),
+    )
     assert reason_of(text) is R.DECISION_UNMAPPED  # the shipped glossary lacks it
     surface = parse(payload(text), OPERATOR_GLOSSARY)
     assert [s.policy().allowed_predicate_ids[0] for s in surface.slots] == [
-        "P_DUAL_DECISION_CARB_SHIFT", "P_DUAL_REASON_INTAKE_GAP", "P_DUAL_REASON_RECALCULATE_FROM_LATEST",
+        "P_DUAL_DECISION_CARB_SHIFT",
+        "P_DUAL_REASON_INTAKE_GAP",
+        "P_DUAL_REASON_RECALCULATE_FROM_LATEST",
     ]
     assert presented_host_text(surface) == payload(text)["text"]
     assert parse(A1, OPERATOR_GLOSSARY).canonical().body == A1["text"]
@@ -244,7 +307,9 @@ def test_glossary_of_the_wrong_type_is_invalid() -> None:
 
 
 def test_shipped_glossary_is_the_public_texts() -> None:
-    assert dict(SHIPPED_DUAL_GLOSSARY.decisions) == {"P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": PUBLIC_DECISION}
+    assert dict(SHIPPED_DUAL_GLOSSARY.decisions) == {
+        "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": PUBLIC_DECISION
+    }
     assert sorted(SHIPPED_DUAL_GLOSSARY.reasons.values()) == sorted(r[:-1] for r in PUBLIC_REASONS)
 
 
@@ -256,14 +321,23 @@ def test_host_shaped_payloads_are_eligible_and_roundtrip(p: dict[str, Any]) -> N
     surface = parse(p, OPERATOR_GLOSSARY)
     assert presented_host_text(surface) == p["text"]
     assert surface.slots[0].slot_id == JUDGMENT_SLOT
-    assert parse_adaptive(p, callback_data=CALLBACK, origin=FRESH, glossary=OPERATOR_GLOSSARY).surface == DUAL_SURFACE
+    assert (
+        parse_adaptive(p, callback_data=CALLBACK, origin=FRESH, glossary=OPERATOR_GLOSSARY).surface
+        == DUAL_SURFACE
+    )
     before = copy.deepcopy(p)
     parse(p, OPERATOR_GLOSSARY)
     assert p == before  # the adapter never mutates the payload
 
 
-@given(host_payloads(dual_bodies()).flatmap(lambda p: composition_for_every_slot(parse(p, OPERATOR_GLOSSARY)).map(lambda g: (p, g))))
-def test_any_accepted_composition_keeps_every_locked_byte(case: tuple[dict[str, Any], dict[str, str]]) -> None:
+@given(
+    host_payloads(dual_bodies()).flatmap(
+        lambda p: composition_for_every_slot(parse(p, OPERATOR_GLOSSARY)).map(lambda g: (p, g))
+    )
+)
+def test_any_accepted_composition_keeps_every_locked_byte(
+    case: tuple[dict[str, Any], dict[str, str]],
+) -> None:
     p, generated = case
     surface = parse(p, OPERATOR_GLOSSARY)
     assert_grammar_accepts(surface, generated)
@@ -275,10 +349,21 @@ def test_any_accepted_composition_keeps_every_locked_byte(case: tuple[dict[str, 
 
 
 COVERED_REASONS = {
-    R.CARD_TITLE_INVALID, R.DELIVERY_LINE_MISSING, R.JUDGMENT_LINE_MISSING, R.JUDGMENT_LINE_DUPLICATE,
-    R.RECOMMENDATIONS_MISSING, R.HEAD_MISSING, R.DECISION_UNMAPPED, R.REVIEW_BLOCK_MISMATCH,
-    R.REVIEW_REASON_UNMAPPED, R.REVIEW_REASON_DUPLICATE, R.REVIEW_TOO_MANY, R.GLOSSARY_INVALID,
-    R.TOO_LONG_UTF16, R.CARRIAGE_RETURN, R.TRAILING_NEWLINE,
+    R.CARD_TITLE_INVALID,
+    R.DELIVERY_LINE_MISSING,
+    R.JUDGMENT_LINE_MISSING,
+    R.JUDGMENT_LINE_DUPLICATE,
+    R.RECOMMENDATIONS_MISSING,
+    R.HEAD_MISSING,
+    R.DECISION_UNMAPPED,
+    R.REVIEW_BLOCK_MISMATCH,
+    R.REVIEW_REASON_UNMAPPED,
+    R.REVIEW_REASON_DUPLICATE,
+    R.REVIEW_TOO_MANY,
+    R.GLOSSARY_INVALID,
+    R.TOO_LONG_UTF16,
+    R.CARRIAGE_RETURN,
+    R.TRAILING_NEWLINE,
 }
 
 

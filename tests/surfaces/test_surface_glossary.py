@@ -1,4 +1,4 @@
-"""The reviewed enum glossary (SPEC §7): one NFC Korean sentence per ID."""
+"""The reviewed enum glossary (design §7): one NFC Korean sentence per ID."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
-from spool.contract import CapsuleError
 
 from gateway_shim import surfaces
 from gateway_shim.glossary import GLOSSARY
@@ -25,6 +24,7 @@ from gateway_shim.surfaces import (
     SlotRef,
     utf16_len,
 )
+from kexpr.spool.contract import CapsuleError
 
 COMPLETE_ID = "P_DAILY_COMPLETE"
 COMPLETE = GLOSSARY[COMPLETE_ID] + "."
@@ -413,8 +413,13 @@ def test_render_two_slots_offsets_and_locked_bytes() -> None:
     )
     # Each sentence on its own line, as in the canonical text; nothing else moved.
     assert selected.body == (
-        "🔥 주간 리포트\n\n" + interpretation + "\n\n근거\n"
-        + "그대로, " + GLOSSARY["A_WEEKLY_KEEP_BASELINE"] + "." + "\n\n- 끝 ✅"
+        "🔥 주간 리포트\n\n"
+        + interpretation
+        + "\n\n근거\n"
+        + "그대로, "
+        + GLOSSARY["A_WEEKLY_KEEP_BASELINE"]
+        + "."
+        + "\n\n- 끝 ✅"
     )
     assert selected.body.count("\n") == canonical.body.count("\n")
     interpretation_units = utf16_len(interpretation)

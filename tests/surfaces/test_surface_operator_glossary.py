@@ -40,14 +40,20 @@ def test_valid_file_adds_to_the_shipped_texts() -> None:
     g = parse_operator_glossary(encode(OPERATOR_FILE))
     assert g.operator and not SHIPPED_DUAL_GLOSSARY.operator
     assert set(SHIPPED_DUAL_GLOSSARY.entries) < set(g.entries)
-    assert g.reasons["P_DUAL_REASON_COOLDOWN"] == "직전 조정 이후 대기 기간입니다"  # stored without "."
+    assert (
+        g.reasons["P_DUAL_REASON_COOLDOWN"] == "직전 조정 이후 대기 기간입니다"
+    )  # stored without "."
     assert g.reason_id("직전 조정 이후 대기 기간입니다.") == "P_DUAL_REASON_COOLDOWN"
     assert g.reason_id("직전 조정 이후 대기 기간입니다") is None
     assert g.decision_id("현재 목표 섭취량 유지") == "P_DUAL_DECISION_KEEP_TARGET"
     assert g.ids() == tuple(sorted(g.entries))
     assert len(g.digest()) == 64 and g.digest() != SHIPPED_DUAL_GLOSSARY.digest()
     # The digest is a function of the entries, not of the file's bytes.
-    reordered = {"reasons": OPERATOR_FILE["reasons"], "decisions": OPERATOR_FILE["decisions"], "version": OPERATOR_FILE["version"]}
+    reordered = {
+        "reasons": OPERATOR_FILE["reasons"],
+        "decisions": OPERATOR_FILE["decisions"],
+        "version": OPERATOR_FILE["version"],
+    }
     assert parse_operator_glossary(encode(reordered)).digest() == g.digest()
 
 
@@ -57,32 +63,71 @@ def test_valid_file_adds_to_the_shipped_texts() -> None:
         (b"\xff", P.NOT_UTF8),
         (b"{", P.NOT_JSON),
         (b"[]", P.NOT_OBJECT),
-        (b'{"version": "kexpr-dual-glossary-v1", "version": "x", "decisions": {}, "reasons": {}}', P.DUPLICATE_KEY),
+        (
+            b'{"version": "kexpr-dual-glossary-v1", "version": "x", "decisions": {}, "reasons": {}}',
+            P.DUPLICATE_KEY,
+        ),
         (encode({"version": "kexpr-dual-glossary-v1", "decisions": {}}), P.WRONG_KEYS),
         (encode(with_entries(version="v2")), P.WRONG_VERSION),
         (encode(with_entries(decisions=[])), P.NOT_OBJECT),
         (encode(with_entries(decisions={"P_DUAL_REASON_X": "가나"})), P.ID_MALFORMED),
         (encode(with_entries(decisions={"P_DUAL_DECISION_lower": "가나"})), P.ID_MALFORMED),
-        (encode(with_entries(reasons={"P_DUAL_REASON_X": "가나다."}, decisions={"P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "가나"})), P.ID_DUPLICATE),
+        (
+            encode(
+                with_entries(
+                    reasons={"P_DUAL_REASON_X": "가나다."},
+                    decisions={"P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "가나"},
+                )
+            ),
+            P.ID_DUPLICATE,
+        ),
         (encode(with_entries(decisions={"P_DUAL_DECISION_X": 1})), P.TEXT_NOT_STRING),
         (encode(with_entries(decisions={"P_DUAL_DECISION_X": "가나."})), P.TEXT_FINAL_PERIOD),
         (encode(with_entries(reasons={"P_DUAL_REASON_X": "가나"})), P.TEXT_FINAL_PERIOD),
         (encode(with_entries(decisions={"P_DUAL_DECISION_X": "\u1100\u1161"})), P.TEXT_NOT_NFC),
-        (encode(with_entries(decisions={"P_DUAL_DECISION_X": "칼로리 2500"})), P.TEXT_FORBIDDEN_CHARACTER),
-        (encode(with_entries(decisions={"P_DUAL_DECISION_X": "칼로리 kcal"})), P.TEXT_FORBIDDEN_CHARACTER),
-        (encode(with_entries(decisions={"P_DUAL_DECISION_X": "가나\n다라"})), P.TEXT_FORBIDDEN_CHARACTER),
-        (encode(with_entries(decisions={"P_DUAL_DECISION_X": "[[P:01]]"})), P.TEXT_FORBIDDEN_CHARACTER),
-        (encode(with_entries(decisions={"P_DUAL_DECISION_X": "가나,  다라"})), P.TEXT_FORBIDDEN_CHARACTER),
-        (encode(with_entries(reasons={"P_DUAL_REASON_X": "가나. 다라."})), P.TEXT_FORBIDDEN_CHARACTER),
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_X": "칼로리 2500"})),
+            P.TEXT_FORBIDDEN_CHARACTER,
+        ),
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_X": "칼로리 kcal"})),
+            P.TEXT_FORBIDDEN_CHARACTER,
+        ),
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_X": "가나\n다라"})),
+            P.TEXT_FORBIDDEN_CHARACTER,
+        ),
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_X": "[[P:01]]"})),
+            P.TEXT_FORBIDDEN_CHARACTER,
+        ),
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_X": "가나,  다라"})),
+            P.TEXT_FORBIDDEN_CHARACTER,
+        ),
+        (
+            encode(with_entries(reasons={"P_DUAL_REASON_X": "가나. 다라."})),
+            P.TEXT_FORBIDDEN_CHARACTER,
+        ),
         (encode(with_entries(decisions={"P_DUAL_DECISION_X": "가" * 121})), P.TEXT_TOO_LONG),
         (encode(with_entries(decisions={"P_DUAL_DECISION_X": "차분히"})), P.TEXT_ONLY_STYLE_WORDS),
-        (encode(with_entries(decisions={"P_DUAL_DECISION_X": "순응도 근거 충돌로 조정 보류"})), P.TEXT_DUPLICATE),
-        (encode(with_entries(decisions={f"P_DUAL_DECISION_X{i}": "가" * (i + 1) for i in range(65)})), P.TOO_MANY_ENTRIES),
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_X": "순응도 근거 충돌로 조정 보류"})),
+            P.TEXT_DUPLICATE,
+        ),
+        (
+            encode(
+                with_entries(decisions={f"P_DUAL_DECISION_X{i}": "가" * (i + 1) for i in range(65)})
+            ),
+            P.TOO_MANY_ENTRIES,
+        ),
         (b" " * (64 * 1024 + 1), P.TOO_LARGE),
     ],
     ids=lambda v: v.value if isinstance(v, P) else "",
 )
-def test_invalid_files_are_refused_with_their_problem(data: bytes, problem: GlossaryProblem) -> None:
+def test_invalid_files_are_refused_with_their_problem(
+    data: bytes, problem: GlossaryProblem
+) -> None:
     with pytest.raises(GlossaryError) as e:
         parse_operator_glossary(data)
     assert e.value.problem is problem

@@ -29,7 +29,9 @@ NOTICE = "검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 �
 
 
 def parse(p: dict[str, Any]) -> CanonicalSurface:
-    return parse_adaptive(p, callback_data=CALLBACK, origin=CardOrigin.FRESH, surface=PHYSIQUE_SURFACE)
+    return parse_adaptive(
+        p, callback_data=CALLBACK, origin=CardOrigin.FRESH, surface=PHYSIQUE_SURFACE
+    )
 
 
 def reason_of(body: str) -> R:
@@ -95,7 +97,10 @@ def test_fallback_golden() -> None:
         (PHYSIQUE_BODY.replace("근거: 주간", "결정: 또\n근거: 주간"), R.DECISION_LINE_MISSING),
         (PHYSIQUE_BODY.replace("근거: ", "이유: "), R.BASIS_LINE_MISSING),
         ("근거: 먼저\n결정: 나중\n" + STATUS_LINE, R.BASIS_LINE_MISSING),
-        (PHYSIQUE_BODY.replace("\n\n" + STATUS_LINE, "\n\n" + NOTICE + STATUS_LINE), R.REVIEW_NOTICE_PRESENT),
+        (
+            PHYSIQUE_BODY.replace("\n\n" + STATUS_LINE, "\n\n" + NOTICE + STATUS_LINE),
+            R.REVIEW_NOTICE_PRESENT,
+        ),
         (PHYSIQUE_BODY.replace("목표 체중", "검토 안내\n목표 체중"), R.REVIEW_NOTICE_PRESENT),
         (PHYSIQUE_BODY.replace("목표 체중", "목표\t체중"), R.CONTROL_CHARACTER),
         ("가" * 4000 + "\n결정: 유지\n근거: 범위\n" + STATUS_LINE, R.TOO_LONG_UTF16),
@@ -126,11 +131,20 @@ def test_host_shaped_payloads_are_eligible_and_roundtrip(p: dict[str, Any]) -> N
     host = p["text"]
     at = host.rindex(STATUS_LINE)
     assert surface.canonical().body == host[:at] + NOTICE + host[at:]
-    assert parse_adaptive(p, callback_data=CALLBACK, origin=CardOrigin.FRESH).surface == PHYSIQUE_SURFACE
+    assert (
+        parse_adaptive(p, callback_data=CALLBACK, origin=CardOrigin.FRESH).surface
+        == PHYSIQUE_SURFACE
+    )
 
 
-@given(host_payloads(physique_bodies()).flatmap(lambda p: composition_for_every_slot(parse(p)).map(lambda g: (p, g))))
-def test_any_accepted_composition_keeps_every_locked_byte(case: tuple[dict[str, Any], dict[str, str]]) -> None:
+@given(
+    host_payloads(physique_bodies()).flatmap(
+        lambda p: composition_for_every_slot(parse(p)).map(lambda g: (p, g))
+    )
+)
+def test_any_accepted_composition_keeps_every_locked_byte(
+    case: tuple[dict[str, Any], dict[str, str]],
+) -> None:
     p, generated = case
     surface = parse(p)
     assert_grammar_accepts(surface, generated)
@@ -140,8 +154,13 @@ def test_any_accepted_composition_keeps_every_locked_byte(case: tuple[dict[str, 
 
 
 COVERED_REASONS = {
-    R.STATUS_LINE_MISSING, R.DECISION_LINE_MISSING, R.BASIS_LINE_MISSING, R.REVIEW_NOTICE_PRESENT,
-    R.CONTROL_CHARACTER, R.TOO_LONG_UTF16, R.HEADER_MISMATCH,
+    R.STATUS_LINE_MISSING,
+    R.DECISION_LINE_MISSING,
+    R.BASIS_LINE_MISSING,
+    R.REVIEW_NOTICE_PRESENT,
+    R.CONTROL_CHARACTER,
+    R.TOO_LONG_UTF16,
+    R.HEADER_MISMATCH,
 }
 
 

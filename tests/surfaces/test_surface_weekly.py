@@ -185,9 +185,7 @@ SEVEN_PLUS_BODY = _body(
     W3_FACTS,
     I3,
     "유지",
-    "\n".join(
-        [f"- 유지 행동 {n}" for n in range(1, 7)] + [f"- 바꿀 행동 {n}" for n in (1, 2, 3)]
-    ),
+    "\n".join([f"- 유지 행동 {n}" for n in range(1, 7)] + [f"- 바꿀 행동 {n}" for n in (1, 2, 3)]),
     KEEP_R,
 )
 

@@ -21,7 +21,7 @@ from reference_host.host_render import render_daily, render_weekly
 from test_surface_daily import _answers
 from test_surface_weekly import _summaries
 
-from ops.surfaces_cli import CheckResult, check_request
+from kexpr.ops.surfaces_cli import CheckResult, check_request
 
 
 def _answer(result: CheckResult) -> dict[str, Any]:

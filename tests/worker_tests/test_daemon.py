@@ -13,12 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from spool.contract import Capsule, slot_policy
-from spool.fsio import publish
-from spool.journal import Journal, Mode, format_ts
-from spool.layout import DataRoot
-from spool.lifecycle import RESPONSE_TTL
-from spool.messages import (
+
+from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.fsio import publish
+from kexpr.spool.journal import Journal, Mode, format_ts
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import RESPONSE_TTL
+from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
     ReportOutcome,
@@ -28,10 +29,9 @@ from spool.messages import (
     SpoolRequest,
     parse_response,
 )
-
-from worker.daemon import Worker
-from worker.exitcodes import ExitCode
-from worker.provider import build_client
+from kexpr.worker.daemon import Worker
+from kexpr.worker.exitcodes import ExitCode
+from kexpr.worker.provider import build_client
 
 T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
 
@@ -428,7 +428,15 @@ def test_unverified_journal_means_zero_calls(root, provider, env) -> None:  # ty
         # RFC3339 digits are ASCII (a \d pattern took these, and strptime too).
         lambda b: b.replace(b'"submitted_at_utc":"2026', '"submitted_at_utc":"２０２６'.encode()),
     ],
-    ids=["mode", "extra_key", "deadline_extended", "foreign_id", "truncated", "bom", "fullwidth_digits"],
+    ids=[
+        "mode",
+        "extra_key",
+        "deadline_extended",
+        "foreign_id",
+        "truncated",
+        "bom",
+        "fullwidth_digits",
+    ],
 )
 def test_invalid_request_gets_canonical_and_no_call(root, provider, env, mutate) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
@@ -603,7 +611,9 @@ def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # t
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     w.handle_claimed(f"{submit(root, clock, rid=rid(1), mode='enabled')}.json")
     attempt = response(root, rid(1)).attempt_id
-    rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=ReportOutcome.SELECTED)
+    rep = SpoolReport(
+        spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=ReportOutcome.SELECTED
+    )
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
     os.chmod(root.reports / f"{attempt}.json", 0o666)
     w._handle_reports([f"{attempt}.json"])
@@ -624,14 +634,19 @@ def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, en
     for n, akey in ((2, "3" * 64), (3, "1" * 64)):
         w2.handle_claimed(f"{submit(root, clock, akey=akey, rid=rid(n))}.json")
         r = response(root, rid(n))
-        assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+        assert (r.status, r.outcome) == (
+            ResponseStatus.CANONICAL,
+            ResponseOutcome.JOURNAL_UNAVAILABLE,
+        )
     assert len(provider.calls) == 1  # only w1's, before the tear
     assert seg.read_bytes() == torn  # never truncated, never repaired
     w2._write_status()
     assert (status(root)["journal"], status(root)["quarantine"]) == ("unverified", "torn_tail")
 
 
-def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_again(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_again(
+    root, provider, env
+) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # accepted, open
@@ -650,7 +665,9 @@ def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_
 
 @pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
 @pytest.mark.parametrize("where", ["spool", "claimed", "outcomes"])
-def test_directory_swapped_after_start_up_quarantines(root, provider, env, tmp_path: Path, where: str, walk: bool) -> None:  # type: ignore[no-untyped-def]
+def test_directory_swapped_after_start_up_quarantines(
+    root, provider, env, tmp_path: Path, where: str, walk: bool
+) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     target = {"spool": root.spool, "claimed": root.claimed, "outcomes": root.outcomes}[where]
@@ -668,7 +685,9 @@ def test_directory_swapped_after_start_up_quarantines(root, provider, env, tmp_p
 
 
 @pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
-def test_directory_replaced_by_a_symlink_quarantines(root, provider, env, tmp_path: Path, walk: bool) -> None:  # type: ignore[no-untyped-def]
+def test_directory_replaced_by_a_symlink_quarantines(
+    root, provider, env, tmp_path: Path, walk: bool
+) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     os.rename(root.outcomes, tmp_path / "real")
@@ -737,7 +756,9 @@ def test_quarantine_while_a_call_runs_delivers_nothing(root, provider, env) -> N
 def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
-    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # open (awaiting report)
+    w1.handle_claimed(
+        f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json"
+    )  # open (awaiting report)
     clock.advance(35 * 86400)  # 2027-01-04: 2026-11-30 is exactly 35 completed days old
     w2 = make_worker(root, provider, clock, env)
     assert outcomes(root) == ["claim_expired_canonical"]  # restart after expiry
@@ -750,12 +771,14 @@ def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env
     w2._sweep()
     assert os.listdir(root.outcomes) == ["2027-01-05.jsonl"]
     assert w2.counters.retired_segments == 1
-    # Outside the window dedupe is over (SPEC §4): a new attempt is allowed.
+    # Outside the window dedupe is over (design §4): a new attempt is allowed.
     w2.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(3))}.json")
     assert response(root, rid(3)).status is ResponseStatus.ACCEPTED
 
 
-def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(
+    root, provider, env
+) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(days=400))
     w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # awaiting report
@@ -775,15 +798,19 @@ def test_retention_runs_before_a_new_attempt(root, provider, env) -> None:  # ty
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
     clock.advance(36 * 86400)
-    w.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")  # no sweep in between
+    w.handle_claimed(
+        f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json"
+    )  # no sweep in between
     # The old segment held the newest row when retention ran: kept until now.
     assert sorted(os.listdir(root.outcomes)) == ["2026-11-30.jsonl", "2027-01-05.jsonl"]
-    w.handle_claimed(f"{submit(root, clock, akey='3' * 64, rid=rid(3))}.json")  # no sweep in between
+    w.handle_claimed(
+        f"{submit(root, clock, akey='3' * 64, rid=rid(3))}.json"
+    )  # no sweep in between
     assert sorted(os.listdir(root.outcomes)) == ["2027-01-05.jsonl"]
 
 
 def test_commit_grace_is_ten_minutes() -> None:
-    from spool.lifecycle import COMMIT_GRACE
+    from kexpr.spool.lifecycle import COMMIT_GRACE
 
     assert COMMIT_GRACE == dt.timedelta(minutes=10)
 
@@ -809,7 +836,9 @@ def test_worker_serves_a_shared_group_root(tmp_path: Path, provider, env) -> Non
     assert stat.S_IMODE(seg.st_mode) == 0o660 and seg.st_gid == 65534
 
 
-def test_observer_past_the_deadline_leaves_the_terminal_row_to_the_running_owner(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_observer_past_the_deadline_leaves_the_terminal_row_to_the_running_owner(
+    root, provider, env
+) -> None:  # type: ignore[no-untyped-def]
     """A second request arrives after the deadline while the owner's call is still
     concluding: in_flight (no row, no call); the owner writes the one terminal row."""
     clock = Clock()
@@ -828,7 +857,7 @@ def test_observer_past_the_deadline_leaves_the_terminal_row_to_the_running_owner
 def test_die_with_parent_asks_for_sigterm_and_notices_an_early_orphan() -> None:
     import signal as _signal
 
-    from worker.main import PR_SET_PDEATHSIG, die_with_parent
+    from kexpr.worker.main import PR_SET_PDEATHSIG, die_with_parent
 
     calls: list[tuple[int, ...]] = []
 
@@ -847,7 +876,9 @@ def test_die_with_parent_asks_for_sigterm_and_notices_an_early_orphan() -> None:
 def _accepted(w: Worker, root: DataRoot, clock: Clock, n: int, mode: str = "enabled") -> list[str]:
     attempts = []
     for i in range(n):
-        w.handle_claimed(f"{submit(root, clock, akey=f'{i + 1:064x}', rid=rid(i + 1), mode=mode)}.json")
+        w.handle_claimed(
+            f"{submit(root, clock, akey=f'{i + 1:064x}', rid=rid(i + 1), mode=mode)}.json"
+        )
         attempts.append(response(root, rid(i + 1)).attempt_id)
     return attempts
 
@@ -927,7 +958,10 @@ def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provid
     t.start()
     try:
         for _ in range(200):
-            if root.status_file.exists() and json.loads(root.status_file.read_bytes())["state"] == "ready":
+            if (
+                root.status_file.exists()
+                and json.loads(root.status_file.read_bytes())["state"] == "ready"
+            ):
                 break
             stop.wait(0.05)
         clock = Clock()
@@ -969,7 +1003,9 @@ def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, en
     assert list(root.reports.iterdir()) == []
 
 
-def test_a_left_report_past_commit_grace_is_an_orphan_and_the_attempt_expires(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_left_report_past_commit_grace_is_an_orphan_and_the_attempt_expires(
+    root, provider, env
+) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w1 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     (attempt,) = _accepted(w1, root, clock, 1)
@@ -990,7 +1026,9 @@ def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider
     assert outcomes(root) == [None]  # before its deadline: still open, not expired
 
 
-def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_response_goes(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_response_goes(
+    root, provider, env
+) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w1 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     _accepted(w1, root, clock, 1)
@@ -1004,7 +1042,9 @@ def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_respon
     assert list(root.responses.iterdir()) == []
 
 
-def test_a_report_whose_row_fails_stays_for_the_next_worker(root, provider, env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_whose_row_fails_stays_for_the_next_worker(
+    root, provider, env, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     """Issue 13, Why 3: the terminal row's append fails (ENOSPC): the worker
     quarantines and keeps the report; the next worker journals it."""
     clock = Clock()
@@ -1035,8 +1075,10 @@ def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, t
     assert not w.journal_ok and w.quarantine == "symlink"
 
 
-def test_a_reports_listing_that_fails_quarantines_io_error(root, provider, env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from worker import daemon
+def test_a_reports_listing_that_fails_quarantines_io_error(
+    root, provider, env, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from kexpr.worker import daemon
 
     w = make_worker(root, provider, Clock(), env)
 

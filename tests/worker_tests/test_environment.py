@@ -1,10 +1,10 @@
-"""worker.environment: the environment hazards the worker refuses to start with (SPEC §9)."""
+"""kexpr.worker.environment: the environment hazards the worker refuses to start with (design §9)."""
 
 from __future__ import annotations
 
 import pytest
 
-from worker.environment import EnvHazard, hazardous_environment, key_available
+from kexpr.worker.environment import EnvHazard, hazardous_environment, key_available
 
 CLEAN = {
     "OPENAI_API_KEY": "sk-test",
@@ -88,7 +88,7 @@ def test_enum_values_are_fixed() -> None:
     ],
 )
 def test_what_the_spec_does_not_list_is_not_reported(name: str) -> None:
-    # Proxies and CA bundles are the supervisor's allow-list decision (SPEC §9);
+    # Proxies and CA bundles are the supervisor's allow-list decision (design §9);
     # environment names are case-sensitive and only exact OPENAI_* names are read.
     assert hazardous_environment({**CLEAN, name: "x"}) == ()
 

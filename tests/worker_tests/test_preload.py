@@ -1,4 +1,4 @@
-"""`worker.preload`: the journal verified in a forked child during start-up."""
+"""`kexpr.worker.preload`: the journal verified in a forked child during start-up."""
 
 from __future__ import annotations
 
@@ -6,18 +6,22 @@ import os
 from pathlib import Path
 
 import pytest
-from spool.journal import Journal
-from spool.layout import DataRoot
 from spool_tests.journal_support import hand_rows, write_segment
 
-from worker import preload
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
+from kexpr.worker import preload
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> DataRoot:
     r = DataRoot(tmp_path / "root")
     r.ensure()
-    write_segment(r, "2026-11-30.jsonl", hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled"))
+    write_segment(
+        r,
+        "2026-11-30.jsonl",
+        hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled"),
+    )
     return r
 
 
@@ -44,7 +48,9 @@ def test_a_missing_data_root_sends_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "nowhere").exists()  # the child created nothing
 
 
-def test_a_child_past_the_timeout_is_killed_and_reaped(root: DataRoot, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_child_past_the_timeout_is_killed_and_reaped(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # a child that never answers
@@ -66,13 +72,15 @@ def test_worker_prefers_its_own_load_when_the_journal_changed(root: DataRoot) ->
     """A file that changed after the child read it: the worker loads by itself."""
     import datetime as dt
 
-    from worker.daemon import Worker
+    from kexpr.worker.daemon import Worker
 
     p = preload.start(root)
     assert p is not None
     blob = p.result()
     assert blob is not None
-    write_segment(root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"]))
+    write_segment(
+        root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"])
+    )
 
     class Given:
         def result(self) -> bytes:
@@ -93,10 +101,9 @@ def test_a_preload_the_worker_never_used_is_stopped_and_reaped(root: DataRoot) -
     """E.g. another worker holds worker.lock: the child must not outlive us."""
     import threading
 
-    from spool.fsio import make_flock
-
-    from worker.daemon import Worker
-    from worker.exitcodes import ExitCode
+    from kexpr.spool.fsio import make_flock
+    from kexpr.worker.daemon import Worker
+    from kexpr.worker.exitcodes import ExitCode
 
     other = make_flock(root.worker_lock)
     other.acquire()

@@ -1,4 +1,4 @@
-"""worker.provider: the one provider call, over an injected httpx.MockTransport.
+"""kexpr.worker.provider: the one provider call, over an injected httpx.MockTransport.
 
 No real network: every request ends in a handler in this file. Each failure case
 asserts the handler ran exactly once (max_retries=0, no application retry).
@@ -18,7 +18,8 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spool.contract import (
+
+from kexpr.spool.contract import (
     ALL_SEMANTIC_IDS,
     SAFE_STYLE_LEXEMES,
     Capsule,
@@ -27,10 +28,9 @@ from spool.contract import (
     judge,
     slot_policy,
 )
-
-from worker import provider
-from worker.instruction import SYSTEM_INSTRUCTION
-from worker.provider import (
+from kexpr.worker import provider
+from kexpr.worker.instruction import SYSTEM_INSTRUCTION
+from kexpr.worker.provider import (
     ENDPOINT,
     MODEL,
     SDK_TIMEOUT_S,
@@ -744,7 +744,7 @@ def test_result_validates_on_construction(
 
 
 def test_instruction_is_static_and_mentions_json() -> None:
-    from worker import instruction
+    from kexpr.worker import instruction
 
     assert instruction._build() == SYSTEM_INSTRUCTION
     assert "JSON" in SYSTEM_INSTRUCTION
@@ -807,10 +807,12 @@ def test_instruction_names_the_open_dual_families_not_operator_texts() -> None:
     # families (manifest Rule 5). The worker never reads the operator glossary.
     from pathlib import Path
 
-    from spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+    from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
 
     assert DUAL_DECISION_ID_PATTERN in SYSTEM_INSTRUCTION
     assert DUAL_REASON_ID_PATTERN in SYSTEM_INSTRUCTION
-    worker_sources = "".join(p.read_text() for p in Path(__file__).resolve().parents[2].joinpath("worker").glob("*.py"))
+    worker_sources = "".join(
+        p.read_text() for p in Path(__file__).resolve().parents[2].joinpath("worker").glob("*.py")
+    )
     assert "operator_glossary" not in worker_sources
     assert "gateway_shim" not in worker_sources

@@ -1,4 +1,4 @@
-"""The worker's wake-up (SPEC §4 "waiting"): watchdog's inotify reader calls
+"""The worker's wake-up (design §4 "waiting"): watchdog's inotify reader calls
 `_Wake`, which only wakes the scanner; the kernel queues nothing but arrivals
 in ``requests/`` and ``reports/`` and either inbox itself going away.
 
@@ -12,11 +12,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from spool.fsio import claim, publish, read_private, unlink_quiet
-from spool.layout import DataRoot
 from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD
 
-from worker.inbox import INBOX_MASK, _InboxWatch, _Wake
+from kexpr.spool.fsio import claim, publish, read_private, unlink_quiet
+from kexpr.spool.layout import DataRoot
+from kexpr.worker.inbox import INBOX_MASK, _InboxWatch, _Wake
 
 
 class Counter:
@@ -61,7 +61,9 @@ def root(tmp_path: Path) -> DataRoot:
 
 def _settle(watch: _InboxWatch, root: DataRoot) -> None:
     sentinel = Sentinel()
-    watch._fd.add_callback(os.fsencode(root.tmp), InotifyConstants.IN_CREATE, sentinel, CallbackId(1))
+    watch._fd.add_callback(
+        os.fsencode(root.tmp), InotifyConstants.IN_CREATE, sentinel, CallbackId(1)
+    )
     fd = os.open(root.tmp / "sentinel", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
     assert sentinel.seen.wait(10)
@@ -146,14 +148,14 @@ def test_every_callback_of_the_reader_wakes() -> None:
     wake = _Wake(counter)  # type: ignore[arg-type]
     wake.on_event(InotifyEvent(1, InotifyConstants.IN_CREATE, 0, b"x.json"))
     wake.on_watch_deleted(1)
-    wake.on_queue_overflow()  # SPEC §4 trap 2: the scanner lists the folders
+    wake.on_queue_overflow()  # design §4 trap 2: the scanner lists the folders
     assert counter.n == 3
 
 
 def test_an_inbox_that_is_a_symlink_is_not_watched(
     root: DataRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from worker import inbox as daemon
+    from kexpr.worker import inbox as daemon
 
     made: list[InotifyFD] = []
 

@@ -1,4 +1,4 @@
-"""spool.contract — the pure Korean expression contract (SPEC §6).
+"""kexpr.spool.contract — the pure Korean expression contract (design §6).
 
 Capsule and response models, the strict JSON reader, the style grammar, the lexicon and
 the forbidden vocabulary, and the per-slot semantic manifest. No I/O, no clock, no

@@ -1,4 +1,4 @@
-"""The style grammar of `generated_ko` (SPEC §6; resolves the seed plan's BNF).
+"""The style grammar of `generated_ko` (design §6; resolves the seed plan's BNF).
 
     generated_ko ::= sentence (" " sentence)*        ; one sentence per issued token
     sentence     ::= style? TOKEN "."
@@ -74,7 +74,7 @@ Rule 3: the tokenizer splits the text into pieces (a well-formed token, one of `
         partial acceptance bugs happen. Forbidden classes are *searched for* (a hit
         rejects), which is the opposite polarity and the right operation there.
 Rule 4: `_StyleError` carries a reason, a message and a span for debugging and tests; it
-        never leaves `check_generated`, which returns only the reason (SPEC §6: never
+        never leaves `check_generated`, which returns only the reason (design §6: never
         content).
 Rule 5: a fast path may only *accept*, never reject or choose a reason. After the
         too_long limit, `_accepted_lexemes` matches the whole text against the grammar

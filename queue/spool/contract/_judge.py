@@ -1,4 +1,4 @@
-"""`judge`: one raw model response against one capsule → one verdict (SPEC §6).
+"""`judge`: one raw model response against one capsule → one verdict (design §6).
 
 Rules for this module:
 

@@ -1,4 +1,4 @@
-"""Capsule and response models (SPEC §6). An invalid capsule cannot exist.
+"""Capsule and response models (design §6). An invalid capsule cannot exist.
 
 Rules for this module:
 
@@ -103,7 +103,7 @@ def capsule_reason(error: ValidationError) -> CapsuleReason:
 
 
 def canonical_json(value: object) -> str:
-    """The one canonical JSON spelling (SPEC §5/§6): sorted keys, UTF-8, no spaces."""
+    """The one canonical JSON spelling (design §5/§6): sorted keys, UTF-8, no spaces."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -201,7 +201,7 @@ class SlotPolicy(_ValidatedCapsulePart):
 
 
 class Capsule(_ValidatedCapsulePart):
-    """The redacted request: the only thing the model sees (SPEC §6)."""
+    """The redacted request: the only thing the model sees (design §6)."""
 
     schema_version: str
     surface: str

@@ -1,4 +1,4 @@
-"""The strict JSON reader shared by responses and capsules (SPEC §6, parse order).
+"""The strict JSON reader shared by responses and capsules (design §6, parse order).
 
 Rules for this module:
 

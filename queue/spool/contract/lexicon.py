@@ -1,11 +1,11 @@
 """The style lexicon and the forbidden vocabulary (seed plan, "Korean style grammar,
-prohibited claims, and deterministic rejection"; SPEC §6).
+prohibited claims, and deterministic rejection"; design §6).
 
 Rules for this module:
 
 Rule 1: `SAFE_STYLE_LEXEMES` is the *only* Korean the model may write outside a token.
         It is a reviewed code constant, never prompt-only policy: a change needs review
-        and golden updates (SPEC §6).
+        and golden updates (design §6).
 Rule 2: no lexeme contains a forbidden substring (vocabulary, negation/modality,
         evidential claim) and none is a number, unit or date word; no concatenation of
         lexemes forms an evidential claim (the evidential check joins the words of a

@@ -1,4 +1,4 @@
-"""The per-slot semantic manifest (seed plan "Per-slot semantic manifest"; SPEC §7).
+"""The per-slot semantic manifest (seed plan "Per-slot semantic manifest"; design §7).
 
 Rules for this module:
 

@@ -1,6 +1,6 @@
 """Verdicts and reason codes: the only things the contract ever says about content.
 
-Rules for this module (SPEC §6):
+Rules for this module (design §6):
 
 Rule 1: a verdict carries an enum reason, never free text and never content. Nothing in
         this package formats a character of the judged document into a message that
@@ -20,7 +20,7 @@ Verdict tree::
         echo:     schema_version_mismatch · surface_mismatch · artifact_key_mismatch
                   slot_mismatch · predicate_ids_mismatch · action_ids_mismatch
                   placeholder_tokens_mismatch
-        style:    see `spool.contract._grammar` (precedence documented there)
+        style:    see `kexpr.spool.contract._grammar` (precedence documented there)
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Verdict(enum.StrEnum):
 
 
 class Reason(enum.StrEnum):
-    # -- invalid_response: the strict reader, in parse order (SPEC §6) ----------------
+    # -- invalid_response: the strict reader, in parse order (design §6) ----------------
     NOT_UTF8 = "not_utf8"
     TOO_LARGE = "too_large"
     BOM = "bom"
@@ -117,7 +117,7 @@ class CapsuleReason(enum.StrEnum):
     """Why a capsule (or one of its slot policies) cannot exist.
 
     The first ten mirror the strict reader's `Reason`s (`Capsule.from_json` uses the same
-    reader as responses); the rest are the capsule rules of SPEC §6 and the manifest.
+    reader as responses); the rest are the capsule rules of design §6 and the manifest.
     """
 
     # strict reader (same names and values as the response `Reason`s)
