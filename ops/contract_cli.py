@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn, TextIO
 
+from kexpr.ops._strict_json import NotStrictJson, loads_strict
 from kexpr.spool.contract import Capsule, CapsuleError, Verdict, judge
 
 if TYPE_CHECKING:
@@ -154,24 +155,11 @@ def _single(capsule_path: Path, response_path: Path, stdout: TextIO, stderr: Tex
     return EXIT_ACCEPTED if judgement.verdict is Verdict.ACCEPTED else EXIT_REJECTED
 
 
-class _DuplicateKey(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    obj: dict[str, object] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _DuplicateKey
-        obj[key] = value
-    return obj
-
-
 def _parse_line(raw: bytes) -> tuple[object, str] | None:
     """The line's (capsule object, response) or None for an invalid line."""
     try:
-        line = json.loads(raw.decode("utf-8", "strict"), object_pairs_hook=_no_duplicates)
-    except (UnicodeDecodeError, ValueError, RecursionError, _DuplicateKey):
+        line = loads_strict(raw)
+    except NotStrictJson:
         return None
     if not isinstance(line, dict) or set(line) != {"capsule", "response"}:
         return None

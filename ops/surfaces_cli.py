@@ -54,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
+from kexpr.ops._strict_json import NotStrictJson, loads_strict
 from kexpr.ops.readers import ReadRefused, read_nofollow
 
 if TYPE_CHECKING:
@@ -193,32 +194,11 @@ def check_request(request: object, glossary: DualGlossary | None = None) -> Chec
 # --- input --------------------------------------------------------------------------
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    obj: dict[str, object] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _DuplicateKey
-        obj[key] = value
-    return obj
-
-
-def _reject_constant(_: str) -> object:
-    raise ValueError  # NaN / Infinity are not JSON
-
-
 def parse_json(raw: bytes) -> object:
     """Strict JSON (Rule 5); raises `InvalidRequest`."""
     try:
-        return json.loads(
-            raw.decode("utf-8", "strict"),
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_reject_constant,
-        )
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        return loads_strict(raw)
+    except NotStrictJson as e:
         raise InvalidRequest from e
 
 

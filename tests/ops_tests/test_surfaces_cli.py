@@ -406,3 +406,26 @@ def test_single_form_drops_exactly_one_final_newline_an_editor_adds(tmp_path: Pa
     saved.write_text(body + "\n\n", "utf-8")
     code, answers, _ = _run(["--surface", "daily.v1", "--json", str(saved)])
     assert (code, answers[0]["reason"]) == (EXIT_INELIGIBLE, "trailing_newline")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"a": {"b": 1, "b": 1}}',
+        b"NaN",
+        b'{"a": Infinity}',
+        b"\xff",
+        b"[" * 100000,
+    ],
+)
+def test_the_tools_share_one_strict_line_reader(raw: bytes) -> None:
+    """`kexpr surfaces check` and `kexpr contract check` refuse the same lines."""
+    from kexpr.ops._strict_json import NotStrictJson, loads_strict
+    from kexpr.ops.contract_cli import _parse_line
+
+    with pytest.raises(NotStrictJson):
+        loads_strict(raw)
+    assert _parse_line(raw) is None
+    code, answers, _ = _run(["--jsonl", "-"], raw + b"\n")
+    assert (code, answers[0]["reason"]) == (EXIT_UNUSABLE, INVALID_REQUEST)
