@@ -703,7 +703,11 @@ class Campaign:
         akey = x.get("artifact_key")
         if akey in self.fast_targets:
             self.counts[f"mid_call_restart_candidates_{x['outcome']}"] += 1
-            if not x["permitted"]:
+            # A second gateway's request for the same artifact, answered while the
+            # old worker's call was still running, is rightly in_flight (not
+            # publishable); the starter never is, which invariant 7 counts
+            # (check_in_flight). Every other answer must be publishable.
+            if not x["permitted"] and x["outcome"] != "in_flight":
                 self.violate("mid_call_restart_not_publishable")
         if x["body"] == "other":
             self.violate("unexpected_body")
