@@ -44,11 +44,11 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy over tests/ (non-strict; the product packages are checked strictly inside
-# `make test`, tests/packaging_tests/test_typecheck.py).
-.PHONY: typecheck-tests
-typecheck-tests: $(VENV)/.installed-test
-	$(BIN)/mypy --config-file mypy-tests.ini tests
+# mypy alone: --strict over the product packages and mypy-tests.ini over tests/
+# (both also run inside `make test`: tests/packaging_tests/test_typecheck.py).
+.PHONY: typecheck
+typecheck: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/packaging_tests/test_typecheck.py
 
 # Benchmarks print figures; they are never timed unit tests (shared, noisy machines).
 # `make bench QUICK=1` is the ~1 minute profile.

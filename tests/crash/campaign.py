@@ -365,7 +365,7 @@ class Campaign:
         self.dead_drivers: list[Driver] = []
         # aimed phase -> observed phase at the kill (the kill lands a few ms late).
         self.aimed: Counter[str] = Counter()
-        self.timing: Counter[str] = Counter()
+        self.timing: dict[str, float] = defaultdict(float)
         self.stop_requested = False
         self._killed_worker: int | None = None
         self.sent: Counter[str] = Counter()  # artifact -> presentations commanded

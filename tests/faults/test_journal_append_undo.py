@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import start_supervised_worker
@@ -197,7 +198,7 @@ def _answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, object
     raise AssertionError("no response")
 
 
-def _status(root: DataRoot) -> dict[str, object]:
+def _status(root: DataRoot) -> dict[str, Any]:
     return json.loads(root.status_file.read_bytes())  # type: ignore[no-any-return]
 
 
@@ -245,7 +246,7 @@ def test_a_real_short_write_is_undone_and_the_worker_serves_once_space_returns(
         assert third["outcome"] == "credential_unavailable"
         assert len(Journal(root, create_lock=False).load().by_attempt) == 2
         end = time.monotonic() + 10
-        while _status(root).get("faults", {}).get("append_undone") != 1 and time.monotonic() < end:  # type: ignore[union-attr]
+        while _status(root).get("faults", {}).get("append_undone") != 1 and time.monotonic() < end:
             time.sleep(0.05)
         st = _status(root)
         assert st["pid"] == pid and st["quarantine"] is None and st["journal"] == "verified"

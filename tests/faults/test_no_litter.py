@@ -101,9 +101,9 @@ def test_a_real_full_tmpfs_leaves_no_staging_file(tmp_path: Path) -> None:
             os.close(fd)
         before = sorted(os.listdir(r.root))
         for _ in range(6):
-            with pytest.raises(OSError) as e:
+            with pytest.raises(OSError) as raised:
                 replace_private(r.status_file, b"x" * 20000)
-            assert e.value.errno == errno.ENOSPC
+            assert raised.value.errno == errno.ENOSPC
         assert sorted(os.listdir(r.root)) == before
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)

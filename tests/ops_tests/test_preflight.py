@@ -33,6 +33,13 @@ def profile(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path]:
     return name, path
 
 
+def _provider(**changes: object) -> dict[str, object]:
+    """The exact block's provider mapping with ``changes``."""
+    provider = exact_block()["provider"]
+    assert isinstance(provider, dict)
+    return {**provider, **changes}
+
+
 def block_yaml(indent: str = "      ", **overrides: object) -> str:
     block = exact_block()
     block.update(overrides)
@@ -114,14 +121,12 @@ def problem_texts(result: object) -> list[str]:
             "surfaces",
         ),
         (
-            block_yaml(provider={**exact_block()["provider"], "model": "gpt-4o"}),
+            block_yaml(provider=_provider(model="gpt-4o")),
             "fail",
             "provider_disallowed",
-        ),  # type: ignore[dict-item]
+        ),
         (
-            block_yaml(
-                provider={**exact_block()["provider"], "endpoint": "https://api.openai.com/v1/"}
-            ),
+            block_yaml(provider=_provider(endpoint="https://api.openai.com/v1/")),
             "fail",
             "provider_disallowed",
         ),  # type: ignore[dict-item]

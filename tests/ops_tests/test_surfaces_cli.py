@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -32,7 +33,7 @@ def _examples() -> list[dict[str, object]]:
     return [json.loads(line) for line in HOST_EXAMPLES.read_text("utf-8").splitlines()]
 
 
-def _run(argv: list[str], stdin: bytes = b"") -> tuple[int, list[dict[str, object]], str]:
+def _run(argv: list[str], stdin: bytes = b"") -> tuple[int, list[dict[str, Any]], str]:
     stdin_stream = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
     out, err = io.StringIO(), io.StringIO()
     code = run_check(argv, stdin_stream, out, err)

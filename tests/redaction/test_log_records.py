@@ -126,8 +126,8 @@ def test_event_refuses_anything_but_enum_words_numbers_and_booleans(
             logger,
             logging.INFO,
             "leaky",
-            text=CUSTOMER_VALUES[0],
-            raw=b"x",
+            text=CUSTOMER_VALUES[0],  # type: ignore[arg-type]
+            raw=b"x",  # type: ignore[arg-type]
             path=Path("/x"),  # type: ignore[arg-type]
             surface=log.known(CUSTOMER_VALUES[1], {"daily.v1"}),
         )

@@ -128,7 +128,7 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
     gateway = host(svc, make_coordinator(Mode.ENABLED), card, editor)
     barrier = threading.Barrier(2, timeout=10)
     changed = threading.Event()
-    outcome: dict[str, BaseException | object] = {}
+    outcome: dict[str, Any] = {}
 
     def gateway_thread() -> None:
         cand, payload = gateway.present(CALLBACK)
@@ -304,7 +304,7 @@ def test_recovery_republishes_the_stored_payload_with_zero_requests(
 def test_a_menu_is_persisted_as_the_host_always_did_without_a_call(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
-    menu = {
+    menu: dict[str, object] = {
         "status": "menu",
         "text": "적응형 영양 검토\n고객을 선택하세요.",
         "buttons": [

@@ -107,7 +107,7 @@ BAD = [
         _mut(("provider",), "openai-direct"),
         ConfigDiagnostic.PROVIDER_DISALLOWED,
     ),
-    ("non_str_key", {**exact_block(), 1: 2}, ConfigDiagnostic.UNKNOWN_KEY),
+    ("non_str_key", {**exact_block(), 1: 2}, ConfigDiagnostic.UNKNOWN_KEY),  # type: ignore[misc]
 ]
 
 

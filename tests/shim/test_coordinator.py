@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,7 +98,7 @@ class ScriptedWorker:
 
     def __init__(self, root: DataRoot, answer: Answer, delay: float = 0.0) -> None:
         self.root, self.answer, self.delay = root, answer, delay
-        self.requests: list[dict[str, object]] = []
+        self.requests: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
@@ -269,6 +270,7 @@ def test_compromised_worker_cannot_get_text_past_revalidation(
 def test_compromised_worker_echoing_another_capsule_is_rejected(root: DataRoot) -> None:
     def answer(req: dict[str, object]) -> dict[str, object]:
         out = accepted()(req)
+        assert isinstance(out, dict)
         comp = out["composition"]
         assert isinstance(comp, dict)
         comp["artifact_key"] = "f" * 64
@@ -306,6 +308,7 @@ def test_response_with_a_control_character_is_refused_before_parsing(root: DataR
 def test_response_for_another_request_is_canonical(root: DataRoot) -> None:
     def answer(req: dict[str, object]) -> dict[str, object]:
         out = accepted()(req)
+        assert isinstance(out, dict)
         publish(
             root.tmp,
             root.responses / f"{req['request_id']}.json",
@@ -411,7 +414,7 @@ def test_telemetry_exact_fields_and_sink_failure_ignored(root: DataRoot) -> None
 def test_async_presentation_does_not_block_the_event_loop(root: DataRoot) -> None:
     coord = coordinator(root.root)
 
-    async def main() -> tuple[object, int]:
+    async def main() -> tuple[Any, int]:
         ticks = 0
         stop = asyncio.Event()
 

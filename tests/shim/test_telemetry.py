@@ -37,7 +37,11 @@ def test_raising_sink_is_ignored() -> None:
 
 def test_blocking_sink_does_not_block_emit() -> None:
     release = threading.Event()
-    t = Telemetry(lambda ev: release.wait(10) and None)
+
+    def blocking_sink(ev: object) -> None:
+        release.wait(10)
+
+    t = Telemetry(blocking_sink)
     t0 = time.monotonic()
     for _ in range(2000):  # beyond the pending cap: dropped, not blocked
         t.emit(surface="daily.v1", mode="shadow", outcome="x", seconds=0)

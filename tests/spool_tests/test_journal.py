@@ -358,12 +358,12 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
             "finalized_at_utc": fin,
             "previous_row_digest": prev,
         }
-        row["row_digest"] = hashlib.sha256(
+        digest = hashlib.sha256(
             json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
                 "utf-8"
             )
         ).hexdigest()
-        prev = row["row_digest"]
+        row["row_digest"] = prev = digest
         rows.append(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
     path = root.outcomes / "2026-11-30.jsonl"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)

@@ -205,7 +205,9 @@ def snapshot(index: Index) -> tuple[object, ...]:
     )
 
 
-def judge(data: bytes, seg: str, context: Index, *, fast: bool) -> tuple[object, ...]:
+def judge(
+    data: bytes, seg: str, context: Index, *, fast: bool
+) -> tuple[tuple[object, ...], object]:
     index = clone(context)
     result: tuple[object, ...]
     try:
@@ -772,8 +774,8 @@ def row_mutation() -> st.SearchStrategy[Callable[[list[dict[str, Any]]], list[di
                 ][i % 7]
                 t[key] = value
             elif kind == "double" and terminals:
-                t = terminals[pick % len(terminals)]
-                rows.insert(t + 1 + (i % (len(rows) - t)), dict(rows[t]))
+                at = terminals[pick % len(terminals)]
+                rows.insert(at + 1 + (i % (len(rows) - at)), dict(rows[at]))
             elif kind == "orphan" and starts:
                 rows.pop(starts[pick % len(starts)])
             return rows

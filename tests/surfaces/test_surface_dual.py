@@ -379,4 +379,4 @@ def test_final_period_rule_is_checked() -> None:
     with pytest.raises(ValueError):
         dataclasses.replace(judgment, final_period=True)
     with pytest.raises(TypeError):
-        dataclasses.replace(judgment, final_period=0)
+        dataclasses.replace(judgment, final_period=0)  # type: ignore[arg-type]

@@ -82,9 +82,11 @@ def test_worker_prefers_its_own_load_when_the_journal_changed(root: DataRoot) ->
         root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"])
     )
 
+    given: bytes = blob
+
     class Given:
         def result(self) -> bytes:
-            return blob
+            return given
 
     w = Worker(
         root,

@@ -12,7 +12,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyEvent, InotifyFD
+from watchdog.observers.inotify_c import (
+    CallbackId,
+    InotifyConstants,
+    InotifyEvent,
+    InotifyFD,
+    WatchDescriptor,
+)
 
 from kexpr.spool.fsio import claim, publish, read_private, unlink_quiet
 from kexpr.spool.layout import DataRoot
@@ -146,8 +152,9 @@ def test_an_inbox_removed_or_moved_away_wakes_so_the_tree_check_runs(
 def test_every_callback_of_the_reader_wakes() -> None:
     counter = Counter()
     wake = _Wake(counter)  # type: ignore[arg-type]
-    wake.on_event(InotifyEvent(1, InotifyConstants.IN_CREATE, 0, b"x.json"))
-    wake.on_watch_deleted(1)
+    wd = WatchDescriptor(1)
+    wake.on_event(InotifyEvent(wd, InotifyConstants.IN_CREATE, 0, b"x.json"))
+    wake.on_watch_deleted(wd)
     wake.on_queue_overflow()  # design §4 trap 2: the scanner lists the folders
     assert counter.n == 3
 
