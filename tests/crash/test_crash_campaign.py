@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +15,14 @@ pytestmark = pytest.mark.e2e
 
 HERE = Path(__file__).resolve().parent
 SHORT_ROUNDS = 24
+# A fixed seed: the same plan of kills every run (which victim, at which phase),
+# so two runs of `make test` exercise the same rounds; where a kill lands within
+# its phase still depends on real timing. `make crash` draws a fresh seed.
+SEED = 20261201
 
 
 def test_short_crash_campaign(tmp_path: Path) -> None:
-    seed = int.from_bytes(os.urandom(4), "big")
+    seed = SEED
     p = subprocess.run(
         [
             sys.executable,
