@@ -160,16 +160,19 @@ def _secret_findings(
             result.add(key_value, safe_name(name))
 
 
+def _process_unusable(refused: ReadRefused) -> Unusable:
+    """Why a process could not be audited: gone, or not ours to read."""
+    if refused.problem is ReadProblem.MISSING:
+        return Unusable.NO_SUCH_PROCESS
+    return Unusable.PROCESS_UNREADABLE
+
+
 def audit_gateway(pid: int, known_values: Iterable[str]) -> CheckResult:
     result = CheckResult(Check.GATEWAY_ENVIRONMENT, f"pid {pid}")
     try:
         env = read_environ(pid)
     except ReadRefused as e:
-        result.unusable = (
-            Unusable.NO_SUCH_PROCESS
-            if e.problem is ReadProblem.MISSING
-            else Unusable.PROCESS_UNREADABLE
-        )
+        result.unusable = _process_unusable(e)
         return result
     _secret_findings(
         env,
@@ -191,11 +194,7 @@ def audit_worker(pid: int) -> tuple[CheckResult, str | None]:
     try:
         creds = read_creds(pid)
     except ReadRefused as e:
-        result.unusable = (
-            Unusable.NO_SUCH_PROCESS
-            if e.problem is ReadProblem.MISSING
-            else Unusable.PROCESS_UNREADABLE
-        )
+        result.unusable = _process_unusable(e)
         return result, None
     except (KeyError, ValueError, IndexError):
         result.unusable = Unusable.PROCESS_UNREADABLE
@@ -211,11 +210,7 @@ def audit_worker(pid: int) -> tuple[CheckResult, str | None]:
     try:
         env = read_environ(pid)
     except ReadRefused as e:
-        result.unusable = (
-            Unusable.NO_SUCH_PROCESS
-            if e.problem is ReadProblem.MISSING
-            else Unusable.PROCESS_UNREADABLE
-        )
+        result.unusable = _process_unusable(e)
         return result, None
     for name in sorted(env):
         if hazardous_environment({name: ""}):
