@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeapi import FakeOpenAI
@@ -68,3 +70,16 @@ def data_root(tmp_path: Path) -> Path:
     d = tmp_path / "data" / "korean-expression-v1"
     d.parent.mkdir(mode=0o700)
     return d
+
+
+def journal_rows(root: Path) -> list[dict[str, Any]]:
+    """Every complete journal row under data root ``root``, oldest segment first.
+
+    Tests poll this while a worker appends: a line without its newline yet is an
+    append in progress (or one being undone), not a row, and is left for the next
+    poll instead of failing the JSON parse."""
+    rows: list[dict[str, Any]] = []
+    for seg in sorted((root / "outcomes").glob("*.jsonl")):
+        complete, _, _partial = seg.read_bytes().rpartition(b"\n")
+        rows += [json.loads(line) for line in complete.decode("utf-8").splitlines()]
+    return rows

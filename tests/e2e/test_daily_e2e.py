@@ -4,13 +4,12 @@ with a test CA. No test seam in product code."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import RunningWorker, start_supervised_worker
+from conftest import RunningWorker, journal_rows, start_supervised_worker
 from fakeapi import (
     FakeOpenAI,
     FakeReply,
@@ -72,13 +71,6 @@ def coordinator(root: Path, mode: Mode) -> KoreanExpressionCoordinator:
     cfg = KoreanExpressionConfig.from_block(exact_block(mode, daily=True))
     assert cfg.valid
     return KoreanExpressionCoordinator(cfg, root)
-
-
-def journal_rows(root: Path) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    for seg in sorted((root / "outcomes").glob("*.jsonl")):
-        rows += [json.loads(line) for line in seg.read_text("utf-8").splitlines()]
-    return rows
 
 
 def wait_rows(root: Path, pred: object, timeout: float = 10.0) -> list[dict[str, object]]:

@@ -13,7 +13,6 @@ between candidate and commit persists nothing and keeps the call count at one.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RunningWorker, start_supervised_worker
+from conftest import RunningWorker, journal_rows, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
 from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService, Callback
 from reference_host.host_render import render_daily
@@ -122,9 +121,7 @@ def journal_outcomes(
     """(state, outcome) rows of one artifact, once there are ``n`` of them."""
     end = time.monotonic() + timeout
     while True:
-        rows: list[dict[str, Any]] = []
-        for seg in sorted((root / "outcomes").glob("*.jsonl")):
-            rows += [json.loads(line) for line in seg.read_text("utf-8").splitlines()]
+        rows = journal_rows(root)
         mine = [r["outcome"] for r in rows if r["artifact_key"] == artifact_key]
         if len(mine) >= n or time.monotonic() > end:
             return mine

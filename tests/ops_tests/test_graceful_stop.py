@@ -10,8 +10,10 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import journal_rows
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from ops_support import start_supervisor, wait_for
 
@@ -62,11 +64,8 @@ def _present_in_thread(
     return t
 
 
-def _rows(root: Path) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    for seg in sorted((root / "outcomes").glob("*.jsonl")):
-        rows += [json.loads(line) for line in seg.read_text("utf-8").splitlines()]
-    return rows
+def _rows(root: Path) -> list[dict[str, Any]]:
+    return journal_rows(root)
 
 
 def test_sigterm_lets_the_call_in_flight_finish(data_root: Path, fake_api: FakeOpenAI) -> None:
