@@ -93,7 +93,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     # The source tree is copied first so that build's egg-info never touches it.
     src = tmp_path_factory.mktemp("src") / "kexpr"
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(*LOCAL_ONLY))
-    sh(sys.executable, "-m", "build", "--outdir", out, src)
+    done = sh(sys.executable, "-m", "build", "--outdir", out, src)
+    # build shows the backend's warnings as "WARNING ..." lines, e.g. setuptools'
+    # "Package would be ignored" for a folder Python can import that `packages`
+    # does not list: the configuration must not be ambiguous.
+    backend_warnings = [
+        line for line in (done.stdout + done.stderr).splitlines() if line.startswith("WARNING")
+    ]
+    assert backend_warnings == []
     (sdist,) = out.glob("kexpr-*.tar.gz")
     (wheel,) = out.glob("kexpr-*.whl")
     yield Built(sdist, wheel)
