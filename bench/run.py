@@ -201,7 +201,7 @@ def spool_round_trip(
             cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"{tag}-{i}")
             if cand.outcome is not Outcome.ACCEPTED:
                 raise SystemExit(f"spool round trip: unexpected outcome {cand.outcome}")
-            coord.report(cand, "selected")
+            coord.report(cand, Outcome.SELECTED)
             if i >= 0:
                 out.append((time.perf_counter() - t0) * 1000)
         if cpu is not None:
@@ -404,7 +404,7 @@ def throughput(
             while time.monotonic() < stop:
                 cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"tp-{n}-{i}")
                 if cand.outcome is Outcome.ACCEPTED:
-                    coord.report(cand, "selected")
+                    coord.report(cand, Outcome.SELECTED)
                 with lock:
                     outcomes[cand.outcome.value] += 1
                     if cand.artifact_key:

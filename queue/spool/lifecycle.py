@@ -39,6 +39,9 @@ Rules:
    never runs retention (which is the only thing that dates by wall time what
    to forget), and the journal never removes the segment that holds its newest
    row (`kexpr.spool.journal`). A step is sticky for the life of the process.
+
+The outcome words (`Outcome`, re-exported here) and each role's subset of them
+are `kexpr.spool.outcomes`.
 """
 
 from __future__ import annotations

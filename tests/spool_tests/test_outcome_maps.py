@@ -172,3 +172,28 @@ def test_a_response_file_holds_only_a_response_word(outcome: Outcome) -> None:
     else:
         with pytest.raises(MessageError):
             parse_response(data)
+
+
+def test_the_lifecycle_doc_table_is_the_code() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text("utf-8")
+    section = doc[doc.index("## 4. One outcome vocabulary") :]
+    lines = [ln for ln in section.splitlines() if ln.startswith("| word |")]
+    assert len(lines) == 1
+    header = [c.strip() for c in lines[0].strip("|").split("|")][1:]
+    roles = {
+        "journal": JOURNAL_OUTCOMES,
+        "provider": PROVIDER_FAILURES,
+        "contract": CONTRACT_REJECTIONS,
+        "response": RESPONSE_OUTCOMES,
+        "report": REPORT_OUTCOMES,
+        "host": HOST_OUTCOMES,
+        "candidate": CANDIDATE_OUTCOMES,
+    }
+    assert header == list(roles)
+    rows = {}
+    for ln in section.splitlines():
+        m = re.match(r"^\| `([a-z_]+)` \|(.*)\|$", ln)
+        if m:
+            cells = [c.strip() for c in m.group(2).split("|")]
+            rows[m.group(1)] = {r for r, c in zip(roles, cells, strict=True) if c == "✓"}
+    assert rows == {o.value: {r for r, s in roles.items() if o in s} for o in Outcome}
