@@ -42,7 +42,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
 from gateway_shim import (  # noqa: E402
-    CandidateOutcome,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
@@ -200,9 +199,9 @@ def spool_round_trip(
                     start["fake"] = proc_cpu_s(fake_pid)
             t0 = time.perf_counter()
             cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"{tag}-{i}")
-            if cand.outcome is not CandidateOutcome.ACCEPTED:
+            if cand.outcome is not Outcome.ACCEPTED:
                 raise SystemExit(f"spool round trip: unexpected outcome {cand.outcome}")
-            coord.report(cand, "selected")
+            coord.report(cand, Outcome.SELECTED)
             if i >= 0:
                 out.append((time.perf_counter() - t0) * 1000)
         if cpu is not None:
@@ -224,7 +223,7 @@ def in_process(
         {"OPENAI_API_KEY": KEY, "HTTPS_PROXY": fake["proxy_url"], "SSL_CERT_FILE": fake["ca_file"]}
     )
     from gateway_shim.identity import artifact_key
-    from kexpr.worker.provider import ProviderOutcome, build_client, call_once
+    from kexpr.worker.provider import build_client, call_once
 
     client = build_client()
     assert client is not None
@@ -258,7 +257,7 @@ def in_process(
                 deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
             )
         result = call_once(client, capsule.to_json())
-        assert result.outcome is ProviderOutcome.CONTENT and result.content is not None
+        assert result.outcome is None and result.content is not None
         verdict = judge(capsule, result.content)
         assert verdict.composition is not None
         surface.render({s.slot_id: s.generated_ko for s in verdict.composition.slots})
@@ -404,8 +403,8 @@ def throughput(
         try:
             while time.monotonic() < stop:
                 cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"tp-{n}-{i}")
-                if cand.outcome is CandidateOutcome.ACCEPTED:
-                    coord.report(cand, "selected")
+                if cand.outcome is Outcome.ACCEPTED:
+                    coord.report(cand, Outcome.SELECTED)
                 with lock:
                     outcomes[cand.outcome.value] += 1
                     if cand.artifact_key:

@@ -26,12 +26,13 @@ import hashlib
 from collections.abc import Mapping
 from typing import Final
 
-from gateway_shim._candidate import CandidateOutcome, CandidateStatus, PresentationCandidate
+from gateway_shim._candidate import CandidateStatus, PresentationCandidate
 from gateway_shim.operator_glossary import DualGlossary
 from gateway_shim.surfaces import Ineligible, RenderError
 from gateway_shim.surfaces.adaptive import adaptive_card, parse_adaptive
 from gateway_shim.surfaces.card import CardOrigin
 from kexpr.spool.journal import canonical_json
+from kexpr.spool.outcomes import Outcome
 
 BINDING_DIGEST_VERSION: Final = "kexpr-binding-v1"
 
@@ -195,7 +196,7 @@ def revalidate(
     if candidate.binding_digest != digest:
         raise RevalidationError(RevalidationReason.BINDING_MISMATCH)
     if candidate.status is CandidateStatus.SELECTED:
-        if candidate.outcome is not CandidateOutcome.ACCEPTED:
+        if candidate.outcome is not Outcome.ACCEPTED:
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
         try:
             rendered = parsed.render(dict(candidate.generated))
@@ -210,7 +211,7 @@ def revalidate(
         # Canonical: the surface's canonical body (a physique card's projection),
         # or, when the feature was off for this card, the source text untouched.
         source_text = canonical_payload.get("text")
-        disabled = candidate.outcome is CandidateOutcome.DISABLED
+        disabled = candidate.outcome is Outcome.DISABLED
         if candidate.body != parsed.canonical().body and not (
             disabled and candidate.body == source_text
         ):

@@ -1,9 +1,9 @@
-"""What a presentation returns: `PresentationCandidate` and its outcome vocabulary.
+"""What a presentation returns: `PresentationCandidate`.
 
-Holds the candidate type, its status and outcome enums, the host's report
-vocabulary (`HostOutcome`), the explicit maps between the spool's outcome
-vocabularies and these, and `build_candidate`, the pure assembly of a candidate
-from what a presentation found. Private: import these names from
+Holds the candidate type, its status enum, which response statuses the host may
+publish, and `build_candidate`, the pure assembly of a candidate from what a
+presentation found. Its outcome is a `CandidateOutcome`, a subset of the one
+vocabulary `kexpr.spool.outcomes.Outcome`. Private: import these names from
 `gateway_shim.coordinator` (or `gateway_shim`). Coordinator rules that apply:
 rule 1 (any doubt means canonical: only an ``accepted`` outcome with a rendered
 body is ``selected``; everything else carries the canonical body) and rule 6
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from gateway_shim.surfaces import RenderedBody
-from kexpr.spool.messages import ReportOutcome, ResponseOutcome, ResponseStatus
+from kexpr.spool.messages import ResponseStatus
+from kexpr.spool.outcomes import CandidateOutcome, Outcome
 
 
 class CandidateStatus(enum.StrEnum):
@@ -26,51 +27,6 @@ class CandidateStatus(enum.StrEnum):
     CANONICAL = "canonical"
 
 
-class CandidateOutcome(enum.StrEnum):
-    """Why the candidate is what it is. Enum only, never content."""
-
-    ACCEPTED = "accepted"  # enabled: selected body, host must commit then report
-    SHADOW_SELECTED = "shadow_selected"  # shadow: render succeeded, canonical published
-    DISABLED = "disabled"
-    INELIGIBLE = "ineligible"
-    SPOOL_UNAVAILABLE = "spool_unavailable"
-    TIMEOUT = "timeout"
-    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
-    PROVIDER_ERROR = "provider_error"
-    INVALID_RESPONSE = "invalid_response"
-    VALIDATION_REJECTED = "validation_rejected"
-    CLAIM_EXPIRED_CANONICAL = "claim_expired_canonical"
-    IN_FLIGHT = "in_flight"
-    ALREADY_ATTEMPTED = "already_attempted"
-    JOURNAL_UNAVAILABLE = "journal_unavailable"
-    INVALID_REQUEST = "invalid_request"
-    CLOCK_SKEW = "clock_skew"
-
-
-class HostOutcome(enum.StrEnum):
-    """What the host reports after an enabled-mode selected candidate."""
-
-    SELECTED = "selected"
-    COMMIT_FAILED = "commit_failed"
-    PUBLICATION_FAILED = "publication_failed"
-
-
-# Explicit maps between the outcome vocabularies (no conversion by ``.value``).
-# Response -> candidate, total over ResponseOutcome (ACCEPTED is judged further).
-_CANDIDATE_FOR_RESPONSE: Final[Mapping[ResponseOutcome, CandidateOutcome]] = {
-    ResponseOutcome.ACCEPTED: CandidateOutcome.ACCEPTED,
-    ResponseOutcome.CREDENTIAL_UNAVAILABLE: CandidateOutcome.CREDENTIAL_UNAVAILABLE,
-    ResponseOutcome.PROVIDER_ERROR: CandidateOutcome.PROVIDER_ERROR,
-    ResponseOutcome.TIMEOUT: CandidateOutcome.TIMEOUT,
-    ResponseOutcome.INVALID_RESPONSE: CandidateOutcome.INVALID_RESPONSE,
-    ResponseOutcome.VALIDATION_REJECTED: CandidateOutcome.VALIDATION_REJECTED,
-    ResponseOutcome.CLAIM_EXPIRED_CANONICAL: CandidateOutcome.CLAIM_EXPIRED_CANONICAL,
-    ResponseOutcome.IN_FLIGHT: CandidateOutcome.IN_FLIGHT,
-    ResponseOutcome.ALREADY_ATTEMPTED: CandidateOutcome.ALREADY_ATTEMPTED,
-    ResponseOutcome.JOURNAL_UNAVAILABLE: CandidateOutcome.JOURNAL_UNAVAILABLE,
-    ResponseOutcome.INVALID_REQUEST: CandidateOutcome.INVALID_REQUEST,
-    ResponseOutcome.CLOCK_SKEW: CandidateOutcome.CLOCK_SKEW,
-}
 # ``in_flight`` means a live owner exists (spool.lifecycle rule 4): the only
 # answer whose canonical body the host must not publish.
 _PUBLISHABLE: Final[Mapping[ResponseStatus, bool]] = {
@@ -78,12 +34,6 @@ _PUBLISHABLE: Final[Mapping[ResponseStatus, bool]] = {
     ResponseStatus.CANONICAL: True,
     ResponseStatus.IN_FLIGHT: False,
     ResponseStatus.ALREADY_ATTEMPTED: True,
-}
-# Host -> report, total over HostOutcome.
-_REPORT_FOR_HOST: Final[Mapping[HostOutcome, ReportOutcome]] = {
-    HostOutcome.SELECTED: ReportOutcome.SELECTED,
-    HostOutcome.COMMIT_FAILED: ReportOutcome.COMMIT_FAILED,
-    HostOutcome.PUBLICATION_FAILED: ReportOutcome.PUBLICATION_FAILED,
 }
 
 
@@ -126,7 +76,7 @@ def build_candidate(
     """The candidate for ``outcome`` (rule 1): the rendered body only when
     ``accepted``; else the surface's canonical body ``canon`` once parsed (for
     a physique card, its projection), before that the host's body untouched."""
-    selected = rendered is not None and outcome is CandidateOutcome.ACCEPTED
+    selected = rendered is not None and outcome is Outcome.ACCEPTED
     fallback = canon.body if canon is not None else host_body
     body = rendered.body if selected and rendered is not None else fallback
     return PresentationCandidate(

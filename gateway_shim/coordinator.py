@@ -65,12 +65,8 @@ from gateway_shim._binding import (
     revalidate,
 )
 from gateway_shim._candidate import (
-    _CANDIDATE_FOR_RESPONSE,
     _PUBLISHABLE,
-    _REPORT_FOR_HOST,
-    CandidateOutcome,
     CandidateStatus,
-    HostOutcome,
     PresentationCandidate,
     build_candidate,
 )
@@ -100,11 +96,17 @@ from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
     MessageError,
-    ReportOutcome,
     ResponseStatus,
     SpoolReport,
     SpoolRequest,
     parse_response,
+)
+from kexpr.spool.outcomes import (
+    CandidateOutcome,
+    HostOutcome,
+    Outcome,
+    ReportOutcome,
+    host_outcome,
 )
 
 __all__ = [
@@ -115,6 +117,7 @@ __all__ = [
     "CandidateStatus",
     "HostOutcome",
     "KoreanExpressionCoordinator",
+    "Outcome",
     "PresentationCandidate",
     "RevalidationError",
     "RevalidationReason",
@@ -335,19 +338,23 @@ class KoreanExpressionCoordinator:
     def report(self, candidate: PresentationCandidate, outcome: HostOutcome | str) -> None:
         """The host's result for an enabled-mode selected candidate (design §4).
 
-        ``selected`` only after the durable write / Telegram edit succeeded;
-        ``commit_failed`` / ``publication_failed`` otherwise. Exactly once per
-        attempt; anything else is a programming error (`ValueError`).
+        ``Outcome.SELECTED`` only after the durable write / Telegram edit
+        succeeded; ``Outcome.COMMIT_FAILED`` / ``Outcome.PUBLICATION_FAILED``
+        otherwise (a `HostOutcome`; its string value is accepted too). Exactly
+        once per attempt; anything else is a programming error: `ValueError`
+        with the reason ``not_host_outcome`` or ``report_not_expected``.
         """
-        host = HostOutcome(outcome)
+        host = host_outcome(outcome)
+        if host is None:
+            raise ValueError("not_host_outcome")
         if (
-            candidate.outcome is not CandidateOutcome.ACCEPTED
+            candidate.outcome is not Outcome.ACCEPTED
             or candidate.attempt_id is None
             or candidate.attempt_id in self._reported
         ):
             raise ValueError("report_not_expected")
         self._reported.add(candidate.attempt_id)
-        self._write_report(candidate.attempt_id, _REPORT_FOR_HOST[host])
+        self._write_report(candidate.attempt_id, host)
 
     def close(self) -> None:
         self._hold.close()
@@ -367,7 +374,7 @@ class KoreanExpressionCoordinator:
         cand = self._present_unguarded(
             surface_version, canonical_body, parse, key_fields, binding=binding, enabled=enabled
         )
-        if cand.outcome in (CandidateOutcome.TIMEOUT, CandidateOutcome.SPOOL_UNAVAILABLE):
+        if cand.outcome in (Outcome.TIMEOUT, Outcome.SPOOL_UNAVAILABLE):
             self._hold.recheck_identity()
         return cand
 
@@ -429,15 +436,15 @@ class KoreanExpressionCoordinator:
             return cand
 
         if not enabled:
-            return done(CandidateOutcome.DISABLED)
+            return done(Outcome.DISABLED)
         try:
             surface = parse()
         except Ineligible:
-            return done(CandidateOutcome.INELIGIBLE)
+            return done(Outcome.INELIGIBLE)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Rule 9: an input the adapter could not even judge is not eligible;
             # the host's body, untouched, zero files.
-            return done(CandidateOutcome.INELIGIBLE)
+            return done(Outcome.INELIGIBLE)
 
         try:
             self._hold.ensure_started()
@@ -451,13 +458,13 @@ class KoreanExpressionCoordinator:
             )
         except (UnsafePath, OSError, ValueError, RuntimeError):
             # RuntimeError: the observer's thread could not be started.
-            return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface)
+            return done(Outcome.SPOOL_UNAVAILABLE, surface=surface)
         try:
             return self._exchange(surface_version, surface, capsule, akey, t0, done)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Rule 9, the last guard: whatever the data root did, the host gets
             # the canonical body, never an exception.
-            return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
+            return done(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
 
     def _exchange(
         self,
@@ -497,12 +504,12 @@ class KoreanExpressionCoordinator:
                     durable=False,
                 )
             except OSError:
-                return done(CandidateOutcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
+                return done(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
             data = self._wait_for(response_path, arrived, mono_deadline)
         finally:
             self._waiters.forget(rid)
         if data is None:
-            return done(CandidateOutcome.TIMEOUT, surface=surface, akey=akey)
+            return done(Outcome.TIMEOUT, surface=surface, akey=akey)
         try:
             response = parse_response(data)
             if response.request_id != rid:
@@ -515,13 +522,13 @@ class KoreanExpressionCoordinator:
         if response is None or response.status is not ResponseStatus.ACCEPTED:
             collect(response_path)
         if self._clock() >= deadline:
-            return done(CandidateOutcome.TIMEOUT, surface=surface, akey=akey)
+            return done(Outcome.TIMEOUT, surface=surface, akey=akey)
         if response is None:
-            return done(CandidateOutcome.INVALID_RESPONSE, surface=surface, akey=akey)
+            return done(Outcome.INVALID_RESPONSE, surface=surface, akey=akey)
 
         if response.status is not ResponseStatus.ACCEPTED or response.composition is None:
             return done(
-                _CANDIDATE_FOR_RESPONSE[response.outcome],
+                response.outcome,
                 surface=surface,
                 akey=akey,
                 attempt_id=response.attempt_id,
@@ -529,7 +536,7 @@ class KoreanExpressionCoordinator:
             )
         attempt_id = response.attempt_id
         if attempt_id is None:
-            return done(CandidateOutcome.INVALID_RESPONSE, surface=surface, akey=akey)
+            return done(Outcome.INVALID_RESPONSE, surface=surface, akey=akey)
 
         # Re-validate with our own capsule (rule 3), then render and prove locked bytes.
         verdict = judge(capsule, response.composition.to_json())
@@ -542,9 +549,9 @@ class KoreanExpressionCoordinator:
             except RenderError:
                 rendered = None
         if rendered is None:
-            self._write_report(attempt_id, ReportOutcome.VALIDATION_REJECTED)
+            self._write_report(attempt_id, Outcome.VALIDATION_REJECTED)
             return done(
-                CandidateOutcome.VALIDATION_REJECTED,
+                Outcome.VALIDATION_REJECTED,
                 surface=surface,
                 akey=akey,
                 attempt_id=attempt_id,
@@ -552,12 +559,10 @@ class KoreanExpressionCoordinator:
         if self.config.mode is Mode.SHADOW:
             # Shadow: the expression is proven renderable, the canonical body is
             # what gets published; the shim records that itself.
-            self._write_report(attempt_id, ReportOutcome.SHADOW_SELECTED)
-            return done(
-                CandidateOutcome.SHADOW_SELECTED, surface=surface, akey=akey, attempt_id=attempt_id
-            )
+            self._write_report(attempt_id, Outcome.SHADOW_SELECTED)
+            return done(Outcome.SHADOW_SELECTED, surface=surface, akey=akey, attempt_id=attempt_id)
         return done(
-            CandidateOutcome.ACCEPTED,
+            Outcome.ACCEPTED,
             surface=surface,
             rendered=rendered,
             akey=akey,

@@ -316,7 +316,7 @@ def gateway_main(data_root: Path) -> int:
     return 0
 
 
-# What the outcome column means (every CandidateOutcome; docs/design.md §4, §8).
+# What the outcome column means (every CandidateOutcome, `kexpr.spool.outcomes`; docs/design.md §4, §8).
 OUTCOME_LEGEND: Final = {
     "shadow_selected": "the model's expression was valid and rendered; shadow mode publishes the canonical body",
     "accepted": "enabled mode: the styled body is published, then the host reports the result",

@@ -106,11 +106,11 @@ class ExampleResponder:
         from kexpr.spool.fsio import publish
         from kexpr.spool.messages import (
             SPOOL_VERSION,
-            ResponseOutcome,
             ResponseStatus,
             SpoolResponse,
             parse_request,
         )
+        from kexpr.spool.outcomes import OUTCOME_FOR_VERDICT
 
         request = parse_request(data)
         capsule = request.capsule
@@ -124,9 +124,7 @@ class ExampleResponder:
             request_id=request.request_id,
             attempt_id=os.urandom(16).hex(),
             status=ResponseStatus.ACCEPTED if accepted else ResponseStatus.CANONICAL,
-            outcome=ResponseOutcome.ACCEPTED
-            if accepted
-            else ResponseOutcome(verdict.verdict.value),
+            outcome=OUTCOME_FOR_VERDICT[verdict.verdict],
             composition=verdict.composition,
         )
         publish(
@@ -170,10 +168,10 @@ def replay(samples: Iterable[tuple[str, str, Present]]) -> list[Replayed]:
     its locked spans) and in enabled mode (the styled body), on a throwaway
     data root answered by `ExampleResponder`."""
     from gateway_shim import (
-        CandidateOutcome,
         KoreanExpressionConfig,
         KoreanExpressionCoordinator,
         Mode,
+        Outcome,
         exact_block,
     )
 
@@ -197,7 +195,7 @@ def replay(samples: Iterable[tuple[str, str, Present]]) -> list[Replayed]:
                     enabled = present(coords[Mode.ENABLED])
                     styled = (
                         mark_slots(enabled.body, enabled.locked_spans_utf16)
-                        if enabled.outcome is CandidateOutcome.ACCEPTED
+                        if enabled.outcome is Outcome.ACCEPTED
                         else None
                     )
                     out.append(

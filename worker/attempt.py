@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
-from kexpr.spool.contract import Verdict, judge
+from kexpr.spool.contract import judge
 from kexpr.spool.fsio import UnsafePath
 from kexpr.spool.journal import AppendRefused, AttemptRecord, Journal, JournalUnverified
 from kexpr.spool.lifecycle import (
@@ -22,7 +21,6 @@ from kexpr.spool.lifecycle import (
     Event,
     Held,
     Mode,
-    Outcome,
     Phase,
     Reply,
     admit_request,
@@ -32,34 +30,22 @@ from kexpr.spool.lifecycle import (
     transition,
 )
 from kexpr.spool.messages import (
-    RESPONSE_FOR_TERMINAL,
     SPOOL_VERSION,
-    ResponseOutcome,
     ResponseStatus,
     SpoolRequest,
     SpoolResponse,
 )
-from kexpr.worker.provider import ProviderOutcome, ProviderResult, call_with_deadline
+from kexpr.spool.outcomes import (
+    OUTCOME_FOR_VERDICT,
+    ConcludedOutcome,
+    ContractRejection,
+    Outcome,
+)
+from kexpr.worker.provider import ProviderResult, call_with_deadline
 from kexpr.worker.status import Fault
 
 if TYPE_CHECKING:
     from kexpr.worker.daemon import Worker
-
-# Provider -> journal, total over ProviderOutcome: the call's failure as a
-# terminal outcome, None when content came back (it is judged next).
-_CALL_FAILED: Final[Mapping[ProviderOutcome, Outcome | None]] = {
-    ProviderOutcome.CONTENT: None,
-    ProviderOutcome.CREDENTIAL_UNAVAILABLE: Outcome.CREDENTIAL_UNAVAILABLE,
-    ProviderOutcome.PROVIDER_ERROR: Outcome.PROVIDER_ERROR,
-    ProviderOutcome.TIMEOUT: Outcome.TIMEOUT,
-    ProviderOutcome.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
-}
-# Contract verdict -> journal, total over Verdict (None: accepted).
-_VERDICT_OUTCOME: Final[Mapping[Verdict, Outcome | None]] = {
-    Verdict.ACCEPTED: None,
-    Verdict.INVALID_RESPONSE: Outcome.INVALID_RESPONSE,
-    Verdict.VALIDATION_REJECTED: Outcome.VALIDATION_REJECTED,
-}
 
 
 class _Quarantined(Exception):
@@ -79,10 +65,10 @@ def handle_request(
     if admission is Admission.CLOCK_SKEW:
         # Its timestamps cannot be trusted against ours: canonical, no call.
         w.counters.clock_skew += 1
-        w._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLOCK_SKEW)
+        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW)
         return
     if not w.journal_ok:
-        w._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE)
         return
     # The call budget: read once from the wall deadline, then counted down
     # on the monotonic clock (spool.lifecycle rule 6).
@@ -101,7 +87,7 @@ def handle_request(
                     rid,
                     None,
                     ResponseStatus.ALREADY_ATTEMPTED,
-                    ResponseOutcome.ALREADY_ATTEMPTED,
+                    Outcome.ALREADY_ATTEMPTED,
                 )
                 return
             rec = j.index.by_artifact.get(capsule.artifact_key)
@@ -122,11 +108,11 @@ def handle_request(
         if isinstance(e, AppendRefused) and e.finding.value == Fault.SEGMENT_FULL.value:
             w.refusing = Fault.SEGMENT_FULL.value
         w._journal_failed(e)
-        w._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE)
+        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE)
         return
 
     if w._client is None:
-        result = ProviderResult(ProviderOutcome.CREDENTIAL_UNAVAILABLE, None)
+        result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
     else:
         w.counters.calls += 1
         seconds = until - w._mono()
@@ -139,14 +125,14 @@ def _answer_existing(w: Worker, rid: str, rec: AttemptRecord) -> None:
     answer = answer_existing(rec.outcome, w._held.get(rec.attempt_id), rid, w._mono())
     if answer is Answer.ALREADY_ATTEMPTED:
         w.counters.already_attempted += 1
-        w._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, ResponseOutcome.ALREADY_ATTEMPTED)
+        w._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, Outcome.ALREADY_ATTEMPTED)
     elif answer is Answer.IN_FLIGHT:
         # Our own call is running: the owner writes the terminal row.
         w.counters.in_flight += 1
-        w._respond(rid, None, ResponseStatus.IN_FLIGHT, ResponseOutcome.IN_FLIGHT)
+        w._respond(rid, None, ResponseStatus.IN_FLIGHT, Outcome.IN_FLIGHT)
     elif answer is Answer.EXPIRE_CANONICAL:
         expire(w, rec)
-        w._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.CLAIM_EXPIRED_CANONICAL)
+        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLAIM_EXPIRED_CANONICAL)
     # Answer.NONE: the starter itself; its answer comes from its call.
 
 
@@ -165,14 +151,12 @@ def _conclude(
         # call produced is delivered (rule 6).
         w._held.pop(rec.attempt_id, None)
         w._journal_failed(e)
-        w._respond(
-            rid, rec.attempt_id, ResponseStatus.CANONICAL, ResponseOutcome.JOURNAL_UNAVAILABLE
-        )
+        w._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE)
         return
     if accepted is not None:
         w._publish_response(accepted, durable=True)
     elif outcome is not None:
-        w._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, RESPONSE_FOR_TERMINAL[outcome])
+        w._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, outcome)
 
 
 def _conclude_locked(
@@ -182,7 +166,7 @@ def _conclude_locked(
     result: ProviderResult,
     req: SpoolRequest,
     rid: str,
-) -> tuple[SpoolResponse | None, Outcome | None]:
+) -> tuple[SpoolResponse | None, ConcludedOutcome | None]:
     """Judge the one result once, under the lock (`kexpr.spool.lifecycle.conclude`).
     (accepted response, None) or (None, terminal outcome to answer with) or
     (None, None): no answer."""
@@ -191,17 +175,18 @@ def _conclude_locked(
         if current is None or current.outcome is not None:
             return None, None  # terminalized meanwhile (retention): discard, say nothing
         late = w._mono() >= until
-        failed = _CALL_FAILED[result.outcome]
-        if late and result.outcome is not ProviderOutcome.TIMEOUT:
+        failed = result.outcome  # None: content came back; it is judged next
+        if late and result.outcome is not Outcome.TIMEOUT:
             w.counters.late_results += 1
-        rejected: Outcome | None = None
+        rejected: ContractRejection | None = None
         composition = None
         if w.journal_ok and not late and failed is None:
             if result.content is None:
                 failed = Outcome.INVALID_RESPONSE
             else:
                 verdict = judge(req.capsule, result.content)
-                rejected = _VERDICT_OUTCOME[verdict.verdict]
+                judged = OUTCOME_FOR_VERDICT[verdict.verdict]
+                rejected = None if judged is Outcome.ACCEPTED else judged
                 composition = verdict.composition
                 if rejected is None and composition is None:
                     rejected = Outcome.INVALID_RESPONSE
@@ -222,7 +207,7 @@ def _conclude_locked(
                 request_id=rid,
                 attempt_id=rec.attempt_id,
                 status=ResponseStatus.ACCEPTED,
-                outcome=ResponseOutcome.ACCEPTED,
+                outcome=Outcome.ACCEPTED,
                 composition=composition,
             )
             return accepted, None

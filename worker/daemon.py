@@ -92,12 +92,12 @@ from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
     MessageError,
-    ResponseOutcome,
     ResponseStatus,
     SpoolRequest,
     SpoolResponse,
     parse_request,
 )
+from kexpr.spool.outcomes import ResponseOutcome
 from kexpr.worker import attempt, housekeeping, reports
 from kexpr.worker.attempt import _Quarantined
 from kexpr.worker.environment import hazardous_environment
@@ -415,7 +415,7 @@ class Worker:
         remove its file; one that cannot be removed is skipped from now on."""
         rid = path.name[: -len(".json")]
         if _is_hex32(rid):
-            self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+            self._respond(rid, None, ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
         try:
             unlink_quiet(path)
         except (OSError, UnsafePath):
@@ -479,7 +479,7 @@ class Worker:
                 with self._busy_lock:
                     self._stuck.add(("claimed", name))
             if _is_hex32(rid):
-                self._respond(rid, None, ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+                self._respond(rid, None, ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
             return
         try:
             self._handle_request(req, submitted, deadline)

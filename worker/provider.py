@@ -5,7 +5,7 @@ read the whole wire contract in one place. It is a small seam in the filelock se
 :func:`build_client` (construction, once per process), :func:`call_once` (exactly
 one request) and :func:`call_with_deadline` (the real time bound). The SDK, httpx
 and everything else that can go wrong below them is folded into one
-:class:`ProviderOutcome` by exactly two functions, :func:`_map_failure` (things
+:class:`ProviderResult` (content, or a ``ProviderFailure`` outcome) by exactly two functions, :func:`_map_failure` (things
 that raised) and :func:`_extract_content` (things that returned).
 
 Rules of this module:
@@ -15,7 +15,7 @@ Rules of this module:
   cancellation, a malformed answer or a late result never causes a second request.
 * Nothing here logs, and no exception, outcome or ``repr`` carries the prompt, the
   capsule, the response content or the key. Outcomes are enum members; the content
-  of a ``CONTENT`` result is kept out of its ``repr``.
+  of a content result is kept out of its ``repr``.
 * The call is made with :func:`wire_kwargs`, not :func:`request_kwargs` as such:
   the same parameters with ``messages`` handed to the SDK through ``extra_body``,
   so the SDK does not walk them against its TypedDicts. The body on the wire is
@@ -53,7 +53,7 @@ Outcome mapping (measured against openai 2.24.0 over ``httpx.MockTransport``)::
     create() returned (no exception) -> _extract_content:
      ├── ChatCompletion, exactly one Choice, finish_reason == "stop",
      │   message.refusal is None, no tool/function call,
-     │   message.content is a str .................. CONTENT
+     │   message.content is a str .................. content (outcome None)
      └── anything else ............................. INVALID_RESPONSE
           (a str for a 200 text/html body; None for a 200 "null"; choices=None
            for "{}"; finish_reason "length" with silently truncated content;
@@ -65,7 +65,6 @@ Outcome mapping (measured against openai 2.24.0 over ``httpx.MockTransport``)::
 
 from __future__ import annotations
 
-import enum
 import math
 import os
 import queue
@@ -79,6 +78,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
+from kexpr.spool.outcomes import PROVIDER_FAILURES, Outcome, ProviderFailure
 from kexpr.worker.environment import key_available
 from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 
@@ -86,7 +86,6 @@ __all__ = [
     "ENDPOINT",
     "MODEL",
     "SDK_TIMEOUT_S",
-    "ProviderOutcome",
     "ProviderResult",
     "build_client",
     "call_once",
@@ -106,34 +105,29 @@ _TEMPERATURE: Final = 0.7
 _MAX_TOKENS: Final = 384
 
 
-class ProviderOutcome(enum.StrEnum):
-    CONTENT = "content"
-    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
-    PROVIDER_ERROR = "provider_error"
-    TIMEOUT = "timeout"
-    INVALID_RESPONSE = "invalid_response"
-
-
 @dataclass(frozen=True, slots=True)
 class ProviderResult:
-    """One call's outcome. ``content`` is the raw message content, only for CONTENT.
+    """One call's result: content (``outcome`` None), or how it failed.
+
+    ``content`` is the raw message content. A call that returned content has no
+    outcome word: whether the content is acceptable is the contract's verdict.
 
     The content is still untrusted model output: the caller runs the contract's
     strict parse on it. It is excluded from ``repr`` so that logging a result can
     never log a response.
     """
 
-    outcome: ProviderOutcome
+    outcome: ProviderFailure | None
     content: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.outcome, ProviderOutcome):
-            raise TypeError("outcome must be a ProviderOutcome")
-        if self.outcome is ProviderOutcome.CONTENT:
+        if self.outcome is None:
             if type(self.content) is not str:
-                raise TypeError("a CONTENT result carries its content as a str")
+                raise TypeError("a content result carries its content as a str")
+        elif not isinstance(self.outcome, Outcome) or self.outcome not in PROVIDER_FAILURES:
+            raise TypeError("outcome must be a ProviderFailure or None")
         elif self.content is not None:
-            raise ValueError("only a CONTENT result carries content")
+            raise ValueError("only a content result carries content")
 
 
 def build_client(*, http_client: httpx.Client | None = None) -> openai.OpenAI | None:
@@ -233,8 +227,8 @@ def call_once(client: openai.OpenAI, capsule_json: str) -> ProviderResult:
         return ProviderResult(_map_failure(exc))
     content = _extract_content(completion)
     if content is None:
-        return ProviderResult(ProviderOutcome.INVALID_RESPONSE)
-    return ProviderResult(ProviderOutcome.CONTENT, content)
+        return ProviderResult(Outcome.INVALID_RESPONSE)
+    return ProviderResult(None, content)
 
 
 def call_with_deadline(
@@ -257,7 +251,7 @@ def call_with_deadline(
     if math.isnan(seconds) or seconds > threading.TIMEOUT_MAX:
         raise ValueError("seconds must be a finite, waitable number")
     if seconds <= 0:
-        return ProviderResult(ProviderOutcome.TIMEOUT)
+        return ProviderResult(Outcome.TIMEOUT)
     done = threading.Event()
     box: list[ProviderResult | BaseException] = []
 
@@ -271,7 +265,7 @@ def call_with_deadline(
 
     _CALL_THREADS.run(run)
     if not done.wait(seconds):
-        return ProviderResult(ProviderOutcome.TIMEOUT)
+        return ProviderResult(Outcome.TIMEOUT)
     (result,) = box
     if isinstance(result, BaseException):
         raise result
@@ -325,13 +319,13 @@ class _CallThreads:
 _CALL_THREADS: Final = _CallThreads()
 
 
-def _map_failure(exc: BaseException) -> ProviderOutcome:
+def _map_failure(exc: BaseException) -> ProviderFailure:
     """Map anything ``create()`` raised to an outcome. The tree is in the module
     docstring; order matters where classes nest (a timeout is a connection error,
     a JSONDecodeError is a ValueError)."""
     if isinstance(exc, openai.OpenAIError):
         if isinstance(exc, openai.APITimeoutError):
-            return ProviderOutcome.TIMEOUT
+            return Outcome.TIMEOUT
         if isinstance(
             exc,
             (
@@ -340,16 +334,16 @@ def _map_failure(exc: BaseException) -> ProviderOutcome:
                 openai.ContentFilterFinishReasonError,
             ),
         ):
-            return ProviderOutcome.INVALID_RESPONSE
-        return ProviderOutcome.PROVIDER_ERROR
+            return Outcome.INVALID_RESPONSE
+        return Outcome.PROVIDER_ERROR
     if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-        return ProviderOutcome.TIMEOUT
+        return Outcome.TIMEOUT
     if isinstance(exc, httpx.HTTPError):
-        return ProviderOutcome.PROVIDER_ERROR
+        return Outcome.PROVIDER_ERROR
     if isinstance(exc, (ValueError, TypeError)):
         # json.JSONDecodeError and pydantic.ValidationError are ValueErrors.
-        return ProviderOutcome.INVALID_RESPONSE
-    return ProviderOutcome.PROVIDER_ERROR
+        return Outcome.INVALID_RESPONSE
+    return Outcome.PROVIDER_ERROR
 
 
 def _extract_content(completion: object) -> str | None:

@@ -20,7 +20,6 @@ from kexpr.spool.lifecycle import (
 )
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
-    TERMINAL_FOR_REPORT,
     MessageError,
     ResponseStatus,
     SpoolReport,
@@ -130,7 +129,7 @@ def handle_reports(w: Worker, names: list[str]) -> None:
             files: dict[str, tuple[Path, FileId]] = {}
             for path, fid, report in read:
                 rec = j.index.by_attempt.get(report.attempt_id)
-                reported = TERMINAL_FOR_REPORT[report.outcome]
+                reported = report.outcome  # a report outcome is journaled as is
                 held = w._held.get(report.attempt_id)
                 why = report_admissible(
                     rec.outcome if rec is not None else None,

@@ -39,6 +39,9 @@ Rules:
    never runs retention (which is the only thing that dates by wall time what
    to forget), and the journal never removes the segment that holds its newest
    row (`kexpr.spool.journal`). A step is sticky for the life of the process.
+
+The outcome words (`Outcome`, re-exported here) and each role's subset of them
+are `kexpr.spool.outcomes`.
 """
 
 from __future__ import annotations
@@ -48,6 +51,16 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from kexpr.spool.outcomes import (
+    CALL_FAILURES,
+    REPORT_OUTCOMES,
+    TERMINAL_OUTCOMES,
+    ConcludedOutcome,
+    ContractRejection,
+    Outcome,
+    ProviderFailure,
+)
 
 # The spool protocol's wait: a request's deadline is at most this after submission.
 MAX_WAIT: Final = dt.timedelta(seconds=4)
@@ -72,23 +85,6 @@ class Mode(enum.StrEnum):
     ENABLED = "enabled"
 
 
-class Outcome(enum.StrEnum):
-    """The journal's outcome vocabulary (plan "Outcome journal")."""
-
-    ATTEMPT_STARTED = "attempt_started"
-    SELECTED = "selected"
-    SHADOW_SELECTED = "shadow_selected"
-    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
-    PROVIDER_ERROR = "provider_error"
-    TIMEOUT = "timeout"
-    INVALID_RESPONSE = "invalid_response"
-    VALIDATION_REJECTED = "validation_rejected"
-    COMMIT_FAILED = "commit_failed"
-    PUBLICATION_FAILED = "publication_failed"
-    CLAIM_EXPIRED_CANONICAL = "claim_expired_canonical"
-
-
-TERMINAL_OUTCOMES: Final = frozenset(o for o in Outcome if o is not Outcome.ATTEMPT_STARTED)
 SELECTED_OUTCOMES: Final = frozenset({Outcome.SELECTED, Outcome.SHADOW_SELECTED})
 
 
@@ -121,24 +117,8 @@ TRANSITIONS: Final[Mapping[tuple[Phase | None, Event], Phase]] = {
 
 # Rule 2: which terminal outcome each event may carry.
 EVENT_OUTCOMES: Final[Mapping[Event, frozenset[Outcome]]] = {
-    Event.CALL_FAILED: frozenset(
-        {
-            Outcome.CREDENTIAL_UNAVAILABLE,
-            Outcome.PROVIDER_ERROR,
-            Outcome.TIMEOUT,
-            Outcome.INVALID_RESPONSE,
-            Outcome.VALIDATION_REJECTED,
-        }
-    ),
-    Event.REPORT: frozenset(
-        {
-            Outcome.SHADOW_SELECTED,
-            Outcome.SELECTED,
-            Outcome.VALIDATION_REJECTED,
-            Outcome.COMMIT_FAILED,
-            Outcome.PUBLICATION_FAILED,
-        }
-    ),
+    Event.CALL_FAILED: CALL_FAILURES,
+    Event.REPORT: REPORT_OUTCOMES,
     Event.EXPIRE: frozenset({Outcome.CLAIM_EXPIRED_CANONICAL}),
 }
 
@@ -316,12 +296,16 @@ class Reply(enum.StrEnum):
 @dataclass(frozen=True, slots=True)
 class Conclusion:
     event: Event
-    outcome: Outcome | None  # None: AWAITING_REPORT (no terminal row yet)
+    outcome: ConcludedOutcome | None  # None: AWAITING_REPORT (no terminal row yet)
     reply: Reply
 
 
 def conclude(
-    failed: Outcome | None, rejected: Outcome | None, *, late: bool, quarantined: bool
+    failed: ProviderFailure | None,
+    rejected: ContractRejection | None,
+    *,
+    late: bool,
+    quarantined: bool,
 ) -> Conclusion:
     """The one result of the one call, judged once.
 

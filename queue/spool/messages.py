@@ -15,7 +15,6 @@ non-NFC strings refused) before any model is built.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 from kexpr.spool.contract import Capsule, Composition
 from kexpr.spool.contract._strictjson import StrictJsonError, read_object
 from kexpr.spool.journal import canonical_json
-from kexpr.spool.lifecycle import Outcome
+from kexpr.spool.outcomes import ReportOutcome, ResponseOutcome
 
 SPOOL_VERSION: Final = "kexpr-spool-v1"
 MAX_MESSAGE_BYTES: Final = 64 * 1024
@@ -42,56 +41,6 @@ class ResponseStatus(enum.StrEnum):
     CANONICAL = "canonical"
     IN_FLIGHT = "in_flight"
     ALREADY_ATTEMPTED = "already_attempted"
-
-
-class ResponseOutcome(enum.StrEnum):
-    """What the worker tells the shim. Terminal journal outcomes plus the
-    no-row answers; ``accepted`` means the attempt is open awaiting the report."""
-
-    ACCEPTED = "accepted"
-    CREDENTIAL_UNAVAILABLE = "credential_unavailable"
-    PROVIDER_ERROR = "provider_error"
-    TIMEOUT = "timeout"
-    INVALID_RESPONSE = "invalid_response"
-    VALIDATION_REJECTED = "validation_rejected"
-    CLAIM_EXPIRED_CANONICAL = "claim_expired_canonical"
-    IN_FLIGHT = "in_flight"
-    ALREADY_ATTEMPTED = "already_attempted"
-    JOURNAL_UNAVAILABLE = "journal_unavailable"
-    INVALID_REQUEST = "invalid_request"
-    # The request's wall timestamps are outside the worker's skew bound
-    # (spool.lifecycle rule 6): no row, no call.
-    CLOCK_SKEW = "clock_skew"
-
-
-class ReportOutcome(enum.StrEnum):
-    SHADOW_SELECTED = "shadow_selected"
-    SELECTED = "selected"
-    VALIDATION_REJECTED = "validation_rejected"
-    COMMIT_FAILED = "commit_failed"
-    PUBLICATION_FAILED = "publication_failed"
-
-
-# Explicit maps between the outcome vocabularies (no conversion by ``.value``).
-# Journal -> response: the terminal outcomes the worker answers a request with
-# when its attempt ends without an accepted composition (spool.lifecycle
-# `conclude`: a failed call, or an expiry). Total over exactly that subset.
-RESPONSE_FOR_TERMINAL: Final[Mapping[Outcome, ResponseOutcome]] = {
-    Outcome.CREDENTIAL_UNAVAILABLE: ResponseOutcome.CREDENTIAL_UNAVAILABLE,
-    Outcome.PROVIDER_ERROR: ResponseOutcome.PROVIDER_ERROR,
-    Outcome.TIMEOUT: ResponseOutcome.TIMEOUT,
-    Outcome.INVALID_RESPONSE: ResponseOutcome.INVALID_RESPONSE,
-    Outcome.VALIDATION_REJECTED: ResponseOutcome.VALIDATION_REJECTED,
-    Outcome.CLAIM_EXPIRED_CANONICAL: ResponseOutcome.CLAIM_EXPIRED_CANONICAL,
-}
-# Report -> journal: total over ReportOutcome.
-TERMINAL_FOR_REPORT: Final[Mapping[ReportOutcome, Outcome]] = {
-    ReportOutcome.SHADOW_SELECTED: Outcome.SHADOW_SELECTED,
-    ReportOutcome.SELECTED: Outcome.SELECTED,
-    ReportOutcome.VALIDATION_REJECTED: Outcome.VALIDATION_REJECTED,
-    ReportOutcome.COMMIT_FAILED: Outcome.COMMIT_FAILED,
-    ReportOutcome.PUBLICATION_FAILED: Outcome.PUBLICATION_FAILED,
-}
 
 
 class _Strict(BaseModel):

@@ -29,12 +29,12 @@ from adversarial.builders import DAILY, capsule_dict, response
 from adversarial.oracle import slot_ok
 from adversarial.test_adversarial_attacks import ATTACKS
 from gateway_shim import (
-    CandidateOutcome,
     CandidateStatus,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     exact_block,
     format_daily,
 )
@@ -200,7 +200,7 @@ def test_the_compromised_worker_can_get_a_valid_composition_selected(
     coordinator, worker = shim
     worker.answer = _with("차분히, [[P:01]].")
     candidate = coordinator.present_daily(BODY, facts=FACTS, finalized_event_id="evt-control")
-    assert candidate.outcome is CandidateOutcome.ACCEPTED
+    assert candidate.outcome is Outcome.ACCEPTED
     assert candidate.body == BODY.replace("저장된 오늘", "차분히, 저장된 오늘")
 
 
@@ -221,10 +221,10 @@ def test_compromised_worker_cannot_get_an_attack_published(
     # character, a lone surrogate, ...): invalid_response, nothing to report. Anything
     # it can read is re-validated and reported validation_rejected.
     assert candidate.outcome in (
-        CandidateOutcome.VALIDATION_REJECTED,
-        CandidateOutcome.INVALID_RESPONSE,
+        Outcome.VALIDATION_REJECTED,
+        Outcome.INVALID_RESPONSE,
     )
-    if candidate.outcome is CandidateOutcome.VALIDATION_REJECTED:
+    if candidate.outcome is Outcome.VALIDATION_REJECTED:
         assert parse_report(report.read_bytes()).outcome.value == "validation_rejected"
     else:
         assert not report.exists()

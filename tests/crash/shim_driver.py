@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from gateway_shim import (
-    CandidateOutcome,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     exact_block,
     format_daily,
 )
@@ -96,7 +96,7 @@ def main() -> int:
                 "elapsed": round(elapsed, 4),
             }
         )
-        if cand.outcome is CandidateOutcome.ACCEPTED:
+        if cand.outcome is Outcome.ACCEPTED:
             time.sleep(float(cmd.get("commit_delay", 0.0)))  # the host's durable write / edit
             coord.report(cand, cmd.get("host", "selected"))
             emit(

@@ -21,12 +21,12 @@ from fakeapi import (
 from reference_host.host_render import render_daily
 
 from gateway_shim import (
-    CandidateOutcome,
     CandidateStatus,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     exact_block,
 )
 from kexpr.spool.journal import Journal
@@ -104,7 +104,7 @@ def test_enabled_accepted_composition_is_selected(
         cand = coord.present_daily(
             BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
         )
-        assert cand.outcome is CandidateOutcome.ACCEPTED
+        assert cand.outcome is Outcome.ACCEPTED
         assert cand.status is CandidateStatus.SELECTED
         assert cand.publication_permitted
         assert cand.body == EXPECTED_SELECTED
@@ -134,7 +134,7 @@ def test_shadow_accepted_composition_publishes_canonical(
         )
     finally:
         coord.close()
-    assert cand.outcome is CandidateOutcome.SHADOW_SELECTED
+    assert cand.outcome is Outcome.SHADOW_SELECTED
     assert cand.status is CandidateStatus.CANONICAL
     assert cand.body == BODY
     rows = wait_rows(data_root, lambda rows: len(rows) == 2)
@@ -153,7 +153,7 @@ def test_invalid_composition_is_canonical(
         )
     finally:
         coord.close()
-    assert cand.outcome is CandidateOutcome.VALIDATION_REJECTED
+    assert cand.outcome is Outcome.VALIDATION_REJECTED
     assert cand.body == BODY and cand.status is CandidateStatus.CANONICAL
     assert terminal(wait_rows(data_root, lambda rows: len(rows) == 2)) == ["validation_rejected"]
     assert len(fake_api.requests) == 1
@@ -170,7 +170,7 @@ def test_malformed_provider_answer_is_canonical(
         )
     finally:
         coord.close()
-    assert cand.outcome is CandidateOutcome.INVALID_RESPONSE
+    assert cand.outcome is Outcome.INVALID_RESPONSE
     assert cand.body == BODY
     assert len(fake_api.requests) == 1
 
@@ -188,7 +188,7 @@ def test_slow_provider_times_out_canonical_within_the_deadline(
         elapsed = time.monotonic() - t0
     finally:
         coord.close()
-    assert cand.outcome is CandidateOutcome.TIMEOUT
+    assert cand.outcome is Outcome.TIMEOUT
     assert cand.body == BODY
     # A correctness bound (the 4 s deadline plus scheduling slack), not a benchmark.
     assert elapsed < 5.5
@@ -211,8 +211,8 @@ def test_second_presentation_of_same_artifact_makes_no_request(
         )
     finally:
         coord.close()
-    assert first.outcome is CandidateOutcome.SHADOW_SELECTED
-    assert second.outcome is CandidateOutcome.ALREADY_ATTEMPTED
+    assert first.outcome is Outcome.SHADOW_SELECTED
+    assert second.outcome is Outcome.ALREADY_ATTEMPTED
     assert second.body == BODY
     assert fake_api.count_for(first.artifact_key or "") == 1
     assert len(fake_api.requests) == 1
@@ -236,7 +236,7 @@ def test_second_presentation_survives_worker_restart(
             restarted.stop()
     finally:
         coord.close()
-    assert again.outcome is CandidateOutcome.ALREADY_ATTEMPTED
+    assert again.outcome is Outcome.ALREADY_ATTEMPTED
     assert len(fake_api.requests) == 1
 
 
@@ -252,7 +252,7 @@ def test_no_key_is_credential_unavailable_with_zero_requests(
     finally:
         coord.close()
         w.stop()
-    assert cand.outcome is CandidateOutcome.CREDENTIAL_UNAVAILABLE
+    assert cand.outcome is Outcome.CREDENTIAL_UNAVAILABLE
     assert cand.body == BODY
     assert fake_api.requests == [] and fake_api.tunnels == []
     assert terminal(journal_rows(data_root)) == ["credential_unavailable"]

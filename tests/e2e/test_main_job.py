@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeOpenAI
 
+from kexpr.spool.outcomes import CANDIDATE_OUTCOMES
+
 pytestmark = pytest.mark.e2e
 
 
@@ -115,8 +117,7 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
 
 
 def test_the_legend_explains_every_outcome() -> None:
-    from gateway_shim import CandidateOutcome
     from kexpr.ops.demo import OUTCOME_LEGEND
 
-    assert set(OUTCOME_LEGEND) == {o.value for o in CandidateOutcome}
+    assert set(OUTCOME_LEGEND) == {o.value for o in CANDIDATE_OUTCOMES}
     assert all(OUTCOME_LEGEND.values())

@@ -42,12 +42,12 @@ from reference_host.samples import (
 from reference_host.weekly import ScheduledDeliveryLedger, SimulatedCrash, WeeklyTaskHost
 
 from gateway_shim import (
-    CandidateOutcome,
     CandidateStatus,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     PresentationCandidate,
     RevalidationError,
     exact_block,
@@ -266,7 +266,7 @@ def test_accepted_composition_is_selected(
     coord = coordinator(Mode.ENABLED)
     cand = case.present(coord, tag)
     assert (cand.outcome, cand.status, cand.surface_version) == (
-        CandidateOutcome.ACCEPTED,
+        Outcome.ACCEPTED,
         CandidateStatus.SELECTED,
         surface,
     )
@@ -288,7 +288,7 @@ def test_rejected_composition_is_canonical(
     coord = coordinator(Mode.ENABLED)
     cand = case.present(coord, tag)
     assert (cand.outcome, cand.status) == (
-        CandidateOutcome.VALIDATION_REJECTED,
+        Outcome.VALIDATION_REJECTED,
         CandidateStatus.CANONICAL,
     )
     assert cand.body == case.canonical(tag) and cand.publication_permitted
@@ -377,7 +377,7 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
     for t in threads:
         t.join(30)
     cand = seen["candidate"]
-    assert cand.outcome is CandidateOutcome.ACCEPTED and "error" in seen
+    assert cand.outcome is Outcome.ACCEPTED and "error" in seen
     assert svc.pending_rows == [] and edits == []
     assert stack.fake.count_for(cand.artifact_key) == 1
     assert journal_outcomes(stack.root, cand.artifact_key, 2) == [

@@ -39,7 +39,7 @@ from kexpr.spool.journal import (
     format_ts,
 )
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import ResponseOutcome, ResponseStatus
+from kexpr.spool.messages import ResponseStatus
 
 T0 = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -231,7 +231,7 @@ def test_a_real_short_write_is_undone_and_the_worker_serves_once_space_returns(
             second = _answer(root, _request(root, 2))
             assert (second["status"], second["outcome"]) == (
                 ResponseStatus.CANONICAL.value,
-                ResponseOutcome.JOURNAL_UNAVAILABLE.value,
+                Outcome.JOURNAL_UNAVAILABLE.value,
             )
             # Undone by the worker itself: the segment is exactly as before and
             # verifies (the old code left a torn tail: quarantine, and an operator).

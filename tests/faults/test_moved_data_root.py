@@ -20,7 +20,7 @@ from fakeapi import FakeOpenAI
 from shim.test_coordinator import BODY, FACTS, coordinator
 
 import gateway_shim.coordinator as coord_mod
-from gateway_shim import CandidateOutcome
+from kexpr.spool.outcomes import Outcome
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +50,7 @@ def test_a_gateway_follows_its_data_root_to_a_new_volume(
     parent = data_root.parent
     try:
         first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
-        assert first.outcome is CandidateOutcome.ACCEPTED
+        assert first.outcome is Outcome.ACCEPTED
         coord.report(first, "selected")
         w.stop()
         _new_volume(parent)
@@ -61,7 +61,7 @@ def test_a_gateway_follows_its_data_root_to_a_new_volume(
         ]
         # At most the first call after the move is lost; then the gateway is
         # on the new root (the old code: timeout, timeout, ... until restart).
-        assert got[-1] is CandidateOutcome.ACCEPTED, got
+        assert got[-1] is Outcome.ACCEPTED, got
     finally:
         coord.close()
         w.stop()

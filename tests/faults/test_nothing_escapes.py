@@ -36,7 +36,7 @@ from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepte
 from worker_tests.test_daemon import Provider
 
 import gateway_shim.coordinator as coord_mod
-from gateway_shim import CandidateOutcome, CandidateStatus, Mode
+from gateway_shim import CandidateStatus, Mode, Outcome
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.daemon import Worker
 from kexpr.worker.provider import build_client
@@ -58,7 +58,7 @@ def _check(cand: object, t0: float) -> None:
     assert isinstance(cand, coord_mod.PresentationCandidate)
     assert time.monotonic() - t0 <= WAIT_S + BOUND_S
     if cand.status is CandidateStatus.SELECTED:
-        assert cand.outcome is CandidateOutcome.ACCEPTED and cand.body == SELECTED
+        assert cand.outcome is Outcome.ACCEPTED and cand.body == SELECTED
     else:
         assert cand.body == BODY
 
@@ -82,7 +82,7 @@ def test_an_unsafe_responses_folder_after_start_is_canonical_not_an_exception(
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()):
         first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
-    assert first.outcome is CandidateOutcome.ACCEPTED
+    assert first.outcome is Outcome.ACCEPTED
     coord.report(first, "selected")
     _swap(root.responses, kind)
     # The planted response the shim will find unsafe (its removal used to raise).
@@ -323,7 +323,7 @@ def test_property_nothing_escapes_whatever_happens_to_the_data_root(
         t0 = time.monotonic()
         first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-0")
         _check(first, t0)
-        if first.outcome is CandidateOutcome.ACCEPTED:
+        if first.outcome is Outcome.ACCEPTED:
             coord.report(first, "selected")
         mutator = subprocess.Popen(
             [sys.executable, "-c", _MUTATOR, str(root.root), tmpfs, json.dumps(plan)],
@@ -343,7 +343,7 @@ def test_property_nothing_escapes_whatever_happens_to_the_data_root(
                 else:
                     cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{n + 1}")
                 _check(cand, t0)
-                if cand.outcome is CandidateOutcome.ACCEPTED:
+                if cand.outcome is Outcome.ACCEPTED:
                     coord.report(cand, "selected")  # never raises for an OS state
         finally:
             mutator.wait(30)

@@ -29,7 +29,7 @@ from kexpr.spool.journal import (
     format_ts,
 )
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import ResponseOutcome, ResponseStatus
+from kexpr.spool.messages import ResponseStatus
 
 T0 = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 CAP = 8 * 1024
@@ -141,25 +141,25 @@ def test_the_worker_refuses_new_attempts_canonical_and_status_says_why(
         r = submit(root, clock, akey=f"{n:064x}", rid=rid(n), mode="enabled")
         w.handle_claimed(f"{r}.json")
         answers.append(response(root, r))
-        if answers[-1].outcome is ResponseOutcome.JOURNAL_UNAVAILABLE:
+        if answers[-1].outcome is Outcome.JOURNAL_UNAVAILABLE:
             break
     last = answers[-1]
     assert (last.status, last.outcome) == (
         ResponseStatus.CANONICAL,
-        ResponseOutcome.JOURNAL_UNAVAILABLE,
+        Outcome.JOURNAL_UNAVAILABLE,
     )
     calls = len(provider.calls)
     assert calls == len(answers) - 1  # no call for the refused attempt
     assert w.quarantine is None and w.journal_ok and w.refusing == "segment_full"
     # The shims' reports of the accepted (open) attempts are still journaled.
     from kexpr.spool.fsio import publish
-    from kexpr.spool.messages import SPOOL_VERSION, ReportOutcome, SpoolReport
+    from kexpr.spool.messages import SPOOL_VERSION, SpoolReport
 
     names = []
     for a in answers[:-1]:
         assert a.attempt_id is not None
         rep = SpoolReport(
-            spool_version=SPOOL_VERSION, attempt_id=a.attempt_id, outcome=ReportOutcome.SELECTED
+            spool_version=SPOOL_VERSION, attempt_id=a.attempt_id, outcome=Outcome.SELECTED
         )
         publish(root.tmp, root.reports / f"{a.attempt_id}.json", rep.to_bytes())
         names.append(f"{a.attempt_id}.json")

@@ -34,7 +34,8 @@ from worker_tests.test_daemon import (
 
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import ResponseOutcome, ResponseStatus
+from kexpr.spool.messages import ResponseStatus
+from kexpr.spool.outcomes import Outcome
 from kexpr.worker import daemon
 from kexpr.worker.daemon import Worker
 
@@ -90,7 +91,7 @@ def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
     os.mkdir(root.claimed / f"{bad}.json", 0o700)
     _scan(w, pool)  # the old code: IsADirectoryError out of _scan (the worker died)
     r = response(root, bad)
-    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
     assert response(root, good).status is ResponseStatus.ACCEPTED
     assert len(provider.calls) == 1 and provider.calls[0]["artifact_key"] == "c" * 64
     assert w.counters.faults.get("claim_failed") == 1
@@ -122,7 +123,7 @@ def test_eio_on_one_claim_rename_answers_that_request_canonical(
     monkeypatch.setattr(daemon, "claim", failing_claim)
     _scan(w, pool)
     r = response(root, bad)
-    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
     assert response(root, good).status is ResponseStatus.ACCEPTED
     assert w.counters.faults == {"claim_failed": 1}
     assert outcomes(root) == [None]  # only the good one started an attempt

@@ -12,6 +12,8 @@ import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
 from shadow_harness import CASES, COUNT, run_proof
 
+from kexpr.spool.outcomes import Outcome
+
 pytestmark = pytest.mark.e2e
 
 KEY = "sk-rehearsal-4c8e2a9f71"
@@ -95,7 +97,7 @@ def test_host_entry_points_all_raise() -> None:
 def test_a_selected_candidate_in_shadow_would_reach_the_spy() -> None:
     from shadow_harness import HostCallForbidden, HostSpy, host_step
 
-    from gateway_shim import CandidateOutcome, CandidateStatus, PresentationCandidate
+    from gateway_shim import CandidateStatus, PresentationCandidate
 
     cand = PresentationCandidate(
         surface_version="daily.v1",
@@ -105,7 +107,7 @@ def test_a_selected_candidate_in_shadow_would_reach_the_spy() -> None:
         status=CandidateStatus.SELECTED,
         body="x",
         publication_permitted=True,
-        outcome=CandidateOutcome.ACCEPTED,
+        outcome=Outcome.ACCEPTED,
     )
     spy = HostSpy()
     with pytest.raises(HostCallForbidden):

@@ -18,11 +18,11 @@ from fakeapi import FakeOpenAI, compose_reply, default_style
 from ops_support import start_supervisor, wait_for
 
 from gateway_shim import (
-    CandidateOutcome,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     PresentationCandidate,
     exact_block,
     format_daily,
@@ -85,7 +85,7 @@ def test_sigterm_lets_the_call_in_flight_finish(data_root: Path, fake_api: FakeO
     # The worker waited for the provider (~1.5 s) instead of dying mid-call ...
     assert waited >= 1.0
     # ... and the shim got the accepted composition before the deadline.
-    assert [c.outcome for c in out] == [CandidateOutcome.ACCEPTED]
+    assert [c.outcome for c in out] == [Outcome.ACCEPTED]
     assert len(fake_api.requests) == 1
     status = json.loads(DataRoot(data_root).status_file.read_bytes())
     assert status["state"] == "stopped"
@@ -111,5 +111,5 @@ def test_sigterm_during_a_slow_call_journals_timeout_before_exit(
         ("attempt_started", "attempt_started"),
         ("finalized", "timeout"),
     ]
-    assert [c.outcome for c in out] == [CandidateOutcome.TIMEOUT]
+    assert [c.outcome for c in out] == [Outcome.TIMEOUT]
     assert len(fake_api.requests) == 1

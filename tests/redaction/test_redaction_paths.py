@@ -54,7 +54,6 @@ from hypothesis import strategies as st
 
 import gateway_shim.coordinator as coordinator_module
 from gateway_shim import (
-    CandidateOutcome,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
@@ -67,6 +66,7 @@ from kexpr.spool.contract import CONTRACT_VERSION, Capsule, manifest_for, slot_p
 from kexpr.spool.journal import JOURNAL_SCHEMA, ROW_FIELDS, Journal, Outcome
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report, parse_request, parse_response
+from kexpr.spool.outcomes import CANDIDATE_OUTCOMES
 from kexpr.worker.daemon import wait_ready
 from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 from redaction import material
@@ -245,7 +245,7 @@ def _probe(world: World) -> None:
     candidate = world.coordinators[Mode.SHADOW].present_daily(
         PROBE_BODY, facts=DailyFacts(complete=False), finalized_event_id="probe"
     )
-    assert candidate.outcome is CandidateOutcome.SHADOW_SELECTED, candidate.outcome
+    assert candidate.outcome is Outcome.SHADOW_SELECTED, candidate.outcome
     assert candidate.attempt_id is not None
     _wait_terminal(world.root, candidate.attempt_id)
     (request,) = world.fake.requests
@@ -524,7 +524,7 @@ def _check_journal_row(row: dict[str, Any]) -> None:
 def _check_telemetry(event: dict[str, str]) -> None:
     assert set(event) == TELEMETRY_FIELDS
     assert event["contract_version"] == CONTRACT_VERSION
-    assert event["outcome"] in {o.value for o in CandidateOutcome}
+    assert event["outcome"] in {o.value for o in CANDIDATE_OUTCOMES}
 
 
 @dataclass
@@ -639,7 +639,7 @@ def test_no_customer_material_leaves_the_gateway(world: World, row: SurfaceRow) 
         world.fake.behaviour = _reply(world, reply, rng)
         before = Marks.now(world)
         candidate = presentation.present(world.coordinators[mode])
-        if candidate.outcome is CandidateOutcome.ACCEPTED:
+        if candidate.outcome is Outcome.ACCEPTED:
             world.coordinators[mode].report(candidate, host)
         if candidate.attempt_id is not None:
             _wait_terminal(world.root, candidate.attempt_id)

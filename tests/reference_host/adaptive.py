@@ -37,11 +37,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway_shim import (
-    CandidateOutcome,
     CardOrigin,
     DualGlossary,
     GlossaryError,
     KoreanExpressionCoordinator,
+    Outcome,
     PresentationCandidate,
     revalidate,
 )
@@ -239,7 +239,7 @@ class AdaptiveGatewayHost:
     ) -> Mapping[str, object]:
         """The locked operation, then (only then) the Telegram edit."""
         session = self.service.load_session(callback.session_id)
-        if cand.outcome is CandidateOutcome.INELIGIBLE:
+        if cand.outcome is Outcome.INELIGIBLE:
             persisted = self.service.mark_publish_pending_canonical(session, self.surface, payload)
         else:
             try:
@@ -252,11 +252,11 @@ class AdaptiveGatewayHost:
                 )
             except BaseException:
                 # No pending row and no edit; the attempt is terminal, never retried.
-                if cand.outcome is CandidateOutcome.ACCEPTED:
-                    self.coordinator.report(cand, "commit_failed")
+                if cand.outcome is Outcome.ACCEPTED:
+                    self.coordinator.report(cand, Outcome.COMMIT_FAILED)
                 raise
-            if cand.outcome is CandidateOutcome.ACCEPTED:
-                self.coordinator.report(cand, "selected")  # after the durable write
+            if cand.outcome is Outcome.ACCEPTED:
+                self.coordinator.report(cand, Outcome.SELECTED)  # after the durable write
         self.editor(persisted)
         session = self.service.load_session(callback.session_id)
         self.service.mark_published(session.session_id, session.revision, self.surface)

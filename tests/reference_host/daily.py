@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gateway_shim import CandidateOutcome, DailyFacts, KoreanExpressionCoordinator
+from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +38,11 @@ class DailyHost:
         try:
             self.editor(body)
         except BaseException:
-            if cand.outcome is CandidateOutcome.ACCEPTED:
-                self.coordinator.report(cand, "publication_failed")
+            if cand.outcome is Outcome.ACCEPTED:
+                self.coordinator.report(cand, Outcome.PUBLICATION_FAILED)
             raise
-        if cand.outcome is CandidateOutcome.ACCEPTED:
-            self.coordinator.report(cand, "selected")
+        if cand.outcome is Outcome.ACCEPTED:
+            self.coordinator.report(cand, Outcome.SELECTED)
         return body
 
     def replay(self, checkin: FinalizedCheckin) -> str:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from gateway_shim import (
-    CandidateOutcome,
     CandidateStatus,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     RevalidationError,
     RevalidationReason,
 )
@@ -151,7 +151,7 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
     for t in threads:
         t.join(15)
     cand = outcome["candidate"]
-    assert cand.outcome is CandidateOutcome.ACCEPTED
+    assert cand.outcome is Outcome.ACCEPTED
     error = outcome.get("error")
     assert isinstance(error, RevalidationError)
     assert error.reason is CHANGES[change][1]
@@ -227,7 +227,7 @@ def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
     selected, payload = gateway.present(CALLBACK)
     canonical, _ = gateway.present(CALLBACK)  # the same artifact again: no call
     assert selected.status is CandidateStatus.SELECTED
-    assert canonical.outcome is CandidateOutcome.ALREADY_ATTEMPTED
+    assert canonical.outcome is Outcome.ALREADY_ATTEMPTED
     assert canonical.status is CandidateStatus.CANONICAL and canonical.body != selected.body
 
     def commit(cand: Any) -> Callable[[], Mapping[str, object]]:

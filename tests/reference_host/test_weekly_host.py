@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gateway_shim import (
-    CandidateOutcome,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
 )
 from kexpr.spool.layout import DataRoot
 from reference_host.samples import (
@@ -236,7 +236,7 @@ def test_untyped_weekly_report_is_pinned_canonical_with_zero_requests(
     cand = coord.present_weekly(
         WEEKLY_BODY, explicit_fields=(*WEEKLY_FIELDS, "trend_interpretation"), **SCHEDULE
     )
-    assert cand.outcome is CandidateOutcome.INELIGIBLE
+    assert cand.outcome is Outcome.INELIGIBLE
     host = WeeklyTaskHost(ledger, coord, sender, renders(explicit))
     assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
     assert sender.sent == [(DESTINATION, WEEKLY_BODY)]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from gateway_shim import CandidateOutcome, KoreanExpressionCoordinator
+from gateway_shim import KoreanExpressionCoordinator, Outcome
 from reference_host.host_render import render_weekly
 
 GENESIS: Final = "0" * 64
@@ -266,12 +266,12 @@ class WeeklyTaskHost:
                 template_digest=sha256_text(final_body),
             )
         except BaseException:
-            if cand.outcome is CandidateOutcome.ACCEPTED:
-                self.coordinator.report(cand, "commit_failed")
+            if cand.outcome is Outcome.ACCEPTED:
+                self.coordinator.report(cand, Outcome.COMMIT_FAILED)
             raise
-        if cand.outcome is CandidateOutcome.ACCEPTED:
+        if cand.outcome is Outcome.ACCEPTED:
             # `selected` only after the durable write (plan "Outcome journal").
-            self.coordinator.report(cand, "selected")
+            self.coordinator.report(cand, Outcome.SELECTED)
         if self.crash_after_reserve:
             raise SimulatedCrash
         self.ledger.transition(receipt, "sending")

@@ -19,18 +19,19 @@ from typing import Any
 import pytest
 
 from gateway_shim import (
-    CandidateOutcome,
     CandidateStatus,
     DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     exact_block,
     format_daily,
 )
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report, parse_request
+from kexpr.spool.outcomes import HOST_OUTCOMES
 
 BODY = format_daily(
     weight="70kg",
@@ -165,7 +166,7 @@ def test_disabled_is_canonical_and_writes_nothing(
 ) -> None:
     coord = KoreanExpressionCoordinator(config, root.root)
     cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
-    assert cand.outcome is CandidateOutcome.DISABLED
+    assert cand.outcome is Outcome.DISABLED
     assert (cand.body, cand.status, cand.publication_permitted) == (
         BODY,
         CandidateStatus.CANONICAL,
@@ -178,15 +179,15 @@ def test_disabled_is_canonical_and_writes_nothing(
 def test_ineligible_body_is_canonical_and_writes_nothing(root: DataRoot) -> None:
     coord = coordinator(root.root)
     cand = coord.present_daily(BODY, facts=DailyFacts(complete=False), finalized_event_id="evt")
-    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == BODY
+    assert cand.outcome is Outcome.INELIGIBLE and cand.body == BODY
     # The pinned host's partial fallback on complete facts: a pre-cutover body.
     pre_cutover = BODY.replace(
         "저장된 오늘 기록을 확인했습니다.", "일부 항목이 기록되지 않아 저장된 내용만 안내합니다."
     )
     cand = coord.present_daily(pre_cutover, finalized_event_id="evt")
-    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == pre_cutover
+    assert cand.outcome is Outcome.INELIGIBLE and cand.body == pre_cutover
     cand = coord.present_daily(BODY + "\n", facts=FACTS, finalized_event_id="evt")
-    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == BODY + "\n"
+    assert cand.outcome is Outcome.INELIGIBLE and cand.body == BODY + "\n"
     assert not root.root.exists()
 
 
@@ -196,7 +197,7 @@ def test_enabled_selected_then_report(root: DataRoot) -> None:
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
         coord.report(cand, "selected")
     coord.close()
-    assert cand.outcome is CandidateOutcome.ACCEPTED and cand.body == SELECTED
+    assert cand.outcome is Outcome.ACCEPTED and cand.body == SELECTED
     assert cand.status is CandidateStatus.SELECTED and cand.attempt_id == "e" * 32
     # Locked spans: same texts in both bodies, offsets shifted after the slot.
     assert cand.canonical_locked_spans_utf16[0] == cand.locked_spans_utf16[0]
@@ -214,8 +215,34 @@ def test_enabled_selected_then_report(root: DataRoot) -> None:
         "mode",
         "capsule",
     }
-    with pytest.raises(ValueError):
-        coord.report(cand, "selected")  # exactly once
+    with pytest.raises(ValueError, match="^report_not_expected$"):
+        coord.report(cand, Outcome.SELECTED)  # exactly once
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        *sorted(set(Outcome) - HOST_OUTCOMES),
+        "shadow_selected",
+        "SELECTED",
+        "",
+        None,
+        1,
+    ],
+    ids=str,
+)
+def test_report_refuses_what_is_not_a_host_outcome(root: DataRoot, outcome: object) -> None:
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, accepted()):
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+        with pytest.raises(ValueError) as refused:
+            coord.report(cand, outcome)  # type: ignore[arg-type]
+        assert refused.value.args == ("not_host_outcome",)  # an enum reason, never the input
+        assert not (root.reports / f"{'e' * 32}.json").exists()
+        coord.report(cand, Outcome.PUBLICATION_FAILED)  # the refusal did not use the report up
+    coord.close()
+    report = parse_report((root.reports / f"{'e' * 32}.json").read_bytes())
+    assert report.outcome is Outcome.PUBLICATION_FAILED
 
 
 def test_daily_facts_are_optional(root: DataRoot) -> None:
@@ -224,7 +251,7 @@ def test_daily_facts_are_optional(root: DataRoot) -> None:
     with ScriptedWorker(root, accepted()) as w:
         cand = coord.present_daily(BODY, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.SHADOW_SELECTED and cand.body == BODY
+    assert cand.outcome is Outcome.SHADOW_SELECTED and cand.body == BODY
     assert w.requests[0]["capsule"]["slots"][0]["allowed_predicate_ids"] == ["P_DAILY_COMPLETE"]
 
 
@@ -233,7 +260,7 @@ def test_shadow_reports_shadow_selected_and_publishes_canonical(root: DataRoot) 
     with ScriptedWorker(root, accepted()):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.SHADOW_SELECTED
+    assert cand.outcome is Outcome.SHADOW_SELECTED
     assert (cand.body, cand.status) == (BODY, CandidateStatus.CANONICAL)
     assert (
         parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value
@@ -259,7 +286,7 @@ def test_compromised_worker_cannot_get_text_past_revalidation(
     with ScriptedWorker(root, accepted(generated)):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.VALIDATION_REJECTED
+    assert cand.outcome is Outcome.VALIDATION_REJECTED
     assert cand.body == BODY and cand.status is CandidateStatus.CANONICAL
     assert (
         parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value
@@ -280,7 +307,7 @@ def test_compromised_worker_echoing_another_capsule_is_rejected(root: DataRoot) 
     with ScriptedWorker(root, answer):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.VALIDATION_REJECTED and cand.body == BODY
+    assert cand.outcome is Outcome.VALIDATION_REJECTED and cand.body == BODY
 
 
 @pytest.mark.parametrize(
@@ -292,7 +319,7 @@ def test_malformed_response_is_canonical(root: DataRoot, raw: bytes) -> None:
     with ScriptedWorker(root, lambda req: raw):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.INVALID_RESPONSE and cand.body == BODY
+    assert cand.outcome is Outcome.INVALID_RESPONSE and cand.body == BODY
 
 
 def test_response_with_a_control_character_is_refused_before_parsing(root: DataRoot) -> None:
@@ -302,7 +329,7 @@ def test_response_with_a_control_character_is_refused_before_parsing(root: DataR
     with ScriptedWorker(root, accepted("차분히,\n[[P:01]].")):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.INVALID_RESPONSE and cand.body == BODY
+    assert cand.outcome is Outcome.INVALID_RESPONSE and cand.body == BODY
 
 
 def test_response_for_another_request_is_canonical(root: DataRoot) -> None:
@@ -320,7 +347,7 @@ def test_response_for_another_request_is_canonical(root: DataRoot) -> None:
     with ScriptedWorker(root, answer):  # type: ignore[arg-type]
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.INVALID_RESPONSE
+    assert cand.outcome is Outcome.INVALID_RESPONSE
 
 
 @pytest.mark.parametrize(
@@ -349,7 +376,7 @@ def test_no_response_times_out_at_the_deadline(root: DataRoot) -> None:
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
         elapsed = time.monotonic() - t0
     coord.close()
-    assert cand.outcome is CandidateOutcome.TIMEOUT and cand.body == BODY
+    assert cand.outcome is Outcome.TIMEOUT and cand.body == BODY
     assert 3.9 <= elapsed < 5.5  # the 4 s wait, bounded (correctness, not a benchmark)
 
 
@@ -358,7 +385,7 @@ def test_late_response_is_ignored(root: DataRoot) -> None:
     with ScriptedWorker(root, accepted(), delay=4.3):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
-    assert cand.outcome is CandidateOutcome.TIMEOUT and cand.body == BODY
+    assert cand.outcome is Outcome.TIMEOUT and cand.body == BODY
     assert not list(root.reports.glob("*.json"))
 
 
@@ -381,7 +408,7 @@ def test_unsafe_data_root_is_canonical(tmp_path: Path) -> None:
     link.symlink_to(real)
     coord = coordinator(link)
     cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
-    assert cand.outcome is CandidateOutcome.SPOOL_UNAVAILABLE and cand.body == BODY
+    assert cand.outcome is Outcome.SPOOL_UNAVAILABLE and cand.body == BODY
     assert list(real.iterdir()) == []
 
 
@@ -399,7 +426,7 @@ def test_telemetry_exact_fields_and_sink_failure_ignored(root: DataRoot) -> None
     with ScriptedWorker(root, accepted()):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-secret")
     coord.close()
-    assert cand.outcome is CandidateOutcome.SHADOW_SELECTED
+    assert cand.outcome is Outcome.SHADOW_SELECTED
     assert got.wait(5)
     assert events[0] == {
         "event": "korean_expression.presentation",
@@ -433,7 +460,7 @@ def test_async_presentation_does_not_block_the_event_loop(root: DataRoot) -> Non
     with ScriptedWorker(root, accepted(), delay=0.6):
         cand, ticks = asyncio.run(main())
     coord.close()
-    assert cand.outcome is CandidateOutcome.ACCEPTED
+    assert cand.outcome is Outcome.ACCEPTED
     # ~60 ticks in 0.6 s if the loop ran freely; a blocked loop gives ~1.
     assert ticks >= 20
 

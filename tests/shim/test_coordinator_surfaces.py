@@ -42,6 +42,7 @@ from gateway_shim import (
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     RevalidationError,
     RevalidationReason,
     binding_digest,
@@ -114,7 +115,7 @@ def test_weekly_selected_with_its_two_slots(
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
         cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE)
-    assert cand.outcome is CandidateOutcome.ACCEPTED and cand.status is CandidateStatus.SELECTED
+    assert cand.outcome is Outcome.ACCEPTED and cand.status is CandidateStatus.SELECTED
     assert cand.surface_version == "weekly.v1"
     assert cand.body == WEEKLY_SELECTED
     assert [slot_id for slot_id, _ in cand.generated] == [
@@ -172,10 +173,10 @@ def test_weekly_artifact_key_inputs(
 @pytest.mark.parametrize(
     ("surfaces", "fields", "outcome"),
     [
-        ({"daily": True, "adaptive_operator": True}, WEEKLY_FIELDS, CandidateOutcome.DISABLED),
-        ({"weekly": True}, (*WEEKLY_FIELDS, "reason"), CandidateOutcome.INELIGIBLE),
-        ({"weekly": True}, ("summary_text",), CandidateOutcome.INELIGIBLE),
-        ({"weekly": True}, "interpretation", CandidateOutcome.INELIGIBLE),
+        ({"daily": True, "adaptive_operator": True}, WEEKLY_FIELDS, Outcome.DISABLED),
+        ({"weekly": True}, (*WEEKLY_FIELDS, "reason"), Outcome.INELIGIBLE),
+        ({"weekly": True}, ("summary_text",), Outcome.INELIGIBLE),
+        ({"weekly": True}, "interpretation", Outcome.INELIGIBLE),
     ],
     ids=["weekly_switch_off", "explicit_rationale_field", "explicit_summary_text", "bare_str"],
 )
@@ -201,7 +202,7 @@ def test_dual_card_selected_with_judgment_and_review_slots(
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
         cand = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
-    assert cand.outcome is CandidateOutcome.ACCEPTED and cand.surface_version == DUAL_SURFACE
+    assert cand.outcome is Outcome.ACCEPTED and cand.surface_version == DUAL_SURFACE
     capsule = w.requests[0]["capsule"]
     assert [(s["slot_id"], s["allowed_predicate_ids"]) for s in capsule["slots"]] == [
         ("adaptive.dual.judgment", ["P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD"]),
@@ -232,11 +233,11 @@ def test_dual_card_selected_with_judgment_and_review_slots(
         (
             Mode.ENABLED,
             None,
-            CandidateOutcome.ACCEPTED,
+            Outcome.ACCEPTED,
             PHYSIQUE_PROJECTION.replace("\n제안의", "\n차분히, 제안의"),
         ),
-        (Mode.SHADOW, None, CandidateOutcome.SHADOW_SELECTED, PHYSIQUE_PROJECTION),
-        (Mode.ENABLED, invalid, CandidateOutcome.VALIDATION_REJECTED, PHYSIQUE_PROJECTION),
+        (Mode.SHADOW, None, Outcome.SHADOW_SELECTED, PHYSIQUE_PROJECTION),
+        (Mode.ENABLED, invalid, Outcome.VALIDATION_REJECTED, PHYSIQUE_PROJECTION),
     ],
     ids=["enabled", "shadow", "rejected"],
 )
@@ -264,7 +265,7 @@ def test_disabled_adaptive_publishes_the_source_text_and_writes_nothing(
     coord = make(root, coords, Mode.ENABLED, daily=True, weekly=True)
     for payload in (PHYSIQUE_PAYLOAD, DUAL_PAYLOAD):
         cand = coord.present_adaptive(payload, **bind())
-        assert cand.outcome is CandidateOutcome.DISABLED
+        assert cand.outcome is Outcome.DISABLED
         assert cand.body == payload["text"]  # no projection while disabled
         assert revalidate(cand, payload, **bind()) == payload
     assert not root.root.exists()
@@ -396,7 +397,7 @@ def test_adaptive_ineligible_is_canonical_with_zero_files(
     )
     coords.append(coord)
     cand = coord.present_adaptive(payload, **bind(**changes))
-    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.status is CandidateStatus.CANONICAL
+    assert cand.outcome is Outcome.INELIGIBLE and cand.status is CandidateStatus.CANONICAL
     assert cand.surface_version == label and cand.body == body and cand.publication_permitted
     assert not root.root.exists()
     assert got.wait(5) and events[0]["surface"] == label
@@ -434,7 +435,7 @@ def test_operator_glossary_ids_travel_in_the_capsule_texts_never_do(
     payload = _edited(DUAL_PAYLOAD, text=OPERATOR_TEXT)
     with ScriptedWorker(root) as w:
         cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
-    assert cand.outcome is CandidateOutcome.ACCEPTED
+    assert cand.outcome is Outcome.ACCEPTED
     assert "현재 판단: 차분히, 현재 목표 섭취량 유지\n" in cand.body
     assert [s["allowed_predicate_ids"] for s in w.requests[0]["capsule"]["slots"]] == [
         ["P_DUAL_DECISION_KEEP_TARGET"],
@@ -456,12 +457,12 @@ def test_invalid_operator_glossary_makes_dual_canonical_with_no_new_files(
     _install_glossary(root, b'{"version": "kexpr-dual-glossary-v1"}')
     coord = make(root, coords)
     cand = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
-    assert cand.outcome is CandidateOutcome.INELIGIBLE and cand.body == DUAL_PAYLOAD["text"]
+    assert cand.outcome is Outcome.INELIGIBLE and cand.body == DUAL_PAYLOAD["text"]
     assert [p.name for p in files_under(root.root)] == ["operator-glossary.json"]
     # A physique card does not read the dual glossary.
     with ScriptedWorker(root):
         physique = coord.present_adaptive(PHYSIQUE_PAYLOAD, **bind(surface=PHYSIQUE_SURFACE))
-    assert physique.outcome is CandidateOutcome.ACCEPTED
+    assert physique.outcome is Outcome.ACCEPTED
 
 
 def test_adaptive_artifact_key_inputs(
@@ -565,7 +566,7 @@ def selected(root: DataRoot, coords: list[KoreanExpressionCoordinator]) -> Any:
     coord = make(root, coords)
     with ScriptedWorker(root):
         cand = coord.present_adaptive(DUAL_PAYLOAD, **bind())
-    assert cand.outcome is CandidateOutcome.ACCEPTED
+    assert cand.outcome is Outcome.ACCEPTED
     return cand
 
 
@@ -621,7 +622,7 @@ def test_revalidate_refusals(selected: Any) -> None:
     )
     assert reason(dataclasses.replace(selected, generated=())) is RevalidationReason.RENDER_MISMATCH
     assert (
-        reason(dataclasses.replace(selected, outcome=CandidateOutcome.SHADOW_SELECTED))
+        reason(dataclasses.replace(selected, outcome=Outcome.SHADOW_SELECTED))
         is RevalidationReason.RENDER_MISMATCH
     )
     assert (
@@ -629,7 +630,7 @@ def test_revalidate_refusals(selected: Any) -> None:
         is RevalidationReason.RENDER_MISMATCH
     )
     canonical_claim = dataclasses.replace(
-        selected, status=CandidateStatus.CANONICAL, outcome=CandidateOutcome.TIMEOUT
+        selected, status=CandidateStatus.CANONICAL, outcome=Outcome.TIMEOUT
     )
     assert reason(canonical_claim) is RevalidationReason.RENDER_MISMATCH
     assert (
@@ -664,10 +665,7 @@ def test_async_twins(root: DataRoot, coords: list[KoreanExpressionCoordinator]) 
 
     with ScriptedWorker(root):
         weekly, physique = asyncio.run(main())
-    assert (
-        weekly.outcome is CandidateOutcome.ACCEPTED
-        and physique.outcome is CandidateOutcome.ACCEPTED
-    )
+    assert weekly.outcome is Outcome.ACCEPTED and physique.outcome is Outcome.ACCEPTED
     assert report_outcomes(root) == []  # enabled: the host reports after its commit
 
 
@@ -677,6 +675,8 @@ def test_exported_members() -> None:
         "CandidateOutcome",
         "CandidateStatus",
         "CardOrigin",
+        "HostOutcome",
+        "Outcome",
         "DUAL_SURFACE",
         "DualGlossary",
         "GlossaryError",

@@ -38,6 +38,7 @@ from kexpr.spool.fsio import (
     unlink_if_same,
 )
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.outcomes import Outcome
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 
@@ -562,7 +563,6 @@ def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: s
     """The gateway side of the same rules: no exception reaches the host, the
     candidate is canonical (spool_unavailable), nothing is written through."""
     from gateway_shim import (
-        CandidateOutcome,
         DailyFacts,
         KoreanExpressionConfig,
         KoreanExpressionCoordinator,
@@ -595,7 +595,7 @@ def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: s
         )
     finally:
         coord.close()
-    assert cand.outcome is CandidateOutcome.SPOOL_UNAVAILABLE and cand.body == body
+    assert cand.outcome is Outcome.SPOOL_UNAVAILABLE and cand.body == body
     assert not list(elsewhere.rglob("*.json"))
 
 

@@ -22,13 +22,12 @@ from kexpr.spool.lifecycle import RESPONSE_TTL
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
-    ReportOutcome,
-    ResponseOutcome,
     ResponseStatus,
     SpoolReport,
     SpoolRequest,
     parse_response,
 )
+from kexpr.spool.outcomes import Outcome, ReportOutcome
 from kexpr.worker.daemon import Worker
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.provider import build_client
@@ -200,7 +199,7 @@ def test_report_terminalizes_accepted_attempt(root, provider, env) -> None:  # t
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     attempt = response(root, rid(1)).attempt_id
     rep = SpoolReport(
-        spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=ReportOutcome.SHADOW_SELECTED
+        spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=Outcome.SHADOW_SELECTED
     )
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
     w._handle_reports([f"{attempt}.json"])
@@ -210,7 +209,7 @@ def test_report_terminalizes_accepted_attempt(root, provider, env) -> None:  # t
 
 @pytest.mark.parametrize(
     ("report_outcome", "mode"),
-    [(ReportOutcome.SELECTED, "shadow"), (ReportOutcome.SHADOW_SELECTED, "enabled")],
+    [(Outcome.SELECTED, "shadow"), (Outcome.SHADOW_SELECTED, "enabled")],
 )
 def test_report_that_contradicts_the_mode_is_ignored(
     root, provider, env, report_outcome, mode
@@ -228,9 +227,7 @@ def test_report_that_contradicts_the_mode_is_ignored(
 
 def test_report_for_unknown_attempt_is_ignored(root, provider, env) -> None:  # type: ignore[no-untyped-def]
     w = make_worker(root, provider, Clock(), env)
-    rep = SpoolReport(
-        spool_version=SPOOL_VERSION, attempt_id="c" * 32, outcome=ReportOutcome.SELECTED
-    )
+    rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id="c" * 32, outcome=Outcome.SELECTED)
     publish(root.tmp, root.reports / f"{'c' * 32}.json", rep.to_bytes())
     w._handle_reports([f"{'c' * 32}.json"])
     assert outcomes(root) == [] and w.counters.orphan_reports == 1
@@ -256,7 +253,7 @@ def test_same_artifact_while_accepted_is_already_attempted(root, provider, env) 
     r = response(root, rid(2))
     assert (r.status, r.outcome, r.attempt_id) == (
         ResponseStatus.ALREADY_ATTEMPTED,
-        ResponseOutcome.ALREADY_ATTEMPTED,
+        Outcome.ALREADY_ATTEMPTED,
         None,
     )
     assert len(provider.calls) == 1
@@ -267,7 +264,7 @@ def test_same_artifact_after_terminal_is_already_attempted(root, provider, env) 
     provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
-    assert response(root, rid(1)).outcome is ResponseOutcome.PROVIDER_ERROR
+    assert response(root, rid(1)).outcome is Outcome.PROVIDER_ERROR
     clock.advance(3600)
     w.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
     assert response(root, rid(2)).status is ResponseStatus.ALREADY_ATTEMPTED
@@ -332,7 +329,7 @@ def test_an_answered_attempt_keeps_its_report_window_across_a_restart(root, prov
     w2 = make_worker(root, provider, clock, env)
     w2._sweep()
     assert outcomes(root) == [None]
-    w2._handle_reports([_report(root, attempt, ReportOutcome.SELECTED)])
+    w2._handle_reports([_report(root, attempt, Outcome.SELECTED)])
     assert outcomes(root) == ["selected"] and w2.counters.orphan_reports == 0
     # Its terminal row is durable: the response file is removed, the report too.
     assert list(root.responses.iterdir()) == [] and list(root.reports.iterdir()) == []
@@ -400,7 +397,7 @@ def test_no_key_is_credential_unavailable_zero_http(root, provider) -> None:  # 
     w = Worker(root, environ={}, client_factory=lambda: None, clock=clock)
     w.prepare()
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
-    assert response(root, rid(1)).outcome is ResponseOutcome.CREDENTIAL_UNAVAILABLE
+    assert response(root, rid(1)).outcome is Outcome.CREDENTIAL_UNAVAILABLE
     assert outcomes(root) == ["credential_unavailable"] and provider.calls == []
 
 
@@ -410,7 +407,7 @@ def test_unverified_journal_means_zero_calls(root, provider, env) -> None:  # ty
     w.journal_ok = False
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     r = response(root, rid(1))
-    assert r.outcome is ResponseOutcome.JOURNAL_UNAVAILABLE and provider.calls == []
+    assert r.outcome is Outcome.JOURNAL_UNAVAILABLE and provider.calls == []
     assert outcomes(root) == []
 
 
@@ -447,7 +444,7 @@ def test_invalid_request_gets_canonical_and_no_call(root, provider, env, mutate)
     path.unlink()
     publish(root.tmp, path, data)
     w.handle_claimed(name)
-    assert response(root, rid(1)).outcome is ResponseOutcome.INVALID_REQUEST
+    assert response(root, rid(1)).outcome is Outcome.INVALID_REQUEST
     assert provider.calls == [] and outcomes(root) == []
 
 
@@ -457,7 +454,7 @@ def test_request_id_must_match_file_name(root, provider, env) -> None:  # type: 
     submit(root, clock, rid=rid(1))
     (root.claimed / f"{rid(1)}.json").rename(root.claimed / f"{rid(2)}.json")
     w.handle_claimed(f"{rid(2)}.json")
-    assert response(root, rid(2)).outcome is ResponseOutcome.INVALID_REQUEST
+    assert response(root, rid(2)).outcome is Outcome.INVALID_REQUEST
     assert provider.calls == []
 
 
@@ -469,7 +466,7 @@ def test_symlinked_request_is_refused(root, provider, env, tmp_path: Path) -> No
     (root.claimed / f"{rid(1)}.json").rename(real)
     (root.claimed / f"{rid(1)}.json").symlink_to(real)
     w.handle_claimed(f"{rid(1)}.json")
-    assert response(root, rid(1)).outcome is ResponseOutcome.INVALID_REQUEST
+    assert response(root, rid(1)).outcome is Outcome.INVALID_REQUEST
     assert provider.calls == []
 
 
@@ -585,7 +582,7 @@ def test_unsafe_request_file_is_canonical_with_zero_calls(root, provider, env, k
             os.chown(path, 65534, -1)
     w.handle_claimed(path.name)
     r = response(root, rid(1))
-    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.INVALID_REQUEST)
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
     assert provider.calls == [] and outcomes(root) == []
     assert w.counters.unsafe == {expected: 1}
     if kind != "directory":
@@ -611,9 +608,7 @@ def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # t
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     w.handle_claimed(f"{submit(root, clock, rid=rid(1), mode='enabled')}.json")
     attempt = response(root, rid(1)).attempt_id
-    rep = SpoolReport(
-        spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=ReportOutcome.SELECTED
-    )
+    rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=Outcome.SELECTED)
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
     os.chmod(root.reports / f"{attempt}.json", 0o666)
     w._handle_reports([f"{attempt}.json"])
@@ -636,7 +631,7 @@ def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, en
         r = response(root, rid(n))
         assert (r.status, r.outcome) == (
             ResponseStatus.CANONICAL,
-            ResponseOutcome.JOURNAL_UNAVAILABLE,
+            Outcome.JOURNAL_UNAVAILABLE,
         )
     assert len(provider.calls) == 1  # only w1's, before the tear
     assert seg.read_bytes() == torn  # never truncated, never repaired
@@ -680,7 +675,7 @@ def test_directory_swapped_after_start_up_quarantines(
     w._check_tree(walk=walk)
     assert w.quarantine == "inode_changed" and not w.journal_ok
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
-    assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert response(root, rid(1)).outcome is Outcome.JOURNAL_UNAVAILABLE
     assert provider.calls == []
 
 
@@ -695,7 +690,7 @@ def test_directory_replaced_by_a_symlink_quarantines(
     w._check_tree(walk=walk)
     assert w.quarantine == "symlink"
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
-    assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert response(root, rid(1)).outcome is Outcome.JOURNAL_UNAVAILABLE
     assert provider.calls == [] and os.listdir(tmp_path / "real") == []
 
 
@@ -726,7 +721,7 @@ def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, prov
     os.write(fd, data)
     os.close(fd)
     w.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")
-    assert response(root, rid(2)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert response(root, rid(2)).outcome is Outcome.JOURNAL_UNAVAILABLE
     assert w.quarantine == "append_conflict"
     assert [c["artifact_key"] for c in provider.calls] == ["1" * 64]
     assert seg.read_bytes() == data
@@ -739,7 +734,7 @@ def test_swapped_journal_lock_quarantines_with_zero_calls(root, provider, env) -
     fd = os.open(root.journal_lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
-    assert response(root, rid(1)).outcome is ResponseOutcome.JOURNAL_UNAVAILABLE
+    assert response(root, rid(1)).outcome is Outcome.JOURNAL_UNAVAILABLE
     assert w.quarantine == "lock_unsafe" and provider.calls == []
 
 
@@ -895,7 +890,7 @@ def test_reports_are_journaled_as_one_group_with_one_fsync(
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     attempts = _accepted(w, root, clock, 4)
-    names = [_report(root, a, ReportOutcome.SELECTED) for a in attempts]
+    names = [_report(root, a, Outcome.SELECTED) for a in attempts]
     synced: list[int] = []
     real = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
@@ -911,10 +906,10 @@ def test_an_orphan_in_a_group_is_counted_and_the_rest_are_journaled(root, provid
     w = make_worker(root, provider, clock, env)
     attempts = _accepted(w, root, clock, 3)
     names = [
-        _report(root, attempts[0], ReportOutcome.SELECTED),
-        _report(root, attempts[1], ReportOutcome.SHADOW_SELECTED),  # enabled attempt: illegal
-        _report(root, "c" * 32, ReportOutcome.SELECTED),  # no such attempt
-        _report(root, attempts[2], ReportOutcome.COMMIT_FAILED),
+        _report(root, attempts[0], Outcome.SELECTED),
+        _report(root, attempts[1], Outcome.SHADOW_SELECTED),  # enabled attempt: illegal
+        _report(root, "c" * 32, Outcome.SELECTED),  # no such attempt
+        _report(root, attempts[2], Outcome.COMMIT_FAILED),
     ]
     (root.reports / f"{'d' * 32}.json").write_bytes(b"{not json")  # malformed
     os.chmod(root.reports / f"{'d' * 32}.json", 0o600)
@@ -928,7 +923,7 @@ def test_a_report_waits_for_the_timer_scan_and_a_wake_scan_leaves_it(root, provi
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     (attempt,) = _accepted(w, root, clock, 1)
-    _report(root, attempt, ReportOutcome.SELECTED)
+    _report(root, attempt, Outcome.SELECTED)
     import concurrent.futures as cf
 
     with cf.ThreadPoolExecutor(1) as pool:
@@ -942,7 +937,7 @@ def test_a_failed_group_append_quarantines_and_journals_nothing(root, provider, 
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     attempts = _accepted(w, root, clock, 2)
-    names = [_report(root, a, ReportOutcome.SELECTED) for a in attempts]
+    names = [_report(root, a, Outcome.SELECTED) for a in attempts]
     with open(root.outcomes / "2026-11-30.jsonl", "ab") as f:
         f.write(b"\n")  # the segment changed under the worker
     w._handle_reports(sorted(names))
@@ -974,11 +969,11 @@ def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provid
                 break
             stop.wait(0.05)
         attempt = response(root, rid(1)).attempt_id
-        _report(root, attempt, ReportOutcome.SELECTED)
+        _report(root, attempt, Outcome.SELECTED)
         stop.wait(0.2)
         assert (root.reports / f"{attempt}.json").exists()  # the tick is an hour away
         stop.set()
-        _report(root, "e" * 32, ReportOutcome.SELECTED)  # an arrival: the loop sees stop
+        _report(root, "e" * 32, Outcome.SELECTED)  # an arrival: the loop sees stop
         t.join(10)
         assert not t.is_alive()
     finally:
@@ -995,7 +990,7 @@ def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, en
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     (attempt,) = _accepted(w1, root, clock, 1)
-    _report(root, attempt, ReportOutcome.SELECTED)
+    _report(root, attempt, Outcome.SELECTED)
     clock.advance(30)  # past the deadline, within COMMIT_GRACE
     w2 = make_worker(root, provider, clock, env)
     assert outcomes(root) == ["selected"]
@@ -1009,7 +1004,7 @@ def test_a_left_report_past_commit_grace_is_an_orphan_and_the_attempt_expires(
     clock = Clock()
     w1 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     (attempt,) = _accepted(w1, root, clock, 1)
-    _report(root, attempt, ReportOutcome.SELECTED)
+    _report(root, attempt, Outcome.SELECTED)
     clock.advance(120)
     w2 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     assert outcomes(root) == ["claim_expired_canonical"]
@@ -1020,7 +1015,7 @@ def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     (attempt,) = _accepted(w1, root, clock, 1, mode="shadow")
-    _report(root, attempt, ReportOutcome.SELECTED)  # enabled-only outcome
+    _report(root, attempt, Outcome.SELECTED)  # enabled-only outcome
     w2 = make_worker(root, provider, clock, env)
     assert w2.counters.orphan_reports == 1
     assert outcomes(root) == [None]  # before its deadline: still open, not expired
@@ -1050,7 +1045,7 @@ def test_a_report_whose_row_fails_stays_for_the_next_worker(
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     (attempt,) = _accepted(w1, root, clock, 1)
-    name = _report(root, attempt, ReportOutcome.SELECTED)
+    name = _report(root, attempt, Outcome.SELECTED)
 
     def full(*a: object, **k: object) -> object:
         raise OSError(28, "ENOSPC")
@@ -1101,7 +1096,7 @@ def test_a_request_outside_the_skew_bound_is_canonical_with_no_call(root, provid
     shim.now = clock.now + dt.timedelta(seconds=3600)
     w.handle_claimed(f"{submit(root, shim, rid=rid(1))}.json")
     r = response(root, rid(1))
-    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, ResponseOutcome.CLOCK_SKEW)
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW)
     assert provider.calls == [] and outcomes(root) == []
     # Nobody collects it: it is litter after RESPONSE_TTL of monotonic time.
     w._sweep()
@@ -1140,7 +1135,7 @@ def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provid
     assert status["clock_step_observed"] is True
     # While stepped: canonical, no call; no retention before a new attempt either.
     w.handle_claimed(f"{submit(root, Clock(), akey='2' * 64, rid=rid(2))}.json")
-    assert response(root, rid(2)).outcome is ResponseOutcome.CLOCK_SKEW
+    assert response(root, rid(2)).outcome is Outcome.CLOCK_SKEW
     clock.step(-40 * 86400)  # corrected
     w._sweep()
     w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(3))}.json")

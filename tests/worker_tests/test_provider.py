@@ -28,13 +28,13 @@ from kexpr.spool.contract import (
     judge,
     slot_policy,
 )
+from kexpr.spool.outcomes import Outcome, ProviderFailure
 from kexpr.worker import provider
 from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 from kexpr.worker.provider import (
     ENDPOINT,
     MODEL,
     SDK_TIMEOUT_S,
-    ProviderOutcome,
     ProviderResult,
     build_client,
     call_once,
@@ -158,7 +158,7 @@ def raises(exc: Exception) -> Handler:
 def test_the_exact_request(connect: Callable[[Recorder], openai.OpenAI]) -> None:
     recorder = Recorder(ok(completion_body()))
     result = call_once(connect(recorder), CAPSULE)
-    assert result == ProviderResult(ProviderOutcome.CONTENT, CONTENT)
+    assert result == ProviderResult(None, CONTENT)
 
     (request,) = recorder.requests
     assert request.method == "POST"
@@ -280,7 +280,7 @@ def _on_the_wire(request: httpx.Request) -> tuple[object, ...]:
 def _assert_wire_identical(client: openai.OpenAI, recorder: Recorder, capsule: str) -> None:
     """call_once's request == the plain typed ``create(**request_kwargs(...))``'s."""
     before = len(recorder.requests)
-    assert call_once(client, capsule).outcome is ProviderOutcome.CONTENT
+    assert call_once(client, capsule).outcome is None
     assert len(recorder.requests) == before + 1  # exactly one request per call_once
     client.chat.completions.create(**request_kwargs(capsule))  # type: ignore[call-overload]
     assert len(recorder.requests) == before + 2
@@ -414,63 +414,63 @@ def _status(code: int) -> Handler:
     )
 
 
-CASES: list[tuple[str, Handler, ProviderOutcome]] = [
-    ("read-timeout", raises(httpx.ReadTimeout("slow")), ProviderOutcome.TIMEOUT),
-    ("connect-timeout", raises(httpx.ConnectTimeout("slow")), ProviderOutcome.TIMEOUT),
-    ("429", _status(429), ProviderOutcome.PROVIDER_ERROR),
-    ("500", _status(500), ProviderOutcome.PROVIDER_ERROR),
-    ("503", _status(503), ProviderOutcome.PROVIDER_ERROR),
-    ("401", _status(401), ProviderOutcome.PROVIDER_ERROR),
-    ("400", _status(400), ProviderOutcome.PROVIDER_ERROR),
-    ("connect-error", raises(httpx.ConnectError("refused")), ProviderOutcome.PROVIDER_ERROR),
-    ("remote-protocol", raises(httpx.RemoteProtocolError("eof")), ProviderOutcome.PROVIDER_ERROR),
+CASES: list[tuple[str, Handler, ProviderFailure | None]] = [
+    ("read-timeout", raises(httpx.ReadTimeout("slow")), Outcome.TIMEOUT),
+    ("connect-timeout", raises(httpx.ConnectTimeout("slow")), Outcome.TIMEOUT),
+    ("429", _status(429), Outcome.PROVIDER_ERROR),
+    ("500", _status(500), Outcome.PROVIDER_ERROR),
+    ("503", _status(503), Outcome.PROVIDER_ERROR),
+    ("401", _status(401), Outcome.PROVIDER_ERROR),
+    ("400", _status(400), Outcome.PROVIDER_ERROR),
+    ("connect-error", raises(httpx.ConnectError("refused")), Outcome.PROVIDER_ERROR),
+    ("remote-protocol", raises(httpx.RemoteProtocolError("eof")), Outcome.PROVIDER_ERROR),
     (
         "invalid-json",
         raw(200, b'{"id": "x", "choices": [', "application/json"),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
     (
         "text-html",
         raw(200, b"<html><body>gateway</body></html>", "text/html"),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
-    ("empty-object", ok({}), ProviderOutcome.INVALID_RESPONSE),
-    ("json-null", raw(200, b"null", "application/json"), ProviderOutcome.INVALID_RESPONSE),
-    ("json-array", ok([completion_body()]), ProviderOutcome.INVALID_RESPONSE),
+    ("empty-object", ok({}), Outcome.INVALID_RESPONSE),
+    ("json-null", raw(200, b"null", "application/json"), Outcome.INVALID_RESPONSE),
+    ("json-array", ok([completion_body()]), Outcome.INVALID_RESPONSE),
     (
         "choices-not-list",
         ok({**completion_body(), "choices": {"0": "x"}}),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
-    ("zero-choices", ok(completion_body(n_choices=0)), ProviderOutcome.INVALID_RESPONSE),
-    ("two-choices", ok(completion_body(n_choices=2)), ProviderOutcome.INVALID_RESPONSE),
+    ("zero-choices", ok(completion_body(n_choices=0)), Outcome.INVALID_RESPONSE),
+    ("two-choices", ok(completion_body(n_choices=2)), Outcome.INVALID_RESPONSE),
     (
         "finish-length",
         ok(completion_body(finish_reason="length")),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
     (
         "finish-content-filter",
         ok(completion_body(finish_reason="content_filter")),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
     (
         "refusal",
         ok(completion_body(content=None, refusal="I can't help with that.")),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
-    ("refusal-with-content", ok(completion_body(refusal="no")), ProviderOutcome.INVALID_RESPONSE),
-    ("content-null", ok(completion_body(content=None)), ProviderOutcome.INVALID_RESPONSE),
-    ("content-number", ok(completion_body(content=7)), ProviderOutcome.INVALID_RESPONSE),
+    ("refusal-with-content", ok(completion_body(refusal="no")), Outcome.INVALID_RESPONSE),
+    ("content-null", ok(completion_body(content=None)), Outcome.INVALID_RESPONSE),
+    ("content-number", ok(completion_body(content=7)), Outcome.INVALID_RESPONSE),
     (
         "content-list",
         ok(completion_body(content=[{"type": "text", "text": "x"}])),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
     (
         "message-missing",
         ok({**completion_body(), "choices": [{"index": 0, "finish_reason": "stop"}]}),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
     (
         "tool-calls",
@@ -481,15 +481,15 @@ CASES: list[tuple[str, Handler, ProviderOutcome]] = [
                 ]
             )
         ),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
     (
         "function-call",
         ok(completion_body(function_call={"name": "f", "arguments": "{}"})),
-        ProviderOutcome.INVALID_RESPONSE,
+        Outcome.INVALID_RESPONSE,
     ),
-    ("valid", ok(completion_body()), ProviderOutcome.CONTENT),
-    ("valid-empty-tool-calls", ok(completion_body(tool_calls=[])), ProviderOutcome.CONTENT),
+    ("valid", ok(completion_body()), None),
+    ("valid-empty-tool-calls", ok(completion_body(tool_calls=[])), None),
 ]
 
 
@@ -498,13 +498,13 @@ CASES: list[tuple[str, Handler, ProviderOutcome]] = [
     [pytest.param(h, e, id=name) for name, h, e in CASES],
 )
 def test_one_request_and_its_outcome(
-    connect: Callable[[Recorder], openai.OpenAI], handler: Handler, expected: ProviderOutcome
+    connect: Callable[[Recorder], openai.OpenAI], handler: Handler, expected: ProviderFailure | None
 ) -> None:
     recorder = Recorder(handler)
     result = call_once(connect(recorder), CAPSULE)
     assert len(recorder.requests) == 1
     assert result.outcome is expected
-    if expected is ProviderOutcome.CONTENT:
+    if expected is None:
         assert result.content == CONTENT
     else:
         assert result.content is None
@@ -561,13 +561,13 @@ def test_call_threads_are_kept_and_a_hung_call_never_delays_another(
         return httpx.Response(200, json=completion_body())
 
     client = connect(Recorder(handler))
-    assert call_with_deadline(client, CAPSULE, seconds=5.0).outcome is ProviderOutcome.CONTENT
+    assert call_with_deadline(client, CAPSULE, seconds=5.0).outcome is None
     _join_call_threads()
     try:
         # The hung one times out; the next starts at once on another thread.
-        assert call_with_deadline(client, CAPSULE, seconds=0.2).outcome is ProviderOutcome.TIMEOUT
+        assert call_with_deadline(client, CAPSULE, seconds=0.2).outcome is Outcome.TIMEOUT
         started = time.monotonic()
-        assert call_with_deadline(client, CAPSULE, seconds=5.0).outcome is ProviderOutcome.CONTENT
+        assert call_with_deadline(client, CAPSULE, seconds=5.0).outcome is None
         assert time.monotonic() - started < 2.0  # a correctness bound, not a benchmark
     finally:
         release.set()
@@ -594,7 +594,7 @@ def test_deadline_returns_timeout_and_discards_the_late_result(
         result = call_with_deadline(client, CAPSULE, seconds=0.3)
         elapsed = time.monotonic() - started
         # A correctness bound (the caller is not held by the slow call), not a benchmark.
-        assert result == ProviderResult(ProviderOutcome.TIMEOUT)
+        assert result == ProviderResult(Outcome.TIMEOUT)
         assert elapsed < 2.0
         assert entered.is_set()
         assert len(recorder.requests) == 1
@@ -610,7 +610,7 @@ def test_deadline_passes_a_timely_result_through(
 ) -> None:
     recorder = Recorder(ok(completion_body()))
     result = call_with_deadline(connect(recorder), CAPSULE, seconds=5.0)
-    assert result == ProviderResult(ProviderOutcome.CONTENT, CONTENT)
+    assert result == ProviderResult(None, CONTENT)
     assert len(recorder.requests) == 1
     _join_call_threads()
 
@@ -620,7 +620,7 @@ def test_deadline_maps_failures_like_call_once(
 ) -> None:
     recorder = Recorder(_status(503))
     result = call_with_deadline(connect(recorder), CAPSULE, seconds=5.0)
-    assert result == ProviderResult(ProviderOutcome.PROVIDER_ERROR)
+    assert result == ProviderResult(Outcome.PROVIDER_ERROR)
     assert len(recorder.requests) == 1
     _join_call_threads()
 
@@ -642,7 +642,7 @@ def test_no_time_left_is_timeout_with_zero_requests(
 ) -> None:
     recorder = Recorder(ok(completion_body()))
     result = call_with_deadline(connect(recorder), CAPSULE, seconds=seconds)
-    assert result == ProviderResult(ProviderOutcome.TIMEOUT)
+    assert result == ProviderResult(Outcome.TIMEOUT)
     assert recorder.requests == []
     assert not any(t.name == "kexpr-provider-call" for t in threading.enumerate())
 
@@ -676,37 +676,37 @@ def _validation_error() -> pydantic.ValidationError:
 @pytest.mark.parametrize(
     ("exc", "expected"),
     [
-        (openai.APITimeoutError(request=_REQ), ProviderOutcome.TIMEOUT),
-        (openai.APIConnectionError(request=_REQ), ProviderOutcome.PROVIDER_ERROR),
+        (openai.APITimeoutError(request=_REQ), Outcome.TIMEOUT),
+        (openai.APIConnectionError(request=_REQ), Outcome.PROVIDER_ERROR),
         (
             openai.RateLimitError("x", response=httpx.Response(429, request=_REQ), body=None),
-            ProviderOutcome.PROVIDER_ERROR,
+            Outcome.PROVIDER_ERROR,
         ),
         (
             openai.InternalServerError("x", response=httpx.Response(500, request=_REQ), body=None),
-            ProviderOutcome.PROVIDER_ERROR,
+            Outcome.PROVIDER_ERROR,
         ),
         (
             openai.APIResponseValidationError(
                 response=httpx.Response(200, request=_REQ), body=None
             ),
-            ProviderOutcome.INVALID_RESPONSE,
+            Outcome.INVALID_RESPONSE,
         ),
-        (openai.OpenAIError("x"), ProviderOutcome.PROVIDER_ERROR),
-        (httpx.ReadTimeout("x"), ProviderOutcome.TIMEOUT),
-        (TimeoutError(), ProviderOutcome.TIMEOUT),
-        (httpx.ConnectError("x"), ProviderOutcome.PROVIDER_ERROR),
-        (json.JSONDecodeError("x", "{", 1), ProviderOutcome.INVALID_RESPONSE),
-        (_validation_error(), ProviderOutcome.INVALID_RESPONSE),
-        (TypeError(), ProviderOutcome.INVALID_RESPONSE),
-        (ValueError(), ProviderOutcome.INVALID_RESPONSE),
-        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "x"), ProviderOutcome.INVALID_RESPONSE),
-        (RuntimeError(), ProviderOutcome.PROVIDER_ERROR),
-        (OSError(), ProviderOutcome.PROVIDER_ERROR),
+        (openai.OpenAIError("x"), Outcome.PROVIDER_ERROR),
+        (httpx.ReadTimeout("x"), Outcome.TIMEOUT),
+        (TimeoutError(), Outcome.TIMEOUT),
+        (httpx.ConnectError("x"), Outcome.PROVIDER_ERROR),
+        (json.JSONDecodeError("x", "{", 1), Outcome.INVALID_RESPONSE),
+        (_validation_error(), Outcome.INVALID_RESPONSE),
+        (TypeError(), Outcome.INVALID_RESPONSE),
+        (ValueError(), Outcome.INVALID_RESPONSE),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "x"), Outcome.INVALID_RESPONSE),
+        (RuntimeError(), Outcome.PROVIDER_ERROR),
+        (OSError(), Outcome.PROVIDER_ERROR),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else str(v),
 )
-def test_map_failure(exc: BaseException, expected: ProviderOutcome) -> None:
+def test_map_failure(exc: BaseException, expected: ProviderFailure) -> None:
     assert provider._map_failure(exc) is expected
 
 
@@ -720,7 +720,7 @@ def test_extract_content_accepts_only_a_completion() -> None:
 
 
 def test_result_never_shows_its_content() -> None:
-    result = ProviderResult(ProviderOutcome.CONTENT, "차분히, [[P:01]].")
+    result = ProviderResult(None, "차분히, [[P:01]].")
     assert "차분히" not in repr(result)
     assert "[[P:01]]" not in str(result)
 
@@ -728,9 +728,12 @@ def test_result_never_shows_its_content() -> None:
 @pytest.mark.parametrize(
     ("outcome", "content", "error"),
     [
-        (ProviderOutcome.CONTENT, None, TypeError),
-        (ProviderOutcome.TIMEOUT, "x", ValueError),
+        (None, None, TypeError),
+        (Outcome.TIMEOUT, "x", ValueError),
         ("content", "x", TypeError),
+        ("timeout", None, TypeError),  # the word, not the member
+        (Outcome.SELECTED, None, TypeError),  # an outcome, but not a provider failure
+        (Outcome.ACCEPTED, "x", TypeError),
     ],
 )
 def test_result_validates_on_construction(
