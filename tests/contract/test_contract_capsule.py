@@ -24,6 +24,12 @@ from kexpr.spool.contract import (
     slot_policy,
     tokens_for,
 )
+from kexpr.spool.contract.reasons import (
+    CAPSULE_REASON_FOR_READER,
+    REASON_VERDICT,
+    Reason,
+    Verdict,
+)
 
 R = CapsuleReason
 
@@ -206,6 +212,16 @@ def test_from_json_uses_the_strict_reader(
     with pytest.raises(CapsuleError) as info:
         Capsule.from_json(text)
     assert info.value.reason is reason
+
+
+def test_every_reader_reason_has_its_namesake_capsule_reason() -> None:
+    # The strict reader's refusals are the invalid_response reasons; the map to
+    # the capsule reasons of the same name is explicit and total over them.
+    reader = {r for r in Reason if REASON_VERDICT[r] is Verdict.INVALID_RESPONSE}
+    assert set(CAPSULE_REASON_FOR_READER) == reader and len(reader) == 10
+    for reader_reason, capsule_reason in CAPSULE_REASON_FOR_READER.items():
+        assert capsule_reason.name == reader_reason.name
+        assert capsule_reason.value == reader_reason.value
 
 
 def test_from_object_rejects_a_non_object() -> None:

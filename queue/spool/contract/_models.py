@@ -56,7 +56,7 @@ from .manifest import (
     manifest_for,
     tokens_for,
 )
-from .reasons import CapsuleReason
+from .reasons import CAPSULE_REASON_FOR_READER, CapsuleReason
 
 CONTRACT_VERSION: Final = "korean-expression-v4"
 
@@ -252,7 +252,7 @@ class Capsule(_ValidatedCapsulePart):
         try:
             obj = read_object(text)
         except StrictJsonError as e:
-            raise CapsuleError(CapsuleReason(e.reason.value)) from e
+            raise CapsuleError(CAPSULE_REASON_FOR_READER[e.reason]) from e
         return cls.from_object(obj)
 
     @classmethod

@@ -156,3 +156,20 @@ def _check_tables() -> None:
 
 
 _check_tables()
+
+
+# The strict reader's refusals as capsule reasons (`Capsule.from_json` reads a
+# capsule with the responses' reader): same names, explicit, total over the
+# reader's reasons (tests/contract: every reader reason maps to its namesake).
+CAPSULE_REASON_FOR_READER: Final[Mapping[Reason, CapsuleReason]] = {
+    Reason.NOT_UTF8: CapsuleReason.NOT_UTF8,
+    Reason.TOO_LARGE: CapsuleReason.TOO_LARGE,
+    Reason.BOM: CapsuleReason.BOM,
+    Reason.DUPLICATE_KEY: CapsuleReason.DUPLICATE_KEY,
+    Reason.NON_FINITE_NUMBER: CapsuleReason.NON_FINITE_NUMBER,
+    Reason.MALFORMED_JSON: CapsuleReason.MALFORMED_JSON,
+    Reason.NOT_OBJECT: CapsuleReason.NOT_OBJECT,
+    Reason.NOT_NFC: CapsuleReason.NOT_NFC,
+    Reason.FORBIDDEN_CHARACTER: CapsuleReason.FORBIDDEN_CHARACTER,
+    Reason.SCHEMA_MISMATCH: CapsuleReason.SCHEMA_MISMATCH,
+}
