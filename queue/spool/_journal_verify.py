@@ -281,19 +281,29 @@ def _alt(values: Iterable[str]) -> str:
 _FAST_COUNT: Final = "[1-9][0-9]{0,17}"
 
 
-def _value(name: str, capture: str | None = "", *, only: Iterable[str] | None = None) -> str:
+def _value(
+    name: str,
+    capture: str | None = "",
+    *,
+    only: Iterable[str] | None = None,
+    compared: bool = False,
+) -> str:
     """The pattern of field ``name``'s canonical JSON value, from `ROW_FORMAT`.
 
     ``capture``: ``""`` a group around the value (inside its quotes), a name a
     named group, None none. ``only`` narrows a CONST/ENUM field to these of its
-    values. A timestamp always has one more group, its first 13 characters
-    (``YYYY-MM-DDTHH``), judged by `_hour_ok`; the rest of its pattern (minutes
-    and seconds 00-59, six ASCII digits) leaves no other way for the reference
-    to refuse it. No value pattern admits a line break, quote, backslash or
-    non-ASCII character."""
+    values. ``compared``: a HEX value the fast path accepts only when it equals
+    a lowercase hex digest (the previous row's, or the one it computes), so any
+    characters but a line break of the table's length will do (cheaper to
+    match than the digit class: ~20% of the pattern's time). A timestamp always has one
+    more group, its first 13 characters (``YYYY-MM-DDTHH``), judged by
+    `_hour_ok`; the rest of its pattern (minutes and seconds 00-59, six ASCII
+    digits) leaves no other way for the reference to refuse it. No value pattern
+    but a ``compared`` one admits a quote, backslash or non-ASCII character, and
+    none a line break."""
     fmt = ROW_FORMAT[name]
     if fmt.kind is FieldKind.HEX:
-        inner = f"{HEX_DIGIT}{{{fmt.length}}}"
+        inner = f"{'.' if compared else HEX_DIGIT}{{{fmt.length}}}"
     elif fmt.kind is FieldKind.TIMESTAMP:
         inner = f"({TS_HOUR}){TS_REST}"
     elif fmt.kind is FieldKind.COUNT:
@@ -324,8 +334,8 @@ _FAST_ROW: Final = re.compile(
             "finalized_at_utc": f"(?:null|{_value('finalized_at_utc', None)})",
             "mode": _value("mode"),
             "outcome": _value("outcome"),
-            "previous_row_digest": _value("previous_row_digest"),
-            "row_digest": _value("row_digest"),
+            "previous_row_digest": _value("previous_row_digest", compared=True),
+            "row_digest": _value("row_digest", compared=True),
             "schema_version": _value("schema_version", None),
             "sequence": _value("sequence"),
             "started_at_utc": _value("started_at_utc"),
@@ -347,8 +357,8 @@ _FAST_PAIR: Final = re.compile(
             "finalized_at_utc": "null",
             "mode": _value("mode", "mode"),
             "outcome": _value("outcome", None, only=[Outcome.ATTEMPT_STARTED.value]),
-            "previous_row_digest": _value("previous_row_digest"),
-            "row_digest": _value("row_digest", "digest"),
+            "previous_row_digest": _value("previous_row_digest", compared=True),
+            "row_digest": _value("row_digest", "digest", compared=True),
             "schema_version": _value("schema_version", None),
             "sequence": _value("sequence"),
             "started_at_utc": _value("started_at_utc", "started"),
@@ -366,7 +376,7 @@ _FAST_PAIR: Final = re.compile(
             "mode": '"(?P=mode)"',
             "outcome": _value("outcome", only=[o.value for o in TERMINAL_OUTCOMES]),
             "previous_row_digest": '"(?P=digest)"',
-            "row_digest": _value("row_digest"),
+            "row_digest": _value("row_digest", compared=True),
             "schema_version": _value("schema_version", None),
             "sequence": _value("sequence"),
             "started_at_utc": '"(?P=started)"',
