@@ -1,10 +1,11 @@
 """The worker daemon: claim, dedupe, journal, one call, validate, respond (design §4, §9).
 
 The attempt's lifecycle and every decision about it are `kexpr.spool.lifecycle`'s.
-Here: the run loop, scanning and claiming. Beside it: `kexpr.worker.attempt` (one
-request to its answer), `kexpr.worker.reports` (reports and the restart rule),
-`kexpr.worker.housekeeping` (expiry, retention, litter), `kexpr.worker.status` (counters,
-the status file), `kexpr.worker.inbox` (the inotify wake).
+Here: the run loop and reading a claimed request. Beside it: `kexpr.worker.scan`
+(listing, claiming, dispatching), `kexpr.worker.attempt` (one request to its
+answer), `kexpr.worker.reports` (reports and the restart rule),
+`kexpr.worker.housekeeping` (expiry, retention, litter), `kexpr.worker.status`
+(counters, the status file), `kexpr.worker.inbox` (the inotify wake).
 
 Invariants (each one is a reason for a line below):
 
@@ -47,7 +48,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime as dt
-import errno
 import logging
 import os
 import sys
@@ -64,8 +64,6 @@ from kexpr.spool.fsio import (
     Sharing,
     UnsafePath,
     UnsafeReason,
-    claim,
-    list_dir,
     make_flock,
     publish,
     read_private_identified,
@@ -98,7 +96,7 @@ from kexpr.spool.messages import (
     parse_request,
 )
 from kexpr.spool.outcomes import ResponseOutcome
-from kexpr.worker import attempt, housekeeping, reports
+from kexpr.worker import attempt, housekeeping, reports, scan
 from kexpr.worker.attempt import _Quarantined
 from kexpr.worker.environment import hazardous_environment
 from kexpr.worker.exitcodes import ExitCode
@@ -106,6 +104,7 @@ from kexpr.worker.inbox import _InboxWatch
 from kexpr.worker.preload import Preload
 from kexpr.worker.provider import build_client
 from kexpr.worker.reports import REPORT_GROUP_MAX
+from kexpr.worker.scan import RESOURCE_ERRNOS, is_hex32, json_names, resource
 from kexpr.worker.status import Counters, Fault, wait_ready, write_status
 
 if TYPE_CHECKING:
@@ -119,10 +118,6 @@ _QUARANTINE_REASONS: Final = frozenset(
     {r.value for r in UnsafeReason} | {f.value for f in Finding} | {"io_error", "inode_changed"}
 )
 POOL_SIZE: Final = 8
-# Running out of descriptors or memory (``ulimit -n``, a full file table, ENOMEM)
-# is the machine's state, not an entry's: the scan stops, nothing is dropped, and
-# the next scan (the rescan timer) tries again. Never an exit, never a traceback.
-RESOURCE_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
 def utcnow() -> dt.datetime:
@@ -347,106 +342,15 @@ class Worker:
             log.event(_log, logging.INFO, "worker_stopped")
         return ExitCode.OK
 
+    # The inbox scan (worker.scan): listing, claiming, dispatching.
+
     def _scan(
         self, pool: cf.ThreadPoolExecutor, *, walk: bool = True, reports: bool = True
     ) -> None:
-        self._check_tree(walk=walk)
-        try:
-            # Orphans from a dead worker first (they are deduped like anything else).
-            claimed = self._live_names("claimed", _json_names(self.root.claimed))
-            for name in sorted(claimed):
-                self._dispatch(pool, name)
-            requests = self._live_names("requests", _json_names(self.root.requests))
-            for name in sorted(requests):
-                if self._claim(name):
-                    self._dispatch(pool, name)
-        except UnsafePath as e:
-            # A spool directory itself is unsafe: nothing in it can be trusted.
-            self._enter_quarantine(e.reason.value)
-        except (OSError, MemoryError) as e:
-            # The listing (or a resource) failed, not one entry: nothing is
-            # dropped; the next scan tries again (RESOURCE_ERRNOS: back off).
-            self.counters.fault(Fault.RESOURCE_EXHAUSTED if _resource(e) else Fault.LIST_FAILED)
-        if reports:
-            self._scan_reports()
+        scan.scan(self, pool, walk=walk, reports=reports)
 
     def _scan_reports(self) -> None:
-        try:
-            self._handle_reports(sorted(_json_names(self.root.reports)))
-        except UnsafePath as e:
-            self._enter_quarantine(e.reason.value)
-        except (OSError, MemoryError) as e:
-            if _resource(e):
-                # Out of descriptors or memory: the reports wait for the next tick.
-                self.counters.fault(Fault.RESOURCE_EXHAUSTED)
-            else:
-                self._enter_quarantine("io_error")
-
-    def _live_names(self, where: str, names: list[str]) -> list[str]:
-        """``names`` without the stuck entries of ``where``; a stuck entry that
-        is no longer listed is forgotten."""
-        listed = set(names)
-        with self._busy_lock:
-            self._stuck = {s for s in self._stuck if s[0] != where or s[1] in listed}
-            return [n for n in names if (where, n) not in self._stuck]
-
-    def _claim(self, name: str) -> bool:
-        """Claim one request (rename into ``claimed/``). An error of this entry
-        alone (``claimed/<id>.json`` is a directory: EISDIR; EIO on the rename)
-        answers it canonical and removes it; a resource error is raised to the
-        scan (back off); an unsafe directory is raised (quarantine)."""
-        src = self.root.requests / name
-        try:
-            won = claim(src, self.root.claimed / name)
-        except UnsafePath:
-            raise
-        except OSError as e:
-            if _resource(e):
-                raise
-            self.counters.fault(Fault.CLAIM_FAILED)
-            self._refuse_entry("requests", src)
-            return False
-        if won:
-            self.counters.claimed += 1
-        return won
-
-    def _refuse_entry(self, where: str, path: Path) -> None:
-        """Answer one entry canonical (``invalid_request``, no row, no call) and
-        remove its file; one that cannot be removed is skipped from now on."""
-        rid = path.name[: -len(".json")]
-        if _is_hex32(rid):
-            self._respond(rid, None, ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
-        try:
-            unlink_quiet(path)
-        except (OSError, UnsafePath):
-            self.counters.fault(Fault.ENTRY_STUCK)
-            with self._busy_lock:
-                self._stuck.add((where, path.name))
-
-    def _dispatch(self, pool: cf.ThreadPoolExecutor, name: str) -> None:
-        with self._busy_lock:
-            if name in self._busy:
-                return
-            self._busy.add(name)
-
-        def job() -> None:
-            try:
-                self.handle_claimed(name)
-            except (OSError, MemoryError) as e:
-                # One entry's failure is its own: counted, never the worker's.
-                self.counters.fault(Fault.RESOURCE_EXHAUSTED if _resource(e) else Fault.ENTRY_ERROR)
-            finally:
-                with self._busy_lock:
-                    self._busy.discard(name)
-
-        try:
-            pool.submit(job)
-        except RuntimeError:
-            # No thread could be started (ENOMEM, a thread limit): left in
-            # claimed/ for the next scan.
-            with self._busy_lock:
-                self._busy.discard(name)
-            self.counters.fault(Fault.RESOURCE_EXHAUSTED)
+        scan.scan_reports(self)
 
     # ----------------------------------------------------------------- requests
 
@@ -466,7 +370,7 @@ class Worker:
         except FileNotFoundError:
             return
         except (UnsafePath, MessageError, OSError, ValueError) as e:
-            if isinstance(e, OSError) and not isinstance(e, UnsafePath) and _resource(e):
+            if isinstance(e, OSError) and not isinstance(e, UnsafePath) and resource(e):
                 # Out of descriptors or memory: untouched, the next scan retries.
                 self.counters.fault(Fault.RESOURCE_EXHAUSTED)
                 return
@@ -478,7 +382,7 @@ class Worker:
                 self.counters.fault(Fault.ENTRY_STUCK)
                 with self._busy_lock:
                     self._stuck.add(("claimed", name))
-            if _is_hex32(rid):
+            if is_hex32(rid):
                 self._respond(rid, None, ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
             return
         try:
@@ -515,7 +419,7 @@ class Worker:
         reports.handle_reports(self, names)
 
     def _names(self, d: Path) -> list[str]:
-        return _json_names(d)
+        return json_names(d)
 
     def _remove_response(self, rid: str) -> None:
         _quiet(unlink_quiet, self.root.responses / f"{rid}.json")
@@ -609,24 +513,6 @@ def _quiet(fn: Callable[[Path], None], path: Path) -> bool:
     except (OSError, UnsafePath):
         return False
     return True
-
-
-def _resource(e: BaseException) -> bool:
-    """Out of descriptors or memory (RESOURCE_ERRNOS, MemoryError)."""
-    return isinstance(e, MemoryError) or (isinstance(e, OSError) and e.errno in RESOURCE_ERRNOS)
-
-
-def _json_names(d: Path) -> list[str]:
-    """Spool entries (walked and checked by `kexpr.spool.fsio`; raises `UnsafePath`)."""
-    try:
-        names = list_dir(d)
-    except FileNotFoundError:
-        return []
-    return [n for n in names if n.endswith(".json") and not n.startswith(".")]
-
-
-def _is_hex32(s: str) -> bool:
-    return len(s) == 32 and all(c in "0123456789abcdef" for c in s)
 
 
 __all__ = [

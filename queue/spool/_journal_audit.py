@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kexpr.spool._journal_files import seal
 from kexpr.spool._journal_rows import Finding, Index, JournalUnverified
 from kexpr.spool._journal_verify import verify_segment_bytes
 from kexpr.spool.fsio import FileId, UnsafePath, fsync_dir, link_into, unlink_if_same
-from kexpr.spool.journal import Journal, _seal
+from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
 
 
@@ -55,7 +56,7 @@ def audit_journal(root: DataRoot) -> JournalAudit:
                 out.quarantined.append(q.name)
                 try:
                     data, _ = j._read_file(root.quarantine / q.name, q.segment)
-                    _seal(data, q, out.index)
+                    seal(data, q, out.index)
                 except JournalUnverified as e:
                     out.findings.append(JournalFinding(e.finding.value, where))
             try:

@@ -9,31 +9,15 @@ import enum
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
 
 JOURNAL_SCHEMA: Final = "korean-expression-journal-v1"
 ZERO_DIGEST: Final = "0" * 64
-ROW_FIELDS: Final = frozenset(
-    {
-        "schema_version",
-        "sequence",
-        "artifact_key",
-        "surface",
-        "mode",
-        "attempt_id",
-        "state",
-        "outcome",
-        "started_at_utc",
-        "deadline_at_utc",
-        "finalized_at_utc",
-        "previous_row_digest",
-        "row_digest",
-    }
-)
 MAX_SEGMENT_BYTES: Final = 256 * 1024 * 1024
 # Rule 8: no row is longer than this (LF included). Rows have fixed-format
 # fields only (~570-640 bytes; the sequence grows by a digit per decade); a
@@ -43,9 +27,14 @@ MAX_ROW_BYTES: Final = 1024
 RETENTION_DAYS: Final = 35
 _SEGMENT_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl")
 _QUARANTINE_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.([1-9][0-9]{0,5})\.jsonl")
-_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_HEX32 = re.compile(r"[0-9a-f]{32}")
+# The spelling of a row's field values, shared by the reference check
+# (`_check_row_fields`) and the fast path's patterns (`kexpr.spool._journal_verify`).
+HEX_DIGIT: Final = "[0-9a-f]"
+# A timestamp is its hour (``YYYY-MM-DDTHH``, a real date and hour: checked by
+# strptime) and the rest (minutes and seconds 00-59, six digits, ``Z``).
+TS_HOUR: Final = "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}"
+TS_REST: Final = r":[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
+_TS = re.compile(TS_HOUR + TS_REST)
 # A torn canonical row that got past its first field (keys sort: artifact_key first).
 _TORN_KEY = re.compile(rb'\{"artifact_key":"([0-9a-f]{64})"')
 _SURFACES: Final = frozenset(
@@ -56,6 +45,77 @@ _SURFACES: Final = frozenset(
 class State(enum.StrEnum):
     ATTEMPT_STARTED = "attempt_started"
     FINALIZED = "finalized"
+
+
+class FieldKind(enum.Enum):
+    CONST = "const"  # one string value
+    ENUM = "enum"  # one of a set of strings
+    HEX = "hex"  # lowercase hex of a fixed length
+    COUNT = "count"  # a JSON integer >= 1
+    TIMESTAMP = "timestamp"  # `format_ts`, a real instant
+
+
+@dataclass(frozen=True, slots=True)
+class FieldFormat:
+    """One row field's format (rule 2). ``by_state``: judged with ``state``
+    (`Finding.STATE_OUTCOME`; ``finalized_at_utc`` is null on a start row),
+    not on its own (`Finding.FIELD_FORMAT`)."""
+
+    kind: FieldKind
+    values: tuple[str, ...] = ()  # CONST, ENUM: the values, sorted
+    length: int = 0  # HEX: the number of digits
+    by_state: bool = False
+
+
+def _one_of(values: Iterable[str], *, by_state: bool = False) -> FieldFormat:
+    return FieldFormat(FieldKind.ENUM, tuple(sorted(values)), by_state=by_state)
+
+
+_HEX64_FORMAT: Final = FieldFormat(FieldKind.HEX, length=64)
+_TS_FORMAT: Final = FieldFormat(FieldKind.TIMESTAMP)
+# The row format: the 13 fields of the plan, in canonical (sorted) order, each
+# with its format. The one table both the reference check and the fast path's
+# patterns are built from: a change here changes both.
+ROW_FORMAT: Final[Mapping[str, FieldFormat]] = MappingProxyType(
+    {
+        "artifact_key": _HEX64_FORMAT,
+        "attempt_id": FieldFormat(FieldKind.HEX, length=32),
+        "deadline_at_utc": _TS_FORMAT,
+        "finalized_at_utc": FieldFormat(FieldKind.TIMESTAMP, by_state=True),
+        "mode": _one_of(m.value for m in Mode),
+        "outcome": _one_of(
+            [Outcome.ATTEMPT_STARTED.value, *(o.value for o in TERMINAL_OUTCOMES)], by_state=True
+        ),
+        "previous_row_digest": _HEX64_FORMAT,
+        "row_digest": _HEX64_FORMAT,
+        "schema_version": FieldFormat(FieldKind.CONST, (JOURNAL_SCHEMA,)),
+        "sequence": FieldFormat(FieldKind.COUNT),
+        "started_at_utc": _TS_FORMAT,
+        "state": _one_of((s.value for s in State), by_state=True),
+        "surface": _one_of(_SURFACES),
+    }
+)
+ROW_FIELDS: Final = frozenset(ROW_FORMAT)
+assert list(ROW_FORMAT) == sorted(ROW_FORMAT) and len(ROW_FIELDS) == 13
+_HEX: Final[Mapping[int, re.Pattern[str]]] = {
+    f.length: re.compile(f"{HEX_DIGIT}{{{f.length}}}")
+    for f in ROW_FORMAT.values()
+    if f.kind is FieldKind.HEX
+}
+
+
+def conforms(fmt: FieldFormat, value: object) -> bool:
+    """Does ``value`` (decoded from JSON) have the format ``fmt``?"""
+    kind = fmt.kind
+    if kind is FieldKind.COUNT:
+        return type(value) is int and value >= 1
+    if kind is FieldKind.TIMESTAMP:
+        return _is_ts(value)
+    if not isinstance(value, str):
+        return False
+    if kind is FieldKind.HEX:
+        return _HEX[fmt.length].fullmatch(value) is not None
+    return value in fmt.values  # CONST, ENUM
 
 
 class Finding(enum.StrEnum):
@@ -242,32 +302,17 @@ def _check_row_fields(row: Mapping[str, Any], segment: str) -> None:
 
     if set(row) != ROW_FIELDS:
         raise bad(Finding.FIELD_SET)
-    if row["schema_version"] != JOURNAL_SCHEMA:
-        raise bad(Finding.FIELD_FORMAT)
-    seq = row["sequence"]
-    if type(seq) is not int or seq < 1:
-        raise bad(Finding.FIELD_FORMAT)
-    for k, pat in (
-        ("artifact_key", _HEX64),
-        ("attempt_id", _HEX32),
-        ("previous_row_digest", _HEX64),
-        ("row_digest", _HEX64),
-    ):
-        if not isinstance(row[k], str) or not pat.fullmatch(row[k]):
-            raise bad(Finding.FIELD_FORMAT)
-    if row["surface"] not in _SURFACES or row["mode"] not in {m.value for m in Mode}:
-        raise bad(Finding.FIELD_FORMAT)
-    for k in ("started_at_utc", "deadline_at_utc"):
-        if not _is_ts(row[k]):
+    for name, fmt in ROW_FORMAT.items():
+        if not fmt.by_state and not conforms(fmt, row[name]):
             raise bad(Finding.FIELD_FORMAT)
     state, outcome, fin = row["state"], row["outcome"], row["finalized_at_utc"]
     if state == State.ATTEMPT_STARTED:
         if outcome != Outcome.ATTEMPT_STARTED or fin is not None:
             raise bad(Finding.STATE_OUTCOME)
     elif state == State.FINALIZED:
-        if outcome not in {o.value for o in TERMINAL_OUTCOMES}:
+        if outcome == Outcome.ATTEMPT_STARTED or not conforms(ROW_FORMAT["outcome"], outcome):
             raise bad(Finding.STATE_OUTCOME)
-        if not _is_ts(fin):
+        if not conforms(ROW_FORMAT["finalized_at_utc"], fin):
             raise bad(Finding.FIELD_FORMAT)
     else:
         raise bad(Finding.STATE_OUTCOME)

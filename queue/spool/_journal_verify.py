@@ -1,8 +1,8 @@
 """Verification of one segment's bytes (`kexpr.spool.journal` rules 1-3).
 
 The reference is `_journal_rows._slow_row`, one row at a time. The fast path
-(`_FAST_PAIR`, `_FAST_ROW`) is built from the reference's own sets and tables
-(field formats, surfaces, `kexpr.spool.lifecycle.LEGAL_TERMINALS`), accepts only rows
+(`_FAST_PAIR`, `_FAST_ROW`) is built from the reference's own tables (the row
+format `ROW_FORMAT`, `kexpr.spool.lifecycle.LEGAL_TERMINALS`), accepts only rows
 it can vouch for with certainty and hands every other row to the reference, so
 its verdict is always the reference's (tests/spool_tests/test_journal_fastpath.py
 proves it differentially). docs/performance.md gives what it saves at start-up.
@@ -17,11 +17,13 @@ from dataclasses import fields
 from typing import Any, Final
 
 from kexpr.spool._journal_rows import (
-    _SURFACES,
-    JOURNAL_SCHEMA,
-    ROW_FIELDS,
+    HEX_DIGIT,
+    ROW_FORMAT,
+    TS_HOUR,
+    TS_REST,
     ZERO_DIGEST,
     AttemptRecord,
+    FieldKind,
     Finding,
     Index,
     JournalUnverified,
@@ -264,54 +266,81 @@ def _fold(
     keys.clear()
 
 
-# The fast path of `verify_segment_bytes`. Built from the reference's own sets and
-# tables, so it cannot drift from them; whatever it does not accept with certainty
-# is left to the reference (`_slow_row`).
+# The fast path of `verify_segment_bytes`. Its patterns are built from the row
+# format table (`ROW_FORMAT`, the reference's own), so a field's format is spelled
+# once; whatever the fast path does not accept with certainty is left to the
+# reference (`_slow_row`).
 
 
 def _alt(values: Iterable[str]) -> str:
     return "(?:" + "|".join(re.escape(v) for v in sorted(values)) + ")"
 
 
-# A timestamp: its first 13 characters (``YYYY-MM-DDTHH``, a group of its own)
-# are judged by `_hour_ok`, the rest must be minutes and seconds 00-59 and six
-# ASCII digits. Stricter than `_TS` + strptime (which also take seconds 60 and 61
-# and non-ASCII digits).
-_FAST_HOUR: Final = "([-0-9T]{13})"
-_FAST_REST: Final = r":[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
-_FAST_TS: Final = f"({_FAST_HOUR}{_FAST_REST})"  # two groups: the timestamp, its hour
-_FAST_SEQUENCE: Final = "([1-9][0-9]{0,17})"  # longer: the reference's (never seq + 1)
-# Any 64 characters but a line break: accepted only when equal to the previous
-# digest / the computed digest (lowercase hex, so then the layout is exact).
-_FAST_DIGEST: Final = '"(.{64})"'
-_FAST_SCHEMA: Final = f'"{re.escape(JOURNAL_SCHEMA)}"'
+# A count in canonical form with at most 18 digits (longer: the reference's,
+# never seq + 1 here).
+_FAST_COUNT: Final = "[1-9][0-9]{0,17}"
+
+
+def _value(
+    name: str,
+    capture: str | None = "",
+    *,
+    only: Iterable[str] | None = None,
+    compared: bool = False,
+) -> str:
+    """The pattern of field ``name``'s canonical JSON value, from `ROW_FORMAT`.
+
+    ``capture``: ``""`` a group around the value (inside its quotes), a name a
+    named group, None none. ``only`` narrows a CONST/ENUM field to these of its
+    values. ``compared``: a HEX value the fast path accepts only when it equals
+    a lowercase hex digest (the previous row's, or the one it computes), so any
+    characters but a line break of the table's length will do (cheaper to
+    match than the digit class: ~20% of the pattern's time). A timestamp always has one
+    more group, its first 13 characters (``YYYY-MM-DDTHH``), judged by
+    `_hour_ok`; the rest of its pattern (minutes and seconds 00-59, six ASCII
+    digits) leaves no other way for the reference to refuse it. No value pattern
+    but a ``compared`` one admits a quote, backslash or non-ASCII character, and
+    none a line break."""
+    fmt = ROW_FORMAT[name]
+    if fmt.kind is FieldKind.HEX:
+        inner = f"{'.' if compared else HEX_DIGIT}{{{fmt.length}}}"
+    elif fmt.kind is FieldKind.TIMESTAMP:
+        inner = f"({TS_HOUR}){TS_REST}"
+    elif fmt.kind is FieldKind.COUNT:
+        inner = _FAST_COUNT
+    else:  # CONST, ENUM
+        values = fmt.values if only is None else tuple(only)
+        assert set(values) <= set(fmt.values)
+        inner = _alt(values)
+    if capture is not None:
+        inner = f"(?P<{capture}>{inner})" if capture else f"({inner})"
+    return inner if fmt.kind is FieldKind.COUNT else f'"{inner}"'
 
 
 def _row_pattern(members: Mapping[str, str]) -> str:
     """One whole line that is exactly `canonical_json` of a row with these member
-    value patterns: sorted keys, no whitespace, then a line feed. No value pattern
-    admits a line break, and none but `_FAST_DIGEST` (accepted only when equal to
-    a lowercase hex digest) a quote, backslash or non-ASCII character."""
-    assert set(members) == ROW_FIELDS
-    return r"\{" + ",".join(f'"{k}":{members[k]}' for k in sorted(members)) + r"\}\n"
+    value patterns: sorted keys, no whitespace, then a line feed."""
+    assert list(members) == list(ROW_FORMAT)
+    return r"\{" + ",".join(f'"{k}":{members[k]}' for k in members) + r"\}\n"
 
 
 _FAST_ROW: Final = re.compile(
     _row_pattern(
         {
-            "artifact_key": '"([0-9a-f]{64})"',
-            "attempt_id": '"([0-9a-f]{32})"',
-            "deadline_at_utc": f'"{_FAST_TS}"',
-            "finalized_at_utc": f'(?:null|"{_FAST_HOUR}{_FAST_REST}")',  # its hour only
-            "mode": f'"({_alt(m.value for m in Mode)})"',
-            "outcome": f'"({_alt(o.value for o in Outcome)})"',
-            "previous_row_digest": _FAST_DIGEST,
-            "row_digest": _FAST_DIGEST,
-            "schema_version": _FAST_SCHEMA,
-            "sequence": _FAST_SEQUENCE,
-            "started_at_utc": f'"{_FAST_TS}"',
-            "state": f'"({_alt(s.value for s in State)})"',
-            "surface": f'"({_alt(_SURFACES)})"',
+            "artifact_key": _value("artifact_key"),
+            "attempt_id": _value("attempt_id"),
+            "deadline_at_utc": _value("deadline_at_utc"),
+            # null on a start row; a terminal's: its hour only
+            "finalized_at_utc": f"(?:null|{_value('finalized_at_utc', None)})",
+            "mode": _value("mode"),
+            "outcome": _value("outcome"),
+            "previous_row_digest": _value("previous_row_digest", compared=True),
+            "row_digest": _value("row_digest", compared=True),
+            "schema_version": _value("schema_version", None),
+            "sequence": _value("sequence"),
+            "started_at_utc": _value("started_at_utc"),
+            "state": _value("state"),
+            "surface": _value("surface"),
         }
     ),
     re.ASCII,
@@ -322,19 +351,19 @@ _ROW_DIGEST: Final = 9  # group of the row_digest value
 _FAST_PAIR: Final = re.compile(
     _row_pattern(
         {
-            "artifact_key": '"(?P<akey>[0-9a-f]{64})"',
-            "attempt_id": '"(?P<aid>[0-9a-f]{32})"',
-            "deadline_at_utc": f'"(?P<deadline>{_FAST_HOUR}{_FAST_REST})"',
+            "artifact_key": _value("artifact_key", "akey"),
+            "attempt_id": _value("attempt_id", "aid"),
+            "deadline_at_utc": _value("deadline_at_utc", "deadline"),
             "finalized_at_utc": "null",
-            "mode": f'"(?P<mode>{_alt(m.value for m in Mode)})"',
-            "outcome": f'"{re.escape(Outcome.ATTEMPT_STARTED.value)}"',
-            "previous_row_digest": _FAST_DIGEST,
-            "row_digest": '"(?P<digest>.{64})"',
-            "schema_version": _FAST_SCHEMA,
-            "sequence": _FAST_SEQUENCE,
-            "started_at_utc": f'"(?P<started>{_FAST_HOUR}{_FAST_REST})"',
-            "state": f'"{re.escape(State.ATTEMPT_STARTED.value)}"',
-            "surface": f'"(?P<surface>{_alt(_SURFACES)})"',
+            "mode": _value("mode", "mode"),
+            "outcome": _value("outcome", None, only=[Outcome.ATTEMPT_STARTED.value]),
+            "previous_row_digest": _value("previous_row_digest", compared=True),
+            "row_digest": _value("row_digest", "digest", compared=True),
+            "schema_version": _value("schema_version", None),
+            "sequence": _value("sequence"),
+            "started_at_utc": _value("started_at_utc", "started"),
+            "state": _value("state", None, only=[State.ATTEMPT_STARTED.value]),
+            "surface": _value("surface", "surface"),
         }
     )
     + "()"  # empty: where the terminal row begins
@@ -343,15 +372,15 @@ _FAST_PAIR: Final = re.compile(
             "artifact_key": '"(?P=akey)"',
             "attempt_id": '"(?P=aid)"',
             "deadline_at_utc": '"(?P=deadline)"',
-            "finalized_at_utc": f'"{_FAST_HOUR}{_FAST_REST}"',  # its hour only
+            "finalized_at_utc": _value("finalized_at_utc", None),  # its hour only
             "mode": '"(?P=mode)"',
-            "outcome": f'"({_alt(o.value for o in TERMINAL_OUTCOMES)})"',
+            "outcome": _value("outcome", only=[o.value for o in TERMINAL_OUTCOMES]),
             "previous_row_digest": '"(?P=digest)"',
-            "row_digest": _FAST_DIGEST,
-            "schema_version": _FAST_SCHEMA,
-            "sequence": _FAST_SEQUENCE,
+            "row_digest": _value("row_digest", compared=True),
+            "schema_version": _value("schema_version", None),
+            "sequence": _value("sequence"),
             "started_at_utc": '"(?P=started)"',
-            "state": f'"{re.escape(State.FINALIZED.value)}"',
+            "state": _value("state", None, only=[State.FINALIZED.value]),
             "surface": '"(?P=surface)"',
         }
     ),
@@ -408,7 +437,7 @@ _HOURS_MAX: Final = 4096
 
 def _hour_ok(hour: str) -> bool:
     """Does the reference accept a timestamp that starts with ``hour`` (the first
-    13 characters of a `_FAST_TS`) when its minutes and seconds are 00-59 and its
+    13 characters of a timestamp in the fast patterns) when its minutes and seconds are 00-59 and its
     fraction six ASCII digits? Judged by the reference itself (`_is_ts`), which
     checks the whole ``YYYY-MM-DDTHH`` format and the real date. Memoised (bounded)."""
     ok = _HOURS.get(hour)

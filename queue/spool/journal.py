@@ -1,9 +1,10 @@
 """The outcome journal (design §5; plan "Outcome journal").
 
-Rules (the attempt's lifecycle itself is `kexpr.spool.lifecycle`'s table; the rows are
-`kexpr.spool._journal_rows`, their verification `kexpr.spool._journal_verify`, the start-up
-snapshot `kexpr.spool._journal_snapshot`, the whole-root audit and the operator's
-torn-tail command `kexpr.spool._journal_audit`):
+Rules (the attempt's lifecycle itself is `kexpr.spool.lifecycle`'s table; the rows and
+their format table are `kexpr.spool._journal_rows`, their verification
+`kexpr.spool._journal_verify`, the files on disk (listing, reading, sealing)
+`kexpr.spool._journal_files`, the start-up snapshot `kexpr.spool._journal_snapshot`,
+the whole-root audit and the operator's torn-tail command `kexpr.spool._journal_audit`):
 
 1. Rows are canonical JSON: sorted keys, ``ensure_ascii=False``, separators
    ``(",", ":")``, NFC, one LF. Exactly the 13 fields of `ROW_FIELDS`.
@@ -54,7 +55,8 @@ torn-tail command `kexpr.spool._journal_audit`):
 
 Torn tail: what the worker does, and the operator's command
 (``kexpr journal quarantine``), are in docs/journal.md. Quarantined segments
-still count for dedupe: their artifact keys are *sealed* (`_seal`).
+still count for dedupe: their artifact keys are *sealed*
+(`kexpr.spool._journal_files.seal`).
 """
 
 from __future__ import annotations
@@ -64,14 +66,17 @@ import errno
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from kexpr.spool._journal_files import (
+    QuarantinedFile,
+    quarantined_files,
+    read_journal_file,
+    seal,
+    segment_names,
+)
 from kexpr.spool._journal_rows import (
-    _QUARANTINE_NAME,
-    _SEGMENT_NAME,
-    _TORN_KEY,
     JOURNAL_SCHEMA,
     MAX_ROW_BYTES,
     MAX_SEGMENT_BYTES,
@@ -102,10 +107,8 @@ from kexpr.spool.fsio import (
     UnsafePath,
     UnsafeReason,
     fsync_dir,
-    list_dir,
     make_flock,
     open_append,
-    open_read,
     remove_file,
 )
 from kexpr.spool.layout import DataRoot
@@ -122,41 +125,6 @@ from kexpr.spool.lifecycle import (
 )
 
 # ---------------------------------------------------------------------- journal
-
-
-@dataclass(frozen=True, slots=True)
-class QuarantinedFile:
-    name: str  # YYYY-MM-DD.N.jsonl
-    segment: str
-
-
-def _seal(data: bytes, q: QuarantinedFile, index: Index) -> None:
-    """Fold a quarantined file into ``index`` as sealed artifact keys (dedupe only).
-
-    Its complete lines must verify exactly like a segment's (they did when it was
-    quarantined: anything else now is tampering); the torn rest is searched for
-    the one field it may have got as far as (``artifact_key`` sorts first).
-    """
-    cut = data.rfind(b"\n") + 1
-    prefix, tail = data[:cut], data[cut:]
-    scratch = Index(
-        by_artifact=dict(index.by_artifact),
-        by_attempt=dict(index.by_attempt),
-        sealed=dict(index.sealed),
-    )
-    verify_segment_bytes(prefix, q.segment, scratch)
-    for aid, rec in scratch.by_attempt.items():
-        if aid in index.by_attempt:
-            continue
-        index.sealed[rec.artifact_key] = q.segment
-        if rec.outcome is None:
-            index.sealed_open += 1
-    m = _TORN_KEY.match(tail)
-    if m is not None:
-        akey = m.group(1).decode("ascii")
-        if akey in index.by_artifact:
-            raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, q.segment)
-        index.sealed.setdefault(akey, q.segment)
 
 
 class Journal:
@@ -185,56 +153,16 @@ class Journal:
 
     # -- reading ---------------------------------------------------------------
 
-    def _list(self, d: Path) -> list[str]:
-        try:
-            return list_dir(d)
-        except FileNotFoundError:
-            return []
-        except UnsafePath as e:
-            raise JournalUnverified(Finding.UNSAFE_FILE, "") from e
-
     def segments(self) -> list[str]:
-        names = self._list(self._root.outcomes)
-        out: list[str] = []
-        for n in names:
-            m = _SEGMENT_NAME.fullmatch(n)
-            if m is None or not _real_day(m.group(1)):
-                raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
-            out.append(m.group(1))
-        return sorted(out)
+        return segment_names(self._root)
 
     def quarantined(self) -> list[QuarantinedFile]:
-        out: list[QuarantinedFile] = []
-        for n in self._list(self._root.quarantine):
-            m = _QUARANTINE_NAME.fullmatch(n)
-            if m is None or not _real_day(m.group(1)):
-                raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
-            out.append(QuarantinedFile(n, m.group(1)))
-        return sorted(out, key=lambda q: (q.segment, int(q.name.split(".")[1])))
+        return quarantined_files(self._root)
+
+    _read_file = staticmethod(read_journal_file)
 
     def _segment_path(self, segment: str) -> Path:
         return self._root.outcomes / f"{segment}.jsonl"
-
-    @staticmethod
-    def _read_file(path: Path, segment: str) -> tuple[bytes, os.stat_result]:
-        """Read a segment through `kexpr.spool.fsio` (no symlink on the way, regular,
-        owner/mode, bounded). Any refusal is `Finding.UNSAFE_FILE`."""
-        try:
-            fd, st = open_read(path)
-        except (UnsafePath, OSError) as e:
-            raise JournalUnverified(Finding.UNSAFE_FILE, segment) from e
-        try:
-            if st.st_size > MAX_SEGMENT_BYTES:
-                raise JournalUnverified(Finding.UNSAFE_FILE, segment)
-            chunks = []
-            while True:
-                b = os.read(fd, 1 << 20)
-                if not b:
-                    break
-                chunks.append(b)
-            return b"".join(chunks), st
-        finally:
-            os.close(fd)
 
     def _read_segment(self, segment: str) -> tuple[bytes, os.stat_result]:
         return self._read_file(self._segment_path(segment), segment)
@@ -247,7 +175,7 @@ class Journal:
         tails: dict[str, _Tail] = {}
         for q in self.quarantined():
             data, st = self._read_file(self._root.quarantine / q.name, q.segment)
-            _seal(data, q, index)
+            seal(data, q, index)
             if prints is not None:
                 prints.append(file_print("q", q.name, st))
         for segment in self.segments():
@@ -552,14 +480,6 @@ def _quiet_fsync_dir(d: Path) -> None:
         fsync_dir(d)
     except OSError:
         pass  # an empty new segment: harmless whether or not its name is durable
-
-
-def _real_day(segment: str) -> bool:
-    try:
-        segment_date(segment)
-    except ValueError:
-        return False
-    return True
 
 
 class _Locked:

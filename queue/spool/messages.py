@@ -8,16 +8,22 @@ Each is a strict pydantic model (extra keys forbidden, no coercion) serialized a
 canonical JSON. Nothing in them can hold a canonical body, an expansion or a
 customer value: the only free-text-like field is ``composition``, which is the
 model's composition *as validated by the contract* (style lexemes and tokens).
-Reading goes through the contract's strict JSON reader (duplicate keys, NaN,
-non-NFC strings refused) before any model is built.
+Reading parses each file once: the contract's strict JSON reader (duplicate keys,
+NaN, non-NFC strings refused) gives a Python object, which the model validates in
+strict Python mode. The one enum-typed field (``status``) takes its value by
+lookup (``strict=False`` on that field only): the input is already a JSON string
+there, and strict Python mode would refuse any str for an enum, where strict JSON
+mode accepted exactly the enum's values. The ``outcome`` fields are ``Literal``s
+of `kexpr.spool.outcomes.Outcome` members, which strict Python mode matches by
+value. Every other field is strict.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from kexpr.spool.contract import Capsule, Composition
 from kexpr.spool.contract._strictjson import StrictJsonError, read_object
@@ -70,7 +76,7 @@ class SpoolResponse(_Strict):
     spool_version: Literal["kexpr-spool-v1"]
     request_id: Hex32
     attempt_id: Hex32 | None
-    status: ResponseStatus
+    status: Annotated[ResponseStatus, Field(strict=False)]
     outcome: ResponseOutcome
     composition: Composition | None
 
@@ -103,7 +109,7 @@ class MessageError(ValueError):
     """A spool file that is not exactly one of our messages. No content."""
 
 
-def _load(data: bytes) -> Any:
+def _load(data: bytes) -> dict[str, object]:
     try:
         return read_object(data, max_bytes=MAX_MESSAGE_BYTES)
     except (StrictJsonError, TypeError) as e:
@@ -111,17 +117,17 @@ def _load(data: bytes) -> Any:
 
 
 def parse_request(data: bytes) -> SpoolRequest:
-    _load(data)
+    obj = _load(data)
     try:
-        return SpoolRequest.model_validate_json(data)
+        return SpoolRequest.model_validate(obj)
     except ValueError as e:
         raise MessageError("schema") from e
 
 
 def parse_response(data: bytes) -> SpoolResponse:
-    _load(data)
+    obj = _load(data)
     try:
-        resp = SpoolResponse.model_validate_json(data)
+        resp = SpoolResponse.model_validate(obj)
     except ValueError as e:
         raise MessageError("schema") from e
     if (resp.status is ResponseStatus.ACCEPTED) != (resp.composition is not None):
@@ -130,8 +136,8 @@ def parse_response(data: bytes) -> SpoolResponse:
 
 
 def parse_report(data: bytes) -> SpoolReport:
-    _load(data)
+    obj = _load(data)
     try:
-        return SpoolReport.model_validate_json(data)
+        return SpoolReport.model_validate(obj)
     except ValueError as e:
         raise MessageError("schema") from e

@@ -36,7 +36,7 @@ from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import ResponseStatus
 from kexpr.spool.outcomes import Outcome
-from kexpr.worker import daemon
+from kexpr.worker import daemon, scan
 from kexpr.worker.daemon import Worker
 
 
@@ -113,14 +113,14 @@ def test_eio_on_one_claim_rename_answers_that_request_canonical(
     _as_request(root, f"{bad}.json")
     good = submit(root, clock, akey="c" * 64, rid=rid(2))
     _as_request(root, f"{good}.json")
-    real_claim = daemon.claim
+    real_claim = scan.claim
 
     def failing_claim(src: Path, dst: Path) -> bool:
         if src.name == f"{bad}.json":
             raise OSError(errno.EIO, "injected")
         return real_claim(src, dst)
 
-    monkeypatch.setattr(daemon, "claim", failing_claim)
+    monkeypatch.setattr(scan, "claim", failing_claim)
     _scan(w, pool)
     r = response(root, bad)
     assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
@@ -137,7 +137,7 @@ def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
     w = make_worker(root, provider, clock, env)
     good = submit(root, clock, rid=rid(2))
     _as_request(root, f"{good}.json")
-    real = daemon.list_dir
+    real = scan.list_dir
     failures = [OSError(code, "injected")]
 
     def listing(d: Path) -> list[str]:
@@ -145,7 +145,7 @@ def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
             raise failures.pop()
         return real(d)
 
-    monkeypatch.setattr(daemon, "list_dir", listing)
+    monkeypatch.setattr(scan, "list_dir", listing)
     _scan(w, pool)  # the old code: the OSError escaped _scan
     assert w.counters.faults == {"resource_exhausted": 1}
     assert (root.requests / f"{good}.json").exists()  # untouched, not dropped
@@ -163,7 +163,7 @@ def test_emfile_listing_reports_backs_off_instead_of_quarantine(
     def failing(path: Path) -> list[str]:
         raise OSError(errno.EMFILE, "injected")
 
-    monkeypatch.setattr(daemon, "list_dir", failing)
+    monkeypatch.setattr(scan, "list_dir", failing)
     w._scan_reports()  # the old code: quarantine io_error until restarted
     assert w.journal_ok and w.quarantine is None
     assert w.counters.faults == {"resource_exhausted": 1}

@@ -1073,14 +1073,14 @@ def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, t
 def test_a_reports_listing_that_fails_quarantines_io_error(
     root, provider, env, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from kexpr.worker import daemon
+    from kexpr.worker import scan
 
     w = make_worker(root, provider, Clock(), env)
 
     def failing(path: Path) -> list[str]:
         raise OSError(5, "EIO")
 
-    monkeypatch.setattr(daemon, "list_dir", failing)
+    monkeypatch.setattr(scan, "list_dir", failing)
     w._scan_reports()
     assert not w.journal_ok and w.quarantine == "io_error"
 

@@ -1,0 +1,124 @@
+"""The journal's files on disk (`kexpr.spool.journal` rules 2, 7 and "Torn
+tail"): listing the segments and quarantined files (names of real UTC days,
+nothing else allowed), reading one through `kexpr.spool.fsio` (bounded), and
+sealing a quarantined file's artifact keys into the dedupe index.
+
+Every refusal is a `JournalUnverified` finding (fail closed), never content.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kexpr.spool._journal_rows import (
+    _QUARANTINE_NAME,
+    _SEGMENT_NAME,
+    _TORN_KEY,
+    MAX_SEGMENT_BYTES,
+    Finding,
+    Index,
+    JournalUnverified,
+    segment_date,
+)
+from kexpr.spool._journal_verify import verify_segment_bytes
+from kexpr.spool.fsio import UnsafePath, list_dir, open_read
+from kexpr.spool.layout import DataRoot
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantinedFile:
+    name: str  # YYYY-MM-DD.N.jsonl
+    segment: str
+
+
+def _real_day(segment: str) -> bool:
+    try:
+        segment_date(segment)
+    except ValueError:
+        return False
+    return True
+
+
+def _names(d: Path) -> list[str]:
+    try:
+        return list_dir(d)
+    except FileNotFoundError:
+        return []
+    except UnsafePath as e:
+        raise JournalUnverified(Finding.UNSAFE_FILE, "") from e
+
+
+def segment_names(root: DataRoot) -> list[str]:
+    """The days of ``outcomes/YYYY-MM-DD.jsonl``, sorted; any other name is
+    `Finding.UNEXPECTED_FILE`."""
+    out: list[str] = []
+    for n in _names(root.outcomes):
+        m = _SEGMENT_NAME.fullmatch(n)
+        if m is None or not _real_day(m.group(1)):
+            raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
+        out.append(m.group(1))
+    return sorted(out)
+
+
+def quarantined_files(root: DataRoot) -> list[QuarantinedFile]:
+    """``quarantine/YYYY-MM-DD.N.jsonl``, by day then N; any other name is
+    `Finding.UNEXPECTED_FILE`."""
+    out: list[QuarantinedFile] = []
+    for n in _names(root.quarantine):
+        m = _QUARANTINE_NAME.fullmatch(n)
+        if m is None or not _real_day(m.group(1)):
+            raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
+        out.append(QuarantinedFile(n, m.group(1)))
+    return sorted(out, key=lambda q: (q.segment, int(q.name.split(".")[1])))
+
+
+def read_journal_file(path: Path, segment: str) -> tuple[bytes, os.stat_result]:
+    """Read a segment through `kexpr.spool.fsio` (no symlink on the way, regular,
+    owner/mode, bounded). Any refusal is `Finding.UNSAFE_FILE`."""
+    try:
+        fd, st = open_read(path)
+    except (UnsafePath, OSError) as e:
+        raise JournalUnverified(Finding.UNSAFE_FILE, segment) from e
+    try:
+        if st.st_size > MAX_SEGMENT_BYTES:
+            raise JournalUnverified(Finding.UNSAFE_FILE, segment)
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def seal(data: bytes, q: QuarantinedFile, index: Index) -> None:
+    """Fold a quarantined file into ``index`` as sealed artifact keys (dedupe only).
+
+    Its complete lines must verify exactly like a segment's (they did when it was
+    quarantined: anything else now is tampering); the torn rest is searched for
+    the one field it may have got as far as (``artifact_key`` sorts first).
+    """
+    cut = data.rfind(b"\n") + 1
+    prefix, tail = data[:cut], data[cut:]
+    scratch = Index(
+        by_artifact=dict(index.by_artifact),
+        by_attempt=dict(index.by_attempt),
+        sealed=dict(index.sealed),
+    )
+    verify_segment_bytes(prefix, q.segment, scratch)
+    for aid, rec in scratch.by_attempt.items():
+        if aid in index.by_attempt:
+            continue
+        index.sealed[rec.artifact_key] = q.segment
+        if rec.outcome is None:
+            index.sealed_open += 1
+    m = _TORN_KEY.match(tail)
+    if m is not None:
+        akey = m.group(1).decode("ascii")
+        if akey in index.by_artifact:
+            raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, q.segment)
+        index.sealed.setdefault(akey, q.segment)
