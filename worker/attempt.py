@@ -60,11 +60,11 @@ def handle_request(
     admission = admit_request(submitted, deadline, wall)
     if admission is Admission.EXPIRED:
         # The shim has already given up: no row, no call, no response.
-        w.counters.expired_requests += 1
+        w.counters.bump("expired_requests")
         return
     if admission is Admission.CLOCK_SKEW:
         # Its timestamps cannot be trusted against ours: canonical, no call.
-        w.counters.clock_skew += 1
+        w.counters.bump("clock_skew")
         w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW)
         return
     if not w.journal_ok:
@@ -82,7 +82,7 @@ def handle_request(
             w._retain_if_due(j)
             if capsule.artifact_key in j.index.sealed:
                 # Attempted in a quarantined segment: never again (spool.journal).
-                w.counters.already_attempted += 1
+                w.counters.bump("already_attempted")
                 w._respond(
                     rid,
                     None,
@@ -114,7 +114,7 @@ def handle_request(
     if w._client is None:
         result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
     else:
-        w.counters.calls += 1
+        w.counters.bump("calls")
         seconds = until - w._mono()
         result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
     _conclude(w, rid, rec, until, result, req)
@@ -124,11 +124,11 @@ def _answer_existing(w: Worker, rid: str, rec: AttemptRecord) -> None:
     """Dedupe (caller holds the journal lock). Never a call."""
     answer = answer_existing(rec.outcome, w._held.get(rec.attempt_id), rid, w._mono())
     if answer is Answer.ALREADY_ATTEMPTED:
-        w.counters.already_attempted += 1
+        w.counters.bump("already_attempted")
         w._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, Outcome.ALREADY_ATTEMPTED)
     elif answer is Answer.IN_FLIGHT:
         # Our own call is running: the owner writes the terminal row.
-        w.counters.in_flight += 1
+        w.counters.bump("in_flight")
         w._respond(rid, None, ResponseStatus.IN_FLIGHT, Outcome.IN_FLIGHT)
     elif answer is Answer.EXPIRE_CANONICAL:
         expire(w, rec)
@@ -177,7 +177,7 @@ def _conclude_locked(
         late = w._mono() >= until
         failed = result.outcome  # None: content came back; it is judged next
         if late and result.outcome is not Outcome.TIMEOUT:
-            w.counters.late_results += 1
+            w.counters.bump("late_results")
         rejected: ContractRejection | None = None
         composition = None
         if w.journal_ok and not late and failed is None:
@@ -201,7 +201,7 @@ def _conclude_locked(
                 until=until + w._grace.total_seconds(),
             )
             w._answers[rec.attempt_id] = rid
-            w.counters.accepted += 1
+            w.counters.bump("accepted")
             accepted = SpoolResponse(
                 spool_version=SPOOL_VERSION,
                 request_id=rid,
@@ -232,7 +232,7 @@ def finalized(w: Worker, attempt_id: str, outcome: Outcome) -> None:
         w._remove_response(rid)
     w.counters.outcome(outcome)
     if outcome not in SELECTED_OUTCOMES:
-        w.counters.canonical += 1
+        w.counters.bump("canonical")
 
 
 def expire(w: Worker, rec: AttemptRecord) -> None:

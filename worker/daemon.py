@@ -105,7 +105,13 @@ from kexpr.worker.preload import Preload
 from kexpr.worker.provider import build_client
 from kexpr.worker.reports import REPORT_GROUP_MAX
 from kexpr.worker.scan import RESOURCE_ERRNOS, is_hex32, json_names, resource
-from kexpr.worker.status import Counters, Fault, wait_ready, write_status
+from kexpr.worker.status import (
+    FAULT_FOR_REFUSED_APPEND,
+    Counters,
+    Fault,
+    wait_ready,
+    write_status,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -375,7 +381,7 @@ class Worker:
                 self.counters.fault(Fault.RESOURCE_EXHAUSTED)
                 return
             # Canonical, zero calls, zero rows.
-            self.counters.invalid_requests += 1
+            self.counters.bump("invalid_requests")
             if isinstance(e, OSError) and not isinstance(e, UnsafePath):
                 self.counters.fault(Fault.READ_FAILED)
             if not self._drop_file(path, e):
@@ -446,7 +452,7 @@ class Worker:
         if isinstance(e, AppendRefused):
             # Nothing was written (or it was undone): the journal still
             # verifies. This request is canonical; the next one tries again.
-            self.counters.fault(Fault(e.finding.value))
+            self.counters.fault(FAULT_FOR_REFUSED_APPEND.get(e.finding, Fault.ENTRY_ERROR))
         elif isinstance(e, JournalUnverified):
             self._enter_quarantine(e.finding.value)
         elif isinstance(e, UnsafePath):

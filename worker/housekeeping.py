@@ -67,7 +67,7 @@ def retain(w: Worker, j: Journal) -> None:
             if held is None or not (held.live and held.phase is Phase.OPEN):
                 w._expire(rec)
     removed, _ = j.remove_expired(today)
-    w.counters.retired_segments += len(removed)
+    w.counters.bump("retired_segments", len(removed))
 
 
 def remember_litter(w: Worker, rid: str, mono: float) -> None:

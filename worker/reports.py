@@ -85,7 +85,7 @@ def adopt_inherited(w: Worker) -> None:
                 kind = inherited_phase(rec.attempt_id in answered)
                 held = held_inherited(kind, rec.deadline, wall, mono, w._grace.total_seconds())
                 if held is None:
-                    w.counters.lost_attempts += 1
+                    w.counters.bump("lost_attempts")
                     w._expire(rec)
                 else:
                     w._held[rec.attempt_id] = held
@@ -115,7 +115,7 @@ def handle_reports(w: Worker, names: list[str]) -> None:
         except FileNotFoundError:
             continue
         except (UnsafePath, MessageError, OSError, ValueError) as e:
-            w.counters.orphan_reports += 1
+            w.counters.bump("orphan_reports")
             w._drop_file(path, e)
             continue
         read.append((path, fid, report))
@@ -139,7 +139,7 @@ def handle_reports(w: Worker, names: list[str]) -> None:
                     mono,
                 )
                 if why is not None or rec is None or held is None:
-                    w.counters.orphan_reports += 1
+                    w.counters.bump("orphan_reports")
                     done.append((path, fid))
                     continue
                 items.append((rec, held.phase, Event.REPORT, reported))
@@ -149,7 +149,7 @@ def handle_reports(w: Worker, names: list[str]) -> None:
                 for rec in j.append_terminals(group, w._clock()):
                     assert rec.outcome is not None
                     w._finalized(rec.attempt_id, rec.outcome)
-                    w.counters.reports += 1
+                    w.counters.bump("reports")
                     done.append(files[rec.attempt_id])
     except (JournalUnverified, UnsafePath, OSError) as e:
         w._journal_failed(e)

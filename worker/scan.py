@@ -92,7 +92,7 @@ def claim_request(w: Worker, name: str) -> bool:
         refuse_entry(w, "requests", src)
         return False
     if won:
-        w.counters.claimed += 1
+        w.counters.bump("claimed")
     return won
 
 

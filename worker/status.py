@@ -6,12 +6,14 @@ from __future__ import annotations
 import enum
 import json
 import os
+import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, get_args
 
 from kexpr.spool.fsio import UnsafePath, replace_private
-from kexpr.spool.journal import format_ts
+from kexpr.spool.journal import Finding, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import Outcome
 
@@ -36,9 +38,39 @@ class Fault(enum.StrEnum):
     WATCH_FAILED = "watch_failed"  # no inotify watch: the rescan timer alone
 
 
+# The journal's refusals of one append (`AppendRefused.finding`) as the worker's
+# faults: explicit, total over the findings an append is refused with.
+FAULT_FOR_REFUSED_APPEND: Final[Mapping[Finding, Fault]] = {
+    Finding.APPEND_UNDONE: Fault.APPEND_UNDONE,
+    Finding.SEGMENT_FULL: Fault.SEGMENT_FULL,
+}
+
+
+CounterName: TypeAlias = Literal[
+    "claimed",
+    "calls",
+    "accepted",
+    "canonical",
+    "in_flight",
+    "clock_skew",
+    "lost_attempts",
+    "already_attempted",
+    "expired_requests",
+    "invalid_requests",
+    "reports",
+    "orphan_reports",
+    "late_results",
+    "retired_segments",
+]
+
+
 @dataclass(slots=True)
 class Counters:
-    """Content-free counters for ``worker.status.json`` (trio-style statistics)."""
+    """Content-free counters for ``worker.status.json`` (trio-style statistics).
+
+    The scan thread and the call threads both count: every change goes through a
+    method that holds ``lock`` (``x += 1`` on an attribute is a read and a write
+    another thread can interleave), and `write_status` reads under it."""
 
     claimed: int = 0
     calls: int = 0
@@ -60,50 +92,47 @@ class Counters:
     unsafe: dict[str, int] = field(default_factory=dict)
     # Entry and scan faults by `Fault` value (enum keys only).
     faults: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def bump(self, name: CounterName, n: int = 1) -> None:
+        with self.lock:
+            setattr(self, name, getattr(self, name) + n)
 
     def outcome(self, o: Outcome) -> None:
-        self.by_outcome[o.value] = self.by_outcome.get(o.value, 0) + 1
+        with self.lock:
+            self.by_outcome[o.value] = self.by_outcome.get(o.value, 0) + 1
 
     def unsafe_file(self, e: UnsafePath) -> None:
-        self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
+        with self.lock:
+            self.unsafe[e.reason.value] = self.unsafe.get(e.reason.value, 0) + 1
 
     def fault(self, f: Fault) -> None:
-        self.faults[f.value] = self.faults.get(f.value, 0) + 1
+        with self.lock:
+            self.faults[f.value] = self.faults.get(f.value, 0) + 1
 
 
 def write_status(w: Worker) -> None:
     """``worker.status.json``: heartbeat, state and counters; no content."""
     c = w.counters
-    status = {
-        "schema": "kexpr-worker-status-v1",
-        "pid": os.getpid(),
-        "state": w._state,
-        "started_at_utc": w._started_at,
-        "heartbeat_at_utc": format_ts(w._clock()),
-        "journal": "verified" if w.journal_ok else "unverified",
-        "quarantine": w.quarantine,
-        "clock_step_observed": w.clock_step,
-        "refusing": w.refusing,
-        "unsafe": dict(sorted(c.unsafe.items())),
-        "faults": dict(sorted(c.faults.items())),
-        "credential": "present" if w._client is not None else "absent",
-        "counters": {
-            "claimed": c.claimed,
-            "calls": c.calls,
-            "accepted": c.accepted,
-            "in_flight": c.in_flight,
-            "clock_skew": c.clock_skew,
-            "lost_attempts": c.lost_attempts,
-            "already_attempted": c.already_attempted,
-            "expired_requests": c.expired_requests,
-            "invalid_requests": c.invalid_requests,
-            "reports": c.reports,
-            "orphan_reports": c.orphan_reports,
-            "late_results": c.late_results,
-            "retired_segments": c.retired_segments,
-            "by_outcome": dict(sorted(c.by_outcome.items())),
-        },
-    }
+    with c.lock:
+        status = {
+            "schema": "kexpr-worker-status-v1",
+            "pid": os.getpid(),
+            "state": w._state,
+            "started_at_utc": w._started_at,
+            "heartbeat_at_utc": format_ts(w._clock()),
+            "journal": "verified" if w.journal_ok else "unverified",
+            "quarantine": w.quarantine,
+            "clock_step_observed": w.clock_step,
+            "refusing": w.refusing,
+            "unsafe": dict(sorted(c.unsafe.items())),
+            "faults": dict(sorted(c.faults.items())),
+            "credential": "present" if w._client is not None else "absent",
+            "counters": {
+                **{name: getattr(c, name) for name in get_args(CounterName)},
+                "by_outcome": dict(sorted(c.by_outcome.items())),
+            },
+        }
     try:
         replace_private(
             w.root.status_file,

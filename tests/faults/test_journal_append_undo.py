@@ -354,3 +354,18 @@ def test_enospc_mid_row_on_a_full_tmpfs_is_undone(tiny_tmpfs: Path) -> None:
         if child.stdout:
             child.stdout.close()
         shutil.rmtree(root.root, ignore_errors=True)
+
+
+def test_every_refused_append_has_its_worker_fault() -> None:
+    """The findings the journal refuses one append with (read off its source, so
+    a new one cannot be missed) each map to the worker fault of the same name."""
+    import inspect
+    import re
+
+    from kexpr.worker.status import FAULT_FOR_REFUSED_APPEND
+
+    source = inspect.getsource(journal_mod)
+    raised = {Finding[name] for name in re.findall(r"AppendRefused\(Finding\.([A-Z_]+)", source)}
+    assert raised == set(FAULT_FOR_REFUSED_APPEND) and len(raised) == 2
+    for finding, fault in FAULT_FOR_REFUSED_APPEND.items():
+        assert fault.name == finding.name and fault.value == finding.value

@@ -1,0 +1,38 @@
+"""The worker's status counters: counted from several threads, all shown."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import get_args
+
+from kexpr.spool.outcomes import Outcome
+from kexpr.worker.status import CounterName, Counters, Fault
+
+
+def test_every_counter_is_named_once_and_shown() -> None:
+    # write_status shows the counters named by CounterName: every int field.
+    ints = [f.name for f in dataclasses.fields(Counters) if f.type == "int"]
+    assert list(get_args(CounterName)) == ints and "canonical" in ints
+
+
+def test_counts_from_many_threads_add_up() -> None:
+    c = Counters()
+    start = threading.Barrier(8)
+
+    def count() -> None:
+        start.wait()
+        for _ in range(5000):
+            c.bump("calls")
+            c.bump("retired_segments", 2)
+            c.fault(Fault.ENTRY_ERROR)
+            c.outcome(Outcome.TIMEOUT)
+
+    threads = [threading.Thread(target=count) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert (c.calls, c.retired_segments) == (40000, 80000)
+    assert c.faults == {"entry_error": 40000}
+    assert c.by_outcome == {"timeout": 40000}
