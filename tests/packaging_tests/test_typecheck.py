@@ -29,49 +29,31 @@ def installed_layout(base: Path) -> Path:
     return base
 
 
-def test_product_packages_typecheck_strict(tmp_path: Path) -> None:
-    tree = installed_layout(tmp_path / "tree")
+def mypy(config: str, *paths: Path, cwd: Path, mypypath: Path | None = None) -> str:
+    """mypy's findings (empty when clean), with no cache and a minimal environment."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    if mypypath is not None:
+        env["MYPYPATH"] = str(mypypath)
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--config-file",
-            str(REPO / "pyproject.toml"),
-            "--no-error-summary",
-            "--cache-dir",
-            "/dev/null",
-        ],
-        cwd=tree,
+        [sys.executable, "-m", "mypy", "--config-file", str(REPO / config)]
+        + ["--no-error-summary", "--cache-dir", "/dev/null", *map(str, paths)],
+        cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
-    assert out.returncode == 0, out.stdout + out.stderr
+    return "" if out.returncode == 0 else out.stdout + out.stderr or f"exit {out.returncode}"
+
+
+def test_product_packages_typecheck_strict(tmp_path: Path) -> None:
+    tree = installed_layout(tmp_path / "tree")
+    assert mypy("pyproject.toml", cwd=tree) == ""
 
 
 def test_tests_typecheck(tmp_path: Path) -> None:
     """mypy over tests/ (mypy-tests.ini: not strict, but untyped bodies are checked),
     with the product packages' real types from the same installed-layout tree."""
     tree = installed_layout(tmp_path / "tree")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--config-file",
-            str(REPO / "mypy-tests.ini"),
-            "--no-error-summary",
-            "--cache-dir",
-            "/dev/null",
-            str(REPO / "tests"),
-        ],
-        cwd=REPO,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "MYPYPATH": str(tree)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+    assert mypy("mypy-tests.ini", REPO / "tests", cwd=REPO, mypypath=tree) == ""
