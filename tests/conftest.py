@@ -72,6 +72,14 @@ def data_root(tmp_path: Path) -> Path:
     return d
 
 
+@pytest.fixture
+def root(tmp_path: Path) -> DataRoot:
+    """A fresh, set-up data root under the test's own tmp_path."""
+    r = DataRoot(tmp_path / "root")
+    r.ensure()
+    return r
+
+
 def journal_rows(root: Path) -> list[dict[str, Any]]:
     """Every complete journal row under data root ``root``, oldest segment first.
 

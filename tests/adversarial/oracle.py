@@ -28,6 +28,12 @@ from typing import Any, Final
 # design §6, verbatim (kept as the spec's own line, hence the split).
 _SPEC_LINE: Final = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 그대로 특히 잠시 다시"
 SPEC_LEXICON: Final[tuple[str, ...]] = tuple(_SPEC_LINE.split(" "))
+# The plan's forbidden vocabulary, in the plan's order (seed plan "Korean style
+# grammar, prohibited claims, and deterministic rejection"); the product's list
+# starts with these and may add more.
+PLAN_VOCABULARY: Final[tuple[str, ...]] = tuple(
+    "잘 충분 성공 좋 안전 위험 진단 치료 약 유지 조정 측정 기록 승인 전달 전송 보내".split(" ")
+)
 MAX_BYTES: Final = 16 * 1024
 
 _LEXEME: Final = "(?:" + "|".join(re.escape(w) for w in SPEC_LEXICON) + ")"

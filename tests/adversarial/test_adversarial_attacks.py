@@ -37,6 +37,7 @@ from adversarial.builders import (
     put,
     response,
 )
+from adversarial.oracle import PLAN_VOCABULARY
 from kexpr.spool.contract import (
     MAX_NESTING,
     MAX_RESPONSE_BYTES,
@@ -473,29 +474,9 @@ IDS_IN_PROSE = [
     _g("ids_in_prose", "ID in the second sentence", "차분히 [[P:01]]. A_WEEKLY_RECHECK_INPUT [[A:01]].", Reason.LATIN, WEEKLY_MIXED),
 ]  # fmt: skip
 
-# -- forbidden vocabulary and evidential claims ----------------------------------------------
-_PLAN_VOCABULARY = [
-    "잘",
-    "충분",
-    "성공",
-    "좋",
-    "안전",
-    "위험",
-    "진단",
-    "치료",
-    "약",
-    "유지",
-    "조정",
-    "측정",
-    "기록",
-    "승인",
-    "전달",
-    "전송",
-    "보내",
-]
 VOCABULARY = [
-    *[_g("forbidden_vocabulary", f"plan word {v} alone", f"차분히 {v} [[P:01]].", Reason.FORBIDDEN_VOCABULARY) for v in _PLAN_VOCABULARY],
-    *[_g("forbidden_vocabulary", f"plan word {v} inside a word", f"{v}하게, [[P:01]].", Reason.FORBIDDEN_VOCABULARY) for v in _PLAN_VOCABULARY],
+    *[_g("forbidden_vocabulary", f"plan word {v} alone", f"차분히 {v} [[P:01]].", Reason.FORBIDDEN_VOCABULARY) for v in PLAN_VOCABULARY],
+    *[_g("forbidden_vocabulary", f"plan word {v} inside a word", f"{v}하게, [[P:01]].", Reason.FORBIDDEN_VOCABULARY) for v in PLAN_VOCABULARY],
     _g("forbidden_vocabulary", "충분히", "충분히 [[P:01]].", Reason.FORBIDDEN_VOCABULARY),
     _g("forbidden_vocabulary", "좋아요", "좋아요, [[P:01]].", Reason.FORBIDDEN_VOCABULARY),
     _g("forbidden_vocabulary", "완벽하게", "완벽하게 [[P:01]].", Reason.FORBIDDEN_VOCABULARY),

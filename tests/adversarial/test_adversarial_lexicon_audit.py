@@ -15,7 +15,7 @@ import unicodedata
 
 import pytest
 
-from adversarial.oracle import SPEC_LEXICON
+from adversarial.oracle import PLAN_VOCABULARY, SPEC_LEXICON
 from gateway_shim.glossary import GLOSSARY
 from kexpr.spool.contract import (
     ALL_SEMANTIC_IDS,
@@ -26,26 +26,6 @@ from kexpr.spool.contract import (
 )
 from kexpr.spool.contract import lexicon as code_lists
 
-# Seed plan, "Korean style grammar, prohibited claims, and deterministic rejection".
-PLAN_VOCABULARY = [
-    "잘",
-    "충분",
-    "성공",
-    "좋",
-    "안전",
-    "위험",
-    "진단",
-    "치료",
-    "약",
-    "유지",
-    "조정",
-    "측정",
-    "기록",
-    "승인",
-    "전달",
-    "전송",
-    "보내",
-]
 PLAN_EVIDENTIAL = ("확인 결과", "확인결과", "기록상", "분석")
 PLAN_UNITS_DATES = ("kg", "kcal", "g", "L", "일", "주", "월", "년", "시간")
 # design §6: "Hangul number words as whole words (하나 둘 셋 … 일 이 삼 … 십 백 천 만)",
@@ -110,7 +90,7 @@ def test_no_lexeme_run_spells_a_forbidden_claim() -> None:
 
 def test_spec_number_words_are_covered_by_the_code() -> None:
     assert set(SPEC_NUMBER_WORDS) <= code_lists.NUMBER_WORDS
-    assert tuple(PLAN_VOCABULARY) == code_lists.FORBIDDEN_VOCABULARY[: len(PLAN_VOCABULARY)]
+    assert PLAN_VOCABULARY == code_lists.FORBIDDEN_VOCABULARY[: len(PLAN_VOCABULARY)]
 
 
 @pytest.mark.parametrize("word", SPEC_NUMBER_WORDS)

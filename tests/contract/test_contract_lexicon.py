@@ -6,6 +6,7 @@ import itertools
 import unicodedata
 
 import pytest
+from adversarial.oracle import PLAN_VOCABULARY
 from contract_support import DAILY_SLOT
 
 from kexpr.spool.contract import SAFE_STYLE_LEXEMES, check_generated
@@ -48,26 +49,7 @@ def test_no_lexeme_sequence_forms_an_evidential_claim() -> None:
 
 
 def test_plan_vocabulary_is_present() -> None:
-    plan = [
-        "잘",
-        "충분",
-        "성공",
-        "좋",
-        "안전",
-        "위험",
-        "진단",
-        "치료",
-        "약",
-        "유지",
-        "조정",
-        "측정",
-        "기록",
-        "승인",
-        "전달",
-        "전송",
-        "보내",
-    ]
-    assert FORBIDDEN_VOCABULARY[: len(plan)] == tuple(plan)
+    assert FORBIDDEN_VOCABULARY[: len(PLAN_VOCABULARY)] == PLAN_VOCABULARY
     assert {"확인결과", "기록상", "분석"} <= set(EVIDENTIAL_CLAIMS)
     assert {"하나", "둘", "셋", "일", "이", "삼", "십", "백", "천", "만"} <= NUMBER_WORDS
     assert {"주", "월", "년", "시간"} <= UNIT_DATE_WORDS

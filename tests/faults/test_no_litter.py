@@ -17,13 +17,6 @@ from kexpr.spool.fsio import create_private_file, publish, replace_private
 from kexpr.spool.layout import DataRoot
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    r = DataRoot(tmp_path / "root")
-    r.ensure()
-    return r
-
-
 def _fail(code: int) -> Callable[..., object]:
     def f(*a: object, **kw: object) -> object:
         raise OSError(code, "injected")

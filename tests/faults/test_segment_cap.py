@@ -36,13 +36,6 @@ CAP = 8 * 1024
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    r = DataRoot(tmp_path / "root")
-    r.ensure()
-    return r
-
-
-@pytest.fixture
 def small_cap(monkeypatch: pytest.MonkeyPatch) -> int:
     monkeypatch.setattr(journal_mod, "MAX_SEGMENT_BYTES", CAP)
     return CAP

@@ -43,13 +43,6 @@ from kexpr.spool.outcomes import Outcome
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    r = DataRoot(tmp_path / "root")
-    r.ensure()
-    return r
-
-
 def mode_of(p: Path) -> int:
     return stat.S_IMODE(os.lstat(p).st_mode)
 

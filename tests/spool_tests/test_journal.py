@@ -540,13 +540,6 @@ def test_more_corruption_is_detected(
     assert e.value.finding is finding
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    r = DataRoot(tmp_path / "root")
-    r.ensure()
-    return r
-
-
 def test_hand_built_multi_day_journal_verifies(root: DataRoot) -> None:
     write_segment(
         root, "2026-11-29.jsonl", hand_rows("1" * 64, "2" * 32, "2026-11-29", ["timeout"])

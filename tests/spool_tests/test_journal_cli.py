@@ -22,13 +22,6 @@ AKEYS = ("1" * 64, "3" * 64, "5" * 64)
 AIDS = ("2" * 32, "4" * 32, "6" * 32)
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    r = DataRoot(tmp_path / "root")
-    r.ensure()
-    return r
-
-
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
     code = cli([*argv, "--json"])
     out = capsys.readouterr().out

@@ -121,13 +121,6 @@ def provider() -> Provider:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    r = DataRoot(tmp_path / "root")
-    r.ensure()
-    return r
-
-
-@pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}

@@ -22,7 +22,6 @@ from worker_tests.test_daemon import (  # noqa: F401  (fixtures)
     make_worker,
     provider,
     rid,
-    root,
     submit,
 )
 
@@ -73,7 +72,7 @@ class _CountingDecoder:
 
 def test_accepted_path_parses_each_document_once_and_judges_once(
     monkeypatch: pytest.MonkeyPatch,
-    root: DataRoot,  # noqa: F811
+    root: DataRoot,
     provider: Provider,  # noqa: F811
     env: dict[str, str],  # noqa: F811
 ) -> None:

@@ -58,13 +58,6 @@ class Sentinel:
         pass
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    r = DataRoot(tmp_path / "root")
-    r.ensure()
-    return r
-
-
 def _settle(watch: _InboxWatch, root: DataRoot) -> None:
     sentinel = Sentinel()
     watch._fd.add_callback(
