@@ -136,11 +136,8 @@ OUTCOME_FOR_VERDICT: Final[Mapping[Verdict, Literal[ContractRejection, Outcome.A
     Verdict.VALIDATION_REJECTED: Outcome.VALIDATION_REJECTED,
 }
 
-_HOST_BY_VALUE: Final[Mapping[str, HostOutcome]] = {
-    Outcome.SELECTED.value: Outcome.SELECTED,
-    Outcome.COMMIT_FAILED.value: Outcome.COMMIT_FAILED,
-    Outcome.PUBLICATION_FAILED.value: Outcome.PUBLICATION_FAILED,
-}
+# Read off the one definition of the role, like the frozensets above.
+_HOST_BY_VALUE: Final[Mapping[str, HostOutcome]] = {o.value: o for o in get_args(HostOutcome)}
 
 
 def host_outcome(value: object) -> HostOutcome | None:
