@@ -334,6 +334,8 @@ OUTCOME_LEGEND: Final = {
     "spool_unavailable": "the data root could not be used: canonical",
     "invalid_request": "the worker refused the request file: canonical",
     "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
+    "no_time_to_answer": "too little of the 4 s was left for even the shortest answer: canonical, no call",
+    "answer_unpublishable": "the data root had no room for the answer: canonical, no call",
 }
 
 

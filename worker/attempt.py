@@ -8,11 +8,13 @@ functions take the `kexpr.worker.daemon.Worker` whose state they change.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kexpr.spool.contract import judge
-from kexpr.spool.fsio import UnsafePath
+from kexpr.spool.contract.budget import answer_token_bound, min_answer_seconds
+from kexpr.spool.fsio import Reservation, UnsafePath, reserve
 from kexpr.spool.journal import AppendRefused, AttemptRecord, Journal, JournalUnverified
 from kexpr.spool.lifecycle import (
     SELECTED_OUTCOMES,
@@ -30,10 +32,10 @@ from kexpr.spool.lifecycle import (
     transition,
 )
 from kexpr.spool.messages import (
-    SPOOL_VERSION,
     ResponseStatus,
     SpoolRequest,
     SpoolResponse,
+    SpoolVersion,
 )
 from kexpr.spool.outcomes import (
     OUTCOME_FOR_VERDICT,
@@ -52,10 +54,25 @@ class _Quarantined(Exception):
     """Internal: the worker is in quarantine (rule 6)."""
 
 
+class _Unpublished(Exception):
+    """Internal: an accepted response could not be published (`_abandon` ends it)."""
+
+
+# What `reserve` allocates for a request's answer before its row and its call
+# (issue 19). The inode is what an exhausted root lacked; the bytes: a canonical
+# answer is ~250 bytes, and a filesystem allocates whole blocks (4 KiB on ext4
+# and tmpfs), which hold the accepted answer of every capsule the surfaces build
+# (1-3 KiB). What a longer answer needs beyond is written at publication; a
+# failure there is `respond_failed` and the attempt ends (`_abandon`). Kept
+# small so that the reservation is never what a nearly full disk refuses first.
+RESPONSE_RESERVE_BYTES: Final = 512
+
+
 def handle_request(
     w: Worker, req: SpoolRequest, submitted: dt.datetime, deadline: dt.datetime
 ) -> None:
     rid = req.request_id
+    version = req.spool_version
     wall, mono = w._clock(), w._mono()
     admission = admit_request(submitted, deadline, wall)
     if admission is Admission.EXPIRED:
@@ -65,16 +82,34 @@ def handle_request(
     if admission is Admission.CLOCK_SKEW:
         # Its timestamps cannot be trusted against ours: canonical, no call.
         w.counters.bump("clock_skew")
-        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW)
+        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW, version=version)
         return
     if not w.journal_ok:
-        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE)
+        w._respond(
+            rid, None, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE, version=version
+        )
         return
     # The call budget: read once from the wall deadline, then counted down
     # on the monotonic clock (spool.lifecycle rule 6).
     until = mono + remaining_budget(deadline, wall)
-    capsule = req.capsule
-    mode = Mode(req.mode)
+    reservation: Reservation | None = None
+    try:
+        rec, reservation = _start(w, req, until)
+        if rec is not None:
+            _run_attempt(w, req, rec, until, reservation)
+    finally:
+        if reservation is not None:
+            reservation.release()
+
+
+def _start(
+    w: Worker, req: SpoolRequest, until: float
+) -> tuple[AttemptRecord | None, Reservation | None]:
+    """Dedupe, reserve, admit and write the start row, under one journal lock.
+    (the new attempt, its reservation), or (None, ...) when this request is
+    answered without one. Nothing here calls."""
+    rid, version, capsule = req.request_id, req.spool_version, req.capsule
+    reservation: Reservation | None = None
     try:
         with w.journal.locked() as j:
             if not w.journal_ok:
@@ -88,51 +123,172 @@ def handle_request(
                     None,
                     ResponseStatus.ALREADY_ATTEMPTED,
                     Outcome.ALREADY_ATTEMPTED,
+                    version=version,
                 )
-                return
-            rec = j.index.by_artifact.get(capsule.artifact_key)
-            if rec is not None:
-                _answer_existing(w, rid, rec)
-                return
+                return None, None
+            existing = j.index.by_artifact.get(capsule.artifact_key)
+            if existing is not None:
+                _answer_existing(w, rid, existing, version)
+                return None, None
+            # Issue 19: what publishing the answer needs is taken before the row
+            # and the call (an inode and its bytes in tmp/). Without it there is
+            # no row and no call: the one request is not spent on an answer that
+            # could not be delivered (docs/lifecycle.md "Before the start row").
+            try:
+                reservation = reserve(
+                    w.root.tmp, w.root.responses / f"{rid}.json", RESPONSE_RESERVE_BYTES
+                )
+            except OSError:
+                w.counters.fault(Fault.RESERVE_FAILED)
+                w._respond(
+                    rid,
+                    None,
+                    ResponseStatus.CANONICAL,
+                    Outcome.ANSWER_UNPUBLISHABLE,
+                    version=version,
+                )
+                return None, None
+            # Issue 19: admission judged again right before the start row, on
+            # the monotonic clock read under the lock: a request whose time left
+            # cannot hold even its minimal answer at the fastest published rate
+            # gets no row and no call (the scan or the lock may have taken the
+            # time since it was first seen).
+            if until - w._mono() < min_answer_seconds(answer_token_bound(capsule)):
+                w.counters.bump("no_time_to_answer")
+                w._respond(
+                    rid,
+                    None,
+                    ResponseStatus.CANONICAL,
+                    Outcome.NO_TIME_TO_ANSWER,
+                    version=version,
+                    reservation=reservation,
+                )
+                return None, reservation
             rec = j.append_start(
                 artifact_key=capsule.artifact_key,
                 surface=capsule.surface,
-                mode=mode,
+                mode=Mode(req.mode),
                 attempt_id=secrets.token_hex(16),
                 started_at=w._clock(),
                 deadline_at_utc=req.deadline_at_utc,
             )
             w._held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
             w.refusing = None
+            return rec, reservation
     except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
         if isinstance(e, AppendRefused) and e.finding.value == Fault.SEGMENT_FULL.value:
             w.refusing = Fault.SEGMENT_FULL.value
         w._journal_failed(e)
-        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE)
-        return
+        w._respond(
+            rid,
+            None,
+            ResponseStatus.CANONICAL,
+            Outcome.JOURNAL_UNAVAILABLE,
+            version=version,
+            reservation=reservation,
+        )
+        return None, reservation
+    except BaseException:
+        # Anything else (MemoryError, a bug) is the caller's to count; the
+        # reservation is not left behind. A start row already written has no
+        # holder now, so the next presentation expires it (`answer_existing`).
+        if reservation is not None:
+            reservation.release()
+        raise
 
-    if w._client is None:
-        result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
-    else:
-        w.counters.bump("calls")
-        seconds = until - w._mono()
-        result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
-    _conclude(w, rid, rec, until, result, req)
+
+def _run_attempt(
+    w: Worker, req: SpoolRequest, rec: AttemptRecord, until: float, reservation: Reservation | None
+) -> None:
+    """After the start row: the one call and its conclusion. Issue 21 item 1:
+    whatever is raised here (``RuntimeError("can't start new thread")`` at a
+    thread limit, ``MemoryError``, a bug), the attempt does not stay live: it
+    ends in a terminal row, or in its durable "answered" state if its accepted
+    response is already published, and the fault is counted."""
+    try:
+        if w._client is None:
+            result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
+        else:
+            w.counters.bump("calls")
+            seconds = until - w._mono()
+            result = call_with_deadline(w._client, req.capsule.to_json(), seconds=max(seconds, 0.0))
+        _conclude(w, req.request_id, rec, until, result, req, reservation)
+    except Exception as e:  # noqa: BLE001 -- counted and ended below, never left live
+        if not isinstance(e, _Unpublished):  # already counted: respond_failed
+            w.counters.fault(Fault.ATTEMPT_ERROR)
+        _abandon(w, req, rec, reservation)
 
 
-def _answer_existing(w: Worker, rid: str, rec: AttemptRecord) -> None:
+def _abandon(
+    w: Worker, req: SpoolRequest, rec: AttemptRecord, reservation: Reservation | None
+) -> None:
+    """End an attempt whose handling raised (issue 21 item 1). Answered (its
+    accepted response is in responses/, the durable AWAITING_REPORT): left to
+    its report window. Otherwise ``claim_expired_canonical`` (the EXPIRE edge
+    from OPEN: no owner can finish it) and the starter answered canonical. If
+    even that row cannot be written, this process forgets the attempt, so the
+    next presentation expires it (`answer_existing`: open, no holder) and is
+    publishable; never ``in_flight``."""
+    rid = req.request_id
+    answered = False
+    try:
+        answered = w._answers.get(rec.attempt_id) == rid and os.path.lexists(
+            w.root.responses / f"{rid}.json"
+        )
+        if answered:
+            return
+        with w.journal.locked() as j:
+            current = j.index.by_attempt.get(rec.attempt_id)
+            if current is not None and current.outcome is None:
+                held = w._held.get(rec.attempt_id)
+                phase = held.phase if held is not None else Phase.OPEN
+                j.append_terminal(
+                    current, phase, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, w._clock()
+                )
+                finalized(w, rec.attempt_id, Outcome.CLAIM_EXPIRED_CANONICAL)
+                w._respond(
+                    rid,
+                    rec.attempt_id,
+                    ResponseStatus.CANONICAL,
+                    Outcome.CLAIM_EXPIRED_CANONICAL,
+                    version=req.spool_version,
+                    reservation=reservation,
+                )
+    except (JournalUnverified, UnsafePath, OSError) as e:
+        w._journal_failed(e)
+    except Exception:  # noqa: BLE001 -- the fault is already counted; see finally
+        pass
+    finally:
+        if not answered:
+            w._held.pop(rec.attempt_id, None)
+            w._answers.pop(rec.attempt_id, None)
+
+
+def _answer_existing(w: Worker, rid: str, rec: AttemptRecord, version: SpoolVersion) -> None:
     """Dedupe (caller holds the journal lock). Never a call."""
     answer = answer_existing(rec.outcome, w._held.get(rec.attempt_id), rid, w._mono())
     if answer is Answer.ALREADY_ATTEMPTED:
         w.counters.bump("already_attempted")
-        w._respond(rid, None, ResponseStatus.ALREADY_ATTEMPTED, Outcome.ALREADY_ATTEMPTED)
+        w._respond(
+            rid,
+            None,
+            ResponseStatus.ALREADY_ATTEMPTED,
+            Outcome.ALREADY_ATTEMPTED,
+            version=version,
+        )
     elif answer is Answer.IN_FLIGHT:
         # Our own call is running: the owner writes the terminal row.
         w.counters.bump("in_flight")
-        w._respond(rid, None, ResponseStatus.IN_FLIGHT, Outcome.IN_FLIGHT)
+        w._respond(rid, None, ResponseStatus.IN_FLIGHT, Outcome.IN_FLIGHT, version=version)
     elif answer is Answer.EXPIRE_CANONICAL:
         expire(w, rec)
-        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLAIM_EXPIRED_CANONICAL)
+        w._respond(
+            rid,
+            None,
+            ResponseStatus.CANONICAL,
+            Outcome.CLAIM_EXPIRED_CANONICAL,
+            version=version,
+        )
     # Answer.NONE: the starter itself; its answer comes from its call.
 
 
@@ -143,7 +299,9 @@ def _conclude(
     until: float,
     result: ProviderResult,
     req: SpoolRequest,
+    reservation: Reservation | None,
 ) -> None:
+    version = req.spool_version
     try:
         accepted, outcome = _conclude_locked(w, rec, until, result, req, rid)
     except (JournalUnverified, UnsafePath, OSError) as e:
@@ -151,12 +309,30 @@ def _conclude(
         # call produced is delivered (rule 6).
         w._held.pop(rec.attempt_id, None)
         w._journal_failed(e)
-        w._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE)
+        w._respond(
+            rid,
+            rec.attempt_id,
+            ResponseStatus.CANONICAL,
+            Outcome.JOURNAL_UNAVAILABLE,
+            version=version,
+            reservation=reservation,
+        )
         return
     if accepted is not None:
-        w._publish_response(accepted, durable=True)
+        if not w._publish_response(accepted, durable=True, reservation=reservation):
+            # Not published, so not answered (rule 3): the attempt must not
+            # wait for a report that cannot come; it ends now (issue 21 item 1).
+            w._answers.pop(rec.attempt_id, None)
+            raise _Unpublished
     elif outcome is not None:
-        w._respond(rid, rec.attempt_id, ResponseStatus.CANONICAL, outcome)
+        w._respond(
+            rid,
+            rec.attempt_id,
+            ResponseStatus.CANONICAL,
+            outcome,
+            version=version,
+            reservation=reservation,
+        )
 
 
 def _conclude_locked(
@@ -203,7 +379,7 @@ def _conclude_locked(
             w._answers[rec.attempt_id] = rid
             w.counters.bump("accepted")
             accepted = SpoolResponse(
-                spool_version=SPOOL_VERSION,
+                spool_version=req.spool_version,
                 request_id=rid,
                 attempt_id=rec.attempt_id,
                 status=ResponseStatus.ACCEPTED,

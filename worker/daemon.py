@@ -61,6 +61,7 @@ from kexpr.spool import log
 from kexpr.spool.fsio import (
     FileId,
     LockTimeout,
+    Reservation,
     Sharing,
     UnsafePath,
     UnsafeReason,
@@ -93,6 +94,8 @@ from kexpr.spool.messages import (
     ResponseStatus,
     SpoolRequest,
     SpoolResponse,
+    SpoolVersion,
+    UnknownSpoolVersion,
     parse_request,
 )
 from kexpr.spool.outcomes import ResponseOutcome
@@ -185,6 +188,9 @@ class Worker:
         # planted at ``claimed/<id>.json``): counted once, then skipped while
         # they are still listed, so one stuck entry is not re-handled every scan.
         self._stuck: set[tuple[str, str]] = set()
+        # reports/ names of a protocol version this release does not know: kept,
+        # counted once (kexpr.worker.reports).
+        self._foreign: set[str] = set()
         self._wake = threading.Event()
         self._client: openai.OpenAI | None = None
         self._started_at = format_ts(clock())
@@ -382,6 +388,9 @@ class Worker:
                 return
             # Canonical, zero calls, zero rows.
             self.counters.bump("invalid_requests")
+            if isinstance(e, UnknownSpoolVersion):
+                # A newer shim's request: refused closed, and said so.
+                self.counters.fault(Fault.UNKNOWN_SPOOL_VERSION)
             if isinstance(e, OSError) and not isinstance(e, UnsafePath):
                 self.counters.fault(Fault.READ_FAILED)
             if not self._drop_file(path, e):
@@ -470,40 +479,57 @@ class Worker:
         attempt_id: str | None,
         status: ResponseStatus,
         outcome: ResponseOutcome,
-    ) -> None:
-        self._publish_response(
+        *,
+        version: SpoolVersion = SPOOL_VERSION,
+        reservation: Reservation | None = None,
+    ) -> bool:
+        """``version``: the request's own, so a shim of the older protocol can
+        parse its answer (`kexpr.spool.messages`)."""
+        return self._publish_response(
             SpoolResponse(
-                spool_version=SPOOL_VERSION,
+                spool_version=version,
                 request_id=rid,
                 attempt_id=attempt_id,
                 status=status,
                 outcome=outcome,
                 composition=None,
-            )
+            ),
+            reservation=reservation,
         )
 
-    def _publish_response(self, resp: SpoolResponse, *, durable: bool = False) -> None:
+    def _publish_response(
+        self,
+        resp: SpoolResponse,
+        *,
+        durable: bool = False,
+        reservation: Reservation | None = None,
+    ) -> bool:
         """``durable``: an accepted response is its attempt's AWAITING_REPORT
         (spool.lifecycle rule 3) and must survive a crash: fsynced, and removed
         by the worker once the terminal row is durable. Any other answer is
         only useful before its deadline (a torn one fails the shim's strict
         parse): not fsynced, and removed as litter after RESPONSE_TTL if the
-        shim never collected it."""
+        shim never collected it. ``reservation``: the staging file reserved
+        before the call (`kexpr.worker.attempt`; issue 19), used once.
+        False if nothing was published."""
         if not durable:
             self._remember_litter(resp.request_id, self._mono())
+        final = self.root.responses / f"{resp.request_id}.json"
         try:
-            publish(
-                self.root.tmp,
-                self.root.responses / f"{resp.request_id}.json",
-                resp.to_bytes(),
-                durable=durable,
-            )
+            if reservation is not None and reservation.final_path == final:
+                reservation.publish(resp.to_bytes(), durable=durable)
+            else:
+                publish(self.root.tmp, final, resp.to_bytes(), durable=durable)
         except UnsafePath as e:
             # responses/ is not what it was: the shim times out canonical.
             self._enter_quarantine(e.reason.value)
-        except OSError:
+            return False
+        except (OSError, ValueError):
             # FileExistsError included: the shim falls back to canonical.
+            # ValueError: the reservation was already used (a caller bug).
             self.counters.fault(Fault.RESPOND_FAILED)
+            return False
+        return True
 
     # ------------------------------------------------------------------- status
 

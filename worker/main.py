@@ -18,8 +18,9 @@ Start-up order, each step a precondition of the next (design §9, §10):
    core while this process imports the SDK; its result is re-checked, never
    trusted blindly).
 4. Only then import the daemon (and with it ``openai``) and run until SIGTERM.
-   SIGTERM is a graceful stop: no new claims; a call in flight finishes or hits
-   its 4 s deadline; the terminal row is written (worker.daemon).
+   SIGTERM (or SIGINT) is a graceful stop: no new claims; a call in flight
+   finishes or hits its 4 s deadline; the terminal row is written
+   (worker.daemon). SIGHUP, SIGUSR1 and SIGUSR2 are ignored (`IGNORED_SIGNALS`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ PR_SET_DUMPABLE: Final = 4
 _PARENT_AT_START: Final = os.getppid()
 
 Prctl = Callable[[int, int, int, int, int], int]
+
+# Issue 21 item 4: only SIGTERM and SIGINT stop the worker (gracefully). These
+# have no meaning for it and are ignored: their default action is to terminate,
+# and a stray ``kill -USR1`` or a closed terminal (SIGHUP) must not cost the
+# presentations in flight their answers. The worker reads no configuration
+# after start-up, so SIGHUP has nothing to reload; the status file is written on
+# every rescan tick anyway (docs/systemd.md "Signals").
+IGNORED_SIGNALS: Final = (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
 def _libc_prctl() -> Prctl | None:
@@ -134,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    for signum in IGNORED_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     code = Worker(DataRoot(args.data_root), preload=preload).run(stop)
     if code is not ExitCode.OK:
         print(f"kexpr worker: exit {code.name.lower()}", file=sys.stderr)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Final
 from kexpr.spool.fsio import FileId, UnsafePath, read_private_identified, unlink_if_same
 from kexpr.spool.journal import AttemptRecord, JournalUnverified
 from kexpr.spool.lifecycle import (
+    EVENT_OUTCOMES,
+    MODE_FORBIDS,
     Event,
     Outcome,
     Phase,
@@ -23,9 +25,11 @@ from kexpr.spool.messages import (
     MessageError,
     ResponseStatus,
     SpoolReport,
+    UnknownSpoolVersion,
     parse_report,
     parse_response,
 )
+from kexpr.worker.status import Fault
 
 if TYPE_CHECKING:
     from kexpr.worker.daemon import Worker
@@ -76,22 +80,55 @@ def adopt_inherited(w: Worker) -> None:
             answered[rec.attempt_id] = rid
         else:
             w._remember_litter(rid, mono)
+    reported = _reported_attempts(w)
     try:
         with w.journal.locked() as j:
             wall = w._clock()
             for rec in list(j.index.open_attempts()):
                 if rec.attempt_id in w._held:
                     continue
-                kind = inherited_phase(rec.attempt_id in answered)
+                kind = inherited_phase(
+                    rec.attempt_id in answered, _evidence(rec, reported.get(rec.attempt_id))
+                )
                 held = held_inherited(kind, rec.deadline, wall, mono, w._grace.total_seconds())
                 if held is None:
                     w.counters.bump("lost_attempts")
                     w._expire(rec)
                 else:
                     w._held[rec.attempt_id] = held
-                    w._answers[rec.attempt_id] = answered[rec.attempt_id]
+                    if rec.attempt_id in answered:
+                        w._answers[rec.attempt_id] = answered[rec.attempt_id]
     except (JournalUnverified, UnsafePath, OSError) as e:
         w._journal_failed(e)
+
+
+def _reported_attempts(w: Worker) -> dict[str, Outcome]:
+    """attempt_id -> reported outcome of every readable report in reports/
+    (issue 21 item 3: the evidence looked at before any inherited attempt is
+    expired). What cannot be read here is judged by `handle_reports` as usual."""
+    out: dict[str, Outcome] = {}
+    try:
+        names = w._names(w.root.reports)
+    except (UnsafePath, OSError):
+        return out  # the report scan right after meets the same error and says so
+    for name in names:
+        try:
+            data, _ = read_private_identified(w.root.reports / name, max_bytes=MAX_MESSAGE_BYTES)
+            report = parse_report(data)
+        except (UnsafePath, MessageError, OSError, ValueError):
+            continue
+        if name == f"{report.attempt_id}.json":
+            out[report.attempt_id] = report.outcome
+    return out
+
+
+def _evidence(rec: AttemptRecord, reported: Outcome | None) -> bool:
+    """A report is evidence only if it is one the table allows for the mode."""
+    return (
+        reported is not None
+        and reported in EVENT_OUTCOMES[Event.REPORT]
+        and reported not in MODE_FORBIDS[rec.mode]
+    )
 
 
 def handle_reports(w: Worker, names: list[str]) -> None:
@@ -113,6 +150,13 @@ def handle_reports(w: Worker, names: list[str]) -> None:
             if name != f"{report.attempt_id}.json":
                 raise MessageError("attempt_id")
         except FileNotFoundError:
+            continue
+        except UnknownSpoolVersion:
+            # A newer protocol's report: not ours to judge, and never dropped
+            # (issue 21 item 3). Counted once; kept for a worker that knows it.
+            if name not in w._foreign:
+                w._foreign.add(name)
+                w.counters.fault(Fault.UNKNOWN_SPOOL_VERSION)
             continue
         except (UnsafePath, MessageError, OSError, ValueError) as e:
             w.counters.bump("orphan_reports")

@@ -36,6 +36,16 @@ class Fault(enum.StrEnum):
     APPEND_UNDONE = "append_undone"  # a failed append was undone (spool.journal)
     SEGMENT_FULL = "segment_full"  # a new attempt refused: today's segment is full
     WATCH_FAILED = "watch_failed"  # no inotify watch: the rescan timer alone
+    # Issue 19: the answer's staging file could not be reserved: no row, no call.
+    RESERVE_FAILED = "reserve_failed"
+    # Issue 21: something unexpected was raised after a start row; the attempt
+    # was ended (claim_expired_canonical), never left live.
+    ATTEMPT_ERROR = "attempt_error"
+    # Anything else unexpected while handling one entry (the call pool's net).
+    UNEXPECTED_ERROR = "unexpected_error"
+    # A spool file of a protocol version this release does not know: refused,
+    # a report kept for the worker that knows it (kexpr.spool.messages).
+    UNKNOWN_SPOOL_VERSION = "unknown_spool_version"
 
 
 # The journal's refusals of one append (`AppendRefused.finding`) as the worker's
@@ -56,6 +66,7 @@ CounterName: TypeAlias = Literal[
     "lost_attempts",
     "already_attempted",
     "expired_requests",
+    "no_time_to_answer",
     "invalid_requests",
     "reports",
     "orphan_reports",
@@ -82,6 +93,8 @@ class Counters:
     lost_attempts: int = 0
     already_attempted: int = 0
     expired_requests: int = 0
+    # Refused under the lock before a start row: no time left for the minimal answer.
+    no_time_to_answer: int = 0
     invalid_requests: int = 0
     reports: int = 0
     orphan_reports: int = 0

@@ -118,6 +118,7 @@ __all__ = [
     "HeldFlock",
     "LockTimeout",
     "ProductLock",
+    "Reservation",
     "Sharing",
     "UnsafePath",
     "UnsafeReason",
@@ -146,6 +147,7 @@ __all__ = [
     "remove_file",
     "replace_private",
     "repin",
+    "reserve",
     "sharing_of",
     "unlink_if_same",
     "unlink_quiet",
@@ -321,6 +323,103 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
             os.unlink(staging, dir_fd=tmp.fd)
         if durable:
             final.fsync()
+
+
+class Reservation:
+    """What publishing one file needs, taken before the work whose result it
+    will hold (issue 19: a billed answer that could not be published for want of
+    an inode). `reserve` creates the staging file in ``tmp_dir`` (an inode) and
+    allocates ``size`` bytes for it; `publish` then writes into it, links it
+    into place exactly as `publish` does, and removes the staging name;
+    `release` gives it back unused. Either is idempotent and one of them must be
+    called (the worker does it in a ``finally``). The link itself needs no new
+    inode; it can still fail if the destination directory must grow a block on
+    a full disk, which the caller counts like any failed publication."""
+
+    __slots__ = ("_fd", "_final", "_size", "_staging", "_tmp")
+
+    def __init__(self, tmp_dir: Path, final_path: Path, fd: int, staging: str, size: int) -> None:
+        self._tmp, self._final, self._fd, self._staging, self._size = (
+            tmp_dir,
+            final_path,
+            fd,
+            staging,
+            size,
+        )
+
+    @property
+    def final_path(self) -> Path:
+        return self._final
+
+    def publish(self, data: bytes, *, durable: bool = True) -> None:
+        """`publish`'s contract (never replaces: ``FileExistsError``), into the
+        reserved staging file. More than the reserved size is written as well
+        (the allocation is an advance, not a cap)."""
+        fd = self._take()
+        with _Dir(self._tmp) as tmp, _Dir(self._final.parent) as final:
+            try:
+                if tmp.sharing != final.sharing:
+                    raise UnsafePath(UnsafeReason.BAD_MODE)
+                try:
+                    _write_all(fd, data)
+                    os.ftruncate(fd, len(data))
+                    if durable:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.link(
+                    self._staging,
+                    self._final.name,
+                    src_dir_fd=tmp.fd,
+                    dst_dir_fd=final.fd,
+                    follow_symlinks=False,
+                )
+            finally:
+                _unlink_staging(self._staging, tmp.fd)
+            if durable:
+                final.fsync()
+
+    def release(self) -> None:
+        """Give the reservation back unused (no-op once published or released)."""
+        if self._fd < 0:
+            return
+        os.close(self._take())
+        try:
+            with _Dir(self._tmp) as tmp:
+                _unlink_staging(self._staging, tmp.fd)
+        except (OSError, UnsafePath):
+            pass  # tmp/ itself is gone or unsafe: the tree check reports that
+
+    def _take(self) -> int:
+        fd, self._fd = self._fd, -1
+        if fd < 0:
+            raise ValueError("reservation already used")
+        return fd
+
+
+def _unlink_staging(name: str, dir_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+
+
+def reserve(tmp_dir: Path, final_path: Path, size: int) -> Reservation:
+    """Create and allocate the staging file of a later `Reservation.publish`
+    to ``final_path`` (see `Reservation`). Raises what creating or allocating
+    it raises (ENOSPC: no inode or no block), leaving nothing behind."""
+    staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
+    with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
+        if tmp.sharing != final.sharing:
+            raise UnsafePath(UnsafeReason.BAD_MODE)
+        fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except BaseException:
+            os.close(fd)
+            _unlink_staging(staging, tmp.fd)
+            raise
+    return Reservation(tmp_dir, final_path, fd, staging, size)
 
 
 def create_private_file(tmp_dir: Path, path: Path, data: bytes) -> None:

@@ -22,7 +22,10 @@ Rules:
    a worker that inherits an open attempt from a dead predecessor classifies it
    with `inherited_phase`: *answered* -> AWAITING_REPORT (its report window runs
    on), *lost* (no accepted response: the call died with the worker) ->
-   terminalized ``claim_expired_canonical`` with no call, ever.
+   terminalized ``claim_expired_canonical`` with no call, ever. A report in
+   ``reports/`` for an inherited open attempt is stronger evidence than either
+   (the host published; an older shim deleted the accepted response on read):
+   it is looked at first and journaled at start-up (`Inherited.REPORTED`).
 4. ``in_flight`` means "a live owner exists": it is answered only while the
    process that started the attempt is alive and holds it OPEN, and never to the
    request that started it (`answer_existing`).
@@ -208,11 +211,19 @@ def answer_existing(
 class Inherited(enum.StrEnum):
     """An open attempt a dead worker left (rule 3), known from the spool."""
 
+    REPORTED = "reported"  # a report for it is in reports/: the host published
     ANSWERED = "answered"  # its accepted response is in responses/
     LOST = "lost"  # its call died with the worker
 
 
-def inherited_phase(answered: bool) -> Inherited:
+def inherited_phase(answered: bool, reported: bool = False) -> Inherited:
+    """Rule 3, evidence first (issue 21 item 3): a report on disk for an open
+    attempt proves the host published, whatever responses/ holds. A shim of
+    the older protocol (``kexpr-spool-v1``) deletes the accepted response when
+    it reads it, so for its attempts the report is the only evidence left; it
+    is looked at before anything may expire an inherited attempt."""
+    if reported:
+        return Inherited.REPORTED
     return Inherited.ANSWERED if answered else Inherited.LOST
 
 
@@ -232,6 +243,10 @@ def held_inherited(
     clock; a lost one has no holder (it is expired at once)."""
     if kind is Inherited.LOST:
         return None
+    if kind is Inherited.REPORTED:
+        # The report was written while no worker ran (an upgrade, a restart):
+        # its lateness is the worker's, not the host's. Its window opens now.
+        return Held(Phase.AWAITING_REPORT, live=False, starter=None, until=mono_now + grace)
     left = (deadline - wall_now).total_seconds() + grace
     return Held(
         Phase.AWAITING_REPORT,

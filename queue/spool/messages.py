@@ -16,12 +16,29 @@ there, and strict Python mode would refuse any str for an enum, where strict JSO
 mode accepted exactly the enum's values. The ``outcome`` fields are ``Literal``s
 of `kexpr.spool.outcomes.Outcome` members, which strict Python mode matches by
 value. Every other field is strict.
+
+Protocol versions (``spool_version``; docs/upgrade.md). The version names what
+the two sides promise each other, so it changes when a promise does:
+
+- ``kexpr-spool-v1``: the release before the attempt lifecycle. Its shim
+  *deletes* an accepted response when it reads it, so a missing accepted
+  response does not mean the call died; only a report proves what the host did.
+- ``kexpr-spool-v2`` (`SPOOL_VERSION`, what this release writes): the shim
+  leaves an accepted response in place; the worker removes it once the
+  attempt's terminal row is durable (``kexpr.spool.lifecycle`` rule 3).
+
+Every model reads both (`KNOWN_SPOOL_VERSIONS`); the worker answers a request
+in the version it was written in, so an old shim can parse its answer. A file
+that names a version this release does not know (a newer one) is refused with
+`UnknownSpoolVersion`, never read as ours; the worker keeps such a report for
+the worker that knows it (`kexpr.worker.reports`).
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Final, Literal
+import re
+from typing import Annotated, Final, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
@@ -30,7 +47,12 @@ from kexpr.spool.contract._strictjson import StrictJsonError, read_object
 from kexpr.spool.journal import canonical_json
 from kexpr.spool.outcomes import ReportOutcome, ResponseOutcome
 
-SPOOL_VERSION: Final = "kexpr-spool-v1"
+SpoolVersion: TypeAlias = Literal["kexpr-spool-v1", "kexpr-spool-v2"]
+SPOOL_V1: Final = "kexpr-spool-v1"
+SPOOL_VERSION: Final = "kexpr-spool-v2"
+KNOWN_SPOOL_VERSIONS: Final = frozenset(get_args(SpoolVersion))
+# A version word of this protocol's shape that this release does not know.
+_VERSION_SHAPE: Final = re.compile(r"kexpr-spool-v[0-9]{1,6}")
 MAX_MESSAGE_BYTES: Final = 64 * 1024
 
 Hex32 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
@@ -57,7 +79,7 @@ class _Strict(BaseModel):
 
 
 class SpoolRequest(_Strict):
-    spool_version: Literal["kexpr-spool-v1"]
+    spool_version: SpoolVersion
     request_id: Hex32
     submitted_at_utc: Timestamp
     deadline_at_utc: Timestamp
@@ -73,7 +95,7 @@ class SpoolRequest(_Strict):
 
 
 class SpoolResponse(_Strict):
-    spool_version: Literal["kexpr-spool-v1"]
+    spool_version: SpoolVersion
     request_id: Hex32
     attempt_id: Hex32 | None
     status: Annotated[ResponseStatus, Field(strict=False)]
@@ -94,7 +116,7 @@ class SpoolResponse(_Strict):
 
 
 class SpoolReport(_Strict):
-    spool_version: Literal["kexpr-spool-v1"]
+    spool_version: SpoolVersion
     attempt_id: Hex32
     outcome: ReportOutcome
 
@@ -109,11 +131,24 @@ class MessageError(ValueError):
     """A spool file that is not exactly one of our messages. No content."""
 
 
+class UnknownSpoolVersion(MessageError):
+    """A spool file of a protocol version this release does not know (a newer
+    one): not ours to read, and not garbage either. No content."""
+
+
 def _load(data: bytes) -> dict[str, object]:
     try:
-        return read_object(data, max_bytes=MAX_MESSAGE_BYTES)
+        obj = read_object(data, max_bytes=MAX_MESSAGE_BYTES)
     except (StrictJsonError, TypeError) as e:
         raise MessageError("malformed") from e
+    version = obj.get("spool_version")
+    if (
+        isinstance(version, str)
+        and version not in KNOWN_SPOOL_VERSIONS
+        and _VERSION_SHAPE.fullmatch(version)
+    ):
+        raise UnknownSpoolVersion("spool_version")
+    return obj
 
 
 def parse_request(data: bytes) -> SpoolRequest:

@@ -66,6 +66,13 @@ class Outcome(enum.StrEnum):
     # The request's wall timestamps are outside the worker's skew bound
     # (spool.lifecycle rule 6): no row, no call.
     CLOCK_SKEW = "clock_skew"
+    # Issue 19, judged under the journal lock right before the start row: the
+    # time left cannot hold even the capsule's minimal answer at the fastest
+    # published rate (`kexpr.spool.contract.budget`): no row, no call.
+    NO_TIME_TO_ANSWER = "no_time_to_answer"
+    # Issue 19: what publishing the answer needs (a staging file and its bytes)
+    # could not be reserved before the start row: no row, no call.
+    ANSWER_UNPUBLISHABLE = "answer_unpublishable"
     # The shim's own: no request was written (or none could be).
     DISABLED = "disabled"
     INELIGIBLE = "ineligible"
@@ -101,6 +108,8 @@ ResponseOutcome: TypeAlias = Literal[
     Outcome.JOURNAL_UNAVAILABLE,
     Outcome.INVALID_REQUEST,
     Outcome.CLOCK_SKEW,
+    Outcome.NO_TIME_TO_ANSWER,
+    Outcome.ANSWER_UNPUBLISHABLE,
 ]
 CandidateOutcome: TypeAlias = Literal[
     ResponseOutcome,

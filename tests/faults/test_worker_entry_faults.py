@@ -33,6 +33,7 @@ from worker_tests.test_daemon import (
 )
 
 from kexpr.spool.fsio import publish
+from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import ResponseStatus
 from kexpr.spool.outcomes import Outcome
@@ -191,7 +192,12 @@ def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:  
     rid1 = submit(root, clock, rid=rid(1))
     publish(root.tmp, root.responses / f"{rid1}.json", b"planted")
     w.handle_claimed(f"{rid1}.json")
-    assert w.counters.faults == {"respond_failed": 1}
+    # The accepted answer and then the canonical one both met the planted file.
+    assert w.counters.faults == {"respond_failed": 2}
+    # Not published, so not answered: the attempt ends now (issue 21 item 1),
+    # instead of waiting for a report that cannot come.
+    (rec,) = Journal(root).load().by_attempt.values()
+    assert rec.outcome is Outcome.CLAIM_EXPIRED_CANONICAL and w._held == {}
 
 
 def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(

@@ -991,17 +991,34 @@ def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, en
     assert list(root.reports.iterdir()) == []
 
 
-def test_a_left_report_past_commit_grace_is_an_orphan_and_the_attempt_expires(
+def test_a_report_left_while_no_worker_ran_is_evidence_even_past_commit_grace(
     root, provider, env
 ) -> None:  # type: ignore[no-untyped-def]
+    """Issue 21 item 3: a report on disk for an open attempt proves the host
+    published. Written while no worker ran (stopped for an upgrade longer than
+    the grace), its lateness is the worker's: it is journaled, not orphaned."""
     clock = Clock()
     w1 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     (attempt,) = _accepted(w1, root, clock, 1)
     _report(root, attempt, Outcome.SELECTED)
     clock.advance(120)
     w2 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
+    assert outcomes(root) == ["selected"]
+    assert w2.counters.orphan_reports == 0 and w2.counters.lost_attempts == 0
+
+
+def test_a_report_arriving_past_commit_grace_while_the_worker_runs_is_an_orphan(
+    root, provider, env
+) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
+    (attempt,) = _accepted(w, root, clock, 1)
+    clock.advance(120)
+    _report(root, attempt, Outcome.SELECTED)
+    w._handle_reports([f"{attempt}.json"])
+    assert w.counters.orphan_reports == 1
+    w._sweep()
     assert outcomes(root) == ["claim_expired_canonical"]
-    assert w2.counters.orphan_reports == 1
 
 
 def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider, env) -> None:  # type: ignore[no-untyped-def]
