@@ -98,6 +98,30 @@ def handle_request(
         if rec is not None:
             _run_attempt(w, req, rec, until, reservation)
     finally:
+        _ensure_ended(w, req, reservation)
+
+
+def _ensure_ended(w: Worker, req: SpoolRequest, reservation: Reservation | None) -> None:
+    """The last net (issue 21 item 1), judged on the worker's state, not on how
+    far the code got: an attempt this request started that is still held OPEN
+    by its live owner here, once its handling is over, can only have been left
+    by an exception (a normal end pops it or makes it AWAITING_REPORT). It is
+    counted and ended (`_abandon`). Then the reservation is given back."""
+    try:
+        rid = req.request_id
+        left = [
+            aid
+            for aid, held in list(w._held.items())
+            if held.live and held.phase is Phase.OPEN and held.starter == rid
+        ]
+        for aid in left:
+            w.counters.fault(Fault.ATTEMPT_ERROR)
+            rec = w.journal.index.by_attempt.get(aid)
+            if rec is None:
+                w._held.pop(aid, None)
+            else:
+                _abandon(w, req, rec, reservation)
+    finally:
         if reservation is not None:
             reservation.release()
 

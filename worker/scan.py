@@ -118,16 +118,17 @@ def dispatch(w: Worker, pool: cf.ThreadPoolExecutor, name: str) -> None:
 
     def job() -> None:
         try:
-            w.handle_claimed(name)
+            try:
+                w.handle_claimed(name)
+            finally:
+                with w._busy_lock:
+                    w._busy.discard(name)
         except (OSError, MemoryError) as e:
             # One entry's failure is its own: counted, never the worker's.
             w.counters.fault(Fault.RESOURCE_EXHAUSTED if resource(e) else Fault.ENTRY_ERROR)
         except Exception:  # noqa: BLE001 -- issue 21: the pool would swallow it uncounted
             # (an attempt it concerned was already ended: kexpr.worker.attempt).
             w.counters.fault(Fault.UNEXPECTED_ERROR)
-        finally:
-            with w._busy_lock:
-                w._busy.discard(name)
 
     try:
         pool.submit(job)

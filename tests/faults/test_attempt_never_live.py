@@ -1,0 +1,163 @@
+"""Issue 21 item 1: no exception leaves an attempt live.
+
+Observed: ``RuntimeError("can't start new thread")`` raised after the start row
+(the process at its thread or memory limit) left the attempt OPEN and *live* in
+memory; every later presentation of the artifact got ``in_flight`` (not
+publishable) until the worker restarted, and no fault was counted.
+
+The property: an exception raised at *any* statement the worker executes after
+`append_start` returns (the thread start, the judge, the terminal row, the
+publication, the counters ...) leaves the artifact publishable for its next
+presentation (canonical or already_attempted, never ``in_flight``), spends at
+most one wire request, and is counted. The statements are not listed by hand:
+a line tracer (`sys.settrace`, this thread only) counts every line executed in
+``kexpr/worker/`` after the start row and raises at the k-th, for every k until
+a run executes fewer than k lines.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from worker_tests.test_daemon import (  # noqa: F401  (env: a fixture)
+    Clock,
+    Provider,
+    env,
+    make_worker,
+    response,
+    rid,
+    submit,
+)
+
+import kexpr.worker
+from kexpr.spool.journal import Journal
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import Phase
+from kexpr.spool.messages import ResponseStatus
+from kexpr.worker import scan
+
+WORKER_DIR = str(Path(kexpr.worker.__file__).resolve().parent)
+
+
+class Inject:
+    """Raise ``make()`` at the k-th line executed under kexpr/worker/ after the
+    start row is written (one fault per run). ``seen``: lines counted."""
+
+    def __init__(self, k: int, make: Callable[[], BaseException]) -> None:
+        self.k, self.make = k, make
+        self.armed = False
+        self.seen = 0
+        self.fired: str | None = None
+
+    def trace(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "call":
+            return self.local if frame.f_code.co_filename.startswith(WORKER_DIR) else None
+        return None
+
+    def local(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "line" and self.armed and self.fired is None:
+            if _is_with(frame):
+                # The line event of a ``with`` also fires when its block is
+                # left, before ``__exit__`` is called: raised there, by a tracer,
+                # an exception skips ``__exit__`` (the lock stays held), which no
+                # real exception can do. The lines inside are injected instead.
+                return self.local
+            self.seen += 1
+            if self.seen == self.k:
+                self.fired = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+                raise self.make()
+        return self.local
+
+
+def _is_with(frame: types.FrameType) -> bool:
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).lstrip()
+    return line.startswith("with ")
+
+
+class InlinePool:
+    """The call pool, run inline in the traced thread (scan.dispatch's net
+    included). Like a pool's future, it keeps what the job raised."""
+
+    def __init__(self) -> None:
+        self.raised: list[BaseException] = []
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as e:
+            self.raised.append(e)
+
+
+FAULTS: dict[str, Callable[[], BaseException]] = {
+    "thread_limit": lambda: RuntimeError("can't start new thread"),
+    "memory": MemoryError,
+}
+
+
+def _one_run(
+    root: DataRoot, env: dict[str, str], inject: Inject, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Provider, Any]:
+    provider = Provider()
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    real_start = Journal.append_start
+
+    def append_start(self: Journal, **kw: Any) -> Any:
+        rec = real_start(self, **kw)
+        inject.armed = True
+        return rec
+
+    starter = submit(root, clock, rid=rid(1))
+    with monkeypatch.context() as m:
+        m.setattr(Journal, "append_start", append_start)
+        sys.settrace(inject.trace)
+        try:
+            scan.dispatch(w, InlinePool(), f"{starter}.json")  # type: ignore[arg-type]
+        finally:
+            sys.settrace(None)
+    # The next presentation of the same artifact, in the same process.
+    second = submit(root, clock, rid=rid(2))
+    w.handle_claimed(f"{second}.json")
+    return provider, w
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_an_exception_at_any_statement_after_the_start_row_never_leaves_it_live(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    fired: list[str] = []
+    k = 0
+    while True:
+        k += 1
+        root = DataRoot(tmp_path / f"{fault}-{k}")
+        root.ensure()
+        inject = Inject(k, FAULTS[fault])
+        provider, w = _one_run(root, env, inject, monkeypatch)
+        if inject.fired is None:
+            break  # the whole path ran in fewer than k lines: every line was tried
+        fired.append(inject.fired)
+        where = f"{fault} at {inject.fired}"
+        assert len(provider.calls) <= 1, where
+        r = response(root, rid(2))
+        assert r.status in (ResponseStatus.CANONICAL, ResponseStatus.ALREADY_ATTEMPTED), where
+        assert w.counters.in_flight == 0, where
+        assert not any(h.live and h.phase is Phase.OPEN for h in w._held.values()), where
+        assert sum(w.counters.faults.values()) >= 1, where  # counted, never silent
+        (rec,) = Journal(root).load().by_attempt.values()
+        answered = rec.outcome is None and any(
+            (root.responses / f"{rid(1)}.json").exists() for _ in [0]
+        )
+        assert rec.outcome is not None or answered, where
+        assert list(root.tmp.iterdir()) == [], where  # the reservation is given back
+    # The tracer really walked the path: the thread start, the judge, the
+    # terminal row's bookkeeping and the publication were all hit.
+    assert k > 20
+    assert any(f.startswith("attempt.py") for f in fired)
+    assert any(f.startswith("daemon.py") for f in fired)
+    assert any(f.startswith("provider.py") for f in fired)  # the thread start
