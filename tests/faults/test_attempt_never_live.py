@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from worker_tests.test_daemon import (  # noqa: F401  (env: a fixture)
+from worker_tests.test_daemon import (
     Clock,
     Provider,
-    env,
     make_worker,
     response,
     rid,
@@ -43,6 +42,12 @@ from kexpr.spool.messages import ResponseStatus
 from kexpr.worker import scan
 
 WORKER_DIR = str(Path(kexpr.worker.__file__).resolve().parent)
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
 
 
 class Inject:
