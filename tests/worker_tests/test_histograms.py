@@ -124,3 +124,65 @@ def test_counters_keep_the_rolling_names_on_their_own_clock() -> None:
     with c.lock:
         assert c.recent() == {"claimed": 0, "calls": 0, "expired_requests": 0}
     assert (c.claimed, c.expired_requests, c.calls) == (10, 10, 2)  # the totals stay
+
+
+@pytest.mark.parametrize(
+    ("usage", "tokens"),
+    [
+        ({"prompt_tokens": 3, "completion_tokens": 211, "total_tokens": 214}, 211),
+        ({"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}, 0),
+        (None, None),  # absent
+        ({"prompt_tokens": 3, "completion_tokens": -4, "total_tokens": 0}, None),
+        ({"prompt_tokens": 3, "completion_tokens": "many", "total_tokens": 0}, None),
+        ({"prompt_tokens": 3, "completion_tokens": 2.5, "total_tokens": 0}, None),
+        ({"prompt_tokens": 3, "completion_tokens": None, "total_tokens": 0}, None),
+        # openai 2.24.0's model construction coerces these to ints itself
+        # (True -> 1, "211" -> 211): still a count, and only ever bucketed.
+        ({"prompt_tokens": 3, "completion_tokens": True, "total_tokens": 0}, 1),
+        ({"prompt_tokens": 3, "completion_tokens": "211", "total_tokens": 0}, 211),
+    ],
+)
+@pytest.mark.parametrize("finish_reason", ["stop", "length"])
+def test_the_result_carries_the_reported_completion_tokens_or_none(
+    usage: dict[str, object] | None,
+    tokens: int | None,
+    finish_reason: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import httpx
+
+    body: dict[str, object] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4.1-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "{}", "refusal": None},
+                "finish_reason": finish_reason,
+                "logprobs": None,
+            }
+        ],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    client = provider.build_client(
+        http_client=httpx.Client(
+            transport=httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+        )
+    )
+    assert client is not None
+    result = provider.call_once(client, "{}")
+    # A truncated answer (finish_reason "length") is invalid_response and still
+    # reports how long it was: exactly what the histogram should show.
+    assert result.outcome is (None if finish_reason == "stop" else Outcome.INVALID_RESPONSE)
+    assert result.completion_tokens == tokens
+    assert "completion_tokens" in repr(result) and "{}" not in repr(result)
+
+
+def test_a_failed_call_reports_no_tokens() -> None:
+    assert provider.ProviderResult(Outcome.TIMEOUT).completion_tokens is None
+    with pytest.raises(TypeError):
+        provider.ProviderResult(Outcome.TIMEOUT, completion_tokens=-1)
