@@ -399,6 +399,7 @@ def test_planted_strings_in_the_call_figures_are_never_echoed(root: DataRoot) ->
         {"completion_tokens": [0] * 13 + ["x"]},
         {"tokens_absent": -1},
         {"calls": True},
+        {"failures": {"timeout": 2}},  # more failures than calls
     ],
 )
 def test_a_malformed_surface_record_is_dropped_not_guessed(
