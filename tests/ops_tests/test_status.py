@@ -422,3 +422,12 @@ def test_other_bucket_edges_show_no_histograms(root: DataRoot) -> None:
     report = collect(root, now=NOW, alive=lambda p: True)
     assert report.worker is not None
     assert report.worker.fields["calls_by_surface"]["daily.v1"]["margin"] == "within_budget"
+
+
+def test_the_cli_docs_name_every_verdict_in_order() -> None:
+    # docs/cli.md lists the verdicts worst first, as _verdict decides them.
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text("utf-8")
+    listed = text.split("Verdicts, worst first: ", 1)[1].split(". ", 1)[0]
+    names = [w.strip("`, ") for w in listed.split()]
+    assert set(names) == {v.value for v in Verdict} - {"status_unreadable"}
+    assert names.index("refusing") < names.index("expiring") < names.index("healthy")
