@@ -81,7 +81,7 @@ CounterName: TypeAlias = Literal[
 
 # Counters also kept over the last minute (``last_minute`` in the status file):
 # the requests claimed, the calls made, and the requests that had expired before
-# the worker reached them. ``kexpr status`` compares the last two (issue 21:
+# the worker reached them. ``kexpr status`` compares expired with claimed (issue 21:
 # "truthful status under load").
 ROLLING: Final[tuple[CounterName, ...]] = ("claimed", "calls", "expired_requests")
 ROLLING_WINDOW_S: Final = 60
