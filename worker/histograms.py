@@ -35,20 +35,23 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
 from kexpr.spool.contract import SURFACES
+from kexpr.spool.contract.budget import (
+    MAX_COMPLETION_TOKENS,
+    SDK_TIMEOUT_S,
+    TIME_BUDGET_TOKENS,
+)
 from kexpr.spool.outcomes import PROVIDER_FAILURES, ProviderFailure
 
-# design §9: the client's ``timeout=3.0`` (worker.provider.SDK_TIMEOUT_S, pinned
-# equal by a test: this module does not import the provider, which imports openai).
-# The answer has to arrive within it; `kexpr promotion-report` judges p95 against it.
-CALL_BUDGET_S: Final = 3.0
+# The plan's budget, from its one home (kexpr.spool.contract.budget, docs/budget.md;
+# pure, so this module still does not import the provider, which imports openai):
+# the client's ``timeout=3.0`` (p95 is judged against it), ``max_tokens=384`` (a
+# longer answer is truncated) and the time budget in tokens, (3.0 s - 0.3 s) x 110
+# = 297 (an answer above it cannot arrive even at the fastest published rate; its own
+# edge shows how many calls were past it).
+CALL_BUDGET_S: Final = SDK_TIMEOUT_S
+MAX_TOKENS: Final = MAX_COMPLETION_TOKENS
 # design §4: the request's 4 s deadline; no call is waited on longer.
 DEADLINE_S: Final = 4.0
-# design §9: ``max_tokens=384``; a longer answer is truncated (invalid_response).
-MAX_TOKENS: Final = 384
-# The time budget in tokens: (3.0 s - 0.3 s first token) x 110 tokens/s, the
-# fastest published gpt-4.1-mini rate (issue 19). An answer above it cannot arrive
-# within the timeout even then; its own edge shows how many calls were past it.
-TIME_BUDGET_TOKENS: Final = 297
 
 # Call seconds: 0.25 s steps up to the 3 s budget (p95 is read to a quarter
 # second), then 3.5 and the 4 s deadline; the last bucket (> 4 s) holds calls whose
