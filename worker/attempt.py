@@ -234,8 +234,14 @@ def _run_attempt(
             result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
         else:
             w.counters.bump("calls")
-            seconds = until - w._mono()
-            result = call_with_deadline(w._client, req.capsule.to_json(), seconds=max(seconds, 0.0))
+            t0 = w._mono()
+            seconds = until - t0
+            capsule = req.capsule
+            result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
+            # The call's margin, content-free (worker.histograms; issue 19 item 6).
+            w.counters.record_call(
+                capsule.surface, w._mono() - t0, result.outcome, result.completion_tokens
+            )
         _conclude(w, req.request_id, rec, until, result, req, reservation)
     except Exception as e:  # noqa: BLE001 -- counted and ended below, never left live
         if not isinstance(e, _Unpublished):  # already counted: respond_failed
