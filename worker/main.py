@@ -57,7 +57,7 @@ Prctl = Callable[[int, int, int, int, int], int]
 # and a stray ``kill -USR1`` or a closed terminal (SIGHUP) must not cost the
 # presentations in flight their answers. The worker reads no configuration
 # after start-up, so SIGHUP has nothing to reload; the status file is written on
-# every rescan tick anyway (docs/systemd.md "Signals").
+# every rescan tick anyway (docs/systemd.md, "Signals").
 IGNORED_SIGNALS: Final = (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
