@@ -176,8 +176,10 @@ def _start(
             # the monotonic clock read under the lock: a request whose time left
             # cannot hold even its minimal answer at the fastest published rate
             # gets no row and no call (the scan or the lock may have taken the
-            # time since it was first seen).
-            if until - w._mono() < min_answer_seconds(answer_token_bound(capsule)):
+            # time since it was first seen). A capsule with no bound (the shim
+            # refuses those as ineligible) cannot be shown to fit: refused too.
+            bound = answer_token_bound(capsule)
+            if bound is None or until - w._mono() < min_answer_seconds(bound):
                 w.counters.bump("no_time_to_answer")
                 w._respond(
                     rid,

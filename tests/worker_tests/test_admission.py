@@ -58,7 +58,9 @@ def _minimal_answer_s() -> float:
         artifact_key="a" * 64,
         slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
     )
-    return min_answer_seconds(answer_token_bound(capsule))
+    bound = answer_token_bound(capsule)
+    assert bound is not None
+    return min_answer_seconds(bound)
 
 
 def _lock_taken_late(w: Worker, clock: Clock, wait: float, monkeypatch: pytest.MonkeyPatch) -> None:
