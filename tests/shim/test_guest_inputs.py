@@ -22,6 +22,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_host.samples import (
+    DUAL_SURFACE,
+    SCHEDULE,
+    WEEKLY_BODY,
+    WEEKLY_FIELDS,
+    callback_data,
+    dual_card,
+    session,
+)
+from shim.test_coordinator import BODY, FACTS
 
 from gateway_shim import (
     CandidateStatus,
@@ -38,16 +48,6 @@ from gateway_shim import (
     revalidate,
 )
 from gateway_shim.surfaces import Ineligible, IneligibleReason
-from reference_host.samples import (
-    DUAL_SURFACE,
-    SCHEDULE,
-    WEEKLY_BODY,
-    WEEKLY_FIELDS,
-    callback_data,
-    dual_card,
-    session,
-)
-from shim.test_coordinator import BODY, FACTS
 
 SETTINGS = settings(
     max_examples=60,
@@ -194,7 +194,9 @@ def test_weekly_body_and_explicit_fields_of_any_value(
 
 @SETTINGS
 @given(where=st.sampled_from(CARD_FIELDS), value=NOT_TEXT)
-def test_adaptive_card_field_of_any_type_or_value(tmp_path: Path, where: str, value: object) -> None:
+def test_adaptive_card_field_of_any_type_or_value(
+    tmp_path: Path, where: str, value: object
+) -> None:
     root = tmp_path / "r"
     s = session()
     payload = inject(dual_card(s), where, value)
@@ -308,7 +310,9 @@ def test_report_of_an_attempt_not_ours_is_the_documented_value_error(
 
 @SETTINGS
 @given(candidate=st.one_of(ANY_VALUE, st.builds(foreign_candidate, ANY_TEXT)), outcome=ANY_VALUE)
-def test_report_with_arbitrary_arguments(tmp_path: Path, candidate: object, outcome: object) -> None:
+def test_report_with_arbitrary_arguments(
+    tmp_path: Path, candidate: object, outcome: object
+) -> None:
     root = tmp_path / "r"
     with pytest.raises(ValueError) as e:
         coordinator(root).report(candidate, outcome)  # type: ignore[arg-type]
