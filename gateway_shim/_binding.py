@@ -249,11 +249,12 @@ def _revalidate(
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
     else:
         # Canonical: the surface's canonical body (a physique card's projection),
-        # or, when the feature was off for this card, the source text untouched.
+        # or, when the feature was off for this card or the coordinator closed
+        # before reading it, the source text untouched.
         source_text = canonical_payload.get("text")
-        disabled = candidate.outcome is Outcome.DISABLED
+        untouched = candidate.outcome in (Outcome.DISABLED, Outcome.CLOSED)
         if candidate.body != parsed.canonical().body and not (
-            disabled and candidate.body == source_text
+            untouched and candidate.body == source_text
         ):
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
     persisted = copy.deepcopy(dict(canonical_payload))
