@@ -657,6 +657,9 @@ class KoreanExpressionCoordinator:
         # as UTF-8 text; anything else is not eligible (zero files).
         if binding == _UNREADABLE_BINDING or not all(_is_text(f) for f in spec.key_fields):
             return done(Outcome.INELIGIBLE)
+        # The parse: right after it, an `Ineligible` is the ineligible candidate
+        # (canonical, zero files); every eligibility check on the parsed surface
+        # belongs here, before anything is set up.
         try:
             surface = spec.parse()
         except Ineligible:

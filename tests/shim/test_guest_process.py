@@ -366,3 +366,33 @@ def test_report_after_close_still_writes_the_report(root: DataRoot) -> None:
     coord.report(cand, Outcome.PUBLICATION_FAILED)
     reports = list(root.reports.glob("*.json"))
     assert [json.loads(p.read_bytes())["outcome"] for p in reports] == ["publication_failed"]
+
+
+@pytest.mark.parametrize("surface", ["dual", "physique"])
+def test_a_closed_candidate_revalidates_as_the_payload_untouched(
+    root: DataRoot, surface: str
+) -> None:
+    """A host whose coordinator closed under it still persists its card as it
+    always did: the ``closed`` candidate is the payload text untouched, as for
+    ``disabled`` (for a physique card that is not its canonical projection)."""
+    from reference_host.samples import (
+        DUAL_SURFACE,
+        PHYSIQUE_SURFACE,
+        callback_data,
+        dual_card,
+        physique_card,
+        session,
+    )
+
+    from gateway_shim import revalidate
+
+    s = session()
+    card, kind = (
+        (dual_card(s), DUAL_SURFACE) if surface == "dual" else (physique_card(s), PHYSIQUE_SURFACE)
+    )
+    coord = coordinator(root.root, adaptive_operator=True)
+    coord.close()
+    cand = coord.present_adaptive(card, callback_data=callback_data(s), surface=kind)
+    assert cand.outcome is Outcome.CLOSED and cand.body == card["text"]
+    assert revalidate(cand, card, callback_data=callback_data(s), surface=kind) == card
+    assert not root.root.exists()
