@@ -78,6 +78,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
@@ -527,7 +528,7 @@ class KoreanExpressionCoordinator:
                 loop.call_soon_threadsafe(arrived.set)
 
             try:
-                step = await self._offload(lambda: self._begin(spec, wake))
+                step = await self._offload_begin(spec, wake)
             except ExecutorClosed:
                 # Closed: _begin answers ``closed`` without any I/O (rule 11).
                 step = self._begin(spec, wake)
@@ -570,6 +571,25 @@ class KoreanExpressionCoordinator:
                 return _Wait.CLOSED
             if data is not _Wait.NOT_YET:
                 return data
+
+    async def _offload_begin(
+        self, spec: Callable[[], _Spec], wake: Wake
+    ) -> PresentationCandidate | _Pending:
+        """`_begin` on our executor. If the host cancels the awaiting task
+        meanwhile, the request may still be published: its waiter is then
+        forgotten when `_begin` returns, so no entry outlives it."""
+        future = self._executor.submit(lambda: self._begin(spec, wake))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(self._forget_abandoned)
+            raise
+
+    def _forget_abandoned(self, future: Future[PresentationCandidate | _Pending]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            step = future.result()
+            if isinstance(step, _Pending):
+                self._waiters.forget(step.rid)
 
     async def _offload(self, fn: Callable[[], T]) -> T:
         """Run blocking file work on our own executor (rule 4). Raises

@@ -396,3 +396,28 @@ def test_a_closed_candidate_revalidates_as_the_payload_untouched(
     assert cand.outcome is Outcome.CLOSED and cand.body == card["text"]
     assert revalidate(cand, card, callback_data=callback_data(s), surface=kind) == card
     assert not root.root.exists()
+
+
+@pytest.mark.parametrize("when", ["setting_up", "waiting"])
+def test_a_cancelled_apresent_leaves_no_waiter_behind(root: DataRoot, when: str) -> None:
+    """The host may cancel its task at any await: nothing of the presentation
+    outlives it in the coordinator (nothing grows with the host's uptime)."""
+    root.ensure()  # no worker: the wait would run to its deadline
+    coord = coordinator(root.root)
+
+    async def main() -> None:
+        for i in range(5):
+            task = asyncio.create_task(
+                coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"evt{i}")
+            )
+            await asyncio.sleep(0)  # the task starts; its set-up runs on our executor
+            if when == "waiting":
+                while len(request_files(root)) <= i:
+                    await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(main())
+    coord.close()  # waits for a set-up still running on the executor
+    assert coord._waiters._wakes == {}
