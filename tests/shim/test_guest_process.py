@@ -61,6 +61,18 @@ def root(tmp_path: Path) -> Iterator[DataRoot]:
     yield DataRoot(tmp_path / "root")
 
 
+@pytest.fixture(autouse=True)
+def long_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 30 s wait: every answer here arrives long before it on any machine, and a
+    wait that must still be running (closed, cancelled, many waits) still is.
+    Nothing here measures time."""
+    import datetime as dt
+
+    from gateway_shim import coordinator as module
+
+    monkeypatch.setattr(module, "WAIT", dt.timedelta(seconds=30))
+
+
 def request_files(root: DataRoot) -> list[Path]:
     return sorted(root.requests.glob("*.json")) if root.requests.exists() else []
 
@@ -153,7 +165,8 @@ def test_apresent_never_uses_the_default_executor(
 
     from gateway_shim import coordinator as module
 
-    monkeypatch.setattr(module, "WAIT", dt.timedelta(seconds=0.6))  # the down case times out
+    if answer is None:  # the down case times out, after a short wait
+        monkeypatch.setattr(module, "WAIT", dt.timedelta(seconds=0.6))
     coord = coordinator(root.root)
     recorder = RecordingExecutor()
 
