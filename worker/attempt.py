@@ -114,9 +114,12 @@ def handle_request(
     if w._client is None:
         result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
     else:
-        w.counters.bump("calls")
         seconds = until - w._mono()
         result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
+        if result.sent:
+            # Only a request that left the process is a call (issue 21): not one
+            # whose deadline had passed, nor one whose thread could not start.
+            w.counters.bump("calls")
     _conclude(w, rid, rec, until, result, req)
 
 
