@@ -158,7 +158,7 @@ class Call:
                 stream.owner = None
             self._streams.clear()
 
-    def _clamp(self, timeout: float | None, stream: _DeadlineStream | None) -> float:
+    def _clamp(self, timeout: float | None, stream: _DeadlineStream | None) -> float | None:
         """The timeout for one socket operation of this call; takes ``stream``
         over for this call. Raises when nothing is left (cut or past the deadline)."""
         with _LOCK:
@@ -169,6 +169,8 @@ class Call:
         left = self.remaining()
         if left <= 0:
             raise _Expired
+        if math.isinf(left):
+            return timeout  # no deadline: the phase timeout alone
         return left if timeout is None else min(timeout, left)
 
 
@@ -205,6 +207,8 @@ def _current() -> Call:
 def install_bounds(client: httpx.Client) -> httpx.Client:
     """Add the request/response bounds (items 2 and 3) to ``client``'s hooks."""
     hooks = client.event_hooks
+    if _on_request in hooks.get("request", []):
+        return client  # already bounded: a second hook would refuse the send
     hooks["request"] = [*hooks.get("request", []), _on_request]
     hooks["response"] = [*hooks.get("response", []), _on_response]
     client.event_hooks = hooks
@@ -389,7 +393,7 @@ def _with_deadline(transport: httpx.BaseTransport) -> httpx.BaseTransport:
     httpcore 1.0). If that ever moves, this raises at client construction —
     the worker fails to start — rather than run a call without its deadline.
     """
-    pool = getattr(transport, "_pool", None)
+    pool: Any = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if not isinstance(transport, httpx.HTTPTransport) or not isinstance(
         backend, httpcore.NetworkBackend

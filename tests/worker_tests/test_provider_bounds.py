@@ -249,6 +249,21 @@ def test_a_redirect_is_one_request(connect) -> None:  # type: ignore[no-untyped-
 # --- sent -----------------------------------------------------------------------------
 
 
+def test_bounds_are_installed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two clients over one httpx.Client: still one request hook, and the call is sent.
+    http_client = httpx.Client(
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, content=COMPLETION))
+    )
+    try:
+        build_client(http_client=http_client)
+        client = build_client(http_client=http_client)
+        assert client is not None
+        assert len(http_client.event_hooks["request"]) == 1
+        assert call_once(client, CAPSULE).content == CONTENT
+    finally:
+        http_client.close()
+
+
 def test_the_client_sends_nothing_outside_a_call(connect) -> None:  # type: ignore[no-untyped-def]
     client, seen = connect(lambda request: httpx.Response(200, content=COMPLETION))
     with pytest.raises(openai.APIConnectionError):

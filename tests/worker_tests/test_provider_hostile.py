@@ -40,7 +40,7 @@ from gateway_shim import (
 from kexpr.spool.contract import Capsule, slot_policy
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import Outcome
-from kexpr.worker.provider import build_client, call_with_deadline
+from kexpr.worker.provider import build_client, call_once, call_with_deadline
 
 pytestmark = pytest.mark.e2e
 
@@ -99,6 +99,19 @@ def test_the_production_client_still_goes_through_the_proxy(proxied: FakeOpenAI)
     assert proxied.tunnels == ["api.openai.com:443"]
     (request,) = proxied.requests
     assert request.headers["accept-encoding"] == "identity"
+
+
+def test_call_once_without_a_deadline_uses_the_phase_timeouts(proxied: FakeOpenAI) -> None:
+    # bench/ calls call_once on its own: no total deadline, the same client.
+    proxied.behaviour = compose_reply(default_style)
+    client = build_client()
+    assert client is not None
+    try:
+        result = call_once(client, CAPSULE)
+    finally:
+        client.close()
+    assert result.outcome is None and result.sent
+    assert len(proxied.requests) == 1
 
 
 def test_a_redirect_is_not_followed(proxied: FakeOpenAI) -> None:
