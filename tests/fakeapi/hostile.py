@@ -13,7 +13,9 @@ Test code only. The modes, as measured before the fix through the real proxy:
 - ``gzip_bomb``: ``Content-Encoding: gzip``, ~1 MiB inflating to 1 GiB (+2 GB),
 - ``endless``: an endless chunked body (~130 MB/s of growth),
 - ``drip``: a small announced body, one byte every 0.5 s (the 3 s per-phase
-  timeout never fires while bytes flow).
+  timeout never fires while bytes flow),
+- ``drip_head``: the same before the body: the status line and 4 KiB of
+  headers, one byte every 0.5 s.
 """
 
 from __future__ import annotations
@@ -89,15 +91,28 @@ def _bomb() -> Iterator[bytes]:
 
 
 def _writer(
-    tally: Tally, head: bytes, body: Iterator[bytes], *, chunked: bool, drip: bool
+    tally: Tally,
+    head: bytes,
+    body: Iterator[bytes],
+    *,
+    chunked: bool,
+    drip: bool,
+    drip_head: bool = False,
 ) -> Writer:
     def write(sock: socket.socket, stop: threading.Event) -> None:
         sock.settimeout(_SEND_TIMEOUT_S)
         with tally.lock:
             tally.started_at = time.monotonic()
         try:
-            sock.sendall(head)
-            tally.wrote(len(head))
+            if drip_head:  # the status line and headers themselves, byte by byte
+                for i in range(len(head)):
+                    if stop.wait(_DRIP_EVERY_S):
+                        return
+                    sock.sendall(head[i : i + 1])
+                    tally.wrote(1)
+            else:
+                sock.sendall(head)
+                tally.wrote(len(head))
             for piece in body:
                 if stop.is_set():
                     return
@@ -118,7 +133,7 @@ def _writer(
     return write
 
 
-HOSTILE_MODES = ("huge", "unannounced", "gzip_bomb", "endless", "drip")
+HOSTILE_MODES = ("huge", "unannounced", "gzip_bomb", "endless", "drip", "drip_head")
 
 
 def hostile_behaviour(mode: str, tally: Tally) -> Callable[[RecordedRequest], FakeReply]:
@@ -142,9 +157,12 @@ def hostile_behaviour(mode: str, tally: Tally) -> Callable[[RecordedRequest], Fa
         elif mode == "endless":
             head = _head([json_type, ("transfer-encoding", "chunked")])
             w = _writer(tally, head, _filler(), chunked=True, drip=False)
-        else:  # drip
+        elif mode == "drip":
             head = _head([json_type, ("content-length", "4096")])
             w = _writer(tally, head, _filler(), chunked=False, drip=True)
+        else:  # drip_head
+            head = _head([json_type, ("content-length", "4096")] + [("x-pad", "a" * 64)] * 64)
+            w = _writer(tally, head, _filler(), chunked=False, drip=False, drip_head=True)
         return HostileReply(writer=w)
 
     return behaviour

@@ -59,6 +59,7 @@ EXPECTED = {
     "gzip_bomb": Outcome.INVALID_RESPONSE,
     "endless": Outcome.INVALID_RESPONSE,
     "drip": Outcome.TIMEOUT,
+    "drip_head": Outcome.TIMEOUT,
 }
 assert set(EXPECTED) == set(HOSTILE_MODES)
 
