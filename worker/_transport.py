@@ -34,9 +34,10 @@ each enforced in the call's own thread:
 every character an acceptable answer can hold escapes to at most twice its
 UTF-8 bytes (``"``, ``\\`` and whitespace: 2 bytes for 1; Hangul as
 ``\\uXXXX``: 6 for 3) — plus 16 KiB for the envelope (id, model, choice,
-usage: about 0.8 KiB today). ``max_tokens=384`` keeps real answers near 2 KiB.
-Headers are bounded by h11 (100 KiB) and reads come 64 KiB at a time, so one
-call holds well under 1 MiB of response whatever the upstream sends.
+usage: under 1 KiB in the API's documented shape). ``max_tokens=384`` keeps
+real answers near 2 KiB. Headers are bounded by httpcore's h11 limit (100 KiB)
+and reads come 64 KiB at a time, so one call holds well under 1 MiB of response
+whatever the upstream sends.
 
 Rules of this module: no ``openai`` import (the client is built in
 `kexpr.worker.provider`); nothing here logs or carries content; the bounds
