@@ -5,8 +5,10 @@ read the whole wire contract in one place. It is a small seam in the filelock se
 :func:`build_client` (construction, once per process), :func:`call_once` (exactly
 one request) and :func:`call_with_deadline` (the real time bound). The SDK, httpx
 and everything else that can go wrong below them is folded into one
-:class:`ProviderResult` (content, or a ``ProviderFailure`` outcome) by exactly two functions, :func:`_map_failure` (things
-that raised) and :func:`_extract_content` (things that returned).
+:class:`ProviderResult` (content, or a ``ProviderFailure`` outcome) by exactly two
+functions, :func:`_map_failure` (things that raised) and :func:`_extract_content`
+(things that returned) — except what the transport itself decided (a refused answer,
+a cut call), which :func:`call_once` reads off the call's state first.
 
 Rules of this module:
 
