@@ -239,7 +239,9 @@ def _on_response(response: httpx.Response) -> None:
         call.refuse(Outcome.INVALID_RESPONSE)
         raise AnswerRefused("body over the cap")
     stream = response.stream
-    assert isinstance(stream, httpx.SyncByteStream)
+    if not isinstance(stream, httpx.SyncByteStream):  # an async stream: not ours
+        call.refuse(Outcome.INVALID_RESPONSE)
+        raise AnswerRefused("unexpected response stream")
     response.stream = _CappedStream(stream, call)
 
 
