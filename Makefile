@@ -55,6 +55,13 @@ typecheck: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
+# The shim as a guest of an asyncio host (issue 20): 100 concurrent apresent_*
+# with the worker down and with a 2 s provider, while the host's own
+# getaddrinfo/to_thread run; `BASELINE=1` adds the old to_thread shape.
+.PHONY: bench-guest
+bench-guest: $(VENV)/.installed-test
+	$(BIN)/python bench/guest.py $(if $(BASELINE),--baseline,)
+
 # Fuzzing (issue 7): the generative properties at 10**5 examples each and the
 # end-to-end redaction proofs at 500 per surface (Hypothesis profile `fuzz`,
 # tests/adversarial/hypothesis_profiles.py; about an hour on two shared cores), then

@@ -28,7 +28,7 @@ from typing import Final
 
 from gateway_shim._candidate import CandidateStatus, PresentationCandidate
 from gateway_shim.operator_glossary import DualGlossary
-from gateway_shim.surfaces import Ineligible, RenderError
+from gateway_shim.surfaces import Ineligible, IneligibleReason, RenderError
 from gateway_shim.surfaces.adaptive import adaptive_card, parse_adaptive
 from gateway_shim.surfaces.card import CardOrigin
 from kexpr.spool.journal import canonical_json
@@ -41,7 +41,7 @@ def _digest(parts: Mapping[str, object]) -> str:
     return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
 
 
-def _artifact_binding(surface_version: str, body: str, key_fields: tuple[str, ...]) -> str:
+def _artifact_binding(surface_version: str, body: str, key_fields: tuple[object, ...]) -> str:
     """Daily/weekly binding digest: the surface, the canonical body, the artifact."""
     return _digest(
         {
@@ -84,9 +84,28 @@ def binding_digest(
     operation").
 
     Raises ``Ineligible`` when the payload is not an eligible fresh card (see
-    `gateway_shim.surfaces.card`), ``TypeError`` for malformed pins.
+    `gateway_shim.surfaces.card`) or holds text UTF-8 cannot encode (a lone
+    surrogate: ``invalid_unicode``), ``TypeError`` for malformed pins; nothing
+    else, for any argument (coordinator rule 9).
     """
     pins = _pins(authority_pins)
+    try:
+        return _payload_digest(canonical_payload, callback_data, origin, surface, pins)
+    except Ineligible:
+        raise
+    except UnicodeError:
+        raise Ineligible(IneligibleReason.INVALID_UNICODE) from None
+    except Exception:  # noqa: BLE001 - rule 9: an unreadable payload is not eligible
+        raise Ineligible(IneligibleReason.NOT_TEXT) from None
+
+
+def _payload_digest(
+    canonical_payload: Mapping[str, object],
+    callback_data: str,
+    origin: CardOrigin,
+    surface: str | None,
+    pins: list[str],
+) -> str:
     card, resolved = adaptive_card(
         canonical_payload, callback_data=callback_data, origin=origin, surface=surface
     )
@@ -129,9 +148,11 @@ class RevalidationReason(enum.Enum):
     RENDER_MISMATCH = "render_mismatch"
 
 
-class RevalidationError(Exception):
+class RevalidationError(ValueError):
     """The candidate is stale or invalid for this payload and binding: persist
-    nothing from it and edit nothing. The message is the enum value only."""
+    nothing from it and edit nothing. The message is the enum value only. A
+    ``ValueError`` (the host's misuse), and the only exception `revalidate`
+    raises, for any argument (coordinator rule 9)."""
 
     def __init__(self, reason: RevalidationReason) -> None:
         super().__init__(reason.value)
@@ -170,6 +191,25 @@ def revalidate(
     `RevalidationError` otherwise. (The artifact key is not recomputed: that
     needs ``identity.key``; the digest binds the same inputs and more.)
     """
+    try:
+        return _revalidate(
+            candidate, canonical_payload, callback_data, origin, surface, authority_pins, glossary
+        )
+    except RevalidationError:
+        raise
+    except Exception:  # noqa: BLE001 - rule 9: whatever the arguments, one refusal
+        raise RevalidationError(RevalidationReason.INELIGIBLE) from None
+
+
+def _revalidate(
+    candidate: PresentationCandidate,
+    canonical_payload: Mapping[str, object],
+    callback_data: str,
+    origin: CardOrigin,
+    surface: str | None,
+    authority_pins: tuple[str, ...],
+    glossary: DualGlossary | None,
+) -> dict[str, object]:
     if not isinstance(candidate, PresentationCandidate):
         raise RevalidationError(RevalidationReason.NOT_A_CANDIDATE)
     if not candidate.publication_permitted:
@@ -209,11 +249,12 @@ def revalidate(
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
     else:
         # Canonical: the surface's canonical body (a physique card's projection),
-        # or, when the feature was off for this card, the source text untouched.
+        # or, when the feature was off for this card or the coordinator closed
+        # before reading it, the source text untouched.
         source_text = canonical_payload.get("text")
-        disabled = candidate.outcome is Outcome.DISABLED
+        untouched = candidate.outcome in (Outcome.DISABLED, Outcome.CLOSED)
         if candidate.body != parsed.canonical().body and not (
-            disabled and candidate.body == source_text
+            untouched and candidate.body == source_text
         ):
             raise RevalidationError(RevalidationReason.RENDER_MISMATCH)
     persisted = copy.deepcopy(dict(canonical_payload))

@@ -6,21 +6,39 @@ first presentation that gets past the disabled and ineligible checks and kept
 under one lock. Private to `gateway_shim.coordinator`. Coordinator rules that
 apply: rule 2 (nothing is created before the coordinator asks: disabled or
 ineligible writes zero files), rule 5 (the key is the HMAC key of
-`gateway_shim.identity`, never the provider key) and rule 10 (a moved data
-root: the pin, the observer and the key are dropped and set up again on what is
-at the path now).
+`gateway_shim.identity`, never the provider key), rule 10 (a moved data root:
+the pin, the observer and the key are dropped and set up again on what is at
+the path now), rule 11 (closed stays closed: nothing is started after
+`close`) and rule 12 (fork and a missing watcher: the child drops its parent's
+observer without stopping it; without an observer the wait degrades to its
+periodic re-check, said once).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
+from typing import Final
 
 from watchdog.observers.api import BaseObserver
 
-from gateway_shim._responses import ResponseWaiters, stop_watching, watch_responses
+from gateway_shim._responses import (
+    ResponseWaiters,
+    forget_inherited,
+    stop_watching,
+    watch_responses,
+)
 from gateway_shim.identity import load_or_create_key
+from kexpr.spool import log
 from kexpr.spool.fsio import FileId, check_dir, pin_moved, repin
 from kexpr.spool.layout import DataRoot
+
+# A watcher that could not be started (no inotify instance left: the per-user
+# limit is 128 by default) is tried again this long after, not on every
+# presentation: each try costs a failing inotify_init and a thread start.
+WATCHER_RETRY_S: Final = 60.0
+_log = log.logger("shim")
 
 
 class DataRootHold:
@@ -34,6 +52,10 @@ class DataRootHold:
         self.key: bytes | None = None
         # The data root's identity when the spool was set up (rule 10).
         self._root_id: FileId | None = None
+        self._closed = False
+        # Rule 12: False while the wait runs on its periodic re-check alone.
+        self.watching = True
+        self._watch_failed_at: float | None = None
 
     def recheck_identity(self) -> None:
         """Rule 10: after a failed presentation, has the data root (or its
@@ -57,26 +79,63 @@ class DataRootHold:
             self.key = None
             self._root_id = None
         if observer is not None:
-            try:
-                stop_watching(observer)
-            except (OSError, RuntimeError):
-                pass
+            stop_watching(observer)
 
     def ensure_started(self) -> None:
         """Set the spool up where it is not: directories, key, identity,
         observer. Raises `UnsafePath` / ``OSError`` / ``ValueError`` for a data
-        root that cannot be used, ``RuntimeError`` when the observer's thread
-        cannot be started."""
+        root that cannot be used, `HoldClosed` after `close`. An observer that
+        cannot be started is not an error (rule 12): the wait re-checks."""
         with self._setup_lock:
+            if self._closed:
+                raise HoldClosed
             if self.key is None:
                 self.root.ensure()
                 self.key = load_or_create_key(self.root)
                 self._root_id = check_dir(self.root.root)[1]
-            if self._observer is None:
-                self._observer = watch_responses(self._waiters, self.root.responses)
+            if self._observer is None and self._may_try_watcher():
+                try:
+                    self._observer = watch_responses(self._waiters, self.root.responses)
+                except (OSError, RuntimeError):
+                    self._watcher_failed()
+                else:
+                    self._watcher_started()
+
+    def _may_try_watcher(self) -> bool:
+        failed = self._watch_failed_at
+        return failed is None or time.monotonic() - failed >= WATCHER_RETRY_S
+
+    def _watcher_failed(self) -> None:
+        self._watch_failed_at = time.monotonic()
+        if self.watching:
+            self.watching = False
+            # Said once per change, content-free (rule 12; docs/cli.md "Logging").
+            log.event(_log, logging.WARNING, "watcher_unavailable", fallback_recheck=True)
+
+    def _watcher_started(self) -> None:
+        self._watch_failed_at = None
+        if not self.watching:
+            self.watching = True
+            log.event(_log, logging.INFO, "watcher_restored")
 
     def close(self) -> None:
+        """Stop the observer; nothing starts again (rule 11). Idempotent."""
         with self._setup_lock:
-            if self._observer is not None:
-                stop_watching(self._observer)
-                self._observer = None
+            self._closed = True
+            observer, self._observer = self._observer, None
+        if observer is not None:
+            stop_watching(observer)
+
+    def after_fork_in_child(self) -> None:
+        """Rule 12, in the child right after ``os.fork``: forget the parent's
+        observer without stopping it (that would unwatch the parent); the
+        child starts its own on first use. The key and the root's identity
+        stay valid (same files)."""
+        self._setup_lock = threading.Lock()
+        observer, self._observer = self._observer, None
+        if observer is not None:
+            forget_inherited(observer)
+
+
+class HoldClosed(Exception):
+    """The coordinator was closed: nothing may be set up (rule 11)."""

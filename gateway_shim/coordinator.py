@@ -12,7 +12,11 @@ Rules:
    publish outside the grammar (design §1).
 4. The wait is bounded by the request's deadline (4 s after submission) and uses
    a watchdog notification with a slow periodic re-check as a safety net; never a
-   busy poll. A response read after the deadline is ignored.
+   busy poll. A response read after the deadline is ignored. `apresent_*` waits
+   natively (issue 20 item 2): an `asyncio.Event` set from the watcher's thread
+   through ``loop.call_soon_threadsafe``; its blocking file work (set-up,
+   publish, each read, the report) runs on the coordinator's own bounded
+   executor (`gateway_shim._guest`), never on the loop's default executor.
 5. This process never holds, reads or forwards the provider key, and never
    imports the provider SDK: it only writes redacted capsules to the spool.
 6. Telemetry carries the six fields of `gateway_shim.telemetry` and nothing else.
@@ -23,38 +27,63 @@ Rules:
 8. The host integration contract (design §8) is two pure functions,
    `binding_digest` and `revalidate` (`gateway_shim._binding`, whose header
    carries this rule in full): neither does I/O; neither needs the coordinator.
-9. Nothing escapes into the host (issue 14 item 1): for every state of the
-   data root and every OS error, `present_*`, `apresent_*` and `report` return
-   (a canonical candidate unless fully validated) within the wait plus a small
-   bound, and never raise. Cleanup on a failure path is itself guarded
-   (`_discard`); a last guard in `_present` turns any other exception after
-   parsing into ``spool_unavailable``.
+9. Nothing escapes into the host (issues 14 item 1, 20 item 1): for every
+   state of the data root, every OS error and every argument of any type and
+   value (lone surrogates included), `present_*` and `apresent_*` return (a
+   canonical candidate unless fully validated) within the wait plus a small
+   bound and never raise; `report` raises only its documented ``ValueError``
+   (an enum word, never the input). Every artifact input is checked to be
+   UTF-8-encodable ``str`` before anything is hashed or created, so an input
+   that is not is ``ineligible`` with zero files; the binding digest is
+   computed under the same guard. Cleanup on a failure path is itself guarded
+   (`discard`); a last guard turns any other exception into
+   ``spool_unavailable``.
 10. A moved data root (issue 14 item 8): after a presentation that timed out
    or found the spool unavailable, the identity of the pinned parent and of
    the root (device, inode) is compared with a fresh walk; if either changed,
    the pin, the observer and the key are dropped and the next presentation
    starts over on what is at the path now (re-pinned). A root that cannot be
    checked is ``spool_unavailable`` at once, not a 4 s wait.
+11. Closed stays closed (issue 20 item 3): after `close` every presentation
+   is ``closed`` (canonical, nothing written, nothing started) and a wait in
+   flight ends ``closed`` at once; `close` stops every thread and watch the
+   coordinator started (observer, telemetry, executor) and is idempotent.
+   `report` still writes the report of a candidate handed out before.
+12. A guest in a forking, limited host (issue 20 items 4, 5): in a child of
+   ``os.fork`` the coordinator forgets its parent's observer, executor,
+   telemetry thread, waiters and awaited attempts without stopping any
+   (stopping the observer would unwatch the parent: one open file
+   description) and starts its own on first use. When no watcher can be had
+   (the per-user inotify limit), the wait runs on its periodic re-check
+   instead of failing: ``watching`` is False and the ``kexpr.shim`` logger
+   says ``watcher_unavailable`` once; a new watcher is tried a minute later.
+   The memory of attempts awaiting a report is bounded (`_awaiting`).
 
 The code is split by seam, every public name staying importable from here:
-this module holds the coordinator class (rules 1-7, 9, 10);
+this module holds the coordinator class (rules 1-7, 9, 11);
 `gateway_shim._candidate` the candidate and outcome types and their maps;
 `gateway_shim._binding` the host integration contract (rule 8);
 `gateway_shim._responses` the response waiters and the observer (rule 4);
-`gateway_shim._data_root` the set-up key, identity and observer (rule 10).
+`gateway_shim._data_root` the set-up key, identity and observer (rules 10, 12);
+`gateway_shim._guest` the own executor and the fork hook (rules 4, 12);
+`gateway_shim._awaiting` the bounded memory of attempts awaiting a report.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import enum
 import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
+from gateway_shim._awaiting import AwaitingReports
 from gateway_shim._binding import (
     BINDING_DIGEST_VERSION,
     RevalidationError,
@@ -70,8 +99,9 @@ from gateway_shim._candidate import (
     PresentationCandidate,
     build_candidate,
 )
-from gateway_shim._data_root import DataRootHold
-from gateway_shim._responses import ResponseWaiters, collect, discard
+from gateway_shim._data_root import DataRootHold, HoldClosed
+from gateway_shim._guest import ExecutorClosed, OwnExecutor, track
+from gateway_shim._responses import ResponseWaiters, Wake, collect, discard
 from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode
 from gateway_shim.identity import artifact_key, new_request_id
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
@@ -132,13 +162,67 @@ WAIT: Final = dt.timedelta(seconds=4)
 ADAPTIVE_UNKNOWN_SURFACE: Final = "adaptive.unknown"
 # Safety-net re-check while waiting (design §4 trap 2: an inotify overflow delivers
 # no event at all). Not a poll loop: the watchdog event normally ends the wait.
+# Without a watcher (rule 12) it is the wait.
 _RECHECK_S: Final = 0.25
+# A digest that no revalidation can ever match: the binding of an input that
+# could not be read (rule 9).
+_UNREADABLE_BINDING: Final = _digest({"version": BINDING_DIGEST_VERSION, "unreadable": True})
 # Content-free records (spool.log); silent unless the host configures `kexpr`.
 _log = log.logger("shim")
+T = TypeVar("T")
 
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+def _is_text(value: object) -> bool:
+    """A ``str`` that UTF-8 can encode (no lone surrogate): rule 9."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """What one presentation is about, read from the host's arguments."""
+
+    surface_version: str
+    body: str
+    parse: Callable[[], CanonicalSurface]
+    key_fields: tuple[object, ...]
+    binding: str | None = None
+    enabled: bool | None = None
+
+
+class _Wait(enum.Enum):
+    """How a wait ended without data."""
+
+    NOT_YET = "not_yet"
+    EXPIRED = "expired"
+    CLOSED = "closed"
+
+
+Done = Callable[..., PresentationCandidate]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A published request and what concluding it needs (rules 3, 4)."""
+
+    surface_version: str
+    surface: CanonicalSurface
+    capsule: Capsule
+    akey: str
+    rid: str
+    deadline: dt.datetime
+    mono_deadline: float
+    response_path: Path
+    done: Done
 
 
 class KoreanExpressionCoordinator:
@@ -155,11 +239,25 @@ class KoreanExpressionCoordinator:
         self._telemetry = Telemetry(telemetry)
         self._clock = clock
         self._waiters = ResponseWaiters()
-        # The key, the root's identity and the observer (rules 2, 10).
+        # The key, the root's identity and the observer (rules 2, 10, 12).
         self._hold = DataRootHold(self.root, self._waiters)
-        self._reported: set[str] = set()
+        self._executor = OwnExecutor()
+        self._awaiting = AwaitingReports()
+        self._closed = False
+        track(self)
 
     # ------------------------------------------------------------------ public
+
+    @property
+    def closed(self) -> bool:
+        """True after `close` (rule 11)."""
+        return self._closed
+
+    @property
+    def watching(self) -> bool:
+        """False while no watcher could be had and waits run on their periodic
+        re-check alone (rule 12); True otherwise (also before first use)."""
+        return self._hold.watching
 
     def present_daily(
         self,
@@ -173,12 +271,7 @@ class KoreanExpressionCoordinator:
         ``facts``: the host's typed completeness, if it has one (a disagreement
         with the seven rendered facts makes the body ineligible).
         """
-        return self._present(
-            "daily.v1",
-            canonical_body,
-            lambda: parse_daily(canonical_body, facts),
-            (finalized_event_id,),
-        )
+        return self._present(lambda: self._daily(canonical_body, finalized_event_id, facts))
 
     async def apresent_daily(
         self,
@@ -187,13 +280,8 @@ class KoreanExpressionCoordinator:
         finalized_event_id: str,
         facts: DailyFacts | None = None,
     ) -> PresentationCandidate:
-        """`present_daily` for asyncio hosts: the wait runs off the event loop."""
-        return await asyncio.to_thread(
-            self.present_daily,
-            canonical_body,
-            facts=facts,
-            finalized_event_id=finalized_event_id,
-        )
+        """`present_daily` for asyncio hosts: awaits natively (rule 4)."""
+        return await self._apresent(lambda: self._daily(canonical_body, finalized_event_id, facts))
 
     def present_weekly(
         self,
@@ -213,10 +301,7 @@ class KoreanExpressionCoordinator:
         without presenting again (plan "Weekly pin-before-send and restart").
         """
         return self._present(
-            "weekly.v1",
-            canonical_body,
-            lambda: parse_weekly(canonical_body, explicit_fields=explicit_fields),
-            (schedule_key, kind, kst_day),
+            lambda: self._weekly(canonical_body, explicit_fields, (schedule_key, kind, kst_day))
         )
 
     async def apresent_weekly(
@@ -228,14 +313,9 @@ class KoreanExpressionCoordinator:
         kind: str,
         kst_day: str,
     ) -> PresentationCandidate:
-        """`present_weekly` for asyncio hosts: the wait runs off the event loop."""
-        return await asyncio.to_thread(
-            self.present_weekly,
-            canonical_body,
-            explicit_fields=explicit_fields,
-            schedule_key=schedule_key,
-            kind=kind,
-            kst_day=kst_day,
+        """`present_weekly` for asyncio hosts: awaits natively (rule 4)."""
+        return await self._apresent(
+            lambda: self._weekly(canonical_body, explicit_fields, (schedule_key, kind, kst_day))
         )
 
     def present_adaptive(
@@ -261,47 +341,10 @@ class KoreanExpressionCoordinator:
         replaced. A payload that is not a fresh, eligible card is canonical with
         zero files written. A dual card is read with `dual_glossary()`.
         """
-        text = canonical_payload.get("text") if isinstance(canonical_payload, Mapping) else None
-        label = surface if surface in ADAPTIVE_SURFACES else ADAPTIVE_UNKNOWN_SURFACE
-        key_fields: tuple[str, ...] = ()
-        try:
-            card, resolved = adaptive_card(
-                canonical_payload, callback_data=callback_data, origin=origin, surface=surface
-            )
-            label = resolved
-            key_fields = (card.session_id, card.proposal_digest, str(card.revision), resolved)
-            digest = binding_digest(
-                canonical_payload,
-                callback_data=callback_data,
-                origin=origin,
-                surface=surface,
-                authority_pins=authority_pins,
-            )
-        except (Ineligible, TypeError):
-            # Unreadable or ineligible: ineligible below; a digest that no
-            # revalidation can ever match.
-            digest = _digest({"version": BINDING_DIGEST_VERSION, "unreadable": True})
-
-        def parse() -> CanonicalSurface:
-            glossary: DualGlossary | None = None
-            if label == DUAL_SURFACE:
-                glossary = self.dual_glossary_or_ineligible()
-            return parse_adaptive(
-                canonical_payload,
-                callback_data=callback_data,
-                origin=origin,
-                surface=surface,
-                glossary=glossary,
-            )
-
         return self._present(
-            label,
-            text if isinstance(text, str) else "",
-            parse,
-            key_fields,
-            binding=digest,
-            # Both schemas share the `adaptive_operator` switch (config.SURFACE_SWITCH).
-            enabled=self.config.enabled_for(DUAL_SURFACE),
+            lambda: self._adaptive(
+                canonical_payload, callback_data, origin, surface, authority_pins
+            )
         )
 
     async def apresent_adaptive(
@@ -313,14 +356,11 @@ class KoreanExpressionCoordinator:
         surface: str | None = None,
         authority_pins: tuple[str, ...] = (),
     ) -> PresentationCandidate:
-        """`present_adaptive` for asyncio hosts: the wait runs off the event loop."""
-        return await asyncio.to_thread(
-            self.present_adaptive,
-            canonical_payload,
-            callback_data=callback_data,
-            origin=origin,
-            surface=surface,
-            authority_pins=authority_pins,
+        """`present_adaptive` for asyncio hosts: awaits natively (rule 4)."""
+        return await self._apresent(
+            lambda: self._adaptive(
+                canonical_payload, callback_data, origin, surface, authority_pins
+            )
         )
 
     def dual_glossary(self) -> DualGlossary:
@@ -341,56 +381,250 @@ class KoreanExpressionCoordinator:
         ``Outcome.SELECTED`` only after the durable write / Telegram edit
         succeeded; ``Outcome.COMMIT_FAILED`` / ``Outcome.PUBLICATION_FAILED``
         otherwise (a `HostOutcome`; its string value is accepted too). Exactly
-        once per attempt; anything else is a programming error: `ValueError`
-        with the reason ``not_host_outcome`` or ``report_not_expected``.
+        once per attempt this coordinator handed out as ``accepted``, within
+        the worker's commit grace; anything else is a programming error:
+        `ValueError` with the reason ``not_host_outcome`` or
+        ``report_not_expected`` (never the input).
         """
-        host = host_outcome(outcome)
+        try:
+            host = host_outcome(outcome)
+        except Exception:  # noqa: BLE001 - rule 9: an odd str subclass is not a word
+            host = None
         if host is None:
             raise ValueError("not_host_outcome")
+        attempt_id = candidate.attempt_id if isinstance(candidate, PresentationCandidate) else None
         if (
-            candidate.outcome is not Outcome.ACCEPTED
-            or candidate.attempt_id is None
-            or candidate.attempt_id in self._reported
+            not isinstance(candidate, PresentationCandidate)
+            or candidate.outcome is not Outcome.ACCEPTED
+            or not isinstance(attempt_id, str)
+            or not self._awaiting.take(attempt_id)
         ):
             raise ValueError("report_not_expected")
-        self._reported.add(candidate.attempt_id)
-        self._write_report(candidate.attempt_id, host)
+        self._write_report(attempt_id, host)
 
     def close(self) -> None:
+        """Stop every thread and watch this coordinator started; later
+        presentations are ``closed`` (rule 11). Idempotent."""
+        self._closed = True
         self._hold.close()
+        self._waiters.wake_all()
+        self._executor.close()
+        self._telemetry.close()
 
-    # ---------------------------------------------------------------- internal
+    # ------------------------------------------------------- the host's inputs
 
-    def _present(
-        self,
-        surface_version: str,
-        canonical_body: str,
-        parse: Callable[[], CanonicalSurface],
-        key_fields: tuple[str, ...],
-        *,
-        binding: str | None = None,
-        enabled: bool | None = None,
-    ) -> PresentationCandidate:
-        cand = self._present_unguarded(
-            surface_version, canonical_body, parse, key_fields, binding=binding, enabled=enabled
+    def _daily(self, body: str, event_id: str, facts: DailyFacts | None) -> _Spec:
+        return _Spec("daily.v1", body, lambda: parse_daily(body, facts), (event_id,))
+
+    def _weekly(
+        self, body: str, explicit_fields: Collection[str], key_fields: tuple[object, ...]
+    ) -> _Spec:
+        return _Spec(
+            "weekly.v1",
+            body,
+            lambda: parse_weekly(body, explicit_fields=explicit_fields),
+            key_fields,
         )
-        if cand.outcome in (Outcome.TIMEOUT, Outcome.SPOOL_UNAVAILABLE):
+
+    def _adaptive(
+        self,
+        payload: Mapping[str, object],
+        callback_data: str,
+        origin: CardOrigin,
+        surface: str | None,
+        authority_pins: tuple[str, ...],
+    ) -> _Spec:
+        text = payload.get("text") if isinstance(payload, Mapping) else None
+        label = surface if surface in ADAPTIVE_SURFACES else ADAPTIVE_UNKNOWN_SURFACE
+        key_fields: tuple[object, ...] = ()
+        readable = True
+        try:
+            card, resolved = adaptive_card(
+                payload, callback_data=callback_data, origin=origin, surface=surface
+            )
+            label = resolved
+            key_fields = (card.session_id, card.proposal_digest, str(card.revision), resolved)
+            digest = binding_digest(
+                payload,
+                callback_data=callback_data,
+                origin=origin,
+                surface=surface,
+                authority_pins=authority_pins,
+            )
+        except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
+            # Unreadable or ineligible: ineligible below; a digest that no
+            # revalidation can ever match.
+            digest = _UNREADABLE_BINDING
+            readable = False
+
+        def parse() -> CanonicalSurface:
+            if not readable:
+                raise Ineligible(IneligibleReason.NOT_TEXT)
+            glossary: DualGlossary | None = None
+            if label == DUAL_SURFACE:
+                glossary = self.dual_glossary_or_ineligible()
+            return parse_adaptive(
+                payload,
+                callback_data=callback_data,
+                origin=origin,
+                surface=surface,
+                glossary=glossary,
+            )
+
+        return _Spec(
+            label,
+            text if isinstance(text, str) else "",
+            parse,
+            key_fields,
+            binding=digest,
+            # Both schemas share the `adaptive_operator` switch (config.SURFACE_SWITCH).
+            enabled=self.config.enabled_for(DUAL_SURFACE),
+        )
+
+    # ------------------------------------------------- one presentation, sync
+
+    def _present(self, spec: Callable[[], _Spec]) -> PresentationCandidate:
+        try:
+            event = threading.Event()
+            step = self._begin(spec, event.set)
+            if isinstance(step, PresentationCandidate):
+                return self._after(step)
+            try:
+                data = self._wait_sync(step, event)
+            finally:
+                self._waiters.forget(step.rid)
+            return self._after(self._finish(step, data))
+        except Exception:  # noqa: BLE001 - rule 9, the last guard
+            return _last_guard(spec)
+
+    def _wait_sync(self, p: _Pending, arrived: threading.Event) -> bytes | _Wait:
+        """Wait for the response until the deadline (rule 4).
+
+        Waits first: the waiter was registered (and the observer started) before
+        the request was published, so a response that is already there has set
+        ``arrived``; a read before the first wait would only fail (one walk and
+        one open per artifact)."""
+        while True:
+            remaining = p.mono_deadline - time.monotonic()
+            if remaining <= 0:
+                return _Wait.EXPIRED
+            arrived.wait(min(remaining, _RECHECK_S))
+            arrived.clear()
+            if self._closed:
+                return _Wait.CLOSED
+            data = _try_read(p.response_path)
+            if data is not _Wait.NOT_YET:
+                return data
+
+    # ----------------------------------------------- one presentation, asyncio
+
+    async def _apresent(self, spec: Callable[[], _Spec]) -> PresentationCandidate:
+        try:
+            loop = asyncio.get_running_loop()
+            arrived = asyncio.Event()
+
+            def wake() -> None:
+                # Called on the watcher's thread: the loop's own thread sets it.
+                loop.call_soon_threadsafe(arrived.set)
+
+            try:
+                step = await self._offload_begin(spec, wake)
+            except ExecutorClosed:
+                # Closed: _begin answers ``closed`` without any I/O (rule 11).
+                step = self._begin(spec, wake)
+            if isinstance(step, PresentationCandidate):
+                if step.outcome in _RECHECKED:
+                    await self._offload_or_skip(lambda: self._hold.recheck_identity())
+                return step
+            try:
+                data = await self._wait_async(step, arrived)
+            finally:
+                self._waiters.forget(step.rid)
+            if data is _Wait.CLOSED:
+                return self._finish(step, data)  # no I/O
+            pending = step
+            try:
+                return await self._offload(lambda: self._after(self._finish(pending, data)))
+            except ExecutorClosed:
+                return self._finish(step, _Wait.CLOSED)
+        except Exception:  # noqa: BLE001 - rule 9, the last guard
+            return _last_guard(spec)
+
+    async def _wait_async(self, p: _Pending, arrived: asyncio.Event) -> bytes | _Wait:
+        """`_wait_sync` as an awaitable: no thread is held while waiting; each
+        re-check's read runs on the coordinator's own executor."""
+        while True:
+            remaining = p.mono_deadline - time.monotonic()
+            if remaining <= 0:
+                return _Wait.EXPIRED
+            if not arrived.is_set():
+                try:
+                    await asyncio.wait_for(arrived.wait(), min(remaining, _RECHECK_S))
+                except TimeoutError:
+                    pass
+            arrived.clear()
+            if self._closed:
+                return _Wait.CLOSED
+            try:
+                data = await self._offload(lambda: _try_read(p.response_path))
+            except ExecutorClosed:
+                return _Wait.CLOSED
+            if data is not _Wait.NOT_YET:
+                return data
+
+    async def _offload_begin(
+        self, spec: Callable[[], _Spec], wake: Wake
+    ) -> PresentationCandidate | _Pending:
+        """`_begin` on our executor. If the host cancels the awaiting task
+        meanwhile, the request may still be published: its waiter is then
+        forgotten when `_begin` returns, so no entry outlives it."""
+        future = self._executor.submit(lambda: self._begin(spec, wake))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(self._forget_abandoned)
+            raise
+
+    def _forget_abandoned(self, future: Future[PresentationCandidate | _Pending]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            step = future.result()
+            if isinstance(step, _Pending):
+                self._waiters.forget(step.rid)
+
+    async def _offload(self, fn: Callable[[], T]) -> T:
+        """Run blocking file work on our own executor (rule 4). Raises
+        `ExecutorClosed` after `close`."""
+        return await asyncio.wrap_future(self._executor.submit(fn))
+
+    async def _offload_or_skip(self, fn: Callable[[], None]) -> None:
+        try:
+            await self._offload(fn)
+        except ExecutorClosed:
+            pass
+
+    # ------------------------------------------------------ the shared steps
+
+    def _after(self, cand: PresentationCandidate) -> PresentationCandidate:
+        if cand.outcome in _RECHECKED:
             self._hold.recheck_identity()
         return cand
 
-    def _present_unguarded(
-        self,
-        surface_version: str,
-        canonical_body: str,
-        parse: Callable[[], CanonicalSurface],
-        key_fields: tuple[str, ...],
-        *,
-        binding: str | None = None,
-        enabled: bool | None = None,
-    ) -> PresentationCandidate:
+    def _begin(
+        self, make_spec: Callable[[], _Spec], wake: Wake
+    ) -> PresentationCandidate | _Pending:
+        """Everything up to a published request: a final candidate when there
+        is nothing to wait for (rules 1, 2, 9, 11)."""
         t0 = time.monotonic()
+        spec = make_spec()
+        surface_version = spec.surface_version
+        canonical_body = spec.body
+        binding = spec.binding
         if binding is None:
-            binding = _artifact_binding(surface_version, canonical_body, key_fields)
+            try:
+                binding = _artifact_binding(surface_version, canonical_body, spec.key_fields)
+            except Exception:  # noqa: BLE001 - rule 9: e.g. a lone surrogate
+                binding = _UNREADABLE_BINDING
+        enabled = spec.enabled
         if enabled is None:
             enabled = self.config.enabled_for(surface_version)
 
@@ -408,7 +642,7 @@ class KoreanExpressionCoordinator:
                 outcome,
                 surface_version=surface_version,
                 binding=binding,
-                host_body=canonical_body,
+                host_body=canonical_body if isinstance(canonical_body, str) else "",
                 # Once parsed, the canonical body is the surface's (for a physique
                 # card, its projection); before that, the host's body untouched.
                 canon=surface.canonical() if surface is not None else None,
@@ -435,10 +669,19 @@ class KoreanExpressionCoordinator:
             )
             return cand
 
+        if self._closed:
+            return done(Outcome.CLOSED)
         if not enabled:
             return done(Outcome.DISABLED)
+        # Rule 9: the artifact's raw inputs enter the HMAC and the digest only
+        # as UTF-8 text; anything else is not eligible (zero files).
+        if binding == _UNREADABLE_BINDING or not all(_is_text(f) for f in spec.key_fields):
+            return done(Outcome.INELIGIBLE)
+        # The parse: right after it, an `Ineligible` is the ineligible candidate
+        # (canonical, zero files); every eligibility check on the parsed surface
+        # belongs here, before anything is set up.
         try:
-            surface = parse()
+            surface = spec.parse()
             # Issue 19: no call that cannot succeed (zero files, like any ineligible body).
             surface.require_answer_budget()
         except Ineligible:
@@ -451,37 +694,39 @@ class KoreanExpressionCoordinator:
         try:
             self._hold.ensure_started()
             assert self._hold.key is not None
-            akey = artifact_key(self._hold.key, (surface_version, *key_fields))
+            akey = artifact_key(
+                self._hold.key, (surface_version, *(str(f) for f in spec.key_fields))
+            )
             capsule = Capsule(
                 schema_version=CONTRACT_VERSION,
                 surface=surface_version,
                 artifact_key=akey,
                 slots=tuple(slot.policy() for slot in surface.slots),
             )
+        except HoldClosed:
+            return done(Outcome.CLOSED, surface=surface)
         except (UnsafePath, OSError, ValueError, RuntimeError):
-            # RuntimeError: the observer's thread could not be started.
             return done(Outcome.SPOOL_UNAVAILABLE, surface=surface)
         try:
-            return self._exchange(surface_version, surface, capsule, akey, t0, done)
+            return self._publish(surface_version, surface, capsule, akey, t0, done, wake)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
-            # Rule 9, the last guard: whatever the data root did, the host gets
-            # the canonical body, never an exception.
+            # Whatever the data root did, the host gets the canonical body.
             return done(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
 
-    def _exchange(
+    def _publish(
         self,
         surface_version: str,
         surface: CanonicalSurface,
         capsule: Capsule,
         akey: str,
         t0: float,
-        done: Callable[..., PresentationCandidate],
-    ) -> PresentationCandidate:
-        """Publish the request, wait for the response, re-validate (rules 1-4)."""
+        done: Done,
+        wake: Wake,
+    ) -> PresentationCandidate | _Pending:
+        """Register the waiter, then publish the request (rule 4)."""
         rid = new_request_id()
         submitted = self._clock()
         deadline = submitted + WAIT
-        mono_deadline = t0 + WAIT.total_seconds()
         request = SpoolRequest(
             spool_version=SPOOL_VERSION,
             request_id=rid,
@@ -491,30 +736,49 @@ class KoreanExpressionCoordinator:
             mode="shadow" if self.config.mode is Mode.SHADOW else "enabled",
             capsule=capsule,
         )
-        response_path = self.root.responses / f"{rid}.json"
-        arrived = self._waiters.register(rid)
+        self._waiters.register(rid, wake)
         try:
-            try:
-                # Not fsynced (fsio rule 5 is for files that must survive a
-                # crash): a request is worthless after its 4 s deadline, and a
-                # torn one left by a power loss is refused by the worker's
-                # strict parser (invalid_request: no row, no call).
-                publish(
-                    self.root.tmp,
-                    self.root.requests / f"{rid}.json",
-                    request.to_bytes(),
-                    durable=False,
-                )
-            except OSError:
-                return done(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
-            data = self._wait_for(response_path, arrived, mono_deadline)
-        finally:
+            # Not fsynced (fsio rule 5 is for files that must survive a
+            # crash): a request is worthless after its 4 s deadline, and a
+            # torn one left by a power loss is refused by the worker's
+            # strict parser (invalid_request: no row, no call).
+            publish(
+                self.root.tmp,
+                self.root.requests / f"{rid}.json",
+                request.to_bytes(),
+                durable=False,
+            )
+        except BaseException:
             self._waiters.forget(rid)
-        if data is None:
+            raise
+        return _Pending(
+            surface_version=surface_version,
+            surface=surface,
+            capsule=capsule,
+            akey=akey,
+            rid=rid,
+            deadline=deadline,
+            mono_deadline=t0 + WAIT.total_seconds(),
+            response_path=self.root.responses / f"{rid}.json",
+            done=done,
+        )
+
+    def _finish(self, p: _Pending, data: bytes | _Wait) -> PresentationCandidate:
+        """Conclude a published request: parse, re-validate, render (rules 1, 3)."""
+        try:
+            return self._conclude(p, data)
+        except Exception:  # noqa: BLE001 - rule 9, the last guard
+            return p.done(Outcome.SPOOL_UNAVAILABLE, surface=p.surface, akey=p.akey)
+
+    def _conclude(self, p: _Pending, data: bytes | _Wait) -> PresentationCandidate:
+        surface, akey, done = p.surface, p.akey, p.done
+        if data is _Wait.CLOSED:
+            return done(Outcome.CLOSED, surface=surface, akey=akey)
+        if not isinstance(data, bytes):
             return done(Outcome.TIMEOUT, surface=surface, akey=akey)
         try:
             response = parse_response(data)
-            if response.request_id != rid:
+            if response.request_id != p.rid:
                 raise MessageError("request_id")
         except MessageError:
             response = None
@@ -522,8 +786,8 @@ class KoreanExpressionCoordinator:
         # is its attempt's durable AWAITING_REPORT, removed by the worker once
         # the terminal row is durable (spool.lifecycle `SPOOL_FILE_MOVES`).
         if response is None or response.status is not ResponseStatus.ACCEPTED:
-            collect(response_path)
-        if self._clock() >= deadline:
+            collect(p.response_path)
+        if self._clock() >= p.deadline:
             return done(Outcome.TIMEOUT, surface=surface, akey=akey)
         if response is None:
             return done(Outcome.INVALID_RESPONSE, surface=surface, akey=akey)
@@ -541,7 +805,7 @@ class KoreanExpressionCoordinator:
             return done(Outcome.INVALID_RESPONSE, surface=surface, akey=akey)
 
         # Re-validate with our own capsule (rule 3), then render and prove locked bytes.
-        verdict = judge(capsule, response.composition.to_json())
+        verdict = judge(p.capsule, response.composition.to_json())
         rendered: RenderedBody | None = None
         generated: tuple[tuple[str, str], ...] = ()
         if verdict.verdict is Verdict.ACCEPTED and verdict.composition == response.composition:
@@ -563,6 +827,8 @@ class KoreanExpressionCoordinator:
             # what gets published; the shim records that itself.
             self._write_report(attempt_id, Outcome.SHADOW_SELECTED)
             return done(Outcome.SHADOW_SELECTED, surface=surface, akey=akey, attempt_id=attempt_id)
+        # Only an attempt handed out as accepted may be reported, once (rule 9).
+        self._awaiting.add(attempt_id)
         return done(
             Outcome.ACCEPTED,
             surface=surface,
@@ -572,39 +838,63 @@ class KoreanExpressionCoordinator:
             generated=generated,
         )
 
-    def _wait_for(self, path: Path, arrived: threading.Event, mono_deadline: float) -> bytes | None:
-        """Wait for ``path`` until the deadline and read it with O_NOFOLLOW. The
-        caller removes it unless it is an accepted answer (spool.lifecycle
-        `SPOOL_FILE_MOVES`: the worker removes that one).
-
-        Waits first: the waiter was registered (and the observer started) before
-        the request was published, so a response that is already there has set
-        ``arrived``; a read before the first wait would only fail (one walk and
-        one open per artifact)."""
-        while True:
-            remaining = mono_deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            arrived.wait(min(remaining, _RECHECK_S))
-            arrived.clear()
-            try:
-                data = read_private(path, max_bytes=MAX_MESSAGE_BYTES)
-            except FileNotFoundError:
-                continue
-            except (UnsafePath, OSError):
-                # Unsafe or unreadable (a FIFO, a directory, responses/ made
-                # 0755 or swapped for a symlink): canonical, and the removal
-                # may fail the same way (issue 14 item 1).
-                discard(path)
-                return None
-            # The worker removes the response once its attempt is terminal: the
-            # file is the durable "answered" phase (docs/lifecycle.md).
-            return data
-
     def _write_report(self, attempt_id: str, outcome: ReportOutcome) -> None:
-        report = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt_id, outcome=outcome)
         try:
+            report = SpoolReport(
+                spool_version=SPOOL_VERSION, attempt_id=attempt_id, outcome=outcome
+            )
             publish(self.root.tmp, self.root.reports / f"{attempt_id}.json", report.to_bytes())
-        except OSError:
+        except (OSError, ValueError):
             # The worker terminalizes an unreported attempt after COMMIT_GRACE.
             pass
+
+    def _after_fork_in_child(self) -> None:
+        """Rule 12 (`gateway_shim._guest.track`): forget the parent's threads,
+        watch and waiters without stopping any; start our own on first use."""
+        self._hold.after_fork_in_child()
+        self._waiters.after_fork_in_child()
+        self._executor.after_fork_in_child()
+        self._telemetry.after_fork_in_child()
+        self._awaiting.after_fork_in_child()
+
+
+# Outcomes after which the data root's identity is checked again (rule 10).
+_RECHECKED: Final = frozenset({Outcome.TIMEOUT, Outcome.SPOOL_UNAVAILABLE})
+
+
+def _try_read(path: Path) -> bytes | _Wait:
+    """Read ``path`` with O_NOFOLLOW if it is there. The caller removes it
+    unless it is an accepted answer (spool.lifecycle `SPOOL_FILE_MOVES`: the
+    worker removes that one)."""
+    try:
+        return read_private(path, max_bytes=MAX_MESSAGE_BYTES)
+    except FileNotFoundError:
+        return _Wait.NOT_YET
+    except (UnsafePath, OSError):
+        # Unsafe or unreadable (a FIFO, a directory, responses/ made 0755 or
+        # swapped for a symlink): canonical, and the removal may fail the same
+        # way (issue 14 item 1).
+        discard(path)
+        return _Wait.EXPIRED
+
+
+def _last_guard(make_spec: Callable[[], _Spec]) -> PresentationCandidate:
+    """Rule 9, the last guard: a canonical candidate from as little as can be
+    read; never raises. No telemetry (that may be what failed)."""
+    label, body = ADAPTIVE_UNKNOWN_SURFACE, ""
+    try:
+        spec = make_spec()
+        label = spec.surface_version
+        body = spec.body if isinstance(spec.body, str) else ""
+    except Exception:  # noqa: BLE001 - rule 9
+        pass
+    return PresentationCandidate(
+        surface_version=label,
+        attempt_id=None,
+        artifact_key=None,
+        binding_digest=_UNREADABLE_BINDING,
+        status=CandidateStatus.CANONICAL,
+        body=body,
+        publication_permitted=True,
+        outcome=Outcome.SPOOL_UNAVAILABLE,
+    )

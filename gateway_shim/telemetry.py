@@ -4,7 +4,10 @@ No text, prompt, response, placeholder, semantic ID, artifact key, raw ID, value
 exception message, provider, model, destination or length (plan: "Telemetry").
 The sink is the host's; it is called on a daemon thread so that a sink that
 blocks cannot delay a presentation, and an exception it raises is swallowed —
-the one deliberate swallow in this product (STYLE.md: trio).
+the one deliberate swallow in this product (STYLE.md: trio). The thread starts
+with the first event, `close` stops it (issue 20 item 3: a host that recreates
+coordinators must not accumulate threads), and a forked child starts its own
+(the parent's does not exist there).
 """
 
 from __future__ import annotations
@@ -42,15 +45,14 @@ class Telemetry:
 
     def __init__(self, sink: TelemetrySink | None) -> None:
         self._sink = sink
-        self._q: queue.SimpleQueue[Mapping[str, str]] | None = None
+        self._q: queue.SimpleQueue[Mapping[str, str] | None] = queue.SimpleQueue()
         self._pending = 0
         self._lock = threading.Lock()
-        if sink is not None:
-            self._q = queue.SimpleQueue()
-            threading.Thread(target=self._drain, name="kexpr-telemetry", daemon=True).start()
+        self._thread: threading.Thread | None = None
+        self._closed = False
 
     def emit(self, *, surface: str, mode: str, outcome: str, seconds: float) -> None:
-        if self._q is None:
+        if self._sink is None:
             return
         event = {
             "event": EVENT,
@@ -61,18 +63,45 @@ class Telemetry:
             "latency_bucket": latency_bucket(seconds),
         }
         with self._lock:
-            if self._pending >= _MAX_PENDING:
+            if self._closed or self._pending >= _MAX_PENDING:
                 return
+            if self._thread is None:
+                thread = threading.Thread(target=self._drain, name="kexpr-telemetry", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:
+                    return  # no thread to be had: the event is dropped, never raised
+                self._thread = thread
             self._pending += 1
         self._q.put(event)
 
+    def close(self) -> None:
+        """Deliver what is queued, then stop the thread (bounded). Idempotent."""
+        with self._lock:
+            self._closed = True
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._q.put(None)
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
+
+    def after_fork_in_child(self) -> None:
+        # The parent's thread and whatever it had queued are the parent's.
+        self._lock = threading.Lock()
+        self._q = queue.SimpleQueue()
+        self._pending = 0
+        self._thread = None
+
     def _drain(self) -> None:
-        assert self._q is not None and self._sink is not None
+        q, sink = self._q, self._sink
+        assert sink is not None
         while True:
-            event = self._q.get()
+            event = q.get()
+            if event is None:
+                return
             with self._lock:
                 self._pending -= 1
             try:
-                self._sink(event)
+                sink(event)
             except Exception:  # noqa: BLE001 - a host sink may never break a presentation
                 pass

@@ -38,6 +38,20 @@ the loop in `Supervisor.run` only carries it out):
    ``unsafe_data_root``, never a crash loop. A missing root at the first start
    is the worker's to create.
 
+6. Resource limits (issue 21): the worker starts with ``RLIMIT_AS`` (address
+   space) and ``RLIMIT_NPROC`` (tasks) lowered, soft = hard, so it cannot raise
+   them back — the equivalent of the systemd unit's ``MemoryMax=`` and
+   ``TasksMax=`` (docs/systemd.md gives the sizes and why). `worker_rlimits`
+   computes them in the supervisor, never above its own limits; the child sets
+   them between fork and exec. ``RLIMIT_AS`` is `WORKER_ADDRESS_SPACE_BYTES`:
+   address space, not memory — glibc reserves 64 MiB of it per thread arena and
+   8 MiB per thread stack, so it is set well above the resident need and stops a
+   runaway, where the unit's ``MemoryMax=`` is the tight bound. ``RLIMIT_NPROC``
+   counts every task of the *user*, not of the worker: it is the user's tasks
+   at the start plus `WORKER_TASKS_HEADROOM`, and the kernel does not apply it
+   to root. Past either, a thread start or an allocation fails inside the
+   worker instead of the machine running out.
+
 ``supervisor.status.json`` (beside ``worker.status.json``) records the
 supervisor's state, restarts and last exit code for ``kexpr status``: enums and
 integers only, never content. It is a heartbeat, not evidence: a failed write is
@@ -72,6 +86,14 @@ BASE_ENV: Final[Mapping[str, str]] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "L
 # design §4); the worker then drains and writes its last status. 10 s covers that
 # with slack; only then is the worker killed.
 STOP_GRACE_S: Final = 10.0
+# Rule 6. Measured: the worker at 16 concurrent presentations holds 64 MB
+# resident in 1.2 GB of address space (16 threads on 2 cores: glibc arenas and
+# stacks); 4 GiB leaves room for more cores' arenas and still stops a runaway.
+WORKER_ADDRESS_SPACE_BYTES: Final = 4 * 1024**3
+# The worker runs 8 pool threads and at most 8 busy plus 8 kept provider-call
+# threads (worker/provider.py) besides its own few: the unit's TasksMax=64. The
+# per-user limit adds twice that to what the user already runs.
+WORKER_TASKS_HEADROOM: Final = 128
 # Exit codes that a restart cannot fix: supervising stops with them.
 # ANOTHER_WORKER (73) is deliberately *not* fatal: after a supervisor was killed,
 # its orphaned worker drains (<= the 4 s deadline, then exits on PR_SET_PDEATHSIG)
@@ -201,6 +223,60 @@ class Child(Protocol):
     def kill(self) -> None: ...
 
 
+def _user_tasks(uid: int) -> int | None:
+    """How many tasks (threads) the real user ``uid`` runs now, from /proc;
+    None when /proc cannot be read."""
+    total = 0
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+    return total
+
+
+def worker_rlimits() -> list[tuple[int, int]]:
+    """Rule 6: ``(resource, limit)`` for the worker, each at most the
+    supervisor's own soft limit. ``RLIMIT_NPROC`` is left as it is when /proc
+    cannot be read (the unit's ``TasksMax=`` does not depend on it)."""
+    import resource
+
+    wanted = [(resource.RLIMIT_AS, WORKER_ADDRESS_SPACE_BYTES)]
+    tasks = _user_tasks(os.getuid())
+    if tasks is not None:
+        wanted.append((resource.RLIMIT_NPROC, tasks + WORKER_TASKS_HEADROOM))
+    limits: list[tuple[int, int]] = []
+    for res, limit in wanted:
+        soft, _hard = resource.getrlimit(res)
+        limits.append((res, limit if soft == resource.RLIM_INFINITY else min(limit, soft)))
+    return limits
+
+
+def _child_preexec() -> Callable[[], None]:
+    """What the child does between fork and exec: die with its parent, then
+    take its resource limits (rule 6). Everything is resolved in the parent."""
+    import resource
+
+    die = _die_with_parent_preexec()
+    limits = worker_rlimits()
+    setrlimit = resource.setrlimit
+
+    def preexec() -> None:
+        if die is not None:
+            die()
+        for res, limit in limits:
+            setrlimit(res, (limit, limit))
+
+    return preexec
+
+
 def _die_with_parent_preexec() -> Callable[[], None] | None:
     """``prctl(PR_SET_PDEATHSIG, SIGTERM)`` between fork and exec.
 
@@ -285,7 +361,7 @@ class Supervisor:
             stdin=subprocess.DEVNULL,
             close_fds=True,
             # The supervisor is single-threaded (signal handlers only set an Event).
-            preexec_fn=_die_with_parent_preexec(),  # noqa: PLW1509
+            preexec_fn=_child_preexec(),  # noqa: PLW1509
         )
 
     def run(self) -> int:

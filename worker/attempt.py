@@ -235,15 +235,19 @@ def _run_attempt(
         if w._client is None:
             result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
         else:
-            w.counters.bump("calls")
             t0 = w._mono()
             seconds = until - t0
             capsule = req.capsule
             result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
-            # The call's margin, content-free (worker.histograms; issue 19 item 6).
-            w.counters.record_call(
-                capsule.surface, w._mono() - t0, result.outcome, result.completion_tokens
-            )
+            if result.sent:
+                # Only a request that left the process is a call (issue 21): not one
+                # whose deadline had passed, nor one whose thread could not start; and
+                # only such a call has a margin to record, content-free
+                # (worker.histograms; issue 19 item 6).
+                w.counters.bump("calls")
+                w.counters.record_call(
+                    capsule.surface, w._mono() - t0, result.outcome, result.completion_tokens
+                )
         _conclude(w, req.request_id, rec, until, result, req, reservation)
     except Exception as e:  # noqa: BLE001 -- counted and ended below, never left live
         if not isinstance(e, _Unpublished):  # already counted: respond_failed

@@ -71,8 +71,8 @@ _COMPACT_SHAPE: Final = (
 )
 
 
-def _examples(rows: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
-    return tuple(f"  {row[2]}" for row in rows)
+def _examples(texts: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"  {text}" for text in texts)
 
 
 def _build() -> str:
@@ -162,9 +162,9 @@ def _build() -> str:
             " state, repeat or guess its meaning."
         ),
         "Valid generated_ko (one token, or two tokens):",
-        *_examples(VALID_EXAMPLES),
+        *_examples(tuple(text for _, _, text in VALID_EXAMPLES)),
         "Invalid generated_ko (a comma between lexemes; a particle on a lexeme; no lexeme at all):",
-        *_examples(INVALID_EXAMPLES),
+        *_examples(tuple(text for _, _, text, _ in INVALID_EXAMPLES)),
         "",
         "SEMANTIC IDS that capsules may contain (echo them, never expand them):",
         f"  {semantic_ids}",

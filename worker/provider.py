@@ -5,8 +5,10 @@ read the whole wire contract in one place. It is a small seam in the filelock se
 :func:`build_client` (construction, once per process), :func:`call_once` (exactly
 one request) and :func:`call_with_deadline` (the real time bound). The SDK, httpx
 and everything else that can go wrong below them is folded into one
-:class:`ProviderResult` (content, or a ``ProviderFailure`` outcome) by exactly two functions, :func:`_map_failure` (things
-that raised) and :func:`_extract_content` (things that returned).
+:class:`ProviderResult` (content, or a ``ProviderFailure`` outcome) by exactly two
+functions, :func:`_map_failure` (things that raised) and :func:`_extract_content`
+(things that returned) — except what the transport itself decided (a refused answer,
+a cut call), which :func:`call_once` reads off the call's state first.
 
 Rules of this module:
 
@@ -20,6 +22,16 @@ Rules of this module:
   the same parameters with ``messages`` handed to the SDK through ``extra_body``,
   so the SDK does not walk them against its TypedDicts. The body on the wire is
   byte-identical (see :func:`wire_kwargs`).
+* Every call is bounded in time, bytes and truth by :mod:`kexpr.worker._transport`
+  (issue 21): a total deadline at which the call's sockets are shut down and its
+  thread returns (a call that overstays is cut, not abandoned), a response body
+  read with a hard cap of ``BODY_CAP_BYTES`` = 48 KiB (the contract's 16 KiB
+  content limit, twice for JSON-string escaping, plus 16 KiB of envelope; the
+  derivation is in that module) with ``Accept-Encoding: identity`` and any
+  encoded body refused (so nothing is ever inflated), no redirects (a redirect
+  would be a second request), and :attr:`ProviderResult.sent`: whether the
+  request was handed to the transport at all (``calls`` counts only those).
+  An over-cap or encoded answer is ``invalid_response``.
 * ``OPENAI_API_KEY`` is the only credential read, only in :func:`build_client`.
   The SDK's other environment variables are refused before this module is used
   (:mod:`kexpr.worker.environment`); the endpoint is passed explicitly, so
@@ -59,8 +71,13 @@ Outcome mapping (measured against openai 2.24.0 over ``httpx.MockTransport``)::
            for "{}"; finish_reason "length" with silently truncated content;
            a refusal; two choices; content null)
 
+    refused by the transport (_transport.AnswerRefused) .. INVALID_RESPONSE
+          (an encoded body, or a body over BODY_CAP_BYTES; checked
+           before the exception the SDK wrapped it in)
+
     call_with_deadline: not finished within `seconds` ... TIMEOUT
-          (the late result, whatever it is, is discarded)
+          (the call is cut: its sockets shut down, its thread
+           returns; whatever it produced is discarded)
 """
 
 from __future__ import annotations
@@ -79,10 +96,18 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
 from kexpr.spool.outcomes import PROVIDER_FAILURES, Outcome, ProviderFailure
+from kexpr.worker._transport import (
+    BODY_CAP_BYTES,
+    Call,
+    bound,
+    bounded_http_client,
+    install_bounds,
+)
 from kexpr.worker.environment import key_available
 from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 
 __all__ = [
+    "BODY_CAP_BYTES",
     "ENDPOINT",
     "MODEL",
     "SDK_TIMEOUT_S",
@@ -98,8 +123,13 @@ __all__ = [
 ENDPOINT: Final = "https://api.openai.com/v1"
 MODEL: Final = "gpt-4.1-mini"
 # Per phase (connect/read/write/pool), NOT per call: a server that drips bytes
-# slower than this can keep a call alive longer. call_with_deadline is the bound.
+# faster than this never trips it. The total bound is call_with_deadline's, which
+# the transport applies to every socket operation (issue 21).
 SDK_TIMEOUT_S: Final = 3.0
+# After the cut at the deadline, how long the caller waits for the call thread
+# to return (it normally does within milliseconds: its sockets are shut down).
+# Only a DNS lookup cannot be cut; then the thread is left to end on its own.
+_CUT_GRACE_S: Final = 0.5
 _MAX_RETRIES: Final = 0
 _TEMPERATURE: Final = 0.7
 _MAX_TOKENS: Final = 384
@@ -125,15 +155,25 @@ class ProviderResult:
     # judging, never trusted as a bound, never part of ``content``; not part of a
     # result's equality either (what a call produced is its outcome and content).
     completion_tokens: int | None = field(default=None, compare=False)
+    # Whether the request was handed to the transport (with time left): the one
+    # fact `calls` in the worker status counts (issue 21). A content result was
+    # sent; a timeout may or may not have been.
+    sent: bool = False
 
     def __post_init__(self) -> None:
+        if type(self.sent) is not bool:
+            raise TypeError("sent is a bool")
         if self.outcome is None:
             if type(self.content) is not str:
                 raise TypeError("a content result carries its content as a str")
+            if not self.sent:
+                raise ValueError("a content result was sent")
         elif not isinstance(self.outcome, Outcome) or self.outcome not in PROVIDER_FAILURES:
             raise TypeError("outcome must be a ProviderFailure or None")
         elif self.content is not None:
             raise ValueError("only a content result carries content")
+        elif self.outcome is Outcome.CREDENTIAL_UNAVAILABLE and self.sent:
+            raise ValueError("no key, no request")
         if self.completion_tokens is not None and (
             type(self.completion_tokens) is not int or self.completion_tokens < 0
         ):
@@ -146,17 +186,20 @@ def build_client(*, http_client: httpx.Client | None = None) -> openai.OpenAI | 
     ``None`` means ``credential_unavailable`` with zero HTTP. The caller builds the
     client once per process. ``http_client`` is the unit tests' injection point for
     an ``httpx.MockTransport``; production never passes it (black-box tests reach a
-    loopback fake through ``HTTPS_PROXY`` and ``SSL_CERT_FILE`` instead).
+    loopback fake through ``HTTPS_PROXY`` and ``SSL_CERT_FILE`` instead). Either
+    way the client gets the transport's byte cap, identity encoding and ``sent``
+    hooks; production's own client (`_transport.bounded_http_client`) adds the
+    socket deadline and reads ``HTTPS_PROXY``/``SSL_CERT_FILE`` through httpx,
+    as the SDK's default client did, with the SDK's connection limits.
     """
     if not key_available(os.environ):
         return None
     if http_client is None:
-        return openai.OpenAI(
-            api_key=os.environ["OPENAI_API_KEY"],
-            base_url=ENDPOINT,
-            max_retries=_MAX_RETRIES,
-            timeout=SDK_TIMEOUT_S,
+        http_client = bounded_http_client(
+            timeout=SDK_TIMEOUT_S, limits=openai.DEFAULT_CONNECTION_LIMITS
         )
+    else:
+        install_bounds(http_client)
     return openai.OpenAI(
         api_key=os.environ["OPENAI_API_KEY"],
         base_url=ENDPOINT,
@@ -222,24 +265,32 @@ def wire_kwargs(capsule_json: str) -> dict[str, object]:
     return kwargs
 
 
-def call_once(client: openai.OpenAI, capsule_json: str) -> ProviderResult:
+def call_once(
+    client: openai.OpenAI, capsule_json: str, *, call: Call | None = None
+) -> ProviderResult:
     """Make exactly one request and fold whatever happens into a result.
 
-    Blocks for as long as the SDK does (each phase bounded by ``SDK_TIMEOUT_S``,
-    the whole call not); use :func:`call_with_deadline` for a real bound.
+    ``call`` carries the total deadline (:func:`call_with_deadline` passes it);
+    without one the call is bounded per phase by ``SDK_TIMEOUT_S`` only, and by
+    the byte cap.
     """
     # Typed as returning `object` on purpose: the SDK's annotation says
     # ChatCompletion, but it returns a str for a text/html 200 and None for "null".
     create: Callable[..., object] = client.chat.completions.create
-    try:
-        completion = create(**wire_kwargs(capsule_json))
-    except Exception as exc:  # noqa: BLE001 -- every Exception is folded into an outcome
-        return ProviderResult(_map_failure(exc))
-    content = _extract_content(completion)
-    tokens = _completion_tokens(completion)
-    if content is None:
-        return ProviderResult(Outcome.INVALID_RESPONSE, completion_tokens=tokens)
-    return ProviderResult(None, content, completion_tokens=tokens)
+    with bound(call or Call(math.inf)) as current:
+        try:
+            completion = create(**wire_kwargs(capsule_json))
+        except Exception as exc:  # noqa: BLE001 -- every Exception is folded into an outcome
+            if current.was_cut:
+                return ProviderResult(Outcome.TIMEOUT, sent=current.sent)
+            return ProviderResult(current.refused or _map_failure(exc), sent=current.sent)
+        content = _extract_content(completion)
+        tokens = _completion_tokens(completion)
+        if content is None:
+            return ProviderResult(
+                Outcome.INVALID_RESPONSE, sent=current.sent, completion_tokens=tokens
+            )
+        return ProviderResult(None, content, sent=True, completion_tokens=tokens)
 
 
 def call_with_deadline(
@@ -248,16 +299,22 @@ def call_with_deadline(
     """:func:`call_once` in a daemon thread (a kept one if idle, see
     `_CallThreads`), waited on for at most ``seconds``.
 
-    Not finished in time: TIMEOUT, and the late result is discarded — the thread
-    runs to its own end (bounded per phase by the SDK timeout) and nothing reads
-    what it produced. There is never a second request. A BaseException raised in
-    the thread in time (none is expected: call_once folds every Exception) is
-    re-raised here, in the caller's thread; a late one is discarded with the result.
+    Not finished in time: TIMEOUT, and the call is cut (`_transport.Call.cut`):
+    its sockets are shut down, so the thread returns (every socket operation is
+    also clamped to the deadline in the thread itself); the caller waits up to
+    ``_CUT_GRACE_S`` for that, and nothing reads what the thread produced. There
+    is never a second request. A BaseException raised in the thread in time (none
+    is expected: call_once folds every Exception) is re-raised here, in the
+    caller's thread; a late one is discarded with the result.
+
+    ``sent`` on the result says whether the request was handed to the transport;
+    after the cut it never can be, so the answer is final.
 
     ``seconds <= 0`` (the deadline has already passed) is TIMEOUT with **zero**
-    requests: a result could only arrive late and be discarded. NaN, +inf or more
-    than ``threading.TIMEOUT_MAX`` is a caller bug (the worker's deadline is a few
-    seconds) and raises ValueError.
+    requests (``sent`` False): a result could only arrive late and be discarded.
+    NaN, +inf or more than ``threading.TIMEOUT_MAX`` is a caller bug (the worker's
+    deadline is a few seconds) and raises ValueError. A thread that cannot be
+    started raises here (RuntimeError) with nothing sent.
     """
     if math.isnan(seconds) or seconds > threading.TIMEOUT_MAX:
         raise ValueError("seconds must be a finite, waitable number")
@@ -265,10 +322,11 @@ def call_with_deadline(
         return ProviderResult(Outcome.TIMEOUT)
     done = threading.Event()
     box: list[ProviderResult | BaseException] = []
+    call = Call(seconds)
 
     def run() -> None:
         try:
-            box.append(call_once(client, capsule_json))
+            box.append(call_once(client, capsule_json, call=call))
         except BaseException as exc:  # noqa: BLE001 -- handed to the caller below, not swallowed
             box.append(exc)
         finally:
@@ -276,7 +334,9 @@ def call_with_deadline(
 
     _CALL_THREADS.run(run)
     if not done.wait(seconds):
-        return ProviderResult(Outcome.TIMEOUT)
+        sent = call.cut()
+        done.wait(_CUT_GRACE_S)
+        return ProviderResult(Outcome.TIMEOUT, sent=sent)
     (result,) = box
     if isinstance(result, BaseException):
         raise result

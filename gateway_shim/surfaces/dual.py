@@ -20,6 +20,10 @@ is locked and not required to have any format. LF line ends::
   is ``DECISION_UNMAPPED``.
 - each ``REASON`` line is a glossary reason text + ``"."``, unbulleted, at most
   nine, distinct; an unmapped one is ``REVIEW_REASON_UNMAPPED``.
+- a ``검토 필요`` line exists only as the heading of that one block, with at
+  least one reason, before any ``상세 근거`` block; a heading with no reason,
+  a second one, one inside the recommendations or the details, or the review
+  block after the details is ``REVIEW_BLOCK_MISMATCH``.
 - there is exactly one line starting with ``현재 판단: ``.
 
 Slots, in body order: ``adaptive.dual.judgment`` (the decision after the locked
@@ -162,8 +166,14 @@ def parse_dual_body(envelope_text: str, body: str, glossary: DualGlossary) -> Ca
     # The optional blocks, in this order: "검토 필요" only before "상세 근거".
     review_at = body.find(_REVIEW_MARK, recs_start, end_at)
     details_at = body.find(_DETAILS_MARK, recs_start, end_at)
-    if 0 <= details_at < review_at:
-        review_at = -1
+    # Review lines exist only inside the one "검토 필요" block, which has at
+    # least one reason and ends at "상세 근거" or the final line (issue 20): a
+    # heading line anywhere else (with no reason before the final line, inside
+    # the recommendations or the details, a second one) or a review block after
+    # the details is not the host's grammar, never locked text.
+    headings = body.split("\n").count(REVIEW_HEADING)
+    if headings != (1 if review_at >= 0 else 0) or 0 <= details_at < review_at:
+        raise Ineligible(IneligibleReason.REVIEW_BLOCK_MISMATCH)
     recs_end = min(i for i in (review_at, details_at, end_at) if i >= 0)
     recs = body[recs_start:recs_end]
     if not recs.startswith("- ") or len(recs) == len("- "):

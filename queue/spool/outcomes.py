@@ -20,7 +20,7 @@ Roles:
 - report   `ReportOutcome`: shim -> worker
 - candidate `CandidateOutcome`: shim -> host (every response word, plus the
   shim's own ``disabled``, ``ineligible``, ``spool_unavailable``,
-  ``shadow_selected``)
+  ``closed``, ``shadow_selected``)
 - host     `HostOutcome`: host -> shim, after an enabled-mode selected candidate
 
 A word passes between roles unchanged wherever the roles share it (a report's
@@ -77,6 +77,9 @@ class Outcome(enum.StrEnum):
     DISABLED = "disabled"
     INELIGIBLE = "ineligible"
     SPOOL_UNAVAILABLE = "spool_unavailable"
+    # The coordinator was closed (before or during the presentation): nothing
+    # is started or written any more (gateway_shim.coordinator rule 11).
+    CLOSED = "closed"
 
 
 ProviderFailure: TypeAlias = Literal[
@@ -117,6 +120,7 @@ CandidateOutcome: TypeAlias = Literal[
     Outcome.DISABLED,
     Outcome.INELIGIBLE,
     Outcome.SPOOL_UNAVAILABLE,
+    Outcome.CLOSED,
 ]
 
 

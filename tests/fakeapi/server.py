@@ -24,6 +24,7 @@ from typing import Any, Self
 import h11
 import trustme
 
+from .hostile import HostileReply
 from .replies import (
     Behaviour,
     FakeReply,
@@ -395,6 +396,9 @@ class FakeOpenAI:
             if reply.delay_s > 0 and self._stop.wait(reply.delay_s):
                 return
             if reply.close_without_reply:
+                return
+            if isinstance(reply, HostileReply) and reply.writer is not None:
+                reply.writer(sock, self._stop)  # owns the connection to its end (hostile.py)
                 return
             self._reply(conn, sock, reply)
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:

@@ -121,6 +121,21 @@ def test_worker_unit_has_every_sandbox_setting_the_issue_lists() -> None:
     assert "OPENAI" not in text.replace("OPENAI_API_KEY (design", "")
 
 
+def test_worker_unit_bounds_memory_and_tasks_as_the_docs_say() -> None:
+    # issue 21: an OOM must take the worker, not the machine; the sizes are
+    # justified in docs/systemd.md, and `kexpr supervise` applies the rlimits.
+    from kexpr.ops.supervisor import WORKER_TASKS_HEADROOM
+
+    text = (UNITS / WORKER_UNIT).read_text()
+    pairs = (ln.partition("=") for ln in text.splitlines() if "=" in ln and not ln.startswith("#"))
+    settings = {k: v for k, _, v in pairs}
+    assert (settings["MemoryMax"], settings["TasksMax"]) == ("256M", "64")
+    doc = (REPO / "docs" / "systemd.md").read_text()
+    assert "`MemoryMax=256M`" in doc and "`TasksMax=64`" in doc
+    assert "RLIMIT_AS" in doc and "RLIMIT_NPROC" in doc
+    assert WORKER_TASKS_HEADROOM == 2 * int(settings["TasksMax"])
+
+
 def test_sysusers_and_tmpfiles_name_the_same_user_and_group() -> None:
     sysusers = (UNITS / "kexpr.sysusers.conf").read_text()
     assert "g kexpr-spool -" in sysusers and "u kexpr-worker -:kexpr-spool" in sysusers

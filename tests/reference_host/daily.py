@@ -30,11 +30,14 @@ class DailyHost:
         self.coordinator = coordinator
         self.editor = editor
 
-    def first_save(self, checkin: FinalizedCheckin) -> str:
+    def first_save(self, checkin: FinalizedCheckin) -> str | None:
+        """The README's daily call site: present, edit once, then report."""
         cand = self.coordinator.present_daily(
             checkin.body, facts=checkin.facts, finalized_event_id=checkin.finalized_event_id
         )
-        body = cand.body if cand.publication_permitted else checkin.body
+        if not cand.publication_permitted:
+            return None  # in flight elsewhere: publish nothing now (no edit, no report)
+        body = cand.body
         try:
             self.editor(body)
         except BaseException:

@@ -243,6 +243,25 @@ def test_private_lines_are_locked_without_a_required_format(text: str) -> None:
             body(reasons=()).replace("\n\n고객에게는", "\n\n검토 필요\n\n\n\n고객에게는"),
             R.REVIEW_BLOCK_MISMATCH,
         ),
+        # Issue 20: review lines only inside the one "검토 필요" block, with at
+        # least one reason, ending at "상세 근거" or the final line.
+        (
+            body(reasons=()).replace("\n\n고객에게는", "\n\n검토 필요\n\n고객에게는"),
+            R.REVIEW_BLOCK_MISMATCH,
+        ),
+        (
+            body(reasons=(), details="체중 변화 주당 +0.1kg").replace(
+                "\n\n고객에게는", "\n\n검토 필요\n\n" + PUBLIC_REASONS[0] + "\n\n고객에게는"
+            ),
+            R.REVIEW_BLOCK_MISMATCH,
+        ),
+        (body(details="근거\n\n검토 필요\n\n" + PUBLIC_REASONS[0]), R.REVIEW_BLOCK_MISMATCH),
+        (
+            body(reasons=(), recommendations=("칼로리 유지", "검토 필요")).replace(
+                "- 검토 필요", "검토 필요"
+            ),
+            R.REVIEW_BLOCK_MISMATCH,
+        ),
         (TH_ADAPTIVE_BODY.replace("같은 날짜의", "- 같은 날짜의"), R.REVIEW_REASON_UNMAPPED),
         (TH_ADAPTIVE_BODY.replace("계산해야 합니다.", "계산해야 합니다"), R.REVIEW_REASON_UNMAPPED),
         (TH_ADAPTIVE_BODY.replace("계산해야 합니다.", "계산합니다."), R.REVIEW_REASON_UNMAPPED),

@@ -7,6 +7,7 @@ asserts the handler ran exactly once (max_retries=0, no application retry).
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -28,7 +29,7 @@ from kexpr.spool.contract import (
     slot_policy,
 )
 from kexpr.spool.outcomes import Outcome, ProviderFailure
-from kexpr.worker import provider
+from kexpr.worker import _transport, provider
 from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 from kexpr.worker.provider import (
     ENDPOINT,
@@ -157,7 +158,7 @@ def raises(exc: Exception) -> Handler:
 def test_the_exact_request(connect: Callable[[Recorder], openai.OpenAI]) -> None:
     recorder = Recorder(ok(completion_body()))
     result = call_once(connect(recorder), CAPSULE)
-    assert result == ProviderResult(None, CONTENT)
+    assert result == ProviderResult(None, CONTENT, sent=True)
 
     (request,) = recorder.requests
     assert request.method == "POST"
@@ -281,7 +282,10 @@ def _assert_wire_identical(client: openai.OpenAI, recorder: Recorder, capsule: s
     before = len(recorder.requests)
     assert call_once(client, capsule).outcome is None
     assert len(recorder.requests) == before + 1  # exactly one request per call_once
-    client.chat.completions.create(**request_kwargs(capsule))  # type: ignore[call-overload]
+    # Outside call_once the client refuses to send (fail closed): bind a call for the
+    # reference request, as call_once does.
+    with _transport.bound(_transport.Call(math.inf)):
+        client.chat.completions.create(**request_kwargs(capsule))  # type: ignore[call-overload]
     assert len(recorder.requests) == before + 2
     ours, typed = recorder.requests[before:]
     assert _on_the_wire(ours) == _on_the_wire(typed)
@@ -593,7 +597,7 @@ def test_deadline_returns_timeout_and_discards_the_late_result(
         result = call_with_deadline(client, CAPSULE, seconds=0.3)
         elapsed = time.monotonic() - started
         # A correctness bound (the caller is not held by the slow call), not a benchmark.
-        assert result == ProviderResult(Outcome.TIMEOUT)
+        assert result == ProviderResult(Outcome.TIMEOUT, sent=True)
         assert elapsed < 2.0
         assert entered.is_set()
         assert len(recorder.requests) == 1
@@ -609,7 +613,7 @@ def test_deadline_passes_a_timely_result_through(
 ) -> None:
     recorder = Recorder(ok(completion_body()))
     result = call_with_deadline(connect(recorder), CAPSULE, seconds=5.0)
-    assert result == ProviderResult(None, CONTENT)
+    assert result == ProviderResult(None, CONTENT, sent=True)
     assert len(recorder.requests) == 1
     _join_call_threads()
 
@@ -619,7 +623,7 @@ def test_deadline_maps_failures_like_call_once(
 ) -> None:
     recorder = Recorder(_status(503))
     result = call_with_deadline(connect(recorder), CAPSULE, seconds=5.0)
-    assert result == ProviderResult(Outcome.PROVIDER_ERROR)
+    assert result == ProviderResult(Outcome.PROVIDER_ERROR, sent=True)
     assert len(recorder.requests) == 1
     _join_call_threads()
 
@@ -719,7 +723,7 @@ def test_extract_content_accepts_only_a_completion() -> None:
 
 
 def test_result_never_shows_its_content() -> None:
-    result = ProviderResult(None, "차분히, [[P:01]].")
+    result = ProviderResult(None, "차분히, [[P:01]].", sent=True)
     assert "차분히" not in repr(result)
     assert "[[P:01]]" not in str(result)
 

@@ -1,0 +1,252 @@
+"""The shim as a guest of an asyncio host (issue 20 item 2): figures, never a timed test.
+
+Runs N concurrent ``apresent_daily`` calls on one event loop, the way the Hermes
+gateway would, and meanwhile issues what an unrelated part of the host would: a
+``loop.getaddrinfo("localhost")`` and an ``asyncio.to_thread`` every 100 ms
+(both use the loop's default executor), and a 10 ms ticker that measures the
+loop's own lag. Two scenarios:
+
+- ``worker_down``: the data root is set up, no worker runs; every presentation
+  waits its whole 4 s and ends ``timeout``. Bound: each returns within the wait
+  + 0.5 s; the host's calls complete in < 100 ms.
+- ``slow_provider``: the real supervised worker and the loopback fake of the API
+  (its own process, through the real CONNECT proxy), the fake answering after
+  ``--delay`` seconds (2 s). Same bounds.
+
+``--baseline`` adds the old shape (``asyncio.to_thread(present_daily)``, each
+wait holding a default-executor thread) with the worker down, for comparison.
+
+Prints a table, then as its LAST line one JSON object with the figures.
+``make bench-guest`` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
+sys.path.insert(0, str(REPO / "bench"))
+
+from run import BODY, DAILY, pct, supervised_worker  # noqa: E402
+
+from gateway_shim import (  # noqa: E402
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    PresentationCandidate,
+    exact_block,
+)
+from gateway_shim.coordinator import WAIT  # noqa: E402
+from kexpr.spool.layout import DataRoot  # noqa: E402
+
+WAIT_S = WAIT.total_seconds()
+PROBE_EVERY_S = 0.1
+TICK_S = 0.01
+
+# The fake API in its own process, answering after a delay (the CLI's modes have
+# no 2 s one; this is the same server with the same composition).
+_FAKE = textwrap.dedent(
+    """
+    import json, os, signal, sys, threading
+    from pathlib import Path
+    from fakeapi.replies import compose_reply, default_style
+    from fakeapi.server import FakeOpenAI
+    d, delay = Path(sys.argv[1]), float(sys.argv[2])
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    log = d / "requests.jsonl"
+    log.touch()
+    with FakeOpenAI(d, behaviour=compose_reply(default_style, delay_s=delay), request_log=log) as f:
+        info = {"proxy_url": f.proxy_url, "ca_file": str(f.ca_file), "requests_log": str(log)}
+        (d / "fake.tmp").write_text(json.dumps(info))
+        os.replace(d / "fake.tmp", d / "fake.json")
+        while not stop.wait(1.0):
+            pass
+    """
+)
+
+
+@contextmanager
+def slow_fake(workdir: Path, delay: float) -> Iterator[dict[str, Any]]:
+    d = workdir / "fake"
+    d.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO / "tests")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FAKE, str(d), str(delay)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(400):
+            if (d / "fake.json").exists():
+                break
+            time.sleep(0.025)
+        yield json.loads((d / "fake.json").read_text())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+def coordinator(root: Path) -> KoreanExpressionCoordinator:
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    return KoreanExpressionCoordinator(config, root)
+
+
+Present = Callable[[KoreanExpressionCoordinator, str], Awaitable[PresentationCandidate]]
+
+
+def native(coord: KoreanExpressionCoordinator, event_id: str) -> Awaitable[PresentationCandidate]:
+    return coord.apresent_daily(BODY, facts=DAILY, finalized_event_id=event_id)
+
+
+def old_shape(
+    coord: KoreanExpressionCoordinator, event_id: str
+) -> Awaitable[PresentationCandidate]:
+    """Before issue 20: the blocking call on the loop's default executor."""
+    return asyncio.to_thread(coord.present_daily, BODY, facts=DAILY, finalized_event_id=event_id)
+
+
+async def host_under_load(
+    coord: KoreanExpressionCoordinator, n: int, present: Present, tag: str
+) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    latencies: list[float] = []
+    outcomes: dict[str, int] = {}
+    probes: dict[str, list[float]] = {"getaddrinfo": [], "to_thread": []}
+    lag: list[float] = []
+    done = asyncio.Event()
+
+    async def one(i: int) -> None:
+        t0 = time.monotonic()
+        cand = await present(coord, f"{tag}-{i}")
+        latencies.append(time.monotonic() - t0)
+        outcomes[cand.outcome.value] = outcomes.get(cand.outcome.value, 0) + 1
+
+    async def prober() -> None:
+        while not done.is_set():
+            t0 = time.monotonic()
+            await loop.getaddrinfo("localhost", 80)
+            probes["getaddrinfo"].append(time.monotonic() - t0)
+            t0 = time.monotonic()
+            await asyncio.to_thread(lambda: None)
+            probes["to_thread"].append(time.monotonic() - t0)
+            await asyncio.sleep(PROBE_EVERY_S)
+
+    async def ticker() -> None:
+        while not done.is_set():
+            t0 = time.monotonic()
+            await asyncio.sleep(TICK_S)
+            lag.append(time.monotonic() - t0 - TICK_S)
+
+    threads_before = threading.active_count()
+    side = [asyncio.create_task(prober()), asyncio.create_task(ticker())]
+    await asyncio.sleep(0.2)  # the probes' own warm-up (the default executor's first thread)
+    for p in probes.values():
+        p.clear()
+    peak = 0
+
+    async def peak_threads() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, threading.active_count() - threads_before)
+            await asyncio.sleep(0.05)
+
+    side.append(asyncio.create_task(peak_threads()))
+    t0 = time.monotonic()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    wall = time.monotonic() - t0
+    done.set()
+    await asyncio.gather(*side)
+    return {
+        "n": n,
+        "wall_s": wall,
+        "presentation_max_s": max(latencies),
+        "presentation_p50_s": pct(latencies, 50),
+        "within_wait_plus_0_5": sum(1 for x in latencies if x <= WAIT_S + 0.5),
+        "outcomes": outcomes,
+        "getaddrinfo_max_ms": 1000 * max(probes["getaddrinfo"]),
+        "to_thread_max_ms": 1000 * max(probes["to_thread"]),
+        "probes": len(probes["to_thread"]),
+        "loop_lag_max_ms": 1000 * max(lag),
+        "extra_threads_peak": peak,
+    }
+
+
+def scenario_worker_down(workdir: Path, n: int, present: Present, tag: str) -> dict[str, Any]:
+    root = workdir / f"down-{tag}" / "korean-expression-v1"
+    root.parent.mkdir(mode=0o700)
+    DataRoot(root).ensure()
+    coord = coordinator(root)
+    try:
+        return asyncio.run(host_under_load(coord, n, present, tag))
+    finally:
+        coord.close()
+
+
+def scenario_slow_provider(workdir: Path, n: int, delay: float) -> dict[str, Any]:
+    root = workdir / "slow" / "korean-expression-v1"
+    root.parent.mkdir(mode=0o700)
+    with slow_fake(workdir, delay) as fake, supervised_worker(root, fake):
+        coord = coordinator(root)
+        try:
+            return asyncio.run(host_under_load(coord, n, native, "slow"))
+        finally:
+            coord.close()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="bench/guest.py")
+    p.add_argument("-n", type=int, default=100, help="concurrent presentations")
+    p.add_argument("--delay", type=float, default=2.0, help="the slow provider's delay (s)")
+    p.add_argument("--baseline", action="store_true", help="also the old to_thread shape")
+    p.add_argument("--baseline-n", type=int, default=24)
+    args = p.parse_args()
+    figures: dict[str, Any] = {"wait_s": WAIT_S, "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="kexpr-bench-guest-") as tmp:
+        workdir = Path(tmp)
+        figures["worker_down"] = scenario_worker_down(workdir, args.n, native, "down")
+        figures["slow_provider"] = scenario_slow_provider(workdir, args.n, args.delay)
+        if args.baseline:
+            figures["baseline_to_thread_worker_down"] = scenario_worker_down(
+                workdir, args.baseline_n, old_shape, "old"
+            )
+    cols = (
+        "n",
+        "presentation_max_s",
+        "presentation_p50_s",
+        "within_wait_plus_0_5",
+        "getaddrinfo_max_ms",
+        "to_thread_max_ms",
+        "loop_lag_max_ms",
+        "extra_threads_peak",
+    )
+    print(f"{'scenario':<32}" + "".join(f"{c:>22}" for c in cols))
+    for name, f in figures.items():
+        if isinstance(f, dict):
+            cells = "".join(
+                f"{f[c]:>22.3f}" if isinstance(f[c], float) else f"{f[c]:>22}" for c in cols
+            )
+            print(f"{name:<32}{cells}")
+            print(f"{'':<32}outcomes: {f['outcomes']}")
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
