@@ -68,6 +68,7 @@ from kexpr.spool.fsio import (
     make_flock,
     publish,
     read_private_identified,
+    remove_reservations,
     unlink_if_same,
     unlink_quiet,
 )
@@ -242,6 +243,12 @@ class Worker:
         except OSError:
             self._enter_quarantine("io_error")
             return
+        try:
+            # A SIGKILLed predecessor's answer reservations (kexpr.worker.attempt):
+            # we hold worker.lock, so none is anyone's any more.
+            remove_reservations(self.root.tmp)
+        except (UnsafePath, OSError):
+            pass  # the tree check finds an unsafe tmp/; a leftover costs one inode
         try:
             blob = self._preload.result() if self._preload is not None else None
             # adopt() installs the child's index only if every journal file is

@@ -112,6 +112,7 @@ __all__ = [
     "PRIVATE",
     "PRIVATE_DIR_MODE",
     "PRIVATE_FILE_MODE",
+    "RESERVATION_MARK",
     "SHARED_DIR_MODE",
     "SHARED_FILE_MODE",
     "FileId",
@@ -145,6 +146,7 @@ __all__ = [
     "read_private",
     "read_private_identified",
     "remove_file",
+    "remove_reservations",
     "replace_private",
     "repin",
     "reserve",
@@ -404,11 +406,34 @@ def _unlink_staging(name: str, dir_fd: int) -> None:
         pass
 
 
+# In a reservation's staging name, and in no other staging name (those are
+# ``.<final name>.<pid>.<random>``, and final names are hex IDs): what lets
+# `remove_reservations` tell a dead process's reservation from a live upload.
+RESERVATION_MARK = ".reserve."
+
+
+def remove_reservations(tmp_dir: Path) -> int:
+    """Remove every reservation's staging file in ``tmp_dir``; how many. Only
+    for a caller that knows no process holds one: the worker at start-up, under
+    ``worker.lock`` (a SIGKILLed predecessor's reservations outlive it)."""
+    removed = 0
+    names = list_dir(tmp_dir)
+    with _Dir(tmp_dir) as tmp:
+        for name in names:
+            if name.startswith(".") and RESERVATION_MARK in name:
+                try:
+                    os.unlink(name, dir_fd=tmp.fd)
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+    return removed
+
+
 def reserve(tmp_dir: Path, final_path: Path, size: int) -> Reservation:
     """Create and allocate the staging file of a later `Reservation.publish`
     to ``final_path`` (see `Reservation`). Raises what creating or allocating
     it raises (ENOSPC: no inode or no block), leaving nothing behind."""
-    staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
+    staging = f".{final_path.name}{RESERVATION_MARK}{os.getpid()}.{os.urandom(6).hex()}"
     with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
         if tmp.sharing != final.sharing:
             raise UnsafePath(UnsafeReason.BAD_MODE)

@@ -32,6 +32,11 @@ or a shim there, restarts what died, lets everything settle, and checks:
    ``in_flight`` answers. Phase ``mid_call_restart`` SIGKILLs the worker during
    a slow call and lets the supervisor restart it at once, ready before the
    deadline: its presentation must be canonical *with* publication permitted.
+8. no answer reservation is left behind (issue 19: the worker reserves the
+   answer's staging file in ``tmp/`` before the start row and holds it through
+   the call): once a round has settled, ``tmp/`` holds none, whoever was killed
+   (a SIGKILLed worker's are removed by the next one at start-up). Phase
+   ``after_reserve`` kills while the target's reservation exists.
 
 The last line of stdout is one JSON object with the counts. Exit 0 iff every
 invariant held in every round.
@@ -62,6 +67,7 @@ sys.path[:0] = [str(HERE)]
 from behaviour import ACCEPTING, Reply, reply_for
 
 from gateway_shim.identity import artifact_key, load_or_create_key
+from kexpr.spool.fsio import RESERVATION_MARK
 from kexpr.spool.layout import DataRoot
 
 PY = sys.executable
@@ -73,6 +79,7 @@ IN_TIME_S = WAIT_S + 0.75
 PHASES = (
     "before_claim",
     "after_claim",
+    "after_reserve",
     "after_start_row",
     "mid_call",
     "after_response",
@@ -412,6 +419,7 @@ class Campaign:
         """Phases the target artifact has reached, in order (a monotone view)."""
         self.world.refresh()
         out: list[str] = []
+        rids: set[str] = set()
         for d, phase in (
             (self.stack.root.requests, "before_claim"),
             (self.stack.root.claimed, "after_claim"),
@@ -427,6 +435,11 @@ class Campaign:
                     continue
                 if req.get("capsule", {}).get("artifact_key") == akey:
                     out.append(phase)
+                    rids.add(n)
+        if rids and any(
+            n.startswith(tuple(f".{r}{RESERVATION_MARK}" for r in rids)) for n in self.tmp_names()
+        ):
+            out.append("after_reserve")
         if akey in self.world.starts:
             out.append("after_start_row")
         if self.world.fake_counts.get(akey):
@@ -447,6 +460,12 @@ class Campaign:
         if any(x["kind"] == "reported" and x.get("attempt_id") in aids for x in lines):
             out.append("after_report")
         return out
+
+    def tmp_names(self) -> list[str]:
+        try:
+            return os.listdir(self.stack.root.tmp)
+        except OSError:
+            return []
 
     def furthest(self, akey: str) -> str:
         got = self.reached(akey)
@@ -662,6 +681,8 @@ class Campaign:
             ):
                 self.violate("selected_without_valid_answer")
         self.check_in_flight()
+        if any(RESERVATION_MARK in n for n in self.tmp_names()):
+            self.violate("reservation_left_behind")
         out = subprocess.run(
             [
                 PY,

@@ -235,3 +235,17 @@ def test_a_root_out_of_inodes_gets_no_call(
     w.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
     assert response(root, rid(2)).status is ResponseStatus.ACCEPTED
     assert len(provider.calls) == 2
+
+
+def test_a_killed_workers_reservation_is_removed_at_the_next_start(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    """A worker SIGKILLed during its call leaves its reservation in tmp/; the
+    next worker (it holds worker.lock) removes it, and nothing else there."""
+    from kexpr.spool.fsio import publish, reserve
+
+    left = reserve(root.tmp, root.responses / f"{rid(1)}.json", 512)
+    os.close(left._take())  # the process died: its descriptor is gone, the file is not
+    publish(root.tmp, root.tmp / ".someone-elses-upload", b"x")  # a shim's staging file
+    make_worker(root, provider, Clock(), env)
+    assert sorted(os.listdir(root.tmp)) == [".someone-elses-upload"]
