@@ -89,7 +89,9 @@ def old_release(tmp_path_factory: pytest.TempPathFactory) -> OldRelease:
         check=False,
     )
     if probe.returncode != 0:
-        pytest.skip("the previous release's commit is not in this clone (shallow?)")
+        # A shallow clone, or a checkout git refuses to read for this user
+        # (safe.directory: another owner).
+        pytest.skip("git cannot read the previous release from this checkout's history")
     scratch = tmp_path_factory.mktemp("previous-release")
     src = scratch / "src"
     src.mkdir()
