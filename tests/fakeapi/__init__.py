@@ -33,7 +33,7 @@ from .replies import (
     error_reply,
     invalid_style,
 )
-from .server import API_HOST, CHAT_PATH, Answered, FakeOpenAI
+from .server import API_HOST, CHAT_PATH, FakeOpenAI, ModelAnswer
 
 __all__ = [
     "API_HOST",
@@ -41,7 +41,7 @@ __all__ = [
     "INSTANT",
     "MODES",
     "PUBLISHED_TOKENS_PER_S",
-    "Answered",
+    "ModelAnswer",
     "Behaviour",
     "FakeModel",
     "FakeOpenAI",

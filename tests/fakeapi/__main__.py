@@ -3,9 +3,9 @@
 
 Writes ``D/ca.pem``, appends one JSON line per fake-API request to
 ``D/requests.jsonl`` (``{"artifact_key", "t" (time.time()), "method", "path"}``)
-on its arrival, one per model answer to ``D/answers.jsonl`` once it is sent
-(``{"artifact_key", "completion_tokens", "prompt_tokens", "finish_reason",
-"seconds", "t"}``), then atomically writes ``D/fake.json`` (``{"proxy_url", "pid",
+on its arrival, one per model answer to ``D/answers.jsonl`` when the model starts
+writing it (``{"artifact_key", "completion_tokens", "prompt_tokens",
+"finish_reason", "seconds", "t"}``: the reply is due ``seconds`` after ``t``), then atomically writes ``D/fake.json`` (``{"proxy_url", "pid",
 "port", "ca_file", "requests_log", "answers_log", "mode", "model"}``) once the
 proxy accepts connections. Serves until SIGTERM/SIGINT, then exits 0.
 

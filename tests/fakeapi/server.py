@@ -38,7 +38,7 @@ from .replies import (
     error_reply,
 )
 
-__all__ = ["API_HOST", "CHAT_PATH", "Answered", "FakeOpenAI"]
+__all__ = ["API_HOST", "CHAT_PATH", "ModelAnswer", "FakeOpenAI"]
 
 API_HOST = "api.openai.com"
 CHAT_PATH = "/v1/chat/completions"
@@ -51,10 +51,11 @@ _MAX_REQUEST_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class Answered:
-    """One model answer the fake wrote (`FakeReply.answer`): for whom, how long,
-    and how many tokens. ``seconds`` is the model's writing time alone (without
-    the reply's own ``delay_s``)."""
+class ModelAnswer:
+    """One answer the fake's model wrote (`FakeReply.answer`): for whom, how many
+    tokens, and how long it takes to arrive. ``seconds`` is the model's writing
+    time alone (without the reply's own ``delay_s``). Recorded when writing
+    starts: the client may give up before the reply is due."""
 
     artifact_key: str | None
     completion_tokens: int
@@ -74,8 +75,8 @@ class FakeOpenAI:
 
     ``model`` (also settable as ``fake.model`` between requests) is how the fake's
     model writes answers: its speed and layout (`fakeapi.generation`).
-    ``answer_log``: one JSON line per written answer, like ``Answered`` plus
-    ``"t"`` (``time.time()`` when the reply was sent).
+    ``answer_log``: one JSON line per model answer, like ``ModelAnswer`` plus
+    ``"t"`` (``time.time()`` when the model started writing it).
     """
 
     def __init__(
@@ -97,7 +98,7 @@ class FakeOpenAI:
         self._request_log = request_log
         self.model = model
         self._answer_log = answer_log
-        self._answered: list[Answered] = []
+        self._model_answers: list[ModelAnswer] = []
 
         self._cond = threading.Condition()  # guards every list/counter below
         self._requests: list[RecordedRequest] = []
@@ -188,10 +189,10 @@ class FakeOpenAI:
             return list(self._requests)
 
     @property
-    def answered(self) -> list[Answered]:
-        """Every model answer written so far, in order of writing."""
+    def model_answers(self) -> list[ModelAnswer]:
+        """Every answer the model has started writing, in order (`ModelAnswer`)."""
         with self._cond:
-            return list(self._answered)
+            return list(self._model_answers)
 
     @property
     def refused_connects(self) -> list[str]:
@@ -430,53 +431,51 @@ class FakeOpenAI:
                     type_="invalid_request_error",
                     code="unknown_url",
                 )
-            answered: Answered | None = None
             if reply.answer is not None:
-                reply, answered = self._write_answer(recorded, reply)
+                reply = self._write_answer(recorded, reply)
             if reply.delay_s > 0 and self._stop.wait(reply.delay_s):
                 return
             if reply.close_without_reply:
                 return
             self._reply(conn, sock, reply)
-            if answered is not None:  # recorded once sent: what the client could read
-                with self._cond:
-                    self._answered.append(answered)
-                    self._cond.notify_all()
-                self._log_answer(answered)
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                 return
             conn.start_next_cycle()
 
-    def _write_answer(
-        self, recorded: RecordedRequest, reply: FakeReply
-    ) -> tuple[FakeReply, Answered]:
+    def _write_answer(self, recorded: RecordedRequest, reply: FakeReply) -> FakeReply:
         """The model writes ``reply.answer`` (`fakeapi.generation`): the reply
-        becomes its chat completion, sent after the writing time."""
+        becomes its chat completion, due after the writing time. Recorded (and
+        logged) now, before the wait: a client that gives up first never reads it,
+        and a bench still learns what it would have cost."""
         assert reply.answer is not None
         gen = generate(self.model, recorded.json, reply.answer)
-        answered = Answered(
+        written = ModelAnswer(
             artifact_key=recorded.artifact_key,
             completion_tokens=gen.completion_tokens,
             prompt_tokens=gen.prompt_tokens,
             finish_reason=gen.finish_reason,
             seconds=gen.seconds,
         )
+        with self._cond:
+            self._model_answers.append(written)
+            self._cond.notify_all()
+        self._log_answer(written)
         body = chat_completion(
             gen.content,
             finish_reason=gen.finish_reason,
             prompt_tokens=gen.prompt_tokens,
             completion_tokens=gen.completion_tokens,
         )
-        written = replace(
+        return replace(
             reply,
             body=body,
             answer=None,
             delay_s=reply.delay_s + gen.seconds,
             headers={"openai-processing-ms": str(round(gen.seconds * 1000)), **reply.headers},
         )
-        return written, answered
 
-    def _log_answer(self, answered: Answered) -> None:
+    def _log_answer(self, answered: ModelAnswer) -> None:
+        """One line of ``answer_log``; ``t`` is when the model started writing."""
         if self._answer_log is None:
             return
         line = {
