@@ -439,6 +439,8 @@ class KoreanExpressionCoordinator:
             return done(Outcome.DISABLED)
         try:
             surface = parse()
+            # Issue 19: no call that cannot succeed (zero files, like any ineligible body).
+            surface.require_answer_budget()
         except Ineligible:
             return done(Outcome.INELIGIBLE)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host

@@ -178,6 +178,8 @@ def check_request(request: object, glossary: DualGlossary | None = None) -> Chec
                 glossary=glossary,
             )
             roundtrip = presented_host_text(parsed) == payload.get("text")
+        # Issue 19: a body the shim would not send because its answer cannot arrive.
+        parsed.require_answer_budget()
     except Ineligible as e:
         return _ineligible(e.reason.value)
     slots = tuple(

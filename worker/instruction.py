@@ -31,7 +31,48 @@ from typing import Final
 from kexpr.spool.contract import ALL_SEMANTIC_IDS, CONTRACT_VERSION, SAFE_STYLE_LEXEMES
 from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
 
-__all__ = ["SYSTEM_INSTRUCTION"]
+__all__ = ["INVALID_EXAMPLES", "SYSTEM_INSTRUCTION", "VALID_EXAMPLES"]
+
+
+# The instruction's examples, as data (issue 19 item 4): tests/worker_tests/
+# test_instruction.py judges every one with the contract, so each rule the
+# instruction states is pinned to what `judge` really does. (slot_id, IDs, text).
+VALID_EXAMPLES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
+    ("daily.status", ("P_DAILY_COMPLETE",), "차분히, [[P:01]]."),
+    ("daily.status", ("P_DAILY_COMPLETE",), "지금 [[P:01]]."),
+    ("daily.status", ("P_DAILY_COMPLETE",), "또 다시, [[P:01]]."),
+    ("daily.status", ("P_DAILY_COMPLETE",), "다시 다시 [[P:01]]."),
+    (
+        "weekly.interpretation",
+        ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
+        "우선 [[P:01]]. 이어서 [[P:02]].",
+    ),
+    (
+        "weekly.interpretation",
+        ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
+        "[[P:01]]. 이어서 [[P:02]].",
+    ),
+)
+# (slot_id, IDs, text, the contract's reason code).
+INVALID_EXAMPLES: Final[tuple[tuple[str, tuple[str, ...], str, str], ...]] = (
+    ("daily.status", ("P_DAILY_COMPLETE",), "또, 다시 [[P:01]].", "grammar"),
+    ("daily.status", ("P_DAILY_COMPLETE",), "지금은 [[P:01]].", "unknown_word"),
+    (
+        "weekly.interpretation",
+        ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
+        "[[P:01]]. [[P:02]].",
+        "no_style_lexeme",
+    ),
+)
+# The compact form the instruction shows (one daily slot; the key elided).
+_COMPACT_SHAPE: Final = (
+    '{"schema_version":"...","surface":"...","artifact_key":"...","slots":[{"slot_id":"...",'
+    '"predicate_ids":[...],"action_ids":[],"placeholder_tokens":[...],"generated_ko":"..."}]}'
+)
+
+
+def _examples(rows: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    return tuple(f"  {row[2]}" for row in rows)
 
 
 def _build() -> str:
@@ -64,6 +105,15 @@ def _build() -> str:
             " exactly, same order."
         ),
         "- generated_ko: a string you compose in the grammar below.",
+        (
+            "Write the JSON compactly, in the key order above: no space, tab or line"
+            " break anywhere outside string values, like this:"
+        ),
+        f"  {_COMPACT_SHAPE}",
+        (
+            "The answer must arrive within a short time limit: a compact answer with"
+            " brief style is the one that arrives."
+        ),
         "",
         "GRAMMAR of generated_ko:",
         '  generated_ko = sentence (" " sentence)*',
@@ -76,16 +126,36 @@ def _build() -> str:
             " this lexicon:"
         ),
         f"  {lexicon}",
+        "RULES:",
         (
-            "Use at least one lexeme in every generated_ko, at most max_style_lexemes"
-            " lexemes, and at most max_generated_chars characters. Outside the tokens"
-            " write only lexicon words, single spaces, commas and periods: no other"
-            " word, no digit or number word, no Latin letter, no quote, no bracket, no"
-            " other punctuation, no emoji, no line break. A token stands for a sentence"
-            " the application writes itself; do not state, repeat or guess its meaning."
+            "- Outside the tokens write only lexicon words, single spaces, commas and"
+            " periods: no other word, no digit or number word, no Latin letter, no"
+            " quote, no bracket, no other punctuation, no emoji, no line break."
         ),
-        "Valid generated_ko for one token: 차분히, [[P:01]].",
-        "Valid generated_ko for two tokens: 우선 [[P:01]]. 이어서 [[P:02]].",
+        ("- Write each lexeme exactly as listed: never attach a particle or an ending to it."),
+        (
+            "- A comma may only end a style run: directly after the run's last lexeme,"
+            " then one space, then the token. A comma anywhere else is invalid."
+        ),
+        (
+            "- Use at least one lexeme in each generated_ko as a whole; a sentence may"
+            " have none. A lexeme may repeat, and every occurrence counts toward"
+            " max_style_lexemes."
+        ),
+        ("- Keep the style brief: one or two lexemes before a token, or none."),
+        (
+            "- max_generated_chars counts Unicode code points of generated_ko: every"
+            " Hangul syllable, space, comma, period and every character of a token"
+            " counts as one."
+        ),
+        (
+            "- A token stands for a sentence the application writes itself; do not"
+            " state, repeat or guess its meaning."
+        ),
+        "Valid generated_ko (one token, or two tokens):",
+        *_examples(VALID_EXAMPLES),
+        "Invalid generated_ko (a comma between lexemes; a particle on a lexeme; no lexeme at all):",
+        *_examples(INVALID_EXAMPLES),
         "",
         "SEMANTIC IDS that capsules may contain (echo them, never expand them):",
         f"  {semantic_ids}",

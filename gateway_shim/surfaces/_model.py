@@ -53,6 +53,7 @@ from typing import Final
 
 from gateway_shim.glossary import GLOSSARY
 from kexpr.spool.contract import Reason, SlotPolicy, check_generated, slot_policy
+from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, slots_token_bound
 from kexpr.spool.contract.manifest import ACTION_PREFIX, PREDICATE_PREFIX, TOKEN_RE
 
 __all__ = [
@@ -196,6 +197,10 @@ class IneligibleReason(enum.Enum):
     BASIS_LINE_MISSING = "basis_line_missing"
     STATUS_LINE_MISSING = "status_line_missing"
     REVIEW_NOTICE_PRESENT = "review_notice_present"
+    # Every surface: the model's minimal answer to the capsule cannot arrive within
+    # the call's budget (kexpr.spool.contract.budget; issue 19): the artifact's one
+    # call is never spent on an answer that can only time out or be truncated.
+    ANSWER_OVER_BUDGET = "answer_over_budget"
 
 
 class RenderReason(enum.Enum):
@@ -446,6 +451,19 @@ class CanonicalSurface:
     def canonical(self) -> RenderedBody:
         """The canonical body with its locked offsets (the fallback)."""
         return self._canonical
+
+    def answer_token_bound(self) -> int | None:
+        """An upper bound of the tokens of the model's minimal valid answer to this
+        surface's capsule, for any artifact key (`kexpr.spool.contract.budget`)."""
+        return slots_token_bound(self.surface, tuple(s.policy() for s in self.slots))
+
+    def require_answer_budget(self) -> None:
+        """Raise ``Ineligible(ANSWER_OVER_BUDGET)`` unless the minimal answer fits the
+        call's budget (issue 19): a capsule whose answer cannot arrive within the
+        timeout, or within ``max_tokens``, is never sent (no bound: not sent either)."""
+        bound = self.answer_token_bound()
+        if bound is None or bound > ANSWER_BUDGET_TOKENS:
+            raise Ineligible(IneligibleReason.ANSWER_OVER_BUDGET)
 
     def render(self, generated: Mapping[str, str]) -> RenderedBody:
         """Expand a composition for EVERY slot and rebuild the whole body.

@@ -465,6 +465,42 @@ def test_invalid_operator_glossary_makes_dual_canonical_with_no_new_files(
     assert physique.outcome is Outcome.ACCEPTED
 
 
+OVER_BUDGET_FILE = {
+    "version": "kexpr-dual-glossary-v1",
+    "decisions": {},
+    "reasons": {
+        "P_DUAL_REASON_TREND_SHORT": "체중 추세를 판단할 기간이 짧습니다.",
+        "P_DUAL_REASON_INTAKE_GAP": "섭취 기록과 계획의 차이가 큽니다.",
+        "P_DUAL_REASON_COOLDOWN": "직전 조정 이후 대기 기간입니다.",
+    },
+}
+FIVE_REASONS_TEXT = str(DUAL_PAYLOAD["text"]).replace(
+    "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
+    "최신 확정 기록을 기준으로 다시 계산해야 합니다.\n체중 추세를 판단할 기간이 짧습니다."
+    "\n섭취 기록과 계획의 차이가 큽니다.\n직전 조정 이후 대기 기간입니다.",
+)
+
+
+def test_a_card_whose_answer_cannot_arrive_is_ineligible_with_no_new_files(
+    root: DataRoot, coords: list[KoreanExpressionCoordinator]
+) -> None:
+    """Issue 19: five review reasons make a minimal answer of more than the 297
+    tokens that can arrive in 3 s at the fastest published rate: no request, no
+    key, no spool, the canonical card; the same card with two reasons is sent."""
+    _install_glossary(root, json.dumps(OVER_BUDGET_FILE, ensure_ascii=False).encode())
+    coord = make(root, coords)
+    payload = _edited(DUAL_PAYLOAD, text=FIVE_REASONS_TEXT)
+    glossary = coord.dual_glossary()
+    assert len(glossary.reasons) == 5
+    cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
+    assert cand.outcome is Outcome.INELIGIBLE and cand.body == FIVE_REASONS_TEXT
+    assert cand.publication_permitted
+    assert [p.name for p in files_under(root.root)] == ["operator-glossary.json"]
+    with ScriptedWorker(root) as w:
+        two = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
+    assert two.outcome is Outcome.ACCEPTED and len(w.requests) == 1
+
+
 def test_adaptive_artifact_key_inputs(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:

@@ -3,6 +3,7 @@ surface's table (a reason no test can reach is dead code or a missing case)."""
 
 from __future__ import annotations
 
+import test_surface_budget
 import test_surface_card
 import test_surface_daily
 import test_surface_dual
@@ -14,7 +15,8 @@ from gateway_shim.surfaces import IneligibleReason
 
 def test_every_ineligible_reason_is_exercised() -> None:
     covered = (
-        test_surface_daily.COVERED_REASONS
+        test_surface_budget.COVERED_REASONS
+        | test_surface_daily.COVERED_REASONS
         | test_surface_weekly.COVERED_REASONS
         | test_surface_dual.COVERED_REASONS
         | test_surface_physique.COVERED_REASONS

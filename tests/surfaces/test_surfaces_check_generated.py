@@ -21,7 +21,10 @@ from reference_host.host_render import render_daily, render_weekly
 from test_surface_daily import _answers
 from test_surface_weekly import _summaries
 
+from gateway_shim.surfaces.adaptive import parse_adaptive
+from gateway_shim.surfaces.card import CardOrigin
 from kexpr.ops.surfaces_cli import CheckResult, check_request
+from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
 
 
 def _answer(result: CheckResult) -> dict[str, Any]:
@@ -82,5 +85,17 @@ def test_generated_adaptive_cards(p: tuple[str, dict[str, Any]], origin: str) ->
     result = check_request(request, OPERATOR_GLOSSARY)
     if origin == "recovery":
         _assert_ineligible(result, "recovery_payload")
-    else:
+        return
+    # Issue 19: a card with many long reasons may need more tokens than can arrive.
+    parsed = parse_adaptive(
+        payload,
+        callback_data=CALLBACK,
+        origin=CardOrigin.FRESH,
+        surface=surface,
+        glossary=OPERATOR_GLOSSARY,
+    )
+    bound = parsed.answer_token_bound()
+    if bound is not None and bound <= ANSWER_BUDGET_TOKENS:
         _assert_eligible(result)
+    else:
+        _assert_ineligible(result, "answer_over_budget")

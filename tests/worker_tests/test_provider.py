@@ -24,7 +24,6 @@ from kexpr.spool.contract import (
     SAFE_STYLE_LEXEMES,
     Capsule,
     Verdict,
-    check_generated,
     judge,
     slot_policy,
 )
@@ -770,33 +769,20 @@ def test_instruction_lists_ids_and_lexicon_but_no_expansion() -> None:
 
     assert " ".join(sorted(ALL_SEMANTIC_IDS)) in SYSTEM_INSTRUCTION
     assert " ".join(SAFE_STYLE_LEXEMES) in SYSTEM_INSTRUCTION
-    # The only Korean the model is shown is the lexicon: every Hangul run is a lexeme,
-    # so no glossary expansion (customer-visible canonical text) can be in there.
+    # The only Korean the model is shown is the lexicon and the words of the invalid
+    # examples (a lexeme with a particle): every Hangul run is one of those, so no
+    # glossary expansion (customer-visible canonical text) can be in there.
+    from kexpr.worker.instruction import INVALID_EXAMPLES
+
     runs = re.findall(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]+", SYSTEM_INSTRUCTION)
     assert runs
-    assert set(runs) <= set(SAFE_STYLE_LEXEMES)
+    wrong = {w for _, _, text, _ in INVALID_EXAMPLES for w in re.findall(r"[\uac00-\ud7a3]+", text)}
+    assert wrong - set(SAFE_STYLE_LEXEMES) == {"지금은"}
+    assert set(runs) <= set(SAFE_STYLE_LEXEMES) | wrong
     assert "저장된 오늘 기록을 확인했습니다" not in SYSTEM_INSTRUCTION
     assert set(GLOSSARY) == set(ALL_SEMANTIC_IDS)
     for expansion in GLOSSARY.values():
         assert expansion not in SYSTEM_INSTRUCTION
-
-
-@pytest.mark.parametrize(
-    ("slot_id", "ids", "example"),
-    [
-        ("daily.status", ["P_DAILY_COMPLETE"], "차분히, [[P:01]]."),
-        (
-            "weekly.interpretation",
-            ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"],
-            "우선 [[P:01]]. 이어서 [[P:02]].",
-        ),
-    ],
-)
-def test_instruction_examples_are_accepted_by_the_contract(
-    slot_id: str, ids: list[str], example: str
-) -> None:
-    assert f": {example}\n" in SYSTEM_INSTRUCTION
-    assert check_generated(slot_policy(slot_id, ids), example) is None
 
 
 def test_fixture_content_is_what_the_contract_accepts() -> None:

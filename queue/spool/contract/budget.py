@@ -1,0 +1,177 @@
+"""The answer budget: can the model's answer to a capsule arrive at all? (design §9)
+
+A real model writes its answer token by token, and the plan fixes every number of
+the call: the client's ``timeout=3.0``, ``max_tokens=384``, and an answer that echoes
+the 64-hex ``artifact_key``, every ID array and every placeholder token. This module
+owns the arithmetic that decides whether an answer can fit, and nothing else.
+
+Rules of this module:
+
+Rule 1: the budget is named constants with their sources, never a number inlined at
+        a call site. ``ANSWER_BUDGET_TOKENS`` = min(``MAX_COMPLETION_TOKENS``,
+        ``TIME_BUDGET_TOKENS``) = min(384, (3.0 s - 0.3 s) x 110 tokens/s) = 297. The
+        rate and first-token delay are the FASTEST published for gpt-4.1-mini
+        (docs/budget.md): an answer that cannot arrive even then must never be sent,
+        because the artifact's one call (and its cost) would be spent on a timeout.
+Rule 2: the count is of the *minimal valid compact answer* (``minimal_answer``): the
+        instruction's key order, no whitespace outside strings, one lexeme (the
+        cheapest, ``MINIMAL_LEXEME``) in each slot's first sentence and none in the
+        others. Any valid answer is at least this long, so a capsule whose minimal
+        answer does not fit has no answer that fits.
+Rule 3: the bound is an UPPER bound of the o200k_base token count (gpt-4.1-mini's
+        encoding) of that answer, computed without a tokenizer, because the gateway
+        side must stay light (no native tokenizer, no numpy in the host's process):
+        o200k_base splits text into pre-tokens with a fixed pattern and encodes each
+        pre-token on its own, so the count is the sum over pre-tokens. ``_split``
+        is that pattern restricted to the answer's alphabet (ASCII and Hangul
+        syllables); a pre-token costs its exact count from ``_budget_table`` when
+        listed there, else its UTF-8 length (byte-level BPE never yields more tokens
+        than bytes). A character outside the alphabet makes the bound ``None``
+        (no bound: the caller fails closed).
+Rule 4: the bound is key-independent, so a message's verdict never depends on its
+        artifact key: the key is counted as its worst case, 64 tokens (one per hex
+        character; ``"a1" * 32`` reaches it). The key's pre-tokens are bounded by the
+        punctuation runs ``":"`` and ``","`` whatever the key is, so replacing it
+        changes nothing else in the split (tests/contract/test_budget.py proves the
+        split and the bound against the real encoding for every capsule shape).
+Rule 5: pure: no I/O, clock or randomness (``spool.contract``'s rule).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from ._budget_table import PRETOKEN_TOKENS
+from ._models import CONTRACT_VERSION, Capsule, SlotPolicy
+
+__all__ = [
+    "ANSWER_BUDGET_TOKENS",
+    "FASTEST_TOKENS_PER_S",
+    "FIRST_TOKEN_S",
+    "KEY_TOKENS_MAX",
+    "MAX_COMPLETION_TOKENS",
+    "MINIMAL_LEXEME",
+    "SDK_TIMEOUT_S",
+    "TIME_BUDGET_TOKENS",
+    "answer_token_bound",
+    "min_answer_seconds",
+    "minimal_answer",
+    "slots_token_bound",
+]
+
+# The plan's provider parameters (design §9; kexpr.worker.provider sends them, and a
+# test pins that the two agree).
+MAX_COMPLETION_TOKENS: Final = 384
+SDK_TIMEOUT_S: Final = 3.0
+# The fastest published gpt-4.1-mini figures (docs/budget.md): first token after
+# 0.3 s (0.3-0.9 s for an ~850-token prompt), 110 tokens/s (108 measured on Azure,
+# rounded up; 77 on OpenAI's own API, 52-68 in a community run).
+FIRST_TOKEN_S: Final = 0.3
+FASTEST_TOKENS_PER_S: Final = 110
+# (3.0 - 0.3) x 110 = 297: the most tokens that can arrive within the timeout
+# (in whole milliseconds, so no float rounding can move it).
+TIME_BUDGET_TOKENS: Final = (
+    (round(SDK_TIMEOUT_S * 1000) - round(FIRST_TOKEN_S * 1000)) * FASTEST_TOKENS_PER_S // 1000
+)
+ANSWER_BUDGET_TOKENS: Final = min(MAX_COMPLETION_TOKENS, TIME_BUDGET_TOKENS)
+
+# Rule 4: 64 hex characters, at most one token each.
+KEY_TOKENS_MAX: Final = 64
+_KEY_STAND_IN: Final = "a" * 64
+# Rule 2: the lexeme with the fewest tokens in a minimal answer (the first of the
+# cheapest, in lexicon order; tests/contract/test_budget.py checks it is cheapest).
+MINIMAL_LEXEME: Final = "또"
+
+# Rule 3: o200k_base's pre-token pattern,
+#   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+#   |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+#   |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+# with its classes written out for the alphabet a minimal answer can contain
+# (printable ASCII and Hangul syllables, which are \p{Lo}: upper- and lower-like).
+_LETTERS: Final = "A-Za-z\uac00-\ud7a3"
+_UPPER_LIKE: Final = "A-Z\uac00-\ud7a3"
+_LOWER_LIKE: Final = "a-z\uac00-\ud7a3"
+_PREFIX: Final = rf"[^\r\n{_LETTERS}0-9]"
+_CONTRACTION: Final = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
+_PRETOKEN_RE: Final = re.compile(
+    "|".join(
+        (
+            rf"{_PREFIX}?[{_UPPER_LIKE}]*[{_LOWER_LIKE}]+{_CONTRACTION}?",
+            rf"{_PREFIX}?[{_UPPER_LIKE}]+[{_LOWER_LIKE}]*{_CONTRACTION}?",
+            r"[0-9]{1,3}",
+            rf" ?[^\s{_LETTERS}0-9]+[\r\n/]*",
+            r"\s*[\r\n]+",
+            r"\s+(?!\S)",
+            r"\s+",
+        )
+    )
+)
+_ALPHABET_RE: Final = re.compile("[\x20-\x7e\uac00-\ud7a3]*")
+
+
+def min_answer_seconds(tokens: int) -> float:
+    """The least time an answer of ``tokens`` tokens takes at the fastest published
+    rate: first token, then the rest (Rule 1). A request with less time left than
+    this for its minimal answer is never sent."""
+    return FIRST_TOKEN_S + tokens / FASTEST_TOKENS_PER_S
+
+
+def minimal_answer(capsule: Capsule) -> str:
+    """The minimal valid compact answer to ``capsule`` (Rule 2), as the model would
+    write it: the instruction's key order, compact, Hangul unescaped."""
+    return _answer(capsule.surface, capsule.artifact_key, capsule.slots)
+
+
+def answer_token_bound(capsule: Capsule) -> int | None:
+    """An upper bound of the o200k_base tokens of ``minimal_answer(capsule)``, for
+    every artifact key (Rules 3, 4); None when no bound can be given."""
+    return slots_token_bound(capsule.surface, capsule.slots)
+
+
+def slots_token_bound(surface: str, slots: Sequence[SlotPolicy]) -> int | None:
+    """`answer_token_bound` of a capsule on ``surface`` with ``slots``, before any
+    key exists (the shim judges eligibility before it touches the data root)."""
+    text = _answer(surface, _KEY_STAND_IN, slots)
+    if _ALPHABET_RE.fullmatch(text) is None:
+        return None
+    total = 0
+    for piece in _split(text):
+        if piece == _KEY_STAND_IN:
+            total += KEY_TOKENS_MAX
+        else:
+            total += PRETOKEN_TOKENS.get(piece, len(piece.encode("utf-8")))
+    return total
+
+
+def _split(text: str) -> list[str]:
+    """o200k_base's pre-tokens of ``text`` (Rule 3; the alphabet is the caller's)."""
+    return _PRETOKEN_RE.findall(text)
+
+
+def _answer(surface: str, key: str, slots: Sequence[SlotPolicy]) -> str:
+    document = {
+        "schema_version": CONTRACT_VERSION,
+        "surface": surface,
+        "artifact_key": key,
+        "slots": [
+            {
+                "slot_id": slot.slot_id,
+                "predicate_ids": list(slot.allowed_predicate_ids),
+                "action_ids": list(slot.allowed_action_ids),
+                "placeholder_tokens": list(slot.required_placeholder_tokens),
+                "generated_ko": _minimal_generated(slot.required_placeholder_tokens),
+            }
+            for slot in slots
+        ],
+    }
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def _minimal_generated(tokens: Sequence[str]) -> str:
+    # design §6: at least one lexeme in the string; `sentence ::= style? TOKEN "."`.
+    return " ".join(
+        (f"{MINIMAL_LEXEME} {token}." if i == 0 else f"{token}.") for i, token in enumerate(tokens)
+    )

@@ -1,0 +1,158 @@
+"""The answer budget (issue 19 item 1): `kexpr.spool.contract.budget`'s bound is an upper
+bound of the real o200k_base count of every capsule's minimal compact answer, for every
+capsule shape, every artifact key and operator IDs of any allowed length; the pinned
+pre-token table is the real encoding's; the budget is the plan's numbers."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from budget_support import capsule, computed_table, count, shipped_shapes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES, Verdict, judge, slot_policy
+from kexpr.spool.contract._budget_table import PRETOKEN_TOKENS
+from kexpr.spool.contract.budget import (
+    ANSWER_BUDGET_TOKENS,
+    FASTEST_TOKENS_PER_S,
+    FIRST_TOKEN_S,
+    KEY_TOKENS_MAX,
+    MAX_COMPLETION_TOKENS,
+    MINIMAL_LEXEME,
+    SDK_TIMEOUT_S,
+    TIME_BUDGET_TOKENS,
+    _split,
+    answer_token_bound,
+    min_answer_seconds,
+    minimal_answer,
+    slots_token_bound,
+)
+from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+
+SHAPES = list(shipped_shapes())
+DUAL = "adaptive.dualcoachtest.card.v1"
+HEX = "0123456789abcdef"
+# Keys that stress the split: one pre-token per character (the worst case, 64), long
+# letter and digit runs, and the boundaries (a letter or a digit first and last).
+EDGE_KEYS = ("a1" * 32, "1a" * 32, "0" * 64, "f" * 64, "abcdef" * 10 + "0123", "9" + "e" * 63)
+keys = st.text(alphabet=HEX, min_size=64, max_size=64)
+DERANDOMIZED = settings(derandomize=True, max_examples=300, deadline=None)
+
+
+def test_the_budget_is_the_plans_numbers() -> None:
+    assert (MAX_COMPLETION_TOKENS, SDK_TIMEOUT_S) == (384, 3.0)
+    assert (FIRST_TOKEN_S, FASTEST_TOKENS_PER_S) == (0.3, 110)
+    assert TIME_BUDGET_TOKENS == 297 == ANSWER_BUDGET_TOKENS
+    assert min_answer_seconds(ANSWER_BUDGET_TOKENS) == pytest.approx(SDK_TIMEOUT_S)
+
+
+def test_the_worker_sends_the_budgets_numbers() -> None:
+    from kexpr.worker import provider
+
+    kwargs = provider.request_kwargs("{}")
+    assert kwargs["max_tokens"] == MAX_COMPLETION_TOKENS
+    assert provider.SDK_TIMEOUT_S == SDK_TIMEOUT_S
+
+
+def test_the_pinned_table_is_the_real_encodings() -> None:
+    # Regenerate with: .venv/bin/python tests/contract/budget_support.py > queue/spool/contract/_budget_table.py
+    assert dict(PRETOKEN_TOKENS) == computed_table()
+
+
+def test_the_minimal_lexeme_is_the_cheapest() -> None:
+    cost = {lex: count(lex) for lex in SAFE_STYLE_LEXEMES}
+    assert cost[MINIMAL_LEXEME] == min(cost.values())
+    assert MINIMAL_LEXEME == next(
+        lex for lex in SAFE_STYLE_LEXEMES if cost[lex] == min(cost.values())
+    )
+
+
+@pytest.mark.parametrize("key", EDGE_KEYS + tuple(secrets.token_hex(32) for _ in range(3)))
+def test_every_shipped_shape_is_bounded_and_its_minimal_answer_valid(key: str) -> None:
+    for surface, slots in SHAPES:
+        c = capsule(surface, slots, key)
+        answer = minimal_answer(c)
+        exact = count(answer)
+        # The split is the encoding's: the count is the sum over pre-tokens.
+        assert sum(count(p) for p in _split(answer)) == exact
+        bound = answer_token_bound(c)
+        assert bound is not None and bound >= exact
+        # Tight: the only slack is the key counted at its worst case.
+        # (The key's pre-tokens are those of the key alone: quotes bound them.)
+        key_tokens = sum(count(p) for p in _split(key))
+        assert bound - exact == KEY_TOKENS_MAX - key_tokens
+        verdict = judge(c, answer)
+        assert verdict.verdict is Verdict.ACCEPTED
+
+
+def test_the_worst_key_reaches_the_key_bound() -> None:
+    surface, slots = SHAPES[0]
+    c = capsule(surface, slots, "a1" * 32)
+    assert answer_token_bound(c) == count(minimal_answer(c))
+
+
+@DERANDOMIZED
+@given(key=keys, shape=st.sampled_from(SHAPES))
+def test_the_bound_holds_for_every_key(key: str, shape: tuple[str, tuple]) -> None:  # type: ignore[type-arg]
+    surface, slots = shape
+    c = capsule(surface, slots, key)
+    answer = minimal_answer(c)
+    assert sum(count(p) for p in _split(answer)) == count(answer)
+    assert answer_token_bound(c) is not None
+    assert answer_token_bound(c) >= count(answer)  # type: ignore[operator]
+    # Key-independent: the verdict of a message never depends on its key.
+    assert answer_token_bound(c) == slots_token_bound(surface, slots)
+
+
+operator_decisions = st.from_regex(DUAL_DECISION_ID_PATTERN, fullmatch=True).filter(
+    lambda s: len(s) <= 400
+)
+operator_reasons = st.from_regex(DUAL_REASON_ID_PATTERN, fullmatch=True).filter(
+    lambda s: len(s) <= 400
+)
+
+
+@DERANDOMIZED
+@given(
+    key=keys,
+    decision=operator_decisions,
+    reasons=st.lists(operator_reasons, min_size=0, max_size=9),
+)
+def test_the_bound_holds_for_operator_ids_of_any_length(
+    key: str, decision: str, reasons: list[str]
+) -> None:
+    slots = (
+        slot_policy("adaptive.dual.judgment", (decision,)),
+        *(slot_policy(f"adaptive.dual.review.{i + 1}", (r,)) for i, r in enumerate(reasons)),
+    )
+    c = capsule(DUAL, slots, key)
+    answer = minimal_answer(c)
+    assert sum(count(p) for p in _split(answer)) == count(answer)
+    bound = answer_token_bound(c)
+    assert bound is not None and bound >= count(answer)
+
+
+def test_which_shipped_shapes_fit() -> None:
+    """The budget's verdict per shape (docs/budget.md's table): every daily, weekly and
+    physique capsule fits; a dual card fits with up to two review reasons always, with
+    three for most reason texts, and never with four or more."""
+    fits: dict[tuple[str, int], set[bool]] = {}
+    for surface, slots in SHAPES:
+        bound = slots_token_bound(surface, slots)
+        assert bound is not None
+        fits.setdefault((surface, len(slots)), set()).add(bound <= ANSWER_BUDGET_TOKENS)
+    assert fits[("daily.v1", 1)] == {True}
+    assert fits[("weekly.v1", 2)] == {True}
+    assert fits[("adaptive.physique.card.v1", 1)] == {True}
+    for reasons in (0, 1, 2):
+        assert fits[(DUAL, 1 + reasons)] == {True}
+    assert True in fits[(DUAL, 4)]
+    for reasons in range(4, 10):
+        assert fits[(DUAL, 1 + reasons)] == {False}
+
+
+def test_no_bound_outside_the_alphabet() -> None:
+    surface, slots = SHAPES[0]
+    assert slots_token_bound(surface + "\u00e9", slots) is None
