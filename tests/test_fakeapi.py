@@ -25,6 +25,7 @@ from fakeapi import (
     FakeModel,
     FakeOpenAI,
     FakeReply,
+    brief_style,
     chat_completion,
     compose,
     compose_reply,
@@ -303,6 +304,15 @@ def test_default_style_shapes() -> None:
         "weekly.interpretation": "차분히, [[P:01]]. 이어서 [[P:02]]. 그리고 [[A:01]].",
         "weekly.rationale": "차분히, [[P:01]].",
     }
+
+
+def test_brief_style_shapes() -> None:
+    assert brief_style(CAPSULE) == {
+        "weekly.interpretation": "차분히 [[P:01]]. 이어서 [[P:02]]. 그리고 [[A:01]].",
+        "weekly.rationale": "차분히 [[P:01]].",
+    }
+    one = {**CAPSULE, "slots": [{**CAPSULE["slots"][0], "max_style_lexemes": 1}]}
+    assert brief_style(one) == {"weekly.interpretation": "차분히 [[P:01]]. [[P:02]]. [[A:01]]."}
 
 
 # CLI mode ---------------------------------------------------------------------------

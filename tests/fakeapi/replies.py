@@ -19,6 +19,7 @@ __all__ = [
     "FakeReply",
     "RecordedRequest",
     "accept_behaviour",
+    "brief_style",
     "capsule_of",
     "chat_completion",
     "compose",
@@ -212,6 +213,23 @@ def default_style(capsule: Mapping[str, Any]) -> dict[str, str]:
             else:
                 sentences.append(f"{token}.")
         out[str(slot.get("slot_id"))] = " ".join(sentences)
+    return out
+
+
+def brief_style(capsule: Mapping[str, Any]) -> dict[str, str]:
+    """The worker instruction's brief style ("one or two lexemes before a token, or
+    none"; issue 19 item 3) as a compliant model writes it: one lexeme before
+    every token, no comma: tokens [T1, T2] → ``"차분히 T1. 이어서 T2."``. Never more
+    lexemes than the slot's ``max_style_lexemes`` (at least one)."""
+    out: dict[str, str] = {}
+    for slot in _slots(capsule):
+        tokens = [str(t) for t in slot.get("required_placeholder_tokens", [])]
+        max_lexemes = slot.get("max_style_lexemes", len(tokens))
+        budget = max(1, max_lexemes if isinstance(max_lexemes, int) else 1)
+        out[str(slot.get("slot_id"))] = " ".join(
+            f"{_LEXEMES[min(i, len(_LEXEMES) - 1)]} {token}." if i < budget else f"{token}."
+            for i, token in enumerate(tokens)
+        )
     return out
 
 
