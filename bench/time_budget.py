@@ -409,6 +409,7 @@ def measure(
 
 def run(work: Path, quick: bool) -> dict[str, Any]:
     """The phase: the token table, then every speed against the real worker."""
+    load_start = os.getloadavg()
     all_cases = cases()
     table = [token_row(c, 20 if quick else 200) for c in all_cases]
     status = {row["case"]: row["eligible"] for row in table}
@@ -446,6 +447,7 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
         "rows": rows,
         "max_requests_per_artifact": most,
         "phase_s": elapsed,
+        "loadavg_start": load_start,
         "loadavg": os.getloadavg(),
         "nproc": os.cpu_count(),
     }
@@ -479,9 +481,11 @@ def render(result: dict[str, Any]) -> str:
             f"  {r['case']:<22} {r['first_token_s']:>5.1f} {r['tokens_per_s']:>5.0f} {r['layout']:<7}"
             f" {r['in_time']:>7.0%} {r['p50_s']:>6.2f} {r['p95_s']:>6.2f} {tokens:>6}  {outcomes}"
         )
+    start = " ".join(f"{x:.2f}" for x in result["loadavg_start"])
     load = " ".join(f"{x:.2f}" for x in result["loadavg"])
     out.append(
-        f"  phase {result['phase_s']:.0f} s, load average {load} on {result['nproc']} cores;"
+        f"  phase {result['phase_s']:.0f} s, load average {start} at start, {load} at end,"
+        f" on {result['nproc']} cores;"
         f" max requests per artifact {result['max_requests_per_artifact']}"
     )
     return "\n".join(out)
