@@ -465,8 +465,8 @@ def test_a_model_still_writing_does_not_hold_up_another_connection(fake: FakeOpe
         )
     assert other.choices[0].message.content == "{}"
     assert thread.is_alive() and errors == []  # the first answer is still being written
-    [written] = fake.model_answers
-    assert written.artifact_key == CAPSULE["artifact_key"] and written.seconds > 3600.0
+    [pending] = fake.model_answers
+    assert pending.artifact_key == CAPSULE["artifact_key"] and pending.seconds > 3600.0
     assert len(fake.tunnels) == 2
     fake.close()  # interrupts the hour-long answer
     thread.join(30.0)
