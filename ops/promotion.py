@@ -21,7 +21,25 @@ The plan's gates, as data (`FLAGS`, `REQUIRED_SELECTED`, `WINDOW_DAYS`):
   quarantined inside the window (`kexpr journal quarantine`) hides outcomes that
   can no longer be known: every gate is ``journal_incomplete``.
 
-This command never enables anything; enabling is an operator's config change.
+The margin (issue 19 item 6), per surface, shown beside the gates and never
+changing them (the plan's gate is the one above):
+
+- **Timeout share**, from the journal: ``timeout`` terminal rows / terminal
+  attempts of the surface in the window, shadow and enabled alike (the call is
+  the same in both modes). The journal is the durable, verified, windowed record,
+  the gate's own evidence.
+- **p95 call time** against the 3 s budget (and p95 completion tokens), from the
+  worker's status file (``worker.status.json``, `kexpr.worker.histograms`), read
+  and validated as ``kexpr status`` reads it (`kexpr.ops.status_cli.call_figures`).
+  Not from the journal: a row has no call time — ``started_at_utc`` is written
+  before the call, and an accepted attempt's terminal row is written when the
+  host's report arrives, so row timestamps measure the host, not the model. Not
+  from the live proof summary either: that is one run's file in the operator's
+  directory, not this data root's evidence. The status histograms are the
+  worker's own monotonic measurement of exactly the call, but they count only
+  since that worker process started (``worker_started_at_utc`` says when) and
+  are not windowed; the report says so. Without a readable status file the
+  call-time figures are ``no_status``.
 """
 
 from __future__ import annotations
@@ -36,8 +54,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kexpr.ops.readers import JournalCheck, JournalRecord, ReadRefused, verify_journal
+from kexpr.ops.readers import (
+    JournalCheck,
+    JournalRecord,
+    ReadProblem,
+    ReadRefused,
+    verify_journal,
+)
 from kexpr.spool.layout import DataRoot
+from kexpr.worker.histograms import CALL_BUDGET_S
 
 WINDOW_DAYS: Final = 14
 REQUIRED_SELECTED: Final = 10
@@ -54,6 +79,11 @@ FLAGS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("adaptive_operator", ("adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1")),
 )
 SELECTED: Final = "shadow_selected"
+TIMEOUT: Final = "timeout"
+# Where the call-time figures came from (`CallFigures.source`).
+STATUS_READ: Final = "read"
+STATUS_MISSING: Final = "no_status"
+STATUS_UNREADABLE: Final = "status_unreadable"
 
 
 class Gate(enum.StrEnum):
@@ -75,6 +105,31 @@ class SurfaceEvidence:
     pending: int
     enabled_attempts: int  # enabled-mode attempts in the window (not shadow evidence)
     gate: Gate
+    # The margin (module docstring): from the journal, in the window, either mode ...
+    terminal_attempts: int = 0
+    timeouts: int = 0
+    # ... and from the worker's status file since it started (None: not known).
+    calls_measured: int | None = None
+    p95_call_s: float | None = None
+    p95_completion_tokens: int | None = None
+    call_margin: str = STATUS_MISSING  # a histograms.Margin value, or the status problem
+
+    @property
+    def timeout_share(self) -> float | None:
+        return None if not self.terminal_attempts else self.timeouts / self.terminal_attempts
+
+    def margin_json(self) -> dict[str, Any]:
+        share = self.timeout_share
+        return {
+            "terminal_attempts": self.terminal_attempts,
+            "timeouts": self.timeouts,
+            "timeout_share": None if share is None else round(share, 4),
+            "calls_measured": self.calls_measured,
+            "p95_call_s": self.p95_call_s,
+            "p95_completion_tokens": self.p95_completion_tokens,
+            "call_budget_s": CALL_BUDGET_S,
+            "call_margin": self.call_margin,
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +141,24 @@ class SurfaceEvidence:
             "pending": self.pending,
             "enabled_attempts": self.enabled_attempts,
             "gate": self.gate.value,
+            "margin": self.margin_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CallFigures:
+    """The worker status file's per-surface call figures, as validated by
+    `kexpr.ops.status_cli.call_figures`, and where they came from."""
+
+    source: str  # STATUS_READ, STATUS_MISSING or STATUS_UNREADABLE
+    worker_started_at_utc: str | None = None
+    surfaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": "worker.status.json",
+            "source": self.source,
+            "worker_started_at_utc": self.worker_started_at_utc,
         }
 
 
@@ -107,6 +180,7 @@ class PromotionReport:
     surfaces: tuple[SurfaceEvidence, ...]
     flags: tuple[FlagGate, ...]
     journal: Mapping[str, int] = field(default_factory=dict)
+    call_figures: CallFigures = field(default_factory=lambda: CallFigures(STATUS_MISSING))
 
     def flag(self, name: str) -> FlagGate:
         return next(f for f in self.flags if f.flag == name)
@@ -124,6 +198,7 @@ class PromotionReport:
             "flags": [f.to_json() for f in self.flags],
             "order": [name for name, _ in FLAGS],
             "journal": dict(self.journal),
+            "call_figures": self.call_figures.to_json(),
         }
 
 
@@ -137,8 +212,11 @@ def evaluate(
     now: dt.datetime,
     days: int = WINDOW_DAYS,
     quarantined_days: Sequence[str] = (),
+    call_figures: CallFigures | None = None,
 ) -> PromotionReport:
-    """The report for ``records`` (pure: no I/O, the clock is a parameter)."""
+    """The report for ``records`` (pure: no I/O, the clock is a parameter; the
+    status file's figures, when known, are one too)."""
+    figures = call_figures or CallFigures(STATUS_MISSING)
     start = now - dt.timedelta(days=days)
     start_s, end_s = _ts(start), _ts(now)
     incomplete = any(start_s[:10] <= d <= end_s[:10] for d in quarantined_days)
@@ -152,6 +230,8 @@ def evaluate(
         selected = sum(1 for r in done if r.outcome == SELECTED)
         failures = Counter(r.outcome for r in done if r.outcome != SELECTED)
         pending = len(shadow) - len(done)
+        terminal = [r for r in window if r.outcome is not None]
+        measured = figures.surfaces.get(surface)
         if incomplete:
             gate = Gate.JOURNAL_INCOMPLETE
         elif failures:
@@ -171,6 +251,14 @@ def evaluate(
                 pending=pending,
                 enabled_attempts=sum(1 for r in window if r.mode == "enabled"),
                 gate=gate,
+                terminal_attempts=len(terminal),
+                timeouts=sum(1 for r in terminal if r.outcome == TIMEOUT),
+                calls_measured=None if measured is None else measured["calls"],
+                p95_call_s=None if measured is None else measured["p95_call_s"],
+                p95_completion_tokens=None
+                if measured is None
+                else measured["p95_completion_tokens"],
+                call_margin=figures.source if measured is None else measured["margin"],
             )
         )
     by_surface = {e.surface: e.gate for e in evidence}
@@ -179,7 +267,26 @@ def evaluate(
         FlagGate(name, covered, min((by_surface[s] for s in covered), key=order.index))
         for name, covered in FLAGS
     )
-    return PromotionReport(start_s, end_s, days, tuple(evidence), flags)
+    return PromotionReport(start_s, end_s, days, tuple(evidence), flags, call_figures=figures)
+
+
+def read_call_figures(root: DataRoot) -> CallFigures:
+    """The status file's figures, read no-follow and bounded and validated exactly
+    as ``kexpr status`` does; a missing or unreadable file is said as such."""
+    from kexpr.ops.status_cli import _TS, _load, call_figures
+
+    try:
+        obj = _load(root.status_file)
+    except ReadRefused as e:
+        return CallFigures(
+            STATUS_MISSING if e.problem is ReadProblem.MISSING else STATUS_UNREADABLE
+        )
+    started = obj.get("started_at_utc")
+    return CallFigures(
+        STATUS_READ,
+        started if isinstance(started, str) and _TS.fullmatch(started) else None,
+        call_figures(obj),
+    )
 
 
 def report_for(
@@ -189,7 +296,13 @@ def report_for(
     if not check.ok:
         return None, check
     t = now() if now is not None else dt.datetime.now(dt.UTC)
-    report = evaluate(check.records, now=t, days=days, quarantined_days=check.quarantined)
+    report = evaluate(
+        check.records,
+        now=t,
+        days=days,
+        quarantined_days=check.quarantined,
+        call_figures=read_call_figures(root),
+    )
     journal = {
         "segments": check.segments,
         "quarantined": len(check.quarantined),
@@ -202,6 +315,7 @@ def report_for(
         report.surfaces,
         report.flags,
         journal,
+        report.call_figures,
     ), check
 
 
@@ -228,6 +342,28 @@ def render(report: PromotionReport) -> str:
                 f"  failures {s.surface}: "
                 + "  ".join(f"{k} {v}" for k, v in sorted(s.failures.items()))
             )
+    figures = report.call_figures
+    since = figures.worker_started_at_utc or "?"
+    lines += [
+        "",
+        f"margin: timeouts from the journal (window, either mode); call time from "
+        f"worker.status.json ({figures.source}, since worker start {since})",
+        f"margin  {'surface':<32}{'terminal':>9}{'timeouts':>9}{'share':>8}{'calls':>7}{'p95 s':>8}"
+        f"{'p95 tok':>8}  vs {CALL_BUDGET_S:g} s budget",
+    ]
+    for s in report.surfaces:
+        share = s.timeout_share
+        share_s = "-" if share is None else f"{100 * share:.1f}%"
+        calls = "-" if s.calls_measured is None else str(s.calls_measured)
+        if s.p95_call_s is not None:
+            p95 = f"<={s.p95_call_s:g}"
+        else:
+            p95 = ">4" if s.call_margin == "over_budget" else "-"
+        tok = "-" if s.p95_completion_tokens is None else f"<={s.p95_completion_tokens}"
+        lines.append(
+            f"margin  {s.surface:<32}{s.terminal_attempts:>9}{s.timeouts:>9}{share_s:>8}{calls:>7}"
+            f"{p95:>8}{tok:>8}  {s.call_margin}"
+        )
     lines += ["", f"{'flag':<20}gate"]
     for f in report.flags:
         note = "  (both adaptive surfaces)" if len(f.surfaces) > 1 else ""

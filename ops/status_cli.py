@@ -15,9 +15,20 @@ Verdict (exit code):
   ``worker_not_running`` / ``crash_loop`` / ``fatal`` / ``quarantined`` (the worker
   is up but refuses every new attempt: journal unverified) / ``refusing`` (up,
   journal verified, new attempts refused for the reason shown, e.g.
-  ``segment_full``) (1).
+  ``segment_full``) / ``expiring`` (up, but in the last minute at least
+  `EXPIRING_MIN` requests expired before the worker reached them, and they were
+  more than half of the requests it claimed: the host is getting canonical answers
+  because the worker does not keep up; issue 21) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is missing.
+
+Besides the verdict it shows (issues 19 and 21): the last minute's claimed
+requests, calls and expired requests (``expired`` is the rate per minute), and per
+surface the calls, their failures, the p95 call time against the 3 s budget and
+the call-time and completion-token histograms (`kexpr.worker.histograms`). Those
+figures are validated like everything else: public surface names and failure
+words as keys, integers as counts, and histograms only when the file's bucket
+edges are exactly this version's; anything else is dropped, never echoed.
 
 The worker rewrites its status on every pass of its scan loop (at least once a
 second, `kexpr.worker.daemon.RESCAN_INTERVAL_S`), so a heartbeat older than the
@@ -29,6 +40,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
+import math
 import os
 import re
 import sys
@@ -39,7 +51,18 @@ from typing import Any, Final
 
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 from kexpr.ops.supervisor import supervisor_status_path
+from kexpr.spool.contract import SURFACES
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.outcomes import PROVIDER_FAILURES
+from kexpr.worker.histograms import (
+    CALL_BUDGET_S,
+    FIGURES,
+    P95,
+    edges_json,
+    margin,
+    upper_edge,
+)
+from kexpr.worker.status import ROLLING
 
 STALE_AFTER_S: Final = 10.0
 MAX_STATUS_BYTES: Final = 64 * 1024
@@ -49,6 +72,13 @@ SUPERVISOR_STATES: Final = frozenset(
 )
 _TS: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
+_FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
+# `Verdict.EXPIRING`: at least this many requests expired in the last minute, and
+# more than half of those claimed. A floor, so that one or two stale requests (a
+# restart's leftovers, a host that paused) do not flip the verdict; a burst in
+# which most requests expire does (issue 19's burst of 1,000 artifacts from 20
+# gateway processes: 204 start rows, 55 of them after the deadline).
+EXPIRING_MIN: Final = 5
 
 
 class Verdict(enum.StrEnum):
@@ -67,6 +97,9 @@ class Verdict(enum.StrEnum):
     # Up, journal verified, but refusing new attempts for a stated reason
     # (``segment_full``: today's journal segment is full; spool.journal rule 8).
     REFUSING = "refusing"
+    # Up, but most requests of the last minute expired before the worker reached
+    # them (at least EXPIRING_MIN): the host gets canonical answers for them.
+    EXPIRING = "expiring"
     STATUS_UNREADABLE = "status_unreadable"
 
 
@@ -158,6 +191,70 @@ def _load(path: Path) -> dict[str, Any]:
     return obj
 
 
+def _counts(v: object, n: int) -> list[int] | None:
+    if isinstance(v, list) and len(v) == n and all(_int(c) is not None for c in v):
+        return list(v)
+    return None
+
+
+def call_figures(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A worker status file's per-surface call figures, validated (module
+    docstring), with the margin read off each call-time histogram: the p95 call
+    time's bucket upper edge (None beyond the 4 s deadline or without calls) and
+    whether it is within `CALL_BUDGET_S`. A surface whose record is malformed or
+    inconsistent (counts that do not add up to its calls) is left out: fail
+    closed, its figures are unknown rather than wrong. `kexpr.ops.promotion`
+    reads the same."""
+    raw = obj.get("calls_by_surface")
+    if obj.get("histogram_edges") != edges_json() or not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for surface in SURFACES:
+        rec = raw.get(surface)
+        if not isinstance(rec, Mapping):
+            continue
+        calls, absent = _int(rec.get("calls")), _int(rec.get("tokens_absent"))
+        seconds = _counts(rec.get("call_seconds"), len(FIGURES["call_seconds"]) + 1)
+        tokens = _counts(rec.get("completion_tokens"), len(FIGURES["completion_tokens"]) + 1)
+        failures_in = rec.get("failures")
+        if (
+            calls is None
+            or absent is None
+            or seconds is None
+            or tokens is None
+            or not isinstance(failures_in, Mapping)
+            or sum(seconds) != calls
+            or sum(tokens) + absent != calls
+        ):
+            continue
+        failures = {
+            k: v
+            for k, v in sorted(failures_in.items())
+            if k in _FAILURE_WORDS and _int(v) is not None
+        }
+        if sum(failures.values()) > calls:
+            continue
+        m, p95 = margin(seconds)
+        tok = upper_edge(tokens, FIGURES["completion_tokens"], P95)
+        out[surface] = {
+            "calls": calls,
+            "failures": failures,
+            "tokens_absent": absent,
+            "call_seconds": seconds,
+            "completion_tokens": tokens,
+            "margin": m.value,
+            "p95_call_s": p95,
+            "p95_completion_tokens": None if tok is None or math.isinf(tok) else int(tok),
+        }
+    return out
+
+
+def _last_minute(v: object) -> dict[str, int]:
+    if not isinstance(v, Mapping):
+        return {}
+    return {name: n for name in ROLLING if (n := _int(v.get(name))) is not None}
+
+
 def _worker(
     obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]
 ) -> ProcessStatus:
@@ -200,6 +297,9 @@ def _worker(
             # spool.lifecycle rule 7: retention is off for this worker's life.
             "clock_step_observed": obj.get("clock_step_observed") is True,
             "counters": counters,
+            # The ROLLING counters over the last 60 s (worker.status.RollingCount).
+            "last_minute": _last_minute(obj.get("last_minute")),
+            "calls_by_surface": call_figures(obj),
         },
     )
 
@@ -307,6 +407,10 @@ def _verdict(
         return Verdict.QUARANTINED
     if worker.fields["refusing"] is not None:
         return Verdict.REFUSING
+    recent = worker.fields["last_minute"]
+    expired = recent.get("expired_requests", 0)
+    if expired >= EXPIRING_MIN and 2 * expired > recent.get("claimed", 0):
+        return Verdict.EXPIRING
     return Verdict.HEALTHY
 
 
@@ -350,6 +454,13 @@ def render(report: StatusReport) -> str:
             "outcomes    "
             + ("  ".join(f"{k} {v}" for k, v in outcomes.items()) if outcomes else "none yet")
         )
+        recent = f["last_minute"]
+        if recent:
+            lines.append(
+                f"last 60 s   claimed {recent.get('claimed', '?')}  calls {recent.get('calls', '?')}"
+                f"  expired {recent.get('expired_requests', '?')} per minute"
+            )
+        lines += _render_calls(f["calls_by_surface"])
     s = report.supervisor
     if s is not None:
         f = s.fields
@@ -362,6 +473,42 @@ def render(report: StatusReport) -> str:
     verdict = report.verdict.value + (f" ({report.problem})" if report.problem else "")
     lines.append(f"verdict     {verdict}")
     return "\n".join(lines)
+
+
+def _edge(v: float) -> str:
+    return f"{v:g}"
+
+
+def _render_calls(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per surface: calls, timeouts, p95 call time against the budget, p95
+    completion tokens; then each non-empty histogram bucket as ``<=edge count``."""
+    measured = {s: v for s, v in figures.items() if v["calls"]}
+    if not measured:
+        return ["margin      no calls measured yet"] if figures else []
+    lines = [
+        f"margin      {'surface':<32}{'calls':>7}{'timeout':>8}{'p95 s':>8}{'p95 tok':>8}"
+        f"  vs {CALL_BUDGET_S:g} s budget"
+    ]
+    for surface, v in measured.items():
+        p95 = ">4" if v["p95_call_s"] is None else f"<={_edge(v['p95_call_s'])}"
+        tok = v["p95_completion_tokens"]
+        tok_s = "-" if tok is None else f"<={tok}"
+        lines.append(
+            f"            {surface:<32}{v['calls']:>7}{v['failures'].get('timeout', 0):>8}"
+            f"{p95:>8}{tok_s:>8}  {v['margin']}"
+        )
+    for surface, v in measured.items():
+        for name, edges in FIGURES.items():
+            counts = v[name]
+            cells = [
+                f"{'<=' + _edge(edges[i]) if i < len(edges) else '>' + _edge(edges[-1])} {c}"
+                for i, c in enumerate(counts)
+                if c
+            ]
+            if name == "completion_tokens" and v["tokens_absent"]:
+                cells.append(f"absent {v['tokens_absent']}")
+            lines.append(f"  {name:<18}{surface:<32}" + ("  ".join(cells) or "none"))
+    return lines
 
 
 def cli(argv: list[str]) -> int:

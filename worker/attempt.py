@@ -115,8 +115,13 @@ def handle_request(
         result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
     else:
         w.counters.bump("calls")
+        t0 = w._mono()
         seconds = until - w._mono()
         result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
+        # The call's margin, content-free (worker.histograms; issue 19 item 6).
+        w.counters.record_call(
+            capsule.surface, w._mono() - t0, result.outcome, result.completion_tokens
+        )
     _conclude(w, rid, rec, until, result, req)
 
 

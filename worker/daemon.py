@@ -166,7 +166,7 @@ class Worker:
         self.refusing: str | None = None
         self._tree: dict[str, FileId] | None = None
         self._sharing: Sharing | None = None
-        self.counters = Counters()
+        self.counters = Counters(clock=monotonic)
         # attempt_id -> what *this* process holds of an open attempt (its own
         # call, or an answered attempt awaiting its report; spool.lifecycle).
         # Rebuilt from the journal and responses/ at start-up. Guarded by the

@@ -100,6 +100,7 @@ def _build() -> str:
         "- slot_id: the capsule slot's slot_id.",
         "- predicate_ids: the capsule slot's allowed_predicate_ids, exactly, same order.",
         "- action_ids: the capsule slot's allowed_action_ids, exactly, same order.",
+        "- An empty list in the capsule stays an empty list, [], in the answer.",
         (
             "- placeholder_tokens: the capsule slot's required_placeholder_tokens,"
             " exactly, same order."
@@ -142,7 +143,15 @@ def _build() -> str:
             " have none. A lexeme may repeat, and every occurrence counts toward"
             " max_style_lexemes."
         ),
-        ("- Keep the style brief: one or two lexemes before a token, or none."),
+        (
+            "- A style run may mix different lexemes or repeat one, and may end with"
+            ' ", " or with " ": both are valid. The lexemes say nothing about the'
+            " token: any of them fits any token."
+        ),
+        (
+            "- Keep the style brief: one or two lexemes before a token, or none. This is"
+            " for speed; the hard limit is max_style_lexemes."
+        ),
         (
             "- max_generated_chars counts Unicode code points of generated_ko: every"
             " Hangul syllable, space, comma, period and every character of a token"

@@ -119,6 +119,12 @@ class ProviderResult:
 
     outcome: ProviderFailure | None
     content: str | None = field(default=None, repr=False)
+    # The answer's ``usage.completion_tokens`` as the API reported it (a non-negative
+    # int), or None when absent or not an int (issue 19 item 6). Read for the
+    # worker's content-free histogram only (`kexpr.worker.histograms`): never for
+    # judging, never trusted as a bound, never part of ``content``; not part of a
+    # result's equality either (what a call produced is its outcome and content).
+    completion_tokens: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.outcome is None:
@@ -128,6 +134,10 @@ class ProviderResult:
             raise TypeError("outcome must be a ProviderFailure or None")
         elif self.content is not None:
             raise ValueError("only a content result carries content")
+        if self.completion_tokens is not None and (
+            type(self.completion_tokens) is not int or self.completion_tokens < 0
+        ):
+            raise TypeError("completion_tokens is a non-negative int or None")
 
 
 def build_client(*, http_client: httpx.Client | None = None) -> openai.OpenAI | None:
@@ -226,9 +236,10 @@ def call_once(client: openai.OpenAI, capsule_json: str) -> ProviderResult:
     except Exception as exc:  # noqa: BLE001 -- every Exception is folded into an outcome
         return ProviderResult(_map_failure(exc))
     content = _extract_content(completion)
+    tokens = _completion_tokens(completion)
     if content is None:
-        return ProviderResult(Outcome.INVALID_RESPONSE)
-    return ProviderResult(None, content)
+        return ProviderResult(Outcome.INVALID_RESPONSE, completion_tokens=tokens)
+    return ProviderResult(None, content, completion_tokens=tokens)
 
 
 def call_with_deadline(
@@ -344,6 +355,16 @@ def _map_failure(exc: BaseException) -> ProviderFailure:
         # json.JSONDecodeError and pydantic.ValidationError are ValueErrors.
         return Outcome.INVALID_RESPONSE
     return Outcome.PROVIDER_ERROR
+
+
+def _completion_tokens(completion: object) -> int | None:
+    """``usage.completion_tokens`` of a returned completion when it is a
+    non-negative int, else None. Checked like `_extract_content`: the SDK does not
+    validate, so a missing attribute or a wrong type reads as None."""
+    if not isinstance(completion, ChatCompletion):
+        return None
+    n: object = getattr(getattr(completion, "usage", None), "completion_tokens", None)
+    return n if type(n) is int and n >= 0 else None
 
 
 def _extract_content(completion: object) -> str | None:

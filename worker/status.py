@@ -1,14 +1,27 @@
 """The worker's content-free counters and faults (``worker.status.json``), and
-`wait_ready` for ops and tests."""
+`wait_ready` for ops and tests.
+
+Besides the totals since start, the status file carries two content-free views
+of the recent past and of the call's margin (issues 19 and 21):
+
+* ``last_minute``: the `ROLLING` counters over the last 60 s (`RollingCount`), so
+  ``kexpr status`` can say how many requests expired per minute *now* and call a
+  burst in which most requests expire what it is (`kexpr.ops.status_cli`), where
+  the totals since start would dilute it.
+* ``calls_by_surface`` and ``histogram_edges``: per surface, the calls made, how
+  they failed, and the call-time and completion-token histograms
+  (`kexpr.worker.histograms`; fixed edges, counts only).
+"""
 
 from __future__ import annotations
 
 import enum
 import json
+import math
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, get_args
 
@@ -16,6 +29,8 @@ from kexpr.spool.fsio import UnsafePath, replace_private
 from kexpr.spool.journal import Finding, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import Outcome
+from kexpr.spool.outcomes import ProviderFailure
+from kexpr.worker.histograms import SurfaceCalls, edges_json, new_surfaces
 
 if TYPE_CHECKING:
     from kexpr.worker.daemon import Worker
@@ -64,6 +79,40 @@ CounterName: TypeAlias = Literal[
 ]
 
 
+# Counters also kept over the last minute (``last_minute`` in the status file):
+# the requests claimed, the calls made, and the requests that had expired before
+# the worker reached them. ``kexpr status`` compares expired with claimed (issue 21:
+# "truthful status under load").
+ROLLING: Final[tuple[CounterName, ...]] = ("claimed", "calls", "expired_requests")
+ROLLING_WINDOW_S: Final = 60
+
+
+@dataclass(slots=True)
+class RollingCount:
+    """A count over the last `ROLLING_WINDOW_S` seconds of a monotonic clock, in
+    one-second slots: constant memory whatever the rate (a burst of thousands of
+    expiries a second is still 60 integers), counts only. A slot holds the whole
+    second it was stamped with; the sum counts the seconds ``(now - 60, now]``."""
+
+    stamps: list[int] = field(default_factory=lambda: [-1] * ROLLING_WINDOW_S)
+    counts: list[int] = field(default_factory=lambda: [0] * ROLLING_WINDOW_S)
+
+    def add(self, now: float, n: int = 1) -> None:
+        second = math.floor(now)
+        i = second % ROLLING_WINDOW_S
+        if self.stamps[i] != second:
+            self.stamps[i], self.counts[i] = second, 0
+        self.counts[i] += n
+
+    def total(self, now: float) -> int:
+        second = math.floor(now)
+        return sum(
+            c
+            for t, c in zip(self.stamps, self.counts, strict=True)
+            if second - ROLLING_WINDOW_S < t <= second
+        )
+
+
 @dataclass(slots=True)
 class Counters:
     """Content-free counters for ``worker.status.json`` (trio-style statistics).
@@ -92,11 +141,43 @@ class Counters:
     unsafe: dict[str, int] = field(default_factory=dict)
     # Entry and scan faults by `Fault` value (enum keys only).
     faults: dict[str, int] = field(default_factory=dict)
+    # Per public surface: calls, failures and the margin's histograms.
+    calls_by_surface: dict[str, SurfaceCalls] = field(default_factory=new_surfaces)
+    # The `ROLLING` counters over the last minute, on `clock`.
+    last_minute: dict[str, RollingCount] = field(
+        default_factory=lambda: {name: RollingCount() for name in ROLLING}
+    )
+    # The worker's monotonic clock (injected with the worker's own, so a test's
+    # controllable clock drives the last minute too).
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def bump(self, name: CounterName, n: int = 1) -> None:
         with self.lock:
             setattr(self, name, getattr(self, name) + n)
+            rolling = self.last_minute.get(name)
+            if rolling is not None:
+                rolling.add(self.clock(), n)
+
+    def record_call(
+        self,
+        surface: str,
+        seconds: float,
+        failure: ProviderFailure | None,
+        completion_tokens: int | None,
+    ) -> None:
+        """One provider call's margin: its surface (a public name, else not
+        recorded), its duration on the monotonic clock, how it failed (None: it
+        returned content) and the answer's reported completion tokens."""
+        with self.lock:
+            calls = self.calls_by_surface.get(surface)
+            if calls is not None:
+                calls.record(seconds, failure, completion_tokens)
+
+    def recent(self) -> dict[str, int]:
+        """The `ROLLING` counters over the last minute (caller holds ``lock``)."""
+        now = self.clock()
+        return {name: r.total(now) for name, r in self.last_minute.items()}
 
     def outcome(self, o: Outcome) -> None:
         with self.lock:
@@ -132,6 +213,9 @@ def write_status(w: Worker) -> None:
                 **{name: getattr(c, name) for name in get_args(CounterName)},
                 "by_outcome": dict(sorted(c.by_outcome.items())),
             },
+            "last_minute": c.recent(),
+            "calls_by_surface": {s: v.to_json() for s, v in c.calls_by_surface.items()},
+            "histogram_edges": edges_json(),
         }
     try:
         replace_private(

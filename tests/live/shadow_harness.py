@@ -30,6 +30,13 @@ What one run does:
    calls, zero content in any captured field, and one call per artifact at the
    fake (rehearsal) — then writes ``proof-summary.json`` (counts, enums and
    booleans only).
+5. Copies the worker's margin figures into the summary (issue 19 item 6): per
+   surface the call-time and ``usage.completion_tokens`` histograms (fixed bucket
+   edges, counts only; `kexpr.worker.histograms`), the p95 call time against the
+   3 s budget and the p95 tokens, read from the stopped worker's last
+   ``worker.status.json`` through ``kexpr status``'s own validation
+   (`kexpr.ops.status_cli.call_figures`). The proof also requires that the worker
+   measured exactly one call per artifact, so the rehearsal tests that writer.
 
 The synthetic inputs carry customer-looking strings (`CUSTOMER_VALUES`) so that
 "zero content" is a real test: none of them may appear in a log record, a
@@ -424,6 +431,13 @@ def run_proof(
     from kexpr.spool.layout import DataRoot as _DataRoot
 
     verified = verify_journal(_DataRoot(data_root)).ok
+    from kexpr.ops.status_cli import call_figures
+
+    try:
+        # The stopped worker's last status: written after its calls ended.
+        status: Mapping[str, Any] = json.loads((data_root / "worker.status.json").read_bytes())
+    except (OSError, ValueError):
+        status = {}
     summary = summarize(
         cases,
         count,
@@ -437,6 +451,7 @@ def run_proof(
         finished=finished,
         journal_verified=verified,
         wire=wire() if wire is not None else None,
+        figures=call_figures(status) if isinstance(status, dict) else {},
     )
     (out_dir / "proof-summary.json").write_text(
         json.dumps(summary, indent=2, sort_keys=True) + "\n"
@@ -458,8 +473,13 @@ def summarize(
     finished: dt.datetime,
     journal_verified: bool,
     wire: list[bytes] | None,
+    figures: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The proof summary: counts, enums and booleans only."""
+    """The proof summary: counts, enums and booleans only (the margin's bucket
+    edges and p95 upper edges are the product's constants)."""
+    from kexpr.worker.histograms import CALL_BUDGET_S, edges_json
+
+    figures = figures or {}
     surfaces: dict[str, Any] = {}
     for case in cases:
         cands = [c for c in results["candidates"] if c["surface"] == case.surface]
@@ -482,6 +502,7 @@ def summarize(
             ),
             "other_outcomes": dict(sorted(others.items())),
             "modes": sorted({r["mode"] for r in starts}),
+            "margin": _margin(figures.get(case.surface)),
         }
     logs = [f"{r['logger']} {r['message']}" for r in results["log_records"]]
     summary: dict[str, Any] = {
@@ -490,6 +511,8 @@ def summarize(
         "started_at_utc": started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "finished_at_utc": finished.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "within_24h": finished - started < PROOF_WINDOW,
+        "call_budget_s": CALL_BUDGET_S,
+        "histogram_edges": edges_json(),
         "capsules_per_surface": count,
         "surfaces": surfaces,
         "host_calls": len(results["host_calls"]),
@@ -530,6 +553,8 @@ def summarize(
             and s["candidates_shadow_selected"] == count
             and not s["other_outcomes"]
             and s["modes"] == ["shadow"]
+            # The worker measured every call: the histograms are the proof's own.
+            and s["margin"]["calls_measured"] == count
             for s in surfaces.values()
         ),
     ]
@@ -541,6 +566,33 @@ def summarize(
         ]
     summary["passed"] = all(checks)
     return summary
+
+
+def _margin(figures: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One surface's margin in the summary; all None when the worker's status had
+    no valid figures for it (then ``calls_measured`` fails the proof)."""
+    keys = (
+        "calls_measured",
+        "failures",
+        "tokens_absent",
+        "call_seconds",
+        "completion_tokens",
+        "p95_call_s",
+        "p95_completion_tokens",
+        "call_margin",
+    )
+    if figures is None:
+        return dict.fromkeys(keys)
+    return {
+        "calls_measured": figures["calls"],
+        "failures": dict(figures["failures"]),
+        "tokens_absent": figures["tokens_absent"],
+        "call_seconds": list(figures["call_seconds"]),
+        "completion_tokens": list(figures["completion_tokens"]),
+        "p95_call_s": figures["p95_call_s"],
+        "p95_completion_tokens": figures["p95_completion_tokens"],
+        "call_margin": figures["margin"],
+    }
 
 
 def _artifact_key(body: bytes) -> str:

@@ -40,6 +40,18 @@ def test_rehearsal_48_of_48_shadow_selected(
     assert summary["wire_requests"] == 48 and summary["wire_max_requests_per_artifact"] == 1
     assert summary["host_calls"] == 0 and summary["telemetry_events"] == 48
     assert summary["audit"] == "clean"
+    # The margin (issue 19 item 6): the worker's own histograms, one call per artifact.
+    from kexpr.worker.histograms import CALL_BUDGET_S, edges_json
+
+    assert summary["call_budget_s"] == CALL_BUDGET_S == 3.0
+    assert summary["histogram_edges"] == edges_json()
+    for margin in (s["margin"] for s in summary["surfaces"].values()):
+        assert margin["calls_measured"] == COUNT and margin["failures"] == {}
+        assert sum(margin["call_seconds"]) == COUNT
+        # The fake reports usage.completion_tokens for every answer.
+        assert margin["tokens_absent"] == 0 and sum(margin["completion_tokens"]) == COUNT
+        assert margin["call_margin"] in ("within_budget", "over_budget")
+        assert margin["p95_completion_tokens"] is not None
     # The worker's own check needs root (it is non-dumpable); as another user the
     # audit still covers the gateway process and the data root.
     assert summary["audit_worker_checked"] is (os.geteuid() == 0)
@@ -76,6 +88,69 @@ def test_rehearsal_fails_on_a_single_rejected_composition(
     assert not run.passed
     assert run.summary["surfaces"]["daily.v1"]["other_outcomes"] == {"validation_rejected": 2}
     assert run.summary["surfaces"]["daily.v1"]["shadow_selected"] == 2
+    # A rejected composition is still a call that returned content: measured.
+    assert run.summary["surfaces"]["daily.v1"]["margin"]["calls_measured"] == 3
+
+
+def test_a_summary_without_the_workers_figures_does_not_pass() -> None:
+    """The margin is part of the proof: a worker status without the histograms
+    (an older worker, a status file that did not validate) fails it."""
+    import datetime as dt
+
+    from shadow_harness import summarize
+
+    now = dt.datetime.now(dt.UTC)
+    case = CASES[0]
+    results = {
+        "candidates": [
+            {"surface": case.surface, "artifact_key": f"{i:064x}", "outcome": "shadow_selected"}
+            for i in range(2)
+        ],
+        "log_records": [],
+        "host_calls": [],
+        "telemetry": [
+            {
+                "event": "e",
+                "contract_version": "korean-expression-v4",
+                "surface": case.surface,
+                "mode": "shadow",
+                "outcome": "shadow_selected",
+                "latency_bucket": "lt_100ms",
+            }
+        ]
+        * 2,
+        "gateway_environment_had_key": False,
+        "gateway_imported_openai": False,
+    }
+    rows = [
+        {"surface": case.surface, "state": state, "outcome": outcome, "mode": "shadow"}
+        for _ in range(2)
+        for state, outcome in (
+            ("attempt_started", "attempt_started"),
+            ("finalized", "shadow_selected"),
+        )
+    ]
+    common = dict(
+        worker_log="", key=KEY, mode="rehearsal", started=now, finished=now,
+        journal_verified=True, wire=None,
+    )  # fmt: skip
+    from kexpr.worker.histograms import SurfaceCalls
+
+    calls = SurfaceCalls()
+    calls.record(0.3, None, 120)
+    calls.record(0.4, None, 130)
+    from kexpr.ops.status_cli import call_figures
+    from kexpr.worker.histograms import edges_json
+
+    status = {"calls_by_surface": {case.surface: calls.to_json()}, "histogram_edges": edges_json()}
+    with_figures = summarize(
+        (case,), 2, results, rows, "clean", figures=call_figures(status), **common
+    )  # type: ignore[arg-type]
+    assert with_figures["passed"], with_figures
+    assert with_figures["surfaces"][case.surface]["margin"]["p95_call_s"] == 0.5
+    without = summarize((case,), 2, results, rows, "clean", figures={}, **common)  # type: ignore[arg-type]
+    assert not without["passed"]
+    assert without["surfaces"][case.surface]["margin"]["calls_measured"] is None
 
 
 def test_host_entry_points_all_raise() -> None:

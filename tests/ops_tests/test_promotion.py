@@ -172,3 +172,109 @@ def test_an_unverified_journal_is_no_evidence(data_root: Path) -> None:
     out = kexpr("promotion-report", "--data-root", data_root)
     assert out.returncode == 2 and "journal unverified (torn_tail)" in out.stderr
     assert kexpr("promotion-report", "--data-root", data_root / "nope").returncode == 2
+
+
+# ---------------------------------------------- the margin (issue 19 item 6)
+
+
+def _status_doc(seconds: dict[str, list[float]], started: str = "2026-11-30T08:00:00.000000Z"):  # type: ignore[no-untyped-def]
+    """A worker status file whose histograms hold ``seconds`` per surface (each
+    call 100 completion tokens), as the worker writes it."""
+    from kexpr.worker.histograms import edges_json, new_surfaces
+
+    surfaces = new_surfaces()
+    for surface, values in seconds.items():
+        for v in values:
+            surfaces[surface].record(v, None, 100)
+    return {
+        "schema": "kexpr-worker-status-v1",
+        "started_at_utc": started,
+        "calls_by_surface": {s: v.to_json() for s, v in surfaces.items()},
+        "histogram_edges": edges_json(),
+    }
+
+
+def test_timeout_share_from_the_journal_and_p95_from_the_status() -> None:
+    from kexpr.ops.promotion import STATUS_READ, CallFigures
+    from kexpr.ops.status_cli import call_figures
+
+    doc = _status_doc({DAILY: [0.4] * 19 + [1.9], WEEKLY: [2.6] * 18 + [3.3, 3.9]})
+    figures = CallFigures(STATUS_READ, doc["started_at_utc"], call_figures(doc))
+    records = [
+        *(rec(DAILY) for _ in range(10)),
+        *(rec(WEEKLY) for _ in range(6)),
+        *(rec(WEEKLY, "timeout") for _ in range(3)),
+        rec(WEEKLY, "timeout", mode="enabled"),  # the call is the same in either mode
+        rec(WEEKLY, "timeout", days_ago=20),  # outside the window
+        rec(WEEKLY, None),  # open: not a terminal attempt
+    ]
+    report = evaluate(records, now=NOW, call_figures=figures)
+    by = {s.surface: s.margin_json() for s in report.surfaces}
+    assert by[DAILY] == {
+        "terminal_attempts": 10,
+        "timeouts": 0,
+        "timeout_share": 0.0,
+        "calls_measured": 20,
+        "p95_call_s": 0.5,
+        "p95_completion_tokens": 128,
+        "call_budget_s": 3.0,
+        "call_margin": "within_budget",
+    }
+    assert by[WEEKLY]["terminal_attempts"] == 10 and by[WEEKLY]["timeouts"] == 4
+    assert by[WEEKLY]["timeout_share"] == 0.4
+    # 19 of 20 at or below 3.5 s: p95 is over the 3 s budget.
+    assert (by[WEEKLY]["p95_call_s"], by[WEEKLY]["call_margin"]) == (3.5, "over_budget")
+    assert by[DUAL]["timeout_share"] is None and by[DUAL]["call_margin"] == "no_calls"
+    # The margin is shown, never a gate: the plan's gate is unchanged.
+    assert {s.surface: s.gate.value for s in report.surfaces}[DAILY] == "held"
+    assert report.to_json()["call_figures"] == {
+        "file": "worker.status.json",
+        "source": "read",
+        "worker_started_at_utc": "2026-11-30T08:00:00.000000Z",
+    }
+
+
+def test_without_a_status_file_the_call_time_is_not_known() -> None:
+    report = evaluate([rec(DAILY, "timeout")], now=NOW)
+    daily = report.surfaces[0].margin_json()
+    assert daily["timeout_share"] == 1.0
+    assert daily["p95_call_s"] is None and daily["call_margin"] == "no_status"
+
+
+def test_cli_shows_the_margin_from_the_journal_and_the_status_file(data_root: Path) -> None:
+    """Regression (issue 19 item 6): the report had no timeout share or call time."""
+    import os
+
+    build_journal(
+        data_root,
+        [*rows(DAILY, 10), *rows(WEEKLY, 3), *rows(WEEKLY, 1, "timeout")],
+    )
+    status = data_root / "worker.status.json"
+    out = kexpr("promotion-report", "--data-root", data_root, "--json")
+    no_status = json.loads(out.stdout)
+    assert no_status["call_figures"]["source"] == "no_status"
+    assert no_status["surfaces"][1]["margin"]["timeout_share"] == 0.25
+    status.write_text(json.dumps(_status_doc({DAILY: [0.6] * 10, WEEKLY: [3.2] * 4})))
+    os.chmod(status, 0o600)
+    out = kexpr("promotion-report", "--data-root", data_root)
+    assert out.returncode == 0
+    margin = {
+        ln.split()[1]: ln.split()[2:] for ln in out.stdout.splitlines() if ln.startswith("margin  ")
+    }
+    assert margin[DAILY] == ["10", "0", "0.0%", "10", "<=0.75", "<=128", "within_budget"]
+    assert margin[WEEKLY] == ["4", "1", "25.0%", "4", "<=3.5", "<=128", "over_budget"]
+    assert margin[DUAL] == ["0", "0", "-", "0", "-", "-", "no_calls"]
+    assert "since worker start 2026-11-30T08:00:00.000000Z" in out.stdout
+    report = json.loads(kexpr("promotion-report", "--data-root", data_root, "--json").stdout)
+    assert report["surfaces"][1]["margin"]["p95_call_s"] == 3.5
+    # A planted status file is validated like `kexpr status` does: nothing echoed.
+    planted = _status_doc({DAILY: [0.6]}, started="김민지")
+    planted["calls_by_surface"]["sk-planted"] = planted["calls_by_surface"][DAILY]
+    status.write_text(json.dumps(planted))
+    out = kexpr("promotion-report", "--data-root", data_root, "--json")
+    assert "김민지" not in out.stdout and "sk-planted" not in out.stdout
+    assert json.loads(out.stdout)["call_figures"]["worker_started_at_utc"] is None
+    status.unlink()
+    status.symlink_to(data_root / "outcomes")
+    out = kexpr("promotion-report", "--data-root", data_root, "--json")
+    assert json.loads(out.stdout)["call_figures"]["source"] == "status_unreadable"

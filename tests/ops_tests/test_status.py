@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ops_support import kexpr
@@ -140,3 +141,293 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
     out = kexpr("status", "--data-root", root.root, "--json")
     assert out.returncode == 2 and json.loads(out.stdout)["problem"] == "worker_io_error"
     assert kexpr("status", "--data-root", tmp_path / "missing").returncode == 2
+
+
+# ------------------- issue 19 item 6 (the margin) and issue 21 (truthful under load)
+#
+# A real in-process worker (kexpr.worker.daemon.Worker) with a controllable clock and
+# the provider seam fed by an httpx.MockTransport, as in worker_tests/test_daemon.py:
+# its status file is what `kexpr status` reads.
+
+T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
+
+
+class Clock:
+    """The worker's wall and monotonic clocks, advanced together."""
+
+    def __init__(self) -> None:
+        self.now, self.mono = T0, 1000.0
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, seconds: float) -> None:
+        self.now += dt.timedelta(seconds=seconds)
+        self.mono += seconds
+
+
+def _completion(capsule: dict[str, Any], tokens: int | None) -> dict[str, Any]:
+    content = json.dumps(
+        {
+            **{k: capsule[k] for k in ("schema_version", "surface", "artifact_key")},
+            "slots": [
+                {
+                    "slot_id": s["slot_id"],
+                    "predicate_ids": s["allowed_predicate_ids"],
+                    "action_ids": s["allowed_action_ids"],
+                    "placeholder_tokens": s["required_placeholder_tokens"],
+                    "generated_ko": "차분히, [[P:01]].",
+                }
+                for s in capsule["slots"]
+            ],
+        },
+        ensure_ascii=False,
+    )
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4.1-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": None},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+    }
+    if tokens is not None:
+        body["usage"] = {"prompt_tokens": 300, "completion_tokens": tokens, "total_tokens": 0}
+    return body
+
+
+# One step per call: how long the call takes on the worker's clock, then the reply
+# (usage.completion_tokens) or a read timeout.
+Step = tuple[float, int | None | type[Exception]]
+
+
+def _running_worker(
+    root: DataRoot, clock: Clock, steps: list[Step], monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    import httpx
+
+    from kexpr.worker.daemon import Worker
+    from kexpr.worker.provider import build_client
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        capsule = json.loads(json.loads(request.content)["messages"][-1]["content"])
+        seconds, reply = steps.pop(0)
+        clock.advance(seconds)
+        if isinstance(reply, type):
+            raise reply("read timed out", request=request)  # type: ignore[call-arg]
+        return httpx.Response(200, json=_completion(capsule, reply))
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    w = Worker(
+        root,
+        environ={"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"},
+        client_factory=lambda: client,
+        clock=clock,
+        monotonic=clock.monotonic,
+    )
+    w.prepare()
+    assert w.journal_ok
+    w._state = "ready"  # as the run loop sets it
+    return w
+
+
+def _present(w: Any, root: DataRoot, clock: Clock, n: int, *, age_s: float = 0.0) -> None:
+    """Request ``n`` written ``age_s`` seconds ago with the shim's 4 s deadline,
+    through the worker's real claim and handling (worker.scan, worker.attempt)."""
+    from kexpr.spool.contract import Capsule, slot_policy
+    from kexpr.spool.fsio import publish
+    from kexpr.spool.journal import format_ts
+    from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
+    from kexpr.worker.scan import claim_request
+
+    rid, submitted = f"{n:032x}", clock.now - dt.timedelta(seconds=age_s)
+    req = SpoolRequest(
+        spool_version=SPOOL_VERSION,
+        request_id=rid,
+        submitted_at_utc=format_ts(submitted),
+        deadline_at_utc=format_ts(submitted + dt.timedelta(seconds=4)),
+        mode="shadow",
+        capsule=Capsule(
+            schema_version="korean-expression-v4",
+            surface="daily.v1",
+            artifact_key=f"{n:064x}",
+            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        ),
+    )
+    publish(root.tmp, root.requests / f"{rid}.json", req.to_bytes())
+    assert claim_request(w, f"{rid}.json")
+    w.handle_claimed(f"{rid}.json")
+
+
+def test_status_shows_each_surfaces_call_time_and_tokens(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issue 19 item 6): the worker's status had no call figures."""
+    import httpx
+
+    clock = Clock()
+    steps: list[Step] = [(2.6, 150), (0.1, 300), (3.2, httpx.ReadTimeout)]
+    w = _running_worker(root, clock, steps, monkeypatch)
+    for n in (1, 2, 3):
+        _present(w, root, clock, n)
+    assert steps == []
+    w._write_status()
+    written = json.loads(root.status_file.read_bytes())["calls_by_surface"]["daily.v1"]
+    # 0.1 s, 2.6 s and 3.2 s: buckets (0, 0.25], (2.5, 2.75], (3.0, 3.5].
+    assert [i for i, c in enumerate(written["call_seconds"]) for _ in range(c)] == [0, 10, 12]
+    # 150 and 300 tokens: (128, 160] and (297, 320]; the timeout reported none.
+    assert [i for i, c in enumerate(written["completion_tokens"]) for _ in range(c)] == [4, 10]
+    assert written["tokens_absent"] == 1 and written["failures"] == {"timeout": 1}
+
+    report = collect(root, now=clock.now, alive=lambda p: True)
+    assert report.verdict is Verdict.HEALTHY
+    assert report.worker is not None
+    figures = report.worker.fields["calls_by_surface"]
+    assert set(figures) == {"daily.v1", "weekly.v1", *ADAPTIVE}
+    daily = figures["daily.v1"]
+    assert (daily["calls"], daily["margin"], daily["p95_call_s"]) == (3, "over_budget", 3.5)
+    assert daily["p95_completion_tokens"] == 320
+    assert figures["weekly.v1"]["calls"] == 0 and figures["weekly.v1"]["margin"] == "no_calls"
+    text = render(report)
+    assert "daily.v1" in text and "over_budget" in text and "<=3.5" in text
+    assert "call_seconds" in text and "<=0.25 1  <=2.75 1  <=3.5 1" in text
+    assert "completion_tokens" in text and "<=160 1  <=320 1  absent 1" in text
+    out = report.to_json()["worker"]["calls_by_surface"]["daily.v1"]
+    assert out["call_seconds"] == written["call_seconds"]
+
+
+ADAPTIVE = ("adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1")
+
+
+def test_a_burst_where_most_requests_expire_is_not_healthy(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issue 21, truthful status under load): requests that expire
+    before the worker reaches them are dropped without a row, and `kexpr status`
+    said ``healthy`` however many did."""
+    clock = Clock()
+    w = _running_worker(root, clock, [(0.1, 120)], monkeypatch)
+    _present(w, root, clock, 1)  # one on time
+    for n in range(2, 12):  # ten the host wrote 5 s before the worker got to them
+        clock.advance(0.5)
+        _present(w, root, clock, n, age_s=5.0)
+        assert not (root.responses / f"{n:032x}.json").exists()  # expired: no answer
+    w._write_status()
+    report = collect(root, now=clock.now, alive=lambda p: True)
+    assert report.verdict is not Verdict.HEALTHY
+    assert report.verdict is Verdict.EXPIRING and EXIT[report.verdict] == 1
+    assert report.worker is not None
+    assert report.worker.fields["last_minute"] == {
+        "claimed": 11,
+        "calls": 1,
+        "expired_requests": 10,
+    }
+    assert "last 60 s   claimed 11  calls 1  expired 10 per minute" in render(report)
+    # The burst is over a minute later: the rate falls back and so does the verdict.
+    clock.advance(61)
+    w._write_status()
+    report = collect(root, now=clock.now, alive=lambda p: True)
+    assert report.verdict is Verdict.HEALTHY
+    assert (
+        report.worker is not None and report.worker.fields["last_minute"]["expired_requests"] == 0
+    )
+    assert report.worker.fields["counters"]["expired_requests"] == 10  # the total stays
+
+
+@pytest.mark.parametrize(
+    ("claimed", "expired", "verdict"),
+    [
+        (11, 10, Verdict.EXPIRING),
+        (9, 5, Verdict.EXPIRING),  # the floor, and more than half
+        (10, 5, Verdict.HEALTHY),  # half is not most
+        (4, 4, Verdict.HEALTHY),  # below the floor: a restart's leftovers
+        (200, 60, Verdict.HEALTHY),
+    ],
+)
+def test_expiring_is_most_of_the_last_minutes_requests(
+    root: DataRoot, claimed: int, expired: int, verdict: Verdict
+) -> None:
+    from kexpr.ops.status_cli import EXPIRING_MIN
+
+    assert EXPIRING_MIN == 5
+    _write(
+        root.status_file,
+        {**_worker(), "last_minute": {"claimed": claimed, "calls": 0, "expired_requests": expired}},
+    )
+    assert collect(root, now=NOW, alive=lambda p: True).verdict is verdict
+
+
+def _figures(**daily: object) -> dict[str, object]:
+    from kexpr.worker.histograms import SurfaceCalls, edges_json, new_surfaces
+
+    surfaces = {s: v.to_json() for s, v in new_surfaces().items()}
+    calls = SurfaceCalls()
+    calls.record(0.4, None, 120)
+    surfaces["daily.v1"] = {**calls.to_json(), **daily}
+    return {"calls_by_surface": surfaces, "histogram_edges": edges_json()}
+
+
+def test_planted_strings_in_the_call_figures_are_never_echoed(root: DataRoot) -> None:
+    planted = {**_worker(), **_figures(failures={"김민지": 1, "timeout": 0})}
+    planted["calls_by_surface"]["sk-planted-secret"] = planted["calls_by_surface"]["daily.v1"]  # type: ignore[index]
+    planted["last_minute"] = {"claimed": "72.4kg", "김민지": 3, "expired_requests": 1}
+    _write(root.status_file, planted)
+    report = collect(root, now=NOW, alive=lambda p: True)
+    text = render(report) + json.dumps(report.to_json(), ensure_ascii=False)
+    for needle in ("김민지", "72.4kg", "sk-planted-secret"):
+        assert needle not in text
+    assert report.worker is not None
+    assert report.worker.fields["last_minute"] == {"expired_requests": 1}
+    assert report.worker.fields["calls_by_surface"]["daily.v1"]["failures"] == {"timeout": 0}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"calls": 2},  # the counts do not add up to the calls
+        {"call_seconds": [1]},  # not this version's bucket count
+        {"completion_tokens": [0] * 13 + ["x"]},
+        {"tokens_absent": -1},
+        {"calls": True},
+        {"failures": {"timeout": 2}},  # more failures than calls
+    ],
+)
+def test_a_malformed_surface_record_is_dropped_not_guessed(
+    root: DataRoot, bad: dict[str, object]
+) -> None:
+    _write(root.status_file, {**_worker(), **_figures(**bad)})
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert report.worker is not None
+    figures = report.worker.fields["calls_by_surface"]
+    assert "daily.v1" not in figures and "weekly.v1" in figures
+
+
+def test_other_bucket_edges_show_no_histograms(root: DataRoot) -> None:
+    doc = {**_worker(), **_figures()}
+    doc["histogram_edges"] = {"call_seconds": [1.0, 2.0], "completion_tokens": [100.0]}
+    _write(root.status_file, doc)
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert report.worker is not None and report.worker.fields["calls_by_surface"] == {}
+    _write(root.status_file, {**_worker(), **_figures()})
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert report.worker is not None
+    assert report.worker.fields["calls_by_surface"]["daily.v1"]["margin"] == "within_budget"
+
+
+def test_the_cli_docs_name_every_verdict_in_order() -> None:
+    # docs/cli.md lists the verdicts worst first, as _verdict decides them.
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text("utf-8")
+    listed = text.split("Verdicts, worst first: ", 1)[1].split(". ", 1)[0]
+    names = [w.strip("`, ") for w in listed.split()]
+    assert set(names) == {v.value for v in Verdict} - {"status_unreadable"}
+    assert names.index("refusing") < names.index("expiring") < names.index("healthy")

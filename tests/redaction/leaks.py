@@ -25,7 +25,9 @@ writes, sends or logs.
   could carry data the end-to-end test pins it positively instead — the capsule's
   limits must be the manifest's, the wire request's parameters are fixed, journal
   rows have exactly their 13 fields and verify (``Journal.load``); what remains are
-  the status files' pids and counters.
+  the status files' pids and counters, and the worker's margin histograms, whose
+  shape the end-to-end test pins too (`_check_status_figures`: fixed keys, this
+  version's bucket edges, counts that add up).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ _WIRE_WORDS: Final = (
     "kexpr-worker-status-v1", "schema", "pid", "state", "journal", "verified", "unverified",
     "quarantine", "unsafe", "credential", "present", "absent", "counters", "ready",
     "starting", "stopping", "by_outcome",
+    # The status file's margin and last-minute figures (issues 19, 21): the keys
+    # inside them are module constants (surfaces, figures, provider failures).
+    "last_minute", "calls_by_surface", "histogram_edges",
 )  # fmt: skip
 
 _PACKAGES: Final = ("kexpr.spool", "gateway_shim", "kexpr.worker", "kexpr.ops")

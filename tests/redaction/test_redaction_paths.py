@@ -521,6 +521,39 @@ def _check_journal_row(row: dict[str, Any]) -> None:
     assert row["mode"] in ("shadow", "enabled") and isinstance(row["sequence"], int)
 
 
+def _check_status_figures(status: dict[str, Any]) -> None:
+    """Whitelist of the status file's numbers that the scan does not read (issues
+    19, 21): the margin histograms and the last minute are exactly the product's
+    keys (public surfaces, figure names, provider failure words, rolling counter
+    names), this version's bucket edges, and non-negative integer counts that add
+    up — so no value of a request or an answer can sit in them."""
+    from kexpr.ops.status_cli import call_figures
+    from kexpr.spool.contract import SURFACES
+    from kexpr.spool.outcomes import PROVIDER_FAILURES
+    from kexpr.worker.histograms import FIGURES, SURFACE_FIELDS, edges_json
+    from kexpr.worker.status import ROLLING
+
+    def count(v: object) -> bool:
+        return type(v) is int and v >= 0
+
+    assert status["histogram_edges"] == edges_json()
+    recent = status["last_minute"]
+    assert set(recent) == set(ROLLING) and all(count(v) for v in recent.values())
+    figures = status["calls_by_surface"]
+    assert set(figures) == set(SURFACES)
+    for record in figures.values():
+        assert set(record) == set(SURFACE_FIELDS)
+        assert set(record["failures"]) <= {o.value for o in PROVIDER_FAILURES}
+        assert all(count(v) for v in record["failures"].values())
+        assert count(record["calls"]) and count(record["tokens_absent"])
+        for name, edges in FIGURES.items():
+            assert len(record[name]) == len(edges) + 1 and all(count(c) for c in record[name])
+        assert sum(record["call_seconds"]) == record["calls"]
+        assert sum(record["completion_tokens"]) + record["tokens_absent"] == record["calls"]
+    # And `kexpr status` / `kexpr promotion-report` accept every record as is.
+    assert set(call_figures(status)) == set(SURFACES)
+
+
 def _check_telemetry(event: dict[str, str]) -> None:
     assert set(event) == TELEMETRY_FIELDS
     assert event["contract_version"] == CONTRACT_VERSION
@@ -669,6 +702,7 @@ def test_no_customer_material_leaves_the_gateway(world: World, row: SurfaceRow) 
             _check_journal_row(row_)
         assert len(events) == 1
         _check_telemetry(events[0])
+        _check_status_figures(json.loads((world.root / "worker.status.json").read_bytes()))
 
         # Headers are not scanned: _check_wire proved them byte-equal to the probe's.
         _assert_no_leak(
@@ -698,6 +732,39 @@ def test_the_scanner_finds_a_planted_leak(world: World) -> None:
         is None
     )
     assert find_leak("72kg", "ab 72 cd", static) is None
+
+
+def test_the_status_figures_check_catches_planted_content(world: World) -> None:
+    # Numbers are not scanned, so the status whitelist must refuse anything but the
+    # product's keys and counts in the margin figures.
+    good = json.loads((world.root / "worker.status.json").read_bytes())
+    _check_status_figures(good)
+    daily = good["calls_by_surface"]["daily.v1"]
+    for planted in (
+        {**good, "calls_by_surface": {**good["calls_by_surface"], "김민지": daily}},
+        {
+            **good,
+            "calls_by_surface": {
+                **good["calls_by_surface"],
+                "daily.v1": {**daily, "failures": {"evt-secret": 1}},
+            },
+        },
+        {
+            **good,
+            "calls_by_surface": {**good["calls_by_surface"], "daily.v1": {**daily, "note": "x"}},
+        },
+        {
+            **good,
+            "calls_by_surface": {
+                **good["calls_by_surface"],
+                "daily.v1": {**daily, "calls": "72.4kg"},
+            },
+        },
+        {**good, "last_minute": {**good["last_minute"], "claimed": 73.1}},
+        {**good, "histogram_edges": {"call_seconds": [73.1], "completion_tokens": []}},
+    ):
+        with pytest.raises(AssertionError):
+            _check_status_figures(planted)
 
 
 def test_product_identifier_fields_must_have_their_format(world: World) -> None:

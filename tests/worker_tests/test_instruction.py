@@ -101,3 +101,30 @@ def test_compact_and_brief_are_asked_for() -> None:
     assert "no space, tab or line break anywhere outside string values" in SYSTEM_INSTRUCTION
     assert "Keep the style brief" in SYSTEM_INSTRUCTION
     assert "JSON" in SYSTEM_INSTRUCTION  # JSON mode needs the word (design §9)
+
+
+def test_a_run_may_mix_lexemes_and_end_either_way() -> None:
+    # The second cold trial's questions: different lexemes in one run, and ", " or " ".
+    assert "may mix different lexemes or repeat one" in SYSTEM_INSTRUCTION
+    assert _valid("이제 잠시 [[P:01]].") and _valid("이제 잠시, [[P:01]].")
+    assert _valid("차분히 [[P:01]].") and _valid("차분히, [[P:01]].")
+
+
+def test_an_empty_list_stays_an_empty_list() -> None:
+    import json
+
+    from kexpr.spool.contract import Capsule, Verdict, judge
+    from kexpr.spool.contract.budget import minimal_answer
+
+    assert "An empty list in the capsule stays an empty list, []" in SYSTEM_INSTRUCTION
+    capsule = Capsule(
+        schema_version="korean-expression-v4",
+        surface="daily.v1",
+        artifact_key="a" * 64,
+        slots=(slot_policy("daily.status", ("P_DAILY_COMPLETE",)),),
+    )
+    answer = json.loads(minimal_answer(capsule))
+    assert answer["slots"][0]["action_ids"] == []
+    assert judge(capsule, json.dumps(answer)).verdict is Verdict.ACCEPTED
+    del answer["slots"][0]["action_ids"]
+    assert judge(capsule, json.dumps(answer)).verdict is Verdict.INVALID_RESPONSE
