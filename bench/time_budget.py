@@ -110,7 +110,7 @@ A1 = _host_example("A1")
 
 # The operator's glossary for dual cards with more than the two shipped reasons
 # (made-up texts in the operator format, gateway_shim.operator_glossary): the IDs
-# are as long as typical operator names (13-17 characters after the prefix; the
+# are as long as typical operator names (8-14 characters after the prefix; the
 # shipped ones have 17 and 23), and an ID's length is what the answer pays for.
 OPERATOR_GLOSSARY: dict[str, Any] = {
     "version": "kexpr-dual-glossary-v1",
