@@ -115,6 +115,9 @@ def test_pretty_weekly_answer_at_the_community_speed_times_out_with_one_request(
         coord.close()
     assert cand.outcome is Outcome.TIMEOUT
     assert cand.status is CandidateStatus.CANONICAL and cand.body == weekly["body"]
+    # The SDK's 3 s timeout came before the 4 s deadline: the worker said so at once
+    # (its answer names the attempt), the shim did not wait out its deadline.
+    assert cand.attempt_id is not None
     [written] = fake_api.model_answers
     # ~235 pretty tokens: ~4.6 s at 55 tokens/s, far beyond the SDK's 3 s.
     assert written.artifact_key == cand.artifact_key
