@@ -51,7 +51,7 @@ typecheck: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/packaging_tests/test_typecheck.py
 
 # Benchmarks print figures; they are never timed unit tests (shared, noisy machines).
-# `make bench QUICK=1` is the ~1 minute profile.
+# `make bench QUICK=1` is the ~1.5 minute profile (its time-budget phase ~40 s of it).
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 

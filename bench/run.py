@@ -12,7 +12,11 @@ Runs, in one invocation on this machine, against the loopback fake of the API
   rename, one watchdog notification) and their sum for one accepted artifact;
 - validation: µs per response (accepted / rejected) and render µs per surface;
 - throughput: artifacts per second for a fixed time with 8 concurrent shims;
-- start-up: worker start to ready with 36 daily segments x 1,000 attempts.
+- start-up: worker start to ready with 36 daily segments x 1,000 attempts;
+- time budget (issue 19, `bench/time_budget.py`): the real worker against the fake
+  whose model writes at published gpt-4.1-mini speeds, every surface with real host
+  bodies (dual cards with 1..9 reasons): eligible or not, share answered in time,
+  p50/p95 presentation time, completion tokens.
 
 Prints a table, then as its LAST line one JSON object with the figures.
 Timing targets live here, never in unit tests: this machine is shared and noisy.
@@ -40,6 +44,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
+
+import time_budget  # noqa: E402  (bench/, this script's own directory)
 
 from gateway_shim import (  # noqa: E402
     DailyFacts,
@@ -560,6 +566,8 @@ def main() -> int:
         # throughput figure, which adds the spool's own CPU on top.
         figures["inproc_ceiling_per_s"] = 1000 / cpu["cpu_inproc_ms_per_artifact"]
         figures.update(startup(work, 36, 1000))
+        # Last: its worker and fake are its own, and its calls mostly sleep.
+        figures["time_budget"] = time_budget.run(work, a.quick)
     s, i = summary(spool), summary(inproc)
     figures.update(
         {
@@ -614,6 +622,7 @@ def main() -> int:
     w = max(len(r[0]) for r in rows)
     for name, val in rows:
         print(f"{name:<{w}}  {val}")
+    print(time_budget.render(figures["time_budget"]))
     print(json.dumps(figures, sort_keys=True, default=str))
     return 0
 

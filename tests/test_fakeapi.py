@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,12 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import quicktok
 from fakeapi import (
+    FakeModel,
     FakeOpenAI,
     FakeReply,
+    brief_style,
     chat_completion,
     compose,
     compose_reply,
@@ -53,6 +57,11 @@ CAPSULE: dict[str, Any] = {
         },
     ],
 }
+
+# Counted in the tests with quicktok directly, not through fakeapi.generation, so a
+# miscount there cannot agree with itself.
+O200K = quicktok.get_encoding("o200k_base")
+SYSTEM = "Answer with one JSON object."
 
 # The worker's exact call shape (design §9), run in a clean child process.
 WORKER_LIKE_CALL = r"""
@@ -297,6 +306,15 @@ def test_default_style_shapes() -> None:
     }
 
 
+def test_brief_style_shapes() -> None:
+    assert brief_style(CAPSULE) == {
+        "weekly.interpretation": "차분히 [[P:01]]. 이어서 [[P:02]]. 그리고 [[A:01]].",
+        "weekly.rationale": "차분히 [[P:01]].",
+    }
+    one = {**CAPSULE, "slots": [{**CAPSULE["slots"][0], "max_style_lexemes": 1}]}
+    assert brief_style(one) == {"weekly.interpretation": "차분히 [[P:01]]. [[P:02]]. [[A:01]]."}
+
+
 # CLI mode ---------------------------------------------------------------------------
 def test_cli_mode_serves_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
     directory = tmp_path / "cli"
@@ -326,6 +344,188 @@ def test_cli_mode_serves_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
             assert content["slots"][1]["generated_ko"] == "오늘은 [[P:01]]."
             [line] = (directory / "requests.jsonl").read_text().splitlines()
             assert json.loads(line)["artifact_key"] == CAPSULE["artifact_key"]
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+# the realistic model (issue 19 item 5) -------------------------------------------------
+def expected_prompt_tokens(capsule: dict[str, Any]) -> int:
+    """OpenAI's cookbook count for this call's two messages: 3 per message, the
+    role and the content, then 3 that prime the reply."""
+    messages = (("system", SYSTEM), ("user", json.dumps(capsule, ensure_ascii=False)))
+    return sum(3 + len(O200K.encode(r)) + len(O200K.encode(c)) for r, c in messages) + 3
+
+
+def worker_call(client: openai.OpenAI, max_tokens: int = 384) -> Any:
+    """The worker's parameters (design §9) and the capsule as it sends it."""
+    return client.chat.completions.create(
+        model="gpt-4.1-mini",
+        n=1,
+        temperature=0.7,
+        max_tokens=max_tokens,
+        response_format={"type": "json_object"},
+        store=False,
+        messages=[
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": json.dumps(CAPSULE, ensure_ascii=False)},
+        ],
+    )
+
+
+@pytest.mark.usefixtures("proxied_env")
+def test_compact_answer_is_paced_by_its_real_token_count_with_honest_usage(
+    fake: FakeOpenAI,
+) -> None:
+    fake.model = FakeModel(first_token_s=0.2, tokens_per_s=400.0)
+    with worker_like_client() as client:
+        started = time.monotonic()
+        completion = worker_call(client)
+        elapsed = time.monotonic() - started
+    content = completion.choices[0].message.content
+    document = compose(CAPSULE, default_style(CAPSULE))
+    # Compact: no whitespace outside strings, Hangul as written (never \\u-escaped).
+    assert content == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    assert completion.choices[0].finish_reason == "stop"
+    n = len(O200K.encode(content))
+    assert completion.usage is not None
+    assert completion.usage.completion_tokens == n
+    assert completion.usage.prompt_tokens == expected_prompt_tokens(CAPSULE)
+    assert completion.usage.total_tokens == n + expected_prompt_tokens(CAPSULE)
+    [answered] = fake.model_answers
+    assert answered.artifact_key == CAPSULE["artifact_key"]
+    assert (answered.completion_tokens, answered.finish_reason) == (n, "stop")
+    assert answered.seconds == pytest.approx(0.2 + n / 400.0)
+    # A lower bound only: the fake waited at least that long before its first byte.
+    assert elapsed >= 0.2 + n / 400.0
+
+
+@pytest.mark.usefixtures("proxied_env")
+def test_pretty_answer_is_longer_and_slower_than_the_compact_one(fake: FakeOpenAI) -> None:
+    document = compose(CAPSULE, default_style(CAPSULE))
+    with worker_like_client() as client:
+        fake.model = FakeModel(first_token_s=0.0, tokens_per_s=1000.0, layout="pretty")
+        pretty = worker_call(client)
+        fake.model = FakeModel(first_token_s=0.0, tokens_per_s=1000.0)
+        compact = worker_call(client)
+    assert pretty.choices[0].message.content == json.dumps(document, ensure_ascii=False, indent=2)
+    assert json.loads(pretty.choices[0].message.content) == document
+    assert pretty.usage is not None and compact.usage is not None
+    assert pretty.usage.completion_tokens > compact.usage.completion_tokens
+    first, second = fake.model_answers
+    assert first.seconds == pretty.usage.completion_tokens / 1000.0
+    assert second.seconds == compact.usage.completion_tokens / 1000.0
+
+
+@pytest.mark.usefixtures("proxied_env")
+def test_answer_longer_than_max_tokens_is_cut_with_finish_reason_length(
+    fake: FakeOpenAI,
+) -> None:
+    fake.model = FakeModel(first_token_s=0.1, tokens_per_s=500.0)
+    full = json.dumps(
+        compose(CAPSULE, default_style(CAPSULE)), ensure_ascii=False, separators=(",", ":")
+    )
+    with worker_like_client() as client:
+        completion = worker_call(client, max_tokens=20)
+    assert len(O200K.encode(full)) > 20
+    assert completion.choices[0].finish_reason == "length"
+    assert completion.choices[0].message.content == O200K.decode(O200K.encode(full)[:20])
+    assert completion.usage is not None and completion.usage.completion_tokens == 20
+    [answered] = fake.model_answers
+    assert (answered.completion_tokens, answered.finish_reason) == (20, "length")
+    assert answered.seconds == pytest.approx(0.1 + 20 / 500.0)
+
+
+@pytest.mark.usefixtures("proxied_env")
+def test_a_model_still_writing_does_not_hold_up_another_connection(fake: FakeOpenAI) -> None:
+    """Each connection has its own thread: while the model writes one answer (a
+    first token an hour away), another connection is served."""
+    fake.model = FakeModel(first_token_s=3600.0, tokens_per_s=100.0)
+    quick = FakeReply(body=chat_completion("{}"))
+    written = compose_reply(default_style)
+    fake.behaviour = lambda req: written(req) if req.capsule == CAPSULE else quick
+    errors: list[BaseException] = []
+
+    def slow_call() -> None:
+        try:
+            with worker_like_client(timeout=60.0) as client:
+                worker_call(client)
+        except BaseException as exc:  # noqa: BLE001 - the fake's close ends it
+            errors.append(exc)
+
+    thread = threading.Thread(target=slow_call, daemon=True)
+    thread.start()
+    assert fake.wait_for_requests(1, timeout=30.0)
+    with worker_like_client() as client:
+        other = client.chat.completions.create(
+            model="gpt-4.1-mini", messages=[{"role": "user", "content": "{}"}]
+        )
+    assert other.choices[0].message.content == "{}"
+    assert thread.is_alive() and errors == []  # the first answer is still being written
+    [pending] = fake.model_answers
+    assert pending.artifact_key == CAPSULE["artifact_key"] and pending.seconds > 3600.0
+    assert len(fake.tunnels) == 2
+    fake.close()  # interrupts the hour-long answer
+    thread.join(30.0)
+    assert not thread.is_alive()
+    assert [type(e) for e in errors] == [openai.APIConnectionError]
+
+
+def test_fake_model_refuses_impossible_speeds() -> None:
+    for kwargs in (
+        {"first_token_s": -0.1, "tokens_per_s": 77.0},
+        {"tokens_per_s": 0.0},
+        {"tokens_per_s": -5.0},
+        {"layout": "spaced"},
+    ):
+        with pytest.raises(ValueError):
+            FakeModel(**kwargs)  # type: ignore[arg-type]
+    assert FakeModel().seconds(10_000) == 0.0  # the instant model
+    assert FakeModel(first_token_s=0.3, tokens_per_s=110.0).seconds(297) == pytest.approx(3.0)
+
+
+def test_cli_model_flags_pace_the_answer_and_log_it(tmp_path: Path) -> None:
+    directory = tmp_path / "cli"
+    env = clean_env(tmp_path, PYTHONPATH=str(TESTS_DIR))
+    argv = ["--rate", "500", "--first-token", "0.05", "--layout", "pretty"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "fakeapi", "--dir", str(directory), *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        try:
+            deadline = time.monotonic() + 20.0
+            while not (directory / "fake.json").exists():
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            info = json.loads((directory / "fake.json").read_text())
+            assert info["model"] == {
+                "first_token_s": 0.05,
+                "tokens_per_s": 500.0,
+                "layout": "pretty",
+            }
+            verify = ssl.create_default_context(cafile=str(directory / "ca.pem"))
+            with httpx.Client(proxy=info["proxy_url"], verify=verify, trust_env=False) as client:
+                response = client.post(
+                    "https://api.openai.com/v1/chat/completions",
+                    json={"messages": [{"role": "user", "content": json.dumps(CAPSULE)}]},
+                )
+            content = response.json()["choices"][0]["message"]["content"]
+            assert content == json.dumps(
+                compose(CAPSULE, default_style(CAPSULE)), ensure_ascii=False, indent=2
+            )
+            n = len(O200K.encode(content))
+            [line] = Path(info["answers_log"]).read_text().splitlines()
+            logged = json.loads(line)
+            assert logged["artifact_key"] == CAPSULE["artifact_key"]
+            assert (logged["completion_tokens"], logged["finish_reason"]) == (n, "stop")
+            assert logged["seconds"] == pytest.approx(0.05 + n / 500.0)
+            assert response.headers["openai-processing-ms"] == str(round(logged["seconds"] * 1000))
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=10) == 0
         finally:

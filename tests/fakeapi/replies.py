@@ -12,11 +12,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .generation import count_tokens
+
 __all__ = [
     "Behaviour",
     "FakeReply",
     "RecordedRequest",
     "accept_behaviour",
+    "brief_style",
     "capsule_of",
     "chat_completion",
     "compose",
@@ -73,6 +76,11 @@ class FakeReply:
     ``close_without_reply``: close the connection (no TLS close_notify, no HTTP
     response) instead of replying; applied after ``delay_s``.
     ``headers``: extra response headers (e.g. ``{"retry-after": "1"}``).
+    ``answer``: a model answer (a JSON document, or a str written verbatim). When
+    set, the fake's model writes it (`fakeapi.generation`): ``body`` becomes the
+    chat completion of the answer in the model's layout, cut at the request's
+    ``max_tokens``, with honest ``usage``, sent after ``delay_s`` plus the time
+    the model takes to write it. ``None``: ``body`` is sent as built.
     """
 
     status: int = 200
@@ -82,6 +90,7 @@ class FakeReply:
     drip_bytes_per_s: float | None = None
     close_without_reply: bool = False
     headers: Mapping[str, str] = field(default_factory=dict)
+    answer: str | dict[str, Any] | list[Any] | None = None
 
     def body_bytes(self) -> bytes:
         body = self.body
@@ -124,9 +133,15 @@ def chat_completion(
     refusal: str | None = None,
     n_choices: int = 1,
     model: str = "gpt-4.1-mini",
+    prompt_tokens: int = 0,
+    completion_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """A realistic (non-streaming) ``chat.completion`` object."""
-    completion_tokens = max(1, len(content or "") // 2)
+    """A realistic (non-streaming) ``chat.completion`` object. ``usage`` counts
+    ``content`` with the real encoding unless ``completion_tokens`` is given
+    (`fakeapi.generation` Rule 3); ``prompt_tokens`` is the caller's (the fake's
+    model counts the request's messages)."""
+    if completion_tokens is None:
+        completion_tokens = count_tokens(content or "") * n_choices
     return {
         "id": f"chatcmpl-fake{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -147,9 +162,9 @@ def chat_completion(
             for i in range(n_choices)
         ],
         "usage": {
-            "prompt_tokens": 321,
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
-            "total_tokens": 321 + completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
             "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
             "completion_tokens_details": {
                 "reasoning_tokens": 0,
@@ -201,6 +216,23 @@ def default_style(capsule: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def brief_style(capsule: Mapping[str, Any]) -> dict[str, str]:
+    """The worker instruction's brief style ("one or two lexemes before a token, or
+    none"; issue 19 item 3) as a compliant model writes it: one lexeme before
+    every token, no comma: tokens [T1, T2] → ``"차분히 T1. 이어서 T2."``. Never more
+    lexemes than the slot's ``max_style_lexemes`` (at least one)."""
+    out: dict[str, str] = {}
+    for slot in _slots(capsule):
+        tokens = [str(t) for t in slot.get("required_placeholder_tokens", [])]
+        max_lexemes = slot.get("max_style_lexemes", len(tokens))
+        budget = max(1, max_lexemes if isinstance(max_lexemes, int) else 1)
+        out[str(slot.get("slot_id"))] = " ".join(
+            f"{_LEXEMES[min(i, len(_LEXEMES) - 1)]} {token}." if i < budget else f"{token}."
+            for i, token in enumerate(tokens)
+        )
+    return out
+
+
 def invalid_style(capsule: Mapping[str, Any]) -> dict[str, str]:
     """A well-typed but rule-breaking ``generated_ko`` per slot (``오늘은`` is not a
     safe style lexeme): ``"오늘은 [[P:01]]."``."""
@@ -236,16 +268,16 @@ def compose_reply(
     *,
     delay_s: float = 0.0,
 ) -> Behaviour:
-    """A behaviour that answers every capsule request with a 200 chat completion
-    whose content is ``json.dumps(compose(capsule, fn(capsule)))``. A request
-    without a capsule gets a 400 JSON error."""
+    """A behaviour that answers every capsule request with the model answer
+    ``compose(capsule, fn(capsule))``: the fake's model writes it (its layout, its
+    speed, the request's ``max_tokens``) after ``delay_s``. A request without a
+    capsule gets a 400 JSON error."""
 
     def behaviour(req: RecordedRequest) -> FakeReply:
         capsule = capsule_of(req)
         if capsule is None:
             return error_reply(400, "no capsule in request", type_="invalid_request_error")
-        content = json.dumps(compose(capsule, fn(capsule)), ensure_ascii=False)
-        return FakeReply(body=chat_completion(content), delay_s=delay_s)
+        return FakeReply(answer=compose(capsule, fn(capsule)), delay_s=delay_s)
 
     return behaviour
 

@@ -6,7 +6,10 @@ proxy: ``HTTPS_PROXY=http://127.0.0.1:PORT`` makes httpx send
 with a trustme certificate for ``api.openai.com`` (trusted only through
 ``SSL_CERT_FILE=<ca.pem>``) and serves HTTP/1.1 (keep-alive) with h11.
 
-One thread accepts; one thread serves each connection. Test code only.
+One thread accepts; one thread serves each connection, so a reply that waits
+(``FakeReply.delay_s``, or the model writing its answer: `fakeapi.generation`) waits
+in its own connection's thread and never holds up another connection. Test code
+only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -24,16 +28,18 @@ from typing import Any, Self
 import h11
 import trustme
 
+from .generation import INSTANT, FakeModel, encoding, generate
 from .hostile import HostileReply
 from .replies import (
     Behaviour,
     FakeReply,
     RecordedRequest,
     accept_behaviour,
+    chat_completion,
     error_reply,
 )
 
-__all__ = ["API_HOST", "CHAT_PATH", "FakeOpenAI"]
+__all__ = ["API_HOST", "CHAT_PATH", "ModelAnswer", "FakeOpenAI"]
 
 API_HOST = "api.openai.com"
 CHAT_PATH = "/v1/chat/completions"
@@ -45,6 +51,20 @@ _DRIP_TICK_S = 0.05
 _MAX_REQUEST_BYTES = 1 << 20
 
 
+@dataclass(frozen=True, slots=True)
+class ModelAnswer:
+    """One answer the fake's model wrote (`FakeReply.answer`): for whom, how many
+    tokens, and how long it takes to arrive. ``seconds`` is the model's writing
+    time alone (without the reply's own ``delay_s``). Recorded when writing
+    starts: the client may give up before the reply is due."""
+
+    artifact_key: str | None
+    completion_tokens: int
+    prompt_tokens: int
+    finish_reason: str
+    seconds: float
+
+
 class _Stopped(Exception):
     """The fake is shutting down (or the peer went away): drop the connection."""
 
@@ -53,6 +73,11 @@ class FakeOpenAI:
     """Context manager: HTTPS proxy + fake ``POST /v1/chat/completions``.
 
     ``with FakeOpenAI(tmp_path) as fake: env = {**base_env, **fake.env()}``.
+
+    ``model`` (also settable as ``fake.model`` between requests) is how the fake's
+    model writes answers: its speed and layout (`fakeapi.generation`).
+    ``answer_log``: one JSON line per model answer, like ``ModelAnswer`` plus
+    ``"t"`` (``time.time()`` when the model started writing it).
     """
 
     def __init__(
@@ -63,6 +88,8 @@ class FakeOpenAI:
         allowed_targets: Iterable[str] = (f"{API_HOST}:443",),
         port: int = 0,
         request_log: Path | None = None,
+        model: FakeModel = INSTANT,
+        answer_log: Path | None = None,
     ) -> None:
         self.tmp_dir = Path(tmp_dir)
         self.ca_file = self.tmp_dir / "ca.pem"
@@ -70,6 +97,9 @@ class FakeOpenAI:
         self._allowed_targets = frozenset(allowed_targets)
         self._port = port
         self._request_log = request_log
+        self.model = model
+        self._answer_log = answer_log
+        self._model_answers: list[ModelAnswer] = []
 
         self._cond = threading.Condition()  # guards every list/counter below
         self._requests: list[RecordedRequest] = []
@@ -102,6 +132,9 @@ class FakeOpenAI:
         self.close()
 
     def start(self) -> None:
+        # The tokenizer takes ~0.6 s to load: here, once per process, never on the
+        # clock of the first request (its client has a 3 s timeout).
+        encoding()
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         ca = trustme.CA()
         ca.cert_pem.write_to_path(str(self.ca_file))
@@ -155,6 +188,12 @@ class FakeOpenAI:
     def requests(self) -> list[RecordedRequest]:
         with self._cond:
             return list(self._requests)
+
+    @property
+    def model_answers(self) -> list[ModelAnswer]:
+        """Every answer the model has started writing, in order (`ModelAnswer`)."""
+        with self._cond:
+            return list(self._model_answers)
 
     @property
     def refused_connects(self) -> list[str]:
@@ -393,6 +432,8 @@ class FakeOpenAI:
                     type_="invalid_request_error",
                     code="unknown_url",
                 )
+            if reply.answer is not None:
+                reply = self._write_answer(recorded, reply)
             if reply.delay_s > 0 and self._stop.wait(reply.delay_s):
                 return
             if reply.close_without_reply:
@@ -404,6 +445,53 @@ class FakeOpenAI:
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                 return
             conn.start_next_cycle()
+
+    def _write_answer(self, recorded: RecordedRequest, reply: FakeReply) -> FakeReply:
+        """The model writes ``reply.answer`` (`fakeapi.generation`): the reply
+        becomes its chat completion, due after the writing time. Recorded (and
+        logged) now, before the wait: a client that gives up first never reads it,
+        and a bench still learns what it would have cost."""
+        assert reply.answer is not None
+        gen = generate(self.model, recorded.json, reply.answer)
+        written = ModelAnswer(
+            artifact_key=recorded.artifact_key,
+            completion_tokens=gen.completion_tokens,
+            prompt_tokens=gen.prompt_tokens,
+            finish_reason=gen.finish_reason,
+            seconds=gen.seconds,
+        )
+        with self._cond:
+            self._model_answers.append(written)
+            self._cond.notify_all()
+        self._log_answer(written)
+        body = chat_completion(
+            gen.content,
+            finish_reason=gen.finish_reason,
+            prompt_tokens=gen.prompt_tokens,
+            completion_tokens=gen.completion_tokens,
+        )
+        return replace(
+            reply,
+            body=body,
+            answer=None,
+            delay_s=reply.delay_s + gen.seconds,
+            headers={"openai-processing-ms": str(round(gen.seconds * 1000)), **reply.headers},
+        )
+
+    def _log_answer(self, answered: ModelAnswer) -> None:
+        """One line of ``answer_log``; ``t`` is when the model started writing."""
+        if self._answer_log is None:
+            return
+        line = {
+            "artifact_key": answered.artifact_key,
+            "completion_tokens": answered.completion_tokens,
+            "prompt_tokens": answered.prompt_tokens,
+            "finish_reason": answered.finish_reason,
+            "seconds": answered.seconds,
+            "t": time.time(),
+        }
+        with self._cond, self._answer_log.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
 
     def _record(self, request: h11.Request, body: bytes, conn_id: int) -> RecordedRequest:
         headers: dict[str, str] = {}
@@ -442,13 +530,14 @@ class FakeOpenAI:
         body = reply.body_bytes()
         with self._cond:
             request_no = len(self._requests)
+        extra = {k.lower(): v for k, v in reply.headers.items()}
         headers: list[tuple[bytes, bytes]] = [
             (b"content-type", reply.content_type.encode("latin-1")),
             (b"content-length", str(len(body)).encode()),
             (b"x-request-id", f"req_fake{request_no:08d}".encode()),
-            (b"openai-processing-ms", b"1"),
+            (b"openai-processing-ms", extra.pop("openai-processing-ms", "1").encode()),
         ]
-        headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+        headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
         head = conn.send(h11.Response(status_code=reply.status, headers=headers)) or b""
         rate = reply.drip_bytes_per_s
         if rate is None or rate <= 0:

@@ -165,7 +165,14 @@ def test_report_admissible(outcome, mode, held, reported, now, verdict) -> None:
         (None, None, False, False, (Event.CALL_ACCEPTED, None, Reply.ACCEPTED)),
         (None, None, False, True, (Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, Reply.CANONICAL)),
         (None, None, True, False, (Event.CALL_FAILED, Outcome.TIMEOUT, Reply.NONE)),
-        (Outcome.TIMEOUT, None, False, False, (Event.CALL_FAILED, Outcome.TIMEOUT, Reply.NONE)),
+        # Timed out before the deadline: the shim still waits, so it is told at once.
+        (
+            Outcome.TIMEOUT,
+            None,
+            False,
+            False,
+            (Event.CALL_FAILED, Outcome.TIMEOUT, Reply.CANONICAL),
+        ),
         (
             Outcome.PROVIDER_ERROR,
             None,
