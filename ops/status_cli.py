@@ -16,8 +16,9 @@ Verdict (exit code):
   is up but refuses every new attempt: journal unverified) / ``refusing`` (up,
   journal verified, new attempts refused for the reason shown, e.g.
   ``segment_full``) / ``expiring`` (up, but in the last minute at least
-  `EXPIRING_MIN` requests expired before the worker reached them, and they were
-  more than half of the requests it claimed: the host is getting canonical answers
+  `EXPIRING_MIN` requests expired before the worker reached them or were reached
+  with too little time left to answer, and they were more than half of the
+  requests it claimed: the host is getting canonical answers
   because the worker does not keep up; issue 21) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is missing.
@@ -408,7 +409,9 @@ def _verdict(
     if worker.fields["refusing"] is not None:
         return Verdict.REFUSING
     recent = worker.fields["last_minute"]
-    expired = recent.get("expired_requests", 0)
+    # Expired before the worker reached them, or reached too late to answer:
+    # either way the host got canonical because the worker did not keep up.
+    expired = recent.get("expired_requests", 0) + recent.get("no_time_to_answer", 0)
     if expired >= EXPIRING_MIN and 2 * expired > recent.get("claimed", 0):
         return Verdict.EXPIRING
     return Verdict.HEALTHY
@@ -458,7 +461,8 @@ def render(report: StatusReport) -> str:
         if recent:
             lines.append(
                 f"last 60 s   claimed {recent.get('claimed', '?')}  calls {recent.get('calls', '?')}"
-                f"  expired {recent.get('expired_requests', '?')} per minute"
+                f"  expired {recent.get('expired_requests', '?')}"
+                f"  too late {recent.get('no_time_to_answer', '?')} per minute"
             )
         lines += _render_calls(f["calls_by_surface"])
     s = report.supervisor

@@ -91,10 +91,16 @@ CounterName: TypeAlias = Literal[
 
 
 # Counters also kept over the last minute (``last_minute`` in the status file):
-# the requests claimed, the calls made, and the requests that had expired before
-# the worker reached them. ``kexpr status`` compares expired with claimed (issue 21:
-# "truthful status under load").
-ROLLING: Final[tuple[CounterName, ...]] = ("claimed", "calls", "expired_requests")
+# the requests claimed, the calls made, the requests that had expired before the
+# worker reached them, and those it reached with too little time left to answer
+# (no_time_to_answer: refused before the start row, issue 19). ``kexpr status``
+# compares the last two with claimed (issue 21: "truthful status under load").
+ROLLING: Final[tuple[CounterName, ...]] = (
+    "claimed",
+    "calls",
+    "expired_requests",
+    "no_time_to_answer",
+)
 ROLLING_WINDOW_S: Final = 60
 
 

@@ -309,6 +309,26 @@ def test_status_shows_each_surfaces_call_time_and_tokens(
 ADAPTIVE = ("adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1")
 
 
+def test_a_burst_reached_too_late_to_answer_is_not_healthy(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests the worker reaches with less time left than their minimal answer
+    needs are refused before the start row (no_time_to_answer, issue 19): the host
+    gets canonical for them just as for expired ones, so they count the same."""
+    clock = Clock()
+    w = _running_worker(root, clock, [(0.1, 120)], monkeypatch)
+    _present(w, root, clock, 1)  # one on time
+    for n in range(2, 12):  # ten reached 3.5 s after the shim wrote them: 0.5 s left
+        clock.advance(0.5)
+        _present(w, root, clock, n, age_s=3.5)
+    w._write_status()
+    report = collect(root, now=clock.now, alive=lambda p: True)
+    assert report.worker is not None
+    assert report.worker.fields["last_minute"]["no_time_to_answer"] == 10
+    assert report.verdict is Verdict.EXPIRING and EXIT[report.verdict] == 1
+    assert "too late 10 per minute" in render(report)
+
+
 def test_a_burst_where_most_requests_expire_is_not_healthy(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -331,8 +351,9 @@ def test_a_burst_where_most_requests_expire_is_not_healthy(
         "claimed": 11,
         "calls": 1,
         "expired_requests": 10,
+        "no_time_to_answer": 0,
     }
-    assert "last 60 s   claimed 11  calls 1  expired 10 per minute" in render(report)
+    assert "last 60 s   claimed 11  calls 1  expired 10  too late 0 per minute" in render(report)
     # The burst is over a minute later: the rate falls back and so does the verdict.
     clock.advance(61)
     w._write_status()
