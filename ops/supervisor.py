@@ -512,6 +512,11 @@ def cli(argv: list[str]) -> int:
     return supervise(WorkerSpec(a.data_root, a.https_proxy, a.ssl_cert_file), policy)
 
 
+# The worker's own list (kexpr.worker.main.IGNORED_SIGNALS, equal by a test), not
+# imported: that module pulls the provider SDK, which ops must not need.
+SUPERVISOR_IGNORED_SIGNALS: Final = (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
 def supervise(spec: WorkerSpec, policy: RestartPolicy | None = None) -> int:
     sup = Supervisor(spec, os.environ, policy=policy)
 
@@ -520,4 +525,10 @@ def supervise(spec: WorkerSpec, policy: RestartPolicy | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # Issue 21 item 4, for the supervisor as for the worker: SIGHUP, SIGUSR1 and
+    # SIGUSR2 mean nothing here, and their default action (terminate) would take
+    # the worker down with the supervisor (PR_SET_PDEATHSIG). Ignored, so only
+    # SIGTERM and SIGINT stop supervision, gracefully.
+    for signum in SUPERVISOR_IGNORED_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     return sup.run()

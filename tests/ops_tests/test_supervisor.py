@@ -360,3 +360,29 @@ def test_supervised_worker_is_non_dumpable_by_the_kernels_own_account(data_root:
         assert (st.st_uid, st.st_gid) == (0, 0)
     finally:
         sup.stop()
+
+
+def test_the_supervisor_ignores_the_signals_the_worker_ignores() -> None:
+    from kexpr.ops.supervisor import SUPERVISOR_IGNORED_SIGNALS
+    from kexpr.worker.main import IGNORED_SIGNALS
+
+    assert SUPERVISOR_IGNORED_SIGNALS == IGNORED_SIGNALS
+
+
+def test_usr1_usr2_and_hup_leave_supervision_running(data_root: Path) -> None:
+    """Issue 21 item 4: the supervisor died of SIGUSR1 (the default action), and its
+    worker with it; only SIGTERM and SIGINT stop it."""
+    w = start_supervised_worker(data_root, None)
+    try:
+        worker = _worker_pid(w.root)
+        for signum in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP):
+            w.supervisor.send_signal(signum)
+        # The old supervisor died at once of the first; wait a moment for it to.
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end and w.supervisor.poll() is None:
+            time.sleep(0.05)
+        assert w.supervisor.poll() is None
+        assert _worker_pid(w.root) == worker and wait_ready(w.root, 5, pid=worker)
+    finally:
+        code = w.stop()
+    assert code == 0
