@@ -22,6 +22,7 @@ from gateway_shim import (
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    Outcome,
     exact_block,
     format_daily,
 )
@@ -313,10 +314,16 @@ def used_root(data_root: Path, fake_api: FakeOpenAI) -> Path:
         KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True)), data_root
     )
     try:
-        coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-audit-1")
+        cand = coord.present_daily(
+            BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-audit-1"
+        )
+        # The traffic this fixture stands for happened (a clear failure otherwise, not a
+        # StopIteration from an empty outcomes/ below).
+        assert cand.outcome is Outcome.SHADOW_SELECTED, cand.outcome
         assert wait_for(
-            lambda: (
-                b"shadow_selected" in next((data_root / "outcomes").glob("*.jsonl")).read_bytes()
+            lambda: any(
+                b"shadow_selected" in p.read_bytes()
+                for p in (data_root / "outcomes").glob("*.jsonl")
             )
         )
     finally:
