@@ -366,10 +366,15 @@ class _CallThreads:
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:
+            # The task goes in before the thread starts: a thread is never started
+            # without its first task (nothing raised in between can strand it), and
+            # a thread that cannot start leaves only an unread queue behind.
             inbox = queue.SimpleQueue()
+            inbox.put(fn)
             threading.Thread(
                 target=self._serve, args=(inbox,), name="kexpr-provider-call", daemon=True
             ).start()
+            return
         inbox.put(fn)
 
     def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
