@@ -91,3 +91,19 @@ def journal_rows(root: Path) -> list[dict[str, Any]]:
         complete, _, _partial = seg.read_bytes().rpartition(b"\n")
         rows += [json.loads(line) for line in complete.decode("utf-8").splitlines()]
     return rows
+
+
+# The worker tests' two fixtures (tests/worker_tests, tests/faults): one definition.
+@pytest.fixture
+def provider() -> Any:
+    """A scripted provider (`worker_tests.test_daemon.Provider`) for `make_worker`."""
+    from worker_tests.test_daemon import Provider
+
+    return Provider()
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A worker environment with a test key (set in this process too)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}

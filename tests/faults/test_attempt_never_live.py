@@ -46,12 +46,6 @@ from kexpr.worker import scan
 WORKER_DIR = str(Path(kexpr.worker.__file__).resolve().parent)
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
-
-
 class Inject:
     """Raise ``make()`` at the k-th line executed under kexpr/worker/ after the
     start row is written (one fault per run). ``seen``: lines counted."""

@@ -24,7 +24,6 @@ from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
 from worker_tests.test_daemon import (
     Clock,
-    Provider,
     make_worker,
     outcomes,
     response,
@@ -39,17 +38,6 @@ from kexpr.spool.messages import ResponseStatus
 from kexpr.spool.outcomes import Outcome
 from kexpr.worker import daemon, scan
 from kexpr.worker.daemon import Worker
-
-
-@pytest.fixture
-def provider() -> Provider:
-    return Provider()
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
 
 
 @pytest.fixture

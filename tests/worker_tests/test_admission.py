@@ -39,17 +39,6 @@ from kexpr.spool.outcomes import Outcome
 from kexpr.worker.daemon import Worker
 
 
-@pytest.fixture
-def provider() -> Provider:
-    return Provider()
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
-
-
 def _minimal_answer_s() -> float:
     """What `submit`'s capsule needs at the fastest rate (the lead's budget)."""
     capsule = Capsule(

@@ -115,17 +115,6 @@ class Provider:
         return self.reply(capsule)
 
 
-@pytest.fixture
-def provider() -> Provider:
-    return Provider()
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
-
-
 def make_worker(
     root: DataRoot, provider: Provider, clock: Clock, env: dict[str, str], **kw: object
 ) -> Worker:

@@ -14,13 +14,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from worker_tests.test_daemon import (  # noqa: F401  (fixtures)
+from worker_tests.test_daemon import (
     Clock,
     Provider,
     composition_for,
-    env,
     make_worker,
-    provider,
     rid,
     submit,
 )

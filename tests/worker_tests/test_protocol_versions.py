@@ -32,17 +32,6 @@ from kexpr.spool.messages import (
 )
 
 
-@pytest.fixture
-def provider() -> Provider:
-    return Provider()
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
-
-
 def _rewrite_version(root: DataRoot, name: str, version: str) -> None:
     path = root.claimed / name
     obj = json.loads(path.read_bytes())

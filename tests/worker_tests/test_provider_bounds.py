@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 import httpx
 import openai
 import pytest
+from worker_tests.test_provider import CAPSULE, CAPSULE_OBJ
+from worker_tests.test_provider import CONTENT as PRETTY_CONTENT
 
-from kexpr.spool.contract import Capsule, slot_policy
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, format_ts
 from kexpr.spool.layout import DataRoot
@@ -29,30 +30,8 @@ from kexpr.worker._transport import BODY_CAP_BYTES, Call
 from kexpr.worker.daemon import Worker
 from kexpr.worker.provider import build_client, call_once, call_with_deadline
 
-CAPSULE_OBJ = Capsule(
-    schema_version="korean-expression-v4",
-    surface="daily.v1",
-    artifact_key="0123456789abcdef" * 4,
-    slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
-)
-CAPSULE = CAPSULE_OBJ.to_json()
-CONTENT = json.dumps(
-    {
-        "schema_version": "korean-expression-v4",
-        "surface": "daily.v1",
-        "artifact_key": "0123456789abcdef" * 4,
-        "slots": [
-            {
-                "slot_id": "daily.status",
-                "predicate_ids": ["P_DAILY_COMPLETE"],
-                "action_ids": [],
-                "placeholder_tokens": ["[[P:01]]"],
-                "generated_ko": "차분히, [[P:01]].",
-            }
-        ],
-    },
-    ensure_ascii=False,
-)
+# The capsule of the provider tests; their answer, compact (what the bounds are for).
+CONTENT = json.dumps(json.loads(PRETTY_CONTENT), ensure_ascii=False)
 COMPLETION = json.dumps(
     {
         "id": "chatcmpl-test",
