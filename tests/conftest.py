@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -107,3 +108,24 @@ def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """A worker environment with a test key (set in this process too)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     return {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(mnt: Path, options: str, why: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``mnt`` (made here) with ``options`` for the test's run,
+    unmounted after. Root only: as a regular user the test skips with ``why`` (the
+    regular user's counterpart test, which injects the same failure)."""
+    if os.geteuid() != 0:
+        pytest.skip(f"mounting a tmpfs needs root ({why})")
+    mnt.mkdir(mode=0o700)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"{options},mode=0700", "tmpfs", str(mnt)],
+        capture_output=True,
+        check=False,
+    )
+    if r.returncode != 0:
+        pytest.skip("this container cannot mount a tmpfs")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

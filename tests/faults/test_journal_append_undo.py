@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import start_supervised_worker
+from conftest import mounted_tmpfs, start_supervised_worker
 
 from kexpr.spool import journal as journal_mod
 from kexpr.spool.journal import (
@@ -257,21 +257,10 @@ def test_a_real_short_write_is_undone_and_the_worker_serves_once_space_returns(
 
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (the RLIMIT_FSIZE test covers a real short write)")
-    mnt = tmp_path / "tiny"
-    mnt.mkdir(mode=0o700)
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True,
-        check=False,
-    )
-    if r.returncode != 0:
-        pytest.skip("this container cannot mount a tmpfs")
-    try:
+    with mounted_tmpfs(
+        tmp_path / "tiny", "size=256k", "the RLIMIT_FSIZE test covers a real short write"
+    ) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 _CHILD = r"""

@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import mounted_tmpfs
 from worker_tests.test_daemon import (
     Clock,
     Provider,
@@ -176,21 +176,12 @@ def test_the_reserved_file_carries_the_answer(
 
 @pytest.fixture
 def inode_poor_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (the injected ENOSPC test covers a regular user)")
-    mnt = tmp_path / "inodes"
-    mnt.mkdir(mode=0o700)
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=64,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True,
-        check=False,
-    )
-    if r.returncode != 0:
-        pytest.skip("this container cannot mount a tmpfs")
-    try:
+    with mounted_tmpfs(
+        tmp_path / "inodes",
+        "size=4m,nr_inodes=64",
+        "the injected ENOSPC test covers a regular user",
+    ) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.mark.e2e
