@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from ops_support import kexpr
+from worker_tests.test_daemon import Clock, submit
 
 from kexpr.ops.status_cli import EXIT, Verdict, collect, render
 from kexpr.ops.supervisor import supervisor_status_path
@@ -149,25 +150,6 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
 # the provider seam fed by an httpx.MockTransport, as in worker_tests/test_daemon.py:
 # its status file is what `kexpr status` reads.
 
-T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
-
-
-class Clock:
-    """The worker's wall and monotonic clocks, advanced together."""
-
-    def __init__(self) -> None:
-        self.now, self.mono = T0, 1000.0
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.mono
-
-    def advance(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
-        self.mono += seconds
-
 
 def _completion(capsule: dict[str, Any], tokens: int | None) -> dict[str, Any]:
     content = json.dumps(
@@ -244,27 +226,9 @@ def _running_worker(
 def _present(w: Any, root: DataRoot, clock: Clock, n: int, *, age_s: float = 0.0) -> None:
     """Request ``n`` written ``age_s`` seconds ago with the shim's 4 s deadline,
     through the worker's real claim and handling (worker.scan, worker.attempt)."""
-    from kexpr.spool.contract import Capsule, slot_policy
-    from kexpr.spool.fsio import publish
-    from kexpr.spool.journal import format_ts
-    from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
     from kexpr.worker.scan import claim_request
 
-    rid, submitted = f"{n:032x}", clock.now - dt.timedelta(seconds=age_s)
-    req = SpoolRequest(
-        spool_version=SPOOL_VERSION,
-        request_id=rid,
-        submitted_at_utc=format_ts(submitted),
-        deadline_at_utc=format_ts(submitted + dt.timedelta(seconds=4)),
-        mode="shadow",
-        capsule=Capsule(
-            schema_version="korean-expression-v4",
-            surface="daily.v1",
-            artifact_key=f"{n:064x}",
-            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
-        ),
-    )
-    publish(root.tmp, root.requests / f"{rid}.json", req.to_bytes())
+    rid = submit(root, clock, akey=f"{n:064x}", rid=f"{n:032x}", age_s=age_s, into=root.requests)
     assert claim_request(w, f"{rid}.json")
     w.handle_claimed(f"{rid}.json")
 

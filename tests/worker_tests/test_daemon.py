@@ -127,9 +127,20 @@ def make_worker(
 
 
 def submit(
-    root: DataRoot, clock: Clock, akey: str = "a" * 64, rid: str | None = None, mode: str = "shadow"
+    root: DataRoot,
+    clock: Clock,
+    akey: str = "a" * 64,
+    rid: str | None = None,
+    mode: str = "shadow",
+    *,
+    age_s: float = 0.0,
+    into: Path | None = None,
 ) -> str:
+    """A daily request written ``age_s`` seconds ago (the shim's 4 s deadline) into
+    ``into``: by default claimed/, as the worker finds it after its claim rename;
+    ``root.requests`` for a test that claims it through the worker."""
     rid = rid or format(len(list(root.claimed.iterdir())) + hash(clock.now) % 10**8, "032x")[-32:]
+    submitted = clock.now - dt.timedelta(seconds=age_s)
     capsule = Capsule(
         schema_version="korean-expression-v4",
         surface="daily.v1",
@@ -139,13 +150,12 @@ def submit(
     req = SpoolRequest(
         spool_version=SPOOL_VERSION,
         request_id=rid,
-        submitted_at_utc=format_ts(clock.now),
-        deadline_at_utc=format_ts(clock.now + dt.timedelta(seconds=4)),
+        submitted_at_utc=format_ts(submitted),
+        deadline_at_utc=format_ts(submitted + dt.timedelta(seconds=4)),
         mode=mode,  # type: ignore[arg-type]
         capsule=capsule,
     )
-    # As the worker would find it after its claim rename.
-    publish(root.tmp, root.claimed / f"{rid}.json", req.to_bytes())
+    publish(root.tmp, (into or root.claimed) / f"{rid}.json", req.to_bytes())
     return rid
 
 

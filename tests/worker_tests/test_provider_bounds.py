@@ -7,7 +7,6 @@ The socket deadline needs real sockets: tests/worker_tests/test_provider_hostile
 
 from __future__ import annotations
 
-import datetime as dt
 import gzip
 import json
 import threading
@@ -17,13 +16,12 @@ from collections.abc import Callable, Iterator
 import httpx
 import openai
 import pytest
+from worker_tests.test_daemon import Clock, submit
 from worker_tests.test_provider import CAPSULE, CAPSULE_OBJ
 from worker_tests.test_provider import CONTENT as PRETTY_CONTENT
 
-from kexpr.spool.fsio import publish
-from kexpr.spool.journal import Journal, format_ts
+from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
 from kexpr.spool.outcomes import Outcome
 from kexpr.worker import provider
 from kexpr.worker._transport import BODY_CAP_BYTES, Call
@@ -308,22 +306,8 @@ def _no_threads(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- `calls` in the worker status counts only what was sent ------------------------
 
-T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
 
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = T0
-        self.mono = 1000.0
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.mono
-
-
-def _worker(root: DataRoot, handler: Handler, clock: _Clock) -> tuple[Worker, list[httpx.Request]]:
+def _worker(root: DataRoot, handler: Handler, clock: Clock) -> tuple[Worker, list[httpx.Request]]:
     seen: list[httpx.Request] = []
 
     def record(request: httpx.Request) -> httpx.Response:
@@ -340,21 +324,12 @@ def _worker(root: DataRoot, handler: Handler, clock: _Clock) -> tuple[Worker, li
     return w, seen
 
 
-def _submit(root: DataRoot, clock: _Clock, rid: str) -> str:
-    req = SpoolRequest(
-        spool_version=SPOOL_VERSION,
-        request_id=rid,
-        submitted_at_utc=format_ts(clock.now),
-        deadline_at_utc=format_ts(clock.now + dt.timedelta(seconds=4)),
-        mode="shadow",
-        capsule=CAPSULE_OBJ,
-    )
-    publish(root.tmp, root.claimed / f"{rid}.json", req.to_bytes())
-    return f"{rid}.json"
+def _submit(root: DataRoot, clock: Clock, rid: str) -> str:
+    return f"{submit(root, clock, akey=CAPSULE_OBJ.artifact_key, rid=rid)}.json"
 
 
 def test_calls_counts_a_request_that_left(root: DataRoot) -> None:
-    clock = _Clock()
+    clock = Clock()
     w, seen = _worker(root, lambda request: httpx.Response(200, content=COMPLETION), clock)
     w.handle_claimed(_submit(root, clock, "1" * 32))
     assert len(seen) == 1 and w.counters.calls == 1
@@ -365,7 +340,7 @@ def test_calls_does_not_count_a_call_whose_deadline_passed_before_it_left(
 ) -> None:
     # The start row takes the whole budget (a slow disk): the deadline has passed
     # when the call would be made, so it is not made, and not counted.
-    clock = _Clock()
+    clock = Clock()
     w, seen = _worker(root, lambda request: httpx.Response(200, content=COMPLETION), clock)
     real = Journal.append_start
 
@@ -383,7 +358,7 @@ def test_calls_does_not_count_a_call_whose_deadline_passed_before_it_left(
 def test_calls_does_not_count_a_call_whose_thread_could_not_start(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = _Clock()
+    clock = Clock()
     w, seen = _worker(root, lambda request: httpx.Response(200, content=COMPLETION), clock)
     _no_threads(monkeypatch)
     try:
