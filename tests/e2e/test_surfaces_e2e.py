@@ -12,6 +12,7 @@ between candidate and commit persists nothing and keeps the call count at one.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 import time
@@ -23,7 +24,9 @@ from typing import Any
 import pytest
 from conftest import RunningWorker, journal_rows, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
-from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService, Callback
+from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService
+from reference_host.bot import RecordingQuery
+from reference_host.hooks import WatchedCoordinator
 from reference_host.host_render import render_daily
 from reference_host.samples import (
     CUSTOMER_VALUES,
@@ -49,7 +52,6 @@ from gateway_shim import (
     Mode,
     Outcome,
     PresentationCandidate,
-    RevalidationError,
     exact_block,
     revalidate,
 )
@@ -324,7 +326,7 @@ def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
         crash_after_reserve=True,
     )
     with pytest.raises(SimulatedCrash):
-        first.run(**schedule, destination=destination)
+        asyncio.run(first.run(**schedule, destination=destination))
     requests_after_crash = len(stack.fake.requests)
 
     def must_not_render() -> dict[str, object]:
@@ -336,49 +338,49 @@ def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
         lambda d, b: sent.append((d, b)),
         must_not_render,
     )
-    assert restarted.run(**schedule, destination=destination) == "sent_pinned"
+    assert asyncio.run(restarted.run(**schedule, destination=destination)) == "sent_pinned"
     assert sent == [(destination, WEEKLY_SELECTED)]
     assert len(stack.fake.requests) == requests_after_crash
     assert list(DataRoot(stack.root).requests.iterdir()) == []
 
 
-def test_authority_change_between_candidate_and_commit_persists_nothing(
-    stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator]
-) -> None:
+def test_authority_change_between_candidate_and_commit_persists_nothing(stack: Stack) -> None:
     stack.fake.behaviour = compose_reply(default_style)
     s = session(session_id=_session_id("race"))
-    svc = AdaptiveOperatorService(sessions={s.session_id: s})
-    edits: list[object] = []
-    gateway = AdaptiveGatewayHost(
-        svc, coordinator(Mode.ENABLED), dual_card, edits.append, surface=DUAL_SURFACE
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, adaptive_operator=True))
+    coord = WatchedCoordinator(config, stack.root)
+    svc = AdaptiveOperatorService(
+        sessions={s.session_id: s},
+        render_card=dual_card,
+        surface=DUAL_SURFACE,
+        glossary=coord.dual_glossary,
     )
-    callback = Callback(callback_data(s), s.epoch)
     barrier, changed = threading.Barrier(2, timeout=20), threading.Event()
     seen: dict[str, Any] = {}
 
-    def gateway_thread() -> None:
-        cand, payload = gateway.present(callback)
+    def after_candidate(cand: Any) -> None:  # in the handler, before the service locks
         seen["candidate"] = cand
         barrier.wait()
         assert changed.wait(20)
-        try:
-            gateway.commit(callback, cand, payload)
-        except RevalidationError as e:
-            seen["error"] = e
 
     def authority_thread() -> None:
         barrier.wait()
         svc.change_session(s.session_id, epoch=s.epoch + 1)
         changed.set()
 
-    threads = [threading.Thread(target=gateway_thread), threading.Thread(target=authority_thread)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    coord.hook = after_candidate
+    authority = threading.Thread(target=authority_thread)
+    authority.start()
+    query = RecordingQuery(callback_data(s))
+    try:
+        asyncio.run(AdaptiveGatewayHost(svc, coord).handle_review_callback(query))
+    finally:
+        coord.close()
+    authority.join(30)
     cand = seen["candidate"]
-    assert cand.outcome is Outcome.ACCEPTED and "error" in seen
-    assert svc.pending_rows == [] and edits == []
+    assert cand.outcome is Outcome.ACCEPTED
+    assert query.answers == ["검토 카드를 저장할 수 없습니다."]  # the commit was refused
+    assert svc.pending_rows == [] and query.edits == []
     assert stack.fake.count_for(cand.artifact_key) == 1
     assert journal_outcomes(stack.root, cand.artifact_key, 2) == [
         "attempt_started",

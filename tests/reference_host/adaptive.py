@@ -1,50 +1,65 @@
-"""Reference adaptive host: an operator service with a pending-card store and
-the gateway's fresh-card callback handler.
+"""Reference adaptive host: the operator service and the review-callback handler with
+the seams Hermes has at the pin (``Carrie111998/Hermes`` at 4305027f:
+``AdaptiveOperatorService`` in ``gateway/platforms/nutrition_coaching.py``,
+``TelegramAdapter._handle_adaptive_review_callback`` in ``gateway/platforms/telegram.py``),
+plus the method the plan adds. docs/hermes-integration.md walks them seam by seam.
 
-Tests only. It does what the plan's section "Adaptive validation and
-persistence are one locked service operation" requires of the real host:
+Tests only, and our own code: it reproduces the host's behaviour, not its source.
 
-``AdaptiveOperatorService.validate_and_mark_presented_card`` acquires the
-service's two locks once (``_authority_session_lock`` then
-``_publication_ledger_lock``) and, while both are held:
+The seams, as the host has them:
 
-1. reloads the session and rechecks the pressed callback (``an1:<session>:<action>``,
-   the host's callback format), its expiry and the fresh card state;
-2. rebuilds the authority pins from the RELOADED session (owner/config/epoch)
-   and calls the shim's pure ``revalidate`` with the pressed ``callback_data``,
-   the deployed profile's surface and the dual glossary in force — which
-   re-parses the canonical payload, recomputes the binding digest and re-runs
-   slot/render validation;
-3. persists exactly the returned payload with ``_mark_publish_pending_unlocked``.
+1. ``_authority_session_lock()`` is a context manager and re-entrant: the profile's
+   authority lock (cross-process, on the profile root, when the service has one) and
+   then the service's ``RLock``. The handler holds it around ``mark_publish_pending``,
+   which takes it again; a plain ``Lock`` there deadlocks the event loop.
+2. ``_publication_ledger_lock()`` is a no-op when the service has a ``profile_root``
+   (the authority lock already serialises every process of the profile) and otherwise
+   an exclusive ``fcntl`` lock on ``<session ledger>.lock``. It is NOT re-entrant: a
+   second acquisition in one process opens a second descriptor and waits for itself.
+   So only the method that writes takes it, once, inside the authority lock.
+3. ``mark_publish_pending(session_id, *, card_payload, origin_message_id="")`` takes
+   both locks itself; its body is ``_mark_publish_pending_unlocked`` (the plan
+   extracts it). A pending row is immutable: the same payload again is the same row,
+   a different one is a `PublicationConflict`, never an overwrite. A supplied origin
+   message that is not the session's is a conflict too.
+4. The plan's ``validate_and_mark_presented_card(callback_data, *, canonical_payload,
+   candidate, origin_message_id="")`` takes both locks once and, while they are held,
+   reloads the session and rechecks the pressed callback (action, expiry), calls the
+   shim's pure ``revalidate`` with the deployed surface, the RELOADED authority pins
+   and the glossary in force, and persists exactly the returned payload with
+   ``_mark_publish_pending_unlocked``.
+5. ``handle_callback`` is synchronous and the host calls it on the event loop; the
+   handler awaits ``query.answer`` on its own stale path while it holds the authority
+   lock. An ``RLock`` held across an ``await`` excludes other threads, not other
+   coroutines of the same loop: the handler therefore never awaits kexpr under it
+   (``apresent_adaptive`` runs before the lock), and nothing between reload and write
+   awaits.
 
-A pending row is immutable: the same payload again is the same row (no new
-row); a different payload for the same card is a ``PublicationConflict``, never
-an overwrite. Recovery republishes the stored payload and never presents. A
-payload kexpr found ineligible (a menu, a view, ...) is persisted or edited as
-the host always did, without ``revalidate``: kexpr has nothing to say about it.
-
-Payloads have the host's real shape (`gateway_shim.surfaces.card`): the
-session is only in the buttons' ``callback_data``, the card kind is the
-deployed profile's surface.
+Payloads have the host's real shape (`gateway_shim.surfaces.card`): the session is
+only in the buttons' ``callback_data``; the card kind is the deployed profile's.
 """
 
 from __future__ import annotations
 
 import copy
+import fcntl
+import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from gateway_shim import (
     CardOrigin,
     DualGlossary,
-    GlossaryError,
     KoreanExpressionCoordinator,
     Outcome,
     PresentationCandidate,
     revalidate,
 )
+from reference_host.bot import RecordingQuery
 
 # The actions whose callback produces a fresh card at the pin (N:handle_callback,
 # N:_render_latest_card).
@@ -58,24 +73,7 @@ class StaleAuthority(Exception):
 
 
 class PublicationConflict(Exception):
-    """A different payload is already pending for this card: never overwritten."""
-
-
-@dataclass(frozen=True, slots=True)
-class Callback:
-    """What the operator pressed: the button's ``callback_data`` and the epoch the
-    host's session store had when the button was issued."""
-
-    callback_data: str
-    epoch: int
-
-    @property
-    def session_id(self) -> str:
-        return self.callback_data.split(":")[1]
-
-    @property
-    def action(self) -> str:
-        return self.callback_data.split(":")[2]
+    """A different payload (or origin) is already pending for this card."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,37 +88,138 @@ class Session:
     proposal_digest: str  # 64 lowercase hex
     revision: int
     state: str
+    originating_message_id: str = "501"  # the card message the session was issued on
     expired: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class PendingRow:
     session_id: str
-    revision: int
-    surface: str
     payload: Mapping[str, object]
+
+
+def session_id_of(callback_data: str) -> str:
+    """``an1:<session>:<action>`` (or a bare session id) -> the session id."""
+    parts = callback_data.split(":")
+    return parts[1] if len(parts) == 3 and parts[0] == "an1" else callback_data
+
+
+def action_of(callback_data: str) -> str:
+    return callback_data.split(":")[2]
+
+
+class ProfileAuthorityLock:
+    """Stand-in for the profile package's ``profile_authority_lock(profile_root)``
+    (private to the host's profile): an exclusive ``flock`` on a file of the profile
+    root, held by the outermost acquisition of a thread and re-entrant within it
+    (the host's handler nests it, so the real one must be too). One per root per
+    process: `for_root`."""
+
+    _by_root: dict[Path, ProfileAuthorityLock] = {}
+    _registry = threading.Lock()
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / "profile-authority.lock"
+        self._threads = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    @classmethod
+    def for_root(cls, root: Path) -> ProfileAuthorityLock:
+        with cls._registry:
+            return cls._by_root.setdefault(root.resolve(), cls(root))
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self._threads:
+            if self._depth == 0:
+                fd = os.open(
+                    self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+                )
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._fd = fd
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                    os.close(self._fd)
+                    self._fd = None
+
+
+CardRenderer = Callable[[Session], dict[str, object]]
 
 
 @dataclass
 class AdaptiveOperatorService:
-    sessions: dict[str, Session] = field(default_factory=dict)
+    """The host's operator service for one deployed profile: sessions, the pending-card
+    store, the two locks, and the plan's locked operation."""
+
+    sessions: dict[str, Session]
+    render_card: CardRenderer
+    surface: str  # the deployed profile's card surface
+    glossary: Callable[[], DualGlossary | None] = lambda: None  # the dual glossary in force
+    profile_root: Path | None = None
+    session_path: Path | None = None
     pending_rows: list[PendingRow] = field(default_factory=list)
-    published: list[tuple[str, int, str]] = field(default_factory=list)
+    published: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._authority_session_lock = threading.Lock()
-        self._publication_ledger_lock = threading.Lock()
+        if self.session_path is None and self.profile_root is not None:
+            self.session_path = self.profile_root / "adaptive-operator-sessions.jsonl"
+        self._session_lock = threading.RLock()
 
-    # -- session state -----------------------------------------------------------
+    # -- the two locks (seams 1 and 2) ------------------------------------------------
 
-    def load_session(self, session_id: str) -> Session:
-        with self._authority_session_lock:
-            return self.sessions[session_id]
+    @contextmanager
+    def _authority_session_lock(self) -> Iterator[None]:
+        with self._profile_lock():
+            with self._session_lock:
+                yield
+
+    @contextmanager
+    def _profile_lock(self) -> Iterator[None]:
+        if self.profile_root is None:
+            yield
+            return
+        with ProfileAuthorityLock.for_root(self.profile_root).held():
+            yield
+
+    @contextmanager
+    def _publication_ledger_lock(self) -> Iterator[None]:
+        """Serialise publication across processes sharing one session ledger."""
+        if self.profile_root is not None or self.session_path is None:
+            yield
+            return
+        lock_path = self.session_path.with_name(self.session_path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    # -- session state -------------------------------------------------------------------
+
+    def load_session(self, callback_data: str) -> Session:
+        with self._authority_session_lock():
+            return self.sessions[session_id_of(callback_data)]
 
     def change_session(self, session_id: str, **changes: Any) -> None:
         """An authority change (owner/config/epoch/revision), under the lock."""
-        with self._authority_session_lock:
+        with self._authority_session_lock():
             self.sessions[session_id] = replace(self.sessions[session_id], **changes)
+
+    def session_is_current(self, callback_data: str) -> bool:
+        """The host's own recheck before it persists (the pin's handler has one)."""
+        with self._authority_session_lock():
+            session = self.sessions.get(session_id_of(callback_data))
+            return session is not None and not session.expired
 
     @staticmethod
     def authority_pins(session: Session) -> tuple[str, ...]:
@@ -131,147 +230,146 @@ class AdaptiveOperatorService:
             f"proposal={session.proposal_digest}:{session.revision}",
         )
 
-    # -- the one locked operation ------------------------------------------------
+    def authority_pins_for(self, callback_data: str) -> tuple[str, ...]:
+        return self.authority_pins(self.load_session(callback_data))
+
+    def handle_callback(self, callback_data: str, *, message_id: str) -> dict[str, object]:
+        """The pressed button's payload (synchronous; the host calls it on the loop)."""
+        session = self.load_session(callback_data)
+        return self.render_card(session)
+
+    # -- publication (seams 3 and 4) -----------------------------------------------------
+
+    def mark_publish_pending(
+        self,
+        session_id: object,
+        *,
+        card_payload: Mapping[str, object],
+        origin_message_id: object = "",
+    ) -> Mapping[str, object]:
+        """The host's own path: persist an already-rendered card (a menu, an
+        ineligible card). Takes both locks itself."""
+        with self._authority_session_lock(), self._publication_ledger_lock():
+            session = self.sessions[session_id_of(str(session_id))]
+            return self._mark_publish_pending_unlocked(session, card_payload, origin_message_id)
 
     def validate_and_mark_presented_card(
         self,
-        callback: Callback,
+        callback_data: object,
         *,
         canonical_payload: Mapping[str, object],
         candidate: PresentationCandidate,
-        surface: str,
-        glossary: DualGlossary | None = None,
+        origin_message_id: object = "",
     ) -> Mapping[str, object]:
-        with self._authority_session_lock, self._publication_ledger_lock:
-            session = self.sessions[callback.session_id]  # 1. reload
-            if callback.action not in CARD_ACTIONS or session.expired:
+        with self._authority_session_lock(), self._publication_ledger_lock():
+            data = str(callback_data)
+            session = self.sessions[session_id_of(data)]  # 1. reload and recheck
+            if action_of(data) not in CARD_ACTIONS or session.expired:
                 raise StaleAuthority("callback")
-            payload = revalidate(  # 2 + 3
+            payload = revalidate(  # 2 + 3: binding digest, slot and render validation
                 candidate,
                 canonical_payload,
-                callback_data=callback.callback_data,
+                callback_data=data,
                 origin=CardOrigin.FRESH,
-                surface=surface,
+                surface=self.surface,
                 authority_pins=self.authority_pins(session),
-                glossary=glossary,
+                glossary=self.glossary(),
             )
-            return self._mark_publish_pending_unlocked(session, surface, payload)  # 4
-
-    def mark_publish_pending_canonical(
-        self, session: Session, surface: str, payload: Mapping[str, object]
-    ) -> Mapping[str, object]:
-        """The host's own path for a payload kexpr did not present (ineligible)."""
-        with self._authority_session_lock, self._publication_ledger_lock:
-            return self._mark_publish_pending_unlocked(session, surface, payload)
+            return self._mark_publish_pending_unlocked(session, payload, origin_message_id)  # 4
 
     def _mark_publish_pending_unlocked(
-        self, session: Session, surface: str, payload: Mapping[str, object]
+        self, session: Session, payload: Mapping[str, object], origin_message_id: object
     ) -> Mapping[str, object]:
-        key = (session.session_id, session.revision, surface)
+        origin = str(origin_message_id or "").strip()
+        if origin and origin != session.originating_message_id:
+            raise PublicationConflict("origin")
         for row in self.pending_rows:
-            if (row.session_id, row.revision, row.surface) == key:
+            if row.session_id == session.session_id:
                 if row.payload == payload:
                     return row.payload  # the same commit again: the same row
                 raise PublicationConflict("pending card differs")
-        row = PendingRow(*key, payload=copy.deepcopy(dict(payload)))
+        row = PendingRow(session.session_id, payload=copy.deepcopy(dict(payload)))
         self.pending_rows.append(row)
         return row.payload
 
-    def mark_published(self, session_id: str, revision: int, surface: str) -> None:
-        with self._publication_ledger_lock:
-            self.published.append((session_id, revision, surface))
+    def mark_published(self, session_id: object, *, published_message_id: object) -> None:
+        with self._authority_session_lock(), self._publication_ledger_lock():
+            self.published.append((session_id_of(str(session_id)), str(published_message_id)))
 
     def recover_pending_cards(self) -> list[PendingRow]:
-        with self._publication_ledger_lock:
-            return [
-                row
-                for row in self.pending_rows
-                if (row.session_id, row.revision, row.surface) not in self.published
-            ]
-
-
-CardRenderer = Callable[[Session], dict[str, object]]
-Editor = Callable[[Mapping[str, object]], None]
+        with self._authority_session_lock(), self._publication_ledger_lock():
+            done = {sid for sid, _ in self.published}
+            return [row for row in self.pending_rows if row.session_id not in done]
 
 
 class AdaptiveGatewayHost:
-    """The gateway's fresh-card callback handler and its recovery path, for one
-    deployed profile (``surface``: its card surface)."""
+    """The review-callback handler and its recovery path (T:`_handle_adaptive_review_callback`)."""
 
     def __init__(
-        self,
-        service: AdaptiveOperatorService,
-        coordinator: KoreanExpressionCoordinator,
-        render_card: CardRenderer,
-        editor: Editor,
-        *,
-        surface: str,
+        self, service: AdaptiveOperatorService, coordinator: KoreanExpressionCoordinator
     ) -> None:
         self.service = service
         self.coordinator = coordinator
-        self.render_card = render_card
-        self.editor = editor
-        self.surface = surface
 
-    def present(self, callback: Callback) -> tuple[PresentationCandidate, dict[str, object]]:
-        """Candidate creation: canonical card → presentation (outside the locks)."""
-        session = self.service.load_session(callback.session_id)
-        payload = self.render_card(session)
-        cand = self.coordinator.present_adaptive(
-            payload,
-            callback_data=callback.callback_data,
-            surface=self.surface,
-            authority_pins=self.service.authority_pins(session),
-        )
-        return cand, payload
+    def _report(self, cand: PresentationCandidate | None, outcome: Outcome) -> None:
+        """Only an enabled-mode selected candidate (``accepted``) takes a report."""
+        if cand is not None and cand.outcome is Outcome.ACCEPTED:
+            self.coordinator.report(cand, outcome)
 
-    def _glossary(self) -> DualGlossary | None:
-        try:
-            return self.coordinator.dual_glossary()
-        except GlossaryError:
-            return None  # the candidate was canonical already; revalidate proves it
-
-    def commit(
-        self,
-        callback: Callback,
-        cand: PresentationCandidate,
-        payload: Mapping[str, object],
-    ) -> Mapping[str, object]:
-        """The locked operation, then (only then) the Telegram edit."""
-        session = self.service.load_session(callback.session_id)
-        if cand.outcome is Outcome.INELIGIBLE:
-            persisted = self.service.mark_publish_pending_canonical(session, self.surface, payload)
-        else:
+    async def handle_review_callback(self, query: RecordingQuery) -> None:
+        service, data = self.service, query.data
+        origin = query.message.message_id
+        payload = service.handle_callback(data, message_id=origin)  # synchronous, on the loop
+        status = payload.get("status")
+        cand: PresentationCandidate | None = None
+        if status == "card":  # kexpr's wait comes before any host lock is taken
+            cand = await self.coordinator.apresent_adaptive(
+                payload,
+                callback_data=data,
+                surface=service.surface,
+                authority_pins=service.authority_pins_for(data),
+            )
+            if not cand.publication_permitted:  # in flight elsewhere: no row, no edit
+                await query.answer(text="검토 카드를 처리하는 중입니다.")
+                return
+        if status in {"menu", "card"}:
             try:
-                persisted = self.service.validate_and_mark_presented_card(
-                    callback,
-                    canonical_payload=payload,
-                    candidate=cand,
-                    surface=self.surface,
-                    glossary=self._glossary(),
-                )
-            except BaseException:
-                # No pending row and no edit; the attempt is terminal, never retried.
-                if cand.outcome is Outcome.ACCEPTED:
-                    self.coordinator.report(cand, Outcome.COMMIT_FAILED)
-                raise
-            if cand.outcome is Outcome.ACCEPTED:
-                self.coordinator.report(cand, Outcome.SELECTED)  # after the durable write
-        self.editor(persisted)
-        session = self.service.load_session(callback.session_id)
-        self.service.mark_published(session.session_id, session.revision, self.surface)
-        return persisted
+                with service._authority_session_lock():
+                    if not service.session_is_current(data):  # the host's own recheck
+                        self._report(cand, Outcome.COMMIT_FAILED)
+                        await query.answer(text="검토 카드 권한이 변경되었습니다.")
+                        return
+                    if cand is not None and cand.outcome is not Outcome.INELIGIBLE:
+                        payload = dict(
+                            service.validate_and_mark_presented_card(
+                                data,
+                                canonical_payload=payload,
+                                candidate=cand,
+                                origin_message_id=origin,
+                            )
+                        )
+                    else:  # a menu, or a card kexpr does not read: the host's own path
+                        service.mark_publish_pending(
+                            data, card_payload=payload, origin_message_id=origin
+                        )
+            except Exception:
+                self._report(cand, Outcome.COMMIT_FAILED)  # no pending row, no edit
+                await query.answer(text="검토 카드를 저장할 수 없습니다.")
+                return
+            self._report(cand, Outcome.SELECTED)  # after the durable write
+        try:
+            published = await query.edit_message_text(text=str(payload["text"]))
+            if status in {"menu", "card"}:
+                service.mark_published(data, published_message_id=published.message_id)
+        except Exception:
+            await query.answer(text="검토 카드 게시를 완료하지 못했습니다.")
+            return
+        await query.answer()
 
-    def handle_review_callback(self, callback: Callback) -> Mapping[str, object] | None:
-        cand, payload = self.present(callback)
-        if not cand.publication_permitted:
-            return None  # in flight elsewhere: no edit
-        return self.commit(callback, cand, payload)
-
-    def recover_pending_cards(self) -> int:
+    def recover_pending_cards(self, edit: Callable[[Mapping[str, object]], object]) -> int:
         """Republish every unpublished pending card exactly; never presents."""
         rows = self.service.recover_pending_cards()
         for row in rows:
-            self.editor(row.payload)
-            self.service.mark_published(row.session_id, row.revision, row.surface)
+            edit(row.payload)
+            self.service.mark_published(row.session_id, published_message_id="recovered")
         return len(rows)

@@ -1,31 +1,46 @@
-"""Adaptive validation and persistence are one locked service operation (plan
-section of that name; design §8), proven with the reference host and the shim's
-pure ``revalidate``."""
+"""Adaptive validation and persistence are one locked service operation (plan section
+of that name; design §8), proven with the reference host, whose seams are the host's
+at the pin (issue 24 item 6): a re-entrant authority lock, a ledger lock that is a
+no-op under a profile root and an ``fcntl`` lock otherwise, ``mark_publish_pending``
+taking both itself, the plan's ``validate_and_mark_presented_card`` signature, and the
+handler running ``handle_callback`` on the loop and awaiting ``query.answer`` under
+the authority lock. A host that deadlocks or reports twice fails these tests."""
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
+import inspect
+import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gateway_shim import (
     CandidateStatus,
+    KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     Outcome,
+    PresentationCandidate,
     RevalidationError,
     RevalidationReason,
+    exact_block,
 )
 from kexpr.spool.layout import DataRoot
 from reference_host.adaptive import (
     AdaptiveGatewayHost,
     AdaptiveOperatorService,
-    Callback,
+    PendingRow,
+    ProfileAuthorityLock,
     PublicationConflict,
     StaleAuthority,
 )
+from reference_host.bot import Message, RecordingQuery
+from reference_host.hooks import WatchedCoordinator
 from reference_host.samples import (
     DUAL_SURFACE,
     PHYSIQUE_SURFACE,
@@ -38,41 +53,117 @@ from reference_host.samples import (
 from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files
 
 MakeCoordinator = Callable[[Mode], KoreanExpressionCoordinator]
-CALLBACK = Callback(callback_data=callback_data(session()), epoch=7)
+DATA = callback_data(session())
 CARDS = {"dual": dual_card, "physique": physique_card}
 SURFACES = {"dual": DUAL_SURFACE, "physique": PHYSIQUE_SURFACE}
+# A generous bound for "did not hang": only a deadlock comes near it.
+DEADLOCK_BOUND_S = 60.0
 
 
-class Editor:
-    def __init__(self) -> None:
-        self.edits: list[Mapping[str, object]] = []
-
-    def __call__(self, payload: Mapping[str, object]) -> None:
-        self.edits.append(payload)
-
-
-def service() -> AdaptiveOperatorService:
+def service(
+    coord: KoreanExpressionCoordinator | None,
+    card: str = "dual",
+    *,
+    service_type: type[AdaptiveOperatorService] = AdaptiveOperatorService,
+    profile_root: Path | None = None,
+    session_path: Path | None = None,
+) -> AdaptiveOperatorService:
     s = session()
-    return AdaptiveOperatorService(sessions={s.session_id: s})
+    return service_type(
+        sessions={s.session_id: s},
+        render_card=CARDS[card],
+        surface=SURFACES[card],
+        glossary=coord.dual_glossary if coord is not None else (lambda: None),
+        profile_root=profile_root,
+        session_path=session_path,
+    )
 
 
-def host(
-    svc: AdaptiveOperatorService, coord: KoreanExpressionCoordinator, card: str, editor: Editor
-) -> AdaptiveGatewayHost:
-    return AdaptiveGatewayHost(svc, coord, CARDS[card], editor, surface=SURFACES[card])
+def located(
+    tmp_path: Path, mode: str, coord: KoreanExpressionCoordinator | None = None, **kw: Any
+) -> AdaptiveOperatorService:
+    """A service whose ledger lock is a no-op (``profile_root``) or an fcntl lock
+    (``session_path`` only): the host's two modes."""
+    if mode == "profile_root":
+        (tmp_path / "profile").mkdir()
+        return service(coord, profile_root=tmp_path / "profile", **kw)
+    return service(coord, session_path=tmp_path / "sessions.jsonl", **kw)
+
+
+def press(gateway: AdaptiveGatewayHost, query: RecordingQuery | None = None) -> RecordingQuery:
+    query = query or RecordingQuery(DATA)
+    asyncio.run(gateway.handle_review_callback(query))
+    return query
+
+
+def flocked(path: Path) -> bool:
+    """Whether another open file description holds an exclusive ``flock`` on ``path``."""
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def held(svc: AdaptiveOperatorService) -> dict[str, bool]:
+    """Which of the service's locks are held right now, seen from another thread and
+    another descriptor (what a second gateway thread or process would meet)."""
+    seen: dict[str, bool] = {}
+
+    def probe() -> None:
+        got = svc._session_lock.acquire(blocking=False)
+        if got:
+            svc._session_lock.release()
+        seen["session"] = not got
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join(DEADLOCK_BOUND_S)
+    ledger = (
+        svc.session_path.with_name(svc.session_path.name + ".lock") if svc.session_path else None
+    )
+    seen["ledger"] = ledger is not None and flocked(ledger)
+    profile = svc.profile_root / "profile-authority.lock" if svc.profile_root else None
+    seen["profile"] = profile is not None and flocked(profile)
+    return seen
+
+
+def run_bounded(fn: Callable[[], object]) -> None:
+    """Run ``fn`` in a daemon thread; fail (instead of hanging the suite) on a deadlock."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(DEADLOCK_BOUND_S)
+    assert not t.is_alive(), "deadlock: the operation never returned"
+    if errors:
+        raise errors[0]
 
 
 @pytest.mark.parametrize("card", ["dual", "physique"])
 def test_fresh_card_is_validated_and_pinned_before_the_edit(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator, card: str
 ) -> None:
-    svc, editor = service(), Editor()
-    gateway = host(svc, make_coordinator(Mode.ENABLED), card, editor)
-    persisted = gateway.handle_review_callback(CALLBACK)
+    coord = make_coordinator(Mode.ENABLED)
+    svc = service(coord, card)
+    query = press(AdaptiveGatewayHost(svc, coord))
     canonical = CARDS[card](session())
-    assert persisted is not None
     (row,) = svc.pending_rows
-    assert row.payload == persisted and editor.edits == [persisted]
+    persisted = row.payload
+    assert query.edits == [persisted["text"]] and query.answers == [None]
     # Only the text differs; status, customer key, digest, revision, buttons and
     # envelope are the canonical ones.
     assert {k: v for k, v in persisted.items() if k != "text"} == {
@@ -81,25 +172,171 @@ def test_fresh_card_is_validated_and_pinned_before_the_edit(
     assert persisted["text"] != canonical["text"] and "차분히, " in str(persisted["text"])
     assert report_outcomes(root) == ["selected"]
     assert worker.provider_calls == 1
-    assert svc.published == [(SESSION_ID, 3, SURFACES[card])]
+    assert svc.published == [(SESSION_ID, "501")]
 
 
 def test_shadow_pins_the_canonical_presentation(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
-    svc, editor = service(), Editor()
-    gateway = host(svc, make_coordinator(Mode.SHADOW), "physique", editor)
-    persisted = gateway.handle_review_callback(CALLBACK)
+    coord = make_coordinator(Mode.SHADOW)
+    svc = service(coord, "physique")
+    press(AdaptiveGatewayHost(svc, coord))
     canonical = physique_card(session())
-    assert persisted is not None
+    (row,) = svc.pending_rows
+    text = str(row.payload["text"])
     # The physique projection (with the canonical sentence) is what is pinned.
-    assert str(persisted["text"]).startswith(
+    assert text.startswith(
         str(canonical["text"])[: -len("상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음")]
     )
-    assert "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n상태: " in str(
-        persisted["text"]
-    )
+    assert "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n상태: " in text
     assert report_outcomes(root) == ["shadow_selected"]
+
+
+# --- the seams themselves ----------------------------------------------------------
+
+
+def test_the_plan_signatures() -> None:
+    """The plan's ``validate_and_mark_presented_card`` and the host's
+    ``mark_publish_pending``, parameter for parameter."""
+
+    def shape(fn: Callable[..., object]) -> list[tuple[str, str, object]]:
+        return [(p.name, p.kind.name, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    empty = inspect.Parameter.empty
+    assert shape(AdaptiveOperatorService.validate_and_mark_presented_card) == [
+        ("self", "POSITIONAL_OR_KEYWORD", empty),
+        ("callback_data", "POSITIONAL_OR_KEYWORD", empty),
+        ("canonical_payload", "KEYWORD_ONLY", empty),
+        ("candidate", "KEYWORD_ONLY", empty),
+        ("origin_message_id", "KEYWORD_ONLY", ""),
+    ]
+    assert shape(AdaptiveOperatorService.mark_publish_pending) == [
+        ("self", "POSITIONAL_OR_KEYWORD", empty),
+        ("session_id", "POSITIONAL_OR_KEYWORD", empty),
+        ("card_payload", "KEYWORD_ONLY", empty),
+        ("origin_message_id", "KEYWORD_ONLY", ""),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["profile_root", "session_path"])
+def test_the_authority_lock_is_reentrant_and_excludes_other_threads(
+    tmp_path: Path, mode: str
+) -> None:
+    svc = located(tmp_path, mode)
+
+    def nested() -> None:
+        with svc._authority_session_lock(), svc._authority_session_lock():
+            seen = held(svc)
+            assert seen["session"]
+            assert seen["profile"] is (mode == "profile_root")
+            with svc._authority_session_lock():  # and a third time, as the handler does
+                pass
+            assert held(svc)["session"]
+
+    run_bounded(nested)
+    assert held(svc) == {"session": False, "ledger": False, "profile": False}
+
+
+def test_the_ledger_lock_is_a_no_op_under_a_profile_root(tmp_path: Path) -> None:
+    svc = service(None, profile_root=tmp_path)
+    assert svc.session_path == tmp_path / "adaptive-operator-sessions.jsonl"
+    with svc._publication_ledger_lock():
+        assert held(svc) == {"session": False, "ledger": False, "profile": False}
+    assert not (tmp_path / "adaptive-operator-sessions.jsonl.lock").exists()
+
+
+def test_the_ledger_lock_is_an_fcntl_lock_without_a_profile_root(tmp_path: Path) -> None:
+    svc = service(None, session_path=tmp_path / "sessions.jsonl")
+    with svc._publication_ledger_lock():
+        assert held(svc)["ledger"]  # another process would wait here
+    assert not held(svc)["ledger"]
+
+
+class Probed(AdaptiveOperatorService):
+    """Records which locks are held at the moment a pending row is written."""
+
+    seen: list[dict[str, bool]]
+
+    def _mark_publish_pending_unlocked(
+        self, session: Any, payload: Mapping[str, object], origin_message_id: object
+    ) -> Mapping[str, object]:
+        self.seen = [*getattr(self, "seen", []), held(self)]
+        return super()._mark_publish_pending_unlocked(session, payload, origin_message_id)
+
+
+@pytest.mark.parametrize("mode", ["profile_root", "session_path"])
+def test_mark_publish_pending_takes_both_locks_itself(tmp_path: Path, mode: str) -> None:
+    svc = located(tmp_path, mode, service_type=Probed)
+    assert isinstance(svc, Probed)
+    menu = {"status": "menu", "text": "적응형 영양 검토\n고객을 선택하세요.", "buttons": []}
+    run_bounded(lambda: svc.mark_publish_pending(DATA, card_payload=menu))
+    ledger = mode == "session_path"
+    assert svc.seen == [{"session": True, "ledger": ledger, "profile": not ledger}]
+    assert svc.pending_rows == [PendingRow(SESSION_ID, menu)]
+
+
+@pytest.mark.parametrize("mode", ["profile_root", "session_path"])
+@pytest.mark.parametrize("card", ["dual", "physique"])
+def test_the_handler_commits_under_both_locks_in_either_ledger_mode(
+    root: DataRoot,
+    worker: ScriptedWorker,
+    make_coordinator: MakeCoordinator,
+    tmp_path: Path,
+    mode: str,
+    card: str,
+) -> None:
+    """The handler holds the authority lock around the plan's method, which takes it
+    again and the ledger lock once: no deadlock (an fcntl lock taken twice in one
+    process would wait for itself), both held while the row is written, one report."""
+    coord = make_coordinator(Mode.ENABLED)
+    svc = located(tmp_path, mode, coord, card=card, service_type=Probed)
+    assert isinstance(svc, Probed)
+    query = RecordingQuery(DATA)
+    run_bounded(lambda: press(AdaptiveGatewayHost(svc, coord), query))
+    ledger = mode == "session_path"
+    assert svc.seen == [{"session": True, "ledger": ledger, "profile": not ledger}]
+    (row,) = svc.pending_rows
+    assert query.edits == [row.payload["text"]]
+    assert report_outcomes(root) == ["selected"] and worker.provider_calls == 1
+
+
+@pytest.fixture
+def watched(root: DataRoot) -> Iterator[WatchedCoordinator]:
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, adaptive_operator=True))
+    coord = WatchedCoordinator(config, root.root)
+    yield coord
+    coord.close()
+
+
+def test_kexpr_is_awaited_outside_the_authority_lock(
+    root: DataRoot, worker: ScriptedWorker, watched: WatchedCoordinator, tmp_path: Path
+) -> None:
+    """An ``RLock`` held across an ``await`` stops other threads for as long as the
+    wait lasts (up to the 3 s budget): the presentation comes before the lock."""
+    svc = service(watched, profile_root=tmp_path)
+    seen: list[dict[str, bool]] = []
+    watched.hook = lambda cand: seen.append(held(svc))
+    press(AdaptiveGatewayHost(svc, watched))
+    assert seen == [{"session": False, "ledger": False, "profile": False}]
+    assert report_outcomes(root) == ["selected"]
+
+
+def test_a_stale_callback_is_answered_under_the_lock_and_reported_commit_failed(
+    root: DataRoot, worker: ScriptedWorker, watched: WatchedCoordinator
+) -> None:
+    """The host's own recheck fails after the candidate was made: the handler awaits
+    ``query.answer`` while it holds the authority lock (as the host does), persists
+    nothing, edits nothing, and reports the accepted attempt ``commit_failed``
+    exactly once (without a report it would stay open until the commit grace)."""
+    svc = service(watched)
+    watched.hook = lambda cand: svc.change_session(SESSION_ID, expired=True)
+    during_answer: list[dict[str, bool]] = []
+    query = RecordingQuery(DATA, probe=lambda call: during_answer.append(held(svc)))
+    press(AdaptiveGatewayHost(svc, watched), query)
+    assert query.answers == ["검토 카드 권한이 변경되었습니다."] and query.edits == []
+    assert during_answer == [{"session": True, "ledger": False, "profile": False}]
+    assert svc.pending_rows == [] and worker.provider_calls == 1
+    assert report_outcomes(root) == ["commit_failed"]
 
 
 # --- the race: a barrier after candidate creation, an authority change, commit ----
@@ -115,48 +352,59 @@ CHANGES: dict[str, tuple[dict[str, Any], RevalidationReason]] = {
 }
 
 
+class Refusals(AdaptiveOperatorService):
+    """Records what ``validate_and_mark_presented_card`` raised."""
+
+    raised: list[BaseException]
+
+    def validate_and_mark_presented_card(
+        self,
+        callback_data: object,
+        *,
+        canonical_payload: Mapping[str, object],
+        candidate: PresentationCandidate,
+        origin_message_id: object = "",
+    ) -> Mapping[str, object]:
+        try:
+            return super().validate_and_mark_presented_card(
+                callback_data,
+                canonical_payload=canonical_payload,
+                candidate=candidate,
+                origin_message_id=origin_message_id,
+            )
+        except BaseException as e:
+            self.raised = [*getattr(self, "raised", []), e]
+            raise
+
+
 @pytest.mark.parametrize("card", ["dual", "physique"])
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_authority_change_between_candidate_and_commit_persists_nothing(
-    root: DataRoot,
-    worker: ScriptedWorker,
-    make_coordinator: MakeCoordinator,
-    card: str,
-    change: str,
+    root: DataRoot, worker: ScriptedWorker, watched: WatchedCoordinator, card: str, change: str
 ) -> None:
-    svc, editor = service(), Editor()
-    gateway = host(svc, make_coordinator(Mode.ENABLED), card, editor)
+    svc = service(watched, card, service_type=Refusals)
+    assert isinstance(svc, Refusals)
     barrier = threading.Barrier(2, timeout=10)
     changed = threading.Event()
-    outcome: dict[str, Any] = {}
 
-    def gateway_thread() -> None:
-        cand, payload = gateway.present(CALLBACK)
-        outcome["candidate"] = cand
-        barrier.wait()  # after candidate creation, before the service locks
+    def after_candidate(cand: PresentationCandidate) -> None:  # before the service locks
+        barrier.wait()
         assert changed.wait(10)
-        try:
-            gateway.commit(CALLBACK, cand, payload)
-        except BaseException as e:  # noqa: BLE001 - recorded and asserted below
-            outcome["error"] = e
 
     def authority_thread() -> None:
         barrier.wait()
         svc.change_session(SESSION_ID, **CHANGES[change][0])
         changed.set()
 
-    threads = [threading.Thread(target=gateway_thread), threading.Thread(target=authority_thread)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(15)
-    cand = outcome["candidate"]
-    assert cand.outcome is Outcome.ACCEPTED
-    error = outcome.get("error")
-    assert isinstance(error, RevalidationError)
-    assert error.reason is CHANGES[change][1]
+    watched.hook = after_candidate
+    authority = threading.Thread(target=authority_thread)
+    authority.start()
+    query = press(AdaptiveGatewayHost(svc, watched))
+    authority.join(15)
+    (error,) = svc.raised
+    assert isinstance(error, RevalidationError) and error.reason is CHANGES[change][1]
     assert svc.pending_rows == []  # zero pending rows
-    assert editor.edits == []  # no edit
+    assert query.edits == [] and query.answers == ["검토 카드를 저장할 수 없습니다."]
     assert worker.provider_calls == 1  # and no second expression call
     assert report_outcomes(root) == ["commit_failed"]
 
@@ -164,13 +412,30 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
 def test_expired_callback_fails_step_one(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
-    svc, editor = service(), Editor()
-    gateway = host(svc, make_coordinator(Mode.ENABLED), "dual", editor)
-    cand, payload = gateway.present(CALLBACK)
+    coord = make_coordinator(Mode.ENABLED)
+    svc = service(coord)
+    payload = svc.handle_callback(DATA, message_id="501")
+    cand = coord.present_adaptive(
+        payload,
+        callback_data=DATA,
+        surface=DUAL_SURFACE,
+        authority_pins=svc.authority_pins_for(DATA),
+    )
     svc.change_session(SESSION_ID, expired=True)
     with pytest.raises(StaleAuthority):
-        gateway.commit(CALLBACK, cand, payload)
-    assert svc.pending_rows == [] and editor.edits == [] and worker.provider_calls == 1
+        svc.validate_and_mark_presented_card(DATA, canonical_payload=payload, candidate=cand)
+    assert svc.pending_rows == [] and worker.provider_calls == 1
+
+
+def test_a_foreign_origin_message_is_a_conflict_and_persists_nothing(
+    root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    coord = make_coordinator(Mode.ENABLED)
+    svc = service(coord)
+    query = press(AdaptiveGatewayHost(svc, coord), RecordingQuery(DATA, message=Message("999")))
+    assert svc.pending_rows == [] and query.edits == []
+    assert query.answers == ["검토 카드를 저장할 수 없습니다."]
+    assert report_outcomes(root) == ["commit_failed"]
 
 
 # --- duplicate and conflicting commits ----------------------------------------------
@@ -197,17 +462,30 @@ def _race(
     return results
 
 
+def _present(
+    svc: AdaptiveOperatorService, coord: KoreanExpressionCoordinator
+) -> tuple[PresentationCandidate, dict[str, object]]:
+    payload = svc.handle_callback(DATA, message_id="501")
+    cand = coord.present_adaptive(
+        payload,
+        callback_data=DATA,
+        surface=svc.surface,
+        authority_pins=svc.authority_pins_for(DATA),
+    )
+    return cand, payload
+
+
 @pytest.mark.parametrize("card", ["dual", "physique"])
 def test_two_commits_of_the_same_candidate_make_one_pending_row(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator, card: str
 ) -> None:
-    svc = service()
-    gateway = host(svc, make_coordinator(Mode.ENABLED), card, Editor())
-    cand, payload = gateway.present(CALLBACK)
+    coord = make_coordinator(Mode.ENABLED)
+    svc = service(coord, card)
+    cand, payload = _present(svc, coord)
 
     def commit() -> Mapping[str, object]:
         return svc.validate_and_mark_presented_card(
-            CALLBACK, canonical_payload=payload, candidate=cand, surface=SURFACES[card]
+            DATA, canonical_payload=payload, candidate=cand, origin_message_id="501"
         )
 
     first, second = _race([commit, commit])
@@ -221,21 +499,22 @@ def test_two_commits_of_the_same_candidate_make_one_pending_row(
 def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator, card: str
 ) -> None:
-    svc = service()
     coord = make_coordinator(Mode.ENABLED)
-    gateway = host(svc, coord, card, Editor())
-    selected, payload = gateway.present(CALLBACK)
-    canonical, _ = gateway.present(CALLBACK)  # the same artifact again: no call
+    svc = service(coord, card)
+    selected, payload = _present(svc, coord)
+    canonical, _ = _present(svc, coord)  # the same artifact again: no call
     assert selected.status is CandidateStatus.SELECTED
     assert canonical.outcome is Outcome.ALREADY_ATTEMPTED
     assert canonical.status is CandidateStatus.CANONICAL and canonical.body != selected.body
 
-    def commit(cand: Any) -> Callable[[], Mapping[str, object]]:
-        return lambda: svc.validate_and_mark_presented_card(
-            CALLBACK, canonical_payload=payload, candidate=cand, surface=SURFACES[card]
+    def commit(
+        target: AdaptiveOperatorService, cand: PresentationCandidate
+    ) -> Callable[[], Mapping[str, object]]:
+        return lambda: target.validate_and_mark_presented_card(
+            DATA, canonical_payload=payload, candidate=cand
         )
 
-    results = _race([commit(selected), commit(canonical)])
+    results = _race([commit(svc, selected), commit(svc, canonical)])
     conflicts = [r for r in results if isinstance(r, PublicationConflict)]
     persisted = [r for r in results if isinstance(r, Mapping)]
     assert len(conflicts) == 1 and len(persisted) == 1
@@ -245,24 +524,15 @@ def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
 
     # Deterministic by order: whichever commits first owns the row.
     for first, second in ((selected, canonical), (canonical, selected)):
-        fresh = service()
-        fresh.validate_and_mark_presented_card(
-            CALLBACK, canonical_payload=payload, candidate=first, surface=SURFACES[card]
-        )
+        fresh = service(coord, card)
+        commit(fresh, first)()
         with pytest.raises(PublicationConflict):
-            fresh.validate_and_mark_presented_card(
-                CALLBACK, canonical_payload=payload, candidate=second, surface=SURFACES[card]
-            )
+            commit(fresh, second)()
         (only,) = fresh.pending_rows
         assert only.payload["text"] == first.body
 
 
 # --- recovery -----------------------------------------------------------------------
-
-
-class CrashingEditor(Editor):
-    def __call__(self, payload: Mapping[str, object]) -> None:
-        raise ConnectionError("telegram unavailable")
 
 
 class NoPresentation(KoreanExpressionCoordinator):
@@ -274,25 +544,23 @@ class NoPresentation(KoreanExpressionCoordinator):
 def test_recovery_republishes_the_stored_payload_with_zero_requests(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator, card: str
 ) -> None:
-    from gateway_shim import KoreanExpressionConfig, exact_block
-
-    svc = service()
-    crashed = host(svc, make_coordinator(Mode.ENABLED), card, CrashingEditor())
-    with pytest.raises(ConnectionError):
-        crashed.handle_review_callback(CALLBACK)
+    coord = make_coordinator(Mode.ENABLED)
+    svc = service(coord, card)
+    failed = press(AdaptiveGatewayHost(svc, coord), RecordingQuery(DATA, fail_edit=True))
+    assert failed.edits == [] and failed.answers == ["검토 카드 게시를 완료하지 못했습니다."]
     (row,) = svc.pending_rows  # persisted before the (failed) edit
     requests_before = len(worker.requests)
 
     config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, adaptive_operator=True))
     restarted_coord = NoPresentation(config, root.root)
-    editor = Editor()
+    edits: list[Mapping[str, object]] = []
     try:
-        restarted = host(svc, restarted_coord, card, editor)
-        assert restarted.recover_pending_cards() == 1
-        assert restarted.recover_pending_cards() == 0  # published: not again
+        restarted = AdaptiveGatewayHost(svc, restarted_coord)
+        assert restarted.recover_pending_cards(edits.append) == 1
+        assert restarted.recover_pending_cards(edits.append) == 0  # published: not again
     finally:
         restarted_coord.close()
-    assert editor.edits == [row.payload]  # the exact stored payload
+    assert edits == [row.payload]  # the exact stored payload
     assert len(worker.requests) == requests_before and worker.provider_calls == 1
     assert spool_request_files(root) == []
     assert report_outcomes(root) == ["selected"]  # committed before the edit failed
@@ -315,12 +583,13 @@ def test_a_menu_is_persisted_as_the_host_always_did_without_a_call(
             }
         ],
     }
-    svc, editor = service(), Editor()
-    gateway = AdaptiveGatewayHost(
-        svc, make_coordinator(Mode.ENABLED), lambda s: menu, editor, surface=DUAL_SURFACE
+    coord = make_coordinator(Mode.ENABLED)
+    s = session()
+    svc = AdaptiveOperatorService(
+        sessions={s.session_id: s}, render_card=lambda _: menu, surface=DUAL_SURFACE
     )
-    persisted = gateway.handle_review_callback(Callback(callback_data(session(), "back"), 7))
-    assert persisted == menu and editor.edits == [menu]
+    query = press(AdaptiveGatewayHost(svc, coord), RecordingQuery(callback_data(s, "back")))
+    assert svc.pending_rows == [PendingRow(SESSION_ID, menu)] and query.edits == [menu["text"]]
     assert worker.provider_calls == 0 and spool_request_files(root) == []
 
 
@@ -331,7 +600,15 @@ def test_an_invalid_operator_glossary_keeps_the_dual_card_canonical(
     path = root.root / "operator-glossary.json"
     path.write_bytes(b"{}")
     path.chmod(0o600)
-    svc, editor = service(), Editor()
-    persisted = host(svc, coord, "dual", editor).handle_review_callback(CALLBACK)
-    assert persisted == dual_card(session())  # the host's text, byte for byte
+    svc = service(coord)
+    query = press(AdaptiveGatewayHost(svc, coord))
+    (row,) = svc.pending_rows
+    assert row.payload == dual_card(session())  # the host's text, byte for byte
+    assert query.edits == [dual_card(session())["text"]]
     assert worker.provider_calls == 0
+
+
+def test_the_profile_lock_is_one_per_root(tmp_path: Path) -> None:
+    assert ProfileAuthorityLock.for_root(tmp_path) is ProfileAuthorityLock.for_root(
+        tmp_path / "." / ""
+    )

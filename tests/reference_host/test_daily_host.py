@@ -1,13 +1,17 @@
 """Daily: the first save edits once; replay is canonical-only with zero requests
-(plan "Daily cutover"; design §8)."""
+(plan "Daily cutover"; design §8). The Save edit's result is observed (issue 24
+item 6): the host at the pin swallows a failed edit, so without the plan's change it
+could not tell ``selected`` from ``publication_failed``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
 from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Mode
 from kexpr.spool.layout import DataRoot
+from reference_host.bot import RecordingQuery
 from reference_host.daily import DailyHost, FinalizedCheckin
 from reference_host.host_render import render_daily
 from reference_host.scripted_worker import ScriptedWorker, report_outcomes, spool_request_files
@@ -27,6 +31,13 @@ ANSWERS = {
 BODY = render_daily(ANSWERS)
 CHECKIN = FinalizedCheckin(body=BODY, finalized_event_id="evt-0001")
 SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
+SAVE = "ck1:save"  # the Save button's callback data (its format does not matter here)
+
+
+def save(daily: DailyHost, checkin: FinalizedCheckin, *, fail_edit: bool = False) -> RecordingQuery:
+    query = RecordingQuery(SAVE, fail_edit=fail_edit)
+    asyncio.run(daily.first_save(query, checkin))
+    return query
 
 
 def test_first_save_edits_once_then_replay_is_canonical_with_zero_requests(
@@ -34,25 +45,48 @@ def test_first_save_edits_once_then_replay_is_canonical_with_zero_requests(
     worker: ScriptedWorker,
     make_coordinator: Callable[[Mode], KoreanExpressionCoordinator],
 ) -> None:
-    edits: list[str] = []
-    daily = DailyHost(make_coordinator(Mode.ENABLED), edits.append)
-    assert daily.first_save(CHECKIN) == SELECTED
+    daily = DailyHost(make_coordinator(Mode.ENABLED))
+    assert save(daily, CHECKIN).edits == [SELECTED]
     assert report_outcomes(root) == ["selected"]
     requests = len(worker.requests)
+    sent: list[str] = []
     for _ in range(3):
-        assert daily.replay(CHECKIN) == BODY  # never the old selected expression
-    assert edits == [SELECTED, BODY, BODY, BODY]
+        assert daily.replay(sent.append, CHECKIN) == BODY  # never the old selected expression
+    assert sent == [BODY, BODY, BODY]
     assert len(worker.requests) == requests == 1 and worker.provider_calls == 1
     assert spool_request_files(root) == []
+
+
+def test_a_failed_edit_is_swallowed_and_reported_publication_failed(
+    root: DataRoot,
+    worker: ScriptedWorker,
+    make_coordinator: Callable[[Mode], KoreanExpressionCoordinator],
+) -> None:
+    """The handler still never raises for a failed edit (the check-in is saved), but
+    the result is observed: one report, ``publication_failed``, never ``selected``."""
+    query = save(DailyHost(make_coordinator(Mode.ENABLED)), CHECKIN, fail_edit=True)
+    assert query.edits == []
+    assert report_outcomes(root) == ["publication_failed"]
+    assert worker.provider_calls == 1
+
+
+def test_a_failed_edit_in_shadow_mode_reports_nothing(
+    root: DataRoot,
+    worker: ScriptedWorker,
+    make_coordinator: Callable[[Mode], KoreanExpressionCoordinator],
+) -> None:
+    query = save(DailyHost(make_coordinator(Mode.SHADOW)), CHECKIN, fail_edit=True)
+    assert query.edits == []
+    assert report_outcomes(root) == ["shadow_selected"]  # the shim's own report only
 
 
 def test_replay_alone_touches_nothing(
     tmp_path: Path, make_coordinator: Callable[[Mode], KoreanExpressionCoordinator]
 ) -> None:
-    edits: list[str] = []
-    daily = DailyHost(make_coordinator(Mode.ENABLED), edits.append)
-    assert daily.replay(CHECKIN) == BODY
-    assert edits == [BODY]
+    sent: list[str] = []
+    daily = DailyHost(make_coordinator(Mode.ENABLED))
+    assert daily.replay(sent.append, CHECKIN) == BODY
+    assert sent == [BODY]
     assert not (tmp_path / "kexpr").exists()  # zero files: the data root was never created
 
 
@@ -76,7 +110,5 @@ def test_host_typed_facts_are_optional_and_checked(
     wrong = FinalizedCheckin(
         body=BODY, finalized_event_id="evt-0002", facts=DailyFacts(complete=False)
     )
-    edits: list[str] = []
-    assert DailyHost(coord, edits.append).first_save(wrong) == BODY
-    assert edits == [BODY]
+    assert save(DailyHost(coord), wrong).edits == [BODY]
     assert not (tmp_path / "kexpr").exists()

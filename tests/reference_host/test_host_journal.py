@@ -12,9 +12,10 @@ Without the reports, each attempt would stay open and end
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,9 @@ from kexpr.spool.layout import DataRoot
 from reference_host.adaptive import (
     AdaptiveGatewayHost,
     AdaptiveOperatorService,
-    Callback,
     Session,
 )
+from reference_host.bot import RecordingQuery
 from reference_host.daily import DailyHost, FinalizedCheckin
 from reference_host.samples import (
     DUAL_SURFACE,
@@ -99,13 +100,6 @@ def keys(stack: Stack) -> set[str]:
     return {r["artifact_key"] for r in journal_rows(stack.root)}
 
 
-def failing(exc: BaseException) -> Callable[..., None]:
-    def fail(*args: object) -> None:
-        raise exc
-
-    return fail
-
-
 # ---------------------------------------------------------------------- daily
 
 
@@ -116,14 +110,10 @@ def test_daily_ends_with_the_edit(
     stack: Stack, coord: KoreanExpressionCoordinator, edit_fails: bool, expected: str
 ) -> None:
     before = keys(stack)
-    edits: list[str] = []
-    host = DailyHost(coord, failing(OSError("telegram")) if edit_fails else edits.append)
+    query = RecordingQuery("ck1:save", fail_edit=edit_fails)
     checkin = FinalizedCheckin(body=DAILY_BODY, finalized_event_id=f"evt-journal-{expected}")
-    if edit_fails:
-        with pytest.raises(OSError):
-            host.first_save(checkin)
-    else:
-        assert host.first_save(checkin) == DAILY_SELECTED
+    asyncio.run(DailyHost(coord).first_save(query, checkin))  # a failed edit never raises
+    assert query.edits == ([] if edit_fails else [DAILY_SELECTED])
     assert ended_with(stack, before) == ["attempt_started", expected]
 
 
@@ -157,10 +147,10 @@ def test_weekly_ends_with_the_reservation(
     schedule = {**SCHEDULE, "schedule_key": f"sched-journal-{expected}"}
     if reserve_fails:
         with pytest.raises(OSError):
-            host.run(**schedule, destination={"chat_id": "-1"})
+            asyncio.run(host.run(**schedule, destination={"chat_id": "-1"}))
         assert sent == []
     else:
-        assert host.run(**schedule, destination={"chat_id": "-1"}) == "sent"
+        assert asyncio.run(host.run(**schedule, destination={"chat_id": "-1"})) == "sent"
         assert sent == [({"chat_id": "-1"}, WEEKLY_SELECTED)]
     assert ended_with(stack, before) == ["attempt_started", expected]
 
@@ -170,7 +160,7 @@ def test_weekly_ends_with_the_reservation(
 
 class FailingStore(AdaptiveOperatorService):
     def _mark_publish_pending_unlocked(
-        self, session: Session, surface: str, payload: Mapping[str, object]
+        self, session: Session, payload: Mapping[str, object], origin_message_id: object
     ) -> Mapping[str, object]:
         raise OSError("store")
 
@@ -184,18 +174,20 @@ def test_adaptive_ends_with_the_pending_write(
     before = keys(stack)
     s = session(session_id=hashlib.sha256(f"journal-{expected}".encode()).hexdigest()[:24])
     service_type = FailingStore if write_fails else AdaptiveOperatorService
-    svc = service_type(sessions={s.session_id: s})
-    edits: list[object] = []
-    host = AdaptiveGatewayHost(svc, coord, dual_card, edits.append, surface=DUAL_SURFACE)
-    callback = Callback(callback_data(s), s.epoch)
+    svc = service_type(
+        sessions={s.session_id: s},
+        render_card=dual_card,
+        surface=DUAL_SURFACE,
+        glossary=coord.dual_glossary,
+    )
+    query = RecordingQuery(callback_data(s))
+    asyncio.run(AdaptiveGatewayHost(svc, coord).handle_review_callback(query))
     if write_fails:
-        with pytest.raises(OSError):
-            host.handle_review_callback(callback)
-        assert edits == [] and svc.pending_rows == []
+        assert query.edits == [] and svc.pending_rows == []
     else:
-        persisted = host.handle_review_callback(callback)
-        assert persisted is not None and edits == [persisted]
-        assert persisted["text"] != dual_card(s)["text"]  # the selected text was persisted
+        (row,) = svc.pending_rows
+        assert query.edits == [row.payload["text"]]
+        assert row.payload["text"] != dual_card(s)["text"]  # the selected text was persisted
     assert ended_with(stack, before) == ["attempt_started", expected]
 
 

@@ -3,6 +3,8 @@ restart"; design §8 host integration contract), proven with the reference host.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +30,7 @@ from reference_host.weekly import (
     ScheduledDeliveryLedger,
     SimulatedCrash,
     WeeklyTaskHost,
+    schedule_digest,
     sha256_text,
 )
 
@@ -73,12 +76,13 @@ def test_new_task_pins_the_selected_body_before_sending(
     ledger = ScheduledDeliveryLedger(tmp_path / "ledger.jsonl")
     sender = Recorder()
     host = WeeklyTaskHost(ledger, make_coordinator(Mode.ENABLED), sender, renders())
-    assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
+    assert asyncio.run(host.run(**SCHEDULE, destination=DESTINATION)) == "sent"
     assert sender.sent == [(DESTINATION, WEEKLY_SELECTED)]
     # The reservation holds exactly the sent bytes, pinned by their digest.
     prepared, sending, delivered = ledger.rows()
     assert prepared["state"] == "prepared" and prepared["body"] == WEEKLY_SELECTED
-    assert prepared["template_digest"] == sha256_text(WEEKLY_SELECTED)
+    assert prepared["template_digest"] == schedule_digest(WEEKLY_SELECTED)
+    assert prepared["body_digest"] == sha256_text(WEEKLY_SELECTED)
     assert (sending["state"], delivered["state"]) == ("sending", "delivered")
     assert report_outcomes(root) == ["selected"]
     assert worker.provider_calls == 1
@@ -96,7 +100,7 @@ def test_restart_with_a_prepared_row_sends_the_pinned_bytes_with_zero_requests(
         crash_after_reserve=True,
     )
     with pytest.raises(SimulatedCrash):
-        first.run(**SCHEDULE, destination=DESTINATION)
+        asyncio.run(first.run(**SCHEDULE, destination=DESTINATION))
     assert [r["state"] for r in ScheduledDeliveryLedger(path).rows()] == ["prepared"]
     requests_before = len(worker.requests)
 
@@ -106,10 +110,10 @@ def test_restart_with_a_prepared_row_sends_the_pinned_bytes_with_zero_requests(
     coord = restarted_coordinator(root)
     try:
         restarted = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
-        assert restarted.run(**SCHEDULE, destination=DESTINATION) == "sent_pinned"
+        assert asyncio.run(restarted.run(**SCHEDULE, destination=DESTINATION)) == "sent_pinned"
         assert sender.sent == [(DESTINATION, WEEKLY_SELECTED)]  # the pinned bytes, exactly
         # `delivered` keeps its no-retry semantics: a later tick sends nothing.
-        assert restarted.run(**SCHEDULE, destination=DESTINATION) == "no_retry"
+        assert asyncio.run(restarted.run(**SCHEDULE, destination=DESTINATION)) == "no_retry"
         assert len(sender.sent) == 1
     finally:
         coord.close()
@@ -134,12 +138,12 @@ def test_restart_after_sending_never_sends_again(
 
     host = WeeklyTaskHost(ledger, make_coordinator(Mode.ENABLED), crash_while_sending, renders())
     with pytest.raises(SimulatedCrash):
-        host.run(**SCHEDULE, destination=DESTINATION)
+        asyncio.run(host.run(**SCHEDULE, destination=DESTINATION))
     sender = Recorder()
     coord = restarted_coordinator(root)
     try:
         again = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
-        assert again.run(**SCHEDULE, destination=DESTINATION) == "no_retry"
+        assert asyncio.run(again.run(**SCHEDULE, destination=DESTINATION)) == "no_retry"
     finally:
         coord.close()
     assert sender.sent == [] and worker.provider_calls == 1
@@ -157,13 +161,13 @@ def test_restart_with_a_changed_destination_pin_marks_unknown_without_sending(
         crash_after_reserve=True,
     )
     with pytest.raises(SimulatedCrash):
-        first.run(**SCHEDULE, destination=DESTINATION)
+        asyncio.run(first.run(**SCHEDULE, destination=DESTINATION))
     sender = Recorder()
     coord = restarted_coordinator(root)
     try:
         restarted = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
         moved = {**DESTINATION, "topic_id": 18}
-        assert restarted.run(**SCHEDULE, destination=moved) == "unknown"
+        assert asyncio.run(restarted.run(**SCHEDULE, destination=moved)) == "unknown"
     finally:
         coord.close()
     rows = ScheduledDeliveryLedger(path).rows()
@@ -186,7 +190,7 @@ def test_corrupt_ledger_hard_stops_without_a_provider_call(
         crash_after_reserve=True,
     )
     with pytest.raises(SimulatedCrash):
-        first.run(**SCHEDULE, destination=DESTINATION)
+        asyncio.run(first.run(**SCHEDULE, destination=DESTINATION))
     row = json.loads(path.read_text("utf-8"))
     row["body"] = row["body"].replace("차분히", "잘")  # the pinned bytes altered on disk
     path.write_text(json.dumps(row, ensure_ascii=False) + "\n", "utf-8")
@@ -195,7 +199,7 @@ def test_corrupt_ledger_hard_stops_without_a_provider_call(
     try:
         restarted = WeeklyTaskHost(ScheduledDeliveryLedger(path), coord, sender, must_not_render)
         with pytest.raises(LedgerCorrupt):
-            restarted.run(**SCHEDULE, destination=DESTINATION)
+            asyncio.run(restarted.run(**SCHEDULE, destination=DESTINATION))
     finally:
         coord.close()
     assert sender.sent == [] and worker.provider_calls == 1
@@ -216,7 +220,7 @@ def test_shadow_and_disabled_pin_the_canonical_body(
     ledger = ScheduledDeliveryLedger(tmp_path / "ledger.jsonl")
     sender = Recorder()
     host = WeeklyTaskHost(ledger, make_coordinator(mode), sender, renders())
-    assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
+    assert asyncio.run(host.run(**SCHEDULE, destination=DESTINATION)) == "sent"
     assert sender.sent == [(DESTINATION, WEEKLY_BODY)]
     assert ledger.rows()[0]["body"] == WEEKLY_BODY
     assert report_outcomes(root) == ([outcome] if outcome else [])
@@ -238,6 +242,31 @@ def test_untyped_weekly_report_is_pinned_canonical_with_zero_requests(
     )
     assert cand.outcome is Outcome.INELIGIBLE
     host = WeeklyTaskHost(ledger, coord, sender, renders(explicit))
-    assert host.run(**SCHEDULE, destination=DESTINATION) == "sent"
+    assert asyncio.run(host.run(**SCHEDULE, destination=DESTINATION)) == "sent"
     assert sender.sent == [(DESTINATION, WEEKLY_BODY)]
     assert worker.requests == [] and worker.provider_calls == 0
+
+
+def test_template_digest_is_the_sha256_of_the_json_quoted_body(tmp_path: Path) -> None:
+    """The host's ``_nutrition_schedule_digest``: the body JSON-quoted, then hashed; a
+    host that hashes the raw text pins nothing the ledger accepts."""
+    quoted = json.dumps(WEEKLY_BODY, ensure_ascii=False, separators=(",", ":"))
+    assert quoted.startswith('"이번 주 린매스업 리포트\\n') and quoted.endswith('"')
+    assert schedule_digest(WEEKLY_BODY) == hashlib.sha256(quoted.encode("utf-8")).hexdigest()
+    assert schedule_digest(WEEKLY_BODY) != sha256_text(WEEKLY_BODY)
+    ledger = ScheduledDeliveryLedger(tmp_path / "ledger.jsonl")
+    with pytest.raises(ValueError, match="template digest"):
+        ledger.reserve_customer_task_delivery(
+            WEEKLY_BODY,
+            **SCHEDULE,
+            destination=DESTINATION,
+            template_digest=sha256_text(WEEKLY_BODY),
+        )
+    assert ledger.rows() == []
+    receipt = ledger.reserve_customer_task_delivery(
+        WEEKLY_BODY,
+        **SCHEDULE,
+        destination=DESTINATION,
+        template_digest=schedule_digest(WEEKLY_BODY),
+    )
+    assert ledger.load_prepared_customer_task_delivery(receipt).body == WEEKLY_BODY

@@ -3,7 +3,7 @@
 Tests only. It does what the plan's Hermes-side section "Weekly pin-before-send
 and restart" requires of the real host, with the shim as it ships:
 
-    new task:   canonical report → present_weekly (candidate or canonical)
+    new task:   canonical report → apresent_weekly (candidate or canonical)
                 → template_digest(final body) → reserve(final body) [prepared]
                 → report "selected" (enabled, after the durable write)
                 → sending → send → delivered
@@ -11,6 +11,12 @@ and restart" requires of the real host, with the shim as it ships:
                 load_prepared_customer_task_delivery BEFORE any rendering,
                 revalidated, moved to `sending`, and its pinned bytes are sent.
                 No report is rendered, no presentation made, no spool request.
+
+``template_digest`` is the host's (T:`_nutrition_schedule_digest` at 4305027f): the
+SHA-256 of the body JSON-quoted (``json.dumps(body, ensure_ascii=False,
+sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)``), not of the
+raw text; the ledger refuses a reservation whose digest does not pin the body that
+way. ``body_digest`` is the ledger's own digest of the raw bytes.
 
 The ledger is an append-only JSONL file with a hash chain (the same habits as
 the product's journal: canonical JSON, one LF, previous digest); states move
@@ -43,6 +49,19 @@ TRANSITIONS: Final[dict[str, frozenset[str]]] = {
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def schedule_digest(body: str) -> str:
+    """The host's ``template_digest``: SHA-256 of the JSON-quoted body."""
+    quoted = json.dumps(
+        body,
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        allow_nan=False,
+        default=str,
+    )
+    return sha256_text(quoted)
 
 
 def _canonical(value: object) -> str:
@@ -136,7 +155,7 @@ class ScheduledDeliveryLedger:
             body, destination = prepared["body"], prepared["destination"]
             if (
                 sha256_text(body) != receipt.body_digest
-                or sha256_text(body) != receipt.template_digest
+                or schedule_digest(body) != receipt.template_digest
                 or sha256_text(_canonical(destination)) != receipt.destination_digest
             ):
                 raise PreparedMaterialUnavailable("digest")
@@ -155,7 +174,7 @@ class ScheduledDeliveryLedger:
         template_digest: str,
     ) -> ScheduledDeliveryReceipt:
         with self.writer_lock:
-            if template_digest != sha256_text(final_body):
+            if template_digest != schedule_digest(final_body):
                 raise ValueError("template digest does not pin this body")
             if self.find(schedule_key, kind, kst_day) is not None:
                 raise ValueError("already reserved")
@@ -236,7 +255,7 @@ class WeeklyTaskHost:
         self.render_report = render_report
         self.crash_after_reserve = crash_after_reserve
 
-    def run(self, *, schedule_key: str, kind: str, kst_day: str, destination: object) -> str:
+    async def run(self, *, schedule_key: str, kind: str, kst_day: str, destination: object) -> str:
         # Top of the branch: an existing receipt is handled before ANY rendering.
         existing = self.ledger.find(schedule_key, kind, kst_day)
         if existing is not None:
@@ -246,7 +265,7 @@ class WeeklyTaskHost:
         # shim which summary fields were present (explicit prose → ineligible).
         summary = self.render_report()
         body, _ = render_weekly(summary)
-        cand = self.coordinator.present_weekly(
+        cand = await self.coordinator.apresent_weekly(
             body,
             explicit_fields=tuple(summary),
             schedule_key=schedule_key,
@@ -263,7 +282,7 @@ class WeeklyTaskHost:
                 kind=kind,
                 kst_day=kst_day,
                 destination=destination,
-                template_digest=sha256_text(final_body),
+                template_digest=schedule_digest(final_body),
             )
         except BaseException:
             if cand.outcome is Outcome.ACCEPTED:
