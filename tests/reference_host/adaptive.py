@@ -350,7 +350,9 @@ class AdaptiveGatewayHost:
                         )
                     else:  # a menu, or a card kexpr does not read: the host's own path
                         service.mark_publish_pending(
-                            data, card_payload=payload, origin_message_id=origin
+                            data,
+                            card_payload=payload,
+                            origin_message_id=origin,
                         )
             except Exception:
                 self._report(cand, Outcome.COMMIT_FAILED)  # no pending row, no edit

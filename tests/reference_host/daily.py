@@ -57,9 +57,8 @@ class DailyHost:
         else:
             edited = True
         if cand.outcome is Outcome.ACCEPTED:  # enabled mode, selected body
-            self.coordinator.report(
-                cand, Outcome.SELECTED if edited else Outcome.PUBLICATION_FAILED
-            )
+            outcome = Outcome.SELECTED if edited else Outcome.PUBLICATION_FAILED
+            self.coordinator.report(cand, outcome)
 
     def replay(self, send: Sender, artifact: FinalizedCheckin) -> str:
         # Canonical-only by construction: no coordinator call on this path.

@@ -210,7 +210,7 @@ def _call_site(surface: str) -> str:
         ("weekly", "reserve_customer_task_delivery(", "Outcome.COMMIT_FAILED"),
         (
             "adaptive",
-            "service.mark_publish_pending(query.data, card_payload=card",
+            "service.validate_and_mark_presented_card(",
             "Outcome.COMMIT_FAILED",
         ),
     ],
