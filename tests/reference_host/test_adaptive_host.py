@@ -339,6 +339,28 @@ def test_a_stale_callback_is_answered_under_the_lock_and_reported_commit_failed(
     assert report_outcomes(root) == ["commit_failed"]
 
 
+class OnTheLoop(AdaptiveOperatorService):
+    """Records the event loop ``handle_callback`` ran on (none: it ran elsewhere)."""
+
+    loops: list[asyncio.AbstractEventLoop]
+
+    def handle_callback(self, callback_data: str, *, message_id: str) -> dict[str, object]:
+        self.loops = [*getattr(self, "loops", []), asyncio.get_running_loop()]
+        return super().handle_callback(callback_data, message_id=message_id)
+
+
+def test_handle_callback_runs_synchronously_on_the_event_loop(
+    root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
+) -> None:
+    """As the host calls it: a plain call from the handler coroutine, on the loop's
+    thread (never an executor), so everything it locks is locked on that thread."""
+    coord = make_coordinator(Mode.ENABLED)
+    svc = service(coord, service_type=OnTheLoop)
+    assert isinstance(svc, OnTheLoop)
+    press(AdaptiveGatewayHost(svc, coord))
+    assert len(svc.loops) == 1 and report_outcomes(root) == ["selected"]
+
+
 # --- the race: a barrier after candidate creation, an authority change, commit ----
 
 CHANGES: dict[str, tuple[dict[str, Any], RevalidationReason]] = {
