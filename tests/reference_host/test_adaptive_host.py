@@ -312,7 +312,7 @@ def test_kexpr_is_awaited_outside_the_authority_lock(
     root: DataRoot, worker: ScriptedWorker, watched: WatchedCoordinator, tmp_path: Path
 ) -> None:
     """An ``RLock`` held across an ``await`` stops other threads for as long as the
-    wait lasts (up to the 3 s budget): the presentation comes before the lock."""
+    wait lasts (up to the request's 4 s deadline): the presentation comes before the lock."""
     svc = service(watched, profile_root=tmp_path)
     seen: list[dict[str, bool]] = []
     watched.hook = lambda cand: seen.append(held(svc))
