@@ -130,6 +130,18 @@ def run_main_job(
     from kexpr.worker.exitcodes import ExitCode
 
     if rehearsal is not None:
+        # The given root is not used, but an unsafe one is still refused as such.
+        if os.path.lexists(data_root):
+            from kexpr.spool.fsio import check_tree
+
+            try:
+                check_tree(DataRoot(data_root).root, ())
+            except UnsafePath as e:
+                print(f"kexpr run: unsafe_data_root: {e.reason.value}", file=sys.stderr)
+                return int(ExitCode.UNSAFE_DATA_ROOT)
+            except OSError as e:
+                print(f"kexpr run: unsafe_data_root: {type(e).__name__}", file=sys.stderr)
+                return int(ExitCode.UNSAFE_DATA_ROOT)
         data_root = rehearsal_root(data_root)
     # The worker's path rules, as `kexpr supervise` applies them (issue 14
     # item 3): the path as given (never resolve()-d), no symlink at any component.

@@ -412,17 +412,6 @@ def cli(argv: list[str]) -> int:
     a = p.parse_args(argv)
     if a.days < 1:
         p.error("--days must be >= 1")
-    if is_rehearsal_root(DataRoot(a.data_root)):
-        # A rehearsal's rows are no evidence (kexpr.spool.rehearsal rule 1): never counted.
-        if a.json:
-            print(json.dumps({"schema": "kexpr-promotion-report-v1", "rehearsal": True}))
-        else:
-            print(
-                f"kexpr promotion-report: {a.data_root} is a rehearsal data root "
-                f"({MARKER_NAME}): rehearsal evidence is never counted",
-                file=sys.stderr,
-            )
-        return 2
     try:
         report, check = report_for(DataRoot(a.data_root), days=a.days)
     except ReadRefused as e:
@@ -440,6 +429,17 @@ def cli(argv: list[str]) -> int:
         else:
             print(
                 f"kexpr promotion-report: journal unverified ({reason}): no evidence",
+                file=sys.stderr,
+            )
+        return 2
+    if is_rehearsal_root(DataRoot(a.data_root)):
+        # A rehearsal's rows are no evidence (kexpr.spool.rehearsal rule 1): never counted.
+        if a.json:
+            print(json.dumps({"schema": "kexpr-promotion-report-v1", "rehearsal": True}))
+        else:
+            print(
+                f"kexpr promotion-report: {a.data_root} is a rehearsal data root "
+                f"({MARKER_NAME}): rehearsal evidence is never counted",
                 file=sys.stderr,
             )
         return 2

@@ -14,6 +14,8 @@ Start-up order, each step a precondition of the next (design §9, §10):
    request (the process was already re-parented) means exit at once.
 2. Refuse a hazardous environment (any ``OPENAI_*`` but the key, ``SSLKEYLOGFILE``)
    before the SDK is imported: the SDK reads ``OPENAI_LOG`` at import time.
+   A rehearsal (``--rehearsal``, `kexpr.worker.rehearsal`) also refuses
+   ``OPENAI_API_KEY`` itself and every proxy or CA variable: it reads no key.
 3. Fork the journal verifier (`kexpr.worker.preload`: the child verifies on the other
    core while this process imports the SDK; its result is re-checked, never
    trusted blindly).
@@ -131,9 +133,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     # A rehearsal (kexpr.worker.rehearsal): the built-in model, no key, no network.
     # Explicit only: nothing else selects it.
-    parser.add_argument("--rehearsal", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--tokens-per-second", type=float, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--first-token-seconds", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--rehearsal",
+        action="store_true",
+        help="the built-in model instead of the provider: no key, no network (docs/cli.md)",
+    )
+    parser.add_argument(
+        "--tokens-per-second", type=float, default=None, help="--rehearsal: output rate"
+    )
+    parser.add_argument(
+        "--first-token-seconds", type=float, default=None, help="--rehearsal: first-token delay"
+    )
     args = parser.parse_args(argv)
     if not args.rehearsal and (
         args.tokens_per_second is not None or args.first_token_seconds is not None
@@ -182,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kexpr.worker.provider import build_rehearsal_client
         from kexpr.worker.rehearsal import RehearsalTransport
 
+        assert pace is not None
         worker = Worker(
             DataRoot(args.data_root),
             preload=preload,

@@ -84,8 +84,8 @@ def is_rehearsal_root(root: DataRoot) -> bool:
     """Rule 1: is anything at ``rehearsal.marker``? (never followed)"""
     try:
         os.lstat(marker_path(root))
-    except FileNotFoundError:
-        return False
+    except (FileNotFoundError, NotADirectoryError):
+        return False  # no such root, or not a directory: nothing is marked
     except OSError:
         return True  # cannot tell: fail closed (not evidence)
     return True

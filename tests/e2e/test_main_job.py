@@ -106,7 +106,7 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
     assert legend[0].split()[0] == "accepted"
     assert "live call:" not in out.stdout and "rehearsal" not in out.stdout  # a real call
     assert "[example, replayed]" not in out.stdout  # the live rows show the point
-    assert sorted(r["outcome"] for r in terminal_rows(data_root)) == ["selected"] * 5
+    assert sorted(str(r["outcome"]) for r in terminal_rows(data_root)) == ["selected"] * 5
     assert len(fake_api.requests) == len(EXPECTED_SAMPLES)
     capsules = [r.capsule for r in fake_api.requests]
     assert sorted(c["surface"] for c in capsules if c) == sorted(s for s, _ in EXPECTED_SAMPLES)
@@ -157,7 +157,7 @@ def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> 
     # every selected body was reported.
     assert not data_root.exists()
     assert (rehearsal / "rehearsal.marker").is_file()
-    assert sorted(r["outcome"] for r in terminal_rows(rehearsal)) == ["selected"] * 5
+    assert sorted(str(r["outcome"]) for r in terminal_rows(rehearsal)) == ["selected"] * 5
     report = subprocess.run(
         [sys.executable, "-m", "kexpr.ops.cli", "promotion-report", "--data-root", str(rehearsal)],
         env=env,

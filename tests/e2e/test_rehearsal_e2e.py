@@ -193,7 +193,7 @@ def test_rehearsal_shadow_and_enabled_end_to_end(
         assert cand.generated and all(g for _, g in cand.generated)
 
     rows = wait_terminal(data_root, 4)
-    assert sorted(r["outcome"] for r in rows) == ["selected"] * 2 + ["shadow_selected"] * 2
+    assert sorted(str(r["outcome"]) for r in rows) == ["selected"] * 2 + ["shadow_selected"] * 2
     assert {r["mode"] for r in rows} == {"shadow", "enabled"}
 
     # The journal verifies; the promotion report refuses it, in one line.
