@@ -17,7 +17,14 @@ from fakeapi.generation import count_tokens
 
 from kexpr.ops import promotion
 from kexpr.ops.supervisor import WorkerSpec, worker_command, worker_environment
-from kexpr.spool.contract import SAFE_STYLE_LEXEMES, Capsule, Verdict, judge, manifest_for
+from kexpr.spool.contract import (
+    SAFE_STYLE_LEXEMES,
+    Capsule,
+    Verdict,
+    check_generated,
+    judge,
+    manifest_for,
+)
 from kexpr.spool.contract.budget import text_token_bound
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import Outcome
@@ -90,6 +97,13 @@ def test_every_answer_is_accepted_and_the_lexemes_vary() -> None:
             c = keyed(cap, os.urandom(32).hex() if i else f"{n:064x}")
             answer = compose(c)
             assert judge(c, answer).verdict is Verdict.ACCEPTED, answer
+            # Its own style, not the minimal answer it falls back to: every slot's
+            # text passes the grammar by itself.
+            doc = json.loads(answer)
+            for slot, out in zip(c.slots, doc["slots"], strict=True):
+                assert check_generated(slot, out["generated_ko"]) is None
+                lexemes = [w.rstrip(",") for w in out["generated_ko"].split() if "[[" not in w]
+                assert 1 <= len(lexemes) <= slot.max_style_lexemes
             assert compose(c) == answer  # stable for one artifact
             doc = json.loads(answer)
             first = doc["slots"][0]["generated_ko"].split()[0].rstrip(",")
