@@ -15,8 +15,9 @@ Rules of this module:
    `kexpr.worker.provider.build_client` never reaches it. A rehearsal worker
    reads no key and refuses to start with ``OPENAI_API_KEY`` in its environment
    or any proxy or CA variable (`kexpr.worker.environment.rehearsal_hazards`):
-   a rehearsal is never one
-   setting away from a real call.
+   a rehearsal is never one setting away from a real call. The client it builds
+   reads no environment at all (``trust_env=False``) and carries a placeholder
+   in place of a key (`kexpr.worker.provider.REHEARSAL_API_KEY`).
 2. Marked. The worker writes ``rehearsal.marker`` into the data root before its
    first journal row and refuses a root that holds real evidence
    (`kexpr.spool.rehearsal`); its status file says ``"rehearsal": true``.
