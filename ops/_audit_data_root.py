@@ -34,6 +34,7 @@ from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import group_member_uids
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 
 _HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
 _STAGING: Final = re.compile(r"\.[0-9a-z._]{1,80}\.[0-9]{1,10}\.[0-9a-f]{12}")
@@ -49,6 +50,8 @@ _TOP_LEVEL: Final = frozenset(
         SUPERVISOR_STATUS_NAME,
         # The operator's dual glossary (gateway_shim.operator_glossary), optional.
         "operator-glossary.json",
+        # A rehearsal root's marker (kexpr.spool.rehearsal).
+        REHEARSAL_MARKER,
     }
 )
 _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})

@@ -8,15 +8,32 @@ Three processes, as in production:
 - a *gateway* process (``python -m kexpr.ops.demo``) started with an explicit
   environment WITHOUT the key imports `gateway_shim`, presents sample artifacts
   of all four surfaces (daily complete/partial, weekly, a dualcoachtest card
-  with two review reasons, a physique card) on the embedded default (shadow
-  mode, every surface on), and prints a table.
+  with two review reasons, a physique card) in enabled mode, every surface on
+  (the terminal is its publication: each selected body is printed, then
+  reported ``selected``), and prints a table.
 
-Without a key every row is canonical with ``credential_unavailable``; with a key
-the worker makes the real call (shadow mode: canonical is what gets published).
-A legend explains the outcome column. Without a key the gateway process then
-replays hand-written example answers through the shim (`kexpr.ops.replay`, labelled
-"example, replayed", never presented as live): each surface's canonical body and
-its styled body, the slot text marked.
+Who answers:
+
+- with ``OPENAI_API_KEY``: the real model (one call per sample);
+- without a key (the default on a fresh machine): a *rehearsal* — the real
+  worker against the built-in model (``kexpr supervise --rehearsal``; no key,
+  no network), on its own data root ``<data-root>-rehearsal``, which the
+  rehearsal marks (``rehearsal.marker``: nothing it journals is ever counted);
+  at the budget's fastest published pace (110 tokens/s after 0.3 s) so that
+  every sample's answer arrives; ``--tokens-per-second``/``--first-token-seconds``
+  choose another;
+- with ``--no-rehearsal`` and no key: nobody; every row is canonical with
+  ``credential_unavailable``, and the gateway process then replays hand-written
+  example answers through the shim (`kexpr.ops.replay`, labelled "example,
+  replayed", never presented as live).
+
+When a model answered, the table shows the selected text of the first slot with
+the slot text between ⟦ and ⟧ (`kexpr.ops.replay.MARK_OPEN`/``MARK_CLOSE``;
+every byte outside them is the host's, locked; the samples never contain those
+two characters). The samples are the demo's own synthetic bodies, nothing else.
+A legend explains the outcome column; its numbers (the call's timeout, the
+request's whole wait) come from the config block and `kexpr.spool.lifecycle`,
+never from a literal.
 """
 
 from __future__ import annotations
@@ -31,34 +48,101 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from kexpr.spool.contract.budget import FASTEST_TOKENS_PER_S, FIRST_TOKEN_S
+from kexpr.spool.lifecycle import MAX_WAIT
+
 if TYPE_CHECKING:
     from gateway_shim import KoreanExpressionCoordinator, PresentationCandidate
+    from kexpr.spool.layout import DataRoot
 
 GATEWAY_ENV: Final = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 READY_TIMEOUT_S: Final = 20.0
+REPORTS_TIMEOUT_S: Final = 5.0
+# `kexpr run` rehearses at the budget's fastest published pace
+# (kexpr.spool.contract.budget), so that every sample's answer arrives and its words
+# show; `kexpr supervise --rehearsal` defaults to the median (kexpr.spool.rehearsal).
+REHEARSAL_TOKENS_PER_S: Final = float(FASTEST_TOKENS_PER_S)
+REHEARSAL_FIRST_TOKEN_S: Final = FIRST_TOKEN_S
+REHEARSAL_SUFFIX: Final = "-rehearsal"
 
 
 def cli(argv: list[str]) -> int:
     import argparse
 
+    from kexpr.ops.argtypes import float_range
     from kexpr.spool.layout import DEFAULT_DATA_ROOT
+    from kexpr.spool.rehearsal import FIRST_TOKEN_S_RANGE, TOKENS_PER_S_RANGE
 
     p = argparse.ArgumentParser(prog="kexpr run")
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
     p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
+    p.add_argument(
+        "--no-rehearsal",
+        action="store_true",
+        help="without a key, make no call at all (credential_unavailable) and replay examples",
+    )
+    p.add_argument(
+        "--tokens-per-second",
+        type=float_range(*TOKENS_PER_S_RANGE),
+        default=REHEARSAL_TOKENS_PER_S,
+        help=f"the rehearsal model's rate (default {REHEARSAL_TOKENS_PER_S:g})",
+    )
+    p.add_argument(
+        "--first-token-seconds",
+        type=float_range(*FIRST_TOKEN_S_RANGE),
+        default=REHEARSAL_FIRST_TOKEN_S,
+        help=f"the rehearsal model's first-token delay (default {REHEARSAL_FIRST_TOKEN_S:g})",
+    )
     a = p.parse_args(argv)
-    return run_main_job(a.data_root, https_proxy=a.https_proxy, ssl_cert_file=a.ssl_cert_file)
+    rehearse = (
+        "OPENAI_API_KEY" not in os.environ
+        and not a.no_rehearsal
+        and not a.https_proxy
+        and not a.ssl_cert_file
+    )
+    return run_main_job(
+        a.data_root,
+        https_proxy=a.https_proxy,
+        ssl_cert_file=a.ssl_cert_file,
+        rehearsal=(a.tokens_per_second, a.first_token_seconds) if rehearse else None,
+    )
+
+
+def rehearsal_root(data_root: Path) -> Path:
+    """Where ``kexpr run`` rehearses: beside the data root, never in it (a root
+    with real rows is refused by a rehearsal, and a rehearsal root by a real worker)."""
+    return data_root.parent / (data_root.name + REHEARSAL_SUFFIX)
 
 
 def run_main_job(
-    data_root: Path, *, https_proxy: str | None = None, ssl_cert_file: str | None = None
+    data_root: Path,
+    *,
+    https_proxy: str | None = None,
+    ssl_cert_file: str | None = None,
+    rehearsal: tuple[float, float] | None = None,
 ) -> int:
+    """``rehearsal``: (tokens per second, first-token seconds) of the built-in
+    model, on `rehearsal_root`; None: the worker as configured (the key if set)."""
     from kexpr.spool.fsio import UnsafePath
     from kexpr.spool.layout import DataRoot
     from kexpr.worker.daemon import wait_ready
     from kexpr.worker.exitcodes import ExitCode
 
+    if rehearsal is not None:
+        # The given root is not used, but an unsafe one is still refused as such.
+        if os.path.lexists(data_root):
+            from kexpr.spool.fsio import check_tree
+
+            try:
+                check_tree(DataRoot(data_root).root, ())
+            except UnsafePath as e:
+                print(f"kexpr run: unsafe_data_root: {e.reason.value}", file=sys.stderr)
+                return int(ExitCode.UNSAFE_DATA_ROOT)
+            except OSError as e:
+                print(f"kexpr run: unsafe_data_root: {type(e).__name__}", file=sys.stderr)
+                return int(ExitCode.UNSAFE_DATA_ROOT)
+        data_root = rehearsal_root(data_root)
     # The worker's path rules, as `kexpr supervise` applies them (issue 14
     # item 3): the path as given (never resolve()-d), no symlink at any component.
     root = DataRoot(data_root)
@@ -80,19 +164,33 @@ def run_main_job(
     if ssl_cert_file:
         sup_cmd += ["--ssl-cert-file", ssl_cert_file]
     sup_env = dict(GATEWAY_ENV)
-    if "OPENAI_API_KEY" in os.environ:
+    gw_cmd = [sys.executable, "-m", "kexpr.ops.demo", "--data-root", str(root.root)]
+    if rehearsal is not None:
+        # The key is never passed to a rehearsal (the supervisor would refuse it).
+        rate, first = rehearsal
+        sup_cmd += [
+            "--rehearsal",
+            "--tokens-per-second",
+            repr(rate),
+            "--first-token-seconds",
+            repr(first),
+        ]
+        gw_cmd += ["--rehearsal", f"{rate:g} tokens/s after {first:g} s"]
+        print(
+            f"kexpr run: rehearsal (no OPENAI_API_KEY): the real worker and the built-in "
+            f"model at {rate:g} tokens/s after {first:g} s, no network; data root "
+            f"{root.root} (marked rehearsal: never counted as evidence)",
+            flush=True,
+        )
+    elif "OPENAI_API_KEY" in os.environ:
         sup_env["OPENAI_API_KEY"] = os.environ["OPENAI_API_KEY"]
     sup = subprocess.Popen(sup_cmd, env=sup_env, stdin=subprocess.DEVNULL)
     try:
         if not wait_ready(root, READY_TIMEOUT_S):
             print("kexpr run: worker did not become ready", file=sys.stderr)
             return 1
-        gw = subprocess.run(
-            [sys.executable, "-m", "kexpr.ops.demo", "--data-root", str(root.root)],
-            env=dict(GATEWAY_ENV),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        gw = subprocess.run(gw_cmd, env=dict(GATEWAY_ENV), stdin=subprocess.DEVNULL, check=False)
+        _await_reports(root)
         return gw.returncode
     finally:
         sup.send_signal(signal.SIGTERM)
@@ -101,6 +199,24 @@ def run_main_job(
         except subprocess.TimeoutExpired:
             sup.kill()
             sup.wait()
+
+
+def _await_reports(root: DataRoot, timeout_s: float = REPORTS_TIMEOUT_S) -> None:
+    """Let the worker journal the gateway's ``selected`` reports before it is
+    stopped (an attempt left open would be terminalized by the next run)."""
+    import time
+
+    from kexpr.ops.readers import ReadRefused, verify_journal
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            check = verify_journal(root)
+        except ReadRefused:
+            return
+        if not check.ok or all(r.outcome is not None for r in check.records):
+            return
+        time.sleep(0.05)
 
 
 @dataclass(frozen=True)
@@ -285,28 +401,59 @@ def print_table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> No
         print(fmt(r))
 
 
-def gateway_main(data_root: Path) -> int:
-    """The gateway side of the demo. Runs in a process started without the key."""
-    from gateway_shim import KoreanExpressionConfig, KoreanExpressionCoordinator, Mode, exact_block
+def first_slot_marked(cand: PresentationCandidate) -> str:
+    """The selected body's first slot text between the marks (its first line)."""
+    from kexpr.ops.replay import MARK_CLOSE, MARK_OPEN
 
-    config = KoreanExpressionConfig.from_block(
-        exact_block(Mode.SHADOW, daily=True, weekly=True, adaptive_operator=True)
+    units = cand.body.encode("utf-16-le")
+    position = 0
+    for start, end in (*cand.locked_spans_utf16, (len(units) // 2, len(units) // 2)):
+        if start > position:
+            text = units[2 * position : 2 * start].decode("utf-16-le")
+            return MARK_OPEN + text.split("\n")[0] + MARK_CLOSE
+        position = end
+    return MARK_OPEN + MARK_CLOSE
+
+
+def gateway_main(data_root: Path, *, rehearsal: str | None = None) -> int:
+    """The gateway side of the demo. Runs in a process started without the key.
+    ``rehearsal``: the built-in model's pace, for the legend (None: not a rehearsal)."""
+    from gateway_shim import (
+        CandidateStatus,
+        KoreanExpressionConfig,
+        KoreanExpressionCoordinator,
+        Mode,
+        Outcome,
+        exact_block,
     )
+
+    block = exact_block(Mode.ENABLED, daily=True, weekly=True, adaptive_operator=True)
+    config = KoreanExpressionConfig.from_block(block)
     coord = KoreanExpressionCoordinator(config, data_root)
     rows = []
+    selected: list[PresentationCandidate] = []
     try:
         for sample in _samples():
             cand = sample.present(coord)
-            excerpt = sample.excerpt(cand.body)
-            excerpt = excerpt if len(excerpt) <= 40 else excerpt[:39] + "…"
+            if cand.status is CandidateStatus.SELECTED:
+                excerpt = first_slot_marked(cand)
+                selected.append(cand)
+            else:
+                excerpt = sample.excerpt(cand.body)
+                excerpt = excerpt if len(excerpt) <= 40 else excerpt[:39] + "…"
             rows.append(
                 (cand.surface_version, sample.label, cand.outcome.value, cand.status.value, excerpt)
             )
+        headers = ("surface", "sample", "outcome", "status", "body excerpt (first slot)")
+        print_table(headers, rows)
+        # Printed: the terminal is this demo's publication, so each is reported.
+        for cand in selected:
+            coord.report(cand, Outcome.SELECTED)
     finally:
         coord.close()
-    headers = ("surface", "sample", "outcome", "status", "body excerpt (first slot)")
-    print_table(headers, rows)
-    print_legend(row[2] for row in rows)
+    timeout = block["timeout_seconds"]
+    assert isinstance(timeout, int)
+    print_legend((row[2] for row in rows), timeout_s=timeout, rehearsal=rehearsal)
     if any(row[2] == "credential_unavailable" for row in rows):
         # No live call was made: show what the product does with example answers.
         from kexpr.ops.replay import print_replayed, replay
@@ -316,42 +463,77 @@ def gateway_main(data_root: Path) -> int:
     return 0
 
 
-# What the outcome column means (every CandidateOutcome, `kexpr.spool.outcomes`; docs/design.md §4, §8).
-OUTCOME_LEGEND: Final = {
-    "shadow_selected": "the model's expression was valid and rendered; shadow mode publishes the canonical body",
-    "accepted": "enabled mode: the styled body is published, then the host reports the result",
-    "credential_unavailable": "the worker has no OPENAI_API_KEY: no request was made, canonical body",
-    "disabled": "the config block or this surface is off: canonical, nothing written",
-    "ineligible": "this body has no slot kexpr may style (or is not the host's format): canonical, no call",
-    "timeout": "no valid answer within 4 s: canonical",
-    "provider_error": "the provider call failed (never retried): canonical",
-    "invalid_response": "the model's answer was not one well-typed document: canonical",
-    "validation_rejected": "the answer broke a contract rule, or a locked byte would change: canonical",
-    "in_flight": "the same artifact is being answered elsewhere: publish nothing now",
-    "already_attempted": "this artifact had its one attempt already: canonical",
-    "claim_expired_canonical": "the attempt expired (e.g. a worker restart): canonical",
-    "journal_unavailable": "the worker's journal is quarantined: canonical, no call",
-    "spool_unavailable": "the data root could not be used: canonical",
-    "closed": "the coordinator was closed (the host's shutdown): canonical, nothing started",
-    "invalid_request": "the worker refused the request file: canonical",
-    "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
-    "no_time_to_answer": "too little of the 4 s was left for even the shortest answer: canonical, no call",
-    "answer_unpublishable": "the data root had no room for the answer: canonical, no call",
-}
+def outcome_legend(*, timeout_s: float, wait_s: float) -> dict[str, str]:
+    """What the outcome column means (every CandidateOutcome, `kexpr.spool.outcomes`;
+    docs/design.md §4, §8). ``timeout_s``: the config block's ``timeout_seconds``
+    (the call's budget); ``wait_s``: the request's whole wait (`MAX_WAIT`)."""
+    return {
+        "shadow_selected": "the model's expression was valid and rendered; shadow mode publishes the canonical body",
+        "accepted": "enabled mode: the styled body is published, then the host reports the result",
+        "credential_unavailable": "the worker has no OPENAI_API_KEY: no request was made, canonical body",
+        "disabled": "the config block or this surface is off: canonical, nothing written",
+        "ineligible": "this body has no slot kexpr may style (or is not the host's format): canonical, no call",
+        "timeout": f"no valid answer within the call's {timeout_s:g} s (timeout_seconds; "
+        f"the request waits {wait_s:g} s in all): canonical",
+        "provider_error": "the provider call failed (never retried): canonical",
+        "invalid_response": "the model's answer was not one well-typed document: canonical",
+        "validation_rejected": "the answer broke a contract rule, or a locked byte would change: canonical",
+        "in_flight": "the same artifact is being answered elsewhere: publish nothing now",
+        "already_attempted": "this artifact had its one attempt already: canonical",
+        "claim_expired_canonical": "the attempt expired (e.g. a worker restart): canonical",
+        "journal_unavailable": "the worker's journal is quarantined: canonical, no call",
+        "spool_unavailable": "the data root could not be used: canonical",
+        "closed": "the coordinator was closed (the host's shutdown): canonical, nothing started",
+        "invalid_request": "the worker refused the request file: canonical",
+        "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
+        "no_time_to_answer": f"too little of the request's {wait_s:g} s was left for even the "
+        "shortest answer: canonical, no call",
+        "answer_unpublishable": "the data root had no room for the answer: canonical, no call",
+    }
 
 
-def print_legend(outcomes: Iterable[str]) -> None:
-    """One line per outcome shown, and how to make the live call when it was not made."""
+def _config_timeout() -> int:
+    from gateway_shim import exact_block
+
+    timeout = exact_block()["timeout_seconds"]
+    assert isinstance(timeout, int)
+    return timeout
+
+
+OUTCOME_LEGEND: Final = outcome_legend(timeout_s=_config_timeout(), wait_s=MAX_WAIT.total_seconds())
+
+
+def print_legend(
+    outcomes: Iterable[str], *, timeout_s: float | None = None, rehearsal: str | None = None
+) -> None:
+    """One line per outcome shown, what marks the model's words, who answered,
+    and how to make the live call when it was not made."""
+    from kexpr.ops.replay import MARK_CLOSE, MARK_OPEN
+
+    legend = (
+        OUTCOME_LEGEND
+        if timeout_s is None
+        else outcome_legend(timeout_s=timeout_s, wait_s=MAX_WAIT.total_seconds())
+    )
     shown = list(dict.fromkeys(outcomes))
     print()
     print("outcome:")
     for outcome in shown:
-        print(f"  {outcome:<24} {OUTCOME_LEGEND.get(outcome, '')}".rstrip())
-    if "credential_unavailable" in shown:
+        print(f"  {outcome:<24} {legend.get(outcome, '')}".rstrip())
+    if "accepted" in shown:
         print()
         print(
-            "live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)"
+            f"{MARK_OPEN}…{MARK_CLOSE} marks the slot text: the model's composition (its style "
+            "words around the host's own sentences); every other byte is the host's, locked"
         )
+    if rehearsal is not None:
+        print(
+            f"rehearsal: the built-in model answered ({rehearsal}; no key, no network): "
+            "`kexpr supervise --rehearsal`; nothing it journals is counted as evidence"
+        )
+    if "credential_unavailable" in shown or rehearsal is not None:
+        print()
+        print("live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key)")
 
 
 if __name__ == "__main__":
@@ -359,4 +541,6 @@ if __name__ == "__main__":
 
     p = argparse.ArgumentParser(prog="python -m kexpr.ops.demo")
     p.add_argument("--data-root", type=Path, required=True)
-    raise SystemExit(gateway_main(p.parse_args().data_root))
+    p.add_argument("--rehearsal", help="the rehearsal model's pace, for the legend")
+    args = p.parse_args()
+    raise SystemExit(gateway_main(args.data_root, rehearsal=args.rehearsal))

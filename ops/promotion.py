@@ -17,6 +17,9 @@ The plan's gates, as data (`FLAGS`, `REQUIRED_SELECTED`, `WINDOW_DAYS`):
   ``adaptive_operator``. The shared ``adaptive_operator`` flag covers both card
   schemas, so its gate holds only when *both* adaptive surfaces' gates hold
   ("both adaptive versions must pass independently").
+- A rehearsal data root (``rehearsal.marker``, `kexpr.spool.rehearsal`) is no
+  evidence: the built-in model answered, not the provider. Exit 2, no gates,
+  and one line that says so (``{"rehearsal": true}`` with ``--json``).
 - A journal that does not verify is no evidence: exit 2, no gates. A segment
   quarantined inside the window (`kexpr journal quarantine`) hides outcomes that
   can no longer be known: every gate is ``journal_incomplete``.
@@ -62,6 +65,7 @@ from kexpr.ops.readers import (
     verify_journal,
 )
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.rehearsal import MARKER_NAME, is_rehearsal_root
 from kexpr.worker.histograms import CALL_BUDGET_S
 
 WINDOW_DAYS: Final = 14
@@ -385,7 +389,8 @@ def cli(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="kexpr promotion-report",
         description="shadow evidence per surface and the promotion gates, from the journal only "
-        "(exit 0 report, 1 a --require'd gate does not hold, 2 journal unusable)",
+        "(exit 0 report, 1 a --require'd gate does not hold, 2 journal unusable or a "
+        "rehearsal data root)",
     )
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     from kexpr.ops.argtypes import int_range
@@ -424,6 +429,17 @@ def cli(argv: list[str]) -> int:
         else:
             print(
                 f"kexpr promotion-report: journal unverified ({reason}): no evidence",
+                file=sys.stderr,
+            )
+        return 2
+    if is_rehearsal_root(DataRoot(a.data_root)):
+        # A rehearsal's rows are no evidence (kexpr.spool.rehearsal rule 1): never counted.
+        if a.json:
+            print(json.dumps({"schema": "kexpr-promotion-report-v1", "rehearsal": True}))
+        else:
+            print(
+                f"kexpr promotion-report: {a.data_root} is a rehearsal data root "
+                f"({MARKER_NAME}): rehearsal evidence is never counted",
                 file=sys.stderr,
             )
         return 2

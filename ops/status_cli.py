@@ -294,7 +294,11 @@ def _worker(
             # Why new attempts are refused while the journal is fine (e.g.
             # ``segment_full``), or None.
             "refusing": None if obj.get("refusing") is None else _enum(obj.get("refusing")),
-            "credential": _enum(obj.get("credential"), frozenset({"present", "absent"})),
+            "credential": _enum(
+                obj.get("credential"), frozenset({"present", "absent", "rehearsal"})
+            ),
+            # A rehearsal worker (the built-in model, no key): nothing it journals counts.
+            "rehearsal": obj.get("rehearsal") is True,
             # spool.lifecycle rule 7: retention is off for this worker's life.
             "clock_step_observed": obj.get("clock_step_observed") is True,
             "counters": counters,
@@ -440,6 +444,10 @@ def render(report: StatusReport) -> str:
         lines.append(
             f"worker      {w.state}  {pid(w)}  {age(w)}  journal {f['journal']}  credential {f['credential']}"
         )
+        if f["rehearsal"]:
+            lines.append(
+                "rehearsal   built-in model, no key, no network: its evidence is never counted"
+            )
         if f["clock_step_observed"]:
             lines.append("clock       wall-clock step observed: retention off until restart")
         if f["quarantine"] is not None or f["unsafe"]:

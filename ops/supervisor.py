@@ -52,6 +52,16 @@ the loop in `Supervisor.run` only carries it out):
    to root. Past either, a thread start or an allocation fails inside the
    worker instead of the machine running out.
 
+7. Rehearsal (``--rehearsal``; `kexpr.worker.rehearsal`, `kexpr.spool.rehearsal`):
+   the worker runs against the built-in model, with no key and no network. The
+   flag is the only way in. The supervisor refuses to start one with
+   ``OPENAI_API_KEY`` in its own environment (exit 78, ``rehearsal_key_present``:
+   an operator who holds a key and asks for a rehearsal is told, not guessed
+   for), never passes the key on, and takes no ``--https-proxy`` or
+   ``--ssl-cert-file`` with it; the worker checks the same again, refuses a
+   data root with real evidence and marks its own before the first row.
+   ``supervisor.status.json`` says ``"rehearsal": true``.
+
 ``supervisor.status.json`` (beside ``worker.status.json``) records the
 supervisor's state, restarts and last exit code for ``kexpr status``: enums and
 integers only, never content. It is a heartbeat, not evidence: a failed write is
@@ -190,12 +200,23 @@ class WorkerSpec:
     data_root: Path
     https_proxy: str | None = None
     ssl_cert_file: str | None = None
+    # Rule 7: a rehearsal (the built-in model, no key, no network) at this speed.
+    rehearsal: bool = False
+    tokens_per_s: float | None = None
+    first_token_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.rehearsal and (self.https_proxy or self.ssl_cert_file):
+            raise ValueError("a rehearsal has no network: no proxy, no CA bundle")
+        if not self.rehearsal and (self.tokens_per_s is not None or self.first_token_s is not None):
+            raise ValueError("a speed is a rehearsal's")
 
 
 def worker_environment(spec: WorkerSpec, source: Mapping[str, str]) -> dict[str, str]:
-    """The worker's whole environment, from an allow-list (design §9)."""
+    """The worker's whole environment, from an allow-list (design §9). A
+    rehearsal's never carries the key (rule 7)."""
     env = dict(BASE_ENV)
-    key = source.get(KEY_VARIABLE)
+    key = None if spec.rehearsal else source.get(KEY_VARIABLE)
     if key is not None:
         env[KEY_VARIABLE] = key
     if spec.https_proxy:
@@ -211,7 +232,22 @@ def worker_command(spec: WorkerSpec, root: Path | None = None) -> list[str]:
     shows the worker's records too (content-free, spool.log)."""
     checked = root if root is not None else DataRoot(spec.data_root).root
     verbose = ["-" + "v" * log.verbosity()] if log.verbosity() else []
-    return [sys.executable, "-m", "kexpr.worker", *verbose, "--data-root", str(checked)]
+    rehearsal: list[str] = []
+    if spec.rehearsal:
+        rehearsal.append("--rehearsal")
+        if spec.tokens_per_s is not None:
+            rehearsal += ["--tokens-per-second", repr(spec.tokens_per_s)]
+        if spec.first_token_s is not None:
+            rehearsal += ["--first-token-seconds", repr(spec.first_token_s)]
+    return [
+        sys.executable,
+        "-m",
+        "kexpr.worker",
+        *verbose,
+        "--data-root",
+        str(checked),
+        *rehearsal,
+    ]
 
 
 class Child(Protocol):
@@ -462,6 +498,7 @@ class Supervisor:
             "worker_pid": child.pid if child is not None and state is State.RUNNING else None,
             "restarts": self.restarts,
             "last_exit": self.last_exit,
+            "rehearsal": self.spec.rehearsal,
             "policy": {
                 "max_restarts": self.tracker.policy.max_restarts,
                 "window_s": self.tracker.policy.window_s,
@@ -504,12 +541,54 @@ def cli(argv: list[str]) -> int:
         default=defaults.window_s,
         help=f"crash-loop window in seconds (default {defaults.window_s:g})",
     )
+    from kexpr.spool.rehearsal import (
+        DEFAULT_FIRST_TOKEN_S,
+        DEFAULT_TOKENS_PER_S,
+        FIRST_TOKEN_S_RANGE,
+        TOKENS_PER_S_RANGE,
+    )
+
+    p.add_argument(
+        "--rehearsal",
+        action="store_true",
+        help="rehearse without a key: the real worker against the built-in model, no network "
+        "(the data root is marked; promotion-report never counts it; docs/cli.md)",
+    )
+    p.add_argument(
+        "--tokens-per-second",
+        type=float_range(*TOKENS_PER_S_RANGE),
+        help=f"--rehearsal: the model's output rate (default {DEFAULT_TOKENS_PER_S:g}, "
+        "the published median)",
+    )
+    p.add_argument(
+        "--first-token-seconds",
+        type=float_range(*FIRST_TOKEN_S_RANGE),
+        help=f"--rehearsal: the delay before the first token (default {DEFAULT_FIRST_TOKEN_S:g})",
+    )
     a = p.parse_args(argv)
     try:
         policy = RestartPolicy(max_restarts=a.max_restarts, window_s=a.restart_window)
     except ValueError:
         p.error("--max-restarts must be >= 0 and --restart-window > 0")
-    return supervise(WorkerSpec(a.data_root, a.https_proxy, a.ssl_cert_file), policy)
+    try:
+        spec = WorkerSpec(
+            a.data_root,
+            a.https_proxy,
+            a.ssl_cert_file,
+            rehearsal=a.rehearsal,
+            tokens_per_s=a.tokens_per_second,
+            first_token_s=a.first_token_seconds,
+        )
+    except ValueError:
+        p.error(
+            "--rehearsal takes no --https-proxy or --ssl-cert-file; "
+            "--tokens-per-second and --first-token-seconds need --rehearsal"
+        )
+    if a.rehearsal and KEY_VARIABLE in os.environ:
+        # Rule 7: never a rehearsal with a key at hand (the value is not read).
+        print("kexpr supervise: refusing to start: rehearsal_key_present", file=sys.stderr)
+        return int(ExitCode.HAZARDOUS_ENVIRONMENT)
+    return supervise(spec, policy)
 
 
 # The worker's own list (kexpr.worker.main.IGNORED_SIGNALS, equal by a test), not

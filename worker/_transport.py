@@ -73,6 +73,7 @@ __all__ = [
     "Call",
     "bound",
     "bounded_http_client",
+    "current_call",
     "install_bounds",
 ]
 
@@ -192,6 +193,13 @@ def bound(call: Call) -> Iterator[Call]:
     finally:
         _local.call = previous
         call.finish()
+
+
+def current_call() -> Call | None:
+    """The call bound to this thread, or None (for a transport that waits on
+    the call's deadline itself: `kexpr.worker.rehearsal`)."""
+    call: Call | None = getattr(_local, "call", None)
+    return call
 
 
 def _current() -> Call:

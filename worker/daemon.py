@@ -100,9 +100,10 @@ from kexpr.spool.messages import (
     parse_request,
 )
 from kexpr.spool.outcomes import ResponseOutcome
+from kexpr.spool.rehearsal import MarkerRefusal, mark_rehearsal_root, rehearsal_refusal
 from kexpr.worker import attempt, housekeeping, reports, scan
 from kexpr.worker.attempt import _Quarantined
-from kexpr.worker.environment import hazardous_environment
+from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.inbox import _InboxWatch
 from kexpr.worker.preload import Preload
@@ -146,8 +147,12 @@ class Worker:
         commit_grace: dt.timedelta = COMMIT_GRACE,
         rescan_interval_s: float = RESCAN_INTERVAL_S,
         preload: Preload | None = None,
+        rehearsal: bool = False,
     ) -> None:
         self.root = root
+        # A rehearsal (`kexpr.worker.rehearsal`): the client_factory is the
+        # built-in model's, the data root is marked (`kexpr.spool.rehearsal`).
+        self.rehearsal = rehearsal
         self._environ = dict(os.environ) if environ is None else environ
         self._client_factory = client_factory
         # Wall time stamps rows; every duration is measured on ``monotonic``
@@ -209,6 +214,8 @@ class Worker:
     def _run(self, stop: threading.Event) -> ExitCode:
         if hazardous_environment(self._environ):
             return ExitCode.HAZARDOUS_ENVIRONMENT
+        if self.rehearsal and rehearsal_hazards(self._environ):
+            return ExitCode.HAZARDOUS_ENVIRONMENT
         try:
             self.root.ensure()
         except (UnsafePath, OSError):
@@ -221,9 +228,28 @@ class Worker:
         except (UnsafePath, OSError):
             return ExitCode.UNSAFE_DATA_ROOT
         try:
+            refused = self._check_rehearsal_marker()
+            if refused is not None:
+                return refused
             return self._run_locked(stop)
         finally:
             wlock.release()
+
+    def _check_rehearsal_marker(self) -> ExitCode | None:
+        """Under ``worker.lock``, before any row (`kexpr.spool.rehearsal` rules 2
+        and 3): a rehearsal never writes into a root with real evidence and marks
+        its root before its first row; a real worker never writes into a
+        rehearsal root. A refusal is one stderr line (an enum word) and exit 74."""
+        refusal = rehearsal_refusal(self.root, rehearsal=self.rehearsal)
+        if refusal is None and self.rehearsal:
+            try:
+                mark_rehearsal_root(self.root)
+            except (UnsafePath, OSError):
+                refusal = MarkerRefusal.UNSAFE_MARKER
+        if refusal is None:
+            return None
+        print(f"kexpr worker: refusing the data root: {refusal.value}", file=sys.stderr, flush=True)
+        return ExitCode.UNSAFE_DATA_ROOT
 
     def prepare(self) -> None:
         """Build the one client (None without a key), remember the data root's
@@ -328,6 +354,7 @@ class Worker:
                 "worker_ready",
                 journal_verified=self.journal_ok,
                 credential=self._client is not None,
+                rehearsal=self.rehearsal,
             )
             next_tick = time.monotonic() + self._rescan
             while not stop.is_set():

@@ -32,7 +32,13 @@ import enum
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["EnvHazard", "hazardous_environment", "key_available"]
+__all__ = [
+    "EnvHazard",
+    "RehearsalHazard",
+    "hazardous_environment",
+    "key_available",
+    "rehearsal_hazards",
+]
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
 _OPENAI_PREFIX: Final = "OPENAI_"
@@ -70,3 +76,38 @@ def key_available(environ: Mapping[str, str]) -> bool:
     key itself is neither returned nor inspected beyond this test.
     """
     return bool(environ.get(KEY_VARIABLE, "").strip())
+
+
+# A rehearsal (`kexpr.worker.rehearsal`) refuses the key itself and every
+# variable httpx or ssl would read to route or trust a real connection: a
+# rehearsal is never one setting away from a real call.
+_NETWORK_VARIABLES: Final = frozenset(
+    {
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
+        "ALL_PROXY",
+        "https_proxy",
+        "http_proxy",
+        "all_proxy",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    }
+)
+
+
+class RehearsalHazard(enum.StrEnum):
+    """Why a rehearsal worker refuses to start. Declaration order is report order."""
+
+    KEY_PRESENT = "rehearsal_key_present"
+    PROXY_PRESENT = "rehearsal_proxy_present"
+
+
+def rehearsal_hazards(environ: Mapping[str, str]) -> tuple[RehearsalHazard, ...]:
+    """What a rehearsal worker refuses in ``environ``: ``OPENAI_API_KEY`` present
+    at all (even blank), or any proxy or CA variable. Presence counts, never a value."""
+    found: list[RehearsalHazard] = []
+    if KEY_VARIABLE in environ:
+        found.append(RehearsalHazard.KEY_PRESENT)
+    if any(name in environ for name in _NETWORK_VARIABLES):
+        found.append(RehearsalHazard.PROXY_PRESENT)
+    return tuple(found)

@@ -14,6 +14,8 @@ Start-up order, each step a precondition of the next (design §9, §10):
    request (the process was already re-parented) means exit at once.
 2. Refuse a hazardous environment (any ``OPENAI_*`` but the key, ``SSLKEYLOGFILE``)
    before the SDK is imported: the SDK reads ``OPENAI_LOG`` at import time.
+   A rehearsal (``--rehearsal``, `kexpr.worker.rehearsal`) also refuses
+   ``OPENAI_API_KEY`` itself and every proxy or CA variable: it reads no key.
 3. Fork the journal verifier (`kexpr.worker.preload`: the child verifies on the other
    core while this process imports the SDK; its result is re-checked, never
    trusted blindly).
@@ -32,13 +34,16 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kexpr.spool import log
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
-from kexpr.worker.environment import hazardous_environment
+from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.preload import start as start_preload
+
+if TYPE_CHECKING:
+    from kexpr.worker.rehearsal import Pace
 
 # worker.daemon (and with it the openai SDK) is imported only after the
 # environment check: the SDK reads OPENAI_LOG at import time (design §9).
@@ -102,6 +107,20 @@ def die_with_parent(prctl: Prctl | None = None, *, parent: int = _PARENT_AT_STAR
     return os.getppid() == parent
 
 
+def _pace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pace:
+    """The rehearsal model's speed from the flags (the published median by default)."""
+    from kexpr.worker.rehearsal import Pace
+
+    given = {
+        "tokens_per_s": args.tokens_per_second,
+        "first_token_s": args.first_token_seconds,
+    }
+    try:
+        return Pace(**{k: v for k, v in given.items() if v is not None})
+    except ValueError:
+        parser.error("--tokens-per-second or --first-token-seconds out of range")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kexpr worker")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
@@ -112,7 +131,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="kexpr.* log records on stderr (content-free; -vv: debug)",
     )
+    # A rehearsal (kexpr.worker.rehearsal): the built-in model, no key, no network.
+    # Explicit only: nothing else selects it.
+    parser.add_argument(
+        "--rehearsal",
+        action="store_true",
+        help="the built-in model instead of the provider: no key, no network (docs/cli.md)",
+    )
+    parser.add_argument(
+        "--tokens-per-second", type=float, default=None, help="--rehearsal: output rate"
+    )
+    parser.add_argument(
+        "--first-token-seconds", type=float, default=None, help="--rehearsal: first-token delay"
+    )
     args = parser.parse_args(argv)
+    if not args.rehearsal and (
+        args.tokens_per_second is not None or args.first_token_seconds is not None
+    ):
+        parser.error("--tokens-per-second and --first-token-seconds need --rehearsal")
+    pace = _pace(parser, args) if args.rehearsal else None
     log.configure(args.verbose)
     if not make_undumpable():
         # Fail closed before anything uses the key (enum diagnostic only).
@@ -127,6 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             "kexpr worker: refusing to start: hazardous environment: "
             + ",".join(sorted(h.value for h in hazards)),
+            file=sys.stderr,
+        )
+        return int(ExitCode.HAZARDOUS_ENVIRONMENT)
+    if args.rehearsal and (found := rehearsal_hazards(os.environ)):
+        print(
+            "kexpr worker: refusing to start: " + ",".join(h.value for h in found),
             file=sys.stderr,
         )
         return int(ExitCode.HAZARDOUS_ENVIRONMENT)
@@ -145,7 +188,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     for signum in IGNORED_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    code = Worker(DataRoot(args.data_root), preload=preload).run(stop)
+    if args.rehearsal:
+        from kexpr.worker.provider import build_rehearsal_client
+        from kexpr.worker.rehearsal import RehearsalTransport
+
+        assert pace is not None
+        worker = Worker(
+            DataRoot(args.data_root),
+            preload=preload,
+            rehearsal=True,
+            client_factory=lambda: build_rehearsal_client(RehearsalTransport(pace)),
+        )
+    else:
+        worker = Worker(DataRoot(args.data_root), preload=preload)
+    code = worker.run(stop)
     if code is not ExitCode.OK:
         print(f"kexpr worker: exit {code.name.lower()}", file=sys.stderr)
     return int(code)

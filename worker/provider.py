@@ -113,6 +113,7 @@ __all__ = [
     "SDK_TIMEOUT_S",
     "ProviderResult",
     "build_client",
+    "build_rehearsal_client",
     "call_once",
     "call_with_deadline",
     "request_kwargs",
@@ -202,6 +203,35 @@ def build_client(*, http_client: httpx.Client | None = None) -> openai.OpenAI | 
         install_bounds(http_client)
     return openai.OpenAI(
         api_key=os.environ["OPENAI_API_KEY"],
+        base_url=ENDPOINT,
+        max_retries=_MAX_RETRIES,
+        timeout=SDK_TIMEOUT_S,
+        http_client=http_client,
+    )
+
+
+# The client of a rehearsal is built with this placeholder instead of a key: the
+# SDK requires a value, and this one is no credential (no request leaves the
+# process: the transport is the built-in model).
+REHEARSAL_API_KEY: Final = "rehearsal-without-a-key"
+
+
+def build_rehearsal_client(transport: httpx.BaseTransport) -> openai.OpenAI:
+    """The one client of a rehearsal (`kexpr.worker.rehearsal`): production's
+    parameters (endpoint, ``max_retries=0``, timeout, the transport's bounds),
+    with ``transport`` — the built-in model — in place of the network. Reads no
+    environment variable: never the key (the rehearsal worker refuses to start
+    with one present), never a proxy (``trust_env=False``)."""
+    http_client = install_bounds(
+        httpx.Client(
+            transport=transport,
+            timeout=SDK_TIMEOUT_S,
+            follow_redirects=False,
+            trust_env=False,
+        )
+    )
+    return openai.OpenAI(
+        api_key=REHEARSAL_API_KEY,
         base_url=ENDPOINT,
         max_retries=_MAX_RETRIES,
         timeout=SDK_TIMEOUT_S,

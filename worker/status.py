@@ -227,7 +227,11 @@ def write_status(w: Worker) -> None:
             "refusing": w.refusing,
             "unsafe": dict(sorted(c.unsafe.items())),
             "faults": dict(sorted(c.faults.items())),
-            "credential": "present" if w._client is not None else "absent",
+            # A rehearsal's client is the built-in model's: no key at all.
+            "credential": "rehearsal"
+            if w.rehearsal
+            else ("present" if w._client is not None else "absent"),
+            "rehearsal": w.rehearsal,
             "counters": {
                 **{name: getattr(c, name) for name in get_args(CounterName)},
                 "by_outcome": dict(sorted(c.by_outcome.items())),

@@ -58,7 +58,7 @@ def samples(got: list[list[str]]) -> list[tuple[str, str]]:
 
 def test_main_job_without_key_is_canonical(data_root: Path) -> None:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    out = run_job(data_root, env)
+    out = run_job(data_root, env, "--no-rehearsal")
     assert out.returncode == 0, out.stderr
     got = rows(out.stdout)
     assert samples(got) == EXPECTED_SAMPLES
@@ -69,8 +69,7 @@ def test_main_job_without_key_is_canonical(data_root: Path) -> None:
         "the worker has no OPENAI_API_KEY: no request was made, canonical body",
     ]
     assert (
-        "live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key; shadow mode)"
-        in legend
+        "live call: `OPENAI_API_KEY=sk-... make run` (only the worker receives the key)" in legend
     )
     # Then the example answers, replayed through the shim, each labelled as such.
     examples = [line for line in out.stdout.splitlines() if line.startswith("[example, replayed] ")]
@@ -98,12 +97,16 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
     assert out.returncode == 0, out.stderr
     got = rows(out.stdout)
     assert samples(got) == EXPECTED_SAMPLES
-    assert all(r[2:4] == ["shadow_selected", "canonical"] for r in got)
+    # Enabled: the terminal is the demo's publication, so the model's words show.
+    assert all(r[2:4] == ["accepted", "selected"] for r in got)
+    # The fake's default style, in the slot, between the marks.
+    assert [r[4] for r in got][0] == "⟦차분히, 저장된 오늘 기록을 확인했습니다.⟧"
+    assert all(r[4].startswith("⟦차분히, ") and r[4].endswith("⟧") for r in got)
     legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
-    assert [line.split()[0] for line in legend] == [
-        "shadow_selected"
-    ]  # and no hint: the call was made
+    assert legend[0].split()[0] == "accepted"
+    assert "live call:" not in out.stdout and "rehearsal" not in out.stdout  # a real call
     assert "[example, replayed]" not in out.stdout  # the live rows show the point
+    assert sorted(str(r["outcome"]) for r in terminal_rows(data_root)) == ["selected"] * 5
     assert len(fake_api.requests) == len(EXPECTED_SAMPLES)
     capsules = [r.capsule for r in fake_api.requests]
     assert sorted(c["surface"] for c in capsules if c) == sorted(s for s, _ in EXPECTED_SAMPLES)
@@ -114,6 +117,85 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
         "adaptive.dual.review.2",
     ]
     assert all(r.headers["authorization"] == "Bearer sk-demo" for r in fake_api.requests)
+
+
+def terminal_rows(root: Path) -> list[dict[str, object]]:
+    from conftest import journal_rows
+
+    return [r for r in journal_rows(root) if r["state"] == "finalized"]
+
+
+FAST = ("--tokens-per-second", "100000", "--first-token-seconds", "0")
+
+
+def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> None:
+    """Issue 24 items 1 and 5: no key, no network, and the model's words marked."""
+    from kexpr.spool.contract import SAFE_STYLE_LEXEMES
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    out = run_job(data_root, env, *FAST)
+    assert out.returncode == 0, out.stderr
+    rehearsal = data_root.parent / "korean-expression-v1-rehearsal"
+    head = out.stdout.splitlines()[0]
+    assert head.startswith("kexpr run: rehearsal (no OPENAI_API_KEY): ") and str(rehearsal) in head
+    got = rows(out.stdout)
+    assert samples(got) == EXPECTED_SAMPLES
+    assert all(r[2:4] == ["accepted", "selected"] for r in got)
+    for r in got:
+        slot = r[4]
+        assert slot.startswith("⟦") and slot.endswith("⟧") and slot.count("⟦") == 1
+        assert slot[1:].split()[0].rstrip(",") in SAFE_STYLE_LEXEMES
+    # The first slot of each sample: the host's own sentence, styled.
+    texts = [r[4] for r in got]
+    assert texts[0].endswith(" 저장된 오늘 기록을 확인했습니다.⟧")
+    assert texts[3].endswith(" 순응도 근거 충돌로 조정 보류⟧")
+    assert texts[4].endswith(" 제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.⟧")
+    assert "⟦…⟧ marks the slot text" in out.stdout
+    assert "rehearsal: the built-in model answered (100000 tokens/s after 0 s" in out.stdout
+    assert "[example, replayed]" not in out.stdout
+    # What it wrote is marked, in its own root (the given root is untouched), and
+    # every selected body was reported.
+    assert not data_root.exists()
+    assert (rehearsal / "rehearsal.marker").is_file()
+    assert sorted(str(r["outcome"]) for r in terminal_rows(rehearsal)) == ["selected"] * 5
+    report = subprocess.run(
+        [sys.executable, "-m", "kexpr.ops.cli", "promotion-report", "--data-root", str(rehearsal)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert report.returncode == 2 and "rehearsal evidence is never counted" in report.stderr
+    # Twice in a row: the marked root is reused.
+    again = run_job(data_root, env, *FAST)
+    assert again.returncode == 0, again.stderr
+    assert all(r[2:4] == ["accepted", "selected"] for r in rows(again.stdout))
+
+
+def test_the_legend_takes_its_numbers_from_the_config() -> None:
+    """Issue 24 item 5: "4 s" where the config says 3 was the bug."""
+    from gateway_shim import exact_block
+    from kexpr.ops.demo import OUTCOME_LEGEND, outcome_legend
+    from kexpr.spool.lifecycle import MAX_WAIT
+
+    timeout = exact_block()["timeout_seconds"]
+    assert timeout == 3 and MAX_WAIT.total_seconds() == 4
+    assert OUTCOME_LEGEND["timeout"].startswith("no valid answer within the call's 3 s ")
+    assert "waits 4 s in all" in OUTCOME_LEGEND["timeout"]
+    assert "request's 4 s" in OUTCOME_LEGEND["no_time_to_answer"]
+    other = outcome_legend(timeout_s=7, wait_s=9)
+    assert "call's 7 s" in other["timeout"] and "waits 9 s" in other["timeout"]
+    assert "request's 9 s" in other["no_time_to_answer"]
+    assert all(
+        re.search(r"\d", v) is None
+        for k, v in other.items()
+        if k
+        not in (
+            "timeout",
+            "no_time_to_answer",
+        )
+    )
 
 
 def test_the_legend_explains_every_outcome() -> None:

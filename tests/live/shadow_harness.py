@@ -452,11 +452,28 @@ def run_proof(
         journal_verified=verified,
         wire=wire() if wire is not None else None,
         figures=call_figures(status) if isinstance(status, dict) else {},
+        rehearsal=rehearsal_evidence(data_root, status),
     )
     (out_dir / "proof-summary.json").write_text(
         json.dumps(summary, indent=2, sort_keys=True) + "\n"
     )
     return ProofRun(summary, results, rows)
+
+
+def rehearsal_evidence(data_root: Path, status: Mapping[str, Any]) -> bool:
+    """Was this run's evidence a rehearsal's (the built-in model, not the API)? A
+    rehearsal root (``rehearsal.marker``) or a worker that said so. Never counted:
+    the proof fails, and says so in one line."""
+    from kexpr.spool.layout import DataRoot
+    from kexpr.spool.rehearsal import is_rehearsal_root
+
+    found = is_rehearsal_root(DataRoot(data_root)) or status.get("rehearsal") is True
+    if found:
+        print(
+            "live proof: rehearsal data root: rehearsal evidence is never counted",
+            file=sys.stderr,
+        )
+    return found
 
 
 def summarize(
@@ -474,6 +491,7 @@ def summarize(
     journal_verified: bool,
     wire: list[bytes] | None,
     figures: Mapping[str, Mapping[str, Any]] | None = None,
+    rehearsal: bool = False,
 ) -> dict[str, Any]:
     """The proof summary: counts, enums and booleans only (the margin's bucket
     edges and p95 upper edges are the product's constants)."""
@@ -524,6 +542,8 @@ def summarize(
         "gateway_environment_had_key": results["gateway_environment_had_key"],
         "gateway_imported_openai": results["gateway_imported_openai"],
         "journal_verified": journal_verified,
+        # A rehearsal's evidence (kexpr.spool.rehearsal) never counts.
+        "rehearsal_root": rehearsal,
         "audit": audit if isinstance(audit, str) else audit.get("verdict"),
         "audit_worker_checked": not isinstance(audit, str)
         and any(c.get("check") == "worker_process" for c in audit.get("checks", [])),
@@ -536,6 +556,7 @@ def summarize(
             [b.decode("utf-8", "replace") for b in wire], hangul_ok=True
         )
     checks = [
+        summary["rehearsal_root"] is False,
         summary["within_24h"],
         summary["journal_verified"],
         summary["host_calls"] == 0,

@@ -250,8 +250,10 @@ def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(
         "worker_pid",
         "restarts",
         "last_exit",
+        "rehearsal",
         "policy",
     }
+    assert status["rehearsal"] is False  # issue 24: a rehearsal says so; this is no rehearsal
 
 
 def test_supervisor_loop_stops_at_once_on_a_fatal_exit(data_root: Path) -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "min_answer_seconds",
     "minimal_answer",
     "slots_token_bound",
+    "text_token_bound",
 ]
 
 # The plan's provider parameters (design §9; kexpr.worker.provider sends them, and a
@@ -144,6 +145,17 @@ def slots_token_bound(surface: str, slots: Sequence[SlotPolicy]) -> int | None:
         else:
             total += PRETOKEN_TOKENS.get(piece, len(piece.encode("utf-8")))
     return total
+
+
+def text_token_bound(text: str) -> int | None:
+    """An upper bound of the o200k_base tokens of any ``text`` in the answer's
+    alphabet (Rule 3), or None outside it. Unlike `slots_token_bound` nothing is
+    special about a key here: a 64-hex run costs what its pre-tokens cost (at most
+    its length). The rehearsal model (`kexpr.worker.rehearsal`) paces its answers
+    with it: no tokenizer, and never faster than the real count."""
+    if _ALPHABET_RE.fullmatch(text) is None:
+        return None
+    return sum(PRETOKEN_TOKENS.get(piece, len(piece.encode("utf-8"))) for piece in _split(text))
 
 
 def _split(text: str) -> list[str]:
