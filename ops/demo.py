@@ -333,6 +333,7 @@ OUTCOME_LEGEND: Final = {
     "journal_unavailable": "the worker's journal is quarantined: canonical, no call",
     "spool_unavailable": "the data root could not be used: canonical",
     "closed": "the coordinator was closed (the host's shutdown): canonical, nothing started",
+    "worker_unavailable": "no worker is serving the data root (its heartbeat): canonical at once, no request",
     "invalid_request": "the worker refused the request file: canonical",
     "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
     "no_time_to_answer": "too little of the 4 s was left for even the shortest answer: canonical, no call",
