@@ -14,9 +14,11 @@ Rules:
    ``apresent_*``, before parse and set-up) plus `WAIT` (4 s). The request
    carries it (``submitted_at_utc`` = the call, ``deadline_at_utc`` = + 4 s) and
    the shim judges the answer against the same instant on its (injectable)
-   monotonic clock. The wait is bounded by that deadline and uses
-   a watchdog notification with a slow periodic re-check as a safety net; never a
-   busy poll. A response read after the deadline is ignored. `apresent_*` waits
+   monotonic clock. The wait is bounded by that deadline and ends on a
+   watchdog notification, with ONE shared re-check scan of ``responses/`` every
+   0.25 s for all waiters as the safety net (`gateway_shim._responses`): one
+   read per wake, never a per-waiter periodic read, never a busy poll. A
+   response read after the deadline is ignored. `apresent_*` waits
    natively (issue 20 item 2): an `asyncio.Event` set from the watcher's thread
    through ``loop.call_soon_threadsafe``; its blocking file work (set-up,
    publish, each read, the report) runs on the coordinator's own bounded
@@ -118,7 +120,7 @@ from gateway_shim._candidate import (
 from gateway_shim._data_root import DataRootHold, HoldClosed
 from gateway_shim._guest import ExecutorClosed, OwnExecutor, track
 from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
-from gateway_shim._responses import ResponseWaiters, Wake, collect, discard
+from gateway_shim._responses import RECHECK_S, ResponseWaiters, Wake, collect, discard
 from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode
 from gateway_shim.identity import artifact_key, new_request_id
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
@@ -180,10 +182,6 @@ WAIT: Final = MAX_WAIT
 # The candidate label of a payload that names no known adaptive schema: a
 # constant, never the payload's own (unknown) schema string (telemetry rule 6).
 ADAPTIVE_UNKNOWN_SURFACE: Final = "adaptive.unknown"
-# Safety-net re-check while waiting (design §4 trap 2: an inotify overflow delivers
-# no event at all). Not a poll loop: the watchdog event normally ends the wait.
-# Without a watcher (rule 12) it is the wait.
-_RECHECK_S: Final = 0.25
 # A digest that no revalidation can ever match: the binding of an input that
 # could not be read (rule 9).
 _UNREADABLE_BINDING: Final = _digest({"version": BINDING_DIGEST_VERSION, "unreadable": True})
@@ -269,9 +267,10 @@ class KoreanExpressionCoordinator:
         self._telemetry = Telemetry(telemetry)
         self._clock = clock
         self._mono = monotonic
-        self._waiters = ResponseWaiters()
+        self._waiters = ResponseWaiters(self.root.responses, monotonic)
         # The key, the root's identity and the observer (rules 2, 10, 12).
         self._hold = DataRootHold(self.root, self._waiters)
+        self._waiters.on_tick = self._hold.check_watch
         # Rule 13: the worker's heartbeat; said once per change (None: not yet asked).
         self._heartbeat = WorkerHeartbeat(self.root)
         self._worker_seen_serving: bool | None = None
@@ -443,6 +442,7 @@ class KoreanExpressionCoordinator:
         self._closed = True
         self._hold.close()
         self._waiters.wake_all()
+        self._waiters.close()
         self._executor.close()
         self._telemetry.close()
 
@@ -541,6 +541,11 @@ class KoreanExpressionCoordinator:
         except Exception:  # noqa: BLE001 - rule 9, the last guard
             return _last_guard(spec)
 
+    def _wait_step(self, remaining: float) -> float:
+        """How long one wait may block: to the deadline while the shared scan
+        runs (it and the watcher wake us); else one `RECHECK_S` re-check."""
+        return remaining if self._waiters.scanning else min(remaining, RECHECK_S)
+
     def _wait_sync(self, p: _Pending, arrived: threading.Event) -> bytes | _Wait:
         """Wait for the response until the deadline (rule 4).
 
@@ -552,10 +557,12 @@ class KoreanExpressionCoordinator:
             remaining = p.mono_deadline - self._mono()
             if remaining <= 0:
                 return _Wait.EXPIRED
-            arrived.wait(min(remaining, _RECHECK_S))
+            woke = arrived.wait(self._wait_step(remaining))
             arrived.clear()
             if self._closed:
                 return _Wait.CLOSED
+            if not woke and self._waiters.scanning:
+                continue  # nothing arrived: the shared scan would have woken us
             data = _try_read(p.response_path)
             if data is not _Wait.NOT_YET:
                 return data
@@ -596,20 +603,24 @@ class KoreanExpressionCoordinator:
             return _last_guard(spec)
 
     async def _wait_async(self, p: _Pending, arrived: asyncio.Event) -> bytes | _Wait:
-        """`_wait_sync` as an awaitable: no thread is held while waiting; each
-        re-check's read runs on the coordinator's own executor."""
+        """`_wait_sync` as an awaitable: no thread is held while waiting; the
+        one read per wake runs on the coordinator's own executor."""
         while True:
             remaining = p.mono_deadline - self._mono()
             if remaining <= 0:
                 return _Wait.EXPIRED
-            if not arrived.is_set():
+            woke = arrived.is_set()
+            if not woke:
                 try:
-                    await asyncio.wait_for(arrived.wait(), min(remaining, _RECHECK_S))
+                    await asyncio.wait_for(arrived.wait(), self._wait_step(remaining))
+                    woke = True
                 except TimeoutError:
                     pass
             arrived.clear()
             if self._closed:
                 return _Wait.CLOSED
+            if not woke and self._waiters.scanning:
+                continue  # nothing arrived: the shared scan would have woken us
             try:
                 data = await self._offload(lambda: _try_read(p.response_path))
             except ExecutorClosed:
@@ -803,7 +814,7 @@ class KoreanExpressionCoordinator:
             mode="shadow" if self.config.mode is Mode.SHADOW else "enabled",
             capsule=capsule,
         )
-        self._waiters.register(rid, wake)
+        self._waiters.register(rid, wake, mono_deadline)
         try:
             # Not fsynced (fsio rule 5 is for files that must survive a
             # crash): a request is worthless after its 4 s deadline, and a
