@@ -134,7 +134,7 @@ def test_an_answer_after_the_calls_deadline_is_late_on_the_monotonic_clock(
     slow_set_up(coord, clocks, 3.0)
     answer = accepted()
 
-    def late(req: dict[str, object]) -> dict[str, object]:
+    def late(req: dict[str, object]) -> dict[str, object] | bytes | None:
         clocks.advance(1.5)
         return answer(req)
 

@@ -26,6 +26,7 @@ from shim.test_guest_process import GatedResponder, _wake_via_watcher, request_f
 from gateway_shim import Outcome, _data_root, _responses
 from gateway_shim import coordinator as coord_module
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.outcomes import CandidateOutcome
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def test_waiters_read_their_file_once_and_the_recheck_is_one_scan(
             while len(request_files(root)) < n or scans.n < at_least:
                 await asyncio.sleep(0.01)
 
-        async def main() -> list[Outcome]:
+        async def main() -> list[CandidateOutcome]:
             tasks = [
                 asyncio.create_task(
                     coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"e{i}")
