@@ -41,6 +41,10 @@ from kexpr.spool.layout import DataRoot
 # limit is 128 by default) is tried again this long after, not on every
 # presentation: each try costs a failing inotify_init and a thread start.
 WATCHER_RETRY_S: Final = 60.0
+# The identity check after a failed presentation (rule 10) runs at most this
+# often: two thousand presentations that time out together need one fresh walk,
+# not two thousand (each one a walk from "/" on the executor).
+RECHECK_IDENTITY_EVERY_S: Final = 1.0
 _log = log.logger("shim")
 
 
@@ -61,6 +65,16 @@ class DataRootHold:
         self._watch_failed_at: float | None = None
         # (device, inode) of the responses/ directory the observer watches.
         self._watched: tuple[int, int] | None = None
+        self._rechecked_at = -RECHECK_IDENTITY_EVERY_S
+
+    def recheck_due(self) -> bool:
+        """May a failed presentation check the root's identity now (at most
+        once per `RECHECK_IDENTITY_EVERY_S`)? Claims the slot if so."""
+        now = time.monotonic()
+        if now - self._rechecked_at < RECHECK_IDENTITY_EVERY_S:
+            return False
+        self._rechecked_at = now
+        return True
 
     def recheck_identity(self) -> None:
         """Rule 10: after a failed presentation, has the data root (or its

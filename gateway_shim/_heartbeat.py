@@ -46,6 +46,7 @@ from kexpr.spool.layout import DataRoot
 STALE_AFTER_S: Final = 10.0
 MAX_STATUS_BYTES: Final = 64 * 1024
 STATUS_SCHEMA: Final = "kexpr-worker-status-v1"
+_READ_TRIES: Final = 3
 SERVING_STATE: Final = "ready"
 
 
@@ -83,15 +84,26 @@ class WorkerHeartbeat:
         key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
         with self._lock:
             read_as = self._read_as if self._key == key else None
-        if read_as is None:
-            read_as, fid = self._read()
-            if fid != (st.st_dev, st.st_ino):
-                # Not the file just stat-ed (replaced meanwhile, or the read
-                # went through a pinned data root that is no longer at its
-                # path: coordinator rule 10). Trusted for nothing, kept for nothing.
+        tries = 0
+        while read_as is None:
+            read, fid = self._read()
+            if fid == (st.st_dev, st.st_ino):
+                read_as = read
+                with self._lock:
+                    self._key, self._read_as = key, read_as
+                break
+            # Not the file just stat-ed: the worker replaced it in between (once
+            # a second), or the read went through a pinned data root that is no
+            # longer at its path (coordinator rule 10). Looked at again, twice;
+            # then trusted for nothing, kept for nothing.
+            tries += 1
+            if tries >= _READ_TRIES:
                 return Liveness.UNREADABLE
-            with self._lock:
-                self._key, self._read_as = key, read_as
+            try:
+                st = os.stat(self._root.status_file, follow_symlinks=False)
+            except OSError:
+                return Liveness.UNREADABLE
+            key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
         if read_as is not Liveness.SERVING:
             return read_as
         if abs(self._wall() - st.st_mtime) > STALE_AFTER_S:

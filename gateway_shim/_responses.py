@@ -197,7 +197,10 @@ class ResponseWaiters(FileSystemEventHandler):
                 continue
             if stop.wait(RECHECK_S):
                 return
-            self.scan_once()
+            try:
+                self.scan_once()
+            except Exception:  # noqa: BLE001 - the one scan must outlive any fault
+                pass
 
     def scan_once(self) -> None:
         """One pass: list ``responses/`` once, wake every waiter whose file is

@@ -585,26 +585,28 @@ class KoreanExpressionCoordinator:
                 # Closed: _begin answers ``closed`` without any I/O (rule 11).
                 step = self._begin(spec, wake, call)
             if isinstance(step, PresentationCandidate):
-                if step.outcome in _RECHECKED:
-                    await self._offload_or_skip(lambda: self._hold.recheck_identity())
-                return step
-            try:
-                data = await self._wait_async(step, arrived)
-            finally:
-                self._waiters.forget(step.rid)
-            if data is _Wait.CLOSED:
-                return self._finish(step, data)  # no I/O
-            pending = step
-            try:
-                return await self._offload(lambda: self._after(self._finish(pending, data)))
-            except ExecutorClosed:
-                return self._finish(step, _Wait.CLOSED)
+                cand = step
+            else:
+                try:
+                    result = await self._wait_async(step, arrived)
+                finally:
+                    self._waiters.forget(step.rid)
+                if isinstance(result, PresentationCandidate):
+                    return result
+                # Expired or closed: concluded on the loop, no file work.
+                cand = self._finish(step, result)
+            if cand.outcome in _RECHECKED and self._hold.recheck_due():
+                await self._offload_or_skip(self._hold.recheck_identity)
+            return cand
         except Exception:  # noqa: BLE001 - rule 9, the last guard
             return _last_guard(spec)
 
-    async def _wait_async(self, p: _Pending, arrived: asyncio.Event) -> bytes | _Wait:
-        """`_wait_sync` as an awaitable: no thread is held while waiting; the
-        one read per wake runs on the coordinator's own executor."""
+    async def _wait_async(
+        self, p: _Pending, arrived: asyncio.Event
+    ) -> PresentationCandidate | _Wait:
+        """`_wait_sync` as an awaitable: no thread is held while waiting (a
+        timer on the loop, no task per wait); the one read per wake and the
+        conclusion run together on the coordinator's own executor."""
         while True:
             remaining = p.mono_deadline - self._mono()
             if remaining <= 0:
@@ -612,7 +614,8 @@ class KoreanExpressionCoordinator:
             woke = arrived.is_set()
             if not woke:
                 try:
-                    await asyncio.wait_for(arrived.wait(), self._wait_step(remaining))
+                    async with asyncio.timeout(self._wait_step(remaining)):
+                        await arrived.wait()
                     woke = True
                 except TimeoutError:
                     pass
@@ -622,11 +625,18 @@ class KoreanExpressionCoordinator:
             if not woke and self._waiters.scanning:
                 continue  # nothing arrived: the shared scan would have woken us
             try:
-                data = await self._offload(lambda: _try_read(p.response_path))
+                out = await self._offload(lambda: self._read_and_conclude(p))
             except ExecutorClosed:
                 return _Wait.CLOSED
-            if data is not _Wait.NOT_YET:
-                return data
+            if out is not _Wait.NOT_YET:
+                return out
+
+    def _read_and_conclude(self, p: _Pending) -> PresentationCandidate | _Wait:
+        """One read; if the answer is there, its conclusion (one executor hop)."""
+        data = _try_read(p.response_path)
+        if data is _Wait.NOT_YET:
+            return data
+        return self._after(self._finish(p, data))
 
     async def _offload_begin(
         self, spec: Callable[[], _Spec], wake: Wake, call: _Call
@@ -661,7 +671,7 @@ class KoreanExpressionCoordinator:
     # ------------------------------------------------------ the shared steps
 
     def _after(self, cand: PresentationCandidate) -> PresentationCandidate:
-        if cand.outcome in _RECHECKED:
+        if cand.outcome in _RECHECKED and self._hold.recheck_due():
             self._hold.recheck_identity()
         return cand
 
