@@ -296,3 +296,28 @@ def test_a_stopped_worker_costs_no_wait_and_a_restarted_one_serves(data_root: Pa
         coord.close()
     assert first.outcome is Outcome.CREDENTIAL_UNAVAILABLE
     assert back.outcome is Outcome.CREDENTIAL_UNAVAILABLE
+
+
+def test_a_heartbeat_replaced_between_its_lstat_and_its_read_is_looked_at_again(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker rewrites its heartbeat every second: a presentation that meets a
+    rewrite is served (before: one ``worker_unavailable`` in a served burst)."""
+    from gateway_shim import _heartbeat
+
+    reads: list[Path] = []
+    real_read: Callable[..., tuple[bytes, object]] = _heartbeat.read_private_identified
+
+    def racing(path: Path, **kw: object) -> tuple[bytes, object]:
+        if not reads:
+            heartbeat(root)  # the worker's rewrite lands right now
+        reads.append(path)
+        return real_read(path, **kw)
+
+    coord = make(root, Clocks())
+    with ScriptedWorker(root, accepted()):
+        monkeypatch.setattr(_heartbeat, "read_private_identified", racing)
+        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="a")
+    coord.close()
+    assert cand.outcome is Outcome.ACCEPTED
+    assert len(reads) == 2
