@@ -3,12 +3,15 @@
 Holds `ResponseWaiters` (request_id -> a wake-up callback, called by watchdog
 when ``responses/<id>.json`` arrives: a `threading.Event`'s ``set`` for a
 blocking presentation, a ``loop.call_soon_threadsafe`` of an `asyncio.Event`'s
-``set`` for an asyncio one), `watch_responses` / `stop_watching` /
+``set`` for an asyncio one; also called by the ONE shared re-check scan, and
+each entry dropped after its deadline: the class's docstring states the rules),
+`watch_responses` / `stop_watching` /
 `forget_inherited` (the observer's start, stop, and a forked child's drop of
 its parent's copy) and the two guarded removals of a response the shim has read
 or refused (`collect`, `discard`). Private to `gateway_shim.coordinator`.
 Coordinator rules that apply: rule 4 (the wait ends on a watchdog
-notification, never a busy poll), rule 9 (a removal never raises into the host)
+notification or the shared re-check, never a per-waiter read, never a busy
+poll), rule 9 (a removal never raises into the host)
 and rule 12 (fork: a child never stops, and so never unwatches, its parent's
 observer).
 """
