@@ -63,7 +63,13 @@ Rules:
    (the per-user inotify limit), the wait runs on its periodic re-check
    instead of failing: ``watching`` is False and the ``kexpr.shim`` logger
    says ``watcher_unavailable`` once; a new watcher is tried a minute later.
-   The memory of attempts awaiting a report is bounded (`_awaiting`).
+   A watch that died (its emitter or observer stopped, ``responses/``
+   replaced) is found by the shared re-check and re-established
+   (``watch_lost`` said once), else it is the case above. Every lock the
+   gateway's modules hold is fresh in a child, module-level ones in
+   `kexpr.spool` included (their own fork hooks). The memory of attempts
+   awaiting a report is bounded (`_awaiting`), and so is the waiter table
+   (`_responses`: entries expire with their deadline).
 
 13. No wait when nothing can answer: right before a request would be
    written, the worker's heartbeat (``worker.status.json``) is asked
