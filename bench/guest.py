@@ -6,15 +6,22 @@ gateway would, and meanwhile issues what an unrelated part of the host would: a
 (both use the loop's default executor), and a 10 ms ticker that measures the
 loop's own lag. Two scenarios:
 
-- ``worker_down``: the data root is set up, no worker runs; every presentation
-  waits its whole 4 s and ends ``timeout``. Bound: each returns within the wait
-  + 0.5 s; the host's calls complete in < 100 ms.
+- ``worker_down``: the data root is set up and its worker has stopped (its
+  heartbeat says ``stopped``): every presentation is ``worker_unavailable`` at
+  once, no request written (issue 27 item 5).
+- ``worker_silent``: a ``ready`` heartbeat, but nothing answers: every
+  presentation waits its whole 4 s and ends ``timeout`` (the worst wait: the
+  shared re-check and the watcher, issue 26 item 2). Bound: each returns
+  within the wait + 0.5 s counted from the host's call; the host's calls
+  complete in < 100 ms.
 - ``slow_provider``: the real supervised worker and the loopback fake of the API
   (its own process, through the real CONNECT proxy), the fake answering after
   ``--delay`` seconds (2 s). Same bounds.
 
 ``--baseline`` adds the old shape (``asyncio.to_thread(present_daily)``, each
-wait holding a default-executor thread) with the worker down, for comparison.
+wait holding a default-executor thread) with the silent worker, for comparison.
+
+``-n`` defaults to 2,000 concurrent presentations (issue 26 item 2).
 
 Prints a table, then as its LAST line one JSON object with the figures.
 ``make bench-guest`` runs it.
@@ -103,6 +110,29 @@ def slow_fake(workdir: Path, delay: float) -> Iterator[dict[str, Any]]:
         proc.wait(10)
 
 
+@contextmanager
+def heartbeat(root: Path, state: str) -> Iterator[None]:
+    """A worker's heartbeat as the shim reads it, rewritten every second."""
+    from kexpr.spool.fsio import replace_private
+
+    doc = json.dumps({"schema": "kexpr-worker-status-v1", "state": state, "pid": os.getpid()})
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            replace_private(DataRoot(root).status_file, doc.encode())
+            if stop.wait(1.0):
+                return
+
+    t = threading.Thread(target=beat, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+
+
 def coordinator(root: Path) -> KoreanExpressionCoordinator:
     config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
     return KoreanExpressionCoordinator(config, root)
@@ -188,13 +218,17 @@ async def host_under_load(
     }
 
 
-def scenario_worker_down(workdir: Path, n: int, present: Present, tag: str) -> dict[str, Any]:
-    root = workdir / f"down-{tag}" / "korean-expression-v1"
+def scenario_without_answers(
+    workdir: Path, n: int, present: Present, tag: str, state: str
+) -> dict[str, Any]:
+    """No worker answers; the heartbeat says ``state`` (``stopped``: down)."""
+    root = workdir / f"{state}-{tag}" / "korean-expression-v1"
     root.parent.mkdir(mode=0o700)
     DataRoot(root).ensure()
     coord = coordinator(root)
     try:
-        return asyncio.run(host_under_load(coord, n, present, tag))
+        with heartbeat(root, state):
+            return asyncio.run(host_under_load(coord, n, present, tag))
     finally:
         coord.close()
 
@@ -212,7 +246,7 @@ def scenario_slow_provider(workdir: Path, n: int, delay: float) -> dict[str, Any
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="bench/guest.py")
-    p.add_argument("-n", type=int, default=100, help="concurrent presentations")
+    p.add_argument("-n", type=int, default=2000, help="concurrent presentations")
     p.add_argument("--delay", type=float, default=2.0, help="the slow provider's delay (s)")
     p.add_argument("--baseline", action="store_true", help="also the old to_thread shape")
     p.add_argument("--baseline-n", type=int, default=24)
@@ -220,11 +254,16 @@ def main() -> int:
     figures: dict[str, Any] = {"wait_s": WAIT_S, "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="kexpr-bench-guest-") as tmp:
         workdir = Path(tmp)
-        figures["worker_down"] = scenario_worker_down(workdir, args.n, native, "down")
+        figures["worker_down"] = scenario_without_answers(
+            workdir, args.n, native, "down", "stopped"
+        )
+        figures["worker_silent"] = scenario_without_answers(
+            workdir, args.n, native, "silent", "ready"
+        )
         figures["slow_provider"] = scenario_slow_provider(workdir, args.n, args.delay)
         if args.baseline:
-            figures["baseline_to_thread_worker_down"] = scenario_worker_down(
-                workdir, args.baseline_n, old_shape, "old"
+            figures["baseline_to_thread_worker_silent"] = scenario_without_answers(
+                workdir, args.baseline_n, old_shape, "old", "ready"
             )
     cols = (
         "n",

@@ -16,9 +16,12 @@ periodic re-check, said once).
 
 from __future__ import annotations
 
+import enum
 import logging
+import os
 import threading
 import time
+from pathlib import Path
 from typing import Final
 
 from watchdog.observers.api import BaseObserver
@@ -38,6 +41,10 @@ from kexpr.spool.layout import DataRoot
 # limit is 128 by default) is tried again this long after, not on every
 # presentation: each try costs a failing inotify_init and a thread start.
 WATCHER_RETRY_S: Final = 60.0
+# The identity check after a failed presentation (rule 10) runs at most this
+# often: two thousand presentations that time out together need one fresh walk,
+# not two thousand (each one a walk from "/" on the executor).
+RECHECK_IDENTITY_EVERY_S: Final = 1.0
 _log = log.logger("shim")
 
 
@@ -56,6 +63,18 @@ class DataRootHold:
         # Rule 12: False while the wait runs on its periodic re-check alone.
         self.watching = True
         self._watch_failed_at: float | None = None
+        # (device, inode) of the responses/ directory the observer watches.
+        self._watched: tuple[int, int] | None = None
+        self._rechecked_at = -RECHECK_IDENTITY_EVERY_S
+
+    def recheck_due(self) -> bool:
+        """May a failed presentation check the root's identity now (at most
+        once per `RECHECK_IDENTITY_EVERY_S`)? Claims the slot if so."""
+        now = time.monotonic()
+        if now - self._rechecked_at < RECHECK_IDENTITY_EVERY_S:
+            return False
+        self._rechecked_at = now
+        return True
 
     def recheck_identity(self) -> None:
         """Rule 10: after a failed presentation, has the data root (or its
@@ -94,12 +113,46 @@ class DataRootHold:
                 self.key = load_or_create_key(self.root)
                 self._root_id = check_dir(self.root.root)[1]
             if self._observer is None and self._may_try_watcher():
-                try:
-                    self._observer = watch_responses(self._waiters, self.root.responses)
-                except (OSError, RuntimeError):
-                    self._watcher_failed()
-                else:
-                    self._watcher_started()
+                self._start_watcher()
+
+    def _start_watcher(self) -> bool:
+        """Start the observer on ``responses/`` as it is now (lock held)."""
+        try:
+            watched = _dir_id(self.root.responses)
+            self._observer = watch_responses(self._waiters, self.root.responses)
+        except (OSError, RuntimeError):
+            self._watcher_failed()
+            return False
+        self._watched = watched
+        self._watcher_started()
+        return True
+
+    def check_watch(self) -> None:
+        """Rule 12: is the watch still alive, and on the directory now at
+        ``responses/``? A watch lost (its emitter or observer stopped: an
+        ``IN_IGNORED``, a deleted directory; or ``responses/`` replaced, moved
+        away and recreated) is said once (``watch_lost reason=...``) and
+        re-established at once; if that fails, ``watching`` turns False (said
+        once, `_watcher_failed`) and a new watcher is tried `WATCHER_RETRY_S`
+        later. Called by the shared re-check scan; never raises."""
+        lost: BaseObserver | None = None
+        with self._setup_lock:
+            if self._closed or self.key is None:
+                return
+            observer = self._observer
+            if observer is None:
+                if self._may_try_watcher():
+                    self._start_watcher()
+                return
+            reason = _watch_lost(observer, self._watched, self.root.responses)
+            if reason is None:
+                return
+            log.event(_log, logging.WARNING, "watch_lost", reason=reason)
+            lost, self._observer = observer, None
+            if self._start_watcher():
+                log.event(_log, logging.INFO, "watch_reestablished")
+        if lost is not None:
+            stop_watching(lost)
 
     def _may_try_watcher(self) -> bool:
         failed = self._watch_failed_at
@@ -135,6 +188,32 @@ class DataRootHold:
         observer, self._observer = self._observer, None
         if observer is not None:
             forget_inherited(observer)
+
+
+class WatchLost(enum.Enum):
+    """Why a watch was found dead (content-free)."""
+
+    STOPPED = "stopped"  # the observer or its emitter stopped (IN_IGNORED, deletion)
+    REPLACED = "replaced"  # responses/ is no longer the directory watched
+    GONE = "gone"  # responses/ cannot be looked at
+
+
+def _dir_id(path: Path) -> tuple[int, int]:
+    st = os.stat(path, follow_symlinks=False)
+    return st.st_dev, st.st_ino
+
+
+def _watch_lost(
+    observer: BaseObserver, watched: tuple[int, int] | None, responses: Path
+) -> WatchLost | None:
+    emitters = observer.emitters
+    if not observer.is_alive() or not emitters or not all(e.is_alive() for e in emitters):
+        return WatchLost.STOPPED
+    try:
+        now = _dir_id(responses)
+    except OSError:
+        return WatchLost.GONE
+    return None if now == watched else WatchLost.REPLACED
 
 
 class HoldClosed(Exception):

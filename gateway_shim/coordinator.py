@@ -10,9 +10,15 @@ Rules:
 3. The shim re-validates every composition it receives with its own capsule
    before expanding anything: a compromised worker cannot make the gateway
    publish outside the grammar (design §1).
-4. The wait is bounded by the request's deadline (4 s after submission) and uses
-   a watchdog notification with a slow periodic re-check as a safety net; never a
-   busy poll. A response read after the deadline is ignored. `apresent_*` waits
+4. One deadline: the host's call instant (taken first thing in ``present_*`` /
+   ``apresent_*``, before parse and set-up) plus `WAIT` (4 s). The request
+   carries it (``submitted_at_utc`` = the call, ``deadline_at_utc`` = + 4 s) and
+   the shim judges the answer against the same instant on its (injectable)
+   monotonic clock. The wait is bounded by that deadline and ends on a
+   watchdog notification, with ONE shared re-check scan of ``responses/`` every
+   0.25 s for all waiters as the safety net (`gateway_shim._responses`): one
+   read per wake, never a per-waiter periodic read, never a busy poll. A
+   response read after the deadline is ignored. `apresent_*` waits
    natively (issue 20 item 2): an `asyncio.Event` set from the watcher's thread
    through ``loop.call_soon_threadsafe``; its blocking file work (set-up,
    publish, each read, the report) runs on the coordinator's own bounded
@@ -57,7 +63,24 @@ Rules:
    (the per-user inotify limit), the wait runs on its periodic re-check
    instead of failing: ``watching`` is False and the ``kexpr.shim`` logger
    says ``watcher_unavailable`` once; a new watcher is tried a minute later.
-   The memory of attempts awaiting a report is bounded (`_awaiting`).
+   A watch that died (its emitter or observer stopped, ``responses/``
+   replaced) is found by the shared re-check and re-established
+   (``watch_lost`` said once), else it is the case above. Every lock the
+   gateway's modules hold is fresh in a child, module-level ones in
+   `kexpr.spool` included (their own fork hooks). The memory of attempts
+   awaiting a report is bounded (`_awaiting`), and so is the waiter table
+   (`_responses`: entries expire with their deadline).
+
+13. No wait when nothing can answer: right before a request would be
+   written, the worker's heartbeat (``worker.status.json``) is asked
+   (`gateway_shim._heartbeat`, whose header states the rule and its numbers:
+   ``ready`` and written within 10 s; one ``lstat`` per presentation, a read
+   only when the file changed). A worker that is not serving (no status file
+   ever, ``starting`` / ``stopping`` / ``stopped``, stale, unreadable) makes
+   the presentation canonical at once, ``worker_unavailable``, with no
+   request written; telemetry counts it, and the ``kexpr.shim`` logger says
+   ``worker_unavailable reason=...`` once per change (``worker_serving`` when
+   it is back). The next presentation after a ``ready`` write is served.
 
 The code is split by seam, every public name staying importable from here:
 this module holds the coordinator class (rules 1-7, 9, 11);
@@ -66,7 +89,8 @@ this module holds the coordinator class (rules 1-7, 9, 11);
 `gateway_shim._responses` the response waiters and the observer (rule 4);
 `gateway_shim._data_root` the set-up key, identity and observer (rules 10, 12);
 `gateway_shim._guest` the own executor and the fork hook (rules 4, 12);
-`gateway_shim._awaiting` the bounded memory of attempts awaiting a report.
+`gateway_shim._awaiting` the bounded memory of attempts awaiting a report;
+`gateway_shim._heartbeat` the worker's heartbeat (rule 13).
 """
 
 from __future__ import annotations
@@ -101,7 +125,8 @@ from gateway_shim._candidate import (
 )
 from gateway_shim._data_root import DataRootHold, HoldClosed
 from gateway_shim._guest import ExecutorClosed, OwnExecutor, track
-from gateway_shim._responses import ResponseWaiters, Wake, collect, discard
+from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
+from gateway_shim._responses import RECHECK_S, ResponseWaiters, Wake, collect, discard
 from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode
 from gateway_shim.identity import artifact_key, new_request_id
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
@@ -122,6 +147,7 @@ from kexpr.spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
 from kexpr.spool.fsio import UnsafePath, publish, read_private
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import MAX_WAIT
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
@@ -156,14 +182,12 @@ __all__ = [
     "utcnow",
 ]
 
-WAIT: Final = dt.timedelta(seconds=4)
+# The spool protocol's wait, defined once (`kexpr.spool.lifecycle.MAX_WAIT`): the
+# request's deadline is the host's call plus this, on both sides.
+WAIT: Final = MAX_WAIT
 # The candidate label of a payload that names no known adaptive schema: a
 # constant, never the payload's own (unknown) schema string (telemetry rule 6).
 ADAPTIVE_UNKNOWN_SURFACE: Final = "adaptive.unknown"
-# Safety-net re-check while waiting (design §4 trap 2: an inotify overflow delivers
-# no event at all). Not a poll loop: the watchdog event normally ends the wait.
-# Without a watcher (rule 12) it is the wait.
-_RECHECK_S: Final = 0.25
 # A digest that no revalidation can ever match: the binding of an input that
 # could not be read (rule 9).
 _UNREADABLE_BINDING: Final = _digest({"version": BINDING_DIGEST_VERSION, "unreadable": True})
@@ -211,6 +235,16 @@ Done = Callable[..., PresentationCandidate]
 
 
 @dataclass(frozen=True, slots=True)
+class _Call:
+    """The instant the host called ``present_*`` / ``apresent_*`` (rule 4): the
+    artifact's one deadline is this plus `WAIT`, on the monotonic clock for the
+    wait and on the wall clock in the request."""
+
+    mono: float
+    wall: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
 class _Pending:
     """A published request and what concluding it needs (rules 3, 4)."""
 
@@ -219,7 +253,6 @@ class _Pending:
     capsule: Capsule
     akey: str
     rid: str
-    deadline: dt.datetime
     mono_deadline: float
     response_path: Path
     done: Done
@@ -233,14 +266,20 @@ class KoreanExpressionCoordinator:
         *,
         telemetry: TelemetrySink | None = None,
         clock: Callable[[], dt.datetime] = utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.root = DataRoot(Path(data_root))
         self._telemetry = Telemetry(telemetry)
         self._clock = clock
-        self._waiters = ResponseWaiters()
+        self._mono = monotonic
+        self._waiters = ResponseWaiters(self.root.responses, monotonic)
         # The key, the root's identity and the observer (rules 2, 10, 12).
         self._hold = DataRootHold(self.root, self._waiters)
+        self._waiters.on_tick = self._hold.check_watch
+        # Rule 13: the worker's heartbeat; said once per change (None: not yet asked).
+        self._heartbeat = WorkerHeartbeat(self.root)
+        self._worker_seen_serving: bool | None = None
         self._executor = OwnExecutor()
         self._awaiting = AwaitingReports()
         self._closed = False
@@ -392,13 +431,14 @@ class KoreanExpressionCoordinator:
             host = None
         if host is None:
             raise ValueError("not_host_outcome")
-        attempt_id = candidate.attempt_id if isinstance(candidate, PresentationCandidate) else None
-        if (
-            not isinstance(candidate, PresentationCandidate)
-            or candidate.outcome is not Outcome.ACCEPTED
-            or not isinstance(attempt_id, str)
-            or not self._awaiting.take(attempt_id)
-        ):
+        try:
+            attempt_id = _reportable_id(candidate)
+            # Only an exact ``str`` reaches the table (rule 9): a subclass's own
+            # ``__hash__`` / ``__eq__`` are never called.
+            expected = attempt_id is not None and self._awaiting.take(attempt_id)
+        except Exception:  # noqa: BLE001 - rule 9: a forged candidate is not ours
+            attempt_id, expected = None, False
+        if attempt_id is None or not expected:
             raise ValueError("report_not_expected")
         self._write_report(attempt_id, host)
 
@@ -408,6 +448,7 @@ class KoreanExpressionCoordinator:
         self._closed = True
         self._hold.close()
         self._waiters.wake_all()
+        self._waiters.close()
         self._executor.close()
         self._telemetry.close()
 
@@ -483,10 +524,19 @@ class KoreanExpressionCoordinator:
 
     # ------------------------------------------------- one presentation, sync
 
+    def _called(self) -> _Call:
+        """The host's call instant (rule 4); never raises (a broken injected
+        clock: the real ones)."""
+        try:
+            return _Call(self._mono(), self._clock())
+        except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
+            return _Call(time.monotonic(), utcnow())
+
     def _present(self, spec: Callable[[], _Spec]) -> PresentationCandidate:
+        call = self._called()
         try:
             event = threading.Event()
-            step = self._begin(spec, event.set)
+            step = self._begin(spec, event.set, call)
             if isinstance(step, PresentationCandidate):
                 return self._after(step)
             try:
@@ -497,6 +547,11 @@ class KoreanExpressionCoordinator:
         except Exception:  # noqa: BLE001 - rule 9, the last guard
             return _last_guard(spec)
 
+    def _wait_step(self, remaining: float) -> float:
+        """How long one wait may block: to the deadline while the shared scan
+        runs (it and the watcher wake us); else one `RECHECK_S` re-check."""
+        return remaining if self._waiters.scanning else min(remaining, RECHECK_S)
+
     def _wait_sync(self, p: _Pending, arrived: threading.Event) -> bytes | _Wait:
         """Wait for the response until the deadline (rule 4).
 
@@ -505,13 +560,15 @@ class KoreanExpressionCoordinator:
         ``arrived``; a read before the first wait would only fail (one walk and
         one open per artifact)."""
         while True:
-            remaining = p.mono_deadline - time.monotonic()
+            remaining = p.mono_deadline - self._mono()
             if remaining <= 0:
                 return _Wait.EXPIRED
-            arrived.wait(min(remaining, _RECHECK_S))
+            woke = arrived.wait(self._wait_step(remaining))
             arrived.clear()
             if self._closed:
                 return _Wait.CLOSED
+            if not woke and self._waiters.scanning:
+                continue  # nothing arrived: the shared scan would have woken us
             data = _try_read(p.response_path)
             if data is not _Wait.NOT_YET:
                 return data
@@ -519,6 +576,7 @@ class KoreanExpressionCoordinator:
     # ----------------------------------------------- one presentation, asyncio
 
     async def _apresent(self, spec: Callable[[], _Spec]) -> PresentationCandidate:
+        call = self._called()
         try:
             loop = asyncio.get_running_loop()
             arrived = asyncio.Event()
@@ -528,57 +586,71 @@ class KoreanExpressionCoordinator:
                 loop.call_soon_threadsafe(arrived.set)
 
             try:
-                step = await self._offload_begin(spec, wake)
+                step = await self._offload_begin(spec, wake, call)
             except ExecutorClosed:
                 # Closed: _begin answers ``closed`` without any I/O (rule 11).
-                step = self._begin(spec, wake)
+                step = self._begin(spec, wake, call)
             if isinstance(step, PresentationCandidate):
-                if step.outcome in _RECHECKED:
-                    await self._offload_or_skip(lambda: self._hold.recheck_identity())
-                return step
-            try:
-                data = await self._wait_async(step, arrived)
-            finally:
-                self._waiters.forget(step.rid)
-            if data is _Wait.CLOSED:
-                return self._finish(step, data)  # no I/O
-            pending = step
-            try:
-                return await self._offload(lambda: self._after(self._finish(pending, data)))
-            except ExecutorClosed:
-                return self._finish(step, _Wait.CLOSED)
+                cand = step
+            else:
+                try:
+                    result = await self._wait_async(step, arrived)
+                finally:
+                    self._waiters.forget(step.rid)
+                if isinstance(result, PresentationCandidate):
+                    return result
+                # Expired or closed: concluded on the loop, no file work.
+                cand = self._finish(step, result)
+            if cand.outcome in _RECHECKED and self._hold.recheck_due():
+                await self._offload_or_skip(self._hold.recheck_identity)
+            return cand
         except Exception:  # noqa: BLE001 - rule 9, the last guard
             return _last_guard(spec)
 
-    async def _wait_async(self, p: _Pending, arrived: asyncio.Event) -> bytes | _Wait:
-        """`_wait_sync` as an awaitable: no thread is held while waiting; each
-        re-check's read runs on the coordinator's own executor."""
+    async def _wait_async(
+        self, p: _Pending, arrived: asyncio.Event
+    ) -> PresentationCandidate | _Wait:
+        """`_wait_sync` as an awaitable: no thread is held while waiting (a
+        timer on the loop, no task per wait); the one read per wake and the
+        conclusion run together on the coordinator's own executor."""
         while True:
-            remaining = p.mono_deadline - time.monotonic()
+            remaining = p.mono_deadline - self._mono()
             if remaining <= 0:
                 return _Wait.EXPIRED
-            if not arrived.is_set():
+            woke = arrived.is_set()
+            if not woke:
                 try:
-                    await asyncio.wait_for(arrived.wait(), min(remaining, _RECHECK_S))
+                    async with asyncio.timeout(self._wait_step(remaining)):
+                        await arrived.wait()
+                    woke = True
                 except TimeoutError:
                     pass
             arrived.clear()
             if self._closed:
                 return _Wait.CLOSED
+            if not woke and self._waiters.scanning:
+                continue  # nothing arrived: the shared scan would have woken us
             try:
-                data = await self._offload(lambda: _try_read(p.response_path))
+                out = await self._offload(lambda: self._read_and_conclude(p))
             except ExecutorClosed:
                 return _Wait.CLOSED
-            if data is not _Wait.NOT_YET:
-                return data
+            if out is not _Wait.NOT_YET:
+                return out
+
+    def _read_and_conclude(self, p: _Pending) -> PresentationCandidate | _Wait:
+        """One read; if the answer is there, its conclusion (one executor hop)."""
+        data = _try_read(p.response_path)
+        if data is _Wait.NOT_YET:
+            return data
+        return self._after(self._finish(p, data))
 
     async def _offload_begin(
-        self, spec: Callable[[], _Spec], wake: Wake
+        self, spec: Callable[[], _Spec], wake: Wake, call: _Call
     ) -> PresentationCandidate | _Pending:
         """`_begin` on our executor. If the host cancels the awaiting task
         meanwhile, the request may still be published: its waiter is then
         forgotten when `_begin` returns, so no entry outlives it."""
-        future = self._executor.submit(lambda: self._begin(spec, wake))
+        future = self._executor.submit(lambda: self._begin(spec, wake, call))
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -605,16 +677,17 @@ class KoreanExpressionCoordinator:
     # ------------------------------------------------------ the shared steps
 
     def _after(self, cand: PresentationCandidate) -> PresentationCandidate:
-        if cand.outcome in _RECHECKED:
+        if cand.outcome in _RECHECKED and self._hold.recheck_due():
             self._hold.recheck_identity()
         return cand
 
     def _begin(
-        self, make_spec: Callable[[], _Spec], wake: Wake
+        self, make_spec: Callable[[], _Spec], wake: Wake, call: _Call
     ) -> PresentationCandidate | _Pending:
         """Everything up to a published request: a final candidate when there
-        is nothing to wait for (rules 1, 2, 9, 11)."""
-        t0 = time.monotonic()
+        is nothing to wait for (rules 1, 2, 9, 11). ``call``: the host's call
+        instant, from which the deadline counts (rule 4)."""
+        t0 = call.mono
         spec = make_spec()
         surface_version = spec.surface_version
         canonical_body = spec.body
@@ -656,7 +729,7 @@ class KoreanExpressionCoordinator:
                 surface=surface_version,
                 mode=self.config.mode.value,
                 outcome=outcome.value,
-                seconds=time.monotonic() - t0,
+                seconds=self._mono() - t0,
             )
             log.event(
                 _log,
@@ -707,11 +780,27 @@ class KoreanExpressionCoordinator:
             return done(Outcome.CLOSED, surface=surface)
         except (UnsafePath, OSError, ValueError, RuntimeError):
             return done(Outcome.SPOOL_UNAVAILABLE, surface=surface)
+        # Rule 13: nothing can answer -> canonical now, no request written.
+        if not self._worker_serving():
+            return done(Outcome.WORKER_UNAVAILABLE, surface=surface, akey=akey)
         try:
-            return self._publish(surface_version, surface, capsule, akey, t0, done, wake)
+            return self._publish(surface_version, surface, capsule, akey, call, done, wake)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Whatever the data root did, the host gets the canonical body.
             return done(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
+
+    def _worker_serving(self) -> bool:
+        """Rule 13: is a worker serving the data root? A change is said once
+        (logger ``kexpr.shim``, enum words only)."""
+        liveness = self._heartbeat.liveness()
+        serving = liveness is Liveness.SERVING
+        if serving != self._worker_seen_serving:
+            self._worker_seen_serving = serving
+            if serving:
+                log.event(_log, logging.INFO, "worker_serving")
+            else:
+                log.event(_log, logging.WARNING, "worker_unavailable", reason=liveness)
+        return serving
 
     def _publish(
         self,
@@ -719,13 +808,18 @@ class KoreanExpressionCoordinator:
         surface: CanonicalSurface,
         capsule: Capsule,
         akey: str,
-        t0: float,
+        call: _Call,
         done: Done,
         wake: Wake,
     ) -> PresentationCandidate | _Pending:
-        """Register the waiter, then publish the request (rule 4)."""
+        """Register the waiter, then publish the request (rule 4): submitted at
+        the host's call, due `WAIT` after it. A set-up that took the whole wait
+        publishes nothing (the worker could only refuse it as expired)."""
+        mono_deadline = call.mono + WAIT.total_seconds()
+        if self._mono() >= mono_deadline:
+            return done(Outcome.TIMEOUT, surface=surface, akey=akey)
         rid = new_request_id()
-        submitted = self._clock()
+        submitted = call.wall
         deadline = submitted + WAIT
         request = SpoolRequest(
             spool_version=SPOOL_VERSION,
@@ -736,7 +830,7 @@ class KoreanExpressionCoordinator:
             mode="shadow" if self.config.mode is Mode.SHADOW else "enabled",
             capsule=capsule,
         )
-        self._waiters.register(rid, wake)
+        self._waiters.register(rid, wake, mono_deadline)
         try:
             # Not fsynced (fsio rule 5 is for files that must survive a
             # crash): a request is worthless after its 4 s deadline, and a
@@ -757,8 +851,7 @@ class KoreanExpressionCoordinator:
             capsule=capsule,
             akey=akey,
             rid=rid,
-            deadline=deadline,
-            mono_deadline=t0 + WAIT.total_seconds(),
+            mono_deadline=mono_deadline,
             response_path=self.root.responses / f"{rid}.json",
             done=done,
         )
@@ -787,7 +880,9 @@ class KoreanExpressionCoordinator:
         # the terminal row is durable (spool.lifecycle `SPOOL_FILE_MOVES`).
         if response is None or response.status is not ResponseStatus.ACCEPTED:
             collect(p.response_path)
-        if self._clock() >= p.deadline:
+        # Judged on the monotonic clock against the host's call instant
+        # (spool.lifecycle rule 6): the request's own deadline, never a later one.
+        if self._mono() >= p.mono_deadline:
             return done(Outcome.TIMEOUT, surface=surface, akey=akey)
         if response is None:
             return done(Outcome.INVALID_RESPONSE, surface=surface, akey=akey)
@@ -852,6 +947,7 @@ class KoreanExpressionCoordinator:
         """Rule 12 (`gateway_shim._guest.track`): forget the parent's threads,
         watch and waiters without stopping any; start our own on first use."""
         self._hold.after_fork_in_child()
+        self._heartbeat.after_fork_in_child()
         self._waiters.after_fork_in_child()
         self._executor.after_fork_in_child()
         self._telemetry.after_fork_in_child()
@@ -859,7 +955,11 @@ class KoreanExpressionCoordinator:
 
 
 # Outcomes after which the data root's identity is checked again (rule 10).
-_RECHECKED: Final = frozenset({Outcome.TIMEOUT, Outcome.SPOOL_UNAVAILABLE})
+# ``worker_unavailable`` too: a data root replaced at its path may hold a serving
+# worker's heartbeat while this coordinator still walks the old one.
+_RECHECKED: Final = frozenset(
+    {Outcome.TIMEOUT, Outcome.SPOOL_UNAVAILABLE, Outcome.WORKER_UNAVAILABLE}
+)
 
 
 def _try_read(path: Path) -> bytes | _Wait:
@@ -876,6 +976,16 @@ def _try_read(path: Path) -> bytes | _Wait:
         # way (issue 14 item 1).
         discard(path)
         return _Wait.EXPIRED
+
+
+def _reportable_id(candidate: object) -> str | None:
+    """The attempt id of an accepted candidate, only as an exact ``str`` (rule 9)."""
+    if not isinstance(candidate, PresentationCandidate):
+        return None
+    if candidate.outcome is not Outcome.ACCEPTED:
+        return None
+    attempt_id = candidate.attempt_id
+    return attempt_id if type(attempt_id) is str else None
 
 
 def _last_guard(make_spec: Callable[[], _Spec]) -> PresentationCandidate:

@@ -484,6 +484,7 @@ def outcome_legend(*, timeout_s: float, wait_s: float) -> dict[str, str]:
         "journal_unavailable": "the worker's journal is quarantined: canonical, no call",
         "spool_unavailable": "the data root could not be used: canonical",
         "closed": "the coordinator was closed (the host's shutdown): canonical, nothing started",
+        "worker_unavailable": "no worker is serving the data root (its heartbeat): canonical at once, no request",
         "invalid_request": "the worker refused the request file: canonical",
         "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
         "no_time_to_answer": f"too little of the request's {wait_s:g} s was left for even the "

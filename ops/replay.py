@@ -18,6 +18,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -80,8 +81,17 @@ class ExampleResponder:
 
     def __enter__(self) -> Self:
         self.root.ensure()
+        self._beat()
         self._thread.start()
         return self
+
+    def _beat(self) -> None:
+        """A ``ready`` heartbeat, as the worker writes it: the shim writes a request
+        only while one says a worker serves the root (coordinator rule 13)."""
+        from kexpr.spool.fsio import replace_private
+
+        doc = {"schema": "kexpr-worker-status-v1", "state": "ready", "pid": os.getpid()}
+        replace_private(self.root.status_file, json.dumps(doc).encode("utf-8"))
 
     def __exit__(
         self,
@@ -93,7 +103,11 @@ class ExampleResponder:
         self._thread.join(5)
 
     def _loop(self) -> None:
+        beat = time.monotonic()
         while not self._stop.wait(_POLL_S):
+            if time.monotonic() - beat >= 1.0:
+                self._beat()
+                beat = time.monotonic()
             for folder in (self.root.requests, self.root.reports):
                 for path in sorted(folder.glob("*.json")):
                     data = path.read_bytes()

@@ -56,6 +56,19 @@ _pins: collections.OrderedDict[str, tuple[int, os.stat_result | None] | None] = 
 _pin_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    # A fork while another thread of the parent was inside a walk (the lock is
+    # taken on every open under a pin) would leave the child's copy held for
+    # ever, and the child's first open would hang: a fresh lock in the child,
+    # where no other thread exists yet. The pins' descriptors are inherited and
+    # stay valid; one being evicted at the fork is at worst left open.
+    global _pin_lock
+    _pin_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def pin_ancestor(path: Path) -> None:
     """Register ``path`` (absolute and already resolved) as a pinned ancestor.
 

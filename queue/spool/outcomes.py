@@ -20,7 +20,7 @@ Roles:
 - report   `ReportOutcome`: shim -> worker
 - candidate `CandidateOutcome`: shim -> host (every response word, plus the
   shim's own ``disabled``, ``ineligible``, ``spool_unavailable``,
-  ``closed``, ``shadow_selected``)
+  ``closed``, ``worker_unavailable``, ``shadow_selected``)
 - host     `HostOutcome`: host -> shim, after an enabled-mode selected candidate
 
 A word passes between roles unchanged wherever the roles share it (a report's
@@ -80,6 +80,10 @@ class Outcome(enum.StrEnum):
     # The coordinator was closed (before or during the presentation): nothing
     # is started or written any more (gateway_shim.coordinator rule 11).
     CLOSED = "closed"
+    # No worker is serving the data root (its heartbeat is absent, stale or not
+    # ``ready``): canonical at once, no request written (gateway_shim.coordinator
+    # rule 13). The worker never sees it: never a journal or response word.
+    WORKER_UNAVAILABLE = "worker_unavailable"
 
 
 ProviderFailure: TypeAlias = Literal[
@@ -121,6 +125,7 @@ CandidateOutcome: TypeAlias = Literal[
     Outcome.INELIGIBLE,
     Outcome.SPOOL_UNAVAILABLE,
     Outcome.CLOSED,
+    Outcome.WORKER_UNAVAILABLE,
 ]
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
-from kexpr.spool.fsio import publish
+from kexpr.spool.fsio import publish, replace_private
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_request
 
@@ -65,8 +66,20 @@ def composition(capsule: Mapping[str, Any], generated: Mapping[str, str]) -> dic
     }
 
 
+def heartbeat(root: DataRoot, state: str = "ready", *, age_s: float = 0.0) -> None:
+    """A worker's ``worker.status.json`` as the shim reads it (coordinator rule 13):
+    its schema and ``state``, written ``age_s`` ago (its mtime)."""
+    root.ensure()
+    doc = {"schema": "kexpr-worker-status-v1", "state": state, "pid": os.getpid()}
+    replace_private(root.status_file, json.dumps(doc).encode())
+    if age_s:
+        then = time.time() - age_s
+        os.utime(root.status_file, (then, then))
+
+
 class ScriptedWorker:
-    """Answers each request in ``requests/`` after ``delay`` seconds."""
+    """Answers each request in ``requests/`` after ``delay`` seconds; keeps a
+    ``ready`` heartbeat while it runs, like the worker (coordinator rule 13)."""
 
     def __init__(
         self, root: DataRoot, compose: Compose = style, delay: float = 0.0, poll: float = 0.01
@@ -80,7 +93,7 @@ class ScriptedWorker:
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> Self:
-        self.root.ensure()
+        heartbeat(self.root)
         self._thread.start()
         return self
 
@@ -93,7 +106,11 @@ class ScriptedWorker:
             return sum(1 for r in self.requests if r["capsule"]["artifact_key"] == artifact_key)
 
     def _loop(self) -> None:
+        beat = time.monotonic()
         while not self._stop.wait(self.poll):
+            if time.monotonic() - beat >= 1.0:
+                heartbeat(self.root)
+                beat = time.monotonic()
             for path in sorted(self.root.requests.glob("*.json")):
                 raw = path.read_bytes()
                 parse_request(raw)  # the shim only ever writes valid requests

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reference_host.scripted_worker import heartbeat
 
 from gateway_shim import (
     CandidateStatus,
@@ -95,7 +96,8 @@ def status(st: str, outcome: str) -> Answer:
 
 
 class ScriptedWorker:
-    """Answers each request in ``requests/`` with ``answer(request)`` after ``delay``."""
+    """Answers each request in ``requests/`` with ``answer(request)`` after ``delay``;
+    keeps a ``ready`` heartbeat while it runs, like the worker (rule 13)."""
 
     def __init__(self, root: DataRoot, answer: Answer, delay: float = 0.0) -> None:
         self.root, self.answer, self.delay = root, answer, delay
@@ -104,7 +106,7 @@ class ScriptedWorker:
         self._t = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> ScriptedWorker:
-        self.root.ensure()
+        heartbeat(self.root)
         self._t.start()
         return self
 
@@ -113,7 +115,11 @@ class ScriptedWorker:
         self._t.join(5)
 
     def _loop(self) -> None:
+        beat = time.monotonic()
         while not self._stop.wait(0.01):
+            if time.monotonic() - beat >= 1.0:
+                heartbeat(self.root)
+                beat = time.monotonic()
             for p in sorted(self.root.requests.glob("*.json")):
                 raw = p.read_bytes()
                 parse_request(raw)  # the shim only ever writes valid requests

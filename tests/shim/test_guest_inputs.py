@@ -31,7 +31,7 @@ from reference_host.samples import (
     dual_card,
     session,
 )
-from shim.test_coordinator import BODY, FACTS
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted
 
 from gateway_shim import (
     CandidateStatus,
@@ -48,6 +48,8 @@ from gateway_shim import (
     revalidate,
 )
 from gateway_shim.surfaces import Ineligible, IneligibleReason
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.outcomes import HOST_OUTCOMES
 
 SETTINGS = settings(
     max_examples=60,
@@ -319,6 +321,58 @@ def test_report_with_arbitrary_arguments(
     assert type(e.value) is ValueError
     assert str(e.value) in {"not_host_outcome", "report_not_expected"}
     assert not root.exists()
+
+
+class RaisingStr(str):
+    """A forged id (issue 26 item 7): a ``str`` subclass whose hash and equality raise."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        raise RuntimeError("hash")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+
+class EqualStr(str):
+    """A ``str`` subclass equal to (and hashing like) the id it copies."""
+
+    __slots__ = ()
+
+
+STR_SUBCLASS: st.SearchStrategy[object] = st.one_of(
+    st.builds(RaisingStr, st.one_of(ANY_TEXT, st.just("e" * 32))),
+    st.builds(EqualStr, st.one_of(ANY_TEXT, st.just("e" * 32))),
+)
+
+
+@SETTINGS
+@given(attempt_id=STR_SUBCLASS, outcome=st.sampled_from(sorted(HOST_OUTCOMES)))
+def test_report_of_a_str_subclass_id_is_the_documented_value_error(
+    tmp_path: Path, attempt_id: object, outcome: Outcome
+) -> None:
+    """Issue 26 item 7: only an exact ``str`` id; a subclass never reaches the table."""
+    root = tmp_path / "r"
+    with pytest.raises(ValueError) as e:
+        coordinator(root).report(foreign_candidate(attempt_id), outcome)  # type: ignore[arg-type]
+    assert type(e.value) is ValueError and str(e.value) == "report_not_expected"
+    assert not root.exists()
+
+
+def test_a_str_subclass_copy_of_an_awaited_id_is_refused_and_the_real_one_stays(
+    tmp_path: Path,
+) -> None:
+    root = DataRoot(tmp_path / "r")
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, accepted()):
+        cand = coord.present_daily(BODY, finalized_event_id="evt-sub", facts=FACTS)
+    assert cand.outcome is Outcome.ACCEPTED and cand.attempt_id is not None
+    for forged in (EqualStr(cand.attempt_id), RaisingStr(cand.attempt_id)):
+        with pytest.raises(ValueError, match="^report_not_expected$"):
+            coord.report(dataclasses.replace(cand, attempt_id=forged), Outcome.SELECTED)
+    coord.report(cand, Outcome.SELECTED)  # the handed-out id is still awaited, once
+    coord.close()
 
 
 def odd_candidate(**changes: object) -> PresentationCandidate:
