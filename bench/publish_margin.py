@@ -288,9 +288,13 @@ def _unused_answers(root: Path) -> list[float]:
                 deadlines[row["attempt_id"]] = parse_ts(row["deadline_at_utc"]).timestamp()
     out: list[float] = []
     for f in (root / "spool" / "responses").glob("*.json"):
-        resp = parse_response(f.read_bytes())
+        try:
+            resp = parse_response(f.read_bytes())
+            mtime = f.stat().st_mtime
+        except FileNotFoundError:
+            continue  # its report was journaled meanwhile: it was taken
         if resp.status is ResponseStatus.ACCEPTED and resp.attempt_id in deadlines:
-            out.append(f.stat().st_mtime - deadlines[resp.attempt_id])
+            out.append(mtime - deadlines[resp.attempt_id])
     return out
 
 
