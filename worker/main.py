@@ -160,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ImportError, AttributeError):
         # In range, yet what the transport reaches is not there (a patched or
         # broken install): the same refusal. Only the class name is shown.
-        preload.discard()
+        if preload is not None:
+            preload.discard()
         return _refuse_dependency("import failed")
 
     stop = threading.Event()
