@@ -1,10 +1,13 @@
 """The dependency versions the worker runs on, checked at start (design §9).
 
 `kexpr.worker._transport` bounds every provider call by subclassing httpcore's
-``NetworkStream``/``NetworkBackend`` and by reaching two private places: httpx's
+``NetworkStream``/``NetworkBackend`` and by reaching private places: httpx's
 ``HTTPTransport._pool._network_backend`` (with ``Client._init_transport`` /
-``_init_proxy_transport``) and httpcore's ``HTTP11Connection._h11_state`` (its
-buffered bytes). What that needs, read from the releases' sources:
+``_init_proxy_transport``), and httpcore's pool's ``_connections``, each one's
+``_connection`` / ``_network_stream`` and ``HTTP11Connection._h11_state`` (h11's
+buffered bytes, read to never reuse an overrun connection; if that cannot be
+read the connection is simply not reused). What that needs, read from the
+releases' sources:
 
 - httpcore >= 0.17.3: the first release whose sync backend takes
   ``socket_options`` and exports ``SOCKET_OPTION`` (0.16 and 0.17.0-0.17.2 have
