@@ -16,7 +16,7 @@ Restart rules (the decision is `RestartTracker.on_exit`, pure and clock-injected
 the loop in `Supervisor.run` only carries it out):
 
 1. A fatal exit (`FATAL_EXITS`: hazardous environment, unsafe data root, not
-   undumpable) is not restarted: a restart cannot fix it.
+   undumpable, unsupported dependency) is not restarted: a restart cannot fix it.
 2. Any other exit is restarted after an exponential backoff (0.5 s doubling to
    30 s), reset after a run that stayed up `healthy_after_s`.
 3. Crash loop: more than ``max_restarts`` exits within ``window_s`` stops
@@ -114,6 +114,7 @@ FATAL_EXITS: Final = frozenset(
         int(ExitCode.HAZARDOUS_ENVIRONMENT),
         int(ExitCode.UNSAFE_DATA_ROOT),
         int(ExitCode.NOT_UNDUMPABLE),
+        int(ExitCode.UNSUPPORTED_DEPENDENCY),
     }
 )
 # EX_SOFTWARE: the worker keeps dying; an operator has to look (kexpr status).

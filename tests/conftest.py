@@ -46,16 +46,22 @@ class RunningWorker:
 
 
 def start_supervised_worker(
-    data_root: Path, fake: FakeOpenAI | None, *, key: str | None = TEST_KEY
+    data_root: Path,
+    fake: FakeOpenAI | None,
+    *,
+    key: str | None = TEST_KEY,
+    python: str = sys.executable,
 ) -> RunningWorker:
     """``kexpr supervise`` exactly as an operator runs it: explicit env, the key,
-    and the egress proxy + CA passed as operator flags."""
+    and the egress proxy + CA passed as operator flags. ``python``: the
+    interpreter of the environment it runs from (a scratch venv's, for the
+    dependency-range tests)."""
     root = DataRoot(data_root)
     root.ensure()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
     if key is not None:
         env["OPENAI_API_KEY"] = key
-    cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(data_root)]
+    cmd = [python, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(data_root)]
     if fake is not None:
         cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)

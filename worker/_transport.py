@@ -71,6 +71,7 @@ __all__ = [
     "BODY_CAP_BYTES",
     "AnswerRefused",
     "Call",
+    "TransportUnsupported",
     "bound",
     "bounded_http_client",
     "current_call",
@@ -85,6 +86,13 @@ _IDENTITY: Final = "identity"
 # connection passes from one call to the next, and a cut must never reach a
 # socket that another call has taken over meanwhile.
 _LOCK: Final = threading.Lock()
+
+
+class TransportUnsupported(RuntimeError):
+    """httpx's transport is not laid out as this module reaches it (see
+    `_with_deadline`): raised at client construction, so the worker refuses to
+    start (``kexpr.worker.main``: exit 69) instead of calling without its
+    deadline."""
 
 
 class AnswerRefused(Exception):
@@ -250,15 +258,19 @@ def _on_response(response: httpx.Response) -> None:
     if not isinstance(stream, httpx.SyncByteStream):  # an async stream: not ours
         call.refuse(Outcome.INVALID_RESPONSE)
         raise AnswerRefused("unexpected response stream")
-    response.stream = _CappedStream(stream, call)
+    network = response.extensions.get("network_stream")
+    response.stream = _CappedStream(stream, call, network)
 
 
 class _CappedStream(httpx.SyncByteStream):
-    """The body as read from the transport, at most `BODY_CAP_BYTES` of it."""
+    """The body as read from the transport, at most `BODY_CAP_BYTES` of it.
+    Once the body is complete, its connection is checked for bytes beyond it
+    (`_DeadlineStream.check_trailing`)."""
 
-    def __init__(self, inner: httpx.SyncByteStream, call: Call) -> None:
+    def __init__(self, inner: httpx.SyncByteStream, call: Call, network: object) -> None:
         self._inner = inner
         self._call = call
+        self._network = network
 
     def __iter__(self) -> Iterator[bytes]:
         total = 0
@@ -268,6 +280,11 @@ class _CappedStream(httpx.SyncByteStream):
                 self._call.refuse(Outcome.INVALID_RESPONSE)
                 raise AnswerRefused("body over the cap")
             yield chunk
+        # The whole body was read, the connection is not back in the pool yet.
+        # (A transport this module did not build, as the unit tests' mock
+        # transports, has no network stream of ours and nothing to check.)
+        if isinstance(self._network, _DeadlineStream):
+            self._network.check_trailing()
 
     def close(self) -> None:
         self._inner.close()
@@ -277,12 +294,31 @@ class _CappedStream(httpx.SyncByteStream):
 
 
 class _DeadlineStream(httpcore.NetworkStream):
-    """A network stream whose every operation is bounded by the current call."""
+    """A network stream whose every operation is bounded by the current call.
 
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
+    Never reused after a response whose length disagreed with its header: a
+    body longer than its ``Content-Length`` leaves the extra bytes in h11's
+    buffer, and on a kept-alive connection the next call would read them as
+    its own answer (checked: without this, it did). `check_trailing` looks at
+    that buffer when a body is complete, before the connection returns to the
+    pool; a stream that had any is *spent*: it reports itself readable, which
+    httpcore's pool takes as a server disconnect (``has_expired``) and closes
+    the connection instead of handing it to the next call."""
+
+    def __init__(self, inner: httpcore.NetworkStream, pool: object = None) -> None:
         self._inner = inner
         self.owner: Call | None = None
         self._closed = False
+        self._pool = pool
+        self.spent = False
+
+    def check_trailing(self) -> None:
+        """Spend this stream if its connection buffered bytes past the body
+        just read, or if that cannot be told (fail closed: a new connection)."""
+        connection = _http11_of(self._pool, self)
+        trailing: object = getattr(getattr(connection, "_h11_state", None), "trailing_data", None)
+        if not (isinstance(trailing, tuple) and trailing[:1] == (b"",)):
+            self.spent = True
 
     # Called with _LOCK held.
     def adopt(self, call: Call) -> None:
@@ -343,7 +379,7 @@ class _DeadlineStream(httpcore.NetworkStream):
         # The TLS stream owns the socket from here on (the plain one is detached).
         inner = self._inner.start_tls(ssl_context, server_hostname, left)
         self._detach()
-        wrapped = _DeadlineStream(inner)
+        wrapped = _DeadlineStream(inner, self._pool)
         try:
             call._clamp(None, wrapped)
         except _Expired:
@@ -352,14 +388,36 @@ class _DeadlineStream(httpcore.NetworkStream):
         return wrapped
 
     def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable" and self.spent:
+            return True  # httpcore's pool: expired, closed, never reused
         return self._inner.get_extra_info(info)
+
+
+def _http11_of(pool: object, stream: _DeadlineStream) -> object:
+    """The pool's HTTP/1.1 connection over ``stream`` (httpcore's
+    ``ConnectionPool._connections``, each an ``HTTPConnection`` or a proxy's
+    ``TunnelHTTPConnection`` holding an ``HTTP11Connection`` as ``_connection``),
+    or None."""
+    connections: object = getattr(pool, "_connections", None)
+    if not isinstance(connections, list):
+        return None
+    for connection in list(connections):
+        inner: object = connection
+        for _ in range(3):
+            if getattr(inner, "_network_stream", None) is stream:
+                return inner
+            inner = getattr(inner, "_connection", None)
+            if inner is None:
+                break
+    return None
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
     """httpcore's own sync backend, with `_DeadlineStream` streams."""
 
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+    def __init__(self, inner: httpcore.NetworkBackend, pool: object = None) -> None:
         self._inner = inner
+        self._pool = pool
 
     def connect_tcp(
         self,
@@ -375,7 +433,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         except _Expired:
             raise httpcore.ConnectTimeout("call deadline") from None
         stream = _DeadlineStream(
-            self._inner.connect_tcp(host, port, left, local_address, socket_options)
+            self._inner.connect_tcp(host, port, left, local_address, socket_options), self._pool
         )
         try:
             call._clamp(None, stream)
@@ -409,8 +467,8 @@ def _with_deadline(transport: httpx.BaseTransport) -> httpx.BaseTransport:
     if not isinstance(transport, httpx.HTTPTransport) or not isinstance(
         backend, httpcore.NetworkBackend
     ):
-        raise RuntimeError("httpx transport layout changed: no socket deadline")
-    pool._network_backend = _DeadlineBackend(backend)
+        raise TransportUnsupported("httpx transport layout changed: no socket deadline")
+    pool._network_backend = _DeadlineBackend(backend, pool)
     return transport
 
 

@@ -43,7 +43,12 @@ from kexpr.spool.outcomes import (
     ContractRejection,
     Outcome,
 )
-from kexpr.worker.provider import ProviderResult, call_with_deadline
+from kexpr.worker.provider import (
+    CallThread,
+    ProviderResult,
+    call_with_deadline,
+    take_call_thread,
+)
 from kexpr.worker.status import Fault
 
 if TYPE_CHECKING:
@@ -66,6 +71,21 @@ class _Unpublished(Exception):
 # failure there is `respond_failed` and the attempt ends (`_abandon`). Kept
 # small so that the reservation is never what a nearly full disk refuses first.
 RESPONSE_RESERVE_BYTES: Final = 512
+
+# What delivering an accepted answer costs after the worker has decided it is
+# in time: judging and building the response under the lock, publishing it
+# (write, fsync, move, directory fsync), the shim's inotify wake-up and its read
+# and parse. Both sides judge against the request's deadline; an answer whose
+# publication would land after ``deadline - PUBLISH_MARGIN_S`` would reach a shim
+# that has stopped waiting: paid for and never used. So the call is cut there,
+# and a result concluded later is discarded as late (``timeout``, counted
+# ``late_for_publish``; never a second call). Measured by bench/publish_margin.py
+# through the real watcher path on this project's shared 2-core machine
+# (docs/performance.md, "Publish margin"): the chain takes p50 7 ms / p99 26 ms
+# alone and p50 17 ms / p99 68 ms with 8 answers published at once (the
+# worker's call pool); 100 ms is that p99 with headroom for a loaded host, and
+# costs the call 2.5 % of its 4 s.
+PUBLISH_MARGIN_S: Final = 0.1
 
 
 def handle_request(
@@ -93,11 +113,14 @@ def handle_request(
     # on the monotonic clock (spool.lifecycle rule 6).
     until = mono + remaining_budget(deadline, wall)
     reservation: Reservation | None = None
+    thread: CallThread | None = None
     try:
-        rec, reservation = _start(w, req, until)
+        rec, reservation, thread = _start(w, req, until)
         if rec is not None:
-            _run_attempt(w, req, rec, until, reservation)
+            _run_attempt(w, req, rec, until, reservation, thread)
     finally:
+        if thread is not None:
+            thread.give_back()  # a no-op once its call was handed over
         _ensure_ended(w, req, reservation)
 
 
@@ -128,12 +151,13 @@ def _ensure_ended(w: Worker, req: SpoolRequest, reservation: Reservation | None)
 
 def _start(
     w: Worker, req: SpoolRequest, until: float
-) -> tuple[AttemptRecord | None, Reservation | None]:
+) -> tuple[AttemptRecord | None, Reservation | None, CallThread | None]:
     """Dedupe, reserve, admit and write the start row, under one journal lock.
-    (the new attempt, its reservation), or (None, ...) when this request is
-    answered without one. Nothing here calls."""
+    (the new attempt, its reservation, its call thread), or (None, ...) when
+    this request is answered without one. Nothing here calls."""
     rid, version, capsule = req.request_id, req.spool_version, req.capsule
     reservation: Reservation | None = None
+    thread: CallThread | None = None
     try:
         with w.journal.locked() as j:
             if not w.journal_ok:
@@ -149,11 +173,11 @@ def _start(
                     Outcome.ALREADY_ATTEMPTED,
                     version=version,
                 )
-                return None, None
+                return None, None, None
             existing = j.index.by_artifact.get(capsule.artifact_key)
             if existing is not None:
                 _answer_existing(w, rid, existing, version)
-                return None, None
+                return None, None, None
             # Issue 19: what publishing the answer needs is taken before the row
             # and the call (an inode and its bytes in tmp/). Without it there is
             # no row and no call: the one request is not spent on an answer that
@@ -171,7 +195,7 @@ def _start(
                     Outcome.ANSWER_UNPUBLISHABLE,
                     version=version,
                 )
-                return None, None
+                return None, None, None
             # Issue 19: admission judged again right before the start row, on
             # the monotonic clock read under the lock: a request whose time left
             # cannot hold even its minimal answer at the fastest published rate
@@ -189,7 +213,25 @@ def _start(
                     version=version,
                     reservation=reservation,
                 )
-                return None, reservation
+                return None, reservation, None
+            # The call's thread is started (or taken idle) before the start row:
+            # at a thread limit (RLIMIT_NPROC, TasksMax=) it cannot start, and
+            # after the row that would spend the artifact's one attempt with no
+            # request. Here it costs only this presentation: no row, no call.
+            if w._client is not None:
+                try:
+                    thread = take_call_thread()
+                except RuntimeError:
+                    w.counters.fault(Fault.THREAD_START_FAILED)
+                    w._respond(
+                        rid,
+                        None,
+                        ResponseStatus.CANONICAL,
+                        Outcome.ANSWER_UNPUBLISHABLE,
+                        version=version,
+                        reservation=reservation,
+                    )
+                    return None, reservation, None
             rec = j.append_start(
                 artifact_key=capsule.artifact_key,
                 surface=capsule.surface,
@@ -200,8 +242,10 @@ def _start(
             )
             w._held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
             w.refusing = None
-            return rec, reservation
+            return rec, reservation, thread
     except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
+        if thread is not None:
+            thread.give_back()
         if isinstance(e, AppendRefused) and e.finding.value == Fault.SEGMENT_FULL.value:
             w.refusing = Fault.SEGMENT_FULL.value
         w._journal_failed(e)
@@ -213,18 +257,25 @@ def _start(
             version=version,
             reservation=reservation,
         )
-        return None, reservation
+        return None, reservation, None
     except BaseException:
         # Anything else (MemoryError, a bug) is the caller's to count; the
         # reservation is not left behind. A start row already written has no
         # holder now, so the next presentation expires it (`answer_existing`).
         if reservation is not None:
             reservation.release()
+        if thread is not None:
+            thread.give_back()
         raise
 
 
 def _run_attempt(
-    w: Worker, req: SpoolRequest, rec: AttemptRecord, until: float, reservation: Reservation | None
+    w: Worker,
+    req: SpoolRequest,
+    rec: AttemptRecord,
+    until: float,
+    reservation: Reservation | None,
+    thread: CallThread | None = None,
 ) -> None:
     """After the start row: the one call and its conclusion. Issue 21 item 1:
     whatever is raised here (``RuntimeError("can't start new thread")`` at a
@@ -236,9 +287,12 @@ def _run_attempt(
             result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
         else:
             t0 = w._mono()
-            seconds = until - t0
+            # Nothing that comes back after deadline - margin can be delivered.
+            seconds = until - PUBLISH_MARGIN_S - t0
             capsule = req.capsule
-            result = call_with_deadline(w._client, capsule.to_json(), seconds=max(seconds, 0.0))
+            result = call_with_deadline(
+                w._client, capsule.to_json(), seconds=max(seconds, 0.0), thread=thread
+            )
             if result.sent:
                 # Only a request that left the process is a call (issue 21): not one
                 # whose deadline had passed, nor one whose thread could not start; and
@@ -386,10 +440,14 @@ def _conclude_locked(
         current = j.index.by_attempt.get(rec.attempt_id)
         if current is None or current.outcome is not None:
             return None, None  # terminalized meanwhile (retention): discard, say nothing
-        late = w._mono() >= until
+        now = w._mono()
+        # Late: its publication could not reach the shim in time (PUBLISH_MARGIN_S).
+        late = now >= until - PUBLISH_MARGIN_S
         failed = result.outcome  # None: content came back; it is judged next
         if late and result.outcome is not Outcome.TIMEOUT:
             w.counters.bump("late_results")
+            if now < until and result.outcome is None:
+                w.counters.bump("late_for_publish")
         rejected: ContractRejection | None = None
         composition = None
         if w.journal_ok and not late and failed is None:

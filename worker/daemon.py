@@ -194,9 +194,9 @@ class Worker:
         # planted at ``claimed/<id>.json``): counted once, then skipped while
         # they are still listed, so one stuck entry is not re-handled every scan.
         self._stuck: set[tuple[str, str]] = set()
-        # reports/ names of a protocol version this release does not know: kept,
-        # counted once (kexpr.worker.reports).
-        self._foreign: set[str] = set()
+        # reports/ files of a protocol version this release does not know: kept,
+        # counted once, read once per change (kexpr.worker.reports.KeptReports).
+        self._kept_reports = reports.KeptReports()
         self._wake = threading.Event()
         self._client: openai.OpenAI | None = None
         self._started_at = format_ts(clock())

@@ -8,6 +8,8 @@ import enum
 
 class ExitCode(enum.IntEnum):
     OK = 0
+    # EX_UNAVAILABLE: httpx/httpcore outside the tested ranges (worker.dependencies)
+    UNSUPPORTED_DEPENDENCY = 69
     NOT_UNDUMPABLE = 71  # EX_OSERR: prctl(PR_SET_DUMPABLE, 0) failed or did not hold
     ANOTHER_WORKER = 73  # EX_CANTCREAT: the worker lock is held by a live worker
     UNSAFE_DATA_ROOT = 74  # EX_IOERR: the data root is not a private directory of ours

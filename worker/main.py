@@ -15,7 +15,9 @@ Start-up order, each step a precondition of the next (design §9, §10):
 2. Refuse a hazardous environment (any ``OPENAI_*`` but the key, ``SSLKEYLOGFILE``)
    before the SDK is imported: the SDK reads ``OPENAI_LOG`` at import time.
    A rehearsal (``--rehearsal``, `kexpr.worker.rehearsal`) also refuses
-   ``OPENAI_API_KEY`` itself and every proxy or CA variable: it reads no key.
+   ``OPENAI_API_KEY`` itself and every proxy or CA variable: it reads no key. Then
+   refuse httpx/httpcore outside the tested ranges (`kexpr.worker.dependencies`:
+   one line, exit 69, never restarted), before either is imported.
 3. Fork the journal verifier (`kexpr.worker.preload`: the child verifies on the other
    core while this process imports the SDK; its result is re-checked, never
    trusted blindly).
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING, Final
 
 from kexpr.spool import log
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from kexpr.worker.dependencies import SUPPORTED, requirement, unsupported
 from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.preload import start as start_preload
@@ -121,6 +124,17 @@ def _pace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pace:
         parser.error("--tokens-per-second or --first-token-seconds out of range")
 
 
+def _refuse_dependency(what: str) -> int:
+    """The one line of an unsupported dependency, and its exit code."""
+    ranges = ", ".join(requirement(name) for name in SUPPORTED)
+    print(
+        f"kexpr worker: refusing to start: unsupported_dependency: {what} (supported: {ranges})",
+        file=sys.stderr,
+        flush=True,
+    )
+    return int(ExitCode.UNSUPPORTED_DEPENDENCY)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kexpr worker")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
@@ -173,11 +187,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return int(ExitCode.HAZARDOUS_ENVIRONMENT)
+    # httpx/httpcore outside the ranges the bounded transport was tested on: one
+    # line and a code no supervisor restarts (worker.dependencies), never a
+    # traceback at import and a restart loop.
+    wrong = unsupported()
+    if wrong:
+        return _refuse_dependency(", ".join(wrong))
     # Before the SDK import and before any thread: the journal is verified in a
     # forked child on the other core meanwhile (worker.preload; never trusted
     # blindly: the parent re-checks every file, else loads by itself).
     preload = start_preload(DataRoot(args.data_root))
-    from kexpr.worker.daemon import Worker
+    try:
+        from kexpr.worker._transport import TransportUnsupported
+        from kexpr.worker.daemon import Worker
+    except (ImportError, AttributeError):
+        # In range, yet what the transport reaches is not there (a patched or
+        # broken install): the same refusal. Only the class name is shown.
+        if preload is not None:
+            preload.discard()
+        return _refuse_dependency("import failed")
 
     stop = threading.Event()
 
@@ -188,20 +216,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     for signum in IGNORED_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    if args.rehearsal:
-        from kexpr.worker.provider import build_rehearsal_client
-        from kexpr.worker.rehearsal import RehearsalTransport
+    try:
+        if args.rehearsal:
+            from kexpr.worker.provider import build_rehearsal_client
+            from kexpr.worker.rehearsal import RehearsalTransport
 
-        assert pace is not None
-        worker = Worker(
-            DataRoot(args.data_root),
-            preload=preload,
-            rehearsal=True,
-            client_factory=lambda: build_rehearsal_client(RehearsalTransport(pace)),
-        )
-    else:
-        worker = Worker(DataRoot(args.data_root), preload=preload)
-    code = worker.run(stop)
+            assert pace is not None
+            worker = Worker(
+                DataRoot(args.data_root),
+                preload=preload,
+                rehearsal=True,
+                client_factory=lambda: build_rehearsal_client(RehearsalTransport(pace)),
+            )
+        else:
+            worker = Worker(DataRoot(args.data_root), preload=preload)
+        code = worker.run(stop)
+    except TransportUnsupported:
+        return _refuse_dependency("httpx transport layout")
     if code is not ExitCode.OK:
         print(f"kexpr worker: exit {code.name.lower()}", file=sys.stderr)
     return int(code)

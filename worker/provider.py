@@ -88,7 +88,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeAlias
 
 import httpx
 import openai
@@ -108,6 +108,7 @@ from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 
 __all__ = [
     "BODY_CAP_BYTES",
+    "CallThread",
     "ENDPOINT",
     "MODEL",
     "SDK_TIMEOUT_S",
@@ -117,6 +118,7 @@ __all__ = [
     "call_once",
     "call_with_deadline",
     "request_kwargs",
+    "take_call_thread",
     "wire_kwargs",
 ]
 
@@ -324,7 +326,11 @@ def call_once(
 
 
 def call_with_deadline(
-    client: openai.OpenAI, capsule_json: str, *, seconds: float
+    client: openai.OpenAI,
+    capsule_json: str,
+    *,
+    seconds: float,
+    thread: CallThread | None = None,
 ) -> ProviderResult:
     """:func:`call_once` in a daemon thread (a kept one if idle, see
     `_CallThreads`), waited on for at most ``seconds``.
@@ -344,12 +350,17 @@ def call_with_deadline(
     requests (``sent`` False): a result could only arrive late and be discarded.
     NaN, +inf or more than ``threading.TIMEOUT_MAX`` is a caller bug (the worker's
     deadline is a few seconds) and raises ValueError. A thread that cannot be
-    started raises here (RuntimeError) with nothing sent.
+    started raises here (RuntimeError) with nothing sent. ``thread``: a call
+    thread taken beforehand (`take_call_thread`, the worker takes it before the
+    attempt's start row, so a thread that cannot start spends nothing); it is
+    used (or given back) here in every case.
     """
-    if math.isnan(seconds) or seconds > threading.TIMEOUT_MAX:
+    if math.isnan(seconds) or seconds > threading.TIMEOUT_MAX or seconds <= 0:
+        if thread is not None:
+            thread.give_back()
+        if seconds <= 0:
+            return ProviderResult(Outcome.TIMEOUT)
         raise ValueError("seconds must be a finite, waitable number")
-    if seconds <= 0:
-        return ProviderResult(Outcome.TIMEOUT)
     done = threading.Event()
     box: list[ProviderResult | BaseException] = []
     call = Call(seconds)
@@ -362,7 +373,7 @@ def call_with_deadline(
         finally:
             done.set()
 
-    _CALL_THREADS.run(run)
+    (thread or _CALL_THREADS.take()).run(run)
     if not done.wait(seconds):
         sent = call.cut()
         done.wait(_CUT_GRACE_S)
@@ -371,6 +382,39 @@ def call_with_deadline(
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+# A call thread's inbox: its next call, or None (end).
+_Inbox: TypeAlias = "queue.SimpleQueue[Callable[[], None] | None]"
+
+
+class CallThread:
+    """One call thread, running and waiting for its call: taken with
+    `take_call_thread` (an idle kept one, or a new one started now), then either
+    given its one call (`run`) or given back unused (`give_back`); exactly one
+    of the two, once (a second is ignored). Taking it is what can fail at a
+    thread limit (``RuntimeError``), so the worker takes it before the start
+    row: an artifact is never spent on a call whose thread cannot start."""
+
+    __slots__ = ("_inbox", "_owner", "_thread", "_used")
+
+    def __init__(self, owner: _CallThreads, inbox: _Inbox, thread: threading.Thread) -> None:
+        self._owner = owner
+        self._inbox = inbox
+        self._thread = thread
+        self._used = False
+
+    def run(self, fn: Callable[[], None]) -> None:
+        if self._used:
+            raise ValueError("call thread already used")
+        self._used = True
+        self._inbox.put(fn)
+
+    def give_back(self) -> None:
+        if self._used:
+            return
+        self._used = True
+        self._owner.park(self._inbox, self._thread)
 
 
 class _CallThreads:
@@ -382,47 +426,68 @@ class _CallThreads:
     for a thread — with none idle, a new one is started at once — so a hung call
     cannot delay another, and a thread still running a late call is simply not
     idle. At most `KEEP` threads are kept idle; the others end. A thread is named
-    ``kexpr-provider-call`` while it runs a call and ``kexpr-provider-idle``
-    while parked.
+    ``kexpr-provider-call`` while it is taken or runs a call and
+    ``kexpr-provider-idle`` while parked. A thread is taken (`take`) before its
+    call is known; one given back unused parks again (or ends, past `KEEP`).
     """
 
     KEEP: Final = 8
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._idle: list[tuple[_Inbox, threading.Thread]] = []
+
+    def take(self) -> CallThread:
+        """An idle thread, or a new one started now (``RuntimeError`` if it
+        cannot start: then nothing is left behind)."""
+        with self._lock:
+            idle = self._idle.pop() if self._idle else None
+        if idle is not None:
+            return CallThread(self, *idle)
+        inbox: _Inbox = queue.SimpleQueue()
+        thread = threading.Thread(
+            target=self._serve, args=(inbox,), name="kexpr-provider-call", daemon=True
+        )
+        thread.start()
+        return CallThread(self, inbox, thread)
 
     def run(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            inbox = self._idle.pop() if self._idle else None
-        if inbox is None:
-            # The task goes in before the thread starts: a thread is never started
-            # without its first task (nothing raised in between can strand it), and
-            # a thread that cannot start leaves only an unread queue behind.
-            inbox = queue.SimpleQueue()
-            inbox.put(fn)
-            threading.Thread(
-                target=self._serve, args=(inbox,), name="kexpr-provider-call", daemon=True
-            ).start()
-            return
-        inbox.put(fn)
+        self.take().run(fn)
 
-    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+    def park(self, inbox: _Inbox, thread: threading.Thread) -> None:
+        """A taken thread given back unused: idle again, or told to end."""
+        with self._lock:
+            if len(self._idle) < self.KEEP:
+                thread.name = "kexpr-provider-idle"
+                self._idle.append((inbox, thread))
+                return
+        inbox.put(None)
+
+    def _serve(self, inbox: _Inbox) -> None:
         me = threading.current_thread()
         while True:
             fn = inbox.get()
+            if fn is None:
+                return  # given back unused with KEEP threads idle already
             me.name = "kexpr-provider-call"
             fn()  # never raises: call_with_deadline's `run` hands everything over
             with self._lock:
                 if len(self._idle) >= self.KEEP:
                     return
-                self._idle.append(inbox)
+                self._idle.append((inbox, me))
                 # Renamed under the lock, once parked: a thread named -idle is
                 # one `run` can hand the next call to.
                 me.name = "kexpr-provider-idle"
 
 
 _CALL_THREADS: Final = _CallThreads()
+
+
+def take_call_thread() -> CallThread:
+    """A call thread for one later `call_with_deadline` (see `CallThread`).
+    Raises ``RuntimeError`` when no thread can be started (RLIMIT_NPROC,
+    TasksMax=, memory): nothing is sent and nothing is left behind."""
+    return _CALL_THREADS.take()
 
 
 def _map_failure(exc: BaseException) -> ProviderFailure:

@@ -5,6 +5,8 @@ Its functions take the `kexpr.worker.daemon.Worker` whose state they change.
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -40,6 +42,86 @@ if TYPE_CHECKING:
 # report's file is removed only after its row is synced, so a crash leaves it
 # in reports/ for the next worker. At most this many rows per group.
 REPORT_GROUP_MAX: Final = 256
+
+# Kept report files (a newer protocol's: never ours to judge, never dropped)
+# cost nothing at rest: each is read and parsed once per (name, change), not on
+# every tick (10,000 of them once cost the idle worker 29-34 % of a core).
+# `KeptReports` remembers them; the report scan skips the whole folder while it
+# is unchanged and settled, and re-checks every kept file's identity every
+# `KEPT_RECHECK_TICKS` ticks (a file rewritten in place changes no directory).
+# At most `KEPT_MAX` names are remembered (beyond: read again on each change of
+# the folder), and a name no longer listed is forgotten.
+KEPT_MAX: Final = 100_000
+KEPT_RECHECK_TICKS: Final = 60
+# A folder changed this recently is not trusted as settled: its mtime's clock
+# is coarse (a jiffy), so a file added in the same tick could leave it equal.
+_SETTLED_AGE_S: Final = 1.0
+
+
+def _signature(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class KeptReports:
+    """What the report scan remembers between ticks (one per worker)."""
+
+    __slots__ = ("files", "folder", "ticks")
+
+    def __init__(self) -> None:
+        # name -> its file's signature when it was read and kept.
+        self.files: dict[str, tuple[int, int, int, int, int]] = {}
+        # The folder's signature after a scan that left only kept files.
+        self.folder: tuple[int, int, int, int, int] | None = None
+        self.ticks = 0
+
+    def unchanged_since_settled(self, reports: Path) -> bool:
+        """True when reports/ is as the last settled scan left it (then there is
+        nothing to do); otherwise remembers nothing and the scan lists it."""
+        self.ticks += 1
+        if self.folder is None or self.ticks % KEPT_RECHECK_TICKS == 0:
+            return False
+        try:
+            st = os.lstat(reports)
+        except OSError:
+            return False
+        return _signature(st) == self.folder
+
+    def settled(self, reports: Path, before: os.stat_result | None) -> None:
+        """The scan that listed the folder as ``before`` left only kept files."""
+        self.folder = None
+        if before is not None and time.time() - before.st_mtime >= _SETTLED_AGE_S:
+            self.folder = _signature(before)
+
+    def unsettle(self) -> None:
+        self.folder = None
+
+    def is_kept(self, path: Path, name: str) -> bool:
+        """``name`` was kept and is (as far as this tick re-checks) the same file."""
+        sig = self.files.get(name)
+        if sig is None:
+            return False
+        if self.ticks % KEPT_RECHECK_TICKS != 0:
+            return True
+        try:
+            return _signature(os.lstat(path)) == sig
+        except OSError:
+            return False
+
+    def keep(self, path: Path, name: str) -> bool:
+        """Remember a kept file; True the first time this name is kept."""
+        first = name not in self.files
+        try:
+            sig = _signature(os.lstat(path))
+        except OSError:
+            return first
+        if first and len(self.files) >= KEPT_MAX:
+            return True
+        self.files[name] = sig
+        return first
+
+    def forget_except(self, listed: set[str]) -> None:
+        for name in [n for n in self.files if n not in listed]:
+            del self.files[name]
 
 
 # ---------------------------------------------------------------- restart
@@ -142,8 +224,11 @@ def handle_reports(w: Worker, names: list[str]) -> None:
     rule 4). If the append fails, or the worker is in quarantine, they stay
     for the next worker."""
     read: list[tuple[Path, FileId, SpoolReport]] = []
+    kept = w._kept_reports
     for name in names:
         path = w.root.reports / name
+        if kept.is_kept(path, name):
+            continue  # read once already: a newer protocol's, kept
         try:
             data, fid = read_private_identified(path, max_bytes=MAX_MESSAGE_BYTES)
             report = parse_report(data)
@@ -154,8 +239,7 @@ def handle_reports(w: Worker, names: list[str]) -> None:
         except UnknownSpoolVersion:
             # A newer protocol's report: not ours to judge, and never dropped
             # (issue 21 item 3). Counted once; kept for a worker that knows it.
-            if name not in w._foreign:
-                w._foreign.add(name)
+            if kept.keep(path, name):
                 w.counters.fault(Fault.UNKNOWN_SPOOL_VERSION)
             continue
         except (UnsafePath, MessageError, OSError, ValueError) as e:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import errno
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -54,8 +55,23 @@ def scan(
 
 
 def scan_reports(w: Worker) -> None:
+    """Journal what arrived in reports/. Nothing at all while the folder is as
+    the last settled scan left it (only kept files: `reports.KeptReports`)."""
+    kept = w._kept_reports
+    if kept.unchanged_since_settled(w.root.reports):
+        return
     try:
-        w._handle_reports(sorted(json_names(w.root.reports)))
+        try:
+            before: os.stat_result | None = os.lstat(w.root.reports)
+        except OSError:
+            before = None
+        names = sorted(json_names(w.root.reports))
+        kept.forget_except(set(names))
+        w._handle_reports(names)
+        if all(kept.is_kept(w.root.reports / n, n) for n in names):
+            kept.settled(w.root.reports, before)
+        else:
+            kept.unsettle()
     except UnsafePath as e:
         w._enter_quarantine(e.reason.value)
     except (OSError, MemoryError) as e:

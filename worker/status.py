@@ -56,6 +56,10 @@ class Fault(enum.StrEnum):
     # Issue 21: something unexpected was raised after a start row; the attempt
     # was ended (claim_expired_canonical), never left live.
     ATTEMPT_ERROR = "attempt_error"
+    # A call thread could not be started (RLIMIT_NPROC, TasksMax=, memory): it is
+    # taken before the start row, so the request is answered canonical
+    # (answer_unpublishable) with no row and no call; the artifact is not spent.
+    THREAD_START_FAILED = "thread_start_failed"
     # Anything else unexpected while handling one entry (the call pool's net).
     UNEXPECTED_ERROR = "unexpected_error"
     # A spool file of a protocol version this release does not know: refused,
@@ -86,6 +90,7 @@ CounterName: TypeAlias = Literal[
     "reports",
     "orphan_reports",
     "late_results",
+    "late_for_publish",
     "retired_segments",
 ]
 
@@ -154,6 +159,10 @@ class Counters:
     reports: int = 0
     orphan_reports: int = 0
     late_results: int = 0
+    # Answers that came back before the deadline but too close to it to be
+    # published before the shim stops waiting (worker.attempt PUBLISH_MARGIN_S):
+    # discarded as late, never delivered, never called again. Also in late_results.
+    late_for_publish: int = 0
     retired_segments: int = 0
     by_outcome: dict[str, int] = field(default_factory=dict)
     # Unsafe spool files by `kexpr.spool.fsio.UnsafeReason` value (enum keys only).

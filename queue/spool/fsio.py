@@ -50,7 +50,9 @@ one place:
 5. A file that must survive a crash is written in ``tmp/`` with ``O_EXCL``,
    fsynced, then *linked* into place (``linkat`` cannot replace an existing file,
    so losing a race is ``EEXIST``, never an overwrite) and its directory fsynced
-   (Maildir/Postfix queue rules). A claim is a ``renameat`` between two
+   (Maildir/Postfix queue rules). A *reserved* file (`Reservation`) is moved
+   into place instead, with the same never-replace rule (`move_noreplace`):
+   a link needs an inode slot on tmpfs, which the reservation did not take. A claim is a ``renameat`` between two
    directories of one watched tree; exactly one claimer wins, the loser sees
    ``ENOENT``.
 6. Nothing here ever opens with ``O_TRUNC`` (`_open_leaf` refuses the flag), and
@@ -62,8 +64,10 @@ Violations raise `UnsafePath` carrying an enum reason and never a path or conten
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+from typing import Any, Final
 
 # The rules' code lives in three private modules, re-exported here: every
 # caller imports from `kexpr.spool.fsio` (and tests patch `kexpr.spool.fsio._Dir` and
@@ -137,6 +141,7 @@ __all__ = [
     "link_into",
     "list_dir",
     "make_flock",
+    "move_noreplace",
     "open_append",
     "open_read",
     "pin_ancestor",
@@ -331,12 +336,16 @@ class Reservation:
     """What publishing one file needs, taken before the work whose result it
     will hold (issue 19: a billed answer that could not be published for want of
     an inode). `reserve` creates the staging file in ``tmp_dir`` (an inode) and
-    allocates ``size`` bytes for it; `publish` then writes into it, links it
-    into place exactly as `publish` does, and removes the staging name;
-    `release` gives it back unused. Either is idempotent and one of them must be
-    called (the worker does it in a ``finally``). The link itself needs no new
-    inode; it can still fail if the destination directory must grow a block on
-    a full disk, which the caller counts like any failed publication."""
+    allocates ``size`` bytes for it; `publish` then writes into it and *moves*
+    it into place (`move_noreplace`: never replaces, ``FileExistsError``
+    otherwise, like `publish`'s link); `release` gives it back unused. Either is
+    idempotent and one of them must be called (the worker does it in a
+    ``finally``). A move needs no new inode slot anywhere; a ``link(2)`` does on
+    tmpfs, which counts every link against ``nr_inodes`` (a full tmpfs refuses
+    ``link`` with ENOSPC and allows ``rename``): publishing the reserved file by
+    link needed what was not reserved. The move can still fail if the
+    destination directory must grow a block on a full disk, which the caller
+    counts like any failed publication."""
 
     __slots__ = ("_fd", "_final", "_size", "_staging", "_tmp")
 
@@ -369,13 +378,7 @@ class Reservation:
                         os.fsync(fd)
                 finally:
                     os.close(fd)
-                os.link(
-                    self._staging,
-                    self._final.name,
-                    src_dir_fd=tmp.fd,
-                    dst_dir_fd=final.fd,
-                    follow_symlinks=False,
-                )
+                move_noreplace(self._staging, tmp.fd, self._final.name, final.fd)
             finally:
                 _unlink_staging(self._staging, tmp.fd)
             if durable:
@@ -397,6 +400,49 @@ class Reservation:
         if fd < 0:
             raise ValueError("reservation already used")
         return fd
+
+
+# renameat2(2)'s flag (linux/fs.h): fail with EEXIST instead of replacing.
+_RENAME_NOREPLACE: Final = 1
+# None: not looked up yet; False: this libc has no renameat2 (glibc < 2.28).
+_renameat2: Any = None
+
+
+def _libc_renameat2() -> Any:
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+            fn.argtypes += [ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+        except (OSError, AttributeError, ImportError):
+            _renameat2 = False
+    return _renameat2
+
+
+def move_noreplace(src: str, src_dir_fd: int, dst: str, dst_dir_fd: int) -> None:
+    """Move ``src`` to ``dst`` (names relative to their directories' descriptors)
+    without ever replacing ``dst``: ``FileExistsError`` if it exists.
+
+    ``renameat2(RENAME_NOREPLACE)`` (Linux 3.15; ext4, xfs, btrfs and tmpfs
+    support it): one atomic step that needs no inode slot. Where the C library
+    or the file system does not offer it (ENOSYS, EINVAL), the safe fallback is
+    rule 5's ``link`` (it cannot replace either), leaving ``src`` for the
+    caller to remove. Either way a reader sees the whole file or nothing."""
+    fn = _libc_renameat2()
+    if fn is not False:
+        import ctypes
+
+        if fn(src_dir_fd, os.fsencode(src), dst_dir_fd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EINVAL):
+            raise OSError(err, os.strerror(err))
+    os.link(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd, follow_symlinks=False)
 
 
 def _unlink_staging(name: str, dir_fd: int) -> None:

@@ -171,12 +171,16 @@ def test_an_exception_at_any_statement_after_the_start_row_never_leaves_it_live(
     assert any(f.startswith("provider.py") for f in fired)  # the thread start
 
 
-def test_a_thread_that_cannot_start_leaves_the_artifact_publishable(
+def test_a_thread_that_cannot_start_does_not_spend_the_artifact(
     root: DataRoot, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The observed case itself: ``RuntimeError("can't start new thread")`` at
-    the call's thread start, after the start row. Before: the attempt stayed
-    live and every later presentation got ``in_flight``, uncounted."""
+    the call's thread start (a process at its RLIMIT_NPROC or TasksMax=).
+    Issue 21: the attempt stayed live. Issue 26 item 9: it was then ended, but
+    after its start row, so the artifact's one attempt was spent with no
+    request. Now the thread is taken before the row: this presentation is
+    canonical (``answer_unpublishable``), no row, no call, counted; the next
+    presentation of the artifact gets its one attempt."""
     import threading
 
     provider = Provider()
@@ -195,10 +199,13 @@ def test_a_thread_that_cannot_start_leaves_the_artifact_publishable(
         m.setattr(provider_mod._CALL_THREADS, "_idle", [])
         scan.dispatch(w, InlinePool(), f"{submit(root, clock, rid=rid(1))}.json")  # type: ignore[arg-type]
     assert provider.calls == [] and w.counters.calls == 0
-    assert w.counters.faults == {"attempt_error": 1}
-    (rec,) = Journal(root).load().by_attempt.values()
-    assert rec.outcome is Outcome.CLAIM_EXPIRED_CANONICAL
-    assert response(root, rid(1)).status is ResponseStatus.CANONICAL
+    assert w.counters.faults == {"thread_start_failed": 1}
+    assert Journal(root).load().by_attempt == {}  # no start row: nothing spent
+    first = response(root, rid(1))
+    assert first.status is ResponseStatus.CANONICAL
+    assert first.outcome is Outcome.ANSWER_UNPUBLISHABLE
+    assert list(root.tmp.iterdir()) == []  # the reservation was given back
     w.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
-    assert response(root, rid(2)).status is ResponseStatus.ALREADY_ATTEMPTED
+    assert response(root, rid(2)).status is ResponseStatus.ACCEPTED
+    assert len(provider.calls) == 1
     assert w.counters.in_flight == 0

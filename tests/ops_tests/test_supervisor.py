@@ -189,6 +189,7 @@ def test_fatal_exits_are_never_restarted() -> None:
         int(ExitCode.HAZARDOUS_ENVIRONMENT),
         int(ExitCode.UNSAFE_DATA_ROOT),
         int(ExitCode.NOT_UNDUMPABLE),
+        int(ExitCode.UNSUPPORTED_DEPENDENCY),
     }
     for code in FATAL_EXITS:
         assert RestartTracker(RestartPolicy()).on_exit(code, 0.1, 0).action is Action.STOP_FATAL

@@ -114,7 +114,12 @@ def test_worker_unit_has_every_sandbox_setting_the_issue_lists() -> None:
     )
     # Restart, crash loop and graceful stop mirror `kexpr supervise`.
     assert settings["Restart"] == "on-failure"
-    assert settings["RestartPreventExitStatus"] == "71 74 78"
+    # Issue 26 item 5: every exit `kexpr supervise` does not restart (69 included:
+    # an unsupported httpx/httpcore), and no other.
+    from kexpr.ops.supervisor import FATAL_EXITS
+
+    assert settings["RestartPreventExitStatus"] == "69 71 74 78"
+    assert {int(c) for c in settings["RestartPreventExitStatus"].split()} == FATAL_EXITS
     assert (settings["StartLimitBurst"], settings["StartLimitIntervalSec"]) == ("5", "300")
     assert int(settings["TimeoutStopSec"]) > 4  # the call deadline
     # The key reaches the worker through EnvironmentFile= only.

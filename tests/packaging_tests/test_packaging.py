@@ -42,7 +42,14 @@ def test_base_install_is_light_and_never_pulls_openai() -> None:
     assert names == {"pydantic", "watchdog"}
     # The worker's own environment narrows watchdog to the major version whose
     # InotifyFD its wake-up calls (worker/daemon.py _InboxWatch).
-    assert project["optional-dependencies"]["worker"] == ["openai==2.24.0", "watchdog>=7.1,<8"]
+    # And it states the httpx/httpcore ranges its bounded transport is tested on
+    # (issue 26 item 5; test_dependency_ranges.py installs both ends).
+    assert project["optional-dependencies"]["worker"] == [
+        "openai==2.24.0",
+        "watchdog>=7.1,<8",
+        "httpx>=0.24.0,<0.29",
+        "httpcore>=0.17.3,<1.1",
+    ]
     base = [r for r in metadata.requires("kexpr") or [] if "extra ==" not in r]
     assert not any(r.lower().startswith("openai") for r in base)
 

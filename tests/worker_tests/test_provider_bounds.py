@@ -367,3 +367,46 @@ def test_calls_does_not_count_a_call_whose_thread_could_not_start(
         pass  # what becomes of the attempt is the attempt handler's (issue 21 item 1)
     assert seen == []
     assert w.counters.calls == 0
+
+
+# --- issue 26 item 9a: the call thread is taken before its call is known ------------
+
+
+def test_a_taken_thread_given_back_unused_parks_and_the_surplus_ends(
+    monkeypatch: pytest.MonkeyPatch,
+    connect: Callable[[Handler], tuple[openai.OpenAI, list[httpx.Request]]],
+) -> None:
+    """The worker takes a call thread before the start row and gives it back
+    when no call follows (no time, a refused row): it parks as idle, at most
+    KEEP are kept, the others end; none is left waiting for a call."""
+    threads = provider._CallThreads()
+    monkeypatch.setattr(provider, "_CALL_THREADS", threads)
+    taken = [provider.take_call_thread() for _ in range(threads.KEEP + 2)]
+    names = {t._thread.name for t in taken}
+    assert names == {"kexpr-provider-call"}
+    for t in taken:
+        t.give_back()
+        t.give_back()  # idempotent
+    assert len(threads._idle) == threads.KEEP
+    assert all(th.name == "kexpr-provider-idle" for _, th in threads._idle)
+    surplus = [t._thread for t in taken if (t._inbox, t._thread) not in threads._idle]
+    assert len(surplus) == 2
+    for th in surplus:
+        th.join(5)
+        assert not th.is_alive()
+    # A given-back thread serves the next call.
+    client, seen = connect(lambda request: httpx.Response(200, content=COMPLETION))
+    parked = {th for _, th in threads._idle}
+    again = provider.take_call_thread()
+    assert again._thread in parked  # taken idle, not started anew
+    result = provider.call_with_deadline(client, CAPSULE, seconds=5.0, thread=again)
+    assert result.outcome is None and len(seen) == 1
+
+
+def test_a_thread_that_cannot_start_raises_at_take_with_nothing_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_threads(monkeypatch)
+    with pytest.raises(RuntimeError):
+        provider.take_call_thread()
+    assert provider._CALL_THREADS._idle == []

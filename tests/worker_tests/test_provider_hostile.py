@@ -22,11 +22,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import RunningWorker, journal_rows, start_supervised_worker
-from fakeapi import FakeOpenAI, compose_reply, default_style
-from fakeapi.hostile import HOSTILE_MODES, Tally, hostile_behaviour
+from fakeapi import FakeOpenAI, FakeReply, compose_reply, default_style
+from fakeapi.hostile import HOSTILE_MODES, HostileReply, Tally, hostile_behaviour
+from fakeapi.replies import chat_completion, compose
 from reference_host.host_render import render_daily
 
 from gateway_shim import (
@@ -265,3 +267,95 @@ def test_a_hostile_upstream_costs_the_worker_under_50_mb(
             break
         time.sleep(0.05)
     assert counters["calls"] == 2
+
+
+# --- issue 26 item 9: a body longer than its Content-Length on a kept-alive connection
+
+
+def _capsule(key: str) -> str:
+    return Capsule(
+        schema_version="korean-expression-v4",
+        surface="daily.v1",
+        artifact_key=key,
+        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+    ).to_json()
+
+
+def _completion_bytes(capsule_json: str, generated: str) -> bytes:
+    capsule = json.loads(capsule_json)
+    answer = compose(capsule, {s["slot_id"]: generated for s in capsule["slots"]})
+    return json.dumps(chat_completion(json.dumps(answer, ensure_ascii=False))).encode()
+
+
+def test_a_connection_whose_body_overran_its_length_is_never_reused(
+    proxied: FakeOpenAI,
+) -> None:
+    """The first answer's body is longer than its Content-Length: the extra bytes
+    are a whole second response, the answer to the *next* call's capsule. On a
+    kept-alive connection the next call read them as its own answer (checked on
+    the code before: it did, with no second request reaching the upstream). Now
+    the overrun connection is not reused: the next call opens its own and gets
+    the upstream's real answer."""
+    first, second = _capsule("1" * 64), _capsule("2" * 64)
+    body = _completion_bytes(first, "차분히, [[P:01]].")
+    smuggled_body = _completion_bytes(second, "몰래, [[P:01]].")
+    smuggled = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+        % (len(smuggled_body), smuggled_body)
+    )
+    reused: list[bytes] = []
+
+    def overrun(sock: Any, stop: threading.Event) -> None:
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+            % len(body)
+        )
+        sock.sendall(head + body + smuggled)  # one write: the client reads it in one go
+        while not stop.is_set():  # a request on this connection is a reuse
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            reused.append(data)
+
+    calls: list[int] = []
+
+    def behaviour(req: Any) -> FakeReply:
+        calls.append(1)
+        if len(calls) == 1:
+            return HostileReply(writer=overrun)
+        return compose_reply(default_style)(req)
+
+    proxied.behaviour = behaviour
+    client = build_client()
+    assert client is not None
+    try:
+        one = call_with_deadline(client, first, seconds=DEADLINE_S)
+        two = call_with_deadline(client, second, seconds=DEADLINE_S)
+    finally:
+        client.close()
+    assert one.outcome is None and one.content is not None and "차분히" in one.content
+    assert two.outcome is None and two.content is not None
+    assert "몰래" not in two.content  # not the smuggled answer
+    assert json.loads(two.content)["artifact_key"] == "2" * 64
+    assert reused == []  # the overrun connection carried no second request
+    assert len(proxied.requests) == 2
+    assert proxied.requests[0].connection_id != proxied.requests[1].connection_id
+
+
+def test_a_clean_connection_is_still_reused(proxied: FakeOpenAI) -> None:
+    """The check costs nothing on honest answers: one connection, two calls."""
+    proxied.behaviour = compose_reply(default_style)
+    client = build_client()
+    assert client is not None
+    try:
+        for key in ("3" * 64, "4" * 64):
+            assert call_with_deadline(client, _capsule(key), seconds=DEADLINE_S).outcome is None
+    finally:
+        client.close()
+    assert len(proxied.requests) == 2
+    assert proxied.requests[0].connection_id == proxied.requests[1].connection_id
