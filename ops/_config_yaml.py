@@ -177,16 +177,21 @@ def _get(data: Any, path: Sequence[str]) -> tuple[Any, bool]:
 
 
 def _read_config(path: Path) -> bytes:
-    from kexpr.ops.readers import ReadRefused, read_nofollow
+    """The config file's bytes (`kexpr.ops.inputs` rules: a regular, non-empty, UTF-8
+    file within `MAX_CONFIG_BYTES`), or `UsageError` carrying the one line's tail."""
+    from kexpr.ops.inputs import WORDS, InputRefused, read_file, shown
 
     try:
-        return read_nofollow(path, max_bytes=MAX_CONFIG_BYTES)
-    except ReadRefused as e:
-        raise UsageError(f"{path}: cannot read config ({e.problem.value})") from e
+        return read_file(path, max_bytes=MAX_CONFIG_BYTES)
+    except InputRefused as e:
+        raise UsageError(f"config {shown(path)}: {WORDS[e.problem]} ({e.problem.value})") from e
 
 
 def _decode(path: Path, data: bytes) -> str:
+    from kexpr.ops.inputs import WORDS, Problem, shown
+
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8") from e
+        problem = Problem.NOT_TEXT
+        raise UsageError(f"config {shown(path)}: {WORDS[problem]} ({problem.value})") from e

@@ -48,6 +48,13 @@ def cli(argv: list[str]) -> int:
     p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
     p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
     a = p.parse_args(argv)
+    if a.ssl_cert_file is not None:  # checked before anything starts (kexpr.ops.inputs)
+        from kexpr.ops.inputs import refuse_unusable_file
+
+        if (
+            code := refuse_unusable_file("kexpr run", "--ssl-cert-file", a.ssl_cert_file)
+        ) is not None:
+            return code
     return run_main_job(a.data_root, https_proxy=a.https_proxy, ssl_cert_file=a.ssl_cert_file)
 
 
