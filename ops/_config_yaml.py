@@ -47,6 +47,8 @@ class Diagnostic(enum.StrEnum):
     EXTRA_NOT_A_MAPPING = "extra_not_a_mapping"
     POSTPROCESSOR_INVALID = "postprocessor_invalid"
     POSTPROCESSOR_MISPLACED = "postprocessor_misplaced"
+    # a note, not a failure: a `physique_checkin` the host does not read
+    PHYSIQUE_CHECKIN_NOT_READ = "physique_checkin_not_read"
     # migrate-config only
     NOT_LINE_EDITABLE = "not_line_editable"
     LEGACY_KEY_SOLE_ENTRY = "legacy_key_sole_entry"
@@ -60,13 +62,21 @@ class Problem:
     diagnostic: Diagnostic
     where: str = ""  # a key path or "line N"; never a value
     detail: str = ""  # a sub-enum (e.g. the shim's ConfigDiagnostic)
+    # postprocessor_invalid: the field inside the block and the rule it breaks
+    # (the shim's ConfigField / ConfigRule, what its WARNING says); enums only.
+    field: str = ""
+    rule: str = ""
 
     def text(self) -> str:
         out = self.diagnostic.value + (f":{self.detail}" if self.detail else "")
-        return out + (f" at {self.where}" if self.where else "")
+        out += f" at {self.where}" if self.where else ""
+        return out + (f" (field {self.field}: {self.rule})" if self.field else "")
 
     def to_json(self) -> dict[str, str]:
-        return {"diagnostic": self.diagnostic.value, "where": self.where, "detail": self.detail}
+        out = {"diagnostic": self.diagnostic.value, "where": self.where, "detail": self.detail}
+        if self.field:
+            out |= {"field": self.field, "rule": self.rule}
+        return out
 
 
 class UsageError(Exception):

@@ -148,6 +148,8 @@ def preflight_cli(argv: list[str]) -> int:
             )
             for prob in r.problems:
                 print(f"  FAIL {prob.text()}")
+            for note in r.notes:
+                print(f"  NOTE {note.text()} (only {a.extra_path}.{CHECKIN_KEY} is read)")
     return 0 if all(r.passed for r in results) else 1
 
 
