@@ -169,7 +169,7 @@ def _keys(
     keys = set(m)
     if not all(type(k) is str for k in keys) or keys - expected:
         return ConfigDiagnostic.UNKNOWN_KEY, (where, ConfigRule.NO_OTHER_KEYS)
-    missing = sorted(expected - keys)  # type: ignore[type-var]
+    missing = sorted(expected - keys)
     if missing:
         return ConfigDiagnostic.MISSING_KEY, (
             ConfigField(prefix + missing[0]),

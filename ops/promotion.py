@@ -415,7 +415,8 @@ def cli(argv: list[str]) -> int:
     try:
         report, check = report_for(DataRoot(a.data_root), days=a.days)
     except ReadRefused as e:  # it changed under us: said the same way
-        problem = Problem(e.problem.value) if e.problem.value in Problem else Problem.IO_ERROR
+        known = {p.value for p in Problem}
+        problem = Problem(e.problem.value) if e.problem.value in known else Problem.IO_ERROR
         return refuse(prog, "--data-root", a.data_root, problem, json_out=a.json)
     if report is None:
         reason = check.unusable or ",".join(sorted({f for f, _ in check.findings}))

@@ -280,7 +280,7 @@ DEST_CASES: list[tuple[str, Problem | None]] = [
     ("/dev/null", Problem.NOT_A_DIRECTORY),
     ("unreadabledir", Problem.PERMISSION_DENIED),
 ]
-KINDS = {
+KINDS: dict[str, list[tuple[str, Problem]] | list[tuple[str, Problem | None]]] = {
     "file": FILE_CASES,
     "lines": LINES_CASES,
     "response": RESPONSE_CASES,
