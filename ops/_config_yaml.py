@@ -80,7 +80,13 @@ class Problem:
 
 
 class UsageError(Exception):
-    """The input cannot be examined at all (missing file, no ruamel): exit 2."""
+    """The input cannot be examined at all (missing file, no ruamel): exit 2.
+    ``error``: for an unusable config file, the ``--json`` form of the refusal
+    (`kexpr.ops.inputs`: input, path, problem)."""
+
+    def __init__(self, message: str, error: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 def _require_ruamel() -> None:
@@ -194,7 +200,10 @@ def _read_config(path: Path) -> bytes:
     try:
         return read_file(path, max_bytes=MAX_CONFIG_BYTES)
     except InputRefused as e:
-        raise UsageError(f"config {shown(path)}: {WORDS[e.problem]} ({e.problem.value})") from e
+        raise UsageError(
+            f"config {shown(path)}: {WORDS[e.problem]} ({e.problem.value})",
+            {"input": "config", "path": str(path), "problem": e.problem.value},
+        ) from e
 
 
 def _decode(path: Path, data: bytes) -> str:
@@ -204,4 +213,7 @@ def _decode(path: Path, data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         problem = Problem.NOT_TEXT
-        raise UsageError(f"config {shown(path)}: {WORDS[problem]} ({problem.value})") from e
+        raise UsageError(
+            f"config {shown(path)}: {WORDS[problem]} ({problem.value})",
+            {"input": "config", "path": str(path), "problem": problem.value},
+        ) from e

@@ -378,6 +378,8 @@ def test_the_matrix_covers_every_command() -> None:
         "status --json --data-root {p}",
         "promotion-report --json --data-root {p}",
         "journal verify --json --data-root {p}",
+        "preflight --json {p}",
+        "migrate-config --json {p}",
     ],
 )
 def test_json_commands_also_say_it_as_json(
@@ -387,8 +389,13 @@ def test_json_commands_also_say_it_as_json(
     code = main(argv.format(p=path).split())
     out, err = capsys.readouterr()
     assert code == 2
-    assert err.endswith(f"--data-root {path}: not a directory (not_a_directory)\n")
     doc = json.loads(out)
+    if argv.startswith(("preflight", "migrate-config")):  # a config, not a data root
+        words = "not a regular file (a FIFO, device or socket)"
+        assert err.endswith(f"config {path}: {words} (not_regular_file)\n")
+        assert doc["error"] == {"input": "config", "path": str(path), "problem": "not_regular_file"}
+        return
+    assert err.endswith(f"--data-root {path}: not a directory (not_a_directory)\n")
     if argv.startswith("status"):  # the status schema: verdict and problem
         assert (doc["verdict"], doc["problem"]) == (
             "status_unreadable",
