@@ -15,14 +15,13 @@ Rules (docs/cli.md "Bad input"):
 3. The checks are the ones every command needs, in this order: the path exists
    (``missing``), is not a symbolic link where one is refused (``symlink``), is a
    regular file (``is_directory``, ``not_regular_file``: a FIFO, device or socket is
-   never opened for reading, so a reader never blocks), is readable
-   (``permission_denied``), within the size bound (``too_large``), not empty
-   (``empty``), not binary (``binary``: a NUL byte, which no text or JSON line
-   holds) and, for text read as a whole, strict UTF-8 (``not_text``; a JSON-lines
-   input judges each line's encoding itself, so one bad line does not hide the
-   others). A data root must
-   be a directory (``not_a_directory``) that is not empty (``empty_directory``: the
-   worker never ran there).
+   opened without blocking and never read), is readable (``permission_denied``),
+   within the size bound (``too_large``), not empty (``empty``), not binary
+   (``binary``: a NUL byte, which no text or JSON line holds) and, for text read as
+   a whole, strict UTF-8 (``not_text``; a JSON-lines input judges each line's
+   encoding itself, so one bad line does not hide the others). A data root must be
+   a directory (``not_a_directory``) that is not empty (``empty_directory``: no
+   worker ever ran there).
 """
 
 from __future__ import annotations
