@@ -19,11 +19,20 @@ Missing -> disabled (`ConfigDiagnostic.ABSENT`). Anything else that is not exact
 this -> disabled with an enum diagnostic: fail closed, never a persisted row,
 never a partial enablement. There is deliberately no field for a key, a base URL
 or another provider: the compiled allow-list below is the only identity.
+
+A present block that is not exact is said loudly, never accepted: the config
+carries the first field that is not exact (`ConfigField`) and the rule it breaks
+(`ConfigRule`), both fixed enums (never a value: a config may hold a key where
+it must not), and `inexact_warning` logs them once as a WARNING (the coordinator
+calls it at construction; ``kexpr preflight`` prints the same pair). The block
+is read from the adapter's extras only (``platforms.telegram.extra`` in a Hermes
+``config.yaml``): a copy anywhere else is not this block.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -45,6 +54,37 @@ class Mode(enum.StrEnum):
     DISABLED = "disabled"
     SHADOW = "shadow"
     ENABLED = "enabled"
+
+
+class ConfigField(enum.StrEnum):
+    """Where a present block is not exact: a key path inside the block."""
+
+    BLOCK = "korean_expression_postprocessor"
+    SCHEMA_VERSION = "schema_version"
+    MODE = "mode"
+    SURFACES = "surfaces"
+    SURFACES_DAILY = "surfaces.daily"
+    SURFACES_WEEKLY = "surfaces.weekly"
+    SURFACES_ADAPTIVE_OPERATOR = "surfaces.adaptive_operator"
+    TIMEOUT_SECONDS = "timeout_seconds"
+    PROVIDER = "provider"
+    PROVIDER_ID = "provider.provider_id"
+    PROVIDER_TRANSPORT = "provider.transport"
+    PROVIDER_ENDPOINT = "provider.endpoint"
+    PROVIDER_MODEL = "provider.model"
+
+
+class ConfigRule(enum.StrEnum):
+    """The rule that field breaks, in words an operator can act on."""
+
+    MUST_BE_A_MAPPING = "must_be_a_mapping"
+    NO_OTHER_KEYS = "no_keys_but_the_documented_ones"
+    KEY_REQUIRED = "key_required"
+    EXACTLY_KOREAN_EXPRESSION_V4 = "exactly_korean-expression-v4"
+    DISABLED_SHADOW_OR_ENABLED = "one_of_disabled_shadow_enabled"
+    TRUE_OR_FALSE = "a_yaml_boolean_true_or_false"
+    THE_INTEGER_3 = "the_integer_3_not_3.0_or_a_string"
+    THE_ALLOWED_PROVIDER = "the_one_allowed_value"
 
 
 class ConfigDiagnostic(enum.StrEnum):
@@ -76,10 +116,14 @@ class KoreanExpressionConfig:
     weekly: bool
     adaptive_operator: bool
     diagnostic: ConfigDiagnostic
+    # A present block that is not exact: the first field that is not, and why.
+    inexact: tuple[ConfigField, ConfigRule] | None = None
 
     @classmethod
-    def disabled(cls, diagnostic: ConfigDiagnostic) -> KoreanExpressionConfig:
-        return cls(Mode.DISABLED, False, False, False, diagnostic)
+    def disabled(
+        cls, diagnostic: ConfigDiagnostic, inexact: tuple[ConfigField, ConfigRule] | None = None
+    ) -> KoreanExpressionConfig:
+        return cls(Mode.DISABLED, False, False, False, diagnostic, inexact)
 
     @property
     def valid(self) -> bool:
@@ -100,9 +144,9 @@ class KoreanExpressionConfig:
 
     @classmethod
     def from_block(cls, block: object) -> KoreanExpressionConfig:
-        diag = _check(block)
+        diag, inexact = _check(block)
         if diag is not ConfigDiagnostic.OK:
-            return cls.disabled(diag)
+            return cls.disabled(diag, inexact)
         assert isinstance(block, Mapping)
         surfaces = block["surfaces"]
         assert isinstance(surfaces, Mapping)
@@ -115,43 +159,85 @@ class KoreanExpressionConfig:
         )
 
 
-def _keys(m: Mapping[object, object], expected: frozenset[str]) -> ConfigDiagnostic | None:
+_Inexact = tuple[ConfigDiagnostic, tuple[ConfigField, ConfigRule] | None]
+_OK: Final[_Inexact] = (ConfigDiagnostic.OK, None)
+
+
+def _keys(
+    m: Mapping[object, object], expected: frozenset[str], where: ConfigField, prefix: str = ""
+) -> _Inexact | None:
     keys = set(m)
     if not all(type(k) is str for k in keys) or keys - expected:
-        return ConfigDiagnostic.UNKNOWN_KEY
-    if expected - keys:
-        return ConfigDiagnostic.MISSING_KEY
+        return ConfigDiagnostic.UNKNOWN_KEY, (where, ConfigRule.NO_OTHER_KEYS)
+    missing = sorted(expected - keys)
+    if missing:
+        return ConfigDiagnostic.MISSING_KEY, (
+            ConfigField(prefix + missing[0]),
+            ConfigRule.KEY_REQUIRED,
+        )
     return None
 
 
-def _check(block: object) -> ConfigDiagnostic:
+def _check(block: object) -> _Inexact:
+    """`ConfigDiagnostic.OK`, or the diagnostic and the first inexact field."""
     if not isinstance(block, Mapping):
-        return ConfigDiagnostic.NOT_A_MAPPING
-    if (d := _keys(block, _TOP_KEYS)) is not None:
+        return ConfigDiagnostic.NOT_A_MAPPING, (ConfigField.BLOCK, ConfigRule.MUST_BE_A_MAPPING)
+    if (d := _keys(block, _TOP_KEYS, ConfigField.BLOCK)) is not None:
         return d
     if type(block["schema_version"]) is not str or block["schema_version"] != SCHEMA_VERSION:
-        return ConfigDiagnostic.SCHEMA_VERSION
+        rule = ConfigRule.EXACTLY_KOREAN_EXPRESSION_V4
+        return ConfigDiagnostic.SCHEMA_VERSION, (ConfigField.SCHEMA_VERSION, rule)
     if type(block["mode"]) is not str or block["mode"] not in {m.value for m in Mode}:
-        return ConfigDiagnostic.MODE
+        return ConfigDiagnostic.MODE, (ConfigField.MODE, ConfigRule.DISABLED_SHADOW_OR_ENABLED)
     surfaces = block["surfaces"]
     if not isinstance(surfaces, Mapping):
-        return ConfigDiagnostic.SURFACES
-    if (d := _keys(surfaces, frozenset(_SURFACE_KEYS))) is not None:
+        return ConfigDiagnostic.SURFACES, (ConfigField.SURFACES, ConfigRule.MUST_BE_A_MAPPING)
+    if (
+        d := _keys(surfaces, frozenset(_SURFACE_KEYS), ConfigField.SURFACES, "surfaces.")
+    ) is not None:
         return d
-    if any(type(surfaces[k]) is not bool for k in _SURFACE_KEYS):
-        return ConfigDiagnostic.SURFACES
+    for k in _SURFACE_KEYS:
+        if type(surfaces[k]) is not bool:
+            field = ConfigField(f"surfaces.{k}")
+            return ConfigDiagnostic.SURFACES, (field, ConfigRule.TRUE_OR_FALSE)
     timeout = block["timeout_seconds"]
     if type(timeout) is not int or timeout != TIMEOUT_SECONDS:
-        return ConfigDiagnostic.TIMEOUT
+        rule = ConfigRule.THE_INTEGER_3
+        return ConfigDiagnostic.TIMEOUT, (ConfigField.TIMEOUT_SECONDS, rule)
     provider = block["provider"]
     if not isinstance(provider, Mapping):
-        return ConfigDiagnostic.PROVIDER_DISALLOWED
-    if (d := _keys(provider, frozenset(ALLOWED_PROVIDER))) is not None:
+        rule = ConfigRule.MUST_BE_A_MAPPING
+        return ConfigDiagnostic.PROVIDER_DISALLOWED, (ConfigField.PROVIDER, rule)
+    if (
+        d := _keys(provider, frozenset(ALLOWED_PROVIDER), ConfigField.PROVIDER, "provider.")
+    ) is not None:
         return d
     for k, v in ALLOWED_PROVIDER.items():
         if type(provider[k]) is not str or provider[k] != v:
-            return ConfigDiagnostic.PROVIDER_DISALLOWED
-    return ConfigDiagnostic.OK
+            field = ConfigField(f"provider.{k}")
+            return ConfigDiagnostic.PROVIDER_DISALLOWED, (field, ConfigRule.THE_ALLOWED_PROVIDER)
+    return _OK
+
+
+def inexact_warning(config: KoreanExpressionConfig, logger: logging.Logger) -> bool:
+    """Log one WARNING when a present block is not exact (the feature is then
+    disabled): ``config_inexact field=<ConfigField> rule=<ConfigRule>
+    diagnostic=<ConfigDiagnostic> mode=disabled``. Never a value. True if logged."""
+    if config.inexact is None:
+        return False
+    from kexpr.spool import log
+
+    field, rule = config.inexact
+    log.event(
+        logger,
+        logging.WARNING,
+        "config_inexact",
+        field=field,
+        rule=rule,
+        diagnostic=config.diagnostic,
+        mode=Mode.DISABLED,
+    )
+    return True
 
 
 def exact_block(mode: Mode = Mode.DISABLED, **surfaces: bool) -> dict[str, object]:

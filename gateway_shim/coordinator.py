@@ -127,7 +127,7 @@ from gateway_shim._data_root import DataRootHold, HoldClosed
 from gateway_shim._guest import ExecutorClosed, OwnExecutor, track
 from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
 from gateway_shim._responses import RECHECK_S, ResponseWaiters, Wake, collect, discard
-from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode
+from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode, inexact_warning
 from gateway_shim.identity import artifact_key, new_request_id
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
 from gateway_shim.surfaces import (
@@ -269,6 +269,8 @@ class KoreanExpressionCoordinator:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
+        # A present block that is not exact disables the feature: said once, loudly.
+        inexact_warning(config, _log)
         self.root = DataRoot(Path(data_root))
         self._telemetry = Telemetry(telemetry)
         self._clock = clock

@@ -253,6 +253,8 @@ def parse_env_file(text: str) -> list[tuple[int, str, str]]:
     values, ``export``, ``${VAR}`` interpolation). The value is the one the host
     would get (the last assignment of a name); the line is where that assignment
     starts. `ImportError` without the ``ops`` extra."""
+    import logging
+
     from dotenv import dotenv_values
     from dotenv.parser import parse_stream
 
@@ -260,7 +262,14 @@ def parse_env_file(text: str) -> list[tuple[int, str, str]]:
     for binding in parse_stream(io.StringIO(text)):
         if binding.key is not None and not binding.error:
             starts[binding.key] = binding.original.line
-    values = dotenv_values(stream=io.StringIO(text), interpolate=True)
+    # python-dotenv logs a WARNING per line it cannot parse; the audit reports on
+    # assignments only, and its output is this command's, so they are silenced.
+    quiet = logging.getLogger("dotenv.main")
+    was_disabled, quiet.disabled = quiet.disabled, True
+    try:
+        values = dotenv_values(stream=io.StringIO(text), interpolate=True)
+    finally:
+        quiet.disabled = was_disabled
     out = [
         (starts[name], name, value or "")
         for name, value in values.items()
@@ -269,12 +278,23 @@ def parse_env_file(text: str) -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
+def read_env_text(path: Path) -> str:
+    """An env file's text: a regular, non-empty, UTF-8 file (a binary file is not
+    read as text with replacement characters: it is refused). `InputRefused`."""
+    from kexpr.ops.inputs import read_file
+
+    return read_file(path, max_bytes=MAX_ENV_FILE_BYTES).decode("utf-8")
+
+
 def audit_env_file(path: Path, known_values: Iterable[str]) -> tuple[CheckResult, list[str]]:
+    from kexpr.ops.inputs import InputRefused
+
     result = CheckResult(Check.ENV_FILE, str(path))
     try:
-        text = read_nofollow(path, max_bytes=MAX_ENV_FILE_BYTES).decode("utf-8", "replace")
-    except ReadRefused:
+        text = read_env_text(path)
+    except InputRefused as e:
         result.unusable = Unusable.ENV_FILE_UNREADABLE
+        result.problem = e.problem.value
         return result, []
     try:
         assignments = parse_env_file(text)

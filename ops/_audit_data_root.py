@@ -30,6 +30,7 @@ from typing import Final
 
 from kexpr.ops._audit_findings import Check, CheckResult, Finding, Unusable
 from kexpr.ops._audit_redaction import _scan_file
+from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import group_member_uids
@@ -114,16 +115,24 @@ def _walk(top: Path) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
 def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult:
     result = CheckResult(Check.DATA_ROOT, str(path))
     root = DataRoot(path)
+    problem = data_root_problem(root.root)
+    if problem is Problem.SYMLINK:
+        result.add(Finding.SYMLINK, ".")
+        return result
+    if problem is not None:
+        # `kexpr.ops.inputs`: missing, not a directory, empty (no worker ran there).
+        result.unusable = (
+            Unusable.DATA_ROOT_MISSING
+            if problem is Problem.MISSING
+            else Unusable.DATA_ROOT_UNREADABLE
+        )
+        result.problem = problem.value
+        return result
     try:
         top = os.lstat(root.root)
     except OSError:
         result.unusable = Unusable.DATA_ROOT_MISSING
-        return result
-    if stat.S_ISLNK(top.st_mode):
-        result.add(Finding.SYMLINK, ".")
-        return result
-    if not stat.S_ISDIR(top.st_mode):
-        result.unusable = Unusable.DATA_ROOT_MISSING
+        result.problem = Problem.MISSING.value
         return result
     perms = stat.S_IMODE(top.st_mode)
     shared = perms == SHARED_DIR_MODE

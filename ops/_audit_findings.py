@@ -71,6 +71,8 @@ class CheckResult:
     findings: list[Item] = field(default_factory=list)
     unusable: Unusable | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # With ``unusable``: why the input could not be used (`kexpr.ops.inputs.Problem`).
+    problem: str | None = None
 
     def add(self, finding: Finding, detail: str = "") -> None:
         item = Item(finding, detail)
@@ -89,6 +91,7 @@ class CheckResult:
             "subject": self.subject,
             "status": self.status,
             "unusable": None if self.unusable is None else self.unusable.value,
+            "problem": self.problem,
             "findings": [{"finding": i.finding.value, "detail": i.detail} for i in self.findings],
             "info": self.info,
         }

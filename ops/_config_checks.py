@@ -52,6 +52,8 @@ def _legacy_paths(data: Any) -> list[tuple[object, ...]]:
 class PreflightResult:
     config: str
     problems: list[Problem] = field(default_factory=list)
+    # Not failures: what the host will not read (a `physique_checkin` elsewhere).
+    notes: list[Problem] = field(default_factory=list)
     postprocessor: dict[str, Any] = field(default_factory=dict)
     physique_checkin_enabled: str = "absent"  # true | false | absent | not_a_boolean
 
@@ -64,6 +66,7 @@ class PreflightResult:
             "config": self.config,
             "verdict": "pass" if self.passed else "fail",
             "problems": [p.to_json() for p in self.problems],
+            "notes": [p.to_json() for p in self.notes],
             "postprocessor": self.postprocessor,
             "physique_checkin_enabled": self.physique_checkin_enabled,
         }
@@ -109,6 +112,14 @@ def preflight_text(
     if not isinstance(extra, Mapping):
         result.problems.append(Problem(Diagnostic.EXTRA_NOT_A_MAPPING, _path_text(path)))
         return result
+    # The host reads the check-in switch from the adapter's extras only; a copy
+    # anywhere else (say, at the top level) is not read, and `enabled` below
+    # says `absent` for it: said as a note, so the reason is visible.
+    for where, m in _walk_maps(data):
+        if isinstance(m.get(CHECKIN_KEY), Mapping) and tuple(where) != path:
+            result.notes.append(
+                Problem(Diagnostic.PHYSIQUE_CHECKIN_NOT_READ, _path_text((*where, CHECKIN_KEY)))
+            )
     checkin = extra.get(CHECKIN_KEY)
     if isinstance(checkin, Mapping) and "enabled" in checkin:
         enabled = checkin["enabled"]
@@ -131,11 +142,14 @@ def preflight_text(
         }
     else:
         result.postprocessor = {"block": "invalid", "mode": Mode.DISABLED.value}
+        field_, rule = config.inexact or ("", "")
         result.problems.append(
             Problem(
                 Diagnostic.POSTPROCESSOR_INVALID,
                 _path_text((*path, CONFIG_KEY)),
                 config.diagnostic.value,
+                field=str(field_),
+                rule=str(rule),
             )
         )
     return result

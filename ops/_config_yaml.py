@@ -47,6 +47,8 @@ class Diagnostic(enum.StrEnum):
     EXTRA_NOT_A_MAPPING = "extra_not_a_mapping"
     POSTPROCESSOR_INVALID = "postprocessor_invalid"
     POSTPROCESSOR_MISPLACED = "postprocessor_misplaced"
+    # a note, not a failure: a `physique_checkin` the host does not read
+    PHYSIQUE_CHECKIN_NOT_READ = "physique_checkin_not_read"
     # migrate-config only
     NOT_LINE_EDITABLE = "not_line_editable"
     LEGACY_KEY_SOLE_ENTRY = "legacy_key_sole_entry"
@@ -60,17 +62,31 @@ class Problem:
     diagnostic: Diagnostic
     where: str = ""  # a key path or "line N"; never a value
     detail: str = ""  # a sub-enum (e.g. the shim's ConfigDiagnostic)
+    # postprocessor_invalid: the field inside the block and the rule it breaks
+    # (the shim's ConfigField / ConfigRule, what its WARNING says); enums only.
+    field: str = ""
+    rule: str = ""
 
     def text(self) -> str:
         out = self.diagnostic.value + (f":{self.detail}" if self.detail else "")
-        return out + (f" at {self.where}" if self.where else "")
+        out += f" at {self.where}" if self.where else ""
+        return out + (f" (field {self.field}: {self.rule})" if self.field else "")
 
     def to_json(self) -> dict[str, str]:
-        return {"diagnostic": self.diagnostic.value, "where": self.where, "detail": self.detail}
+        out = {"diagnostic": self.diagnostic.value, "where": self.where, "detail": self.detail}
+        if self.field:
+            out |= {"field": self.field, "rule": self.rule}
+        return out
 
 
 class UsageError(Exception):
-    """The input cannot be examined at all (missing file, no ruamel): exit 2."""
+    """The input cannot be examined at all (missing file, no ruamel): exit 2.
+    ``error``: for an unusable config file, the ``--json`` form of the refusal
+    (`kexpr.ops.inputs`: input, path, problem)."""
+
+    def __init__(self, message: str, error: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 def _require_ruamel() -> None:
@@ -177,16 +193,27 @@ def _get(data: Any, path: Sequence[str]) -> tuple[Any, bool]:
 
 
 def _read_config(path: Path) -> bytes:
-    from kexpr.ops.readers import ReadRefused, read_nofollow
+    """The config file's bytes (`kexpr.ops.inputs` rules: a regular, non-empty, UTF-8
+    file within `MAX_CONFIG_BYTES`), or `UsageError` carrying the one line's tail."""
+    from kexpr.ops.inputs import WORDS, InputRefused, read_file, shown
 
     try:
-        return read_nofollow(path, max_bytes=MAX_CONFIG_BYTES)
-    except ReadRefused as e:
-        raise UsageError(f"{path}: cannot read config ({e.problem.value})") from e
+        return read_file(path, max_bytes=MAX_CONFIG_BYTES)
+    except InputRefused as e:
+        raise UsageError(
+            f"config {shown(path)}: {WORDS[e.problem]} ({e.problem.value})",
+            {"input": "config", "path": str(path), "problem": e.problem.value},
+        ) from e
 
 
 def _decode(path: Path, data: bytes) -> str:
+    from kexpr.ops.inputs import WORDS, Problem, shown
+
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8") from e
+        problem = Problem.NOT_TEXT
+        raise UsageError(
+            f"config {shown(path)}: {WORDS[problem]} ({problem.value})",
+            {"input": "config", "path": str(path), "problem": problem.value},
+        ) from e

@@ -43,6 +43,7 @@ from kexpr.ops._audit_credentials import (
     parse_env_file,
     parse_environ,
     read_creds,
+    read_env_text,
     read_environ,
     safe_name,
 )
@@ -54,7 +55,8 @@ from kexpr.ops._audit_data_root import (
 )
 from kexpr.ops._audit_findings import Check, CheckResult, Finding, Item, Unusable
 from kexpr.ops._audit_redaction import MAX_SPOOL_FILE_BYTES
-from kexpr.ops.readers import ReadRefused, read_nofollow
+from kexpr.ops.inputs import WORDS, InputRefused, Problem
+from kexpr.ops.readers import ReadRefused
 
 __all__ = [
     "INJECTION_VARIABLES",
@@ -140,8 +142,8 @@ def run_audit(
     # each gateway is compared against all of them (order of flags is irrelevant).
     for f in env_files:
         try:
-            text = read_nofollow(f, max_bytes=MAX_ENV_FILE_BYTES).decode("utf-8", "replace")
-        except ReadRefused:
+            text = read_env_text(f)
+        except InputRefused:
             continue
         known.extend(v for _, name, v in parse_env_file(text) if name == KEY_VARIABLE)
     env_results = [audit_env_file(f, known)[0] for f in env_files]
@@ -163,7 +165,11 @@ def render(report: AuditReport) -> str:
     for r in report.results:
         head = f"  {r.check.value:<20} {r.subject}"
         if r.unusable is not None:
-            lines.append(f"{head}: UNUSABLE {r.unusable.value}")
+            why = ""
+            if r.problem is not None:
+                problem = Problem(r.problem)
+                why = f": {WORDS[problem]} ({problem.value})"
+            lines.append(f"{head}: UNUSABLE {r.unusable.value}{why}")
         elif not r.findings:
             lines.append(f"{head}: clean")
         else:
@@ -193,6 +199,7 @@ def cli(argv: list[str]) -> int:
     import argparse
 
     from kexpr.ops.argtypes import int_range
+    from kexpr.ops.cli import missing_packages
 
     p = argparse.ArgumentParser(
         prog="kexpr audit",
@@ -229,6 +236,14 @@ def cli(argv: list[str]) -> int:
     )
     p.add_argument("--json", action="store_true", help="one JSON object instead of the report")
     a = p.parse_args(argv)
+    if a.env_file and missing_packages(["dotenv"]):
+        # The gateway-side base install has no python-dotenv (the `ops` extra).
+        print(
+            "kexpr audit: --env-file needs the ops extra (python-dotenv missing here): "
+            "install `kexpr[ops]`",
+            file=sys.stderr,
+        )
+        return 2
     if not (a.gateway_pid or a.worker_pid is not None or a.env_file or a.data_root is not None):
         p.print_usage(sys.stderr)
         print(

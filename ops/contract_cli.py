@@ -7,11 +7,12 @@ Rules for this command:
 
 Rule 1: it prints verdicts, never content: stdout carries only canonical JSON objects
         `{"verdict": ..., "reason": ...}`; stderr carries only usage errors, file-level
-        errors (the OS error's class name) and enum reasons.
+        errors (the path and why, `kexpr.ops.inputs`) and enum reasons.
 Rule 2: exit codes. Single mode: 0 accepted, 1 rejected (invalid_response or
         validation_rejected), 2 unusable input (bad arguments, unreadable file,
         invalid capsule). JSONL mode: 0 when every line was judged (whatever the
-        verdicts), 2 when any line could not be judged or the file is unreadable.
+        verdicts), 2 when any line could not be judged or the file is unreadable,
+        empty or binary (NUL bytes).
 Rule 3: JSONL mode prints exactly one object per input line, in input order. A line
         that is not `{"capsule": {...}, "response": "<raw content>"}` (exactly these two
         keys, no duplicate keys, UTF-8 JSON) prints `{"verdict": null, "reason":
@@ -108,33 +109,21 @@ MAX_RESPONSE_FILE_BYTES: Final = 16 * 1024 * 1024
 MAX_JSONL_FILE_BYTES: Final = 256 * 1024 * 1024
 
 
-def _read_bytes(path: Path, what: str, stderr: TextIO, max_bytes: int) -> bytes | None:
-    """The whole regular file, at most ``max_bytes``. A FIFO or device is
-    refused without blocking (``O_NONBLOCK``, then ``fstat``)."""
-    import os
-    import stat
-
-    from kexpr.spool.fsio import UnsafePath, read_bounded
+def _read_bytes(
+    path: Path, what: str, stderr: TextIO, max_bytes: int, *, raw: bool = False
+) -> bytes | None:
+    """The whole regular file, at most ``max_bytes``, or None after the one line of
+    `kexpr.ops.inputs` (a FIFO or device is refused without blocking). ``raw``: the
+    response, judged as bytes (Rule 4): empty or not UTF-8 is the judge's to reject."""
+    from kexpr.ops.inputs import InputRefused, read_file, refuse
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError as e:
-        stderr.write(f"{PROG}: cannot read {what} ({type(e).__name__})\n")
+        return read_file(
+            path, max_bytes=max_bytes, text=not raw, lines=what == "--jsonl", allow_empty=raw
+        )
+    except InputRefused as e:
+        refuse(PROG, what, path, e.problem, stderr=stderr)
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            stderr.write(f"{PROG}: cannot read {what} (not_regular_file)\n")
-            return None
-        return read_bounded(fd, st, max_bytes)
-    except UnsafePath:
-        stderr.write(f"{PROG}: cannot read {what} (too_large)\n")
-        return None
-    except OSError as e:
-        stderr.write(f"{PROG}: cannot read {what} ({type(e).__name__})\n")
-        return None
-    finally:
-        os.close(fd)
 
 
 def _single(capsule_path: Path, response_path: Path, stdout: TextIO, stderr: TextIO) -> int:
@@ -144,15 +133,23 @@ def _single(capsule_path: Path, response_path: Path, stdout: TextIO, stderr: Tex
     try:
         capsule = Capsule.from_json(capsule_bytes)
     except CapsuleError as e:
-        stderr.write(f"{PROG}: invalid capsule ({e.reason.value})\n")
+        stderr.write(
+            f"{PROG}: --capsule {_shown(capsule_path)}: invalid capsule ({e.reason.value})\n"
+        )
         return EXIT_UNUSABLE
-    content = _read_bytes(response_path, "--response", stderr, MAX_RESPONSE_FILE_BYTES)
+    content = _read_bytes(response_path, "--response", stderr, MAX_RESPONSE_FILE_BYTES, raw=True)
     if content is None:
         return EXIT_UNUSABLE
     judgement = judge(capsule, content)
     verdict = judgement.to_dict()
     _emit(stdout, verdict["verdict"], verdict["reason"])
     return EXIT_ACCEPTED if judgement.verdict is Verdict.ACCEPTED else EXIT_REJECTED
+
+
+def _shown(path: Path) -> str:
+    from kexpr.ops.inputs import shown
+
+    return shown(path)
 
 
 def _parse_line(raw: bytes) -> tuple[object, str] | None:

@@ -95,6 +95,13 @@ def cli(argv: list[str]) -> int:
         help=f"the rehearsal model's first-token delay (default {REHEARSAL_FIRST_TOKEN_S:g})",
     )
     a = p.parse_args(argv)
+    if a.ssl_cert_file is not None:  # checked before anything starts (kexpr.ops.inputs)
+        from kexpr.ops.inputs import refuse_unusable_file
+
+        if (
+            code := refuse_unusable_file("kexpr run", "--ssl-cert-file", a.ssl_cert_file)
+        ) is not None:
+            return code
     rehearse = (
         "OPENAI_API_KEY" not in os.environ
         and not a.no_rehearsal

@@ -1,7 +1,9 @@
 """``kexpr glossary``: the operator's dual decision/reason glossary.
 
 ``kexpr glossary check FILE``  validate a file (``-`` for stdin); prints the ID
-                               counts and the digest ``kexpr status`` will show.
+                               counts (the totals in force, and the shipped and
+                               the file's own apart) and the digest ``kexpr
+                               status`` will show.
 ``kexpr glossary install FILE [--data-root DIR] [--replace]``
                                validate, then publish it atomically as
                                ``<data root>/operator-glossary.json`` with the
@@ -10,7 +12,9 @@
 The format and the rules are `gateway_shim.operator_glossary`'s. Output is
 counts, a digest and enum problems only: never a text or an ID (IDs are
 public enum names, but a typo'd one is the operator's to read in their own
-file). Exit 0 valid / installed, 1 invalid, 2 unusable input.
+file). Exit 0 valid / installed, 1 invalid, 2 unusable input (a file that is
+missing, not a regular file, empty or not UTF-8, a data root that is not one:
+the JSON line on stdout, and `kexpr.ops.inputs`'s one line on stderr).
 """
 
 from __future__ import annotations
@@ -23,27 +27,43 @@ from pathlib import Path
 from gateway_shim.operator_glossary import (
     GLOSSARY_FILE_NAME,
     MAX_FILE_BYTES,
+    SHIPPED_DUAL_GLOSSARY,
     DualGlossary,
     GlossaryError,
     parse_operator_glossary,
 )
-from kexpr.ops.readers import ReadRefused, read_nofollow
+from kexpr.ops.inputs import InputRefused, Problem, data_root_problem, read_file, refuse
 from kexpr.spool.fsio import UnsafePath, publish, unlink_quiet
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
 
+PROG = "kexpr glossary"
+
 
 def _read(path: str) -> bytes:
+    """The file (or stdin), refused by `kexpr.ops.inputs`'s rules: a glossary is a
+    non-empty UTF-8 text file."""
     if path == "-":
-        return sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
-    return read_nofollow(path, max_bytes=MAX_FILE_BYTES)
+        data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        if not data:
+            raise InputRefused(Problem.EMPTY)
+        return data
+    return read_file(path, max_bytes=MAX_FILE_BYTES)
 
 
 def _summary(glossary: DualGlossary) -> dict[str, object]:
+    # The file's entries apart from the shipped ones (an operator ID never
+    # shadows a shipped one: `parse_operator_glossary` refuses it), and the totals
+    # the shim will use.
+    shipped = SHIPPED_DUAL_GLOSSARY
     return {
         "valid": True,
         "problem": None,
         "decisions": len(glossary.decisions),
         "reasons": len(glossary.reasons),
+        "shipped_decisions": len(shipped.decisions),
+        "shipped_reasons": len(shipped.reasons),
+        "operator_decisions": len(glossary.decisions) - len(shipped.decisions),
+        "operator_reasons": len(glossary.reasons) - len(shipped.reasons),
         "digest": glossary.digest(),
     }
 
@@ -60,9 +80,12 @@ def cli(argv: list[str]) -> int:
     a = p.parse_args(argv)
     try:
         data = _read(a.file)
-    except ReadRefused as e:
+    except InputRefused as e:
         print(json.dumps({"valid": False, "problem": f"file_{e.problem.value}"}))
-        return 2
+        return refuse(f"{PROG} {a.command}", "FILE", a.file, e.problem)
+    if a.command == "install" and (problem := data_root_problem(a.data_root)) is not None:
+        print(json.dumps({"valid": None, "installed": False, "problem": "data_root_unusable"}))
+        return refuse(f"{PROG} install", "--data-root", a.data_root, problem)
     try:
         glossary = parse_operator_glossary(data)
     except GlossaryError as e:

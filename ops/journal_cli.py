@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from kexpr.ops.inputs import data_root_problem
 from kexpr.spool.fsio import (
     LockTimeout,
     UnsafePath,
@@ -351,38 +352,34 @@ def cli(argv: list[str]) -> int:
             sp.add_argument("--segment", required=True, help="YYYY-MM-DD")
     a = p.parse_args(argv)
     root = DataRoot(a.data_root)
-    # No data root to read is unusable input (exit 2, docs/cli.md), not a finding.
-    unusable = not os.path.isdir(root.root) or os.path.islink(root.root)
-    if unusable:
-        ok, out = (
-            False,
-            {
-                "ok": False,
-                "findings": [
-                    {
-                        "finding": "missing" if not os.path.lexists(root.root) else "not_directory",
-                        "where": ".",
-                    }
-                ],
-            },
-        )
-    else:
-        expect_owner(_owner_of(root))
-        try:
-            if a.command == "verify":
-                ok, out = verify(root)
-            elif a.command == "stats":
-                ok, out = stats(root)
-            elif a.command == "prune":
-                ok, out = prune(root, apply=a.apply, today=dt.datetime.now(dt.UTC).date())
-            else:
-                if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", a.segment):
-                    p.error("--segment must be YYYY-MM-DD")
-                ok, out = quarantine(root, a.segment, apply=a.apply)
-        finally:
-            expect_owner(None)
+    # No data root to read is unusable input (exit 2, docs/cli.md), not a finding:
+    # missing, not a directory, a symlink, or an empty directory (no worker ran
+    # there: nothing to verify, and `quarantine`/`prune` must not create anything).
+    problem = data_root_problem(root.root)
+    if problem is not None:
+        from kexpr.ops.inputs import refuse
+
+        if a.json:
+            finding = {"finding": problem.value, "where": "."}
+            error = {"input": "--data-root", "path": str(a.data_root), "problem": problem.value}
+            print(json.dumps({"ok": False, "findings": [finding], "error": error}, sort_keys=True))
+        return refuse(f"kexpr journal {a.command}", "--data-root", a.data_root, problem)
+    expect_owner(_owner_of(root))
+    try:
+        if a.command == "verify":
+            ok, out = verify(root)
+        elif a.command == "stats":
+            ok, out = stats(root)
+        elif a.command == "prune":
+            ok, out = prune(root, apply=a.apply, today=dt.datetime.now(dt.UTC).date())
+        else:
+            if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", a.segment):
+                p.error("--segment must be YYYY-MM-DD")
+            ok, out = quarantine(root, a.segment, apply=a.apply)
+    finally:
+        expect_owner(None)
     if a.json:
         print(json.dumps(out, sort_keys=True))
     else:
         print(_human(a.command, ok, out), file=sys.stdout if ok else sys.stderr)
-    return 2 if unusable else 0 if ok else 1
+    return 0 if ok else 1

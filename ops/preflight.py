@@ -125,6 +125,8 @@ def preflight_cli(argv: list[str]) -> int:
         ]
     except UsageError as e:
         print(f"kexpr preflight: {e}", file=sys.stderr)
+        if a.json and e.error is not None:
+            print(json.dumps({"error": e.error}, sort_keys=True))
         return 2
     if a.json:
         print(
@@ -148,6 +150,8 @@ def preflight_cli(argv: list[str]) -> int:
             )
             for prob in r.problems:
                 print(f"  FAIL {prob.text()}")
+            for note in r.notes:
+                print(f"  NOTE {note.text()} (only {a.extra_path}.{CHECKIN_KEY} is read)")
     return 0 if all(r.passed for r in results) else 1
 
 
@@ -177,6 +181,8 @@ def migrate_cli(argv: list[str]) -> int:
         plan = plan_migration(text, extra_path=a.extra_path, name=str(a.config))
     except UsageError as e:
         print(f"kexpr migrate-config: {e}", file=sys.stderr)
+        if a.json and e.error is not None:
+            print(json.dumps({"error": e.error}, sort_keys=True))
         return 2
     backup: Path | None = None
     if plan.ok and plan.new_text is not None and a.write:

@@ -412,11 +412,17 @@ def cli(argv: list[str]) -> int:
     a = p.parse_args(argv)
     if a.days < 1:
         p.error("--days must be >= 1")
+    from kexpr.ops.inputs import Problem, data_root_problem, refuse, shown
+
+    prog = "kexpr promotion-report"
+    if (problem := data_root_problem(a.data_root)) is not None:
+        return refuse(prog, "--data-root", a.data_root, problem, json_out=a.json)
     try:
         report, check = report_for(DataRoot(a.data_root), days=a.days)
-    except ReadRefused as e:
-        print(f"kexpr promotion-report: data root unusable ({e.problem.value})", file=sys.stderr)
-        return 2
+    except ReadRefused as e:  # it changed under us: said the same way
+        known = {p.value for p in Problem}
+        problem = Problem(e.problem.value) if e.problem.value in known else Problem.IO_ERROR
+        return refuse(prog, "--data-root", a.data_root, problem, json_out=a.json)
     if report is None:
         reason = check.unusable or ",".join(sorted({f for f, _ in check.findings}))
         if a.json:
@@ -428,7 +434,8 @@ def cli(argv: list[str]) -> int:
             )
         else:
             print(
-                f"kexpr promotion-report: journal unverified ({reason}): no evidence",
+                f"{prog}: --data-root {shown(a.data_root)}: journal unverified ({reason}): "
+                "no evidence",
                 file=sys.stderr,
             )
         return 2

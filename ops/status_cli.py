@@ -21,7 +21,9 @@ Verdict (exit code):
   requests it claimed: the host is getting canonical answers
   because the worker does not keep up; issue 21) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
-  malformed JSON where the status should be; or the data root is missing.
+  malformed JSON where the status should be; or the data root is unusable
+  (``data_root_<problem>``, `kexpr.ops.inputs`: missing, not a directory, a
+  symlink, an empty directory), said in one line naming the path.
 
 Besides the verdict it shows (issues 19 and 21): the last minute's claimed
 requests, calls and expired requests (``expired`` is the rate per minute), and per
@@ -335,8 +337,11 @@ def collect(
     alive: Callable[[int], bool] = pid_alive,
 ) -> StatusReport:
     now = now or dt.datetime.now(dt.UTC)
-    if not os.path.isdir(root.root):
-        return StatusReport(Verdict.STATUS_UNREADABLE, None, None, "data_root_missing")
+    from kexpr.ops.inputs import data_root_problem
+
+    problem = data_root_problem(root.root)
+    if problem is not None:
+        return StatusReport(Verdict.STATUS_UNREADABLE, None, None, f"data_root_{problem.value}")
     supervisor: ProcessStatus | None = None
     try:
         supervisor = _supervisor(_load(supervisor_status_path(root)), now, alive)
@@ -542,6 +547,14 @@ def cli(argv: list[str]) -> int:
     )
     a = p.parse_args(argv)
     report = collect(DataRoot(a.data_root), stale_after_s=a.stale_after)
+    if report.problem is not None and report.problem.startswith("data_root_"):
+        from kexpr.ops.inputs import Problem, line
+
+        problem = Problem(report.problem.removeprefix("data_root_"))
+        print(line("kexpr status", "--data-root", a.data_root, problem), file=sys.stderr)
+        if a.json:
+            print(json.dumps(report.to_json(), sort_keys=True))
+        return EXIT[report.verdict]
     if a.json:
         print(json.dumps(report.to_json(), sort_keys=True))
     else:

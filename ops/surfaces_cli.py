@@ -27,8 +27,17 @@ Rule 1 — the batch interface is fixed (other tools depend on it). A request li
          with SLOT = {"slot_id", "predicate_ids", "action_ids"} (the IDs a presentation
          would issue for that slot, in issued order). A line that is not such a
          request answers `{"eligible": false, "reason": "invalid_request", ...}`.
+         In the batch form every answer also carries `"line": N`, its input line
+         number (1-based), so a consumer need not count lines.
+Rule 1b — a batch line may also be a recorded example (tests/surfaces/goldens):
+           {"request": REQUEST, "expected": "eligible" | "ineligible", "example": str}
+         ("example", a label, and "expected" may be omitted). REQUEST is judged as
+         above; with "expected" the answer adds `"expected"` and `"as_expected": bool`,
+         and the line counts for Rule 2 as eligible when the verdict is the expected
+         one. The label is never printed.
 Rule 2 — exit 0 if every line is eligible, 1 if any is not, 2 if the input is
-         unusable (unreadable file, bad arguments, or any invalid_request line). An
+         unusable (unreadable or empty file, bad arguments, or any invalid_request
+         line; `kexpr.ops.inputs` says why in one line). An
          eligible line whose `roundtrip` is false counts as not eligible here: the
          adapter would present something other than what the host rendered.
 Rule 3 — `roundtrip` is true when the adapter's canonical presentation equals the
@@ -37,8 +46,8 @@ Rule 3 — `roundtrip` is true when the adapter's canonical presentation equals 
 Rule 4 — it prints verdicts, enum reasons and semantic IDs, never the message text:
          the input may hold customer data.
 Rule 5 — input is bounded: a regular file (a FIFO or device is refused) or standard
-         input, at most `MAX_INPUT_BYTES`; lines are strict UTF-8 JSON objects with no
-         duplicate keys.
+         input, at most `MAX_INPUT_BYTES`, not empty; lines are strict UTF-8 JSON
+         objects with no duplicate keys.
 Rule 6 — the single-message form reads a daily/weekly body from a text file, and a
          text editor ends a saved file with one LF that the host's message never has
          (its messages end without a newline): exactly one final LF is dropped there.
@@ -55,7 +64,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
 from kexpr.ops._strict_json import NotStrictJson, loads_strict
-from kexpr.ops.readers import ReadRefused, read_nofollow
 
 if TYPE_CHECKING:
     from gateway_shim.operator_glossary import DualGlossary
@@ -204,18 +212,23 @@ def parse_json(raw: bytes) -> object:
         raise InvalidRequest from e
 
 
-def read_input(path: str, stdin: TextIO, stderr: TextIO) -> bytes | None:
+def read_input(path: str, stdin: TextIO, stderr: TextIO, *, what: str = "--jsonl") -> bytes | None:
     """The whole input (Rule 5), or None after a one-line message on stderr."""
+    from kexpr.ops.inputs import InputRefused, read_file, refuse
+
     if path == "-":
         data = stdin.buffer.read(MAX_INPUT_BYTES + 1)
         if len(data) > MAX_INPUT_BYTES:
             stderr.write(f"{PROG}: standard input is larger than {MAX_INPUT_BYTES} bytes\n")
             return None
+        if not data:
+            stderr.write(f"{PROG}: standard input is empty (no request to check)\n")
+            return None
         return data
     try:
-        return read_nofollow(path, max_bytes=MAX_INPUT_BYTES)
-    except ReadRefused as e:
-        stderr.write(f"{PROG}: cannot read {path!r}: {e.problem.value}\n")
+        return read_file(path, max_bytes=MAX_INPUT_BYTES, lines=what == "--jsonl")
+    except InputRefused as e:
+        refuse(PROG, what, path, e.problem, stderr=stderr)
         return None
 
 
@@ -253,6 +266,20 @@ def _judge(
     return result, EXIT_ELIGIBLE
 
 
+def _unwrap(request: object) -> tuple[object, str | None]:
+    """Rule 1b: the request of a recorded example and its expected verdict."""
+    if not isinstance(request, dict) or "request" not in request:
+        return request, None
+    if not set(request) <= {"request", "expected", "example"}:
+        raise InvalidRequest
+    expected = request.get("expected")
+    if expected is not None and expected not in ("eligible", "ineligible"):
+        raise InvalidRequest
+    if "example" in request and not isinstance(request["example"], str):
+        raise InvalidRequest
+    return request["request"], expected
+
+
 def _batch(
     path: str, glossary: DualGlossary | None, stdin: TextIO, stdout: TextIO, stderr: TextIO
 ) -> int:
@@ -264,14 +291,20 @@ def _batch(
         lines.pop()  # a final LF ends the last line; it does not start a new one
     status = EXIT_ELIGIBLE
     for number, raw in enumerate(lines, start=1):
+        expected: str | None = None
         try:
-            request = parse_json(raw)
+            request, expected = _unwrap(parse_json(raw))
         except InvalidRequest:
             stderr.write(f"{PROG}: line {number}: {INVALID_REQUEST}\n")
             result, code = _ineligible(INVALID_REQUEST), EXIT_UNUSABLE
         else:
             result, code = _judge(request, f"line {number}", stderr, glossary)
-        stdout.write(_json_line(result) + "\n")
+        answer: dict[str, object] = {"line": number, **result.to_json_object()}
+        if expected is not None and code != EXIT_UNUSABLE:
+            met = (code == EXIT_ELIGIBLE) == (expected == "eligible")
+            answer |= {"expected": expected, "as_expected": met}
+            code = EXIT_ELIGIBLE if met else EXIT_INELIGIBLE
+        stdout.write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n")
         status = max(status, code)
     return status
 
@@ -283,7 +316,7 @@ def _single(
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    data = read_input(args.file, stdin, stderr)
+    data = read_input(args.file, stdin, stderr, what="FILE")
     if data is None:
         return EXIT_UNUSABLE
     request: dict[str, object] = {"surface": args.surface}
@@ -304,7 +337,7 @@ def _single(
         except InvalidRequest:
             payload = None
         if not isinstance(payload, dict):
-            stderr.write(f"{PROG}: {args.file!r} is not a JSON payload object\n")
+            stderr.write(f"{PROG}: FILE {args.file}: not a JSON payload object\n")
             return EXIT_UNUSABLE
         request["payload"] = payload
         request["callback_data"] = args.callback_data
@@ -360,12 +393,22 @@ def run_check(argv: Sequence[str], stdin: TextIO, stdout: TextIO, stderr: TextIO
         return EXIT_UNUSABLE
     glossary = None
     if args.glossary is not None:
-        from gateway_shim.operator_glossary import GlossaryError, load_operator_glossary
+        from gateway_shim.operator_glossary import (
+            MAX_FILE_BYTES,
+            GlossaryError,
+            parse_operator_glossary,
+        )
+        from kexpr.ops.inputs import InputRefused, read_file, refuse, shown
 
         try:
-            glossary = load_operator_glossary(args.glossary)
+            glossary = parse_operator_glossary(read_file(args.glossary, max_bytes=MAX_FILE_BYTES))
+        except InputRefused as e:
+            return refuse(PROG, "--glossary", args.glossary, e.problem, stderr=stderr)
         except GlossaryError as e:
-            stderr.write(f"{PROG}: --glossary {args.glossary!r}: {e.problem.value}\n")
+            stderr.write(
+                f"{PROG}: --glossary {shown(args.glossary)}: not a valid operator glossary "
+                f"({e.problem.value}; `kexpr glossary check` says the same)\n"
+            )
             return EXIT_UNUSABLE
     if args.jsonl is not None:
         return _batch(args.jsonl, glossary, stdin, stdout, stderr)

@@ -84,26 +84,38 @@ def cli(argv: list[str]) -> int:
         and "%" not in a.exec_path
     ):
         p.error("--exec must be an absolute path without spaces or %")
+    from kexpr.ops.inputs import Problem, refuse
+
     try:
         a.dest.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        print(f"kexpr systemd-units: cannot create --dest ({type(e).__name__})", file=sys.stderr)
-        return 2
+        problem = (
+            Problem.NOT_A_DIRECTORY
+            if isinstance(e, FileExistsError | NotADirectoryError)
+            else Problem.PERMISSION_DENIED
+            if isinstance(e, PermissionError)
+            else Problem.IO_ERROR
+        )
+        return refuse("kexpr systemd-units", "--dest", a.dest, problem)
     wanted = {name: render(name, a.exec_path) for name in FILES}
     conflicts = []
-    for name, data in wanted.items():
-        target = a.dest / name
-        if target.is_symlink() or (
-            target.exists() and (not target.is_file() or target.read_bytes() != data)
-        ):
-            conflicts.append(name)
-    if conflicts:
-        print(
-            f"kexpr systemd-units: refused: {', '.join(conflicts)} already in --dest with other contents",
-            file=sys.stderr,
-        )
-        return 1
-    for name, data in wanted.items():
-        (a.dest / name).write_bytes(data)
+    try:
+        for name, data in wanted.items():
+            target = a.dest / name
+            if target.is_symlink() or (
+                target.exists() and (not target.is_file() or target.read_bytes() != data)
+            ):
+                conflicts.append(name)
+        if conflicts:
+            print(
+                f"kexpr systemd-units: refused: {', '.join(conflicts)} already in --dest with other contents",
+                file=sys.stderr,
+            )
+            return 1
+        for name, data in wanted.items():
+            (a.dest / name).write_bytes(data)
+    except OSError as e:
+        problem = Problem.PERMISSION_DENIED if isinstance(e, PermissionError) else Problem.IO_ERROR
+        return refuse("kexpr systemd-units", "--dest", a.dest, problem)
     print(steps(a.instance, a.dest))
     return 0

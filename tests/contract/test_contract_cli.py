@@ -66,17 +66,29 @@ def test_single_missing_files(tmp_path: Path, capsule_file: Path) -> None:
     response = _response_file(tmp_path, doc(DAILY))
     code, out, err = _run("--capsule", tmp_path / "nope.json", "--response", response)
     assert (code, out) == (2, "")
-    assert err == "kexpr contract check: cannot read --capsule (FileNotFoundError)\n"
+    # Issue 24: the path it tried and the same words as every command, not the
+    # OS error's class name.
+    assert err == (
+        f"kexpr contract check: --capsule {tmp_path / 'nope.json'}: "
+        "no such file or directory (missing)\n"
+    )
     code, out, err = _run("--capsule", capsule_file, "--response", tmp_path / "nope.txt")
     assert (code, out) == (2, "")
-    assert "--response (FileNotFoundError)" in err
+    assert err == (
+        f"kexpr contract check: --response {tmp_path / 'nope.txt'}: "
+        "no such file or directory (missing)\n"
+    )
 
 
 def test_single_invalid_capsule(tmp_path: Path) -> None:
     bad = tmp_path / "capsule.json"
     bad.write_text(DAILY.to_json().replace('"max_style_lexemes":8', '"max_style_lexemes":9'))
     code, out, err = _run("--capsule", bad, "--response", _response_file(tmp_path, doc(DAILY)))
-    assert (code, out, err) == (2, "", "kexpr contract check: invalid capsule (limits_mismatch)\n")
+    assert (code, out, err) == (
+        2,
+        "",
+        f"kexpr contract check: --capsule {bad}: invalid capsule (limits_mismatch)\n",
+    )
 
 
 @pytest.mark.parametrize(
@@ -170,14 +182,20 @@ def test_jsonl_missing_file(tmp_path: Path) -> None:
     assert _run("--jsonl", tmp_path / "nope.jsonl") == (
         2,
         "",
-        "kexpr contract check: cannot read --jsonl (FileNotFoundError)\n",
+        f"kexpr contract check: --jsonl {tmp_path / 'nope.jsonl'}: "
+        "no such file or directory (missing)\n",
     )
 
 
 def test_jsonl_empty_file(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")
-    assert _run("--jsonl", path) == (0, "", "")
+    # Issue 24: nothing to judge is unusable input, not a silent success.
+    assert _run("--jsonl", path) == (
+        2,
+        "",
+        f"kexpr contract check: --jsonl {path}: an empty file (empty)\n",
+    )
 
 
 def test_cli_entry_for_ops_cli(

@@ -34,8 +34,15 @@ def test_check_valid_file(tmp_path: Path) -> None:
         "problem": None,
         "decisions": 2,
         "reasons": 3,
+        # Issue 24: the shipped entries and the file's own, apart.
+        "shipped_decisions": len(SHIPPED_DUAL_GLOSSARY.decisions),
+        "shipped_reasons": len(SHIPPED_DUAL_GLOSSARY.reasons),
+        "operator_decisions": 1,
+        "operator_reasons": 1,
         "digest": out["digest"],
     }
+    assert out["shipped_decisions"] + out["operator_decisions"] == out["decisions"]
+    assert out["shipped_reasons"] + out["operator_reasons"] == out["reasons"]
     assert len(out["digest"]) == 64 and out["digest"] != SHIPPED_DUAL_GLOSSARY.digest()
     assert "현재 목표" not in done.stdout and "P_DUAL" not in done.stdout
 

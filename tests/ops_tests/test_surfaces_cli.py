@@ -85,11 +85,13 @@ def test_an_invalid_request_line_answers_invalid_request_and_makes_the_input_unu
     assert code == EXIT_UNUSABLE
     assert len(answers) == 3  # one answer per line, in order
     assert answers[1] == {
+        "line": 2,
         "eligible": False,
         "reason": INVALID_REQUEST,
         "slots": [],
         "roundtrip": None,
     }
+    assert [a.pop("line") for a in answers] == [1, 2, 3]
     assert answers[0] == answers[2]
     assert f"line 2: {INVALID_REQUEST}" in err
 
@@ -121,10 +123,75 @@ def test_unreadable_inputs_are_unusable_with_one_line_and_no_answers(tmp_path: P
     os.mkfifo(fifo)
     link = tmp_path / "link"
     link.symlink_to(HOST_EXAMPLES)
-    for path in (tmp_path / "missing", tmp_path, fifo, link):
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    for path, problem in (
+        (tmp_path / "missing", "missing"),
+        (tmp_path, "is_directory"),
+        (fifo, "not_regular_file"),
+        (link, "symlink"),
+        (empty, "empty"),
+    ):
         code, answers, err = _run(["--jsonl", str(path)])
         assert (code, answers) == (EXIT_UNUSABLE, [])
-        assert err.count("\n") == 1 and err.startswith("kexpr surfaces check: cannot read")
+        assert err.count("\n") == 1 and err.startswith(f"kexpr surfaces check: --jsonl {path}: ")
+        assert err.endswith(f" ({problem})\n")
+
+
+def test_empty_input_is_unusable_not_silently_eligible() -> None:
+    # Issue 24: the old code printed nothing and exited 0 on empty input.
+    code, answers, err = _run(["--jsonl", "-"], b"")
+    assert (code, answers) == (EXIT_UNUSABLE, [])
+    assert err == "kexpr surfaces check: standard input is empty (no request to check)\n"
+
+
+def test_every_batch_answer_carries_its_input_line_number() -> None:
+    good = _jsonl([_eligible_request()])
+    code, answers, _ = _run(["--jsonl", "-"], good + b"\n" + good + b"nope\n")
+    assert code == EXIT_UNUSABLE
+    assert [a["line"] for a in answers] == [1, 2, 3, 4]
+    assert [a["reason"] for a in answers] == [None, INVALID_REQUEST, None, INVALID_REQUEST]
+
+
+def test_the_recorded_examples_are_accepted_as_they_are_and_meet_their_expectation() -> None:
+    # Issue 24: the goldens' README calls these lines requests; the old code answered
+    # 14 x invalid_request on them. An example line is {"request", "expected", "example"}.
+    code, answers, err = _run(["--jsonl", str(HOST_EXAMPLES)])
+    assert (code, err) == (EXIT_ELIGIBLE, "")
+    examples = _examples()
+    assert len(answers) == len(examples) == 14
+    for number, (answer, example) in enumerate(zip(answers, examples, strict=True), start=1):
+        assert answer["line"] == number
+        assert answer["expected"] == example["expected"]
+        assert answer["as_expected"] is True
+        assert answer["eligible"] is (example["expected"] == "eligible")
+        # The label is never printed.
+        assert "example" not in answer
+
+
+def test_an_example_that_misses_its_expectation_is_ineligible_for_the_exit_code() -> None:
+    request = _eligible_request()
+    wrong = {"example": "x", "expected": "ineligible", "request": request}
+    code, answers, _ = _run(["--jsonl", "-"], _jsonl([wrong]))
+    assert code == EXIT_INELIGIBLE
+    assert (answers[0]["eligible"], answers[0]["as_expected"]) == (True, False)
+    bare = {"request": request}  # no expectation: judged as the request itself
+    code, answers, _ = _run(["--jsonl", "-"], _jsonl([bare]))
+    assert code == EXIT_ELIGIBLE and "expected" not in answers[0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"request": {"surface": "daily.v1", "body": "x"}, "expected": "maybe"},
+        {"request": {"surface": "daily.v1", "body": "x"}, "other": 1},
+        {"request": {"surface": "daily.v1", "body": "x"}, "example": 7},
+        {"request": "daily.v1"},
+    ],
+)
+def test_a_malformed_example_line_is_an_invalid_request(line: dict[str, object]) -> None:
+    code, answers, _ = _run(["--jsonl", "-"], _jsonl([line]))
+    assert code == EXIT_UNUSABLE and answers[0]["reason"] == INVALID_REQUEST
 
 
 def test_standard_input_is_bounded() -> None:
@@ -193,9 +260,10 @@ def test_the_console_script_runs_the_command(tmp_path: Path) -> None:
     assert len(lines) == len(_examples())
     # The examples hold eligible and ineligible lines: exit 1.
     assert proc.returncode == EXIT_INELIGIBLE, proc.stderr
-    for raw in lines:
+    for number, raw in enumerate(lines, start=1):
         answer = json.loads(raw)
-        assert set(answer) == {"eligible", "reason", "slots", "roundtrip"}
+        assert set(answer) == {"line", "eligible", "reason", "slots", "roundtrip"}
+        assert answer["line"] == number
 
 
 @pytest.mark.parametrize("argv", [["surfaces"], ["surfaces", "bogus"]])
@@ -324,7 +392,7 @@ def test_single_form_json_answers_exactly_as_the_batch_line(
     code, out, err = _single([*_single_argv(request, str(path)), "--json"])
     assert (code, err) == (batch_code, "")
     assert out.endswith("\n") and out.count("\n") == 1
-    assert json.loads(out) == batch_answers[0]
+    assert {"line": 1, **json.loads(out)} == batch_answers[0]
     expected_code = EXIT_ELIGIBLE if example["expected"] == "eligible" else EXIT_INELIGIBLE
     assert code == expected_code
 
@@ -382,7 +450,9 @@ def test_single_form_unreadable_file_is_unusable(tmp_path: Path, surface: str) -
     argv = ["--surface", surface, str(tmp_path / "missing"), "--callback-data", "x"]
     code, out, err = _single(argv)
     assert (code, out) == (EXIT_UNUSABLE, "")
-    assert err.startswith("kexpr surfaces check: cannot read") and err.count("\n") == 1
+    assert err == (
+        f"kexpr surfaces check: FILE {tmp_path / 'missing'}: no such file or directory (missing)\n"
+    )
 
 
 @pytest.mark.parametrize("content", [b"not json", b"[]", b'{"a": 1, "a": 2}', b"\xff"])
