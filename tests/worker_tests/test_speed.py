@@ -1,0 +1,155 @@
+"""Issue 28: the speed model (`kexpr.worker.speed`) -- the fit, the cold start and
+the decay, on an injected monotonic clock. Numbers only, no timing of this machine."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from kexpr.spool.contract.budget import FASTEST_TOKENS_PER_S, FIRST_TOKEN_S
+from kexpr.worker.speed import (
+    COLD,
+    MAX_AGE_S,
+    MIN_SAMPLES,
+    QUANTILE,
+    STYLE_TOKENS,
+    WINDOW,
+    SpeedModel,
+    fit,
+)
+
+# Completion tokens of the four surfaces' brief answers (daily, physique, weekly,
+# dual cards with 1 and 2 reasons; docs/budget.md §2).
+MIX = (104, 116, 175, 173, 223)
+
+
+def line(first: float, rate: float, tokens: int) -> float:
+    return first + tokens / rate
+
+
+def test_the_cold_start_is_the_fastest_published_rate() -> None:
+    assert (COLD.first_token_s, COLD.tokens_per_s) == (FIRST_TOKEN_S, FASTEST_TOKENS_PER_S)
+    assert COLD.cold
+    few = [(line(0.7, 30.0, n), n) for n in MIX[: MIN_SAMPLES - 1]]
+    assert fit(few).cold and fit(few).seconds(100) == COLD.seconds(100)
+
+
+def test_cold_fits_everything_the_fastest_rate_rule_admits() -> None:
+    """Cold, `fits` defers to today's rule (the caller's min_answer_seconds)."""
+    m = SpeedModel()
+    for n in MIX[: MIN_SAMPLES - 1]:
+        m.observe(1.0, line(2.0, 20.0, n), n)  # very slow, but too few samples
+    assert m.fits(1.0, 290, 3.0)
+
+
+@pytest.mark.parametrize(("first", "rate"), [(0.3, 110.0), (0.7, 77.0), (0.5, 55.0)])
+def test_an_exact_line_is_recovered(first: float, rate: float) -> None:
+    samples = [(line(first, rate, n), n) for n in MIX * 3]
+    e = fit(samples)
+    assert not e.cold and e.samples == len(samples)
+    assert e.first_token_s == pytest.approx(first)
+    assert e.tokens_per_s == pytest.approx(rate)
+
+
+def test_the_fit_is_deterministic_and_order_free() -> None:
+    rng = random.Random(28)
+    samples = [(line(0.7, 77.0, n) + rng.uniform(0.0, 0.2), n) for n in MIX * 4]
+    e = fit(samples)
+    for _ in range(5):
+        rng.shuffle(samples)
+        assert fit(samples) == e
+
+
+def test_one_outlier_does_not_move_the_rate() -> None:
+    samples = [(line(0.7, 77.0, n), n) for n in MIX * 4]
+    samples[3] = (0.2, 175)  # a sample no provider can produce
+    samples[7] = (9.0, 104)  # and one far beyond
+    e = fit(samples)
+    assert e.tokens_per_s == pytest.approx(77.0, rel=0.02)
+
+
+def test_the_first_token_is_a_high_quantile_of_the_residuals() -> None:
+    """Conservative: nine calls in ten were at least as fast as the estimate."""
+    jitter = [0.0, 0.05, 0.1, 0.15, 0.2]
+    samples = [(line(0.7, 77.0, n) + j, n) for n, j in itertools.product(MIX, jitter)]
+    e = fit(samples)
+    within = sum(t <= e.seconds(n) + 1e-9 for t, n in samples)
+    assert within >= QUANTILE * len(samples)
+    assert e.first_token_s >= 0.7 + 0.15
+
+
+def test_one_shape_alone_charges_the_overhead_to_the_tokens() -> None:
+    """Daily cards alone (all ~104 tokens) cannot separate a from b: the estimate
+    then overestimates a longer answer's time, never underestimates it."""
+    samples = [(line(0.7, 77.0, n), n) for n in (102, 104, 106, 104, 103, 105)]
+    e = fit(samples)
+    assert not e.cold
+    for n in (104, 175, 223, 290):
+        assert e.seconds(n) >= line(0.7, 77.0, n) - 1e-9
+    # Still admits the daily card itself, well within 3 s.
+    assert e.seconds(128 + STYLE_TOKENS) < 3.0
+
+
+def test_never_more_optimistic_than_the_cold_start() -> None:
+    samples = [(line(0.05, 500.0, n), n) for n in MIX * 2]
+    e = fit(samples)
+    assert e.first_token_s == FIRST_TOKEN_S
+    assert e.tokens_per_s == FASTEST_TOKENS_PER_S
+
+
+def test_at_77_tokens_per_s_after_0_7_s_the_two_reason_dual_card_does_not_fit() -> None:
+    """Issue 28's example: the 2-reason dual card's bound (247) does not fit the
+    3 s at the published median; the daily and physique cards (129, 138) do."""
+    m = SpeedModel()
+    for i, n in enumerate(MIX * 3):
+        m.observe(float(i), line(0.7, 77.0, n), n)
+    assert m.fits(20.0, 129, 4.0) and m.fits(20.0, 138, 4.0)
+    assert not m.fits(20.0, 247, 4.0)
+    # The time left counts too: a daily card with 2 s left does not fit.
+    assert not m.fits(20.0, 129, 2.0)
+
+
+def test_samples_decay_to_the_cold_start() -> None:
+    """Rule 4: no estimate outlives its evidence, so a refused shape is tried again."""
+    m = SpeedModel()
+    for i, n in enumerate(MIX * 2):
+        m.observe(float(i), line(0.7, 40.0, n), n)
+    assert not m.fits(10.0, 247, 4.0)
+    assert not m.estimate(10.0).cold
+    assert m.estimate(MAX_AGE_S + 9.0).cold  # every sample is older than MAX_AGE_S
+    assert m.fits(MAX_AGE_S + 9.0, 247, 4.0)
+
+
+def test_a_failed_or_unmeasured_call_is_no_sample() -> None:
+    m = SpeedModel()
+    for _ in range(WINDOW):
+        m.observe(1.0, 2.0, None)
+        m.observe(1.0, 2.0, 0)
+        m.observe(1.0, float("nan"), 100)
+    assert m.estimate(1.0).cold and m.estimate(1.0).samples == 0
+
+
+def _follow(m: SpeedModel, first: float, rate: float, shapes: tuple[int, ...], t0: float) -> int:
+    """Calls of ``shapes`` at the new speed until the 2-reason dual card's
+    verdict (bound 247) matches the truth at that speed; how many it took."""
+    truth = line(first, rate, 247 + STYLE_TOKENS) <= 3.0
+    for k, n in enumerate(itertools.cycle(shapes)):
+        if m.fits(t0 + k, 247, 4.0) is truth:
+            return k
+        m.observe(t0 + k, line(first, rate, n), n)
+        assert k < 10 * WINDOW
+    raise AssertionError("unreachable")
+
+
+def test_a_speed_change_is_followed_within_the_window() -> None:
+    """Rule 5: 110 -> 55 -> 110 tokens/s; at 55 only the cheap shapes answer."""
+    m = SpeedModel()
+    for i, n in enumerate(MIX * 5):
+        m.observe(float(i), line(0.3, 110.0, n), n)
+    assert m.fits(30.0, 247, 4.0)
+    slower = _follow(m, 0.3, 55.0, (104, 116), 100.0)
+    assert slower <= 3  # a slowdown: as soon as a tenth of the window is slow
+    faster = _follow(m, 0.3, 110.0, (104, 116), 200.0)
+    assert faster <= WINDOW  # a speed-up: within the window
