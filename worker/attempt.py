@@ -288,8 +288,9 @@ def _run_attempt(
                     capsule.surface, took, result.outcome, result.completion_tokens
                 )
                 # The provider's speed and health, learned from the calls alone.
-                if result.outcome is None:
-                    w.speed.observe(now, took, result.completion_tokens)
+                bound = answer_token_bound(capsule)
+                if result.outcome is None and bound is not None:
+                    w.speed.observe(now, took, result.completion_tokens, bound)
                 w.cooldown.observe(now, rec.attempt_id, result.outcome)
             else:
                 w.cooldown.give_back(w._mono(), rec.attempt_id)

@@ -19,7 +19,8 @@ Rule 1: the model is ``time = a + b x tokens`` (``a``: the first token and the
         over the last `WINDOW` calls that returned content with a usable
         ``usage.completion_tokens`` (a failed call says nothing about its
         length). Numbers only: a sample is (monotonic second, call seconds,
-        completion tokens); no surface, key, ID or content is kept.
+        completion tokens, excess over the bound: Rule 6); no surface, key, ID
+        or content is kept.
 Rule 2: the fit is robust and deterministic. ``b`` is the Theil-Sen slope (the
         median of the slopes of all sample pairs whose lengths differ by at least
         `MIN_SPREAD_TOKENS`); with fewer than `MIN_PAIRS` such pairs (one shape
@@ -44,6 +45,15 @@ Rule 5: how fast it follows a change (stated, and measured by the bench): a
         slowdown moves the `QUANTILE` of the residuals as soon as one tenth of the
         window is slow (3 of `WINDOW` = 24 calls); a speed-up takes effect once
         nine tenths of the window is fast (22 calls; at most `WINDOW`).
+Rule 6: the answer's length is learned too. The budget's bound counts the
+        minimal answer with the key at its worst case (64 tokens; a real
+        64-hex key is ~37), and a brief answer adds style words to it. Each call
+        records its ``excess``: reported completion tokens minus the capsule's
+        bound; the estimate's ``extra_tokens`` is the `QUANTILE` of the window's
+        excesses (nine answers in ten were at most this far above their bound),
+        and before there are samples, `STYLE_TOKENS`. `fits` asks whether
+        ``bound + extra_tokens`` can arrive: the length the provider's answers
+        really have (compact or pretty, brief or not), not a guess.
 """
 
 from __future__ import annotations
@@ -75,9 +85,10 @@ QUANTILE: Final = 0.9
 # Rule 4: samples expire after ten minutes (the provider's speed changes over
 # minutes; a model that old is no longer evidence, and the cold start returns).
 MAX_AGE_S: Final = 600.0
-# The style words a brief answer adds above the minimal answer the budget counts:
-# the cold trial's recorded answers with today's instruction were 3 tokens above
-# it at the median and 5 at most (docs/budget.md §5); the most is used.
+# Rule 6, before any answer was measured: the style words a brief answer adds
+# above the minimal answer the budget counts: the cold trial's recorded answers
+# with today's instruction were 3 tokens above it at the median and 5 at most
+# (docs/budget.md §5); the most is used.
 STYLE_TOKENS: Final = 5
 # A call's answer can arrive only within the client's timeout (the plan's
 # ``timeout=3.0``), whatever the request's deadline still leaves.
@@ -94,6 +105,7 @@ class Estimate:
     seconds_per_token: float  # b (Rule 1)
     samples: int
     cold: bool  # True: fewer than MIN_SAMPLES samples (today's rule alone)
+    extra_tokens: int = 0  # Rule 6: an answer's tokens above its capsule's bound
 
     @property
     def tokens_per_s(self) -> float:
@@ -109,13 +121,13 @@ class Estimate:
             "first_token_s": round(self.first_token_s, 3),
             "tokens_per_s": round(self.tokens_per_s, 1),
             "samples": self.samples,
+            "extra_tokens": self.extra_tokens,
             "window": WINDOW,
             "quantile": QUANTILE,
-            "style_tokens": STYLE_TOKENS,
         }
 
 
-COLD: Final = Estimate(FIRST_TOKEN_S, _MIN_SLOPE, 0, cold=True)
+COLD: Final = Estimate(FIRST_TOKEN_S, _MIN_SLOPE, 0, cold=True, extra_tokens=STYLE_TOKENS)
 
 
 def _nearest_rank(sorted_values: list[float], q: float) -> float:
@@ -128,11 +140,17 @@ def _median(sorted_values: list[float]) -> float:
     return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
 
 
-def fit(samples: list[tuple[float, int]]) -> Estimate:
-    """Rules 2 and 3 over ``(call seconds, completion tokens)`` samples."""
+def fit(samples: list[tuple[float, int]], excess: list[int] | None = None) -> Estimate:
+    """Rules 2, 3 and 6 over ``(call seconds, completion tokens)`` samples and
+    the answers' ``excess`` tokens over their bounds (Rule 6)."""
     usable = [(t, n) for t, n in samples if n > 0 and math.isfinite(t) and t >= 0]
+    extra = STYLE_TOKENS
+    if excess:
+        extra = round(_nearest_rank(sorted(float(x) for x in excess), QUANTILE))
     if len(usable) < MIN_SAMPLES:
-        return Estimate(COLD.first_token_s, COLD.seconds_per_token, len(usable), cold=True)
+        return Estimate(
+            COLD.first_token_s, COLD.seconds_per_token, len(usable), cold=True, extra_tokens=extra
+        )
     slopes: list[float] = []
     for i, (ti, ni) in enumerate(usable):
         for tj, nj in usable[i + 1 :]:
@@ -144,7 +162,7 @@ def fit(samples: list[tuple[float, int]]) -> Estimate:
         b = _median(sorted((t - FIRST_TOKEN_S) / n for t, n in usable))
     b = max(b, _MIN_SLOPE)
     a = _nearest_rank(sorted(t - b * n for t, n in usable), QUANTILE)
-    return Estimate(max(a, FIRST_TOKEN_S), b, len(usable), cold=False)
+    return Estimate(max(a, FIRST_TOKEN_S), b, len(usable), cold=False, extra_tokens=extra)
 
 
 class SpeedModel:
@@ -153,15 +171,19 @@ class SpeedModel:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._samples: deque[tuple[float, float, int]] = deque(maxlen=WINDOW)
+        # (monotonic second, call seconds, completion tokens, excess over the bound)
+        self._samples: deque[tuple[float, float, int, int]] = deque(maxlen=WINDOW)
         self._estimate = COLD
 
-    def observe(self, now: float, seconds: float, completion_tokens: int | None) -> None:
-        """One call that returned content: its duration and its reported length."""
+    def observe(
+        self, now: float, seconds: float, completion_tokens: int | None, bound: int
+    ) -> None:
+        """One call that returned content: its duration, its reported length and
+        its capsule's bound (`kexpr.spool.contract.budget.answer_token_bound`)."""
         if completion_tokens is None or completion_tokens <= 0 or not math.isfinite(seconds):
             return
         with self._lock:
-            self._samples.append((now, seconds, completion_tokens))
+            self._samples.append((now, seconds, completion_tokens, completion_tokens - bound))
             self._refit(now)
 
     def estimate(self, now: float) -> Estimate:
@@ -173,13 +195,16 @@ class SpeedModel:
     def _refit(self, now: float) -> None:
         while self._samples and self._samples[0][0] <= now - MAX_AGE_S:
             self._samples.popleft()  # Rule 4: old evidence decays to the cold start
-        self._estimate = fit([(t, n) for _, t, n in self._samples])
+        self._estimate = fit(
+            [(t, n) for _, t, n, _ in self._samples], [x for *_, x in self._samples]
+        )
 
-    def fits(self, now: float, minimal_tokens: int, seconds_left: float) -> bool:
-        """Whether an answer of ``minimal_tokens`` (the budget's bound) plus the
-        style words can arrive within ``seconds_left`` and the client's timeout
-        at the estimated speed. Cold: True (the caller's fastest-rate rule alone)."""
+    def fits(self, now: float, bound: int, seconds_left: float) -> bool:
+        """Whether an answer to a capsule whose budget bound is ``bound`` (its
+        minimal answer, worst-case key), as long as the provider's answers are
+        (Rule 6), can arrive within ``seconds_left`` and the client's timeout at
+        the estimated speed. Cold: True (the caller's fastest-rate rule alone)."""
         e = self.estimate(now)
         if e.cold:
             return True
-        return e.seconds(minimal_tokens + STYLE_TOKENS) <= min(seconds_left, CALL_LIMIT_S)
+        return e.seconds(bound + e.extra_tokens) <= min(seconds_left, CALL_LIMIT_S)

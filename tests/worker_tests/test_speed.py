@@ -29,6 +29,11 @@ def line(first: float, rate: float, tokens: int) -> float:
     return first + tokens / rate
 
 
+def seen(m: SpeedModel, now: float, seconds: float, tokens: int | None) -> None:
+    """One call whose answer was STYLE_TOKENS above its capsule's bound."""
+    m.observe(now, seconds, tokens, (tokens or 0) - STYLE_TOKENS)
+
+
 def test_the_cold_start_is_the_fastest_published_rate() -> None:
     assert (COLD.first_token_s, COLD.tokens_per_s) == (FIRST_TOKEN_S, FASTEST_TOKENS_PER_S)
     assert COLD.cold
@@ -40,7 +45,7 @@ def test_cold_fits_everything_the_fastest_rate_rule_admits() -> None:
     """Cold, `fits` defers to today's rule (the caller's min_answer_seconds)."""
     m = SpeedModel()
     for n in MIX[: MIN_SAMPLES - 1]:
-        m.observe(1.0, line(2.0, 20.0, n), n)  # very slow, but too few samples
+        seen(m, 1.0, line(2.0, 20.0, n), n)  # very slow, but too few samples
     assert m.fits(1.0, 290, 3.0)
 
 
@@ -104,7 +109,7 @@ def test_at_77_tokens_per_s_after_0_7_s_the_two_reason_dual_card_does_not_fit() 
     3 s at the published median; the daily and physique cards (129, 138) do."""
     m = SpeedModel()
     for i, n in enumerate(MIX * 3):
-        m.observe(float(i), line(0.7, 77.0, n), n)
+        seen(m, float(i), line(0.7, 77.0, n), n)
     assert m.fits(20.0, 129, 4.0) and m.fits(20.0, 138, 4.0)
     assert not m.fits(20.0, 247, 4.0)
     # The time left counts too: a daily card with 2 s left does not fit.
@@ -115,7 +120,7 @@ def test_samples_decay_to_the_cold_start() -> None:
     """Rule 4: no estimate outlives its evidence, so a refused shape is tried again."""
     m = SpeedModel()
     for i, n in enumerate(MIX * 2):
-        m.observe(float(i), line(0.7, 40.0, n), n)
+        seen(m, float(i), line(0.7, 40.0, n), n)
     assert not m.fits(10.0, 247, 4.0)
     assert not m.estimate(10.0).cold
     assert m.estimate(MAX_AGE_S + 9.0).cold  # every sample is older than MAX_AGE_S
@@ -125,9 +130,9 @@ def test_samples_decay_to_the_cold_start() -> None:
 def test_a_failed_or_unmeasured_call_is_no_sample() -> None:
     m = SpeedModel()
     for _ in range(WINDOW):
-        m.observe(1.0, 2.0, None)
-        m.observe(1.0, 2.0, 0)
-        m.observe(1.0, float("nan"), 100)
+        seen(m, 1.0, 2.0, None)
+        seen(m, 1.0, 2.0, 0)
+        seen(m, 1.0, float("nan"), 100)
     assert m.estimate(1.0).cold and m.estimate(1.0).samples == 0
 
 
@@ -138,7 +143,7 @@ def _follow(m: SpeedModel, first: float, rate: float, shapes: tuple[int, ...], t
     for k, n in enumerate(itertools.cycle(shapes)):
         if m.fits(t0 + k, 247, 4.0) is truth:
             return k
-        m.observe(t0 + k, line(first, rate, n), n)
+        seen(m, t0 + k, line(first, rate, n), n)
         assert k < 10 * WINDOW
     raise AssertionError("unreachable")
 
@@ -147,9 +152,25 @@ def test_a_speed_change_is_followed_within_the_window() -> None:
     """Rule 5: 110 -> 55 -> 110 tokens/s; at 55 only the cheap shapes answer."""
     m = SpeedModel()
     for i, n in enumerate(MIX * 5):
-        m.observe(float(i), line(0.3, 110.0, n), n)
+        seen(m, float(i), line(0.3, 110.0, n), n)
     assert m.fits(30.0, 247, 4.0)
     slower = _follow(m, 0.3, 55.0, (104, 116), 100.0)
     assert slower <= 3  # a slowdown: as soon as a tenth of the window is slow
     faster = _follow(m, 0.3, 110.0, (104, 116), 200.0)
     assert faster <= WINDOW  # a speed-up: within the window
+
+
+def test_the_answers_length_above_the_bound_is_learned() -> None:
+    """Rule 6: answers measured 20 tokens below their bound (a real key is ~27
+    tokens shorter than the worst case) let a shape in that the cold margin
+    (+5) would refuse; answers 40 above it (pretty-printed JSON) keep it out."""
+    assert fit([]).extra_tokens == STYLE_TOKENS
+    short, long_ = SpeedModel(), SpeedModel()
+    for i, n in enumerate(MIX * 3):
+        short.observe(float(i), line(0.5, 77.0, n), n, n + 20)
+        long_.observe(float(i), line(0.5, 77.0, n), n, n - 40)
+    assert short.estimate(20.0).extra_tokens == -20
+    assert long_.estimate(20.0).extra_tokens == 40
+    # The weekly report's bound, 203: 0.5 s + 208 / 77 = 3.2 s with the cold margin.
+    assert short.fits(20.0, 203, 4.0) and not long_.fits(20.0, 203, 4.0)
+    assert not long_.fits(20.0, 138 + 60, 4.0)
