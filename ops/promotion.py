@@ -218,23 +218,26 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
     def branches(pattern: str) -> tuple[tuple[str, ...], ...]:
         return MANIFEST[pattern].branches
 
-    daily = [("daily.v1", (slot_policy("daily.status", b),)) for b in branches("daily.status")]
-    weekly = [
+    Variants = list[tuple[str, tuple[SlotPolicy, ...]]]
+    daily: Variants = [
+        ("daily.v1", (slot_policy("daily.status", b),)) for b in branches("daily.status")
+    ]
+    weekly: Variants = [
         ("weekly.v1", (slot_policy("weekly.interpretation", i), slot_policy("weekly.rationale", r)))
         for i in branches("weekly.interpretation")
         for r in branches("weekly.rationale")
     ]
-    physique = [
+    physique: Variants = [
         ("adaptive.physique.card.v1", (slot_policy("adaptive.physique.review_instruction", b),))
         for b in branches("adaptive.physique.review_instruction")
     ]
-    out: list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]]]] = [
+    out: list[tuple[str, Variants]] = [
         ("daily cards", daily),
         ("weekly reports", weekly),
         ("physique cards", physique),
     ]
     for n in range(0, 10):
-        variants = [
+        variants: Variants = [
             (
                 "adaptive.dualcoachtest.card.v1",
                 (
