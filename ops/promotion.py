@@ -62,7 +62,7 @@ from kexpr.ops.readers import (
     verify_journal,
 )
 from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
-from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, slots_token_bound
+from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.histograms import CALL_BUDGET_S
 from kexpr.worker.speed import CALL_LIMIT_S, STYLE_TOKENS
@@ -174,7 +174,12 @@ class CallFigures:
         speed = self.admission.get("speed")
         if speed is None or speed["state"] != "learned":
             return []
-        return shape_verdicts(speed["first_token_s"], speed["tokens_per_s"], speed["extra_tokens"])
+        return shape_verdicts(
+            speed["first_token_s"],
+            speed["tokens_per_s"],
+            speed["extra_tokens"],
+            speed["overall_tokens_per_s"],
+        )
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -258,7 +263,10 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
 
 
 def shape_verdicts(
-    first_token_s: float, tokens_per_s: float, extra_tokens: int = STYLE_TOKENS
+    first_token_s: float,
+    tokens_per_s: float,
+    extra_tokens: int = STYLE_TOKENS,
+    overall_tokens_per_s: float | None = None,
 ) -> list[ShapeVerdict]:
     """Each eligible shipped shape (its bound within the answer budget) at the
     estimated speed, its answers ``extra_tokens`` longer than their bound,
@@ -272,7 +280,11 @@ def shape_verdicts(
             continue  # over the budget: never sent, at any speed (docs/budget.md)
 
         def fits(b: int) -> bool:
-            return first_token_s + (b + extra_tokens) / tokens_per_s <= CALL_LIMIT_S
+            n = b + extra_tokens
+            t = first_token_s + n / tokens_per_s
+            if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
+                t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
+            return t <= CALL_LIMIT_S
 
         fit = [fits(b) for b in bounds]
         verdict = "styled" if all(fit) else "some" if any(fit) else "not_styled"

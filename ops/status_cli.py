@@ -274,15 +274,17 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(speed, Mapping) and speed.get("state") in ("cold", "learned"):
         first = _number(speed.get("first_token_s"), 60.0)
         rate = _number(speed.get("tokens_per_s"), 100_000.0)
+        overall = _number(speed.get("overall_tokens_per_s"), 100_000.0)
         samples = _int(speed.get("samples"))
         extra = speed.get("extra_tokens")
         if type(extra) is not int or not -KEY_TOKENS_MAX <= extra <= MAX_COMPLETION_TOKENS:
             extra = None
-        if None not in (first, rate, samples, extra) and rate:
+        if None not in (first, rate, overall, samples, extra) and rate and overall:
             out["speed"] = {
                 "state": speed["state"],
                 "first_token_s": first,
                 "tokens_per_s": rate,
+                "overall_tokens_per_s": overall,
                 "samples": samples,
                 "extra_tokens": extra,
             }
@@ -591,8 +593,9 @@ def render_admission(figures: Mapping[str, Any]) -> list[str]:
         )
         lines.append(
             f"speed       first token {speed['first_token_s']:.2f} s"
-            f"  {speed['tokens_per_s']:.0f} tokens/s  answers {speed['extra_tokens']:+d} tokens"
-            f" vs the bound  ({how})"
+            f"  {speed['tokens_per_s']:.0f} tokens/s"
+            f" (overall {speed['overall_tokens_per_s']:.0f} after 0.3 s)"
+            f"  answers {speed['extra_tokens']:+d} tokens vs the bound  ({how})"
         )
     cool = figures.get("cooldown")
     if cool is not None:

@@ -54,6 +54,17 @@ Rule 6: the answer's length is learned too. The budget's bound counts the
         and before there are samples, `STYLE_TOKENS`. `fits` asks whether
         ``bound + extra_tokens`` can arrive: the length the provider's answers
         really have (compact or pretty, brief or not), not a guess.
+Rule 7: the line of Rule 2 assumes one speed over the window. When the speed
+        or the answers' layout changed within it (old pretty answers at 77
+        tokens/s beside new compact ones at 110), the pairs across the change
+        give the line a slope no provider has, steep enough to refuse even the
+        daily card; and a shape that is refused makes no call, so the model
+        could not learn its way out. So the estimate is also the samples' own
+        rate, every second above the published first token charged to the
+        tokens (the `QUANTILE` of ``(t - FIRST_TOKEN_S) / n``, conservative for
+        every answer at least as long as the samples'), and an answer's time is
+        the lesser of the two: a change between regimes can no longer make the
+        model refuse what its own latest calls show arriving.
 """
 
 from __future__ import annotations
@@ -106,20 +117,31 @@ class Estimate:
     samples: int
     cold: bool  # True: fewer than MIN_SAMPLES samples (today's rule alone)
     extra_tokens: int = 0  # Rule 6: an answer's tokens above its capsule's bound
+    # Rule 7: seconds per token with every second above the published first
+    # token charged to the tokens (the QUANTILE of the samples' own rates).
+    overall_seconds_per_token: float = 1.0 / FASTEST_TOKENS_PER_S
 
     @property
     def tokens_per_s(self) -> float:
         return 1.0 / self.seconds_per_token
 
+    @property
+    def overall_tokens_per_s(self) -> float:
+        return 1.0 / self.overall_seconds_per_token
+
     def seconds(self, tokens: int) -> float:
-        """The estimated time of an answer of ``tokens`` completion tokens."""
-        return self.first_token_s + self.seconds_per_token * tokens
+        """The estimated time of an answer of ``tokens`` completion tokens: the
+        lesser of the line's and the samples' own rates (Rule 7)."""
+        line = self.first_token_s + self.seconds_per_token * tokens
+        overall = FIRST_TOKEN_S + self.overall_seconds_per_token * tokens
+        return min(line, overall)
 
     def to_json(self) -> dict[str, object]:
         return {
             "state": "cold" if self.cold else "learned",
             "first_token_s": round(self.first_token_s, 3),
             "tokens_per_s": round(self.tokens_per_s, 1),
+            "overall_tokens_per_s": round(self.overall_tokens_per_s, 1),
             "samples": self.samples,
             "extra_tokens": self.extra_tokens,
             "window": WINDOW,
@@ -162,7 +184,15 @@ def fit(samples: list[tuple[float, int]], excess: list[int] | None = None) -> Es
         b = _median(sorted((t - FIRST_TOKEN_S) / n for t, n in usable))
     b = max(b, _MIN_SLOPE)
     a = _nearest_rank(sorted(t - b * n for t, n in usable), QUANTILE)
-    return Estimate(max(a, FIRST_TOKEN_S), b, len(usable), cold=False, extra_tokens=extra)
+    overall = _nearest_rank(sorted((t - FIRST_TOKEN_S) / n for t, n in usable), QUANTILE)
+    return Estimate(
+        max(a, FIRST_TOKEN_S),
+        b,
+        len(usable),
+        cold=False,
+        extra_tokens=extra,
+        overall_seconds_per_token=max(overall, _MIN_SLOPE),
+    )
 
 
 class SpeedModel:

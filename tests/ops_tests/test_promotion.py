@@ -296,6 +296,7 @@ def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
                     "state": "learned",
                     "first_token_s": 0.7,
                     "tokens_per_s": 77.0,
+                    "overall_tokens_per_s": 60.0,
                     "samples": 24,
                     "extra_tokens": 5,
                 },

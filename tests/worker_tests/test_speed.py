@@ -174,3 +174,18 @@ def test_the_answers_length_above_the_bound_is_learned() -> None:
     # The weekly report's bound, 203: 0.5 s + 208 / 77 = 3.2 s with the cold margin.
     assert short.fits(20.0, 203, 4.0) and not long_.fits(20.0, 203, 4.0)
     assert not long_.fits(20.0, 138 + 60, 4.0)
+
+
+def test_a_change_of_layout_and_speed_does_not_shut_everything_out() -> None:
+    """Rule 7, found by the bench: pretty answers at 77 tokens/s then compact ones
+    at 110 tokens/s; the pairs across the change made the line's slope about 39
+    tokens/s, the daily card (bound 128) no longer fitted, and with every shape
+    refused no call could correct it."""
+    m = SpeedModel()
+    for i in range(WINDOW):
+        n = (140, 148)[i % 2]  # pretty daily and physique answers at 77 tokens/s
+        m.observe(float(i), line(0.3, 77.0, n), n, n - 14)
+    for i in range(WINDOW // 2):
+        n = (100, 110)[i % 2]  # compact ones at 110 tokens/s
+        m.observe(100.0 + i, line(0.3, 110.0, n), n, n + 20)
+    assert m.fits(200.0, 128, 4.0) and m.fits(200.0, 138, 4.0)
