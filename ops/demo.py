@@ -337,6 +337,8 @@ OUTCOME_LEGEND: Final = {
     "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
     "no_time_to_answer": "too little of the 4 s was left for even the shortest answer: canonical, no call",
     "answer_unpublishable": "the data root had no room for the answer: canonical, no call",
+    "provider_too_slow": "at the provider's measured speed the answer could not arrive in time: canonical, no call",
+    "provider_cooling_down": "the provider failed several calls in a row; the worker pauses calls: canonical, no call",
 }
 
 
