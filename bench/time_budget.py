@@ -665,7 +665,7 @@ def render(result: dict[str, Any]) -> str:
             f"    {sp['first_token_s']:.1f} s {sp['tokens_per_s']:>5.0f} t/s {sp['layout']:<7}"
             f" -> {est['state']}: first token {est['first_token_s']:.2f} s,"
             f" {est['tokens_per_s']:.0f} t/s (overall {est['overall_tokens_per_s']:.0f} after 0.3 s),"
-            f" answers {est['extra_tokens']:+d} tokens vs bound"
+            f" answers {est['length_ratio']} x their bound"
             f" ({est['samples']} samples)"
         )
     out.append("  targets (figures, never asserted):")

@@ -47,6 +47,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
+import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -177,7 +178,7 @@ class CallFigures:
         return shape_verdicts(
             speed["first_token_s"],
             speed["tokens_per_s"],
-            speed["extra_tokens"],
+            speed["length_ratio"],
             speed["overall_tokens_per_s"],
         )
 
@@ -265,11 +266,12 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
 def shape_verdicts(
     first_token_s: float,
     tokens_per_s: float,
-    extra_tokens: int = STYLE_TOKENS,
+    length_ratio: float | None = None,
     overall_tokens_per_s: float | None = None,
 ) -> list[ShapeVerdict]:
     """Each eligible shipped shape (its bound within the answer budget) at the
-    estimated speed, its answers ``extra_tokens`` longer than their bound,
+    estimated speed, its answers ``length_ratio`` times their bound (None:
+    the bound and the style words),
     against the client's timeout with the full deadline left: the worker's own
     rule (`kexpr.worker.speed.SpeedModel.fits`)."""
     out = []
@@ -280,7 +282,7 @@ def shape_verdicts(
             continue  # over the budget: never sent, at any speed (docs/budget.md)
 
         def fits(b: int) -> bool:
-            n = b + extra_tokens
+            n = b + STYLE_TOKENS if length_ratio is None else math.ceil(b * length_ratio)
             t = first_token_s + n / tokens_per_s
             if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
                 t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
@@ -519,6 +521,10 @@ def render(report: PromotionReport) -> str:
     return "\n".join(lines)
 
 
+def _ratio(r: float | None) -> str:
+    return "+5 tokens over" if r is None else f"{r:.2f} x"
+
+
 def _render_refusals(report: PromotionReport) -> list[str]:
     """Refusals apart from failures, and in plain words which shapes the
     provider's measured speed excludes (no row, no call: not in the gate)."""
@@ -542,7 +548,7 @@ def _render_refusals(report: PromotionReport) -> list[str]:
         return lines
     lines.append(
         f"speed: first token {speed['first_token_s']:.2f} s, {speed['tokens_per_s']:.0f} tokens/s,"
-        f" answers {speed['extra_tokens']:+d} tokens vs their bound"
+        f" answers {_ratio(speed['length_ratio'])} their bound"
         f" (from the last {speed['samples']} calls)"
     )
     for v in figures.excluded():

@@ -53,7 +53,6 @@ from typing import Any, Final
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 from kexpr.ops.supervisor import supervisor_status_path
 from kexpr.spool.contract import SURFACES
-from kexpr.spool.contract.budget import KEY_TOKENS_MAX, MAX_COMPLETION_TOKENS
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import PROVIDER_FAILURES
 from kexpr.worker.histograms import (
@@ -276,17 +275,16 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
         rate = _number(speed.get("tokens_per_s"), 100_000.0)
         overall = _number(speed.get("overall_tokens_per_s"), 100_000.0)
         samples = _int(speed.get("samples"))
-        extra = speed.get("extra_tokens")
-        if type(extra) is not int or not -KEY_TOKENS_MAX <= extra <= MAX_COMPLETION_TOKENS:
-            extra = None
-        if None not in (first, rate, overall, samples, extra) and rate and overall:
+        ratio = speed.get("length_ratio")
+        known = ratio is None or _number(ratio, 10.0) is not None
+        if None not in (first, rate, overall, samples) and known and rate and overall:
             out["speed"] = {
                 "state": speed["state"],
                 "first_token_s": first,
                 "tokens_per_s": rate,
                 "overall_tokens_per_s": overall,
                 "samples": samples,
-                "extra_tokens": extra,
+                "length_ratio": None if ratio is None else float(ratio),
             }
     cool = raw.get("cooldown")
     if isinstance(cool, Mapping) and cool.get("state") in ("closed", "open", "probing"):
@@ -580,6 +578,10 @@ def _render_calls(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _ratio(r: float | None) -> str:
+    return "bound + 5 tokens (not measured yet)" if r is None else f"{r:.2f} x"
+
+
 def render_admission(figures: Mapping[str, Any]) -> list[str]:
     """The provider's estimated speed, the cool-down, and the per-surface
     refusals for either (`admission_figures`)."""
@@ -595,7 +597,7 @@ def render_admission(figures: Mapping[str, Any]) -> list[str]:
             f"speed       first token {speed['first_token_s']:.2f} s"
             f"  {speed['tokens_per_s']:.0f} tokens/s"
             f" (overall {speed['overall_tokens_per_s']:.0f} after 0.3 s)"
-            f"  answers {speed['extra_tokens']:+d} tokens vs the bound  ({how})"
+            f"  answers {_ratio(speed['length_ratio'])} of their bound  ({how})"
         )
     cool = figures.get("cooldown")
     if cool is not None:

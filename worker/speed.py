@@ -19,7 +19,7 @@ Rule 1: the model is ``time = a + b x tokens`` (``a``: the first token and the
         over the last `WINDOW` calls that returned content with a usable
         ``usage.completion_tokens`` (a failed call says nothing about its
         length). Numbers only: a sample is (monotonic second, call seconds,
-        completion tokens, excess over the bound: Rule 6); no surface, key, ID
+        completion tokens, its length against its bound: Rule 6); no surface, key, ID
         or content is kept.
 Rule 2: the fit is robust and deterministic. ``b`` is the Theil-Sen slope (the
         median of the slopes of all sample pairs whose lengths differ by at least
@@ -48,12 +48,15 @@ Rule 5: how fast it follows a change (stated, and measured by the bench): a
 Rule 6: the answer's length is learned too. The budget's bound counts the
         minimal answer with the key at its worst case (64 tokens; a real
         64-hex key is ~37), and a brief answer adds style words to it. Each call
-        records its ``excess``: reported completion tokens minus the capsule's
-        bound; the estimate's ``extra_tokens`` is the `QUANTILE` of the window's
-        excesses (nine answers in ten were at most this far above their bound),
-        and before there are samples, `STYLE_TOKENS`. `fits` asks whether
-        ``bound + extra_tokens`` can arrive: the length the provider's answers
-        really have (compact or pretty, brief or not), not a guess.
+        records its answer's ``completion tokens / bound``; the estimate's
+        ``length_ratio`` is the `QUANTILE` of the window's ratios (nine answers
+        in ten were at most this long against their bound). A ratio, not a
+        difference: a pretty-printed answer is longer by a share of its length
+        (~40 %), so a difference learned on daily cards would let a dual card
+        through that cannot arrive. `fits` asks whether ``bound x
+        length_ratio`` tokens can arrive, and before any sample ``bound +
+        STYLE_TOKENS``: the length the provider's answers really have (compact
+        or pretty, brief or not), not a guess.
 Rule 7: the line of Rule 2 assumes one speed over the window. When the speed
         or the answers' layout changed within it (old pretty answers at 77
         tokens/s beside new compact ones at 110), the pairs across the change
@@ -116,7 +119,7 @@ class Estimate:
     seconds_per_token: float  # b (Rule 1)
     samples: int
     cold: bool  # True: fewer than MIN_SAMPLES samples (today's rule alone)
-    extra_tokens: int = 0  # Rule 6: an answer's tokens above its capsule's bound
+    length_ratio: float | None = None  # Rule 6: completion tokens / bound (None: none yet)
     # Rule 7: seconds per token with every second above the published first
     # token charged to the tokens (the QUANTILE of the samples' own rates).
     overall_seconds_per_token: float = 1.0 / FASTEST_TOKENS_PER_S
@@ -128,6 +131,12 @@ class Estimate:
     @property
     def overall_tokens_per_s(self) -> float:
         return 1.0 / self.overall_seconds_per_token
+
+    def answer_tokens(self, bound: int) -> int:
+        """The expected length of an answer to a capsule with this bound (Rule 6)."""
+        if self.length_ratio is None:
+            return bound + STYLE_TOKENS
+        return math.ceil(bound * self.length_ratio)
 
     def seconds(self, tokens: int) -> float:
         """The estimated time of an answer of ``tokens`` completion tokens: the
@@ -143,13 +152,13 @@ class Estimate:
             "tokens_per_s": round(self.tokens_per_s, 1),
             "overall_tokens_per_s": round(self.overall_tokens_per_s, 1),
             "samples": self.samples,
-            "extra_tokens": self.extra_tokens,
+            "length_ratio": None if self.length_ratio is None else round(self.length_ratio, 3),
             "window": WINDOW,
             "quantile": QUANTILE,
         }
 
 
-COLD: Final = Estimate(FIRST_TOKEN_S, _MIN_SLOPE, 0, cold=True, extra_tokens=STYLE_TOKENS)
+COLD: Final = Estimate(FIRST_TOKEN_S, _MIN_SLOPE, 0, cold=True)
 
 
 def _nearest_rank(sorted_values: list[float], q: float) -> float:
@@ -162,16 +171,14 @@ def _median(sorted_values: list[float]) -> float:
     return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
 
 
-def fit(samples: list[tuple[float, int]], excess: list[int] | None = None) -> Estimate:
-    """Rules 2, 3 and 6 over ``(call seconds, completion tokens)`` samples and
-    the answers' ``excess`` tokens over their bounds (Rule 6)."""
+def fit(samples: list[tuple[float, int]], ratios: list[float] | None = None) -> Estimate:
+    """Rules 2, 3, 6 and 7 over ``(call seconds, completion tokens)`` samples and
+    the answers' ``completion tokens / bound`` ratios (Rule 6)."""
     usable = [(t, n) for t, n in samples if n > 0 and math.isfinite(t) and t >= 0]
-    extra = STYLE_TOKENS
-    if excess:
-        extra = round(_nearest_rank(sorted(float(x) for x in excess), QUANTILE))
+    extra = _nearest_rank(sorted(ratios), QUANTILE) if ratios else None
     if len(usable) < MIN_SAMPLES:
         return Estimate(
-            COLD.first_token_s, COLD.seconds_per_token, len(usable), cold=True, extra_tokens=extra
+            COLD.first_token_s, COLD.seconds_per_token, len(usable), cold=True, length_ratio=extra
         )
     slopes: list[float] = []
     for i, (ti, ni) in enumerate(usable):
@@ -190,7 +197,7 @@ def fit(samples: list[tuple[float, int]], excess: list[int] | None = None) -> Es
         b,
         len(usable),
         cold=False,
-        extra_tokens=extra,
+        length_ratio=extra,
         overall_seconds_per_token=max(overall, _MIN_SLOPE),
     )
 
@@ -201,8 +208,8 @@ class SpeedModel:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # (monotonic second, call seconds, completion tokens, excess over the bound)
-        self._samples: deque[tuple[float, float, int, int]] = deque(maxlen=WINDOW)
+        # (monotonic second, call seconds, completion tokens, tokens / bound)
+        self._samples: deque[tuple[float, float, int, float]] = deque(maxlen=WINDOW)
         self._estimate = COLD
 
     def observe(
@@ -212,8 +219,10 @@ class SpeedModel:
         its capsule's bound (`kexpr.spool.contract.budget.answer_token_bound`)."""
         if completion_tokens is None or completion_tokens <= 0 or not math.isfinite(seconds):
             return
+        if bound <= 0:
+            return
         with self._lock:
-            self._samples.append((now, seconds, completion_tokens, completion_tokens - bound))
+            self._samples.append((now, seconds, completion_tokens, completion_tokens / bound))
             self._refit(now)
 
     def estimate(self, now: float) -> Estimate:
@@ -237,4 +246,4 @@ class SpeedModel:
         e = self.estimate(now)
         if e.cold:
             return True
-        return e.seconds(bound + e.extra_tokens) <= min(seconds_left, CALL_LIMIT_S)
+        return e.seconds(e.answer_tokens(bound)) <= min(seconds_left, CALL_LIMIT_S)

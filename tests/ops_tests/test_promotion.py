@@ -298,7 +298,7 @@ def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
                     "tokens_per_s": 77.0,
                     "overall_tokens_per_s": 60.0,
                     "samples": 24,
-                    "extra_tokens": 5,
+                    "length_ratio": 1.0,
                 },
                 "refused_by_surface": {
                     s: {"provider_too_slow": 4 if s == DUAL else 0, "provider_cooling_down": 0}

@@ -467,7 +467,7 @@ def test_a_planted_admission_record_is_dropped_not_echoed(root: DataRoot) -> Non
                 "first_token_s": 0.3,
                 "tokens_per_s": 1,
                 "samples": 1,
-                "extra_tokens": "sk-planted",
+                "length_ratio": "sk-planted",
             },
             "cooldown": {"state": "open", "failures_in_a_row": "x"},
             "refused_by_surface": {

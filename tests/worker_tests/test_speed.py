@@ -30,8 +30,8 @@ def line(first: float, rate: float, tokens: int) -> float:
 
 
 def seen(m: SpeedModel, now: float, seconds: float, tokens: int | None) -> None:
-    """One call whose answer was STYLE_TOKENS above its capsule's bound."""
-    m.observe(now, seconds, tokens, (tokens or 0) - STYLE_TOKENS)
+    """One call whose answer was exactly as long as its capsule's bound."""
+    m.observe(now, seconds, tokens, tokens or 1)
 
 
 def test_the_cold_start_is_the_fastest_published_rate() -> None:
@@ -139,7 +139,7 @@ def test_a_failed_or_unmeasured_call_is_no_sample() -> None:
 def _follow(m: SpeedModel, first: float, rate: float, shapes: tuple[int, ...], t0: float) -> int:
     """Calls of ``shapes`` at the new speed until the 2-reason dual card's
     verdict (bound 247) matches the truth at that speed; how many it took."""
-    truth = line(first, rate, 247 + STYLE_TOKENS) <= 3.0
+    truth = line(first, rate, 247) <= 3.0
     for k, n in enumerate(itertools.cycle(shapes)):
         if m.fits(t0 + k, 247, 4.0) is truth:
             return k
@@ -160,20 +160,21 @@ def test_a_speed_change_is_followed_within_the_window() -> None:
     assert faster <= WINDOW  # a speed-up: within the window
 
 
-def test_the_answers_length_above_the_bound_is_learned() -> None:
-    """Rule 6: answers measured 20 tokens below their bound (a real key is ~27
-    tokens shorter than the worst case) let a shape in that the cold margin
-    (+5) would refuse; answers 40 above it (pretty-printed JSON) keep it out."""
-    assert fit([]).extra_tokens == STYLE_TOKENS
+def test_the_answers_length_against_the_bound_is_learned() -> None:
+    """Rule 6: compact answers measured at 0.8 of their bound (a real key is ~27
+    tokens shorter than the worst case) let a shape in that the cold margin (+5)
+    would refuse; pretty-printed ones at 1.25 of it keep the long shapes out."""
+    assert fit([]).length_ratio is None and fit([]).answer_tokens(100) == 100 + STYLE_TOKENS
     short, long_ = SpeedModel(), SpeedModel()
     for i, n in enumerate(MIX * 3):
-        short.observe(float(i), line(0.5, 77.0, n), n, n + 20)
-        long_.observe(float(i), line(0.5, 77.0, n), n, n - 40)
-    assert short.estimate(20.0).extra_tokens == -20
-    assert long_.estimate(20.0).extra_tokens == 40
+        short.observe(float(i), line(0.5, 77.0, n), n, round(n / 0.8))
+        long_.observe(float(i), line(0.5, 77.0, n), n, round(n / 1.25))
+    assert short.estimate(20.0).length_ratio == pytest.approx(0.8, abs=0.01)
+    assert long_.estimate(20.0).length_ratio == pytest.approx(1.25, abs=0.01)
     # The weekly report's bound, 203: 0.5 s + 208 / 77 = 3.2 s with the cold margin.
     assert short.fits(20.0, 203, 4.0) and not long_.fits(20.0, 203, 4.0)
-    assert not long_.fits(20.0, 138 + 60, 4.0)
+    # A daily card (bound 128) fits either way.
+    assert short.fits(20.0, 128, 4.0) and long_.fits(20.0, 128, 4.0)
 
 
 def test_a_change_of_layout_and_speed_does_not_shut_everything_out() -> None:
@@ -184,8 +185,8 @@ def test_a_change_of_layout_and_speed_does_not_shut_everything_out() -> None:
     m = SpeedModel()
     for i in range(WINDOW):
         n = (140, 148)[i % 2]  # pretty daily and physique answers at 77 tokens/s
-        m.observe(float(i), line(0.3, 77.0, n), n, n - 14)
+        m.observe(float(i), line(0.3, 77.0, n), n, round(n / 1.1))
     for i in range(WINDOW // 2):
         n = (100, 110)[i % 2]  # compact ones at 110 tokens/s
-        m.observe(100.0 + i, line(0.3, 110.0, n), n, n + 20)
+        m.observe(100.0 + i, line(0.3, 110.0, n), n, round(n / 0.8))
     assert m.fits(200.0, 128, 4.0) and m.fits(200.0, 138, 4.0)
