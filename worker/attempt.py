@@ -252,7 +252,7 @@ def _provider_refusal(
     now = w._mono()
     if w.cooldown.cooling(now):
         return Outcome.PROVIDER_COOLING_DOWN, False
-    if not w.speed.fits(now, bound, until - now):
+    if not w.speed.admit(now, bound, until - now):
         return Outcome.PROVIDER_TOO_SLOW, False
     admitted = w.cooldown.admit(now)
     if admitted is Pass.REFUSE:  # a call thread opened the cool-down meanwhile

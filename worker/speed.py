@@ -36,11 +36,14 @@ Rule 3: never more optimistic than the cold start: ``a >= FIRST_TOKEN_S`` and
         the model is cold and `fits` is today's rule alone (the caller keeps
         `min_answer_seconds`, the fastest published rate).
 Rule 4: no shape is shut out for good by its own refusals. A refusal changes
-        nothing here; every successful call of any shape moves the window, so a
-        refused shape is re-admitted as soon as the cheaper shapes' calls say it
-        fits. And samples older than `MAX_AGE_S` are dropped: without calls the
-        model decays to the cold start within ten minutes, and the next request
-        of a refused shape is called once (a probe of the provider's speed).
+        nothing in the estimate; every successful call of any shape moves the
+        window, so a refused shape is re-admitted as soon as the cheaper shapes'
+        calls say it fits. If nothing at all is being called (every shape
+        refused: a provider slower than ~45 tokens/s, or a pretty-printing one),
+        `admit` lets ONE refused request through as a speed probe once no call
+        has succeeded and no probe was let through for `PROBE_AFTER_S`, so the
+        model can learn that the provider is fast again. And samples older than
+        `MAX_AGE_S` are dropped: without calls the model decays to the cold start.
 Rule 5: how fast it follows a change (stated, and measured by the bench): a
         slowdown moves the `QUANTILE` of the residuals as soon as one tenth of the
         window is slow (3 of `WINDOW` = 24 calls); a speed-up takes effect once
@@ -99,6 +102,10 @@ QUANTILE: Final = 0.9
 # Rule 4: samples expire after ten minutes (the provider's speed changes over
 # minutes; a model that old is no longer evidence, and the cold start returns).
 MAX_AGE_S: Final = 600.0
+# Rule 4: at most one speed probe a minute, and only while nothing succeeds: a
+# billed call that may time out, against a model that could otherwise never learn
+# that the provider is fast again.
+PROBE_AFTER_S: Final = 60.0
 # Rule 6, before any answer was measured: the style words a brief answer adds
 # above the minimal answer the budget counts: the cold trial's recorded answers
 # with today's instruction were 3 tokens above it at the median and 5 at most
@@ -211,6 +218,8 @@ class SpeedModel:
         # (monotonic second, call seconds, completion tokens, tokens / bound)
         self._samples: deque[tuple[float, float, int, float]] = deque(maxlen=WINDOW)
         self._estimate = COLD
+        self._last_evidence: float | None = None  # the last sample or speed probe (Rule 4)
+        self.probes = 0
 
     def observe(
         self, now: float, seconds: float, completion_tokens: int | None, bound: int
@@ -223,6 +232,7 @@ class SpeedModel:
             return
         with self._lock:
             self._samples.append((now, seconds, completion_tokens, completion_tokens / bound))
+            self._last_evidence = now
             self._refit(now)
 
     def estimate(self, now: float) -> Estimate:
@@ -237,6 +247,18 @@ class SpeedModel:
         self._estimate = fit(
             [(t, n) for _, t, n, _ in self._samples], [x for *_, x in self._samples]
         )
+
+    def admit(self, now: float, bound: int, seconds_left: float) -> bool:
+        """`fits`, or the speed probe of Rule 4: True for one refused request once
+        neither a successful call nor a probe happened for `PROBE_AFTER_S`."""
+        if self.fits(now, bound, seconds_left):
+            return True
+        with self._lock:
+            if self._last_evidence is None or now - self._last_evidence < PROBE_AFTER_S:
+                return False
+            self._last_evidence = now
+            self.probes += 1
+            return True
 
     def fits(self, now: float, bound: int, seconds_left: float) -> bool:
         """Whether an answer to a capsule whose budget bound is ``bound`` (its

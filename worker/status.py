@@ -267,7 +267,10 @@ def write_status(w: Worker) -> None:
             "calls_by_surface": {s: v.to_json() for s, v in c.calls_by_surface.items()},
             "histogram_edges": edges_json(),
             "admission": {
-                "speed": w.speed.estimate(w._mono()).to_json(),
+                "speed": {
+                    **w.speed.estimate(w._mono()).to_json(),
+                    "speed_probes": w.speed.probes,
+                },
                 "cooldown": w.cooldown.to_json(w._mono()),
                 "refused_by_surface": {s: dict(v) for s, v in sorted(c.refused_by_surface.items())},
             },

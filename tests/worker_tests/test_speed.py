@@ -190,3 +190,22 @@ def test_a_change_of_layout_and_speed_does_not_shut_everything_out() -> None:
         n = (100, 110)[i % 2]  # compact ones at 110 tokens/s
         m.observe(100.0 + i, line(0.3, 110.0, n), n, round(n / 0.8))
     assert m.fits(200.0, 128, 4.0) and m.fits(200.0, 138, 4.0)
+
+
+def test_when_nothing_is_called_one_speed_probe_a_minute() -> None:
+    """Rule 4: every shape refused (here the provider was at 30 tokens/s) means no
+    call can show that it is fast again; one request a minute is let through."""
+    from kexpr.worker.speed import PROBE_AFTER_S
+
+    m = SpeedModel()
+    for i, n in enumerate(MIX * 2):
+        seen(m, float(i), line(0.3, 30.0, n), n)
+    last = float(len(MIX) * 2 - 1)
+    assert not m.fits(last + 1, 128, 4.0)
+    assert not m.admit(last + 1, 128, 4.0)  # the last call was a second ago
+    assert not m.admit(last + PROBE_AFTER_S - 0.1, 128, 4.0)
+    assert m.admit(last + PROBE_AFTER_S, 128, 4.0)  # the probe
+    assert not m.admit(last + PROBE_AFTER_S + 1, 128, 4.0)  # one a minute
+    assert m.admit(last + 2 * PROBE_AFTER_S, 128, 4.0) and m.probes == 2
+    # A shape that fits is no probe.
+    assert m.admit(last + 2 * PROBE_AFTER_S + 1, 10, 4.0) and m.probes == 2
