@@ -30,6 +30,9 @@ the call-time and completion-token histograms (`kexpr.worker.histograms`). Those
 figures are validated like everything else: public surface names and failure
 words as keys, integers as counts, and histograms only when the file's bucket
 edges are exactly this version's; anything else is dropped, never echoed.
+And (`admission_figures`) the provider's speed as the worker estimated it from its
+own calls, the provider cool-down's state, and per surface the requests refused
+before a start row for either (`kexpr.worker.speed`, `kexpr.worker.cooldown`).
 
 The worker rewrites its status on every pass of its scan loop (at least once a
 second, `kexpr.worker.daemon.RESCAN_INTERVAL_S`), so a heartbeat older than the
