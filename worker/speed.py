@@ -182,10 +182,10 @@ def fit(samples: list[tuple[float, int]], ratios: list[float] | None = None) -> 
     """Rules 2, 3, 6 and 7 over ``(call seconds, completion tokens)`` samples and
     the answers' ``completion tokens / bound`` ratios (Rule 6)."""
     usable = [(t, n) for t, n in samples if n > 0 and math.isfinite(t) and t >= 0]
-    extra = _nearest_rank(sorted(ratios), QUANTILE) if ratios else None
+    ratio = _nearest_rank(sorted(ratios), QUANTILE) if ratios else None
     if len(usable) < MIN_SAMPLES:
         return Estimate(
-            COLD.first_token_s, COLD.seconds_per_token, len(usable), cold=True, length_ratio=extra
+            COLD.first_token_s, COLD.seconds_per_token, len(usable), cold=True, length_ratio=ratio
         )
     slopes: list[float] = []
     for i, (ti, ni) in enumerate(usable):
@@ -204,7 +204,7 @@ def fit(samples: list[tuple[float, int]], ratios: list[float] | None = None) -> 
         b,
         len(usable),
         cold=False,
-        length_ratio=extra,
+        length_ratio=ratio,
         overall_seconds_per_token=max(overall, _MIN_SLOPE),
     )
 
@@ -250,11 +250,14 @@ class SpeedModel:
 
     def admit(self, now: float, bound: int, seconds_left: float) -> bool:
         """`fits`, or the speed probe of Rule 4: True for one refused request once
-        neither a successful call nor a probe happened for `PROBE_AFTER_S`."""
+        neither a successful call nor a probe happened for `PROBE_AFTER_S` (and
+        only with the client's whole timeout left: a probe is worth its call)."""
         if self.fits(now, bound, seconds_left):
             return True
         with self._lock:
             if self._last_evidence is None or now - self._last_evidence < PROBE_AFTER_S:
+                return False
+            if seconds_left < CALL_LIMIT_S:
                 return False
             self._last_evidence = now
             self.probes += 1

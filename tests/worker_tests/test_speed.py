@@ -204,6 +204,7 @@ def test_when_nothing_is_called_one_speed_probe_a_minute() -> None:
     assert not m.fits(last + 1, 128, 4.0)
     assert not m.admit(last + 1, 128, 4.0)  # the last call was a second ago
     assert not m.admit(last + PROBE_AFTER_S - 0.1, 128, 4.0)
+    assert not m.admit(last + PROBE_AFTER_S, 128, 2.9)  # not with less than 3 s left
     assert m.admit(last + PROBE_AFTER_S, 128, 4.0)  # the probe
     assert not m.admit(last + PROBE_AFTER_S + 1, 128, 4.0)  # one a minute
     assert m.admit(last + 2 * PROBE_AFTER_S, 128, 4.0) and m.probes == 2
