@@ -12,18 +12,29 @@ mode:
   sample: no physique body is public), and dual cards with 1..9 review reasons in
   A1's format (the two shipped reasons, then an operator glossary's, installed with
   ``kexpr glossary install`` as an operator would);
-- at 55, 77 and 110 tokens/s, first token 0.3 s (and 0.9 s, compact, in the full
-  run), the answer compact or pretty-printed (2-space JSON);
+- at 55, 77 and 110 tokens/s, first token 0.3 s and 0.5 s (the middle of the
+  published 0.3-0.9 s; and 0.7 s and 0.9 s, compact, in the full run), the answer
+  compact or pretty-printed (2-space JSON);
+- the worker learns the provider's speed from its own calls (`kexpr.worker.speed`)
+  and refuses, before the start row, what cannot arrive at it
+  (``provider_too_slow``): so each speed starts with a warm-up of the usual mix
+  (daily and physique cards twice as often as the rest), long enough for the
+  model to learn it, and only then is measured; the full run also switches the
+  speed 110 -> 55 -> 110 tokens/s and counts how many presentations the worker
+  took to follow;
 - the fake's model answers in the instruction's brief style (`fakeapi.brief_style`:
   one lexeme before every token), so its answers are a few tokens longer than the
   minimal answer the shim's budget counts.
 
 Per (surface, reasons, first token, rate, layout): eligible or not (a capsule whose
 minimal answer is over the budget is ``answer_over_budget`` at the shim: no request),
-the share answered in time (``shadow_selected``), the p50/p95 presentation time
+the share answered in time (``shadow_selected``), how many were called (a request
+at the fake) and refused for speed, the p50/p95 presentation time
 (``present_*`` call to candidate, what the host waits on: spool, worker, call,
 validation) and the completion tokens the model wrote. Also the token table of the
-minimal answers (issue 19's, recomputed with the real encoding).
+minimal answers (issue 19's, recomputed with the real encoding), the worker's
+estimate after each speed, and issue 28's and issue 27 item 6's targets, each
+printed as met or not (never asserted).
 
 Figures only, never asserted: this machine is shared and noisy. ``python
 bench/time_budget.py [--quick]`` runs this phase alone; ``bench/run.py`` runs it
@@ -34,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
 import hashlib
 import json
 import os
@@ -82,6 +94,7 @@ from kexpr.spool.contract.budget import (  # noqa: E402
     minimal_answer,
 )
 from kexpr.spool.layout import DataRoot  # noqa: E402
+from kexpr.worker.speed import WINDOW as SPEED_WINDOW  # noqa: E402
 
 HOST_EXAMPLES = REPO / "tests" / "surfaces" / "goldens" / "host-examples.jsonl"
 KEY = "sk-bench-time-budget"
@@ -334,24 +347,47 @@ class Speed:
 
 
 def speeds(quick: bool) -> list[Speed]:
-    out = [Speed(0.3, r, layout) for layout in LAYOUTS for r in RATES]
-    if not quick:  # the slow end of the published first token, compact only
-        out += [Speed(0.9, r, "compact") for r in RATES]
-    return out
+    """Fastest first within a layout: a slowdown is learned within 3 calls, a
+    speed-up within the model's window (kexpr.worker.speed Rule 5), and each
+    speed's warm-up covers either."""
+    if quick:
+        return [
+            Speed(0.3, 110.0, "compact"),
+            Speed(0.5, 77.0, "compact"),
+            Speed(0.3, 55.0, "compact"),
+        ]
+    compact = [(0.3, 110.0), (0.5, 110.0), (0.9, 110.0), (0.3, 77.0), (0.5, 77.0)]
+    compact += [(0.7, 77.0), (0.9, 77.0), (0.3, 55.0), (0.5, 55.0)]
+    out = [Speed(f, r, "compact") for f, r in compact]
+    return out + [Speed(0.3, 110.0, "pretty"), Speed(0.3, 77.0, "pretty")]
 
 
-def measure(
-    root: Path,
-    fake: FakeOpenAI,
-    chosen: list[Case],
-    speed: Speed,
-    n: int,
-    run_tag: str,
-) -> list[dict[str, Any]]:
-    """``n`` fresh artifacts per eligible case at ``speed``, IN_FLIGHT at a time."""
-    fake.model = FakeModel(
-        first_token_s=speed.first_token_s, tokens_per_s=speed.tokens_per_s, layout=speed.layout
-    )
+# Presentations before each speed is measured: a speed-up is learned within the
+# model's window (kexpr.worker.speed.WINDOW = 24 successful calls), and at a slow
+# speed only 4 of the mix's 7 shapes make one (the refused shapes make none).
+WARMUP_FULL = 48
+WARMUP_QUICK = 10
+
+
+def mix(cases: list[Case], n: int) -> list[Case]:
+    """``n`` presentations of the usual mix: daily and physique cards (the cheap,
+    frequent shapes that keep the worker's estimate fresh) twice as often."""
+    weighted = [c for c in cases for _ in range(2 if c.label in ("daily", "physique card") else 1)]
+    return [weighted[i % len(weighted)] for i in range(n)]
+
+
+def estimate(root: Path) -> dict[str, Any]:
+    """The worker's speed estimate, as its status file says (numbers only)."""
+    status = json.loads(DataRoot(root).status_file.read_bytes())
+    speed: dict[str, Any] = status["admission"]["speed"]
+    return speed
+
+
+def present_all(
+    root: Path, jobs: list[tuple[Case, str]]
+) -> list[tuple[Case, str, str | None, float]]:
+    """Every job through the real shim (shadow mode), IN_FLIGHT at a time, in
+    submission order: (case, outcome, artifact key, presentation seconds)."""
     cfg = KoreanExpressionConfig.from_block(
         exact_block(Mode.SHADOW, daily=True, weekly=True, adaptive_operator=True)
     )
@@ -368,21 +404,39 @@ def measure(
                 made.append(coord)
         return coord
 
-    def one(case: Case, tag: str) -> tuple[str, str | None, float]:
+    def one(case: Case, tag: str) -> tuple[Case, str, str | None, float]:
         t0 = time.perf_counter()
         cand = case.present(coordinator(), tag)
-        return cand.outcome.value, cand.artifact_key, time.perf_counter() - t0
+        return case, cand.outcome.value, cand.artifact_key, time.perf_counter() - t0
 
-    jobs = [(c, f"tb-{run_tag}-{c.label}-{i}") for i in range(n) for c in chosen]
-    results: dict[str, list[tuple[str, str | None, float]]] = {c.label: [] for c in chosen}
     try:
         with cf.ThreadPoolExecutor(max_workers=IN_FLIGHT) as pool:
-            futures = {pool.submit(one, c, tag): c for c, tag in jobs}
-            for fut in cf.as_completed(futures):
-                results[futures[fut].label].append(fut.result())
+            return list(pool.map(lambda job: one(*job), jobs))
     finally:
         for coord in made:
             coord.close()
+
+
+def measure(
+    root: Path,
+    fake: FakeOpenAI,
+    chosen: list[Case],
+    speed: Speed,
+    n: int,
+    run_tag: str,
+    warmup: list[Case] | None = None,
+) -> list[dict[str, Any]]:
+    """``n`` fresh artifacts per eligible case at ``speed``, IN_FLIGHT at a time,
+    after ``warmup`` presentations at that speed (not measured)."""
+    fake.model = FakeModel(
+        first_token_s=speed.first_token_s, tokens_per_s=speed.tokens_per_s, layout=speed.layout
+    )
+    if warmup:
+        present_all(root, [(c, f"tb-{run_tag}-warm-{i}") for i, c in enumerate(warmup)])
+    jobs = [(c, f"tb-{run_tag}-{c.label}-{i}") for i in range(n) for c in chosen]
+    results: dict[str, list[tuple[str, str | None, float]]] = {c.label: [] for c in chosen}
+    for case, outcome, akey, seconds in present_all(root, jobs):
+        results[case.label].append((outcome, akey, seconds))
     tokens = {a.artifact_key: a.completion_tokens for a in fake.model_answers}
     rows = []
     for case in chosen:
@@ -390,6 +444,7 @@ def measure(
         outcomes = Counter(o for o, _, _ in got)
         seconds = [s for _, _, s in got]
         written = [tokens[k] for _, k, _ in got if k in tokens]
+        called = {r.artifact_key for r in fake.requests if r.artifact_key}
         rows.append(
             {
                 "case": case.label,
@@ -397,6 +452,8 @@ def measure(
                 "tokens_per_s": speed.tokens_per_s,
                 "layout": speed.layout,
                 "n": len(got),
+                "called": sum(1 for _, k, _ in got if k in called),
+                "refused": outcomes[Outcome.PROVIDER_TOO_SLOW.value],
                 "in_time": outcomes[Outcome.SHADOW_SELECTED.value] / len(got),
                 "outcomes": dict(outcomes),
                 "p50_s": pct(seconds, 50),
@@ -414,9 +471,6 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
     table = [token_row(c, 20 if quick else 200) for c in all_cases]
     status = {row["case"]: row["eligible"] for row in table}
     eligible = [c for c in all_cases if status[c.label] == "eligible"]
-    if quick:  # the three single surfaces and the largest eligible dual card
-        duals = [c for c in eligible if c.reasons is not None]
-        eligible = [c for c in eligible if c.reasons is None] + duals[-1:]
     ineligible = [c for c in all_cases if status[c.label] != "eligible"]
     n = 2 if quick else 6
     rows: list[dict[str, Any]] = []
@@ -433,8 +487,12 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
             before = len(fake.requests)
             shut = measure(root, fake, ineligible, Speed(0.3, RATES[0], "compact"), 1, "over")
             over_requests = len(fake.requests) - before
+            estimates = []
+            warm = WARMUP_QUICK if quick else WARMUP_FULL
             for i, speed in enumerate(speeds(quick)):
-                rows += measure(root, fake, eligible, speed, n, f"s{i}")
+                rows += measure(root, fake, eligible, speed, n, f"s{i}", mix(eligible, warm))
+                estimates.append({"speed": dataclasses.asdict(speed), "estimate": estimate(root)})
+            followed = None if quick else follow(root, fake, eligible)
         elapsed = time.monotonic() - t0
         per_artifact = Counter(r.artifact_key for r in fake.requests if r.artifact_key)
         most = max(per_artifact.values(), default=0)
@@ -445,12 +503,130 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
         "over_budget": [{"case": r["case"], "outcomes": r["outcomes"]} for r in shut],
         "over_budget_requests": over_requests,
         "rows": rows,
+        "estimates": estimates,
+        "follow": followed,
         "max_requests_per_artifact": most,
         "phase_s": elapsed,
         "loadavg_start": load_start,
         "loadavg": os.getloadavg(),
         "nproc": os.cpu_count(),
     }
+
+
+def follow(root: Path, fake: FakeOpenAI, eligible: list[Case]) -> dict[str, Any]:
+    """110 -> 55 -> 110 tokens/s (first token 0.3 s, compact), the usual mix,
+    IN_FLIGHT at a time: after each switch, how many presentations (and how many
+    of them successful calls) until the worker's verdicts match the new speed.
+    Slowing down: the presentation after which no call timed out. Speeding up:
+    the presentation after which no shape that fits at 110 was refused."""
+    segments = [(110.0, 36), (55.0, 48), (110.0, 60)]
+    out: list[dict[str, Any]] = []
+    for k, (rate, count) in enumerate(segments):
+        fake.model = FakeModel(first_token_s=0.3, tokens_per_s=rate, layout="compact")
+        jobs = [(c, f"tb-follow-{k}-{i}") for i, c in enumerate(mix(eligible, count))]
+        got = present_all(root, jobs)
+        if k == 0:
+            continue
+        slower = rate < segments[k - 1][0]
+        bad = Outcome.TIMEOUT.value if slower else Outcome.PROVIDER_TOO_SLOW.value
+        last = max((i for i, (_, o, _, _) in enumerate(got) if o == bad), default=-1)
+        successes = sum(1 for _, o, _, _ in got[: last + 1] if o == Outcome.SHADOW_SELECTED.value)
+        out.append(
+            {
+                "from_tokens_per_s": segments[k - 1][0],
+                "to_tokens_per_s": rate,
+                "presentations": count,
+                "followed_after_presentations": last + 1,
+                "followed_after_successful_calls": successes,
+                "timeouts": sum(1 for _, o, _, _ in got if o == Outcome.TIMEOUT.value),
+                "refused": sum(1 for _, o, _, _ in got if o == Outcome.PROVIDER_TOO_SLOW.value),
+            }
+        )
+    return {"segments": out, "stated_bound_successful_calls": SPEED_WINDOW}
+
+
+def _row(
+    result: dict[str, Any], first: float, rate: float, layout: str = "compact"
+) -> dict[str, Any]:
+    return {
+        r["case"]: r
+        for r in result["rows"]
+        if (r["first_token_s"], r["tokens_per_s"], r["layout"]) == (first, rate, layout)
+    }
+
+
+def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
+    """Issue 28's and issue 27 item 6's targets: (target, met (None: not run
+    here), what was measured)."""
+    out: list[tuple[str, bool | None, str]] = []
+    cheap = ("daily", "physique card")
+
+    def called(rows: dict[str, Any]) -> str:
+        return ", ".join(f"{c} {r['called']}/{r['n']}" for c, r in rows.items())
+
+    slow = _row(result, 0.3, 55.0)
+    if slow:
+        ok = all((r["called"] > 0) == (c in cheap) for c, r in slow.items())
+        timeouts = sum(r["outcomes"].get("timeout", 0) for r in slow.values())
+        out.append(
+            (
+                "28: 55 t/s after warm-up: only daily and physique called, 0 timeouts",
+                ok and timeouts == 0,
+                f"called {called(slow)}; timeouts {timeouts}",
+            )
+        )
+    median = _row(result, 0.7, 77.0)
+    if median:
+        dual2 = median.get("dual card, 2 reasons")
+        rest = [r for c, r in median.items() if c != "dual card, 2 reasons"]
+        ok = dual2 is not None and dual2["called"] == 0 and all(r["in_time"] == 1 for r in rest)
+        shares = ", ".join(f"{c} {r['in_time']:.0%}" for c, r in median.items())
+        out.append(
+            (
+                "28: 77 t/s after 0.7 s: the 2-reason dual card refused, the rest arrive",
+                ok,
+                f"arrived {shares}; called {called(median)}",
+            )
+        )
+    fast = _row(result, 0.3, 110.0)
+    if fast:
+        out.append(
+            (
+                "28: 110 t/s: everything eligible called",
+                all(r["called"] == r["n"] for r in fast.values()),
+                f"called {called(fast)}",
+            )
+        )
+    f = result.get("follow")
+    if f:
+        bound = f["stated_bound_successful_calls"]
+        for seg in f["segments"]:
+            out.append(
+                (
+                    f"28: {seg['from_tokens_per_s']:.0f} -> {seg['to_tokens_per_s']:.0f} t/s"
+                    f" followed within {bound} successful calls",
+                    seg["followed_after_successful_calls"] <= bound,
+                    f"after {seg['followed_after_presentations']} presentations"
+                    f" ({seg['followed_after_successful_calls']} successful calls);"
+                    f" timeouts {seg['timeouts']}, refused {seg['refused']}"
+                    f" of {seg['presentations']}",
+                )
+            )
+    else:
+        out.append(("28: 110 -> 55 -> 110 followed", None, "full run only"))
+    shapes = ("daily", "physique card", "weekly", "dual card, 1 reason", "dual card, 2 reasons")
+    for first in (0.3, 0.5):
+        rows = _row(result, first, 77.0)
+        if not rows:
+            out.append((f"27.6: 77 t/s after {first} s", None, "not run"))
+            continue
+        want = shapes if first == 0.3 else shapes[:-1]
+        ok = all(c in rows and rows[c]["in_time"] >= 0.99 for c in want)
+        shares = ", ".join(f"{c} {rows[c]['in_time']:.0%}" for c in shapes if c in rows)
+        label = "all five shapes" if first == 0.3 else "all but the 2-reason dual card"
+        out.append((f"27.6: 77 t/s after {first} s, compact: {label} arrive >= 99 %", ok, shares))
+    out.append(("27.6: a stopped worker costs a presentation < 50 ms p99", None, "not this phase"))
+    return out
 
 
 # ----------------------------------------------------------------------- printing
@@ -472,15 +648,30 @@ def render(result: dict[str, Any]) -> str:
     )
     out.append(
         f"  {'case':<22} {'first':>5} {'tok/s':>5} {'layout':<7} {'in time':>7}"
-        f" {'p50 s':>6} {'p95 s':>6} {'tokens':>6}  outcomes"
+        f" {'called':>6} {'slow':>4} {'p50 s':>6} {'p95 s':>6} {'tokens':>6}  outcomes"
     )
     for r in result["rows"]:
         tokens = "-" if r["tokens_p50"] is None else f"{r['tokens_p50']:.0f}"
         outcomes = " ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))
         out.append(
             f"  {r['case']:<22} {r['first_token_s']:>5.1f} {r['tokens_per_s']:>5.0f} {r['layout']:<7}"
-            f" {r['in_time']:>7.0%} {r['p50_s']:>6.2f} {r['p95_s']:>6.2f} {tokens:>6}  {outcomes}"
+            f" {r['in_time']:>7.0%} {r['called']:>6} {r['refused']:>4}"
+            f" {r['p50_s']:>6.2f} {r['p95_s']:>6.2f} {tokens:>6}  {outcomes}"
         )
+    out.append("  the worker's speed estimate after each speed's warm-up and measurement:")
+    for e in result["estimates"]:
+        sp, est = e["speed"], e["estimate"]
+        out.append(
+            f"    {sp['first_token_s']:.1f} s {sp['tokens_per_s']:>5.0f} t/s {sp['layout']:<7}"
+            f" -> {est['state']}: first token {est['first_token_s']:.2f} s,"
+            f" {est['tokens_per_s']:.0f} t/s (overall {est['overall_tokens_per_s']:.0f} after 0.3 s),"
+            f" answers {est['length_ratio']} x their bound"
+            f" ({est['samples']} samples)"
+        )
+    out.append("  targets (figures, never asserted):")
+    for target, met, measured in targets(result):
+        word = "n/a" if met is None else ("met" if met else "NOT met")
+        out.append(f"    [{word}] {target}: {measured}")
     start = " ".join(f"{x:.2f}" for x in result["loadavg_start"])
     load = " ".join(f"{x:.2f}" for x in result["loadavg"])
     out.append(

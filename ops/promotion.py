@@ -50,6 +50,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
+import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -64,9 +65,12 @@ from kexpr.ops.readers import (
     ReadRefused,
     verify_journal,
 )
+from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
+from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME, is_rehearsal_root
 from kexpr.worker.histograms import CALL_BUDGET_S
+from kexpr.worker.speed import CALL_LIMIT_S, STYLE_TOKENS
 
 WINDOW_DAYS: Final = 14
 REQUIRED_SELECTED: Final = 10
@@ -117,6 +121,10 @@ class SurfaceEvidence:
     p95_call_s: float | None = None
     p95_completion_tokens: int | None = None
     call_margin: str = STATUS_MISSING  # a histograms.Margin value, or the status problem
+    # Refused before a start row (no row, no call: not in the journal, so not a
+    # failure of the gate), from the status file since the worker started.
+    refused_too_slow: int | None = None
+    refused_cooling_down: int | None = None
 
     @property
     def timeout_share(self) -> float | None:
@@ -146,6 +154,10 @@ class SurfaceEvidence:
             "enabled_attempts": self.enabled_attempts,
             "gate": self.gate.value,
             "margin": self.margin_json(),
+            "refused": {
+                "provider_too_slow": self.refused_too_slow,
+                "provider_cooling_down": self.refused_cooling_down,
+            },
         }
 
 
@@ -157,13 +169,133 @@ class CallFigures:
     source: str  # STATUS_READ, STATUS_MISSING or STATUS_UNREADABLE
     worker_started_at_utc: str | None = None
     surfaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # `kexpr.ops.status_cli.admission_figures`: the estimated speed, the
+    # cool-down and the per-surface refusals ({} when unknown).
+    admission: Mapping[str, Any] = field(default_factory=dict)
+
+    def excluded(self) -> list[ShapeVerdict]:
+        """The shipped shapes at the worker's estimated speed (`shape_verdicts`);
+        [] while the speed is not learned (cold start: nothing is refused)."""
+        speed = self.admission.get("speed")
+        if speed is None or speed["state"] != "learned":
+            return []
+        return shape_verdicts(
+            speed["first_token_s"],
+            speed["tokens_per_s"],
+            speed["length_ratio"],
+            speed["overall_tokens_per_s"],
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "file": "worker.status.json",
             "source": self.source,
             "worker_started_at_utc": self.worker_started_at_utc,
         }
+        speed = self.admission.get("speed")
+        if speed is not None:  # a worker that measures its provider's speed
+            out["speed"] = dict(speed)
+            out["shapes_at_this_speed"] = [v.to_json() for v in self.excluded()]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeVerdict:
+    """One shipped capsule shape at an estimated provider speed: whether its
+    minimal answer plus the style words can arrive within the client's timeout
+    (the worker's own admission rule, `kexpr.worker.speed`). ``styled``: every
+    variant fits; ``some``: only its shorter variants do; ``not_styled``: none
+    does (every such card is refused, canonical)."""
+
+    shape: str
+    min_tokens: int
+    max_tokens: int
+    verdict: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shape": self.shape,
+            "bound_tokens": [self.min_tokens, self.max_tokens],
+            "verdict": self.verdict,
+        }
+
+
+def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]]]]:
+    """Every shipped shape by its operator-facing name, with its variants (the
+    manifest's branches; dual reasons as each shipped reason repeated, which
+    spans the cheapest and the dearest combination: the bound adds per slot)."""
+
+    def branches(pattern: str) -> tuple[tuple[str, ...], ...]:
+        return MANIFEST[pattern].branches
+
+    Variants = list[tuple[str, tuple[SlotPolicy, ...]]]
+    daily: Variants = [
+        ("daily.v1", (slot_policy("daily.status", b),)) for b in branches("daily.status")
+    ]
+    weekly: Variants = [
+        ("weekly.v1", (slot_policy("weekly.interpretation", i), slot_policy("weekly.rationale", r)))
+        for i in branches("weekly.interpretation")
+        for r in branches("weekly.rationale")
+    ]
+    physique: Variants = [
+        ("adaptive.physique.card.v1", (slot_policy("adaptive.physique.review_instruction", b),))
+        for b in branches("adaptive.physique.review_instruction")
+    ]
+    out: list[tuple[str, Variants]] = [
+        ("daily cards", daily),
+        ("weekly reports", weekly),
+        ("physique cards", physique),
+    ]
+    for n in range(0, 10):
+        variants: Variants = [
+            (
+                "adaptive.dualcoachtest.card.v1",
+                (
+                    slot_policy("adaptive.dual.judgment", d),
+                    *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(n)),
+                ),
+            )
+            for d in branches("adaptive.dual.judgment")
+            for r in branches("adaptive.dual.review.N")
+        ]
+        name = (
+            "dual cards with a decision only"
+            if n == 0
+            else (f"dual cards with {n} reason{'s' if n > 1 else ''}")
+        )
+        out.append((name, variants))
+    return out
+
+
+def shape_verdicts(
+    first_token_s: float,
+    tokens_per_s: float,
+    length_ratio: float | None = None,
+    overall_tokens_per_s: float | None = None,
+) -> list[ShapeVerdict]:
+    """Each eligible shipped shape (its bound within the answer budget) at the
+    estimated speed, its answers ``length_ratio`` times their bound (None:
+    the bound and the style words),
+    against the client's timeout with the full deadline left: the worker's own
+    rule (`kexpr.worker.speed.SpeedModel.fits`)."""
+    out = []
+    for name, variants in _shipped_shapes():
+        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
+        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
+        if not bounds:
+            continue  # over the budget: never sent, at any speed (docs/budget.md)
+
+        def fits(b: int) -> bool:
+            n = b + STYLE_TOKENS if length_ratio is None else math.ceil(b * length_ratio)
+            t = first_token_s + n / tokens_per_s
+            if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
+                t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
+            return t <= CALL_LIMIT_S
+
+        fit = [fits(b) for b in bounds]
+        verdict = "styled" if all(fit) else "some" if any(fit) else "not_styled"
+        out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +395,8 @@ def evaluate(
                 if measured is None
                 else measured["p95_completion_tokens"],
                 call_margin=figures.source if measured is None else measured["margin"],
+                refused_too_slow=_refused(figures, surface, "provider_too_slow"),
+                refused_cooling_down=_refused(figures, surface, "provider_cooling_down"),
             )
         )
     by_surface = {e.surface: e.gate for e in evidence}
@@ -274,10 +408,18 @@ def evaluate(
     return PromotionReport(start_s, end_s, days, tuple(evidence), flags, call_figures=figures)
 
 
+def _refused(figures: CallFigures, surface: str, word: str) -> int | None:
+    per = figures.admission.get("refused_by_surface")
+    if per is None or surface not in per:
+        return None
+    n: int = per[surface][word]
+    return n
+
+
 def read_call_figures(root: DataRoot) -> CallFigures:
     """The status file's figures, read no-follow and bounded and validated exactly
     as ``kexpr status`` does; a missing or unreadable file is said as such."""
-    from kexpr.ops.status_cli import _TS, _load, call_figures
+    from kexpr.ops.status_cli import _TS, _load, admission_figures, call_figures
 
     try:
         obj = _load(root.status_file)
@@ -290,6 +432,7 @@ def read_call_figures(root: DataRoot) -> CallFigures:
         STATUS_READ,
         started if isinstance(started, str) and _TS.fullmatch(started) else None,
         call_figures(obj),
+        admission_figures(obj),
     )
 
 
@@ -368,6 +511,7 @@ def render(report: PromotionReport) -> str:
             f"margin  {s.surface:<32}{s.terminal_attempts:>9}{s.timeouts:>9}{share_s:>8}{calls:>7}"
             f"{p95:>8}{tok:>8}  {s.call_margin}"
         )
+    lines += _render_refusals(report)
     lines += ["", f"{'flag':<20}gate"]
     for f in report.flags:
         note = "  (both adaptive surfaces)" if len(f.surfaces) > 1 else ""
@@ -379,6 +523,46 @@ def render(report: PromotionReport) -> str:
         "holds and every earlier flag is already enabled. This report enables nothing.",
     ]
     return "\n".join(lines)
+
+
+def _ratio(r: float | None) -> str:
+    return "+5 tokens over" if r is None else f"{r:.2f} x"
+
+
+def _render_refusals(report: PromotionReport) -> list[str]:
+    """Refusals apart from failures, and in plain words which shapes the
+    provider's measured speed excludes (no row, no call: not in the gate)."""
+    figures = report.call_figures
+    lines = [
+        "",
+        "refused before a start row (no row, no call; not failures, not in the gate),"
+        " from worker.status.json since worker start:",
+        f"refused {'surface':<32}{'too slow':>9}{'cooling':>9}",
+    ]
+    for s in report.surfaces:
+        slow = "-" if s.refused_too_slow is None else str(s.refused_too_slow)
+        cool = "-" if s.refused_cooling_down is None else str(s.refused_cooling_down)
+        lines.append(f"refused {s.surface:<32}{slow:>9}{cool:>9}")
+    speed = figures.admission.get("speed")
+    if speed is None:
+        lines.append("speed: unknown (no readable worker.status.json)")
+        return lines
+    if speed["state"] != "learned":
+        lines.append("speed: cold start (too few calls yet): nothing is refused for speed")
+        return lines
+    lines.append(
+        f"speed: first token {speed['first_token_s']:.2f} s, {speed['tokens_per_s']:.0f} tokens/s,"
+        f" answers {_ratio(speed['length_ratio'])} their bound"
+        f" (from the last {speed['samples']} calls)"
+    )
+    for v in figures.excluded():
+        if v.verdict == "not_styled":
+            lines.append(f"  {v.shape} are not styled at this provider's speed")
+        elif v.verdict == "some":
+            lines.append(f"  {v.shape}: only the shorter ones are styled at this provider's speed")
+    if all(v.verdict == "styled" for v in figures.excluded()):
+        lines.append("  every eligible shape is styled at this provider's speed")
+    return lines
 
 
 def cli(argv: list[str]) -> int:

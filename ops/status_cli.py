@@ -32,6 +32,9 @@ the call-time and completion-token histograms (`kexpr.worker.histograms`). Those
 figures are validated like everything else: public surface names and failure
 words as keys, integers as counts, and histograms only when the file's bucket
 edges are exactly this version's; anything else is dropped, never echoed.
+And (`admission_figures`) the provider's speed as the worker estimated it from its
+own calls, the provider cool-down's state, and per surface the requests refused
+before a start row for either (`kexpr.worker.speed`, `kexpr.worker.cooldown`).
 
 The worker rewrites its status on every pass of its scan loop (at least once a
 second, `kexpr.worker.daemon.RESCAN_INTERVAL_S`), so a heartbeat older than the
@@ -65,7 +68,7 @@ from kexpr.worker.histograms import (
     margin,
     upper_edge,
 )
-from kexpr.worker.status import ROLLING
+from kexpr.worker.status import REFUSALS, ROLLING
 
 STALE_AFTER_S: Final = 10.0
 MAX_STATUS_BYTES: Final = 64 * 1024
@@ -252,6 +255,67 @@ def call_figures(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _number(v: object, hi: float) -> float | None:
+    """A finite number in [0, hi] (bool is not a number here), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) and 0 <= f <= hi else None
+
+
+def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A worker status file's ``admission`` record, validated: the provider's
+    estimated speed (`kexpr.worker.speed`), the cool-down (`kexpr.worker.cooldown`)
+    and, per public surface, the requests refused for either before a start row.
+    Numbers in their ranges and fixed words only; anything else is dropped (an
+    absent or malformed part is ``{}``), never echoed. `kexpr.ops.promotion`
+    reads the same."""
+    raw = obj.get("admission")
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    speed = raw.get("speed")
+    if isinstance(speed, Mapping) and speed.get("state") in ("cold", "learned"):
+        first = _number(speed.get("first_token_s"), 60.0)
+        rate = _number(speed.get("tokens_per_s"), 100_000.0)
+        overall = _number(speed.get("overall_tokens_per_s"), 100_000.0)
+        samples = _int(speed.get("samples"))
+        ratio = speed.get("length_ratio")
+        known = ratio is None or _number(ratio, 10.0) is not None
+        if None not in (first, rate, overall, samples) and known and rate and overall:
+            out["speed"] = {
+                "state": speed["state"],
+                "first_token_s": first,
+                "tokens_per_s": rate,
+                "overall_tokens_per_s": overall,
+                "samples": samples,
+                "length_ratio": None if ratio is None else float(ratio),
+            }
+    cool = raw.get("cooldown")
+    if isinstance(cool, Mapping) and cool.get("state") in ("closed", "open", "probing"):
+        figures = {
+            "failures_in_a_row": _int(cool.get("failures_in_a_row")),
+            "threshold": _int(cool.get("threshold")),
+            "cool_down_s": _number(cool.get("cool_down_s"), 86400.0),
+            "seconds_left": _number(cool.get("seconds_left"), 86400.0),
+            "cool_downs": _int(cool.get("cool_downs")),
+            "probes": _int(cool.get("probes")),
+        }
+        if all(v is not None for v in figures.values()):
+            out["cooldown"] = {"state": cool["state"], **figures}
+    refused = raw.get("refused_by_surface")
+    if isinstance(refused, Mapping):
+        per: dict[str, dict[str, int]] = {}
+        for surface in SURFACES:
+            rec = refused.get(surface)
+            if isinstance(rec, Mapping):
+                counts = {w: _int(rec.get(w)) for w in REFUSALS}
+                if all(c is not None for c in counts.values()):
+                    per[surface] = {w: c for w, c in counts.items() if c is not None}
+        out["refused_by_surface"] = per
+    return out
+
+
 def _last_minute(v: object) -> dict[str, int]:
     if not isinstance(v, Mapping):
         return {}
@@ -307,6 +371,7 @@ def _worker(
             # The ROLLING counters over the last 60 s (worker.status.RollingCount).
             "last_minute": _last_minute(obj.get("last_minute")),
             "calls_by_surface": call_figures(obj),
+            "admission": admission_figures(obj),
         },
     )
 
@@ -478,6 +543,7 @@ def render(report: StatusReport) -> str:
                 f"  too late {recent.get('no_time_to_answer', '?')} per minute"
             )
         lines += _render_calls(f["calls_by_surface"])
+        lines += render_admission(f["admission"])
     s = report.supervisor
     if s is not None:
         f = s.fields
@@ -525,6 +591,51 @@ def _render_calls(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
             if name == "completion_tokens" and v["tokens_absent"]:
                 cells.append(f"absent {v['tokens_absent']}")
             lines.append(f"  {name:<18}{surface:<32}" + ("  ".join(cells) or "none"))
+    return lines
+
+
+def _ratio(r: float | None) -> str:
+    return "bound + 5 tokens (not measured yet)" if r is None else f"{r:.2f} x"
+
+
+def render_admission(figures: Mapping[str, Any]) -> list[str]:
+    """The provider's estimated speed, the cool-down, and the per-surface
+    refusals for either (`admission_figures`)."""
+    lines: list[str] = []
+    speed = figures.get("speed")
+    if speed is not None:
+        how = (
+            "cold start: the fastest published rate"
+            if speed["state"] == "cold"
+            else f"from the last {speed['samples']} calls"
+        )
+        lines.append(
+            f"speed       first token {speed['first_token_s']:.2f} s"
+            f"  {speed['tokens_per_s']:.0f} tokens/s"
+            f" (overall {speed['overall_tokens_per_s']:.0f} after 0.3 s)"
+            f"  answers {_ratio(speed['length_ratio'])} of their bound  ({how})"
+        )
+    cool = figures.get("cooldown")
+    if cool is not None:
+        state = cool["state"]
+        if state == "open":
+            state = f"cooling down, {cool['seconds_left']:.0f} s left (no calls)"
+        elif state == "probing":
+            state = "probing (one call out)"
+        lines.append(
+            f"provider    {state}  failures in a row {cool['failures_in_a_row']}"
+            f"/{cool['threshold']}  cool-downs {cool['cool_downs']}  probes {cool['probes']}"
+        )
+    refused = {
+        s: v for s, v in (figures.get("refused_by_surface") or {}).items() if any(v.values())
+    }
+    if refused:
+        lines.append(f"refused     {'surface':<32}{'too slow':>9}{'cooling':>9}  (no row, no call)")
+        for surface, v in refused.items():
+            lines.append(
+                f"            {surface:<32}{v['provider_too_slow']:>9}"
+                f"{v['provider_cooling_down']:>9}"
+            )
     return lines
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import secrets
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from kexpr.spool.contract import judge
 from kexpr.spool.contract.budget import answer_token_bound, min_answer_seconds
@@ -43,6 +43,7 @@ from kexpr.spool.outcomes import (
     ContractRejection,
     Outcome,
 )
+from kexpr.worker.cooldown import Pass
 from kexpr.worker.provider import (
     CallThread,
     ProviderResult,
@@ -214,6 +215,21 @@ def _start(
                     reservation=reservation,
                 )
                 return None, reservation, None
+            # The same shape at the provider's measured speed, and the provider's
+            # cool-down: no row and no call for an answer that cannot arrive, or
+            # for a provider that keeps failing (docs/lifecycle.md, docs/budget.md).
+            refusal, probe = _provider_refusal(w, bound, until)
+            if refusal is not None:
+                w.counters.refused(refusal, capsule.surface)
+                w._respond(
+                    rid,
+                    None,
+                    ResponseStatus.CANONICAL,
+                    refusal,
+                    version=version,
+                    reservation=reservation,
+                )
+                return None, reservation, None
             # The call's thread is started (or taken idle) before the start row:
             # at a thread limit (RLIMIT_NPROC, TasksMax=) it cannot start, and
             # after the row that would spend the artifact's one attempt with no
@@ -240,6 +256,8 @@ def _start(
                 started_at=w._clock(),
                 deadline_at_utc=req.deadline_at_utc,
             )
+            if probe:
+                w.cooldown.bind_probe(rec.attempt_id)
             w._held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
             w.refusing = None
             return rec, reservation, thread
@@ -269,6 +287,25 @@ def _start(
         raise
 
 
+def _provider_refusal(
+    w: Worker, bound: int, until: float
+) -> tuple[Literal[Outcome.PROVIDER_COOLING_DOWN, Outcome.PROVIDER_TOO_SLOW] | None, bool]:
+    """The provider's two refusals before the start row, after the fastest-rate
+    rule (caller holds the journal lock): the cool-down (kexpr.worker.cooldown),
+    then the measured speed (kexpr.worker.speed). (refusal, None) or (None,
+    whether this request's call is the cool-down's probe). The probe is taken
+    last, so it is never spent on a request that the speed refuses."""
+    now = w._mono()
+    if w.cooldown.cooling(now):
+        return Outcome.PROVIDER_COOLING_DOWN, False
+    if not w.speed.admit(now, bound, until - PUBLISH_MARGIN_S - now):
+        return Outcome.PROVIDER_TOO_SLOW, False
+    admitted = w.cooldown.admit(now)
+    if admitted is Pass.REFUSE:  # a call thread opened the cool-down meanwhile
+        return Outcome.PROVIDER_COOLING_DOWN, False
+    return None, admitted is Pass.PROBE
+
+
 def _run_attempt(
     w: Worker,
     req: SpoolRequest,
@@ -285,6 +322,7 @@ def _run_attempt(
     try:
         if w._client is None:
             result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
+            w.cooldown.give_back(w._mono(), rec.attempt_id)
         else:
             t0 = w._mono()
             # Nothing that comes back after deadline - margin can be delivered.
@@ -298,10 +336,18 @@ def _run_attempt(
                 # whose deadline had passed, nor one whose thread could not start; and
                 # only such a call has a margin to record, content-free
                 # (worker.histograms; issue 19 item 6).
+                took, now = w._mono() - t0, w._mono()
                 w.counters.bump("calls")
                 w.counters.record_call(
-                    capsule.surface, w._mono() - t0, result.outcome, result.completion_tokens
+                    capsule.surface, took, result.outcome, result.completion_tokens
                 )
+                # The provider's speed and health, learned from the calls alone.
+                bound = answer_token_bound(capsule)
+                if result.outcome is None and bound is not None:
+                    w.speed.observe(now, took, result.completion_tokens, bound)
+                w.cooldown.observe(now, rec.attempt_id, result.outcome)
+            else:
+                w.cooldown.give_back(w._mono(), rec.attempt_id)
         _conclude(w, req.request_id, rec, until, result, req, reservation)
     except Exception as e:  # noqa: BLE001 -- counted and ended below, never left live
         if not isinstance(e, _Unpublished):  # already counted: respond_failed

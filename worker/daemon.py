@@ -103,6 +103,7 @@ from kexpr.spool.outcomes import ResponseOutcome
 from kexpr.spool.rehearsal import MarkerRefusal, mark_rehearsal_root, rehearsal_refusal
 from kexpr.worker import attempt, housekeeping, reports, scan
 from kexpr.worker.attempt import _Quarantined
+from kexpr.worker.cooldown import CoolDown
 from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.inbox import _InboxWatch
@@ -110,6 +111,7 @@ from kexpr.worker.preload import Preload
 from kexpr.worker.provider import build_client
 from kexpr.worker.reports import REPORT_GROUP_MAX
 from kexpr.worker.scan import RESOURCE_ERRNOS, is_hex32, json_names, resource
+from kexpr.worker.speed import SpeedModel
 from kexpr.worker.status import (
     FAULT_FOR_REFUSED_APPEND,
     Counters,
@@ -176,6 +178,10 @@ class Worker:
         self._tree: dict[str, FileId] | None = None
         self._sharing: Sharing | None = None
         self.counters = Counters(clock=monotonic)
+        # Admission at the provider's real speed and the provider cool-down
+        # (kexpr.worker.speed, kexpr.worker.cooldown): in memory, on ``monotonic``.
+        self.speed = SpeedModel()
+        self.cooldown = CoolDown()
         # attempt_id -> what *this* process holds of an open attempt (its own
         # call, or an answered attempt awaiting its report; spool.lifecycle).
         # Rebuilt from the journal and responses/ at start-up. Guarded by the

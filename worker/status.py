@@ -11,6 +11,9 @@ of the recent past and of the call's margin (issues 19 and 21):
 * ``calls_by_surface`` and ``histogram_edges``: per surface, the calls made, how
   they failed, and the call-time and completion-token histograms
   (`kexpr.worker.histograms`; fixed edges, counts only).
+* ``admission``: the provider's estimated speed (`kexpr.worker.speed`), the
+  cool-down's state (`kexpr.worker.cooldown`) and, per surface, the requests
+  refused for either before a start row. Numbers and enum words only.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, get_args
 
+from kexpr.spool.contract import SURFACES
 from kexpr.spool.fsio import UnsafePath, replace_private
 from kexpr.spool.journal import Finding, format_ts
 from kexpr.spool.layout import DataRoot
@@ -86,6 +90,8 @@ CounterName: TypeAlias = Literal[
     "already_attempted",
     "expired_requests",
     "no_time_to_answer",
+    "provider_too_slow",
+    "provider_cooling_down",
     "invalid_requests",
     "reports",
     "orphan_reports",
@@ -107,6 +113,10 @@ ROLLING: Final[tuple[CounterName, ...]] = (
     "no_time_to_answer",
 )
 ROLLING_WINDOW_S: Final = 60
+
+# The refusals counted per surface as well (``admission.refused_by_surface``).
+Refusal: TypeAlias = Literal["provider_too_slow", "provider_cooling_down"]
+REFUSALS: Final[tuple[Refusal, ...]] = get_args(Refusal)
 
 
 @dataclass(slots=True)
@@ -155,6 +165,10 @@ class Counters:
     expired_requests: int = 0
     # Refused under the lock before a start row: no time left for the minimal answer.
     no_time_to_answer: int = 0
+    # Refused under the lock before a start row at the provider's measured speed
+    # (kexpr.worker.speed), and while the provider cools down (kexpr.worker.cooldown).
+    provider_too_slow: int = 0
+    provider_cooling_down: int = 0
     invalid_requests: int = 0
     reports: int = 0
     orphan_reports: int = 0
@@ -171,6 +185,11 @@ class Counters:
     faults: dict[str, int] = field(default_factory=dict)
     # Per public surface: calls, failures and the margin's histograms.
     calls_by_surface: dict[str, SurfaceCalls] = field(default_factory=new_surfaces)
+    # Per public surface, the admission's refusals by `REFUSALS` word (keys are
+    # public constants only: a surface outside SURFACES is not recorded).
+    refused_by_surface: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {s: {r: 0 for r in REFUSALS} for s in SURFACES}
+    )
     # The `ROLLING` counters over the last minute, on `clock`.
     last_minute: dict[str, RollingCount] = field(
         default_factory=lambda: {name: RollingCount() for name in ROLLING}
@@ -201,6 +220,18 @@ class Counters:
             calls = self.calls_by_surface.get(surface)
             if calls is not None:
                 calls.record(seconds, failure, completion_tokens)
+
+    def refused(self, outcome: Outcome, surface: str) -> None:
+        """One request refused before its start row for the provider's sake (a
+        `REFUSALS` word): the total and its surface's count (a public name, else
+        the total only)."""
+        name = outcome.value
+        assert name in REFUSALS
+        with self.lock:
+            setattr(self, name, getattr(self, name) + 1)
+            per = self.refused_by_surface.get(surface)
+            if per is not None:
+                per[name] += 1
 
     def recent(self) -> dict[str, int]:
         """The `ROLLING` counters over the last minute (caller holds ``lock``)."""
@@ -248,6 +279,14 @@ def write_status(w: Worker) -> None:
             "last_minute": c.recent(),
             "calls_by_surface": {s: v.to_json() for s, v in c.calls_by_surface.items()},
             "histogram_edges": edges_json(),
+            "admission": {
+                "speed": {
+                    **w.speed.estimate(w._mono()).to_json(),
+                    "speed_probes": w.speed.probes,
+                },
+                "cooldown": w.cooldown.to_json(w._mono()),
+                "refused_by_surface": {s: dict(v) for s, v in sorted(c.refused_by_surface.items())},
+            },
         }
     try:
         replace_private(

@@ -73,6 +73,15 @@ class Outcome(enum.StrEnum):
     # Issue 19: what publishing the answer needs (a staging file and its bytes)
     # could not be reserved before the start row: no row, no call.
     ANSWER_UNPUBLISHABLE = "answer_unpublishable"
+    # Judged under the journal lock right before the start row, like
+    # ``no_time_to_answer``, at the provider's speed the worker measured on its
+    # own recent calls (`kexpr.worker.speed`): the minimal answer and the style
+    # words cannot arrive in the time left: no row, no call.
+    PROVIDER_TOO_SLOW = "provider_too_slow"
+    # The provider timed out or failed several calls in a row: the worker makes
+    # no call for a short cool-down, then one probe (`kexpr.worker.cooldown`):
+    # no row, no call.
+    PROVIDER_COOLING_DOWN = "provider_cooling_down"
     # The shim's own: no request was written (or none could be).
     DISABLED = "disabled"
     INELIGIBLE = "ineligible"
@@ -117,6 +126,8 @@ ResponseOutcome: TypeAlias = Literal[
     Outcome.CLOCK_SKEW,
     Outcome.NO_TIME_TO_ANSWER,
     Outcome.ANSWER_UNPUBLISHABLE,
+    Outcome.PROVIDER_TOO_SLOW,
+    Outcome.PROVIDER_COOLING_DOWN,
 ]
 CandidateOutcome: TypeAlias = Literal[
     ResponseOutcome,

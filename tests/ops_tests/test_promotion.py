@@ -278,3 +278,47 @@ def test_cli_shows_the_margin_from_the_journal_and_the_status_file(data_root: Pa
     status.symlink_to(data_root / "outcomes")
     out = kexpr("promotion-report", "--data-root", data_root, "--json")
     assert json.loads(out.stdout)["call_figures"]["source"] == "status_unreadable"
+
+
+# --------------------------- refusals apart from failures (issues 28, 27.5)
+
+
+def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
+    """Regression (issue 28): the report had no refusals, and at 77 tokens/s after
+    0.7 s the operator saw only an adaptive gate that never passed."""
+    from kexpr.ops.promotion import STATUS_READ, CallFigures, render, shape_verdicts
+    from kexpr.ops.status_cli import admission_figures
+
+    admission = admission_figures(
+        {
+            "admission": {
+                "speed": {
+                    "state": "learned",
+                    "first_token_s": 0.7,
+                    "tokens_per_s": 77.0,
+                    "overall_tokens_per_s": 60.0,
+                    "samples": 24,
+                    "length_ratio": 1.0,
+                },
+                "refused_by_surface": {
+                    s: {"provider_too_slow": 4 if s == DUAL else 0, "provider_cooling_down": 0}
+                    for s in (DAILY, WEEKLY, DUAL, PHYSIQUE)
+                },
+            }
+        }
+    )
+    figures = CallFigures(STATUS_READ, None, {}, admission)
+    records = [rec(DUAL) for _ in range(3)]
+    report = evaluate(records, now=NOW, call_figures=figures)
+    dual = next(s for s in report.surfaces if s.surface == DUAL)
+    assert dual.failures == {} and dual.refused_too_slow == 4
+    assert dual.to_json()["refused"] == {"provider_too_slow": 4, "provider_cooling_down": 0}
+    verdicts = {v.shape: v.verdict for v in shape_verdicts(0.7, 77.0)}
+    assert verdicts["daily cards"] == verdicts["physique cards"] == "styled"
+    assert verdicts["dual cards with 2 reasons"] == "not_styled"
+    text = render(report)
+    assert "dual cards with 2 reasons are not styled at this provider's speed" in text
+    assert "daily cards are not styled" not in text
+    assert report.to_json()["call_figures"]["speed"]["tokens_per_s"] == 77.0
+    # At the fastest published rate every eligible shape is styled.
+    assert {v.verdict for v in shape_verdicts(0.3, 110.0)} == {"styled"}

@@ -416,3 +416,68 @@ def test_the_cli_docs_name_every_verdict_in_order() -> None:
     names = [w.strip("`, ") for w in listed.split()]
     assert set(names) == {v.value for v in Verdict} - {"status_unreadable"}
     assert names.index("refusing") < names.index("expiring") < names.index("healthy")
+
+
+# ------------------------------------ the provider's speed and cool-down (issues 28, 27.5)
+
+
+def test_status_shows_the_speed_estimate_the_cool_down_and_the_refusals(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issues 28 and 27 item 5): the status had no estimate of the
+    provider's speed, no cool-down and no refusals for either."""
+    import httpx
+
+    from kexpr.worker.cooldown import FAILURES_IN_A_ROW
+
+    clock = Clock()
+    # Six daily calls at ~77 tokens/s after 0.7 s, then the provider times out.
+    steps: list[Step] = [(0.7 + 104 / 77, 104)] * 6
+    steps += [(3.0, httpx.ReadTimeout)] * FAILURES_IN_A_ROW
+    w = _running_worker(root, clock, steps, monkeypatch)
+    for n in range(1, 6 + FAILURES_IN_A_ROW + 3):
+        _present(w, root, clock, n)
+        clock.advance(0.5)
+    assert steps == []
+    w._write_status()
+    report = collect(root, now=clock.now, alive=lambda p: True)
+    assert report.worker is not None
+    admission = report.worker.fields["admission"]
+    assert admission["speed"]["state"] == "learned" and admission["speed"]["samples"] == 6
+    assert admission["cooldown"]["state"] == "open"
+    assert admission["refused_by_surface"]["daily.v1"] == {
+        "provider_too_slow": 0,
+        "provider_cooling_down": 2,
+    }
+    text = render(report)
+    assert "speed       first token" in text and "from the last 6 calls" in text
+    assert "provider    cooling down" in text and f"failures in a row 0/{FAILURES_IN_A_ROW}" in text
+    assert "refused     surface" in text and "daily.v1" in text
+    out = report.to_json()["worker"]["admission"]
+    assert out["cooldown"]["cool_downs"] == 1
+
+
+def test_a_planted_admission_record_is_dropped_not_echoed(root: DataRoot) -> None:
+    from kexpr.ops.status_cli import admission_figures
+
+    planted = {
+        "admission": {
+            "speed": {
+                "state": "learned",
+                "first_token_s": 0.3,
+                "tokens_per_s": 1,
+                "samples": 1,
+                "length_ratio": "sk-planted",
+            },
+            "cooldown": {"state": "open", "failures_in_a_row": "x"},
+            "refused_by_surface": {
+                "sk-planted": {"provider_too_slow": 1, "provider_cooling_down": 1},
+                "daily.v1": {"provider_too_slow": -1, "provider_cooling_down": 0},
+                "weekly.v1": {"provider_too_slow": 2, "provider_cooling_down": 0},
+            },
+        }
+    }
+    assert admission_figures(planted) == {
+        "refused_by_surface": {"weekly.v1": {"provider_too_slow": 2, "provider_cooling_down": 0}}
+    }
+    assert admission_figures({"admission": "x"}) == {}
