@@ -67,6 +67,7 @@ __all__ = [
     "SDK_TIMEOUT_S",
     "TIME_BUDGET_TOKENS",
     "answer_token_bound",
+    "id_token_bound",
     "min_answer_seconds",
     "minimal_answer",
     "slots_token_bound",
@@ -162,6 +163,17 @@ def _bound(surface: str, key_hex: int, slots: Sequence[SlotPolicy]) -> int | Non
         else:
             total += PRETOKEN_TOKENS.get(piece, len(piece.encode("utf-8")))
     return total
+
+
+def id_token_bound(semantic_id: str) -> int | None:
+    """The o200k_base tokens of one semantic ID standing alone, by Rule 3's bound
+    (exact for a pre-token the table lists): what an ID costs in every answer
+    that echoes it (`kexpr glossary check`, `kexpr surfaces check`). The card's
+    bound (`slots_token_bound`) is the figure the budget judges. None outside
+    the alphabet."""
+    if not semantic_id or _ALPHABET_RE.fullmatch(semantic_id) is None:
+        return None
+    return sum(PRETOKEN_TOKENS.get(p, len(p.encode("utf-8"))) for p in _split(semantic_id))
 
 
 def _split(text: str) -> list[str]:
