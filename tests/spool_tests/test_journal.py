@@ -282,7 +282,7 @@ def test_corruption_is_detected(journal: Journal, name: str, corrupt, finding: F
 def test_intact_segment_verifies(journal: Journal) -> None:
     index = Index()
     seq, _ = verify_segment_bytes(_segment(journal), "2026-11-30", index)
-    assert seq == 2 and index.get(AKEY).outcome is Outcome.TIMEOUT
+    assert seq == 2 and index.by_artifact[AKEY[:32]].outcome is Outcome.TIMEOUT
 
 
 def test_load_fails_closed_on_a_torn_segment(journal: Journal) -> None:
@@ -370,7 +370,7 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
     os.write(fd, ("\n".join(rows) + "\n").encode())
     os.close(fd)
     index = Journal(root).load()
-    assert index.get("1" * 64).outcome is Outcome.SHADOW_SELECTED
+    assert index.by_artifact["1" * 32].outcome is Outcome.SHADOW_SELECTED
 
 
 # ----------------------------------------------------- issue 4: every finding
@@ -550,8 +550,8 @@ def test_hand_built_multi_day_journal_verifies(root: DataRoot) -> None:
         hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled"),
     )
     index = Journal(root).load()
-    assert index.get("1" * 64).outcome is Outcome.TIMEOUT
-    assert index.get("3" * 64).outcome is Outcome.SELECTED
+    assert index.by_artifact["1" * 32].outcome is Outcome.TIMEOUT
+    assert index.by_artifact["3" * 32].outcome is Outcome.SELECTED
 
 
 def test_same_artifact_in_two_segments_is_a_duplicate(root: DataRoot) -> None:
@@ -718,7 +718,7 @@ def test_torn_tail_is_quarantined_unchanged_and_still_dedupes(root: DataRoot) ->
         )
     # A fresh segment for the same day starts again at sequence 1 and verifies.
     start(j2, akey="8" * 64, aid="a" * 32, at=dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC))
-    assert Journal(root).load().get("8" * 64).segment == "2026-11-30"
+    assert Journal(root).load().by_artifact["8" * 32].segment == "2026-11-30"
 
 
 def test_quarantine_refuses_anything_but_a_torn_tail(root: DataRoot) -> None:
