@@ -167,7 +167,9 @@ def test_weekly_artifact_key_inputs(
             )
         ]
     assert keys[0] == keys[1]
-    assert len(set(keys[1:])) == 4 and all(k is not None and len(k) == 64 for k in keys)
+    assert len(set(keys[1:])) == 4 and all(
+        k is not None and len(k) == 32 for k in keys
+    )  # issue 27: 128 bits
 
 
 @pytest.mark.parametrize(

@@ -200,3 +200,32 @@ def test_retention_forgets_a_64_hex_artifact_with_its_segment() -> None:
     assert index.knows(NEW_KEY) and index.knows(OLD_KEY)
     index.drop_segment(OLD_DAY)
     assert not index.knows(NEW_KEY) and index.by_artifact == {} and index.by_attempt == {}
+
+
+@pytest.mark.parametrize(
+    ("second", "ok"),
+    [
+        ("5" * 32, True),  # another artifact, this release's key
+        (NEW_KEY, False),  # the same artifact as the 64-hex row: a second start
+        ("5" * 48, False),  # neither length
+    ],
+)
+def test_journal_verify_takes_both_key_lengths(
+    root: DataRoot, capsys: pytest.CaptureFixture[str], second: str, ok: bool
+) -> None:
+    """`kexpr journal verify` on a journal with a 64-hex row (an earlier release's) and a
+    32-hex one: both valid; one artifact twice is duplicate_artifact; any other length
+    is field_format."""
+    from kexpr.ops.journal_cli import cli
+
+    write_segment(root, f"{OLD_DAY}.jsonl", hand_rows(OLD_KEY, "4" * 32, OLD_DAY, ["timeout"]))
+    write_segment(root, "2026-11-30.jsonl", hand_rows(second, "6" * 32, "2026-11-30", ["timeout"]))
+    code = cli(["verify", "--data-root", str(root.root), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert OLD_KEY not in json.dumps(out) and NEW_KEY not in json.dumps(out)
+    if ok:
+        assert (code, out["ok"], out["attempts"]) == (0, True, 2)
+    else:
+        assert code != 0 and out["ok"] is False
+        expected = "duplicate_artifact" if len(second) == 32 else "field_format"
+        assert [f["finding"] for f in out["findings"]] == [expected]
