@@ -2,7 +2,7 @@
 
 A real gpt-4.1-mini writes its answer token by token; the plan fixes the call
 (``timeout=3.0``, a 4 s deadline, ``max_tokens=384``) and an answer that echoes the
-64-hex key and every ID and token. This phase runs the real supervised worker
+32-hex key and every ID and token. This phase runs the real supervised worker
 against the loopback fake whose model writes at published gpt-4.1-mini speeds
 (`fakeapi.generation`: ``first_token + completion_tokens / rate``, tokens counted
 with o200k_base), and presents real host bodies through the real shim in shadow
@@ -280,7 +280,7 @@ def token_row(case: Case, keys: int) -> dict[str, Any]:
         capsule = Capsule(
             schema_version="korean-expression-v4",
             surface=case.surface,
-            artifact_key=secrets.token_hex(32),
+            artifact_key=secrets.token_hex(16),  # the 128-bit key: 32 hex
             slots=slots,
         )
         text = minimal_answer(capsule)

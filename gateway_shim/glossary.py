@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["GLOSSARY"]
+__all__ = ["GLOSSARY", "RETIRED_SHIPPED_IDS"]
 
 GLOSSARY: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -64,10 +64,26 @@ GLOSSARY: Final[Mapping[str, str]] = MappingProxyType(
         # texts are private: the operator adds them in the operator glossary
         # (gateway_shim.operator_glossary), never here. The decision is rendered
         # without a final period, each reason with one (the slot's rendering rule).
-        "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "순응도 근거 충돌로 조정 보류",
-        "P_DUAL_REASON_SAME_DAY_REVISION": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
-        "P_DUAL_REASON_RECALCULATE_FROM_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
+        # Their IDs are short (they are ours; the model echoes each one):
+        # `RETIRED_SHIPPED_IDS` below has the names earlier releases shipped.
+        "P_DUAL_DECISION_HOLD": "순응도 근거 충돌로 조정 보류",
+        "P_DUAL_REASON_EDIT": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
+        "P_DUAL_REASON_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
         # adaptive.physique.review_instruction (plan, verbatim).
         "A_OPERATOR_REVIEW_DECISION": "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요",
     }
 )
+
+# The dual IDs earlier releases shipped for the same public texts, each with the ID
+# that replaced it. They stay reserved: an operator glossary may never define one
+# (as before), and a shipped text takes its retired ID again in a glossary whose
+# operator file already uses the new one for a text of its own (a file written
+# before the rename, when that name was free): `gateway_shim.operator_glossary`.
+RETIRED_SHIPPED_IDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "P_DUAL_DECISION_HOLD",
+        "P_DUAL_REASON_SAME_DAY_REVISION": "P_DUAL_REASON_EDIT",
+        "P_DUAL_REASON_RECALCULATE_FROM_LATEST": "P_DUAL_REASON_LATEST",
+    }
+)
+assert set(RETIRED_SHIPPED_IDS.values()) <= set(GLOSSARY)

@@ -1,8 +1,13 @@
 """``identity.key`` and the opaque artifact key (design §8; plan "Outcome journal").
 
 ``artifact_key = HMAC-SHA256(identity.key, b"korean-expression-v4\\0" || fields)``
-where each field is a 4-byte big-endian length followed by its NFC UTF-8 bytes.
-The key is 32 random bytes, created once by the gateway (``O_EXCL``, 0600, no
+truncated to its first 128 bits (32 lower-case hex), where each field is a 4-byte
+big-endian length followed by its NFC UTF-8 bytes. Half the output is the
+truncation RFC 2104 recommends, and it halves the key's share of every answer
+(the model echoes it: docs/budget.md). The key is a prefix of the full hexdigest,
+so a key written by an earlier release (all 64 hex) names the same artifact as
+its first 32 hex (the worker's dedupe identity, `kexpr.spool.journal`).
+``identity.key`` is 32 random bytes, created once by the gateway (``O_EXCL``, 0600, no
 symlink) and checked on every read. Raw inputs (event, schedule, session IDs)
 never leave this process: only the HMAC does, and it is not reversible.
 """
@@ -22,6 +27,8 @@ from kexpr.spool.fsio import UnsafePath, UnsafeReason, create_private_file, read
 from kexpr.spool.layout import DataRoot
 
 KEY_BYTES: Final = 32
+# 128 bits of the HMAC-SHA-256 output, as lower-case hex.
+ARTIFACT_KEY_HEX: Final = 32
 DOMAIN: Final = b"korean-expression-v4\0"
 
 
@@ -52,7 +59,8 @@ def encode_fields(fields: Sequence[str]) -> bytes:
 def artifact_key(key: bytes, fields: Sequence[str]) -> str:
     if len(key) != KEY_BYTES:
         raise ValueError("identity key length")
-    return hmac.new(key, encode_fields(fields), hashlib.sha256).hexdigest()
+    digest = hmac.new(key, encode_fields(fields), hashlib.sha256).hexdigest()
+    return digest[:ARTIFACT_KEY_HEX]
 
 
 def new_request_id() -> str:

@@ -28,6 +28,13 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
    (the shipped texts come on top). IDs and
    texts are unique across the shipped entries and the file (a shipped ID or text
    may not be redefined); duplicate JSON keys are an error.
+3a. A file valid for an earlier release stays valid, meaning the same: the shipped
+   IDs are short since the model echoes each one (docs/budget.md), and the long
+   names earlier releases shipped (`gateway_shim.glossary.RETIRED_SHIPPED_IDS`)
+   stay reserved (no file could define them, none can). A file that uses a
+   current shipped ID for a text of its own (written when that name was free)
+   keeps it; that shipped text takes its retired ID in this glossary (it costs
+   more tokens: ``kexpr glossary check`` shows each ID's cost).
 4. The shim reads the data root's file with ``O_NOFOLLOW``, regular, owner/mode
    as the data root's other files (`kexpr.spool.fsio.read_private`), at most 64 KiB
    (`glossary_for_data_root`). A missing file means "shipped texts only"; any
@@ -59,7 +66,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
-from gateway_shim.glossary import GLOSSARY
+from gateway_shim.glossary import GLOSSARY, RETIRED_SHIPPED_IDS
 from kexpr.spool.contract import SAFE_STYLE_LEXEMES
 from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
 from kexpr.spool.fsio import UnsafePath, read_bounded, read_private
@@ -278,13 +285,35 @@ def parse_operator_glossary(data: bytes) -> DualGlossary:
     decisions = _family(document["decisions"], reasons=False)
     reasons = _family(document["reasons"], reasons=True)
     shipped = SHIPPED_DUAL_GLOSSARY
-    if any(i in shipped.entries for i in (*decisions, *reasons)):
+    taken = {*decisions, *reasons}
+    # Rule 3: a shipped ID may not be redefined, nor one an earlier release shipped.
+    # Rule 3a: a current shipped ID the file already uses for its own text is the
+    # file's; the shipped text takes back its retired ID.
+    if any(i in RETIRED_SHIPPED_IDS for i in taken):
         raise GlossaryError(GlossaryProblem.ID_DUPLICATE)
     return DualGlossary(
-        decisions={**shipped.decisions, **decisions},
-        reasons={**shipped.reasons, **reasons},
+        decisions={**_yield_taken(shipped.decisions, taken), **decisions},
+        reasons={**_yield_taken(shipped.reasons, taken), **reasons},
         operator=True,
     )
+
+
+_RETIRED_ID_OF: Final = {new: old for old, new in RETIRED_SHIPPED_IDS.items()}
+
+
+def _yield_taken(shipped: Mapping[str, str], taken: set[str]) -> dict[str, str]:
+    """``shipped`` with each ID the operator's file uses renamed to its retired ID
+    (Rule 3a). A shipped ID with no retired name is never yielded (it stays
+    ``ID_DUPLICATE``: no earlier file could have used it)."""
+    out: dict[str, str] = {}
+    for semantic_id, text in shipped.items():
+        if semantic_id in taken:
+            retired = _RETIRED_ID_OF.get(semantic_id)
+            if retired is None:
+                raise GlossaryError(GlossaryProblem.ID_DUPLICATE)
+            semantic_id = retired
+        out[semantic_id] = text
+    return out
 
 
 def load_operator_glossary(path: Path | str) -> DualGlossary:

@@ -10,9 +10,16 @@
                                data root's file mode (0600 / 0660).
 
 The format and the rules are `gateway_shim.operator_glossary`'s. Output is
-counts, a digest and enum problems only: never a text or an ID (IDs are
-public enum names, but a typo'd one is the operator's to read in their own
-file). Exit 0 valid / installed, 1 invalid, 2 unusable input (a file that is
+counts, a digest, enum problems and, for a valid file, each ID with what it
+costs: never a text. An ID is an enum name the operator chose (never customer
+content); the model echoes every ID a card uses in its answer, and each token is
+time the host waits (docs/budget.md), so the operator sees the price:
+``id_tokens`` (each ID's o200k_base tokens, `kexpr.spool.contract.budget.
+id_token_bound`: the budget module's own figures, no tokenizer here) and
+``dual_cards`` (for 0, 1, ... review reasons, the minimal answer's bound of the
+costliest card the glossary can make, and whether it fits the answer budget;
+a card that does not fit is shown canonical, with no call).
+Exit 0 valid / installed, 1 invalid, 2 unusable input (a file that is
 missing, not a regular file, empty or not UTF-8, a data root that is not one:
 the JSON line on stdout, and `kexpr.ops.inputs`'s one line on stderr).
 """
@@ -65,6 +72,45 @@ def _summary(glossary: DualGlossary) -> dict[str, object]:
         "operator_decisions": len(glossary.decisions) - len(shipped.decisions),
         "operator_reasons": len(glossary.reasons) - len(shipped.reasons),
         "digest": glossary.digest(),
+        **prices(glossary),
+    }
+
+
+def prices(glossary: DualGlossary) -> dict[str, object]:
+    """What each ID costs and which dual cards the glossary's IDs let fit."""
+    from gateway_shim.surfaces.dual import MAX_REVIEW_REASONS, review_slot_id
+    from kexpr.spool.contract import slot_policy
+    from kexpr.spool.contract.budget import (
+        ANSWER_BUDGET_TOKENS,
+        id_token_bound,
+        slots_token_bound,
+    )
+
+    def cost(semantic_id: str) -> int:
+        bound = id_token_bound(semantic_id)
+        return -1 if bound is None else bound
+
+    id_tokens = {i: cost(i) for i in glossary.ids()}
+    decision = max(sorted(glossary.decisions), key=cost)
+    reasons = sorted(glossary.reasons, key=lambda i: (-cost(i), i))
+    cards: list[dict[str, object]] = []
+    for n in range(MAX_REVIEW_REASONS + 1):
+        # The costliest card of n reasons: the costliest IDs (the dearest repeated
+        # when the glossary has fewer than n).
+        chosen = [reasons[k] if k < len(reasons) else reasons[0] for k in range(n)]
+        slots = (
+            slot_policy("adaptive.dual.judgment", (decision,)),
+            *(slot_policy(review_slot_id(k + 1), (r,)) for k, r in enumerate(chosen)),
+        )
+        bound = slots_token_bound("adaptive.dualcoachtest.card.v1", slots)
+        fits = bound is not None and bound <= ANSWER_BUDGET_TOKENS
+        cards.append({"reasons": n, "bound": bound, "fits": fits})
+        if not fits:
+            break
+    return {
+        "id_tokens": id_tokens,
+        "dual_cards": cards,
+        "answer_budget_tokens": ANSWER_BUDGET_TOKENS,
     }
 
 

@@ -48,6 +48,11 @@ Rule 4 — it prints verdicts, enum reasons and semantic IDs, never the message 
 Rule 5 — input is bounded: a regular file (a FIFO or device is refused) or standard
          input, at most `MAX_INPUT_BYTES`, not empty; lines are strict UTF-8 JSON
          objects with no duplicate keys.
+Rule 7 — the human (single-message, no ``--json``) form also prints what the answer
+         costs: each issued ID's o200k_base tokens and the bound of the capsule's
+         minimal answer against the answer budget (both from
+         `kexpr.spool.contract.budget`, no tokenizer), also for a message refused as
+         ``answer_budget``. The JSON answers stay Rule 1's.
 Rule 6 — the single-message form reads a daily/weekly body from a text file, and a
          text editor ends a saved file with one LF that the host's message never has
          (its messages end without a newline): exactly one final LF is dropped there.
@@ -102,6 +107,8 @@ class CheckResult:
     reason: str | None
     slots: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
     roundtrip: bool | None
+    # Rule 7: the bound of the capsule's minimal answer (not in the JSON answer).
+    answer_tokens: int | None = None
 
     def to_json_object(self) -> dict[str, object]:
         return {
@@ -115,8 +122,10 @@ class CheckResult:
         }
 
 
-def _ineligible(reason: str) -> CheckResult:
-    return CheckResult(eligible=False, reason=reason, slots=(), roundtrip=None)
+def _ineligible(reason: str, answer_tokens: int | None = None) -> CheckResult:
+    return CheckResult(
+        eligible=False, reason=reason, slots=(), roundtrip=None, answer_tokens=answer_tokens
+    )
 
 
 def _validate(request: object) -> Mapping[str, object]:
@@ -155,6 +164,7 @@ def check_request(request: object, glossary: DualGlossary | None = None) -> Chec
 
     surface = req["surface"]
     parsed: CanonicalSurface
+    bound: int | None = None
     try:
         if surface == DAILY:
             from gateway_shim.surfaces.daily import parse_daily
@@ -187,9 +197,10 @@ def check_request(request: object, glossary: DualGlossary | None = None) -> Chec
             )
             roundtrip = presented_host_text(parsed) == payload.get("text")
         # Issue 19: a body the shim would not send because its answer cannot arrive.
+        bound = parsed.answer_token_bound()
         parsed.require_answer_budget()
     except Ineligible as e:
-        return _ineligible(e.reason.value)
+        return _ineligible(e.reason.value, bound)
     slots = tuple(
         (
             slot.slot_id,
@@ -198,7 +209,9 @@ def check_request(request: object, glossary: DualGlossary | None = None) -> Chec
         )
         for slot in parsed.slots
     )
-    return CheckResult(eligible=True, reason=None, slots=slots, roundtrip=roundtrip)
+    return CheckResult(
+        eligible=True, reason=None, slots=slots, roundtrip=roundtrip, answer_tokens=bound
+    )
 
 
 # --- input --------------------------------------------------------------------------
@@ -239,13 +252,31 @@ def _json_line(result: CheckResult) -> str:
     return json.dumps(result.to_json_object(), ensure_ascii=False, separators=(",", ":"))
 
 
+def _answer_line(result: CheckResult) -> str:
+    """Rule 7: the minimal answer's bound against the budget."""
+    from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
+
+    if result.answer_tokens is None:
+        return "  answer: no bound"
+    verdict = "fits" if result.answer_tokens <= ANSWER_BUDGET_TOKENS else "does NOT fit"
+    return (
+        f"  answer: at most {result.answer_tokens} tokens (o200k_base) of the"
+        f" {ANSWER_BUDGET_TOKENS}-token budget: {verdict}"
+    )
+
+
 def _human(surface: str, result: CheckResult) -> str:
     if not result.eligible:
-        return f"{surface}: ineligible ({result.reason}) — the host's canonical text is used, no request"
+        line = f"{surface}: ineligible ({result.reason}) — the host's canonical text is used, no request"
+        return line if result.answer_tokens is None else f"{line}\n{_answer_line(result)}"
+    from kexpr.spool.contract.budget import id_token_bound
+
     lines = [f"{surface}: eligible"]
     for slot_id, predicates, actions in result.slots:
-        lines.append(f"  slot {slot_id}: {' '.join(predicates + actions)}")
+        priced = [f"{i} ({id_token_bound(i)} tokens)" for i in predicates + actions]
+        lines.append(f"  slot {slot_id}: {' '.join(priced)}")
     lines.append(f"  roundtrip: {'yes' if result.roundtrip else 'NO'}")
+    lines.append(_answer_line(result))
     return "\n".join(lines)
 
 

@@ -164,7 +164,10 @@ def _start(
             if not w.journal_ok:
                 raise _Quarantined
             w._retain_if_due(j)
-            if capsule.artifact_key in j.index.sealed:
+            # The artifact's identity is its key's first 32 hex, so a 64-hex key
+            # an earlier release journaled and this release's 32-hex key of the
+            # same artifact find each other here (`kexpr.spool.journal`).
+            if j.index.is_sealed(capsule.artifact_key):
                 # Attempted in a quarantined segment: never again (spool.journal).
                 w.counters.bump("already_attempted")
                 w._respond(
@@ -175,7 +178,7 @@ def _start(
                     version=version,
                 )
                 return None, None, None
-            existing = j.index.by_artifact.get(capsule.artifact_key)
+            existing = j.index.get(capsule.artifact_key)
             if existing is not None:
                 _answer_existing(w, rid, existing, version)
                 return None, None, None

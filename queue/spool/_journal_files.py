@@ -20,6 +20,7 @@ from kexpr.spool._journal_rows import (
     Finding,
     Index,
     JournalUnverified,
+    dedupe_key,
     segment_date,
 )
 from kexpr.spool._journal_verify import verify_segment_bytes
@@ -113,12 +114,12 @@ def seal(data: bytes, q: QuarantinedFile, index: Index) -> None:
     for aid, rec in scratch.by_attempt.items():
         if aid in index.by_attempt:
             continue
-        index.sealed[rec.artifact_key] = q.segment
+        index.sealed[dedupe_key(rec.artifact_key)] = q.segment
         if rec.outcome is None:
             index.sealed_open += 1
     m = _TORN_KEY.match(tail)
     if m is not None:
-        akey = m.group(1).decode("ascii")
-        if akey in index.by_artifact:
+        ident = dedupe_key(m.group(1).decode("ascii"))
+        if ident in index.by_artifact:
             raise JournalUnverified(Finding.DUPLICATE_ARTIFACT, q.segment)
-        index.sealed.setdefault(akey, q.segment)
+        index.sealed.setdefault(ident, q.segment)

@@ -35,8 +35,16 @@ HEX_DIGIT: Final = "[0-9a-f]"
 TS_HOUR: Final = "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}"
 TS_REST: Final = r":[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
 _TS = re.compile(TS_HOUR + TS_REST)
-# A torn canonical row that got past its first field (keys sort: artifact_key first).
-_TORN_KEY = re.compile(rb'\{"artifact_key":"([0-9a-f]{64})"')
+# A torn canonical row that got past its first field (keys sort: artifact_key first),
+# of either key length (`ARTIFACT_KEY_LENGTHS`).
+_TORN_KEY = re.compile(rb'\{"artifact_key":"([0-9a-f]{32}(?:[0-9a-f]{32})?)"')
+# An artifact key is 32 hex (128 bits of its HMAC, this release's shim) or 64 (the
+# whole HMAC, a row written before it). Both lengths stay valid: a journal keeps
+# 35 days of rows and is never rewritten (rule 5). The first 32 hex are the
+# artifact's identity (`dedupe_key`): an old 64-hex row and a new 32-hex request of
+# the same artifact are one artifact, attempted once.
+DEDUPE_KEY_HEX: Final = 32
+ARTIFACT_KEY_LENGTHS: Final = (32, 64)
 _SURFACES: Final = frozenset(
     {"daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"}
 )
@@ -64,6 +72,7 @@ class FieldFormat:
     kind: FieldKind
     values: tuple[str, ...] = ()  # CONST, ENUM: the values, sorted
     length: int = 0  # HEX: the number of digits
+    longer: int = 0  # HEX: another length it may have (0: none)
     by_state: bool = False
 
 
@@ -78,7 +87,9 @@ _TS_FORMAT: Final = FieldFormat(FieldKind.TIMESTAMP)
 # patterns are built from: a change here changes both.
 ROW_FORMAT: Final[Mapping[str, FieldFormat]] = MappingProxyType(
     {
-        "artifact_key": _HEX64_FORMAT,
+        "artifact_key": FieldFormat(
+            FieldKind.HEX, length=ARTIFACT_KEY_LENGTHS[0], longer=ARTIFACT_KEY_LENGTHS[1]
+        ),
         "attempt_id": FieldFormat(FieldKind.HEX, length=32),
         "deadline_at_utc": _TS_FORMAT,
         "finalized_at_utc": FieldFormat(FieldKind.TIMESTAMP, by_state=True),
@@ -97,10 +108,18 @@ ROW_FORMAT: Final[Mapping[str, FieldFormat]] = MappingProxyType(
 )
 ROW_FIELDS: Final = frozenset(ROW_FORMAT)
 assert list(ROW_FORMAT) == sorted(ROW_FORMAT) and len(ROW_FIELDS) == 13
-_HEX: Final[Mapping[int, re.Pattern[str]]] = {
-    f.length: re.compile(f"{HEX_DIGIT}{{{f.length}}}")
-    for f in ROW_FORMAT.values()
-    if f.kind is FieldKind.HEX
+
+
+def hex_pattern(fmt: FieldFormat, digit: str = HEX_DIGIT) -> str:
+    """The pattern of a HEX field's value: ``length`` digits, or ``longer``."""
+    one = f"{digit}{{{fmt.length}}}"
+    if not fmt.longer:
+        return one
+    return f"{one}(?:{digit}{{{fmt.longer - fmt.length}}})?"
+
+
+_HEX: Final[Mapping[FieldFormat, re.Pattern[str]]] = {
+    f: re.compile(hex_pattern(f)) for f in ROW_FORMAT.values() if f.kind is FieldKind.HEX
 }
 
 
@@ -114,7 +133,7 @@ def conforms(fmt: FieldFormat, value: object) -> bool:
     if not isinstance(value, str):
         return False
     if kind is FieldKind.HEX:
-        return _HEX[fmt.length].fullmatch(value) is not None
+        return _HEX[fmt].fullmatch(value) is not None
     return value in fmt.values  # CONST, ENUM
 
 
@@ -228,6 +247,13 @@ class AttemptRecord:
         return parse_ts(self.deadline_at_utc)
 
 
+def dedupe_key(artifact_key: str) -> str:
+    """The artifact's identity in the dedupe index: its key's first 32 hex, the
+    same for the 64-hex key an earlier release journaled and the 32-hex key of
+    this release's requests (`DEDUPE_KEY_HEX`)."""
+    return artifact_key[:DEDUPE_KEY_HEX]
+
+
 def _finalized(rec: AttemptRecord, outcome: Outcome) -> AttemptRecord:
     return AttemptRecord(
         attempt_id=rec.attempt_id,
@@ -264,8 +290,10 @@ def _count_open(index: Index, tails: Mapping[str, _Tail]) -> None:
 class Index:
     """The dedupe index: rebuilt from verified segments at start-up.
 
-    ``sealed`` maps an artifact key found in a quarantined file to that file's
-    day: attempted, outcome unknowable, never again callable (module docstring).
+    ``by_artifact`` and ``sealed`` are keyed by `dedupe_key` (a record keeps its
+    row's key as written). ``sealed`` maps an artifact found in a quarantined
+    file to that file's day: attempted, outcome unknowable, never again callable
+    (module docstring). Look keys up with `get`, `is_sealed` and `knows`.
     """
 
     by_artifact: dict[str, AttemptRecord] = field(default_factory=dict)
@@ -274,11 +302,19 @@ class Index:
     sealed_open: int = 0
 
     def put(self, rec: AttemptRecord) -> None:
-        self.by_artifact[rec.artifact_key] = rec
+        self.by_artifact[dedupe_key(rec.artifact_key)] = rec
         self.by_attempt[rec.attempt_id] = rec
 
+    def get(self, artifact_key: str) -> AttemptRecord | None:
+        """The attempt of this artifact in the window, whatever its key length."""
+        return self.by_artifact.get(dedupe_key(artifact_key))
+
+    def is_sealed(self, artifact_key: str) -> bool:
+        return dedupe_key(artifact_key) in self.sealed
+
     def knows(self, artifact_key: str) -> bool:
-        return artifact_key in self.by_artifact or artifact_key in self.sealed
+        ident = dedupe_key(artifact_key)
+        return ident in self.by_artifact or ident in self.sealed
 
     def open_attempts(self) -> Iterator[AttemptRecord]:
         return (r for r in self.by_attempt.values() if r.outcome is None)
@@ -287,8 +323,9 @@ class Index:
         """Forget a removed segment's attempts (retention: dedupe is per window)."""
         for rec in [r for r in self.by_attempt.values() if r.segment == segment]:
             del self.by_attempt[rec.attempt_id]
-            if self.by_artifact.get(rec.artifact_key) is rec:
-                del self.by_artifact[rec.artifact_key]
+            ident = dedupe_key(rec.artifact_key)
+            if self.by_artifact.get(ident) is rec:
+                del self.by_artifact[ident]
         for akey in [k for k, day in self.sealed.items() if day == segment]:
             del self.sealed[akey]
 

@@ -12,7 +12,7 @@ import marshal
 import os
 from typing import TYPE_CHECKING, Final
 
-from kexpr.spool._journal_rows import Index, JournalUnverified, _count_open, _Tail
+from kexpr.spool._journal_rows import Index, JournalUnverified, _count_open, _Tail, dedupe_key
 from kexpr.spool._journal_verify import _MODE_BY_VALUE, _OUTCOME_OR_OPEN, _record
 from kexpr.spool.fsio import UnsafePath, open_read
 
@@ -103,7 +103,7 @@ def adopt(j: Journal, blob: bytes) -> bool:
                 rec = record(
                     aid, akey, surface, modes[mode], started, deadline, segment, outcomes[outcome]
                 )
-                by_attempt[aid] = by_artifact[akey] = rec
+                by_attempt[aid] = by_artifact[dedupe_key(akey)] = rec
             new_tails = {
                 seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails
             }

@@ -17,6 +17,7 @@ from dataclasses import fields
 from typing import Any, Final
 
 from kexpr.spool._journal_rows import (
+    DEDUPE_KEY_HEX,
     HEX_DIGIT,
     ROW_FORMAT,
     TS_HOUR,
@@ -30,6 +31,7 @@ from kexpr.spool._journal_rows import (
     State,
     _is_ts,
     _slow_row,
+    hex_pattern,
 )
 from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
 
@@ -67,6 +69,7 @@ def verify_segment_bytes(
     hours, hour_ok = _HOURS, _hour_ok
     by_attempt, by_artifact, sealed = index.by_attempt, index.by_artifact, index.sealed
     legal, modes, record = _LEGAL_TERMINAL, _MODE_BY_VALUE, _record
+    ident_hex = DEDUPE_KEY_HEX
     new_record = object.__new__
     (
         set_aid,
@@ -80,7 +83,7 @@ def verify_segment_bytes(
     ) = _RECORD_SLOTS
     # Single start rows the fast path accepted but has not folded into `local` /
     # `index` yet: attempt_id -> [artifact_key, surface, mode, started, deadline,
-    # outcome], and their artifact keys. `_fold` makes one record per attempt in
+    # outcome], and their artifacts' identities (`dedupe_key`). `_fold` makes one record per attempt in
     # start order (the reference's insertion order) before the reference judges a
     # row, and at the end; until then these ids and keys are absent from `index`.
     pending: dict[str, list[Any]] = {}
@@ -128,9 +131,10 @@ def verify_segment_bytes(
                 and (hours.get(fin_h) or hour_ok(fin_h))
                 and aid not in pending
                 and aid not in by_attempt
-                and akey not in keys
-                and akey not in by_artifact
-                and akey not in sealed
+                # The artifact's identity (`dedupe_key`): its key's first 32 hex.
+                and (ident := akey[:ident_hex]) not in keys
+                and ident not in by_artifact
+                and ident not in sealed
                 # The rows are canonical, so each digest body (the canonical row
                 # without row_digest) is the line without its row_digest member.
                 and sha256(data[pos:cut] + data[cut + _DIGEST_MEMBER : mid - 1]).hexdigest()
@@ -140,7 +144,7 @@ def verify_segment_bytes(
             ):
                 if pending:
                     pending[aid] = [akey, surface, mode, started, deadline, done]
-                    keys.add(akey)
+                    keys.add(ident)
                 else:  # `_record`, inlined: the hot path
                     rec = new_record(AttemptRecord)
                     set_aid(rec, aid)
@@ -151,7 +155,7 @@ def verify_segment_bytes(
                     set_deadline(rec, deadline)
                     set_segment(rec, segment)
                     set_outcome(rec, done)
-                    local[aid] = by_attempt[aid] = by_artifact[akey] = rec
+                    local[aid] = by_attempt[aid] = by_artifact[ident] = rec
                 seq, prev, pos = seq + 2, digest2, end
                 continue
         m = match_row(text, pos)
@@ -187,12 +191,12 @@ def verify_segment_bytes(
                         and (hours.get(deadline_h) or hour_ok(deadline_h))
                         and aid not in pending
                         and aid not in by_attempt
-                        and akey not in keys
-                        and akey not in by_artifact
-                        and akey not in sealed
+                        and (ident := akey[:ident_hex]) not in keys
+                        and ident not in by_artifact
+                        and ident not in sealed
                     ):
                         pending[aid] = [akey, surface, mode, started, deadline, None]
-                        keys.add(akey)
+                        keys.add(ident)
                         seq, prev, pos = seq + 1, digest, end
                         continue
                 elif (
@@ -234,7 +238,7 @@ def verify_segment_bytes(
                             segment,
                             done,
                         )
-                        local[aid] = by_attempt[aid] = by_artifact[akey] = rec
+                        local[aid] = by_attempt[aid] = by_artifact[akey[:ident_hex]] = rec
                         seq, prev, pos = seq + 1, digest, end
                         continue
         # Not a row the fast path vouches for: the reference judges it.
@@ -261,7 +265,7 @@ def _fold(
     by_attempt, by_artifact = index.by_attempt, index.by_artifact
     for aid, (akey, surface, mode, started, deadline, outcome) in pending.items():
         rec = record(aid, akey, surface, modes[mode], started, deadline, segment, outcome)
-        local[aid] = by_attempt[aid] = by_artifact[akey] = rec
+        local[aid] = by_attempt[aid] = by_artifact[akey[:DEDUPE_KEY_HEX]] = rec
     pending.clear()
     keys.clear()
 
@@ -303,7 +307,7 @@ def _value(
     none a line break."""
     fmt = ROW_FORMAT[name]
     if fmt.kind is FieldKind.HEX:
-        inner = f"{'.' if compared else HEX_DIGIT}{{{fmt.length}}}"
+        inner = hex_pattern(fmt, "." if compared else HEX_DIGIT)
     elif fmt.kind is FieldKind.TIMESTAMP:
         inner = f"({TS_HOUR}){TS_REST}"
     elif fmt.kind is FieldKind.COUNT:

@@ -12,9 +12,14 @@ the whole-root audit and the operator's torn-tail command `kexpr.spool._journal_
    from 1 within a segment; the first ``previous_row_digest`` is 64 zeroes, every
    later one is the previous row's ``row_digest``; ``row_digest`` is SHA-256 of the
    canonical row without ``row_digest``.
+2a. ``artifact_key`` is 32 hex (this release) or 64 hex (a row an earlier
+   release wrote: the whole HMAC). Both verify; an artifact's identity is its
+   key's first 32 hex (`dedupe_key`), so one artifact is one artifact whatever
+   length its rows carry (rule 3), across restarts, sealing and retention.
 3. A terminal row goes into the segment of its start row (even across midnight),
    copies ``started_at_utc`` and ``deadline_at_utc`` verbatim, and there is at most
-   one per attempt. One artifact has at most one attempt, ever.
+   one per attempt, with its start row's ``artifact_key`` as written. One artifact
+   has at most one attempt, ever.
 4. Every append happens under the ``journal.lock`` flock (`kexpr.spool.fsio`, never
    unlinked) and is fsynced before the lock is released; ``attempt_started`` is on
    disk before the one wire request is made. An append first checks that the
@@ -77,6 +82,8 @@ from kexpr.spool._journal_files import (
     segment_names,
 )
 from kexpr.spool._journal_rows import (
+    ARTIFACT_KEY_LENGTHS,
+    DEDUPE_KEY_HEX,
     JOURNAL_SCHEMA,
     MAX_ROW_BYTES,
     MAX_SEGMENT_BYTES,
@@ -93,6 +100,7 @@ from kexpr.spool._journal_rows import (
     _finalized,
     _Tail,
     canonical_json,
+    dedupe_key,
     format_ts,
     parse_ts,
     retention_cutoff,
@@ -517,6 +525,8 @@ from kexpr.spool._journal_audit import (  # noqa: E402 - needs `Journal` defined
 )
 
 __all__ = [
+    "ARTIFACT_KEY_LENGTHS",
+    "DEDUPE_KEY_HEX",
     "EVENT_OUTCOMES",
     "JOURNAL_SCHEMA",
     "MAX_ROW_BYTES",
@@ -545,6 +555,7 @@ __all__ = [
     "UnsafeReason",
     "audit_journal",
     "canonical_json",
+    "dedupe_key",
     "format_ts",
     "parse_ts",
     "retention_cutoff",

@@ -23,12 +23,20 @@ the two sides promise each other, so it changes when a promise does:
 - ``kexpr-spool-v1``: the release before the attempt lifecycle. Its shim
   *deletes* an accepted response when it reads it, so a missing accepted
   response does not mean the call died; only a report proves what the host did.
-- ``kexpr-spool-v2`` (`SPOOL_VERSION`, what this release writes): the shim
-  leaves an accepted response in place; the worker removes it once the
-  attempt's terminal row is durable (``kexpr.spool.lifecycle`` rule 3).
+- ``kexpr-spool-v2``: the shim leaves an accepted response in place; the
+  worker removes it once the attempt's terminal row is durable
+  (``kexpr.spool.lifecycle`` rule 3).
+- ``kexpr-spool-v3`` (`SPOOL_VERSION`, what this release writes): v2's promises,
+  and the request's capsule carries the 128-bit artifact key (32 hex,
+  `gateway_shim.identity`). A v1/v2 request carries the whole 64-hex HMAC;
+  the key's length is part of the version (`KEY_HEX_FOR_VERSION`), so a request
+  whose key does not match its version is malformed. The worker serves a v1/v2
+  request's capsule as it is (the old shim judges the model's echo against its
+  own 64-hex key) and dedupes it by the first 32 hex, the identity both lengths
+  share (`kexpr.spool.journal`).
 
-Every model reads both (`KNOWN_SPOOL_VERSIONS`); the worker answers a request
-in the version it was written in, so an old shim can parse its answer. A file
+Every model reads all three (`KNOWN_SPOOL_VERSIONS`); the worker answers a
+request in the version it was written in, so an old shim can parse its answer. A file
 that names a version this release does not know (a newer one) is refused with
 `UnknownSpoolVersion`, never read as ours; the worker keeps such a report for
 the worker that knows it (`kexpr.worker.reports`).
@@ -38,19 +46,39 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated, Final, Literal, TypeAlias, get_args
+from typing import Annotated, Final, Literal, Self, TypeAlias, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
-from kexpr.spool.contract import Capsule, Composition
+from kexpr.spool.contract import (
+    ARTIFACT_KEY_HEX,
+    LEGACY_ARTIFACT_KEY_HEX,
+    Capsule,
+    Composition,
+)
 from kexpr.spool.contract._strictjson import StrictJsonError, read_object
 from kexpr.spool.journal import canonical_json
 from kexpr.spool.outcomes import ReportOutcome, ResponseOutcome
 
-SpoolVersion: TypeAlias = Literal["kexpr-spool-v1", "kexpr-spool-v2"]
+SpoolVersion: TypeAlias = Literal["kexpr-spool-v1", "kexpr-spool-v2", "kexpr-spool-v3"]
 SPOOL_V1: Final = "kexpr-spool-v1"
-SPOOL_VERSION: Final = "kexpr-spool-v2"
+SPOOL_V2: Final = "kexpr-spool-v2"
+SPOOL_VERSION: Final = "kexpr-spool-v3"
 KNOWN_SPOOL_VERSIONS: Final = frozenset(get_args(SpoolVersion))
+# The artifact key's length in a request of each version.
+KEY_HEX_FOR_VERSION: Final = {
+    SPOOL_V1: LEGACY_ARTIFACT_KEY_HEX,
+    SPOOL_V2: LEGACY_ARTIFACT_KEY_HEX,
+    SPOOL_VERSION: ARTIFACT_KEY_HEX,
+}
+assert set(KEY_HEX_FOR_VERSION) == KNOWN_SPOOL_VERSIONS
 # A version word of this protocol's shape that this release does not know.
 _VERSION_SHAPE: Final = re.compile(r"kexpr-spool-v[0-9]{1,6}")
 MAX_MESSAGE_BYTES: Final = 64 * 1024
@@ -92,6 +120,12 @@ class SpoolRequest(_Strict):
         # The contract validates its own documents (JSON arrays -> tuples, every
         # capsule rule); a CapsuleError is a ValueError, so it fails this model.
         return value if isinstance(value, Capsule) else Capsule.from_object(value)
+
+    @model_validator(mode="after")
+    def _key_of_its_version(self) -> Self:
+        if len(self.capsule.artifact_key) != KEY_HEX_FOR_VERSION[self.spool_version]:
+            raise ValueError("artifact_key length")
+        return self
 
 
 class SpoolResponse(_Strict):

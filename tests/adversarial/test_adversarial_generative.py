@@ -271,7 +271,7 @@ _DOC_CAPSULES = [
     capsule(
         "adaptive.dualcoachtest.card.v1",
         DUAL_J,
-        slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_SAME_DAY_REVISION"]),
+        slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"]),
     ),
 ]
 

@@ -1,9 +1,11 @@
 """The real o200k_base encoding, every shipped capsule shape, and the pinned table of
 `kexpr.spool.contract.budget` (issue 19).
 
-Run as a script to print `queue/spool/contract/_budget_table.py` anew:
+Run as a script to print `queue/spool/contract/_budget_table.py` anew (through a
+temporary file: the script imports the table it replaces):
 
-    .venv/bin/python tests/contract/budget_support.py > queue/spool/contract/_budget_table.py
+    .venv/bin/python tests/contract/budget_support.py > /tmp/t.py \
+      && mv /tmp/t.py queue/spool/contract/_budget_table.py
 
 tests/contract/test_budget.py checks that the pinned file is exactly what this prints.
 """
@@ -91,6 +93,12 @@ def computed_table() -> dict[str, int]:
     for surface, slots in shipped_shapes(max_reasons=2):
         pieces.update(_split(_answer(surface, _KEY_STAND_IN, slots)))
     pieces.update(SAFE_STYLE_LEXEMES)
+    # The dual IDs earlier releases shipped: an old shim's capsules and a glossary
+    # whose file took a new shipped ID still carry them (issue 27).
+    from gateway_shim.glossary import RETIRED_SHIPPED_IDS
+
+    for retired in RETIRED_SHIPPED_IDS:
+        pieces.update(_split(retired))
     pieces.discard(_KEY_STAND_IN)
     return {p: n for p in sorted(pieces) if (n := count(p)) < len(p.encode("utf-8"))}
 
@@ -112,7 +120,9 @@ def render_table() -> str:
         "    {",
     ]
     for piece, n in computed_table().items():
-        lines.append(f"        {piece!r}: {n},")
+        # As ruff format writes it: double quotes unless the piece holds one.
+        quoted = repr(piece) if '"' in piece or "\\" in piece else f'"{piece}"'
+        lines.append(f"        {quoted}: {n},")
     lines += ["    }", ")", ""]
     return "\n".join(lines)
 

@@ -31,9 +31,9 @@ PHYSIQUE = capsule("adaptive.physique.card.v1", PHYSIQUE_SLOT)
 WEEKLY = capsule("weekly.v1", WEEKLY_PP, WEEKLY_RATIONALE_A)
 DUAL = capsule(
     "adaptive.dualcoachtest.card.v1",
-    slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD"]),
-    slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_SAME_DAY_REVISION"]),
-    slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_RECALCULATE_FROM_LATEST"]),
+    slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD"]),
+    slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"]),
+    slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
 )
 
 # A valid generated_ko per capsule above, slot by slot.

@@ -19,12 +19,14 @@ from kexpr.spool.contract.budget import (
     FASTEST_TOKENS_PER_S,
     FIRST_TOKEN_S,
     KEY_TOKENS_MAX,
+    LEGACY_KEY_TOKENS_MAX,
     MAX_COMPLETION_TOKENS,
     MINIMAL_LEXEME,
     SDK_TIMEOUT_S,
     TIME_BUDGET_TOKENS,
     _split,
     answer_token_bound,
+    id_token_bound,
     min_answer_seconds,
     minimal_answer,
     slots_token_bound,
@@ -34,10 +36,19 @@ from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_
 SHAPES = list(shipped_shapes())
 DUAL = "adaptive.dualcoachtest.card.v1"
 HEX = "0123456789abcdef"
-# Keys that stress the split: one pre-token per character (the worst case, 64), long
+# Keys that stress the split: one pre-token per character (the worst case, 32), long
 # letter and digit runs, and the boundaries (a letter or a digit first and last).
-EDGE_KEYS = ("a1" * 32, "1a" * 32, "0" * 64, "f" * 64, "abcdef" * 10 + "0123", "9" + "e" * 63)
-keys = st.text(alphabet=HEX, min_size=64, max_size=64)
+# Issue 27: the key is 128 bits (32 hex); an older shim's request still carries 64.
+EDGE_KEYS = ("a1" * 16, "1a" * 16, "0" * 32, "f" * 32, "abcdef" * 5 + "01", "9" + "e" * 31)
+LEGACY_EDGE_KEYS = (
+    "a1" * 32,
+    "1a" * 32,
+    "0" * 64,
+    "f" * 64,
+    "abcdef" * 10 + "0123",
+    "9" + "e" * 63,
+)
+keys = st.text(alphabet=HEX, min_size=32, max_size=32)
 DERANDOMIZED = settings(derandomize=True, max_examples=300, deadline=None)
 
 
@@ -57,7 +68,7 @@ def test_the_worker_sends_the_budgets_numbers() -> None:
 
 
 def test_the_pinned_table_is_the_real_encodings() -> None:
-    # Regenerate with: .venv/bin/python tests/contract/budget_support.py > queue/spool/contract/_budget_table.py
+    # Regenerate: budget_support.py > /tmp/t.py && mv /tmp/t.py queue/spool/contract/_budget_table.py
     assert dict(PRETOKEN_TOKENS) == computed_table()
 
 
@@ -69,7 +80,18 @@ def test_the_minimal_lexeme_is_the_cheapest() -> None:
     )
 
 
-@pytest.mark.parametrize("key", EDGE_KEYS + tuple(secrets.token_hex(32) for _ in range(3)))
+def test_the_key_bound_is_the_128_bit_keys_worst_case() -> None:
+    """Issue 27 item 3: 32 hex, at most one o200k_base token each (today's key);
+    an older shim's 64-hex key, 64."""
+    assert (KEY_TOKENS_MAX, LEGACY_KEY_TOKENS_MAX) == (32, 64)
+    assert count("a1" * 16) == KEY_TOKENS_MAX and count("a1" * 32) == LEGACY_KEY_TOKENS_MAX
+    assert max(count(secrets.token_hex(16)) for _ in range(200)) <= KEY_TOKENS_MAX
+
+
+@pytest.mark.parametrize(
+    "key",
+    EDGE_KEYS + LEGACY_EDGE_KEYS + tuple(secrets.token_hex(n) for n in (16, 16, 32)),
+)
 def test_every_shipped_shape_is_bounded_and_its_minimal_answer_valid(key: str) -> None:
     for surface, slots in SHAPES:
         c = capsule(surface, slots, key)
@@ -82,15 +104,21 @@ def test_every_shipped_shape_is_bounded_and_its_minimal_answer_valid(key: str) -
         # Tight: the only slack is the key counted at its worst case.
         # (The key's pre-tokens are those of the key alone: quotes bound them.)
         key_tokens = sum(count(p) for p in _split(key))
-        assert bound - exact == KEY_TOKENS_MAX - key_tokens
+        assert bound - exact == len(key) - key_tokens  # one token per hex at most
+        # The shim's verdict (before any key exists) is the 32-hex key's.
+        if len(key) == 32:
+            assert bound == slots_token_bound(surface, slots)
+        else:
+            assert bound == slots_token_bound(surface, slots) + 32  # type: ignore[operator]
         verdict = judge(c, answer)
         assert verdict.verdict is Verdict.ACCEPTED
 
 
 def test_the_worst_key_reaches_the_key_bound() -> None:
     surface, slots = SHAPES[0]
-    c = capsule(surface, slots, "a1" * 32)
-    assert answer_token_bound(c) == count(minimal_answer(c))
+    for key in ("a1" * 16, "a1" * 32):
+        c = capsule(surface, slots, key)
+        assert answer_token_bound(c) == count(minimal_answer(c))
 
 
 @DERANDOMIZED
@@ -135,22 +163,47 @@ def test_the_bound_holds_for_operator_ids_of_any_length(
 
 
 def test_which_shipped_shapes_fit() -> None:
-    """The budget's verdict per shape (docs/budget.md's table): every daily, weekly and
-    physique capsule fits; a dual card fits with up to two review reasons always, with
-    three for most reason texts, and never with four or more."""
+    """The budget's verdict per shape (docs/budget.md's table), exactly. Issue 27: with
+    the 128-bit key and the short shipped dual IDs, every daily, weekly and physique
+    capsule fits, and a dual card with up to FOUR review reasons always fits (before:
+    two always, three for most reason texts, four never); five or more never do."""
     fits: dict[tuple[str, int], set[bool]] = {}
     for surface, slots in SHAPES:
         bound = slots_token_bound(surface, slots)
         assert bound is not None
         fits.setdefault((surface, len(slots)), set()).add(bound <= ANSWER_BUDGET_TOKENS)
-    assert fits[("daily.v1", 1)] == {True}
-    assert fits[("weekly.v1", 2)] == {True}
-    assert fits[("adaptive.physique.card.v1", 1)] == {True}
-    for reasons in (0, 1, 2):
-        assert fits[(DUAL, 1 + reasons)] == {True}
-    assert True in fits[(DUAL, 4)]
-    for reasons in range(4, 10):
-        assert fits[(DUAL, 1 + reasons)] == {False}
+    expected = {
+        ("daily.v1", 1): {True},
+        ("weekly.v1", 2): {True},
+        ("adaptive.physique.card.v1", 1): {True},
+        **{(DUAL, 1 + reasons): {reasons <= 4} for reasons in range(10)},
+    }
+    assert fits == expected
+
+
+def test_the_shipped_dual_ids_are_short() -> None:
+    """Issue 27 item 2: the shipped dual IDs (ours; the plan fixes the prefixes) cost
+    7, 5 and 6 o200k_base tokens, each the measured cheapest of its candidates, and
+    `id_token_bound` is their exact cost."""
+    from gateway_shim.glossary import RETIRED_SHIPPED_IDS
+
+    costs = {new: count(new) for new in RETIRED_SHIPPED_IDS.values()}
+    assert costs == {"P_DUAL_DECISION_HOLD": 7, "P_DUAL_REASON_EDIT": 5, "P_DUAL_REASON_LATEST": 6}
+    for old, new in RETIRED_SHIPPED_IDS.items():
+        assert count(new) < count(old)
+        assert id_token_bound(new) == count(new) and id_token_bound(old) == count(old)
+    for candidate in ("P_DUAL_DECISION_ADHERENCE_HOLD", "P_DUAL_DECISION_CONFLICT"):
+        assert count(candidate) >= costs["P_DUAL_DECISION_HOLD"]
+    for candidate in ("P_DUAL_REASON_REVISED", "P_DUAL_REASON_REVISION"):
+        assert count(candidate) > costs["P_DUAL_REASON_EDIT"]
+    assert count("P_DUAL_REASON_RECALC") > costs["P_DUAL_REASON_LATEST"]
+
+
+@DERANDOMIZED
+@given(ident=st.one_of(operator_decisions, operator_reasons))
+def test_id_token_bound_bounds_any_operator_id(ident: str) -> None:
+    bound = id_token_bound(ident)
+    assert bound is not None and bound >= count(ident)
 
 
 def test_no_bound_outside_the_alphabet() -> None:

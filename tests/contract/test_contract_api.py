@@ -29,7 +29,7 @@ from kexpr.spool.contract import (
 def test_exported_members() -> None:
     assert sorted(contract.__all__) == sorted(
         [
-            "ALL_SEMANTIC_IDS", "CONTRACT_VERSION", "MANIFEST", "MAX_NESTING", "MAX_RESPONSE_BYTES",
+            "ALL_SEMANTIC_IDS", "ARTIFACT_KEY_HEX", "CONTRACT_VERSION", "LEGACY_ARTIFACT_KEY_HEX", "MANIFEST", "MAX_NESTING", "MAX_RESPONSE_BYTES",
             "REASON_VERDICT", "SAFE_STYLE_LEXEMES", "SURFACES", "Capsule", "CapsuleError",
             "CapsuleReason", "Composition", "Judgement", "Reason", "ResponseSlot",
             "SlotManifest", "SlotPolicy", "Verdict", "check_generated", "judge",

@@ -306,7 +306,7 @@ def test_slot_policy_builds_canonical_order_and_limits() -> None:
     assert policy.required_placeholder_tokens == ("[[P:01]]", "[[A:01]]")
     assert (policy.max_generated_chars, policy.max_style_lexemes) == (220, 16)
     assert policy.semantic_ids == ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL")
-    review = slot_policy("adaptive.dual.review.9", ("P_DUAL_REASON_SAME_DAY_REVISION",))
+    review = slot_policy("adaptive.dual.review.9", ("P_DUAL_REASON_EDIT",))
     assert (review.max_generated_chars, review.max_style_lexemes) == (128, 10)
 
 
@@ -319,7 +319,7 @@ def test_slot_policy_builds_canonical_order_and_limits() -> None:
         ("daily.status", ["P_DAILY_COMPLETE", "P_DAILY_COMPLETE"], R.IDS_NOT_IN_MANIFEST),
         ("weekly.interpretation", ["P_WEEKLY_IN_GOAL"], R.IDS_NOT_IN_MANIFEST),
         ("weekly.rationale", ["A_OPERATOR_REVIEW_DECISION"], R.IDS_NOT_IN_MANIFEST),
-        ("adaptive.dual.judgment", ["P_DUAL_REASON_SAME_DAY_REVISION"], R.IDS_NOT_IN_MANIFEST),
+        ("adaptive.dual.judgment", ["P_DUAL_REASON_EDIT"], R.IDS_NOT_IN_MANIFEST),
     ],
 )
 def test_slot_policy_refuses_what_the_manifest_does_not_allow(
@@ -368,15 +368,15 @@ def test_manifest_is_the_plan_table() -> None:
         ),
         "adaptive.dual.judgment": (
             "adaptive.dualcoachtest.card.v1",
-            (("P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",),),
+            (("P_DUAL_DECISION_HOLD",),),
             128,
             10,
         ),
         "adaptive.dual.review.N": (
             "adaptive.dualcoachtest.card.v1",
             (
-                ("P_DUAL_REASON_SAME_DAY_REVISION",),
-                ("P_DUAL_REASON_RECALCULATE_FROM_LATEST",),
+                ("P_DUAL_REASON_EDIT",),
+                ("P_DUAL_REASON_LATEST",),
             ),
             128,
             10,

@@ -56,7 +56,7 @@ def journal(tmp_path: Path) -> Journal:
 def _start(j: Journal, n: int, at: dt.datetime = T0):  # type: ignore[no-untyped-def]
     with j.locked():
         return j.append_start(
-            artifact_key=f"{n:064x}",
+            artifact_key=f"{n:032x}",
             surface="daily.v1",
             mode=Mode.SHADOW,
             attempt_id=f"{n:032x}",
@@ -115,7 +115,7 @@ def test_a_failed_start_row_is_undone_and_the_journal_still_verifies(
     assert _segment(journal).read_bytes() == before
     assert Journal(journal._root).load().by_attempt.keys() == {f"{1:032x}"}
     # Nothing was indexed and the writer continues the same segment.
-    assert f"{2:064x}" not in journal.index.by_artifact
+    assert f"{2:032x}" not in journal.index.by_artifact
     _start(journal, 2)
     rec = journal.index.by_attempt[f"{1:032x}"]
     with journal.locked():
@@ -179,7 +179,7 @@ def _request(root: DataRoot, n: int) -> str:
         capsule=Capsule(
             schema_version="korean-expression-v4",
             surface="daily.v1",
-            artifact_key=f"{n:064x}",
+            artifact_key=f"{n:032x}",
             slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
         ),
     )
@@ -271,7 +271,7 @@ j = Journal(DataRoot(sys.argv[1])); j.load()
 t = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 def start(n):
     with j.locked():
-        j.append_start(artifact_key=f"{n:064x}", surface="daily.v1", mode=Mode.SHADOW,
+        j.append_start(artifact_key=f"{n:032x}", surface="daily.v1", mode=Mode.SHADOW,
                        attempt_id=f"{n:032x}", started_at=t,
                        deadline_at_utc=format_ts(t + dt.timedelta(seconds=4)))
 # Rows until the next one cannot fit in the segment's last page (rows are

@@ -44,7 +44,7 @@ def small_cap(monkeypatch: pytest.MonkeyPatch) -> int:
 def _start(j: Journal, n: int):  # type: ignore[no-untyped-def]
     with j.locked():
         return j.append_start(
-            artifact_key=f"{n:064x}",
+            artifact_key=f"{n:032x}",
             surface="adaptive.dualcoachtest.card.v1",
             mode=Mode.ENABLED,
             attempt_id=f"{n:032x}",
@@ -131,7 +131,7 @@ def test_the_worker_refuses_new_attempts_canonical_and_status_says_why(
     w = make_worker(root, provider, clock, env)
     answers = []
     for n in range(1, 40):
-        r = submit(root, clock, akey=f"{n:064x}", rid=rid(n), mode="enabled")
+        r = submit(root, clock, akey=f"{n:032x}", rid=rid(n), mode="enabled")
         w.handle_claimed(f"{r}.json")
         answers.append(response(root, r))
         if answers[-1].outcome is Outcome.JOURNAL_UNAVAILABLE:

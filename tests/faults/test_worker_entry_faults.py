@@ -65,9 +65,9 @@ def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
 ) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
-    bad = submit(root, clock, akey="b" * 64, rid=rid(1))
+    bad = submit(root, clock, akey="b" * 32, rid=rid(1))
     _as_request(root, f"{bad}.json")
-    good = submit(root, clock, akey="c" * 64, rid=rid(2))
+    good = submit(root, clock, akey="c" * 32, rid=rid(2))
     _as_request(root, f"{good}.json")
     # Planted by a process with the gateway's UID: a directory where the claim goes.
     os.mkdir(root.claimed / f"{bad}.json", 0o700)
@@ -75,7 +75,7 @@ def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
     r = response(root, bad)
     assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
     assert response(root, good).status is ResponseStatus.ACCEPTED
-    assert len(provider.calls) == 1 and provider.calls[0]["artifact_key"] == "c" * 64
+    assert len(provider.calls) == 1 and provider.calls[0]["artifact_key"] == "c" * 32
     assert w.counters.faults.get("claim_failed") == 1
     assert not (root.requests / f"{bad}.json").exists()
     # The planted directory is counted once, then skipped while it stays.
@@ -91,9 +91,9 @@ def test_eio_on_one_claim_rename_answers_that_request_canonical(
 ) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
-    bad = submit(root, clock, akey="b" * 64, rid=rid(1))
+    bad = submit(root, clock, akey="b" * 32, rid=rid(1))
     _as_request(root, f"{bad}.json")
-    good = submit(root, clock, akey="c" * 64, rid=rid(2))
+    good = submit(root, clock, akey="c" * 32, rid=rid(2))
     _as_request(root, f"{good}.json")
     real_claim = scan.claim
 
@@ -261,9 +261,9 @@ def test_a_planted_claim_directory_does_not_crash_loop_the_real_worker(
         root = w.root
         pid = json.loads(root.status_file.read_bytes())["pid"]
         os.mkdir(root.claimed / f"{rid(1)}.json", 0o700)
-        publish(root.tmp, root.requests / f"{rid(1)}.json", _request_bytes("b" * 64, rid(1)))
+        publish(root.tmp, root.requests / f"{rid(1)}.json", _request_bytes("b" * 32, rid(1)))
         assert _wait_file(root.responses / f"{rid(1)}.json")
-        publish(root.tmp, root.requests / f"{rid(2)}.json", _request_bytes("c" * 64, rid(2)))
+        publish(root.tmp, root.requests / f"{rid(2)}.json", _request_bytes("c" * 32, rid(2)))
         assert _wait_file(root.responses / f"{rid(2)}.json")
         got = json.loads((root.responses / f"{rid(2)}.json").read_bytes())
         assert got["status"] == "accepted"

@@ -103,7 +103,7 @@ def test_a_summary_without_the_workers_figures_does_not_pass() -> None:
     case = CASES[0]
     results = {
         "candidates": [
-            {"surface": case.surface, "artifact_key": f"{i:064x}", "outcome": "shadow_selected"}
+            {"surface": case.surface, "artifact_key": f"{i:032x}", "outcome": "shadow_selected"}
             for i in range(2)
         ],
         "log_records": [],

@@ -29,6 +29,30 @@ def test_check_valid_file(tmp_path: Path) -> None:
     done = kexpr("glossary", "check", _file(tmp_path, GLOSSARY))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
+    # Issue 27 item 2: each ID's price (the budget module's bound) and, per number
+    # of review reasons, the costliest card's minimal answer against the budget.
+    from kexpr.spool.contract import slot_policy
+    from kexpr.spool.contract.budget import id_token_bound, slots_token_bound
+
+    ids = ["P_DUAL_DECISION_HOLD", "P_DUAL_DECISION_KEEP_TARGET", "P_DUAL_REASON_EDIT"]
+    ids += ["P_DUAL_REASON_LATEST", "P_DUAL_REASON_TREND_SHORT"]
+    by_cost = ["P_DUAL_REASON_TREND_SHORT", "P_DUAL_REASON_LATEST", "P_DUAL_REASON_EDIT"]
+
+    def card(n: int) -> int | None:
+        reasons = [by_cost[k] if k < 3 else by_cost[0] for k in range(n)]
+        return slots_token_bound(
+            "adaptive.dualcoachtest.card.v1",
+            (
+                slot_policy("adaptive.dual.judgment", ("P_DUAL_DECISION_KEEP_TARGET",)),
+                *(
+                    slot_policy(f"adaptive.dual.review.{k + 1}", (r,))
+                    for k, r in enumerate(reasons)
+                ),
+            ),
+        )
+
+    cards = [{"reasons": n, "bound": card(n), "fits": card(n) <= 297} for n in range(5)]  # type: ignore[operator]
+    assert [c["fits"] for c in cards] == [True, True, True, True, False]
     assert out == {
         "valid": True,
         "problem": None,
@@ -40,11 +64,15 @@ def test_check_valid_file(tmp_path: Path) -> None:
         "operator_decisions": 1,
         "operator_reasons": 1,
         "digest": out["digest"],
+        "id_tokens": {i: id_token_bound(i) for i in ids},
+        "dual_cards": cards,
+        "answer_budget_tokens": 297,
     }
     assert out["shipped_decisions"] + out["operator_decisions"] == out["decisions"]
     assert out["shipped_reasons"] + out["operator_reasons"] == out["reasons"]
+    assert out["id_tokens"]["P_DUAL_REASON_EDIT"] == 5
     assert len(out["digest"]) == 64 and out["digest"] != SHIPPED_DUAL_GLOSSARY.digest()
-    assert "현재 목표" not in done.stdout and "P_DUAL" not in done.stdout
+    assert "현재 목표" not in done.stdout and "체중" not in done.stdout  # never a text
 
 
 def test_check_invalid_file_says_the_problem_only(tmp_path: Path) -> None:

@@ -404,11 +404,23 @@ def test_single_form_human_readable_eligible_names_the_slots_and_the_roundtrip(
     path = _write_single_input(tmp_path, request)
     code, out, err = _single(_single_argv(request, str(path)))
     assert (code, err) == (EXIT_ELIGIBLE, "")
+    # Issue 27 item 2: each ID's price and the minimal answer against the budget.
+    from kexpr.spool.contract import slot_policy
+    from kexpr.spool.contract.budget import slots_token_bound
+
+    bound = slots_token_bound(
+        "weekly.v1",
+        (
+            slot_policy("weekly.interpretation", ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS")),
+            slot_policy("weekly.rationale", ("A_WEEKLY_KEEP_BASELINE",)),
+        ),
+    )
     assert out.splitlines() == [
         "weekly.v1: eligible",
-        "  slot weekly.interpretation: P_WEEKLY_IN_GOAL P_WEEKLY_KEEP_BASIS",
-        "  slot weekly.rationale: A_WEEKLY_KEEP_BASELINE",
+        "  slot weekly.interpretation: P_WEEKLY_IN_GOAL (6 tokens) P_WEEKLY_KEEP_BASIS (7 tokens)",
+        "  slot weekly.rationale: A_WEEKLY_KEEP_BASELINE (6 tokens)",
         "  roundtrip: yes",
+        f"  answer: at most {bound} tokens (o200k_base) of the 297-token budget: fits",
     ]
 
 

@@ -51,7 +51,7 @@ TIMESTAMP: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 
 # Product identifier fields: never scanned, always format-checked (module docstring).
 ID_FIELDS: Final[Mapping[str, re.Pattern[str]]] = {
-    "artifact_key": HEX64,
+    "artifact_key": HEX32,  # the 128-bit key this release writes (issue 27)
     "row_digest": HEX64,
     "previous_row_digest": HEX64,
     "request_id": HEX32,

@@ -70,7 +70,7 @@ from kexpr.spool.outcomes import CANDIDATE_OUTCOMES
 from kexpr.worker.daemon import wait_ready
 from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 from redaction import material
-from redaction.leaks import HEX64, find_leak, minimal_pieces, scan_text_of, static_text
+from redaction.leaks import HEX32, find_leak, minimal_pieces, scan_text_of, static_text
 
 pytestmark = pytest.mark.e2e
 
@@ -493,7 +493,7 @@ def _check_capsule(capsule: dict[str, Any], artifact_key: str | None) -> None:
     """Whitelist: the capsule is exactly manifest IDs, tokens, limits and the key."""
     parsed = Capsule.from_object(capsule)  # every manifest rule holds
     assert parsed.schema_version == CONTRACT_VERSION
-    assert HEX64.fullmatch(parsed.artifact_key) and parsed.artifact_key == artifact_key
+    assert HEX32.fullmatch(parsed.artifact_key) and parsed.artifact_key == artifact_key
     for slot in parsed.slots:
         row = manifest_for(slot.slot_id)
         assert row is not None and row.surface == parsed.surface

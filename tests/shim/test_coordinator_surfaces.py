@@ -167,7 +167,9 @@ def test_weekly_artifact_key_inputs(
             )
         ]
     assert keys[0] == keys[1]
-    assert len(set(keys[1:])) == 4 and all(k is not None and len(k) == 64 for k in keys)
+    assert len(set(keys[1:])) == 4 and all(
+        k is not None and len(k) == 32 for k in keys
+    )  # issue 27: 128 bits
 
 
 @pytest.mark.parametrize(
@@ -205,9 +207,9 @@ def test_dual_card_selected_with_judgment_and_review_slots(
     assert cand.outcome is Outcome.ACCEPTED and cand.surface_version == DUAL_SURFACE
     capsule = w.requests[0]["capsule"]
     assert [(s["slot_id"], s["allowed_predicate_ids"]) for s in capsule["slots"]] == [
-        ("adaptive.dual.judgment", ["P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD"]),
-        ("adaptive.dual.review.1", ["P_DUAL_REASON_SAME_DAY_REVISION"]),
-        ("adaptive.dual.review.2", ["P_DUAL_REASON_RECALCULATE_FROM_LATEST"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD"]),
+        ("adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"]),
+        ("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
     ]
     # The decision keeps the host's period-less form; reasons keep their period.
     assert "\n현재 판단: 차분히, 순응도 근거 충돌로 조정 보류\n\n권장안\n" in cand.body
@@ -439,7 +441,7 @@ def test_operator_glossary_ids_travel_in_the_capsule_texts_never_do(
     assert "현재 판단: 차분히, 현재 목표 섭취량 유지\n" in cand.body
     assert [s["allowed_predicate_ids"] for s in w.requests[0]["capsule"]["slots"]] == [
         ["P_DUAL_DECISION_KEEP_TARGET"],
-        ["P_DUAL_REASON_SAME_DAY_REVISION"],
+        ["P_DUAL_REASON_EDIT"],
         ["P_DUAL_REASON_TREND_SHORT"],
     ]
     wire = json.dumps(w.requests, ensure_ascii=False)

@@ -126,7 +126,7 @@ def test_reload_rebuilds_index(journal: Journal) -> None:
     rec = start(journal)
     j2 = Journal(journal._root)
     index = j2.load()
-    assert index.by_artifact[AKEY] == rec
+    assert index.get(AKEY) == rec
     assert list(index.open_attempts()) == [rec]
 
 
@@ -282,7 +282,7 @@ def test_corruption_is_detected(journal: Journal, name: str, corrupt, finding: F
 def test_intact_segment_verifies(journal: Journal) -> None:
     index = Index()
     seq, _ = verify_segment_bytes(_segment(journal), "2026-11-30", index)
-    assert seq == 2 and index.by_artifact[AKEY].outcome is Outcome.TIMEOUT
+    assert seq == 2 and index.by_artifact[AKEY[:32]].outcome is Outcome.TIMEOUT
 
 
 def test_load_fails_closed_on_a_torn_segment(journal: Journal) -> None:
@@ -370,7 +370,7 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
     os.write(fd, ("\n".join(rows) + "\n").encode())
     os.close(fd)
     index = Journal(root).load()
-    assert index.by_artifact["1" * 64].outcome is Outcome.SHADOW_SELECTED
+    assert index.by_artifact["1" * 32].outcome is Outcome.SHADOW_SELECTED
 
 
 # ----------------------------------------------------- issue 4: every finding
@@ -550,8 +550,8 @@ def test_hand_built_multi_day_journal_verifies(root: DataRoot) -> None:
         hand_rows("3" * 64, "4" * 32, "2026-11-30", ["selected"], mode="enabled"),
     )
     index = Journal(root).load()
-    assert index.by_artifact["1" * 64].outcome is Outcome.TIMEOUT
-    assert index.by_artifact["3" * 64].outcome is Outcome.SELECTED
+    assert index.by_artifact["1" * 32].outcome is Outcome.TIMEOUT
+    assert index.by_artifact["3" * 32].outcome is Outcome.SELECTED
 
 
 def test_same_artifact_in_two_segments_is_a_duplicate(root: DataRoot) -> None:
@@ -660,7 +660,7 @@ def test_expired_segments_are_removed_whole_with_a_directory_fsync(
     assert (removed, kept) == (["2026-10-25"], [])
     assert sorted(os.listdir(root.outcomes)) == ["2026-10-26.jsonl", "2026-11-30.jsonl"]
     assert os.stat(root.outcomes).st_ino in synced
-    assert "1" * 64 not in j.index.by_artifact and "3" * 64 in j.index.by_artifact
+    assert not j.index.knows("1" * 64) and j.index.knows("3" * 64)
     Journal(root).load()  # what remains still verifies
 
 
@@ -703,7 +703,7 @@ def test_torn_tail_is_quarantined_unchanged_and_still_dedupes(root: DataRoot) ->
     assert (root.quarantine / "2026-11-30.1.jsonl").read_bytes() == data  # not one byte rewritten
     index = Journal(root).load()
     # Verified lines and the torn line's artifact are sealed: attempted, never again.
-    assert set(index.sealed) == {"1" * 64, "3" * 64, "7" * 64}
+    assert set(index.sealed) == {"1" * 32, "3" * 32, "7" * 32}  # by identity (dedupe_key)
     assert index.sealed_open == 1 and index.by_artifact == {}
     j2 = Journal(root)
     j2.load()
@@ -718,7 +718,7 @@ def test_torn_tail_is_quarantined_unchanged_and_still_dedupes(root: DataRoot) ->
         )
     # A fresh segment for the same day starts again at sequence 1 and verifies.
     start(j2, akey="8" * 64, aid="a" * 32, at=dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC))
-    assert Journal(root).load().by_artifact["8" * 64].segment == "2026-11-30"
+    assert Journal(root).load().by_artifact["8" * 32].segment == "2026-11-30"
 
 
 def test_quarantine_refuses_anything_but_a_torn_tail(root: DataRoot) -> None:
@@ -770,7 +770,7 @@ def test_audit_collects_a_finding_per_file(root: DataRoot) -> None:
         ("torn_tail", "outcomes/2026-11-28.jsonl"),
         ("state_outcome", "outcomes/2026-11-30.jsonl"),
     ]
-    assert set(audit.index.by_artifact) == {"3" * 64}
+    assert set(audit.index.by_artifact) == {"3" * 32}  # keyed by identity
     assert not root.journal_lock.exists()  # an audit never creates the lock file
 
 
@@ -792,7 +792,7 @@ def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def _starts(
     j: Journal, n: int, at: dt.datetime = T0, mode: Mode = Mode.SHADOW
 ) -> list[AttemptRecord]:
-    return [start(j, akey=f"{i + 1:064x}", aid=f"{i + 1:032x}", mode=mode, at=at) for i in range(n)]
+    return [start(j, akey=f"{i + 1:032x}", aid=f"{i + 1:032x}", mode=mode, at=at) for i in range(n)]
 
 
 def test_group_of_terminal_rows_is_one_write_and_one_fsync(
@@ -841,7 +841,7 @@ def test_group_spanning_segments_syncs_each_segment_once(
 ) -> None:
     day1 = _starts(journal, 2)
     day2 = [
-        start(journal, akey=f"{i + 10:064x}", aid=f"{i + 10:032x}", at=T0 + dt.timedelta(seconds=1))
+        start(journal, akey=f"{i + 10:032x}", aid=f"{i + 10:032x}", at=T0 + dt.timedelta(seconds=1))
         for i in range(2)
     ]
     fsyncs = _count_fsyncs(monkeypatch)

@@ -48,6 +48,7 @@ ZERO = "0" * 64
 SCHEMA = "korean-expression-journal-v1"
 SURFACES = ["daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"]
 MODES = ["shadow", "enabled"]
+KEY_HEX = [32, 64]
 TERMINALS = [
     "selected",
     "shadow_selected",
@@ -547,13 +548,17 @@ def test_context_of_other_segments_and_sealed_keys() -> None:
     other = [attempt(n, day=OTHER_DAY, second=n) for n in range(3)]
     context = Index()
     verify_segment_bytes(segment(chain(rows_of(other))), OTHER_DAY, context)
-    context.sealed["c" * 64] = OTHER_DAY
+    context.sealed["c" * 32] = OTHER_DAY  # sealed is keyed by identity (dedupe_key)
     mine = [attempt(10 + n, second=n) for n in range(3)]
     assert same_as_reference(segment(chain(rows_of(mine))), context=context)[0] == "verified"
     for clash, finding in (
         ({"aid": other[1].aid}, Finding.DUPLICATE_START),
         ({"akey": other[2].akey}, Finding.DUPLICATE_ARTIFACT),
         ({"akey": "c" * 64}, Finding.DUPLICATE_ARTIFACT),
+        # Issue 27: one identity, either length: a 32-hex key of an artifact a
+        # 64-hex row already holds (and the 32-hex key of a sealed one).
+        ({"akey": other[2].akey[:32]}, Finding.DUPLICATE_ARTIFACT),
+        ({"akey": "c" * 32}, Finding.DUPLICATE_ARTIFACT),
     ):
         mine = [attempt(10 + n, second=n) for n in range(3)]
         for k, v in clash.items():
@@ -657,7 +662,9 @@ def attempts_strategy(draw: st.DrawFn) -> list[Attempt]:
         outcome = draw(st.none() | st.sampled_from(SAFE_TERMINALS if legal_only else TERMINALS))
         out.append(
             Attempt(
-                akey=hashlib.sha256(f"k{i}".encode()).hexdigest(),
+                # Either key length a row may carry (issue 27: 32 hex from this
+                # release, 64 from an earlier one; one identity, the first 32).
+                akey=hashlib.sha256(f"k{i}".encode()).hexdigest()[: draw(st.sampled_from(KEY_HEX))],
                 aid=hashlib.md5(f"a{i}".encode()).hexdigest(),
                 surface=draw(st.sampled_from(SURFACES)),
                 mode=mode,
@@ -948,11 +955,12 @@ def contexts(draw: st.DrawFn) -> Index:
         if clash == "aid":
             a.aid = hashlib.md5(f"a{i}".encode()).hexdigest()
         elif clash == "akey":
-            a.akey = hashlib.sha256(f"k{i}".encode()).hexdigest()
+            a.akey = hashlib.sha256(f"k{i}".encode()).hexdigest()[: draw(st.sampled_from(KEY_HEX))]
         prior.append(a)
     verify_segment_bytes(segment(chain(rows_of(prior))), OTHER_DAY, index, fast=False)
     if draw(st.booleans()):
-        index.sealed[hashlib.sha256(f"k{draw(st.integers(0, 6))}".encode()).hexdigest()] = OTHER_DAY
+        sealed_key = hashlib.sha256(f"k{draw(st.integers(0, 6))}".encode()).hexdigest()
+        index.sealed[sealed_key[:32]] = OTHER_DAY  # sealed is keyed by identity
         index.sealed_open = draw(st.integers(0, 2))
     return index
 

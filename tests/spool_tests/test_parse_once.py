@@ -34,7 +34,7 @@ from kexpr.spool.outcomes import REPORT_OUTCOMES, RESPONSE_OUTCOMES, Outcome
 
 RID = "0123456789abcdef0123456789abcdef"
 AID = "fedcba9876543210fedcba9876543210"
-AKEY = "a" * 64
+AKEY = "a" * 32
 TS = "2026-12-01T05:00:00.000000Z"
 TS2 = "2026-12-01T05:00:04.000000Z"
 
@@ -181,6 +181,7 @@ _ALTERNATIVES: list[object] = [
     "enabled",
     "kexpr-spool-v1",
     "kexpr-spool-v2",
+    "kexpr-spool-v3",
 ]
 
 

@@ -77,9 +77,9 @@ def test_canonical_golden_is_the_host_text() -> None:
     ]
     assert [s.canonical_text for s in surface.slots] == [PUBLIC_DECISION, *PUBLIC_REASONS]
     assert [s.policy().allowed_predicate_ids for s in surface.slots] == [
-        ("P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",),
-        ("P_DUAL_REASON_SAME_DAY_REVISION",),
-        ("P_DUAL_REASON_RECALCULATE_FROM_LATEST",),
+        ("P_DUAL_DECISION_HOLD",),
+        ("P_DUAL_REASON_EDIT",),
+        ("P_DUAL_REASON_LATEST",),
     ]
     # The decision label is locked; only its text is the slot.
     assert surface.canonical().locked_texts()[0].endswith("\n현재 판단: ")
@@ -308,7 +308,7 @@ def test_operator_entries_map_and_shipped_ones_still_do() -> None:
     assert [s.policy().allowed_predicate_ids[0] for s in surface.slots] == [
         "P_DUAL_DECISION_CARB_SHIFT",
         "P_DUAL_REASON_INTAKE_GAP",
-        "P_DUAL_REASON_RECALCULATE_FROM_LATEST",
+        "P_DUAL_REASON_LATEST",
     ]
     assert presented_host_text(surface) == payload(text)["text"]
     assert parse(A1, OPERATOR_GLOSSARY).canonical().body == A1["text"]
@@ -326,9 +326,7 @@ def test_glossary_of_the_wrong_type_is_invalid() -> None:
 
 
 def test_shipped_glossary_is_the_public_texts() -> None:
-    assert dict(SHIPPED_DUAL_GLOSSARY.decisions) == {
-        "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": PUBLIC_DECISION
-    }
+    assert dict(SHIPPED_DUAL_GLOSSARY.decisions) == {"P_DUAL_DECISION_HOLD": PUBLIC_DECISION}
     assert sorted(SHIPPED_DUAL_GLOSSARY.reasons.values()) == sorted(r[:-1] for r in PUBLIC_REASONS)
 
 

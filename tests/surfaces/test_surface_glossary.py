@@ -34,9 +34,9 @@ HOST_ENTRIES = {
     "A_WEEKLY_REVIEW_ADJUSTMENT": "목표 범위를 벗어난 변화가 확인되어 다음 기록에서 조정을 검토합니다",
     "P_WEEKLY_RECORDS_INSUFFICIENT": "기록이 충분하지 않아 이번 주 판단을 확정하지 않습니다",
     # The host's public dual texts (tests/gateway/test_korean_humanizer.py@4305027f ADAPTIVE).
-    "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "순응도 근거 충돌로 조정 보류",
-    "P_DUAL_REASON_SAME_DAY_REVISION": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
-    "P_DUAL_REASON_RECALCULATE_FROM_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
+    "P_DUAL_DECISION_HOLD": "순응도 근거 충돌로 조정 보류",
+    "P_DUAL_REASON_EDIT": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
+    "P_DUAL_REASON_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
 }
 # Characters only the host's own fixed sentences carry (7일, 유지·조정, 전·후).
 HOST_ONLY_CHARS = set("0123456789\u00b7")
@@ -55,9 +55,9 @@ EXPECTED_IDS = {
     "A_WEEKLY_KEEP_BASELINE",
     "A_WEEKLY_REVIEW_ADJUSTMENT",
     "P_WEEKLY_RECORDS_INSUFFICIENT",
-    "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",
-    "P_DUAL_REASON_SAME_DAY_REVISION",
-    "P_DUAL_REASON_RECALCULATE_FROM_LATEST",
+    "P_DUAL_DECISION_HOLD",
+    "P_DUAL_REASON_EDIT",
+    "P_DUAL_REASON_LATEST",
     "A_OPERATOR_REVIEW_DECISION",
 }
 
@@ -90,9 +90,9 @@ def test_id_prefix_names_its_token_family() -> None:
 # The host's public dual texts (Carrie111998/Hermes@4305027f,
 # tests/gateway/test_korean_humanizer.py: ADAPTIVE), verbatim without the final period.
 HOST_DUAL_TEXTS = {
-    "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "순응도 근거 충돌로 조정 보류",
-    "P_DUAL_REASON_SAME_DAY_REVISION": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
-    "P_DUAL_REASON_RECALCULATE_FROM_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
+    "P_DUAL_DECISION_HOLD": "순응도 근거 충돌로 조정 보류",
+    "P_DUAL_REASON_EDIT": "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다",
+    "P_DUAL_REASON_LATEST": "최신 확정 기록을 기준으로 다시 계산해야 합니다",
 }
 
 

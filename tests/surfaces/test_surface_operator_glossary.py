@@ -76,7 +76,9 @@ def test_valid_file_adds_to_the_shipped_texts() -> None:
             encode(
                 with_entries(
                     reasons={"P_DUAL_REASON_X": "가나다."},
-                    decisions={"P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "가나"},
+                    decisions={
+                        "P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD": "가나"
+                    },  # retired: reserved
                 )
             ),
             P.ID_DUPLICATE,

@@ -44,7 +44,7 @@ def _minimal_answer_s() -> float:
     capsule = Capsule(
         schema_version="korean-expression-v4",
         surface="daily.v1",
-        artifact_key="a" * 64,
+        artifact_key="a" * 32,
         slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
     )
     bound = answer_token_bound(capsule)
@@ -104,11 +104,11 @@ def test_the_boundary_is_the_minimal_answer_at_the_fastest_rate(
     w = make_worker(root, provider, clock, env)
     # Just less than the minimal answer needs: refused.
     _lock_taken_late(w, clock, 4 - need + 0.01, monkeypatch)
-    w.handle_claimed(f"{submit(root, clock, 'b' * 64, rid=rid(1))}.json")
+    w.handle_claimed(f"{submit(root, clock, 'b' * 32, rid=rid(1))}.json")
     assert response(root, rid(1)).outcome is Outcome.NO_TIME_TO_ANSWER
     # Just enough: admitted, one row, one call.
     _lock_taken_late(w, clock, 4 - need - 0.01, monkeypatch)
-    w.handle_claimed(f"{submit(root, clock, 'c' * 64, rid=rid(2))}.json")
+    w.handle_claimed(f"{submit(root, clock, 'c' * 32, rid=rid(2))}.json")
     assert len(provider.calls) == 1 and w.counters.calls == 1
     assert outcomes(root) != []
 
@@ -135,7 +135,7 @@ def test_no_room_for_the_answer_means_no_row_and_no_call(
     publish (a billed request, no delivered answer)."""
     clock = Clock()
     w = make_worker(root, provider, clock, env)
-    w.handle_claimed(f"{submit(root, clock, 'e' * 64, rid=rid(9))}.json")  # today's segment exists
+    w.handle_claimed(f"{submit(root, clock, 'e' * 32, rid=rid(9))}.json")  # today's segment exists
     assert len(provider.calls) == 1
     starter = submit(root, clock, rid=rid(1))
     with monkeypatch.context() as m:
@@ -194,7 +194,7 @@ def test_a_root_out_of_inodes_gets_no_call(
     root.ensure()
     clock = Clock()
     w = make_worker(root, provider, clock, env)
-    w.handle_claimed(f"{submit(root, clock, 'e' * 64, rid=rid(9))}.json")
+    w.handle_claimed(f"{submit(root, clock, 'e' * 32, rid=rid(9))}.json")
     assert len(provider.calls) == 1
     starter = submit(root, clock, rid=rid(1))
     filler = inode_poor_tmpfs / "filler"

@@ -129,7 +129,7 @@ def make_worker(
 def submit(
     root: DataRoot,
     clock: Clock,
-    akey: str = "a" * 64,
+    akey: str = "a" * 32,
     rid: str | None = None,
     mode: str = "shadow",
     *,
@@ -523,7 +523,7 @@ def test_status_file_holds_no_content(root, provider, env) -> None:  # type: ign
     w._write_status()
     status = json.loads(root.status_file.read_bytes())
     text = json.dumps(status)
-    assert "a" * 64 not in text and rid(1) not in text and "P_DAILY" not in text
+    assert "a" * 32 not in text and rid(1) not in text and "P_DAILY" not in text
     assert status["counters"]["calls"] == 1 and status["credential"] == "present"
 
 
@@ -610,7 +610,7 @@ def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # t
 def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, env) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
-    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    w1.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
     seg = root.outcomes / "2026-11-30.jsonl"
     with open(seg, "ab") as f:
         f.write(b'{"artifact_key":"' + b"2" * 64)  # a crash mid-append
@@ -618,7 +618,7 @@ def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, en
     w2 = Worker(root, environ=env, client_factory=w1._client_factory, clock=clock)
     w2.prepare()
     assert not w2.journal_ok and w2.quarantine == "torn_tail"
-    for n, akey in ((2, "3" * 64), (3, "1" * 64)):
+    for n, akey in ((2, "3" * 32), (3, "1" * 32)):
         w2.handle_claimed(f"{submit(root, clock, akey=akey, rid=rid(n))}.json")
         r = response(root, rid(n))
         assert (r.status, r.outcome) == (
@@ -636,18 +636,18 @@ def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_
 ) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
-    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # accepted, open
+    w1.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")  # accepted, open
     with open(root.outcomes / "2026-11-30.jsonl", "ab") as f:
         f.write(b'{"artifact_key":"' + b"2" * 64 + b'","attempt_id":"')
     Journal(root).quarantine_torn("2026-11-30", apply=True)
     clock.advance(60)
     w2 = make_worker(root, provider, clock, env)  # verifies again
-    for n, akey in ((2, "1" * 64), (3, "2" * 64)):
+    for n, akey in ((2, "1" * 32), (3, "2" * 32)):
         w2.handle_claimed(f"{submit(root, clock, akey=akey, rid=rid(n))}.json")
         assert response(root, rid(n)).status is ResponseStatus.ALREADY_ATTEMPTED
-    w2.handle_claimed(f"{submit(root, clock, akey='4' * 64, rid=rid(4))}.json")
+    w2.handle_claimed(f"{submit(root, clock, akey='4' * 32, rid=rid(4))}.json")
     assert response(root, rid(4)).status is ResponseStatus.ACCEPTED
-    assert [c["artifact_key"] for c in provider.calls] == ["1" * 64, "4" * 64]
+    assert [c["artifact_key"] for c in provider.calls] == ["1" * 32, "4" * 32]
 
 
 @pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
@@ -705,17 +705,17 @@ def test_directory_removed_after_start_up_quarantines(root, provider, env, walk:
 def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
-    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
     seg = root.outcomes / "2026-11-30.jsonl"
     data = seg.read_bytes()
     os.rename(seg, root.root / "aside")
     fd = os.open(seg, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, data)
     os.close(fd)
-    w.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")
+    w.handle_claimed(f"{submit(root, clock, akey='2' * 32, rid=rid(2))}.json")
     assert response(root, rid(2)).outcome is Outcome.JOURNAL_UNAVAILABLE
     assert w.quarantine == "append_conflict"
-    assert [c["artifact_key"] for c in provider.calls] == ["1" * 64]
+    assert [c["artifact_key"] for c in provider.calls] == ["1" * 32]
     assert seg.read_bytes() == data
 
 
@@ -744,7 +744,7 @@ def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     w1.handle_claimed(
-        f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json"
+        f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json"
     )  # open (awaiting report)
     clock.advance(35 * 86400)  # 2027-01-04: 2026-11-30 is exactly 35 completed days old
     w2 = make_worker(root, provider, clock, env)
@@ -754,12 +754,12 @@ def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env
     w2._sweep()
     # Aged out, but it holds the newest row: kept (spool.lifecycle rule 7).
     assert os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
-    w2.handle_claimed(f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json")
+    w2.handle_claimed(f"{submit(root, clock, akey='2' * 32, rid=rid(2))}.json")
     w2._sweep()
     assert os.listdir(root.outcomes) == ["2027-01-05.jsonl"]
     assert w2.counters.retired_segments == 1
     # Outside the window dedupe is over (design §4): a new attempt is allowed.
-    w2.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(3))}.json")
+    w2.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(3))}.json")
     assert response(root, rid(3)).status is ResponseStatus.ACCEPTED
 
 
@@ -768,7 +768,7 @@ def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(
 ) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(days=400))
-    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")  # awaiting report
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")  # awaiting report
     clock.advance(36 * 86400)
     before = raw_segment(root)
     w._sweep()  # the grace has not passed, but the segment is leaving the window
@@ -783,15 +783,15 @@ def test_retention_runs_before_a_new_attempt(root, provider, env) -> None:  # ty
     clock = Clock()
     provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
     w = make_worker(root, provider, clock, env)
-    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
     clock.advance(36 * 86400)
     w.handle_claimed(
-        f"{submit(root, clock, akey='2' * 64, rid=rid(2))}.json"
+        f"{submit(root, clock, akey='2' * 32, rid=rid(2))}.json"
     )  # no sweep in between
     # The old segment held the newest row when retention ran: kept until now.
     assert sorted(os.listdir(root.outcomes)) == ["2026-11-30.jsonl", "2027-01-05.jsonl"]
     w.handle_claimed(
-        f"{submit(root, clock, akey='3' * 64, rid=rid(3))}.json"
+        f"{submit(root, clock, akey='3' * 32, rid=rid(3))}.json"
     )  # no sweep in between
     assert sorted(os.listdir(root.outcomes)) == ["2027-01-05.jsonl"]
 
@@ -864,7 +864,7 @@ def _accepted(w: Worker, root: DataRoot, clock: Clock, n: int, mode: str = "enab
     attempts = []
     for i in range(n):
         w.handle_claimed(
-            f"{submit(root, clock, akey=f'{i + 1:064x}', rid=rid(i + 1), mode=mode)}.json"
+            f"{submit(root, clock, akey=f'{i + 1:032x}', rid=rid(i + 1), mode=mode)}.json"
         )
         attempts.append(response(root, rid(i + 1)).attempt_id)
     return attempts
@@ -1134,7 +1134,7 @@ def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provid
     clock = Clock()
     provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
     w = make_worker(root, provider, clock, env)
-    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
     assert outcomes(root) == ["provider_error"]
     clock.step(40 * 86400)
     w._sweep()
@@ -1143,11 +1143,11 @@ def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provid
     status = json.loads(root.status_file.read_bytes())
     assert status["clock_step_observed"] is True
     # While stepped: canonical, no call; no retention before a new attempt either.
-    w.handle_claimed(f"{submit(root, Clock(), akey='2' * 64, rid=rid(2))}.json")
+    w.handle_claimed(f"{submit(root, Clock(), akey='2' * 32, rid=rid(2))}.json")
     assert response(root, rid(2)).outcome is Outcome.CLOCK_SKEW
     clock.step(-40 * 86400)  # corrected
     w._sweep()
-    w.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(3))}.json")
+    w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(3))}.json")
     assert response(root, rid(3)).status is ResponseStatus.ALREADY_ATTEMPTED
     assert len(provider.calls) == 1 and os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
 
@@ -1158,7 +1158,7 @@ def test_retention_never_removes_the_segment_of_the_newest_row(root, provider, e
     clock = Clock()
     provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
     w1 = make_worker(root, provider, clock, env)
-    w1.handle_claimed(f"{submit(root, clock, akey='1' * 64, rid=rid(1))}.json")
+    w1.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
     clock.step(40 * 86400)
     w2 = make_worker(root, provider, clock, env)
     assert not w2.clock_step

@@ -24,6 +24,7 @@ from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import (
     KNOWN_SPOOL_VERSIONS,
     SPOOL_V1,
+    SPOOL_V2,
     SPOOL_VERSION,
     MessageError,
     ResponseStatus,
@@ -36,13 +37,15 @@ def _rewrite_version(root: DataRoot, name: str, version: str) -> None:
     path = root.claimed / name
     obj = json.loads(path.read_bytes())
     obj["spool_version"] = version
+    if version in (SPOOL_V1, SPOOL_V2):  # an old shim's key: the whole 64-hex HMAC
+        obj["capsule"]["artifact_key"] *= 2
     path.unlink()
     publish(root.tmp, path, json.dumps(obj, ensure_ascii=False).encode())
 
 
-def test_this_release_writes_v2_and_reads_v1_and_v2() -> None:
-    assert SPOOL_VERSION == "kexpr-spool-v2"
-    assert KNOWN_SPOOL_VERSIONS == {SPOOL_V1, SPOOL_VERSION}
+def test_this_release_writes_v3_and_reads_v1_v2_and_v3() -> None:
+    assert SPOOL_VERSION == "kexpr-spool-v3"
+    assert KNOWN_SPOOL_VERSIONS == {SPOOL_V1, SPOOL_V2, SPOOL_VERSION}
 
 
 def test_a_v1_request_is_answered_in_v1_and_its_v1_report_journaled(
@@ -70,7 +73,7 @@ def test_a_report_of_an_unknown_version_is_kept_and_counted_once(
     w.handle_claimed(f"{submit(root, clock, rid=rid(1), mode='enabled')}.json")
     attempt = response(root, rid(1)).attempt_id
     assert attempt is not None
-    body = {"attempt_id": attempt, "outcome": "selected", "spool_version": "kexpr-spool-v3"}
+    body = {"attempt_id": attempt, "outcome": "selected", "spool_version": "kexpr-spool-v4"}
     publish(root.tmp, root.reports / f"{attempt}.json", json.dumps(body).encode())
     with pytest.raises(UnknownSpoolVersion):
         parse_report((root.reports / f"{attempt}.json").read_bytes())

@@ -47,7 +47,7 @@ URL = "https://api.openai.com/v1/chat/completions"
 CAPSULE_OBJ = Capsule(
     schema_version="korean-expression-v4",
     surface="daily.v1",
-    artifact_key="0123456789abcdef" * 4,
+    artifact_key="0123456789abcdef" * 2,
     slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
 )
 CAPSULE = CAPSULE_OBJ.to_json()
@@ -55,7 +55,7 @@ CONTENT = json.dumps(
     {
         "schema_version": "korean-expression-v4",
         "surface": "daily.v1",
-        "artifact_key": "0123456789abcdef" * 4,
+        "artifact_key": "0123456789abcdef" * 2,
         "slots": [
             {
                 "slot_id": "daily.status",

@@ -10,7 +10,9 @@ from __future__ import annotations
 from ._grammar import check_generated
 from ._judge import Judgement, judge
 from ._models import (
+    ARTIFACT_KEY_HEX,
     CONTRACT_VERSION,
+    LEGACY_ARTIFACT_KEY_HEX,
     Capsule,
     CapsuleError,
     Composition,
@@ -33,7 +35,9 @@ from .reasons import REASON_VERDICT, CapsuleReason, Reason, Verdict
 
 __all__ = [
     "ALL_SEMANTIC_IDS",
+    "ARTIFACT_KEY_HEX",
     "CONTRACT_VERSION",
+    "LEGACY_ARTIFACT_KEY_HEX",
     "MANIFEST",
     "MAX_NESTING",
     "MAX_RESPONSE_BYTES",

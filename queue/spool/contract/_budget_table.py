@@ -49,6 +49,7 @@ PRETOKEN_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
         "_DAY": 1,
         "_DECISION": 2,
         "_DUAL": 2,
+        "_EDIT": 1,
         "_FOR": 1,
         "_FROM": 1,
         "_GOAL": 2,

@@ -12,7 +12,8 @@ Rule 2: `SlotPolicy` and `Capsule` validate on construction against the manifest
         ValueError) that wraps it. `model_construct` and `model_copy(update=...)` skip
         validation by design: never use them on these models.
         The capsule rules, in check order (the first failing one is the reason):
-          1. schema version · surface · artifact key (64 lower-case hex)
+          1. schema version · surface · artifact key (32 lower-case hex, or 64 from a
+             shim before the 128-bit key)
           2. each slot, in slot order: known slot id · well-formed tokens · 1-3
              tokens · the ID set is exactly one manifest branch (no duplicates) ·
              predicates/actions are the branch's P_/A_ IDs in branch order · tokens
@@ -60,7 +61,12 @@ from .reasons import CAPSULE_REASON_FOR_READER, CapsuleReason
 
 CONTRACT_VERSION: Final = "korean-expression-v4"
 
-_ARTIFACT_KEY_RE: Final = re.compile(r"[0-9a-f]{64}")
+# 32 lower-case hex (128 bits of the HMAC, what this release's shim writes) or
+# 64 (the whole HMAC, what a shim before it wrote: a v1/v2 spool request, served
+# during an upgrade; `kexpr.spool.messages` pairs each length with its versions).
+ARTIFACT_KEY_HEX: Final = 32
+LEGACY_ARTIFACT_KEY_HEX: Final = 64
+_ARTIFACT_KEY_RE: Final = re.compile(r"[0-9a-f]{32}(?:[0-9a-f]{32})?")
 _CAPSULE_RULE: Final = "kexpr_capsule_rule"  # pydantic error type of a capsule rule
 _MAX_TOKENS: Final = 3
 

@@ -2,7 +2,7 @@
 
 A real model writes its answer token by token, and the plan fixes every number of
 the call: the client's ``timeout=3.0``, ``max_tokens=384``, and an answer that echoes
-the 64-hex ``artifact_key``, every ID array and every placeholder token. This module
+the 32-hex ``artifact_key``, every ID array and every placeholder token. This module
 owns the arithmetic that decides whether an answer can fit, and nothing else.
 
 Rules of this module:
@@ -29,8 +29,11 @@ Rule 3: the bound is an UPPER bound of the o200k_base token count (gpt-4.1-mini'
         than bytes). A character outside the alphabet makes the bound ``None``
         (no bound: the caller fails closed).
 Rule 4: the bound is key-independent, so a message's verdict never depends on its
-        artifact key: the key is counted as its worst case, 64 tokens (one per hex
-        character; ``"a1" * 32`` reaches it). The key's pre-tokens are bounded by the
+        artifact key: the key is counted as its worst case, 32 tokens (one per hex
+        character of the 128-bit key; ``"a1" * 16`` reaches it). A capsule of an
+        older shim's request carries the whole 64-hex HMAC; its key counts 64
+        (`LEGACY_KEY_TOKENS_MAX`), so the worker never admits an answer to it that
+        cannot arrive. The key's pre-tokens are bounded by the
         punctuation runs ``":"`` and ``","`` whatever the key is, so replacing it
         changes nothing else in the split (tests/contract/test_budget.py proves the
         split and the bound against the real encoding for every capsule shape).
@@ -45,18 +48,26 @@ from collections.abc import Sequence
 from typing import Final
 
 from ._budget_table import PRETOKEN_TOKENS
-from ._models import CONTRACT_VERSION, Capsule, SlotPolicy
+from ._models import (
+    ARTIFACT_KEY_HEX,
+    CONTRACT_VERSION,
+    LEGACY_ARTIFACT_KEY_HEX,
+    Capsule,
+    SlotPolicy,
+)
 
 __all__ = [
     "ANSWER_BUDGET_TOKENS",
     "FASTEST_TOKENS_PER_S",
     "FIRST_TOKEN_S",
     "KEY_TOKENS_MAX",
+    "LEGACY_KEY_TOKENS_MAX",
     "MAX_COMPLETION_TOKENS",
     "MINIMAL_LEXEME",
     "SDK_TIMEOUT_S",
     "TIME_BUDGET_TOKENS",
     "answer_token_bound",
+    "id_token_bound",
     "min_answer_seconds",
     "minimal_answer",
     "slots_token_bound",
@@ -79,9 +90,10 @@ TIME_BUDGET_TOKENS: Final = (
 )
 ANSWER_BUDGET_TOKENS: Final = min(MAX_COMPLETION_TOKENS, TIME_BUDGET_TOKENS)
 
-# Rule 4: 64 hex characters, at most one token each.
-KEY_TOKENS_MAX: Final = 64
-_KEY_STAND_IN: Final = "a" * 64
+# Rule 4: 32 hex characters, at most one token each (and 64 for an older shim's key).
+KEY_TOKENS_MAX: Final = ARTIFACT_KEY_HEX
+LEGACY_KEY_TOKENS_MAX: Final = LEGACY_ARTIFACT_KEY_HEX
+_KEY_STAND_IN: Final = "a" * KEY_TOKENS_MAX
 # Rule 2: the lexeme with the fewest tokens in a minimal answer (the first of the
 # cheapest, in lexicon order; tests/contract/test_budget.py checks it is cheapest).
 MINIMAL_LEXEME: Final = "또"
@@ -128,20 +140,27 @@ def minimal_answer(capsule: Capsule) -> str:
 
 def answer_token_bound(capsule: Capsule) -> int | None:
     """An upper bound of the o200k_base tokens of ``minimal_answer(capsule)``, for
-    every artifact key (Rules 3, 4); None when no bound can be given."""
-    return slots_token_bound(capsule.surface, capsule.slots)
+    every artifact key of its key's length (Rules 3, 4); None when no bound can be
+    given."""
+    return _bound(capsule.surface, len(capsule.artifact_key), capsule.slots)
 
 
 def slots_token_bound(surface: str, slots: Sequence[SlotPolicy]) -> int | None:
     """`answer_token_bound` of a capsule on ``surface`` with ``slots``, before any
     key exists (the shim judges eligibility before it touches the data root)."""
-    text = _answer(surface, _KEY_STAND_IN, slots)
+    return _bound(surface, KEY_TOKENS_MAX, slots)
+
+
+def _bound(surface: str, key_hex: int, slots: Sequence[SlotPolicy]) -> int | None:
+    # A key of ``key_hex`` hex digits costs at most one token per digit (Rule 4).
+    stand_in = "a" * key_hex
+    text = _answer(surface, stand_in, slots)
     if _ALPHABET_RE.fullmatch(text) is None:
         return None
     total = 0
     for piece in _split(text):
-        if piece == _KEY_STAND_IN:
-            total += KEY_TOKENS_MAX
+        if piece == stand_in:
+            total += key_hex
         else:
             total += PRETOKEN_TOKENS.get(piece, len(piece.encode("utf-8")))
     return total
@@ -156,6 +175,15 @@ def text_token_bound(text: str) -> int | None:
     if _ALPHABET_RE.fullmatch(text) is None:
         return None
     return sum(PRETOKEN_TOKENS.get(piece, len(piece.encode("utf-8"))) for piece in _split(text))
+
+
+def id_token_bound(semantic_id: str) -> int | None:
+    """The o200k_base tokens of one semantic ID standing alone, by Rule 3's bound
+    (exact for a pre-token the table lists): what an ID costs in every answer
+    that echoes it (`kexpr glossary check`, `kexpr surfaces check`). The card's
+    bound (`slots_token_bound`) is the figure the budget judges. None outside
+    the alphabet."""
+    return text_token_bound(semantic_id) if semantic_id else None
 
 
 def _split(text: str) -> list[str]:

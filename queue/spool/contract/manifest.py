@@ -96,10 +96,14 @@ def _row(
 
 # The public texts of the host (HOST-FORMATS §6.3, TH `ADAPTIVE`); the rest are the
 # operator's (Rule 5).
-_DUAL_DECISIONS: Final = ("P_DUAL_DECISION_ADHERENCE_CONFLICT_HOLD",)
+# Their IDs are ours (the plan fixes the prefixes only), so they are short: the model
+# echoes every ID in its answer, and each token of it is time the host waits
+# (docs/budget.md). Chosen by their o200k_base cost: 7, 5 and 6 tokens (the names
+# of earlier releases cost 12, 9 and 11; `gateway_shim.glossary.RETIRED_SHIPPED_IDS`).
+_DUAL_DECISIONS: Final = ("P_DUAL_DECISION_HOLD",)
 _DUAL_REASONS: Final = (
-    "P_DUAL_REASON_SAME_DAY_REVISION",
-    "P_DUAL_REASON_RECALCULATE_FROM_LATEST",
+    "P_DUAL_REASON_EDIT",
+    "P_DUAL_REASON_LATEST",
 )
 DUAL_DECISION_ID_PATTERN: Final = r"P_DUAL_DECISION_[A-Z0-9_]+"
 DUAL_REASON_ID_PATTERN: Final = r"P_DUAL_REASON_[A-Z0-9_]+"

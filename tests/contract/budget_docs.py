@@ -1,0 +1,280 @@
+"""The token tables of the docs, generated from the budget module and the real encoding
+(issue 24 "one source for every figure", token part; issue 27 item 3).
+
+Each table sits in its document between two marker lines::
+
+    <!-- BEGIN GENERATED tokens:NAME (python tests/contract/budget_docs.py --write) -->
+    ...
+    <!-- END GENERATED tokens:NAME -->
+
+and is exactly what `render` prints for NAME. tests/contract/test_budget_docs.py checks
+that every block is current (and that the budget's constants the prose quotes are the
+module's). After a change to the budget, the IDs, the key or the manifest:
+
+    .venv/bin/python tests/contract/budget_docs.py --write
+
+Everything here is deterministic: the artifact keys are fixed (SHA-256 of a counter,
+cut to the key's 32 hex), so a figure changes only when what it measures does. The
+bound and the verdict are `kexpr.spool.contract.budget`'s; the counts are o200k_base's
+(`quicktok`, a test dependency); the call times are the budget's arithmetic (first token
++ tokens / rate, the minimal compact answer), not a measurement (the bench measures:
+docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "contract"))
+
+from budget_support import capsule, count, shipped_shapes  # noqa: E402
+
+from kexpr.spool.contract import ARTIFACT_KEY_HEX, SlotPolicy  # noqa: E402
+from kexpr.spool.contract.budget import (  # noqa: E402
+    ANSWER_BUDGET_TOKENS,
+    minimal_answer,
+    slots_token_bound,
+)
+
+DUAL = "adaptive.dualcoachtest.card.v1"
+KEYS = tuple(
+    hashlib.sha256(f"budget-docs-{i}".encode()).hexdigest()[:ARTIFACT_KEY_HEX] for i in range(40)
+)
+FIRST_TOKEN_RANGE = (0.3, 0.9)  # the published first-token times (docs/budget.md §1)
+RATES = (110, 77, 55)  # the fastest published, OpenAI's median, a community run
+GUIDE_FIRST_TOKEN = 0.6  # the operator guide's one first-token time (the range's middle)
+SAFE_MARGIN_S = 0.5  # the guide's "여유 있음": at least this much of the 3 s left
+SDK_TIMEOUT = 3.0
+
+Shape = tuple[str, tuple[SlotPolicy, ...]]
+
+
+def _pretty(text: str) -> str:
+    return json.dumps(json.loads(text), ensure_ascii=False, indent=2)
+
+
+class Row:
+    """One capsule shape (or a family of shapes): its counts over `KEYS`."""
+
+    def __init__(self, label: str, shapes: Sequence[Shape]) -> None:
+        self.label = label
+        compact: list[int] = []
+        pretty: list[int] = []
+        bounds: list[int] = []
+        for surface, slots in shapes:
+            bound = slots_token_bound(surface, slots)
+            assert bound is not None
+            bounds.append(bound)
+            for key in KEYS:
+                text = minimal_answer(capsule(surface, slots, key))
+                compact.append(count(text))
+                pretty.append(count(_pretty(text)))
+        self.compact, self.pretty, self.bounds = compact, pretty, bounds
+        self.fits = {b <= ANSWER_BUDGET_TOKENS for b in bounds}
+
+    @property
+    def median(self) -> int:
+        return round(statistics.median(self.compact))
+
+    def eligible(self) -> str:
+        return "yes" if self.fits == {True} else "no" if self.fits == {False} else "some"
+
+
+def _span(values: Iterable[int]) -> str:
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def _shipped_rows() -> list[Row]:
+    shapes = list(shipped_shapes())
+
+    def of(surface: str, n_slots: int | None = None) -> list[Shape]:
+        return [
+            (s, sl) for s, sl in shapes if s == surface and (n_slots is None or len(sl) == n_slots)
+        ]
+
+    rows = [
+        Row("daily", of("daily.v1")),
+        Row("weekly", of("weekly.v1")),
+        Row("physique card", of("adaptive.physique.card.v1")),
+        Row("dual card, decision only", of(DUAL, 1)),
+    ]
+    for n in (1, 2, 3, 4, 5, 9):
+        rows.append(Row(f"dual card, decision + {n} reason{'s' if n > 1 else ''}", of(DUAL, 1 + n)))
+    return rows
+
+
+def budget_table() -> str:
+    """docs/budget.md §2: the shipped IDs' shapes, the bound and the modelled call times."""
+    lines = [
+        "| capsule | compact | pretty | bound (any key) | eligible | at 110 t/s | at 77 t/s"
+        " | at 55 t/s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in _shipped_rows():
+        times = [
+            f"{FIRST_TOKEN_RANGE[0] + row.median / r:.1f}–{FIRST_TOKEN_RANGE[1] + row.median / r:.1f} s"
+            for r in RATES
+        ]
+        lines.append(
+            f"| {row.label} | {row.median} | {round(statistics.median(row.pretty))} |"
+            f" {_span(row.bounds)} | {row.eligible()} | {' | '.join(times)} |"
+        )
+    return "\n".join(lines)
+
+
+def _guide_cell(row: Row, rate: int) -> str:
+    if row.fits == {False}:
+        return "도착 불가"
+    t = GUIDE_FIRST_TOKEN + row.median / rate
+    if t > SDK_TIMEOUT:
+        return f"{t:.1f}초, **시간 초과**"
+    if SDK_TIMEOUT - t < SAFE_MARGIN_S:
+        return f"{t:.1f}초, 위험"
+    return f"{t:.1f}초, 여유 있음"
+
+
+def guide_table() -> str:
+    """docs/operator-guide.ko.md: first token 0.6 s, the minimal compact answer."""
+    rows = {r.label: r for r in _shipped_rows()}
+    named = [
+        ("`daily.v1`", rows["daily"]),
+        ("`adaptive.physique.card.v1`", rows["physique card"]),
+        ("`weekly.v1`", rows["weekly"]),
+        ("듀얼 카드, 결정만", rows["dual card, decision only"]),
+        *(
+            (
+                f"듀얼 카드, 결정 + 근거 {n}개",
+                rows[f"dual card, decision + {n} reason{'s' if n > 1 else ''}"],
+            )
+            for n in (1, 2, 3, 4)
+        ),
+    ]
+    lines = [
+        "| 표면(최소 압축 답) | 초당 55토큰 | 초당 77토큰(OpenAI 중앙값) | 초당 110토큰(가장 빠른 공개 수치) |",
+        "|---|---|---|---|",
+    ]
+    for label, row in named:
+        cells = " | ".join(_guide_cell(row, r) for r in (55, 77, 110))
+        lines.append(f"| {label}(~{row.median}토큰) | {cells} |")
+    over = [rows[f"dual card, decision + {n} reasons"] for n in (5, 9)]
+    assert all(r.fits == {False} for r in over)
+    medians = " / ".join(f"~{r.median}" for r in over)
+    lines.append(
+        f"| 듀얼 카드, 근거 5 / 9개({medians}) | 도착 불가 | 도착 불가"
+        f" | 도착 불가({ANSWER_BUDGET_TOKENS}토큰 시간 예산 초과) |"
+    )
+    return "\n".join(lines)
+
+
+def _bench_rows() -> list[tuple[str, Row, str]]:
+    """The bench's own cases (bench/time_budget.py: real host bodies, the operator IDs)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import time_budget
+
+    out = []
+    for case in time_budget.cases():
+        surface = case.parse()
+        slots = tuple(s.policy() for s in surface.slots)
+        out.append(
+            (case.label, Row(case.label, [(case.surface, slots)]), time_budget.eligibility(case))
+        )
+    return out
+
+
+def performance_table() -> str:
+    """docs/performance.md: the bench's capsules' minimal answers."""
+    lines = [
+        "| capsule | minimal compact answer | same answer pretty-printed | shim's bound | at the shim |",
+        "|---|---|---|---|---|",
+    ]
+    for label, row, verdict in _bench_rows():
+        lines.append(
+            f"| {label} | {_span(row.compact)} | {_span(row.pretty)} | {_span(row.bounds)}"
+            f" | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def keys_line() -> str:
+    """docs/budget.md §3a: what a key costs, 64 hex against 32 (the first 32 of each)."""
+    keys = [hashlib.sha256(f"budget-docs-{i}".encode()).hexdigest() for i in range(2000)]
+    long = [count(k) for k in keys]
+    short = [count(k[:ARTIFACT_KEY_HEX]) for k in keys]
+    return (
+        f"  64 hex cost {round(statistics.median(long))} tokens (median; at most {max(long)}),"
+        f" 32 hex cost {round(statistics.median(short))} (at most {max(short)})."
+    )
+
+
+def guide_pretty_line() -> str:
+    """docs/operator-guide.ko.md: the pretty-printed answers' times (first token 0.6 s)."""
+    rows = {r.label: r for r in _shipped_rows()}
+    parts = []
+    for label, key in (
+        ("daily", "daily"),
+        ("weekly", "weekly"),
+        ("근거 2개 듀얼 카드", "dual card, decision + 2 reasons"),
+    ):
+        pretty = round(statistics.median(rows[key].pretty))
+        fast, slow = (
+            GUIDE_FIRST_TOKEN + pretty / max(RATES),
+            GUIDE_FIRST_TOKEN + pretty / min(RATES),
+        )
+        parts.append(f"{label} {fast:.1f}–{slow:.1f}초")
+    return ", ".join(parts) + "가"
+
+
+TABLES: dict[str, tuple[str, Callable[[], str]]] = {
+    "guide-pretty": ("docs/operator-guide.ko.md", guide_pretty_line),
+    "keys": ("docs/budget.md", keys_line),
+    "budget": ("docs/budget.md", budget_table),
+    "guide": ("docs/operator-guide.ko.md", guide_table),
+    "performance": ("docs/performance.md", performance_table),
+}
+
+
+def begin(name: str) -> str:
+    return f"<!-- BEGIN GENERATED tokens:{name} (python tests/contract/budget_docs.py --write) -->"
+
+
+def end(name: str) -> str:
+    return f"<!-- END GENERATED tokens:{name} -->"
+
+
+def block(text: str, name: str) -> str:
+    """The current content of the block ``name`` in ``text``."""
+    a, b = text.index(begin(name)) + len(begin(name)) + 1, text.index(end(name))
+    return text[a:b].removesuffix("\n") if b > a else ""
+
+
+def replaced(text: str, name: str, table: str) -> str:
+    a, b = text.index(begin(name)) + len(begin(name)) + 1, text.index(end(name))
+    return text[:a] + table + "\n" + text[max(a, b) :]
+
+
+def main(argv: list[str]) -> int:
+    write = argv == ["--write"]
+    stale = []
+    for name, (doc, render) in TABLES.items():
+        path = REPO / doc
+        text = path.read_text(encoding="utf-8")
+        table = render()
+        if block(text, name) != table:
+            stale.append(doc)
+            if write:
+                path.write_text(replaced(text, name, table), encoding="utf-8")
+    for doc in stale:
+        print(f"{'rewrote' if write else 'stale'}: {doc}")
+    return 0 if write or not stale else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

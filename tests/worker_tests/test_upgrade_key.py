@@ -1,0 +1,189 @@
+"""Issue 27 item 1: the upgrade to the 128-bit artifact key keeps every earlier attempt
+deduped, and an old shim is served by the new worker.
+
+The release before the change (`PREVIOUS`, ``f24e0c6``: 64-hex keys, spool protocol
+v2) is built from this repository's history like tests/worker_tests/test_upgrade.py
+builds its release (``git archive`` into a scratch venv that holds the old code and
+this venv's third-party packages). That release installs under the ``kexpr``
+namespace by a ``package-dir`` map; the scratch venv reproduces the map with
+symbolic links (``kexpr/spool`` -> ``queue/spool`` ...), so no build backend runs.
+
+Its worker and its shim journal artifacts under their 64-hex keys: terminal ones
+(reported ``selected``, ``shadow_selected``) and one answered and still open (its
+report not written yet). Then today's worker runs on the same root: the old shim,
+still running, reports the open one and presents a new artifact, served in v2 with its
+own 64-hex echo; and today's shim presents the same artifacts again: each one is
+``already_attempted``, and the fake API sees no new request.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeOpenAI, compose_reply, default_style
+from worker_tests.test_upgrade import _SHIM, REPO, OldRelease, Shim, _final, _stop, _until, _worker
+
+from kexpr.spool.layout import DataRoot
+
+# main before the 128-bit key: 64-hex keys, kexpr-spool-v2.
+PREVIOUS = "f24e0c6"
+
+
+@pytest.fixture(scope="module")
+def release_before_the_key(tmp_path_factory: pytest.TempPathFactory) -> OldRelease:
+    git = shutil.which("git")
+    if git is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout: the previous release is built from its history")
+    probe = subprocess.run(
+        [git, "-C", str(REPO), "cat-file", "-e", f"{PREVIOUS}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip("git cannot read the previous release from this checkout's history")
+    scratch = tmp_path_factory.mktemp("release-before-the-key")
+    src = scratch / "src"
+    src.mkdir()
+    archive = subprocess.run(
+        [git, "-C", str(REPO), "archive", PREVIOUS], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    # The release's package-dir map, as links: only its import names are visible.
+    names = scratch / "names"
+    (names / "kexpr").mkdir(parents=True)
+    (names / "gateway_shim").symlink_to(src / "gateway_shim")
+    for name, folder in (("spool", "queue/spool"), ("worker", "worker"), ("ops", "ops")):
+        (names / "kexpr" / name).symlink_to(src / folder)
+    venv = scratch / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    deps = sysconfig.get_paths()["purelib"]
+    Path(site, "previous_release.pth").write_text(f"{names}\n{deps}\n")
+    check = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import kexpr.worker.daemon, gateway_shim, kexpr.spool.messages as m;"
+            " print(m.__file__, m.SPOOL_VERSION)",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        cwd=scratch,
+    )
+    assert check.returncode == 0, check.stderr[-2000:]
+    assert check.stdout.startswith(str(names)) and "kexpr-spool-v2" in check.stdout
+    return OldRelease(python, scratch)
+
+
+class NewShim(Shim):
+    """Today's shim in its own process (the host restarted after the upgrade)."""
+
+    def __init__(self, cwd: Path, root: DataRoot) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _SHIM, str(root.root)],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+        )
+
+
+@pytest.fixture
+def old_shim_and_root(
+    release_before_the_key: OldRelease, data_root: Path
+) -> Iterator[tuple[Shim, DataRoot]]:
+    root = DataRoot(data_root)
+    root.ensure()
+    shim = Shim(release_before_the_key, root)
+    try:
+        yield shim, root
+    finally:
+        shim.close()
+
+
+def _keys(root: DataRoot) -> dict[str, str]:
+    """attempt_id -> the artifact_key its start row carries."""
+    from conftest import journal_rows
+
+    return {
+        row["attempt_id"]: row["artifact_key"]
+        for row in journal_rows(root.root)
+        if row["outcome"] == "attempt_started"
+    }
+
+
+@pytest.mark.e2e
+def test_attempts_journaled_under_64_hex_keys_are_never_attempted_again(
+    release_before_the_key: OldRelease,
+    old_shim_and_root: tuple[Shim, DataRoot],
+    fake_api: FakeOpenAI,
+) -> None:
+    shim, root = old_shim_and_root
+    fake_api.behaviour = compose_reply(default_style)
+    cwd = release_before_the_key.cwd
+    old = _worker(release_before_the_key.python, "kexpr.worker", root, fake_api, cwd)
+    try:
+        a = shim.ask("present a enabled")  # accepted, then reported selected
+        assert shim.ask("report a selected") == {"reported": "selected"}
+        b = shim.ask("present b shadow")  # the shim reports shadow_selected itself
+        c = shim.ask("present c enabled")  # answered, its report not written yet
+        assert [x["outcome"] for x in (a, b, c)] == ["accepted", "shadow_selected", "accepted"]
+        assert _until(lambda: _final(root).get(a["attempt_id"]) == "selected")
+        assert _until(lambda: _final(root).get(b["attempt_id"]) == "shadow_selected")
+    finally:
+        _stop(old)  # stopped for the upgrade
+    keys = _keys(root)
+    assert {len(k) for k in keys.values()} == {64}  # the old release's whole HMAC
+    assert _final(root)[c["attempt_id"]] is None  # open: answered, not reported
+    assert len(fake_api.requests) == 3
+
+    new = _worker(Path(sys.executable), "kexpr.worker", root, fake_api, cwd)
+    try:
+        # The old shim still runs (the host not restarted yet): its report of the
+        # answered attempt is journaled, and a new artifact of its is served in
+        # its protocol, echoing its 64-hex key (it re-validates the echo).
+        assert shim.ask("report c selected") == {"reported": "selected"}
+        assert _until(lambda: _final(root).get(c["attempt_id"]) == "selected")
+        d = shim.ask("present d enabled")
+        assert d["outcome"] == "accepted"
+        assert shim.ask("report d selected") == {"reported": "selected"}
+        assert _until(lambda: _final(root).get(d["attempt_id"]) == "selected")
+        assert len(_keys(root)[d["attempt_id"]]) == 64
+        assert len(fake_api.requests) == 4
+        shim.close()
+        # The host restarts with today's shim: the same artifacts, 32-hex keys.
+        today = NewShim(cwd, root)
+        try:
+            again = [today.ask(f"present {name} enabled") for name in ("a", "b", "c", "d")]
+            assert [x["outcome"] for x in again] == ["already_attempted"] * 4, again
+            assert all(x["attempt_id"] is None for x in again)
+            e = today.ask("present e enabled")  # a new artifact: its one call
+            assert e["outcome"] == "accepted"
+            assert len(_keys(root)[e["attempt_id"]]) == 32
+        finally:
+            today.close()
+        # One wire request per artifact, ever: five artifacts, five requests.
+        assert len(fake_api.requests) == 5
+    finally:
+        _stop(new)
+    # Every row of both releases verifies together.
+    from kexpr.spool.journal import Journal
+
+    index = Journal(root).load()
+    assert {len(r.artifact_key) for r in index.by_attempt.values()} == {32, 64}
