@@ -35,7 +35,7 @@ def test_an_answer_inside_the_margin_is_discarded_as_late(
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     provider.on_call = lambda: clock.advance(DEADLINE_S - PUBLISH_MARGIN_S / 2)
-    w.handle_claimed(f"{submit(root, clock, 'c' * 64, rid=rid(1))}.json")
+    w.handle_claimed(f"{submit(root, clock, 'c' * 32, rid=rid(1))}.json")
     assert len(provider.calls) == 1
     assert not (root.responses / f"{rid(1)}.json").exists()
     assert outcomes(root) == ["timeout"]
@@ -44,7 +44,7 @@ def test_an_answer_inside_the_margin_is_discarded_as_late(
     assert w.counters.accepted == 0
     # The same artifact again: already attempted, no second call.
     provider.on_call = lambda: None
-    w.handle_claimed(f"{submit(root, clock, 'c' * 64, rid=rid(2))}.json")
+    w.handle_claimed(f"{submit(root, clock, 'c' * 32, rid=rid(2))}.json")
     again = parse_response((root.responses / f"{rid(2)}.json").read_bytes())
     assert again.status is ResponseStatus.ALREADY_ATTEMPTED
     assert len(provider.calls) == 1
