@@ -42,6 +42,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 sys.path.insert(0, str(REPO / "bench"))
 
+import announce  # noqa: E402  (bench/: imports nothing heavy, so it speaks first)
+
+if __name__ == "__main__":  # before the imports below, which take seconds on a loaded machine
+    announce.start("bench/guest.py", "two scenarios, 4 s waits", "20 s (30 s with --baseline)")
+    announce.phase("import", "kexpr and the bench's round-trip module", "2-5 s")
+
 from run import BODY, DAILY, pct, supervised_worker  # noqa: E402
 
 from gateway_shim import (  # noqa: E402
@@ -220,12 +226,29 @@ def main() -> int:
     figures: dict[str, Any] = {"wait_s": WAIT_S, "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="kexpr-bench-guest-") as tmp:
         workdir = Path(tmp)
+        announce.phase(
+            "worker down",
+            f"{args.n} concurrent apresent_daily, no worker: each waits out its {WAIT_S:.0f} s",
+            f"{WAIT_S + 1:.0f} s",
+        )
         figures["worker_down"] = scenario_worker_down(workdir, args.n, native, "down")
+        announce.phase(
+            "slow provider",
+            f"the fake API ({args.delay:g} s per answer) and a supervised worker start, "
+            f"then {args.n} concurrent apresent_daily",
+            f"{WAIT_S + 6:.0f} s",
+        )
         figures["slow_provider"] = scenario_slow_provider(workdir, args.n, args.delay)
         if args.baseline:
+            announce.phase(
+                "baseline",
+                f"{args.baseline_n} asyncio.to_thread(present_daily), no worker",
+                f"{WAIT_S + 1:.0f} s",
+            )
             figures["baseline_to_thread_worker_down"] = scenario_worker_down(
                 workdir, args.baseline_n, old_shape, "old"
             )
+        announce.done()
     cols = (
         "n",
         "presentation_max_s",
