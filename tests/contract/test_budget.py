@@ -69,7 +69,13 @@ def test_the_minimal_lexeme_is_the_cheapest() -> None:
     )
 
 
-@pytest.mark.parametrize("key", EDGE_KEYS + tuple(secrets.token_hex(32) for _ in range(3)))
+# Fresh random keys each run, under stable test IDs: parallel workers (pytest-xdist)
+# each collect the suite and must name the same tests.
+@pytest.mark.parametrize(
+    "key",
+    EDGE_KEYS + tuple(secrets.token_hex(32) for _ in range(3)),
+    ids=[*EDGE_KEYS, "random-0", "random-1", "random-2"],
+)
 def test_every_shipped_shape_is_bounded_and_its_minimal_answer_valid(key: str) -> None:
     for surface, slots in SHAPES:
         c = capsule(surface, slots, key)
