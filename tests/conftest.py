@@ -52,9 +52,12 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(MAX_AUTO_WORKERS, len(os.sched_getaffinity(0))))
 
 
-# Modules whose tests share one costly module-scoped fixture: each runs on one
-# worker (`--dist loadgroup`), since a worker that ran any one of its tests would
-# build that fixture again (and the tests were written to share its state).
+# Modules whose tests share one costly module-scoped fixture: each is marked to run
+# on one worker (`--dist loadgroup`), since a worker that runs any one of its tests
+# builds that fixture again. Measured: pytest-xdist 3.8 does not apply the marks
+# under pytest 9.2 (it renames `item._nodeid`, which pytest 9.2 no longer reads), so
+# today each worker that runs one of these tests builds the fixture for itself; the
+# tests pass either way (each fixture is per worker process), it only costs time.
 ONE_WORKER_MODULES: dict[str, str] = {
     "tests/packaging_tests/test_distribution.py": "builds the sdist and wheel (minutes)",
     "tests/worker_tests/test_upgrade.py": "the previous release in a scratch venv",
