@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_ROOT ?= ./var/korean-expression-v1
 
-.PHONY: run test bench clean
+.PHONY: run test check bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -26,10 +26,23 @@ run: $(VENV)/.installed-run
 # `make test` never installs system packages. Without systemd-analyze the unit
 # tests (tests/ops_tests/test_systemd.py) skip and say so; `make test-tools` installs it.
 # Lint first (seconds), then the suite; mypy --strict runs inside the suite.
+# The suite runs on parallel workers (pytest-xdist): JOBS=auto is one per CPU this
+# process may use, 1 to 8 (tests/conftest.py); JOBS=N sets it; JOBS=0 runs serially.
+# --dist loadgroup keeps each `xdist_group` on one worker (tests/conftest.py says
+# why, and that pytest-xdist 3.8 under pytest 9.2 does not apply them yet).
+JOBS ?= auto
+PYTEST_PARALLEL = -n $(JOBS) --dist loadgroup
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
+
+# The inner loop (README): the same lint, then the fast tests only, on the same
+# workers. `slow` is set by tests/conftest.py (SLOW_MODULES says what and why).
+check: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow"
 
 # System tools some tests use (systemd-analyze, libfaketime), installed with
 # apt (as root) only if missing; elsewhere the script says why the test skips.

@@ -49,6 +49,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 sys.path.insert(0, str(REPO / "bench"))
 
+import announce  # noqa: E402  (bench/: imports nothing heavy, so it speaks first)
+
+if __name__ == "__main__":  # before the imports below, which take seconds on a loaded machine
+    announce.start("bench/guest.py", "three scenarios, 4 s waits", "30 s (40 s with --baseline)")
+    announce.phase("import", "kexpr and the bench's round-trip module", "2-5 s")
+
 from run import BODY, DAILY, pct, supervised_worker  # noqa: E402
 
 from gateway_shim import (  # noqa: E402
@@ -254,17 +260,41 @@ def main() -> int:
     figures: dict[str, Any] = {"wait_s": WAIT_S, "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="kexpr-bench-guest-") as tmp:
         workdir = Path(tmp)
+        announce.phase(
+            "worker down",
+            f"{args.n} concurrent apresent_daily, the worker's heartbeat says stopped: "
+            "each is answered at once (worker_unavailable)",
+            "5 s",
+        )
         figures["worker_down"] = scenario_without_answers(
             workdir, args.n, native, "down", "stopped"
+        )
+        announce.phase(
+            "worker silent",
+            f"{args.n} concurrent apresent_daily, a ready heartbeat but no answer: "
+            f"each waits out its {WAIT_S:.0f} s",
+            f"{WAIT_S + 1:.0f} s",
         )
         figures["worker_silent"] = scenario_without_answers(
             workdir, args.n, native, "silent", "ready"
         )
+        announce.phase(
+            "slow provider",
+            f"the fake API ({args.delay:g} s per answer) and a supervised worker start, "
+            f"then {args.n} concurrent apresent_daily",
+            f"{WAIT_S + 6:.0f} s",
+        )
         figures["slow_provider"] = scenario_slow_provider(workdir, args.n, args.delay)
         if args.baseline:
+            announce.phase(
+                "baseline",
+                f"{args.baseline_n} asyncio.to_thread(present_daily), a silent worker",
+                f"{WAIT_S + 1:.0f} s",
+            )
             figures["baseline_to_thread_worker_silent"] = scenario_without_answers(
                 workdir, args.baseline_n, old_shape, "old", "ready"
             )
+        announce.done()
     cols = (
         "n",
         "presentation_max_s",

@@ -45,6 +45,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
+import announce  # noqa: E402  (bench/: imports nothing heavy, so it speaks first)
+
+if __name__ == "__main__":  # before the imports below, which take seconds on a loaded machine
+    announce.start(
+        "bench/run.py",
+        "quick profile" if "--quick" in sys.argv[1:] else "full profile",
+        "1.5 min" if "--quick" in sys.argv[1:] else "4 min",
+    )
+    announce.phase("import", "kexpr, the OpenAI SDK and the fake API's modules", "2-5 s")
+
 import time_budget  # noqa: E402  (bench/, this script's own directory)
 
 from gateway_shim import (  # noqa: E402
@@ -533,12 +543,29 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kexpr-bench-") as tmp:
         work = Path(tmp)
         os.chmod(work, 0o700)
+        announce.phase(
+            "validation",
+            f"judge() accept/reject, render and parse, {2000 if a.quick else 10000:,} calls each",
+            "2 s" if a.quick else "8 s",
+        )
         figures.update(validation(2000 if a.quick else 10000))
+        announce.phase(
+            "floor",
+            f"file fsync, directory fsync, rename, one watchdog notification, "
+            f"{50 if a.quick else 200} times each",
+            "1 s" if a.quick else "3 s",
+        )
         figures.update(floor(work, 50 if a.quick else 200))
         cpu: dict[str, float] = {}
         cpu_blocks: list[dict[str, float]] = []
         inproc: list[float] = []
         spool: list[float] = []
+        announce.phase(
+            "round trip",
+            f"the fake API and a supervised worker start, then {n} artifacts through the "
+            f"spool and {n} in one process, in alternating blocks",
+            "10 s" if a.quick else "40 s",
+        )
         with fake_api(work) as fake:
             root = work / "spool" / "korean-expression-v1"
             root.parent.mkdir(mode=0o700)
@@ -559,15 +586,28 @@ def main() -> int:
                     spool += spool_round_trip(root, n // blocks, f"rt{b}", block, fake["pid"])
                     cpu_blocks.append(block)
                 cpu = {k: statistics.mean(bl[k] for bl in cpu_blocks) for k in cpu_blocks[0]}
+                announce.phase(
+                    "throughput",
+                    f"8 concurrent shims for {tp_s:.0f} s against the same worker",
+                    f"{tp_s + 2:.0f} s",
+                )
                 figures.update(throughput(root, fake, tp_s))
         figures.update(cpu)
         # What one Python process doing the in-process work could sustain at
         # best (its CPU per artifact, one core: the GIL): the bar for the
         # throughput figure, which adds the spool's own CPU on top.
         figures["inproc_ceiling_per_s"] = 1000 / cpu["cpu_inproc_ms_per_artifact"]
+        announce.phase(
+            "start-up",
+            "a 36-day x 1,000-attempt journal written, then 3 worker starts on it "
+            "and 3 on an empty one",
+            "15 s",
+        )
         figures.update(startup(work, 36, 1000))
         # Last: its worker and fake are its own, and its calls mostly sleep.
+        # (bench/time_budget.py announces itself.)
         figures["time_budget"] = time_budget.run(work, a.quick)
+        announce.done()
     s, i = summary(spool), summary(inproc)
     figures.update(
         {

@@ -66,6 +66,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
+import announce  # noqa: E402  (bench/: the phase lines on stderr)
 from fakeapi import FakeModel, FakeOpenAI, Layout, brief_style, compose_reply  # noqa: E402
 from fakeapi.generation import count_tokens, render_answer  # noqa: E402
 
@@ -466,6 +467,7 @@ def measure(
 
 def run(work: Path, quick: bool) -> dict[str, Any]:
     """The phase: the token table, then every speed against the real worker."""
+    announce.phase("time budget", f"token table, then a supervised worker against the fake model at {len(speeds(quick))} speeds, real host bodies in shadow mode", "40 s" if quick else "2.5 min")  # fmt: skip
     load_start = os.getloadavg()
     all_cases = cases()
     table = [token_row(c, 20 if quick else 200) for c in all_cases]
@@ -690,6 +692,7 @@ def main() -> int:
         work = Path(tmp)
         os.chmod(work, 0o700)
         result = run(work, a.quick)
+    announce.done()
     print(render(result))
     print(json.dumps(result, sort_keys=True))
     return 0

@@ -15,11 +15,99 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeOpenAI
+from hypothesis import HealthCheck, settings
 
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.daemon import wait_ready
 
 TEST_KEY = "sk-test-kexpr-0000"
+
+# Hypothesis' defaults, less the two checks that measure the machine instead of the
+# code: a 200 ms deadline per example and the "input generation is slow" health
+# check. On parallel workers of a loaded machine both failed by chance (a dual-card
+# property generated 8 inputs in 1.01 s). Example counts stay Hypothesis' own (the
+# generative profiles of tests/adversarial/hypothesis_profiles.py set theirs).
+settings.register_profile(
+    "kexpr-suite", deadline=None, suppress_health_check=(HealthCheck.too_slow,)
+)
+settings.load_profile("kexpr-suite")
+
+# `make test` runs the suite on parallel workers (pytest-xdist, `-n auto`). Each
+# worker is its own process with its own tmp_path tree (pytest's basetemp/popen-gwN),
+# so process-wide state (umask, signals, rlimits, os.environ, cwd, threads, fds) is
+# never shared; what would be shared across processes (a fixed path, a fixed port,
+# a machine-wide count) the tests do not use.
+MAX_AUTO_WORKERS = 8
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per CPU this process may run on (its affinity
+    mask, which a container's cpuset narrows, not the machine's count), at least
+    one and at most `MAX_AUTO_WORKERS` (past that, start-up and collection per
+    worker cost more than they save). pytest-xdist's own override still holds:
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS=N`` (and ``make test JOBS=N`` passes ``-n N``)."""
+    wanted = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
+    if wanted.isdigit():
+        return int(wanted)
+    return max(1, min(MAX_AUTO_WORKERS, len(os.sched_getaffinity(0))))
+
+
+# Modules whose tests share one costly module-scoped fixture: each is marked to run
+# on one worker (`--dist loadgroup`), since a worker that runs any one of its tests
+# builds that fixture again. Measured: pytest-xdist 3.8 does not apply the marks
+# under pytest 9.2 (it renames `item._nodeid`, which pytest 9.2 no longer reads), so
+# today each worker that runs one of these tests builds the fixture for itself; the
+# tests pass either way (each fixture is per worker process), it only costs time.
+ONE_WORKER_MODULES: dict[str, str] = {
+    "tests/packaging_tests/test_distribution.py": "builds the sdist and wheel (minutes)",
+    "tests/worker_tests/test_upgrade.py": "the previous release in a scratch venv",
+    "tests/e2e/test_surfaces_e2e.py": "one supervised worker and fake API for all",
+    "tests/reference_host/test_host_journal.py": "one supervised worker and fake API for all",
+    "tests/redaction/test_redaction_paths.py": "one world of real processes for all",
+    "tests/adversarial/test_adversarial_shim.py": "one compromised worker for all",
+    "tests/faults/test_nothing_escapes.py": "one tmpfs for all",
+}
+
+
+# `make check` (the quick tier) leaves these out: `slow`, by folder ("/" at the end)
+# or by module. Measured with --durations on parallel workers: together they were
+# ~85 % of the suite's test time (wheel builds, mypy, the crash campaign, and tests
+# that start real supervisors, workers and CLI processes one after another).
+SLOW_MODULES: dict[str, str] = {
+    "tests/crash/": "the crash campaign and real processes SIGKILLed",
+    "tests/e2e/": "real supervised workers, the proxy and the fake API",
+    "tests/faults/": "real worker and CLI processes under injected faults",
+    "tests/live/": "the shadow harness against real processes",
+    "tests/packaging_tests/": "sdist/wheel builds, scratch venvs, mypy",
+    "tests/ops_tests/test_audit.py": "real worker processes",
+    "tests/ops_tests/test_glossary_cli.py": "a CLI process per case",
+    "tests/ops_tests/test_graceful_stop.py": "real supervisors stopped",
+    "tests/ops_tests/test_preflight.py": "a CLI process per case",
+    "tests/ops_tests/test_promotion.py": "a CLI process per case",
+    "tests/ops_tests/test_supervisor.py": "real supervisors and workers",
+    "tests/ops_tests/test_supervisor_limits.py": "real supervisors and workers",
+    "tests/redaction/test_log_records.py": "real worker processes",
+    "tests/redaction/test_redaction_paths.py": "real processes, end to end",
+    "tests/reference_host/test_host_journal.py": "a real supervised worker",
+    "tests/test_bench_announce.py": "the bench's entry points started",
+    "tests/test_fakeapi.py": "the fake API's own process and proxy",
+    "tests/worker_tests/test_provider_hostile.py": "a real worker against hostile answers",
+    "tests/worker_tests/test_upgrade.py": "the previous release in a scratch venv",
+}
+
+
+def _listed(module: str, table: dict[str, str]) -> bool:
+    return module in table or any(k.endswith("/") and module.startswith(k) for k in table)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(module))
+        if _listed(module, SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

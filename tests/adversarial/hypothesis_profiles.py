@@ -86,6 +86,20 @@ class StatsReporter:
         if not config.pluginmanager.has_plugin(cls.NAME):
             config.pluginmanager.register(cls(), cls.NAME)
 
+    # Under pytest-xdist (`make test`) the properties run on worker processes: each
+    # worker hands its tallies to the controller, which prints their sum.
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        out = getattr(session.config, "workeroutput", None)
+        if out is not None:  # a worker
+            out[self.NAME] = {test: dict(c) for test, c in STATS.counts.items()}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        tallies: dict[str, dict[str, int]] = getattr(node, "workeroutput", {}).get(self.NAME, {})
+        for test, counts in tallies.items():
+            for kind, n in counts.items():
+                STATS.add(test, kind, n)
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not STATS.counts:
             return

@@ -91,6 +91,9 @@ def test_the_key_bound_is_the_128_bit_keys_worst_case() -> None:
 @pytest.mark.parametrize(
     "key",
     EDGE_KEYS + LEGACY_EDGE_KEYS + tuple(secrets.token_hex(n) for n in (16, 16, 32)),
+    # Fresh random keys each run, under stable test IDs: parallel workers (pytest-xdist)
+    # each collect the suite and must name the same tests.
+    ids=[*EDGE_KEYS, *LEGACY_EDGE_KEYS, "random-32hex-0", "random-32hex-1", "random-64hex-0"],
 )
 def test_every_shipped_shape_is_bounded_and_its_minimal_answer_valid(key: str) -> None:
     for surface, slots in SHAPES:

@@ -187,7 +187,9 @@ def test_each_subcommand_fails_cleanly_on_bad_input(
         [sys.executable, "-m", "kexpr.ops.cli", *argv.format(bad=bad).split()],
         capture_output=True,
         text=True,
-        timeout=60,  # generous: a loaded machine; a hang never ends
+        # A bound for a hang, not a speed: parallel workers on a loaded machine
+        # took > 20 s for the 20,000-deep YAML (which ends in ~1 s when idle).
+        timeout=120,
         env=env,
         check=False,
         cwd=Path(__file__).resolve().parents[2],
