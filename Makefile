@@ -28,8 +28,8 @@ run: $(VENV)/.installed-run
 # Lint first (seconds), then the suite; mypy --strict runs inside the suite.
 # The suite runs on parallel workers (pytest-xdist): JOBS=auto is one per CPU this
 # process may use, 1 to 8 (tests/conftest.py); JOBS=N sets it; JOBS=0 runs serially.
-# --dist loadgroup keeps each `xdist_group` on one worker (tests/conftest.py says
-# why, and that pytest-xdist 3.8 under pytest 9.2 does not apply them yet).
+# --dist loadgroup keeps each module of tests/conftest.py ONE_WORKER_MODULES on one
+# worker (its scheduler hook; the file says why).
 JOBS ?= auto
 PYTEST_PARALLEL = -n $(JOBS) --dist loadgroup
 test: $(VENV)/.installed-test

@@ -52,12 +52,12 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(MAX_AUTO_WORKERS, len(os.sched_getaffinity(0))))
 
 
-# Modules whose tests share one costly module-scoped fixture: each is marked to run
-# on one worker (`--dist loadgroup`), since a worker that runs any one of its tests
-# builds that fixture again. Measured: pytest-xdist 3.8 does not apply the marks
-# under pytest 9.2 (it renames `item._nodeid`, which pytest 9.2 no longer reads), so
-# today each worker that runs one of these tests builds the fixture for itself; the
-# tests pass either way (each fixture is per worker process), it only costs time.
+# Modules whose tests share one costly module-scoped fixture: each runs on one
+# worker (`--dist loadgroup`), since a worker that runs any one of its tests builds
+# that fixture again. They are marked `xdist_group`, and `pytest_xdist_make_scheduler`
+# below groups them by this table as well: pytest-xdist 3.8 does not apply the marks
+# under pytest 9.2 (it renames `item._nodeid`, which pytest 9.2 no longer reads;
+# measured: a marked module spread over both workers).
 ONE_WORKER_MODULES: dict[str, str] = {
     "tests/packaging_tests/test_distribution.py": "builds the sdist and wheel (minutes)",
     "tests/worker_tests/test_upgrade.py": "the previous release in a scratch venv",
@@ -94,6 +94,21 @@ SLOW_MODULES: dict[str, str] = {
     "tests/worker_tests/test_provider_hostile.py": "a real worker against hostile answers",
     "tests/worker_tests/test_upgrade.py": "the previous release in a scratch venv",
 }
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: xdist's own scheduler, whose work unit is one test,
+    one ``@group`` suffix, or here one module of `ONE_WORKER_MODULES`."""
+    if config.getvalue("dist") != "loadgroup":
+        return None  # xdist's own choice
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ModuleGroups(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER_MODULES else str(super()._split_scope(nodeid))
+
+    return ModuleGroups(config, log)
 
 
 def _listed(module: str, table: dict[str, str]) -> bool:

@@ -105,3 +105,29 @@ def test_the_readme_states_make_tests_count_and_duration() -> None:
     assert [line.split()[:2] for line in setup] == [["make", "run"], ["make", "test"]]
     assert re.search(r"`make test` ran [\d,]+ tests in \d+ min \d+ s", readme)
     assert "`make check`" in readme.split("## What it is", 1)[0]
+
+
+def test_a_one_worker_module_runs_on_one_worker() -> None:
+    """`--dist loadgroup` keeps a module of ONE_WORKER_MODULES on one worker (its
+    module fixture built once); pytest-xdist's own marks alone spread it over both."""
+    if not _has_xdist():
+        pytest.skip("pytest-xdist is not installed")
+    grouped = "tests/adversarial/test_adversarial_shim.py"
+    assert grouped in conftest.ONE_WORKER_MODULES
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"]
+        + ["--dist", "loadgroup", "-v", grouped, "tests/spool_tests/test_outcome_maps.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    workers = {line.split()[0] for line in out.splitlines() if " PASSED " + grouped + "::" in line}
+    assert len(workers) == 1, workers
+    assert " failed" not in out and " passed" in out, out[-2000:]
+
+
+def _has_xdist() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("xdist") is not None
