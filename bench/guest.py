@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import announce  # noqa: E402  (bench/: imports nothing heavy, so it speaks first)
 
 if __name__ == "__main__":  # before the imports below, which take seconds on a loaded machine
-    announce.start("bench/guest.py", "three scenarios, 4 s waits", "30 s (40 s with --baseline)")
+    announce.start("bench/guest.py", "four scenarios, 4 s waits", "30 s (40 s with --baseline)")
     announce.phase("import", "kexpr and the bench's round-trip module", "2-5 s")
 
 from run import BODY, DAILY, pct, supervised_worker  # noqa: E402
@@ -239,6 +239,36 @@ def scenario_without_answers(
         coord.close()
 
 
+def scenario_stopped_one_at_a_time(workdir: Path, n: int) -> dict[str, Any]:
+    """What a stopped worker costs ONE presentation (issue 27 item 6: < 50 ms p99):
+    ``n`` presentations in turn, the heartbeat saying ``stopped``; each is answered
+    at once (``worker_unavailable``) and writes no request."""
+    root = workdir / "stopped-serial" / "korean-expression-v1"
+    root.parent.mkdir(mode=0o700)
+    DataRoot(root).ensure()
+    coord = coordinator(root)
+    seconds: list[float] = []
+    outcomes: dict[str, int] = {}
+    try:
+        with heartbeat(root, "stopped"):
+            time.sleep(0.1)  # the first beat is written
+            for i in range(n):
+                t0 = time.monotonic()
+                cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"serial-{i}")
+                seconds.append(time.monotonic() - t0)
+                outcomes[cand.outcome.value] = outcomes.get(cand.outcome.value, 0) + 1
+    finally:
+        coord.close()
+    return {
+        "n": n,
+        "presentation_p50_ms": round(pct(seconds, 50) * 1000, 2),
+        "presentation_p99_ms": round(pct(seconds, 99) * 1000, 2),
+        "presentation_max_ms": round(max(seconds) * 1000, 2),
+        "request_files": len(list(DataRoot(root).requests.iterdir())),
+        "outcomes": outcomes,
+    }
+
+
 def scenario_slow_provider(workdir: Path, n: int, delay: float) -> dict[str, Any]:
     root = workdir / "slow" / "korean-expression-v1"
     root.parent.mkdir(mode=0o700)
@@ -260,6 +290,13 @@ def main() -> int:
     figures: dict[str, Any] = {"wait_s": WAIT_S, "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="kexpr-bench-guest-") as tmp:
         workdir = Path(tmp)
+        announce.phase(
+            "stopped worker, one at a time",
+            "300 present_daily in turn, the heartbeat says stopped: each answered at once",
+            "2 s",
+        )
+        figures["stopped_one_at_a_time"] = scenario_stopped_one_at_a_time(workdir, 300)
+        print(json.dumps({"stopped_one_at_a_time": figures["stopped_one_at_a_time"]}), flush=True)
         announce.phase(
             "worker down",
             f"{args.n} concurrent apresent_daily, the worker's heartbeat says stopped: "

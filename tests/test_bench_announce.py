@@ -63,7 +63,7 @@ def _imported(line: str) -> str | None:
     ("script", "args", "first"),
     [
         ("run.py", ["--quick"], "bench/run.py (quick profile)"),
-        ("guest.py", [], "bench/guest.py (three scenarios"),
+        ("guest.py", [], "bench/guest.py (four scenarios"),
     ],
 )
 def test_the_first_line_comes_before_the_heavy_imports(
