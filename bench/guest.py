@@ -344,7 +344,7 @@ def main() -> int:
     )
     print(f"{'scenario':<32}" + "".join(f"{c:>22}" for c in cols))
     for name, f in figures.items():
-        if isinstance(f, dict):
+        if isinstance(f, dict) and all(c in f for c in cols):
             cells = "".join(
                 f"{f[c]:>22.3f}" if isinstance(f[c], float) else f"{f[c]:>22}" for c in cols
             )

@@ -116,7 +116,7 @@ def chain(work: Path, n: int, publishers: int) -> list[float]:
     root = DataRoot(work / f"chain-{publishers}" / "korean-expression-v1")
     root.root.parent.mkdir(mode=0o700)
     root.ensure()
-    waiters = ResponseWaiters()
+    waiters = ResponseWaiters(root.responses)
     observer = watch_responses(waiters, root.responses)
     out: list[float] = []
     lock = threading.Lock()
@@ -131,7 +131,7 @@ def chain(work: Path, n: int, publishers: int) -> list[float]:
         final = root.responses / f"{rid}.json"
         reservation = reserve(root.tmp, final, 512)  # before the call, as the worker does
         arrived = threading.Event()
-        waiters.register(rid, arrived.set)
+        waiters.register(rid, arrived.set, time.monotonic() + 5)
         try:
             t0 = time.perf_counter()
             verdict = judge(capsule, content)  # worker: the contract's verdict
@@ -160,6 +160,7 @@ def chain(work: Path, n: int, publishers: int) -> list[float]:
             list(pool.map(one, range(n)))
     finally:
         stop_watching(observer)
+        waiters.close()
     return out
 
 

@@ -566,26 +566,38 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
     def called(rows: dict[str, Any]) -> str:
         return ", ".join(f"{c} {r['called']}/{r['n']}" for c, r in rows.items())
 
-    slow = _row(result, 0.3, 55.0)
-    if slow:
-        ok = all((r["called"] > 0) == (c in cheap) for c, r in slow.items())
+    # At 55 tokens/s after 0.3 s the 1-reason dual card's ~143-token answer arrives
+    # in ~2.9 s, so it is rightly called: the target there is "no call that cannot
+    # arrive"; after 0.5 s only daily and physique fit, as issue 28 states.
+    for first in (0.3, 0.5):
+        slow = _row(result, first, 55.0)
+        if not slow:
+            continue
         timeouts = sum(r["outcomes"].get("timeout", 0) for r in slow.values())
+        if first == 0.5:
+            ok = all((r["called"] > 0) == (c in cheap) for c, r in slow.items())
+            what = "only daily and physique called"
+        else:
+            ok = all(r["in_time"] == 1 for r in slow.values() if r["called"] > 0)
+            what = "every called shape arrives"
         out.append(
             (
-                "28: 55 t/s after warm-up: only daily and physique called, 0 timeouts",
+                f"28: 55 t/s after {first} s and warm-up: {what}, 0 timeouts",
                 ok and timeouts == 0,
                 f"called {called(slow)}; timeouts {timeouts}",
             )
         )
     median = _row(result, 0.7, 77.0)
     if median:
-        dual2 = median.get("dual card, 2 reasons")
-        rest = [r for c, r in median.items() if c != "dual card, 2 reasons"]
-        ok = dual2 is not None and dual2["called"] == 0 and all(r["in_time"] == 1 for r in rest)
+        # The 3-reason dual card (eligible since the 128-bit key) needs more still.
+        refused = ("dual card, 2 reasons", "dual card, 3 reasons")
+        ok = all(median[c]["called"] == 0 for c in refused if c in median) and all(
+            r["in_time"] == 1 for c, r in median.items() if c not in refused
+        )
         shares = ", ".join(f"{c} {r['in_time']:.0%}" for c, r in median.items())
         out.append(
             (
-                "28: 77 t/s after 0.7 s: the 2-reason dual card refused, the rest arrive",
+                "28: 77 t/s after 0.7 s: the dual cards with 2 and 3 reasons refused, the rest arrive",
                 ok,
                 f"arrived {shares}; called {called(median)}",
             )
