@@ -42,6 +42,7 @@ from kexpr.spool.outcomes import (
     ConcludedOutcome,
     ContractRejection,
     Outcome,
+    ResponseOutcome,
 )
 from kexpr.worker.cooldown import Pass
 from kexpr.worker.provider import (
@@ -211,30 +212,14 @@ def _start(
             # later cannot reach the shim), so that is the time the answer has.
             if bound is None or until - PUBLISH_MARGIN_S - w._mono() < min_answer_seconds(bound):
                 w.counters.bump("no_time_to_answer")
-                w._respond(
-                    rid,
-                    None,
-                    ResponseStatus.CANONICAL,
-                    Outcome.NO_TIME_TO_ANSWER,
-                    version=version,
-                    reservation=reservation,
-                )
-                return None, reservation, None
+                return _refuse(w, req, Outcome.NO_TIME_TO_ANSWER, reservation)
             # The same shape at the provider's measured speed, and the provider's
             # cool-down: no row and no call for an answer that cannot arrive, or
             # for a provider that keeps failing (docs/lifecycle.md, docs/budget.md).
             refusal, probe = _provider_refusal(w, bound, until)
             if refusal is not None:
                 w.counters.refused(refusal, capsule.surface)
-                w._respond(
-                    rid,
-                    None,
-                    ResponseStatus.CANONICAL,
-                    refusal,
-                    version=version,
-                    reservation=reservation,
-                )
-                return None, reservation, None
+                return _refuse(w, req, refusal, reservation)
             # The call's thread is started (or taken idle) before the start row:
             # at a thread limit (RLIMIT_NPROC, TasksMax=) it cannot start, and
             # after the row that would spend the artifact's one attempt with no
@@ -244,15 +229,7 @@ def _start(
                     thread = take_call_thread()
                 except RuntimeError:
                     w.counters.fault(Fault.THREAD_START_FAILED)
-                    w._respond(
-                        rid,
-                        None,
-                        ResponseStatus.CANONICAL,
-                        Outcome.ANSWER_UNPUBLISHABLE,
-                        version=version,
-                        reservation=reservation,
-                    )
-                    return None, reservation, None
+                    return _refuse(w, req, Outcome.ANSWER_UNPUBLISHABLE, reservation)
             rec = j.append_start(
                 artifact_key=capsule.artifact_key,
                 surface=capsule.surface,
@@ -290,6 +267,22 @@ def _start(
         if thread is not None:
             thread.give_back()
         raise
+
+
+def _refuse(
+    w: Worker, req: SpoolRequest, outcome: ResponseOutcome, reservation: Reservation | None
+) -> tuple[None, Reservation | None, None]:
+    """A request answered canonical before its start row (no row, no call): its
+    answer is written into its own reservation, which the caller then holds."""
+    w._respond(
+        req.request_id,
+        None,
+        ResponseStatus.CANONICAL,
+        outcome,
+        version=req.spool_version,
+        reservation=reservation,
+    )
+    return None, reservation, None
 
 
 def _provider_refusal(
