@@ -41,12 +41,12 @@ w = make_worker(root, provider, clock, {"OPENAI_API_KEY": "sk-test", "PATH": "/u
 provider_mod._CALL_THREADS._idle.clear()  # no kept thread: one must start
 soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
 resource.setrlimit(resource.RLIMIT_NPROC, (0, hard))
-w.handle_claimed(submit(root, clock, "d" * 64, rid=rid(1)) + ".json")
+w.handle_claimed(submit(root, clock, "d" * 32, rid=rid(1)) + ".json")
 first = response(root, rid(1))
 rows_after_first = outcomes(root)
 calls_after_first = len(provider.calls)
 resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
-w.handle_claimed(submit(root, clock, "d" * 64, rid=rid(2)) + ".json")
+w.handle_claimed(submit(root, clock, "d" * 32, rid=rid(2)) + ".json")
 print(json.dumps({
     "first": [first.status.value, first.outcome.value],
     "rows_after_first": rows_after_first,
