@@ -78,27 +78,35 @@ class OldRelease:
     cwd: Path
 
 
-@pytest.fixture(scope="module")
-def old_release(tmp_path_factory: pytest.TempPathFactory) -> OldRelease:
+def release_source(
+    commit: str, tmp_path_factory: pytest.TempPathFactory, name: str
+) -> tuple[Path, Path]:
+    """(scratch dir, source tree) of release ``commit``, read from this checkout's
+    git history; skips when git cannot read it (not a checkout, a shallow clone, or
+    a checkout git refuses to read for this user: safe.directory, another owner)."""
     git = shutil.which("git")
     if git is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: the previous release is built from its history")
     probe = subprocess.run(
-        [git, "-C", str(REPO), "cat-file", "-e", f"{PREVIOUS}^{{commit}}"],
+        [git, "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
         capture_output=True,
         check=False,
     )
     if probe.returncode != 0:
-        # A shallow clone, or a checkout git refuses to read for this user
-        # (safe.directory: another owner).
         pytest.skip("git cannot read the previous release from this checkout's history")
-    scratch = tmp_path_factory.mktemp("previous-release")
+    scratch = tmp_path_factory.mktemp(name)
     src = scratch / "src"
     src.mkdir()
     archive = subprocess.run(
-        [git, "-C", str(REPO), "archive", PREVIOUS], capture_output=True, check=True
+        [git, "-C", str(REPO), "archive", commit], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    return scratch, src
+
+
+@pytest.fixture(scope="module")
+def old_release(tmp_path_factory: pytest.TempPathFactory) -> OldRelease:
+    scratch, src = release_source(PREVIOUS, tmp_path_factory, "previous-release")
     # A scratch venv whose path holds the old release's code and this venv's
     # third-party packages (pydantic, watchdog, openai: the same pins), not
     # today's kexpr: its editable-install hook is a .pth of this venv's

@@ -19,7 +19,6 @@ own 64-hex echo; and today's shim presents the same artifacts again: each one is
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -28,7 +27,16 @@ from pathlib import Path
 
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
-from worker_tests.test_upgrade import _SHIM, REPO, OldRelease, Shim, _final, _stop, _until, _worker
+from worker_tests.test_upgrade import (
+    _SHIM,
+    OldRelease,
+    Shim,
+    _final,
+    _stop,
+    _until,
+    _worker,
+    release_source,
+)
 
 from kexpr.spool.layout import DataRoot
 
@@ -38,23 +46,7 @@ PREVIOUS = "f24e0c6"
 
 @pytest.fixture(scope="module")
 def release_before_the_key(tmp_path_factory: pytest.TempPathFactory) -> OldRelease:
-    git = shutil.which("git")
-    if git is None or not (REPO / ".git").exists():
-        pytest.skip("not a git checkout: the previous release is built from its history")
-    probe = subprocess.run(
-        [git, "-C", str(REPO), "cat-file", "-e", f"{PREVIOUS}^{{commit}}"],
-        capture_output=True,
-        check=False,
-    )
-    if probe.returncode != 0:
-        pytest.skip("git cannot read the previous release from this checkout's history")
-    scratch = tmp_path_factory.mktemp("release-before-the-key")
-    src = scratch / "src"
-    src.mkdir()
-    archive = subprocess.run(
-        [git, "-C", str(REPO), "archive", PREVIOUS], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    scratch, src = release_source(PREVIOUS, tmp_path_factory, "release-before-the-key")
     # The release's package-dir map, as links: only its import names are visible.
     names = scratch / "names"
     (names / "kexpr").mkdir(parents=True)
