@@ -29,6 +29,7 @@ Rule 4: numbers and enum words only; no clock of its own (the caller passes
 from __future__ import annotations
 
 import enum
+import math
 import threading
 from typing import Final
 
@@ -151,7 +152,9 @@ class CoolDown:
                 "failures_in_a_row": self._run,
                 "threshold": FAILURES_IN_A_ROW,
                 "cool_down_s": COOL_DOWN_S,
-                "seconds_left": round(left, 1),
+                # Rounded UP: 0 only once the cool-down is over (a status that
+                # said 0 with 40 ms left sent a reader's request into a refusal).
+                "seconds_left": math.ceil(left * 10) / 10,
                 "cool_downs": self.cool_downs,
                 "probes": self.probes,
             }
