@@ -42,7 +42,6 @@ Rule 5: pure: no I/O, clock or randomness (``spool.contract``'s rule).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -55,6 +54,7 @@ from ._models import (
     Capsule,
     SlotPolicy,
 )
+from .answers import answer_json
 
 __all__ = [
     "ANSWER_BUDGET_TOKENS",
@@ -192,22 +192,16 @@ def _split(text: str) -> list[str]:
 
 
 def _answer(surface: str, key: str, slots: Sequence[SlotPolicy]) -> str:
-    document = {
+    capsule = {
         "schema_version": CONTRACT_VERSION,
         "surface": surface,
         "artifact_key": key,
-        "slots": [
-            {
-                "slot_id": slot.slot_id,
-                "predicate_ids": list(slot.allowed_predicate_ids),
-                "action_ids": list(slot.allowed_action_ids),
-                "placeholder_tokens": list(slot.required_placeholder_tokens),
-                "generated_ko": _minimal_generated(slot.required_placeholder_tokens),
-            }
-            for slot in slots
-        ],
+        "slots": list(slots),
     }
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    by_id = {slot.slot_id: slot for slot in slots}
+    return answer_json(
+        capsule, lambda sid: _minimal_generated(by_id[sid].required_placeholder_tokens)
+    )
 
 
 def _minimal_generated(tokens: Sequence[str]) -> str:
