@@ -38,6 +38,7 @@ from kexpr.spool.fsio import (
     glance_dirs,
     pin_ancestor,
 )
+from kexpr.spool.lifecycle import Actor, File, Move, Where, file_route
 
 DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
 
@@ -91,6 +92,22 @@ class DataRoot:
         tree = (root, *self.product_dirs())
         object.__setattr__(self, "_tree", tuple((str(d.relative_to(root)), d) for d in tree))
         pin_ancestor(parent)
+
+    def route(self, file: File, move: Move, actor: Actor) -> tuple[Path | None, Path | None]:
+        """The directories ``file`` moves between when ``actor`` makes ``move``:
+        (from, to), None for "not yet in the spool" (a publish) and for "removed".
+        The spool's file moves are made only through here, so the lifecycle's
+        table (`kexpr.spool.lifecycle.SPOOL_FILE_MOVES`) gates the code that
+        moves files: a move the table lacks, or by another actor, raises
+        `kexpr.spool.lifecycle.IllegalMove` (a programming error, never data)."""
+        src, dst = file_route(file, move, actor)
+        return self._place(src), self._place(dst)
+
+    def _place(self, where: Where | None) -> Path | None:
+        if where is None or where is Where.REMOVED:
+            return None
+        place: Path = getattr(self, where.value)
+        return place
 
     def spool_dirs(self) -> tuple[Path, ...]:
         return (self.requests, self.claimed, self.responses, self.reports, self.tmp)

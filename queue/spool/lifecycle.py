@@ -424,12 +424,19 @@ class IllegalMove(Exception):
         super().__init__(f"{file}:{move}:{actor}")
 
 
-def file_move(file: File, move: Move, actor: Actor) -> Where:
-    """Where ``file`` goes when ``actor`` makes ``move``; `IllegalMove` otherwise."""
+def file_route(file: File, move: Move, actor: Actor) -> tuple[Where | None, Where]:
+    """Where ``file`` is and where it goes when ``actor`` makes ``move``
+    (`kexpr.spool.layout.DataRoot.route` turns them into directories);
+    `IllegalMove` otherwise."""
     row = SPOOL_FILE_MOVES.get((file, move))
     if row is None or row[2] is not actor:
         raise IllegalMove(file, move, actor)
-    return row[1]
+    return row[0], row[1]
+
+
+def file_move(file: File, move: Move, actor: Actor) -> Where:
+    """Where ``file`` goes when ``actor`` makes ``move``; `IllegalMove` otherwise."""
+    return file_route(file, move, actor)[1]
 
 
 def answer_file(accepted: bool, attempt_open: bool) -> File:
@@ -474,6 +481,7 @@ __all__ = [
     "conclude",
     "expiry_due",
     "file_move",
+    "file_route",
     "held_inherited",
     "inherited_phase",
     "remaining_budget",

@@ -265,6 +265,25 @@ def test_every_spool_file_move_is_allowed_to_its_actor_only(key, row) -> None:  
         lc.file_move(file, move, other)
 
 
+@pytest.mark.parametrize(("key", "row"), sorted(SPOOL_FILE_MOVES.items(), key=str))
+def test_the_data_root_routes_every_move_by_the_table(key, row, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from kexpr.spool.layout import DataRoot
+
+    root = DataRoot(tmp_path / "root")
+    file, move = key
+    src, dst, actor = row
+    dirs = {
+        Where.REQUESTS: root.requests,
+        Where.CLAIMED: root.claimed,
+        Where.RESPONSES: root.responses,
+        Where.REPORTS: root.reports,
+    }
+    assert root.route(file, move, actor) == (dirs.get(src), dirs.get(dst))
+    other = Actor.SHIM if actor is Actor.WORKER else Actor.WORKER
+    with pytest.raises(IllegalMove):
+        root.route(file, move, other)
+
+
 def test_spool_file_moves_not_in_the_table_are_illegal() -> None:
     for file in File:
         for move in Move:
