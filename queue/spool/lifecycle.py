@@ -42,6 +42,11 @@ Rules:
    never runs retention (which is the only thing that dates by wall time what
    to forget), and the journal never removes the segment that holds its newest
    row (`kexpr.spool.journal`). A step is sticky for the life of the process.
+8. The spool's files move only as `SPOOL_FILE_MOVES` says: (file, move) ->
+   (from, to, the one actor allowed). The table is the gate the code passes
+   through: the worker and the shim take every move's directories from
+   `kexpr.spool.layout.DataRoot.route` (which reads it), so a move it lacks, or
+   one made by the other side, raises `IllegalMove` instead of happening.
 
 The outcome words (`Outcome`, re-exported here) and each role's subset of them
 are `kexpr.spool.outcomes`.
@@ -108,7 +113,7 @@ class Event(enum.StrEnum):
     EXPIRE = "expire"  # no owner can finish it any more (lost, grace over, retention)
 
 
-# Rule 1 (STYLE.md: h11's transition table).
+# Rule 1: one transition table, looked up, never tried (the shape of h11's).
 TRANSITIONS: Final[Mapping[tuple[Phase | None, Event], Phase]] = {
     (None, Event.START): Phase.OPEN,
     (Phase.OPEN, Event.CALL_ACCEPTED): Phase.AWAITING_REPORT,
@@ -217,7 +222,7 @@ class Inherited(enum.StrEnum):
 
 
 def inherited_phase(answered: bool, reported: bool = False) -> Inherited:
-    """Rule 3, evidence first (issue 21 item 3): a report on disk for an open
+    """Rule 3, evidence first: a report on disk for an open
     attempt proves the host published, whatever responses/ holds. A shim of
     the older protocol (``kexpr-spool-v1``) deletes the accepted response when
     it reads it, so for its attempts the report is the only evidence left; it
@@ -388,11 +393,14 @@ class Where(enum.StrEnum):
 class Move(enum.StrEnum):
     PUBLISH = "publish"  # tmp/ -> place, atomically (link; never replaces)
     CLAIM = "claim"  # rename requests/ -> claimed/: exactly one claimer wins
-    HANDLED = "handled"  # the request was answered (or dropped): its file goes
+    HANDLED = "handled"  # claimed and answered, or unreadable/invalid: its file goes
+    REFUSED = "refused"  # the claim rename failed: answered canonical, removed unclaimed
     COLLECT = "collect"  # the shim read it
     UNCOLLECTED = "uncollected"  # RESPONSE_TTL after the worker wrote or first saw it
     TERMINAL_DURABLE = "terminal_durable"  # the attempt's terminal row is fsynced
-    INADMISSIBLE = "inadmissible"  # report_admissible gave a reason
+    # report_admissible gave a reason, or the file is no report (unreadable,
+    # malformed, misnamed). A newer protocol's report is kept: it makes no move.
+    INADMISSIBLE = "inadmissible"
 
 
 class Actor(enum.StrEnum):
@@ -401,10 +409,14 @@ class Actor(enum.StrEnum):
 
 
 # The spool files' lifecycle: (file, move) -> (from, to, the only actor allowed).
+# It is the gate, not a description: every spool file move takes its directories
+# from `kexpr.spool.layout.DataRoot.route`, which reads this table, so a move
+# missing here (or made by the other actor) raises `IllegalMove`.
 SPOOL_FILE_MOVES: Final[Mapping[tuple[File, Move], tuple[Where | None, Where, Actor]]] = {
     (File.REQUEST, Move.PUBLISH): (None, Where.REQUESTS, Actor.SHIM),
     (File.REQUEST, Move.CLAIM): (Where.REQUESTS, Where.CLAIMED, Actor.WORKER),
     (File.REQUEST, Move.HANDLED): (Where.CLAIMED, Where.REMOVED, Actor.WORKER),
+    (File.REQUEST, Move.REFUSED): (Where.REQUESTS, Where.REMOVED, Actor.WORKER),
     (File.ANSWER, Move.PUBLISH): (None, Where.RESPONSES, Actor.WORKER),
     (File.ANSWER, Move.COLLECT): (Where.RESPONSES, Where.REMOVED, Actor.SHIM),
     (File.ANSWER, Move.UNCOLLECTED): (Where.RESPONSES, Where.REMOVED, Actor.WORKER),

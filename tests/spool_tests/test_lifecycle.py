@@ -324,3 +324,19 @@ def test_every_spool_file_is_published_by_one_side_and_removed_by_a_rule() -> No
 )
 def test_answer_file(accepted, open_, file) -> None:  # type: ignore[no-untyped-def]
     assert lc.answer_file(accepted, open_) is file
+
+
+def test_a_request_whose_claim_failed_is_removed_from_requests_by_the_worker(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The worker answers canonical a request it could not rename into claimed/
+    # and removes it from requests/ (it was never claimed); the shim may not.
+    from kexpr.spool.layout import DataRoot
+
+    assert SPOOL_FILE_MOVES[(File.REQUEST, Move.REFUSED)] == (
+        Where.REQUESTS,
+        Where.REMOVED,
+        Actor.WORKER,
+    )
+    root = DataRoot(tmp_path / "root")
+    assert root.route(File.REQUEST, Move.REFUSED, Actor.WORKER) == (root.requests, None)
+    with pytest.raises(IllegalMove):
+        root.route(File.REQUEST, Move.REFUSED, Actor.SHIM)
