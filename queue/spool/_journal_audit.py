@@ -1,17 +1,22 @@
 """The journal's operator side: the whole-root audit for `kexpr journal verify`
 (every finding, one per file, instead of stopping at the first) and the
-torn-tail command `kexpr journal quarantine` (docs/journal.md)."""
+torn-tail command `kexpr journal quarantine` (docs/journal.md).
+
+Both work on a `Journal` they are handed (`kexpr.spool.journal` calls them),
+so this module never imports the journal at run time."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kexpr.spool._journal_files import seal
 from kexpr.spool._journal_rows import Finding, Index, JournalUnverified
 from kexpr.spool._journal_verify import verify_segment_bytes
 from kexpr.spool.fsio import FileId, UnsafePath, fsync_dir, link_into, unlink_if_same
-from kexpr.spool.journal import Journal
-from kexpr.spool.layout import DataRoot
+
+if TYPE_CHECKING:
+    from kexpr.spool.journal import Journal
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +40,15 @@ class JournalAudit:
         return not self.findings
 
 
-def audit_journal(root: DataRoot) -> JournalAudit:
-    """Verify every segment and quarantined file, collecting *every* finding (one
-    per file) instead of stopping at the first; for `kexpr journal verify`.
+def audit(j: Journal) -> JournalAudit:
+    """Verify every segment and quarantined file of ``j``, collecting *every*
+    finding (one per file) instead of stopping at the first.
 
     Read-only: takes ``journal.lock`` (so that a row being appended is never
     mistaken for a torn tail) and never writes a row.
     """
     out = JournalAudit()
-    j = Journal(root, create_lock=False)
+    root = j._root
     try:
         with j.locked():
             try:
@@ -82,9 +87,10 @@ def audit_journal(root: DataRoot) -> JournalAudit:
                 out.index = scratch
     except JournalUnverified as e:
         out.findings.append(JournalFinding(e.finding.value, "journal.lock"))
-    except (UnsafePath, OSError) as e:
-        reason = e.reason.value if isinstance(e, UnsafePath) else Finding.UNSAFE_FILE.value
-        out.findings.append(JournalFinding(reason, "journal.lock"))
+    except UnsafePath as e:
+        out.findings.append(JournalFinding(e.reason.value, "journal.lock"))
+    except OSError:
+        out.findings.append(JournalFinding(Finding.UNSAFE_FILE.value, "journal.lock"))
     return out
 
 
@@ -116,7 +122,7 @@ def quarantine_torn(j: Journal, segment: str, *, apply: bool) -> str:
             link_into(src, j._root.quarantine / name)
             unlink_if_same(src, FileId.of(st))
             fsync_dir(j._root.outcomes)
-        except (UnsafePath, OSError) as e:
+        except OSError as e:  # an UnsafePath too
             raise JournalUnverified(Finding.UNSAFE_FILE, segment) from e
         j.index, j._tails = j._load_unlocked()
         return name

@@ -74,6 +74,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from kexpr.spool._journal_audit import JournalAudit, JournalFinding, audit, quarantine_torn
 from kexpr.spool._journal_files import (
     QuarantinedFile,
     quarantined_files,
@@ -516,13 +517,12 @@ class _Locked:
             self._j._mutex.release()
 
 
-# The operator side reads through `Journal`: imported once `Journal` exists.
-from kexpr.spool._journal_audit import (  # noqa: E402 - needs `Journal` defined
-    JournalAudit,
-    JournalFinding,
-    audit_journal,
-    quarantine_torn,
-)
+def audit_journal(root: DataRoot) -> JournalAudit:
+    """Verify every segment and quarantined file, collecting *every* finding (one
+    per file) instead of stopping at the first; for `kexpr journal verify`.
+    Read-only, through an ops tool's `Journal` (`kexpr.spool._journal_audit.audit`)."""
+    return audit(Journal(root, create_lock=False))
+
 
 __all__ = [
     "ARTIFACT_KEY_LENGTHS",
