@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from kexpr.spool.canonical import canonical_json, parse_ts
 from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
 
 JOURNAL_SCHEMA: Final = "korean-expression-journal-v1"
@@ -30,11 +31,6 @@ _QUARANTINE_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.([1-9][0-9]{0,5})\
 # The spelling of a row's field values, shared by the reference check
 # (`_check_row_fields`) and the fast path's patterns (`kexpr.spool._journal_verify`).
 HEX_DIGIT: Final = "[0-9a-f]"
-# A timestamp is its hour (``YYYY-MM-DDTHH``, a real date and hour: checked by
-# strptime) and the rest (minutes and seconds 00-59, six digits, ``Z``).
-TS_HOUR: Final = "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}"
-TS_REST: Final = r":[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
-_TS = re.compile(TS_HOUR + TS_REST)
 # A torn canonical row that got past its first field (keys sort: artifact_key first),
 # of either key length (`ARTIFACT_KEY_LENGTHS`).
 _TORN_KEY = re.compile(rb'\{"artifact_key":"([0-9a-f]{32}(?:[0-9a-f]{32})?)"')
@@ -185,20 +181,6 @@ class AppendRefused(JournalUnverified):
 # --------------------------------------------------------------------------- rows
 
 
-def format_ts(t: dt.datetime) -> str:
-    """Exact RFC3339 UTC with microseconds: ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
-    if t.tzinfo is None or t.utcoffset() != dt.timedelta(0):
-        raise ValueError("timestamp must be UTC")
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_ts(s: str) -> dt.datetime:
-    """The exact format *and* a real instant (``2026-02-30T…`` is refused)."""
-    if not _TS.fullmatch(s):
-        raise ValueError("timestamp format")
-    return dt.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
-
-
 def _is_ts(value: object) -> bool:
     if not isinstance(value, str):
         return False
@@ -219,10 +201,6 @@ def segment_date(segment: str) -> dt.date:
 def retention_cutoff(today: dt.date) -> dt.date:
     """The oldest day kept: 35 completed UTC days before ``today`` (rule 7)."""
     return today - dt.timedelta(days=RETENTION_DAYS)
-
-
-def canonical_json(obj: object) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def row_digest(row_without_digest: Mapping[str, Any]) -> str:

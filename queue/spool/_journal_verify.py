@@ -20,8 +20,6 @@ from kexpr.spool._journal_rows import (
     DEDUPE_KEY_HEX,
     HEX_DIGIT,
     ROW_FORMAT,
-    TS_HOUR,
-    TS_REST,
     ZERO_DIGEST,
     AttemptRecord,
     FieldKind,
@@ -33,6 +31,7 @@ from kexpr.spool._journal_rows import (
     _slow_row,
     hex_pattern,
 )
+from kexpr.spool.canonical import TS_HOUR, TS_REST
 from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
 
 

@@ -100,16 +100,14 @@ from kexpr.spool._journal_rows import (
     _count_open,
     _finalized,
     _Tail,
-    canonical_json,
     dedupe_key,
-    format_ts,
-    parse_ts,
     retention_cutoff,
     row_digest,
     segment_date,
 )
 from kexpr.spool._journal_snapshot import Print, adopt, export_verified, file_print
 from kexpr.spool._journal_verify import verify_segment_bytes
+from kexpr.spool.canonical import canonical_json, format_ts, parse_ts
 from kexpr.spool.fsio import (
     HeldFlock,
     ProductLock,

@@ -33,6 +33,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
+from kexpr.spool.canonical import TS_FORMAT
 from kexpr.spool.fsio import list_dir, publish
 from kexpr.spool.layout import DataRoot
 
@@ -124,7 +125,7 @@ def mark_rehearsal_root(root: DataRoot, *, now: dt.datetime | None = None) -> No
     into place, the data root fsynced. Raises OSError / UnsafePath."""
     if is_rehearsal_root(root):
         return
-    stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    stamp = (now or dt.datetime.now(dt.UTC)).strftime(TS_FORMAT)
     data = json.dumps({"schema": MARKER_SCHEMA, "created_at_utc": stamp}, sort_keys=True).encode(
         "utf-8"
     )

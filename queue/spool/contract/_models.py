@@ -39,7 +39,6 @@ Rule 6: `slot_policy` returns one shared (frozen) `SlotPolicy` per slot id and m
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, NoReturn, Self
@@ -47,6 +46,7 @@ from typing import Any, Final, NoReturn, Self
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..canonical import canonical_json
 from ._strictjson import StrictJsonError, read_object
 from .manifest import (
     ACTION_PREFIX,
@@ -106,11 +106,6 @@ def capsule_reason(error: ValidationError) -> CapsuleReason:
     if not reasons or CapsuleReason.SCHEMA_MISMATCH in reasons:
         return CapsuleReason.SCHEMA_MISMATCH
     return reasons[0]
-
-
-def canonical_json(value: object) -> str:
-    """The one canonical JSON spelling (design §5/§6): sorted keys, UTF-8, no spaces."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def _tupled(obj: object, keys: Iterable[str]) -> object:
