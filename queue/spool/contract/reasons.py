@@ -88,20 +88,12 @@ class Reason(enum.StrEnum):
     TOO_MANY_LEXEMES = "too_many_lexemes"
 
 
-_INVALID_RESPONSE: Final = frozenset(
-    {
-        Reason.NOT_UTF8,
-        Reason.TOO_LARGE,
-        Reason.BOM,
-        Reason.DUPLICATE_KEY,
-        Reason.NON_FINITE_NUMBER,
-        Reason.MALFORMED_JSON,
-        Reason.NOT_OBJECT,
-        Reason.NOT_NFC,
-        Reason.FORBIDDEN_CHARACTER,
-        Reason.SCHEMA_MISMATCH,
-    }
-)
+# The strict reader's refusals (the invalid_response verdict) are `Reason`'s
+# first block, in parse order, ending at SCHEMA_MISMATCH: declared once there,
+# everything below is derived from that block.
+_MEMBERS: Final = tuple(Reason)
+READER_REASONS: Final[tuple[Reason, ...]] = _MEMBERS[: _MEMBERS.index(Reason.SCHEMA_MISMATCH) + 1]
+_INVALID_RESPONSE: Final = frozenset(READER_REASONS)
 
 REASON_VERDICT: Final[Mapping[Reason, Verdict]] = MappingProxyType(
     {
@@ -120,7 +112,9 @@ class CapsuleReason(enum.StrEnum):
     reader as responses); the rest are the capsule rules of design §6 and the manifest.
     """
 
-    # strict reader (same names and values as the response `Reason`s)
+    # The strict reader's `READER_REASONS`, same names, values and order. Spelled
+    # here as members (an enum cannot extend another, and a functional enum would
+    # hide the names from the type checker); `_check_tables` holds the two equal.
     NOT_UTF8 = "not_utf8"
     TOO_LARGE = "too_large"
     BOM = "bom"
@@ -151,7 +145,8 @@ def _check_tables() -> None:
     # Rule 2, checked once at import: a half-edited enum fails loudly, not at runtime.
     if set(REASON_VERDICT) != set(Reason):
         raise AssertionError("REASON_VERDICT must map every Reason")
-    if not {r.value for r in _INVALID_RESPONSE} <= {r.value for r in CapsuleReason}:
+    mirrored = tuple((c.name, c.value) for c in CapsuleReason)[: len(READER_REASONS)]
+    if mirrored != tuple((r.name, r.value) for r in READER_REASONS):
         raise AssertionError("CapsuleReason must mirror the strict reader's reasons")
 
 
@@ -159,17 +154,8 @@ _check_tables()
 
 
 # The strict reader's refusals as capsule reasons (`Capsule.from_json` reads a
-# capsule with the responses' reader): same names, explicit, total over the
-# reader's reasons (tests/contract: every reader reason maps to its namesake).
-CAPSULE_REASON_FOR_READER: Final[Mapping[Reason, CapsuleReason]] = {
-    Reason.NOT_UTF8: CapsuleReason.NOT_UTF8,
-    Reason.TOO_LARGE: CapsuleReason.TOO_LARGE,
-    Reason.BOM: CapsuleReason.BOM,
-    Reason.DUPLICATE_KEY: CapsuleReason.DUPLICATE_KEY,
-    Reason.NON_FINITE_NUMBER: CapsuleReason.NON_FINITE_NUMBER,
-    Reason.MALFORMED_JSON: CapsuleReason.MALFORMED_JSON,
-    Reason.NOT_OBJECT: CapsuleReason.NOT_OBJECT,
-    Reason.NOT_NFC: CapsuleReason.NOT_NFC,
-    Reason.FORBIDDEN_CHARACTER: CapsuleReason.FORBIDDEN_CHARACTER,
-    Reason.SCHEMA_MISMATCH: CapsuleReason.SCHEMA_MISMATCH,
-}
+# capsule with the responses' reader): each to its namesake, total over the
+# reader's reasons.
+CAPSULE_REASON_FOR_READER: Final[Mapping[Reason, CapsuleReason]] = MappingProxyType(
+    {r: CapsuleReason(r.value) for r in READER_REASONS}
+)
