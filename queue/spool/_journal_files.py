@@ -80,7 +80,7 @@ def read_journal_file(path: Path, segment: str) -> tuple[bytes, os.stat_result]:
     owner/mode, bounded). Any refusal is `Finding.UNSAFE_FILE`."""
     try:
         fd, st = open_read(path)
-    except (UnsafePath, OSError) as e:
+    except OSError as e:  # an UnsafePath too
         raise JournalUnverified(Finding.UNSAFE_FILE, segment) from e
     try:
         if st.st_size > MAX_SEGMENT_BYTES:

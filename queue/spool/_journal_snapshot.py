@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from kexpr.spool._journal_rows import Index, JournalUnverified, _count_open, _Tail, dedupe_key
 from kexpr.spool._journal_verify import _MODE_BY_VALUE, _OUTCOME_OR_OPEN, _record
-from kexpr.spool.fsio import UnsafePath, open_read
+from kexpr.spool.fsio import open_read
 
 if TYPE_CHECKING:
     from kexpr.spool.journal import Journal
@@ -108,7 +108,7 @@ def adopt(j: Journal, blob: bytes) -> bool:
                 seg: _Tail(seq, digest, size, ino) for seg, seq, digest, size, ino in tails
             }
             _count_open(index, new_tails)
-        except (ValueError, TypeError, KeyError, EOFError, UnsafePath, OSError, JournalUnverified):
+        except (ValueError, TypeError, KeyError, EOFError, OSError, JournalUnverified):
             return False
         j.index, j._tails = index, new_tails
         return True

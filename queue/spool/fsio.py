@@ -392,7 +392,7 @@ class Reservation:
         try:
             with _Dir(self._tmp) as tmp:
                 _unlink_staging(self._staging, tmp.fd)
-        except (OSError, UnsafePath):
+        except OSError:  # an UnsafePath too
             pass  # tmp/ itself is gone or unsafe: the tree check reports that
 
     def _take(self) -> int:

@@ -412,7 +412,7 @@ class Journal:
                 for q in self.quarantined():
                     if q.segment == day:
                         remove_file(self._root.quarantine, q.name)
-            except (UnsafePath, OSError) as e:
+            except OSError as e:  # an UnsafePath too
                 raise JournalUnverified(Finding.UNSAFE_FILE, day) from e
             self._tails.pop(day, None)
             self.index.drop_segment(day)
