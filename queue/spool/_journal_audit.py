@@ -7,8 +7,9 @@ so this module never imports the journal at run time."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kexpr.spool._journal_files import seal
 from kexpr.spool._journal_rows import Finding, Index, JournalUnverified
@@ -17,6 +18,8 @@ from kexpr.spool.fsio import FileId, UnsafePath, fsync_dir, link_into, unlink_if
 
 if TYPE_CHECKING:
     from kexpr.spool.journal import Journal
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,9 @@ class JournalAudit:
     def ok(self) -> bool:
         return not self.findings
 
+    def found(self, e: JournalUnverified, where: str) -> None:
+        self.findings.append(JournalFinding(e.finding.value, where))
+
 
 def audit(j: Journal) -> JournalAudit:
     """Verify every segment and quarantined file of ``j``, collecting *every*
@@ -51,26 +57,14 @@ def audit(j: Journal) -> JournalAudit:
     root = j._root
     try:
         with j.locked():
-            try:
-                quarantined = j.quarantined()
-            except JournalUnverified as e:
-                out.findings.append(JournalFinding(e.finding.value, "quarantine"))
-                quarantined = []
-            for q in quarantined:
-                where = f"quarantine/{q.name}"
+            for q in _listed(out, "quarantine", j.quarantined):
                 out.quarantined.append(q.name)
                 try:
                     data, _ = j._read_file(root.quarantine / q.name, q.segment)
                     seal(data, q, out.index)
                 except JournalUnverified as e:
-                    out.findings.append(JournalFinding(e.finding.value, where))
-            try:
-                segments = j.segments()
-            except JournalUnverified as e:
-                out.findings.append(JournalFinding(e.finding.value, "outcomes"))
-                segments = []
-            for segment in segments:
-                where = f"outcomes/{segment}.jsonl"
+                    out.found(e, f"quarantine/{q.name}")
+            for segment in _listed(out, "outcomes", j.segments):
                 out.segments.append(segment)
                 scratch = Index(
                     by_artifact=dict(out.index.by_artifact),
@@ -82,16 +76,25 @@ def audit(j: Journal) -> JournalAudit:
                     data, _ = j._read_segment(segment)
                     verify_segment_bytes(data, segment, scratch)
                 except JournalUnverified as e:
-                    out.findings.append(JournalFinding(e.finding.value, where))
+                    out.found(e, f"outcomes/{segment}.jsonl")
                     continue
                 out.index = scratch
     except JournalUnverified as e:
-        out.findings.append(JournalFinding(e.finding.value, "journal.lock"))
+        out.found(e, "journal.lock")
     except UnsafePath as e:
         out.findings.append(JournalFinding(e.reason.value, "journal.lock"))
     except OSError:
         out.findings.append(JournalFinding(Finding.UNSAFE_FILE.value, "journal.lock"))
     return out
+
+
+def _listed(out: JournalAudit, where: str, listing: Callable[[], list[_T]]) -> list[_T]:
+    """``listing()``, or nothing with its finding noted at ``where``."""
+    try:
+        return listing()
+    except JournalUnverified as e:
+        out.found(e, where)
+        return []
 
 
 def quarantine_torn(j: Journal, segment: str, *, apply: bool) -> str:

@@ -9,6 +9,7 @@ Every refusal is a `JournalUnverified` finding (fail closed), never content.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,27 +52,28 @@ def _names(d: Path) -> list[str]:
         raise JournalUnverified(Finding.UNSAFE_FILE, "") from e
 
 
+def _dated(d: Path, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
+    """(name, its day) of every entry of ``d``; a name ``pattern`` does not
+    match, or whose day is not a real one, is `Finding.UNEXPECTED_FILE`."""
+    out: list[tuple[str, str]] = []
+    for n in _names(d):
+        m = pattern.fullmatch(n)
+        if m is None or not _real_day(m.group(1)):
+            raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
+        out.append((n, m.group(1)))
+    return out
+
+
 def segment_names(root: DataRoot) -> list[str]:
     """The days of ``outcomes/YYYY-MM-DD.jsonl``, sorted; any other name is
     `Finding.UNEXPECTED_FILE`."""
-    out: list[str] = []
-    for n in _names(root.outcomes):
-        m = _SEGMENT_NAME.fullmatch(n)
-        if m is None or not _real_day(m.group(1)):
-            raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
-        out.append(m.group(1))
-    return sorted(out)
+    return sorted(day for _, day in _dated(root.outcomes, _SEGMENT_NAME))
 
 
 def quarantined_files(root: DataRoot) -> list[QuarantinedFile]:
     """``quarantine/YYYY-MM-DD.N.jsonl``, by day then N; any other name is
     `Finding.UNEXPECTED_FILE`."""
-    out: list[QuarantinedFile] = []
-    for n in _names(root.quarantine):
-        m = _QUARANTINE_NAME.fullmatch(n)
-        if m is None or not _real_day(m.group(1)):
-            raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
-        out.append(QuarantinedFile(n, m.group(1)))
+    out = [QuarantinedFile(n, day) for n, day in _dated(root.quarantine, _QUARANTINE_NAME)]
     return sorted(out, key=lambda q: (q.segment, int(q.name.split(".")[1])))
 
 

@@ -293,6 +293,21 @@ def check_file(path: Path, *, exclusive: bool = False) -> FileId:
     return FileId.of(st)
 
 
+def _staging_name(final_path: Path, mark: str) -> str:
+    """A staging name in tmp/ no other process or call picks: the final name,
+    ``mark``, this pid and 48 random bits."""
+    return f".{final_path.name}{mark}{os.getpid()}.{os.urandom(6).hex()}"
+
+
+def _create_staging(tmp: _Dir, final: _Dir, staging: str) -> int:
+    """Create ``staging`` in ``tmp`` with the file mode of the directory it is
+    published into; the two must declare one sharing mode."""
+    if tmp.sharing != final.sharing:
+        raise UnsafePath(UnsafeReason.BAD_MODE)
+    fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+    return fd
+
+
 def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = True) -> None:
     """Atomically make ``final_path`` appear with ``data`` (tmp -> fsync -> link -> dir fsync).
 
@@ -307,11 +322,9 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
     strict message parsers do). For requests and responses, which are worthless
     after their 4 s deadline anyway.
     """
-    staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
+    staging = _staging_name(final_path, ".")
     with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
-        if tmp.sharing != final.sharing:
-            raise UnsafePath(UnsafeReason.BAD_MODE)
-        fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+        fd = _create_staging(tmp, final, staging)
         try:
             try:
                 _write_all(fd, data)
@@ -479,11 +492,9 @@ def reserve(tmp_dir: Path, final_path: Path, size: int) -> Reservation:
     """Create and allocate the staging file of a later `Reservation.publish`
     to ``final_path`` (see `Reservation`). Raises what creating or allocating
     it raises (ENOSPC: no inode or no block), leaving nothing behind."""
-    staging = f".{final_path.name}{RESERVATION_MARK}{os.getpid()}.{os.urandom(6).hex()}"
+    staging = _staging_name(final_path, RESERVATION_MARK)
     with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
-        if tmp.sharing != final.sharing:
-            raise UnsafePath(UnsafeReason.BAD_MODE)
-        fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+        fd = _create_staging(tmp, final, staging)
         try:
             os.posix_fallocate(fd, 0, size)
         except BaseException:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from kexpr.spool.fsio import (
     FileId,
@@ -43,6 +43,12 @@ from kexpr.spool.lifecycle import Actor, File, Move, Where, file_route
 DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
 
 
+def _computed() -> Any:
+    """A `DataRoot` field set in ``__post_init__``: not an argument, not shown,
+    not compared (the root alone is the data root's identity)."""
+    return field(init=False, repr=False, compare=False)
+
+
 @dataclass(frozen=True, slots=True)
 class DataRoot:
     """``root`` is made absolute and its *parent* resolved once (``realpath``)
@@ -53,19 +59,19 @@ class DataRoot:
     root: Path
     # Every path below the root, computed once in __post_init__ (they sit on
     # the hot path of every spool operation; a pathlib join costs a few µs).
-    identity_key: Path = field(init=False, repr=False, compare=False)
-    spool: Path = field(init=False, repr=False, compare=False)
-    requests: Path = field(init=False, repr=False, compare=False)
-    claimed: Path = field(init=False, repr=False, compare=False)
-    responses: Path = field(init=False, repr=False, compare=False)
-    reports: Path = field(init=False, repr=False, compare=False)
-    tmp: Path = field(init=False, repr=False, compare=False)
-    journal_lock: Path = field(init=False, repr=False, compare=False)
-    worker_lock: Path = field(init=False, repr=False, compare=False)
-    outcomes: Path = field(init=False, repr=False, compare=False)
-    quarantine: Path = field(init=False, repr=False, compare=False)
-    status_file: Path = field(init=False, repr=False, compare=False)
-    _tree: tuple[tuple[str, Path], ...] = field(init=False, repr=False, compare=False)
+    identity_key: Path = _computed()
+    spool: Path = _computed()
+    requests: Path = _computed()
+    claimed: Path = _computed()
+    responses: Path = _computed()
+    reports: Path = _computed()
+    tmp: Path = _computed()
+    journal_lock: Path = _computed()
+    worker_lock: Path = _computed()
+    outcomes: Path = _computed()
+    quarantine: Path = _computed()
+    status_file: Path = _computed()
+    _tree: tuple[tuple[str, Path], ...] = _computed()
 
     def __post_init__(self) -> None:
         absolute = Path(os.path.abspath(self.root))

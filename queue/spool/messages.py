@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated, Final, Literal, Self, TypeAlias, get_args
+from typing import Annotated, Final, Literal, Self, TypeAlias, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -161,6 +161,9 @@ def _tupled_slot(slot: object) -> object:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in slot.items()}
 
 
+_Message = TypeVar("_Message", bound=_Strict)
+
+
 class MessageError(ValueError):
     """A spool file that is not exactly one of our messages. No content."""
 
@@ -185,28 +188,24 @@ def _load(data: bytes) -> dict[str, object]:
     return obj
 
 
-def parse_request(data: bytes) -> SpoolRequest:
+def _parse(model: type[_Message], data: bytes) -> _Message:
     obj = _load(data)
     try:
-        return SpoolRequest.model_validate(obj)
+        return model.model_validate(obj)
     except ValueError as e:
         raise MessageError("schema") from e
+
+
+def parse_request(data: bytes) -> SpoolRequest:
+    return _parse(SpoolRequest, data)
 
 
 def parse_response(data: bytes) -> SpoolResponse:
-    obj = _load(data)
-    try:
-        resp = SpoolResponse.model_validate(obj)
-    except ValueError as e:
-        raise MessageError("schema") from e
+    resp = _parse(SpoolResponse, data)
     if (resp.status is ResponseStatus.ACCEPTED) != (resp.composition is not None):
         raise MessageError("schema")
     return resp
 
 
 def parse_report(data: bytes) -> SpoolReport:
-    obj = _load(data)
-    try:
-        return SpoolReport.model_validate(obj)
-    except ValueError as e:
-        raise MessageError("schema") from e
+    return _parse(SpoolReport, data)
