@@ -24,7 +24,7 @@ MAX_SEGMENT_BYTES: Final = 256 * 1024 * 1024
 # fields only (~570-640 bytes; the sequence grows by a digit per decade); a
 # longer one is a bug and is never written (ValueError).
 MAX_ROW_BYTES: Final = 1024
-# Rule 7: 35 completed UTC days plus today (the plan's retention).
+# Rule 7: 35 completed UTC days plus today (design §5).
 RETENTION_DAYS: Final = 35
 _SEGMENT_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl")
 _QUARANTINE_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.([1-9][0-9]{0,5})\.jsonl")
@@ -78,7 +78,7 @@ def _one_of(values: Iterable[str], *, by_state: bool = False) -> FieldFormat:
 
 _HEX64_FORMAT: Final = FieldFormat(FieldKind.HEX, length=64)
 _TS_FORMAT: Final = FieldFormat(FieldKind.TIMESTAMP)
-# The row format: the 13 fields of the plan, in canonical (sorted) order, each
+# The row format: the 13 fields of design §5, in canonical (sorted) order, each
 # with its format. The one table both the reference check and the fast path's
 # patterns are built from: a change here changes both.
 ROW_FORMAT: Final[Mapping[str, FieldFormat]] = MappingProxyType(

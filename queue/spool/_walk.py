@@ -99,7 +99,7 @@ def pin_moved(path: Path) -> bool:
     Compares the pinned descriptor's device and inode with a fresh walk from
     ``/`` (no symlink followed). True also when the path cannot be walked any
     more. A ``path`` never pinned, or not walked yet, is not moved. For the
-    shim after a failed presentation (issue 14 item 8): an operator who moved
+    shim after a failed presentation: an operator who moved
     the data root to a new volume at the same path.
     """
     p = os.fspath(path)
@@ -250,7 +250,7 @@ def _open_leaf(
     except BaseException:
         os.close(fd)
         if created:
-            # Ours (O_EXCL): no refused file is left behind (issue 14 item 7).
+            # Ours (O_EXCL): no refused file is left behind.
             try:
                 os.unlink(name, dir_fd=d.fd)
             except OSError:

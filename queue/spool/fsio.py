@@ -347,8 +347,8 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
 
 class Reservation:
     """What publishing one file needs, taken before the work whose result it
-    will hold (issue 19: a billed answer that could not be published for want of
-    an inode). `reserve` creates the staging file in ``tmp_dir`` (an inode) and
+    will hold (so that a billed answer is never lost for want of an inode).
+    `reserve` creates the staging file in ``tmp_dir`` (an inode) and
     allocates ``size`` bytes for it; `publish` then writes into it and *moves*
     it into place (`move_noreplace`: never replaces, ``FileExistsError``
     otherwise, like `publish`'s link); `release` gives it back unused. Either is
@@ -589,8 +589,8 @@ def replace_private(final_path: Path, data: bytes) -> None:
                 os.close(fd)
             os.rename(staging, final_path.name, src_dir_fd=final.fd, dst_dir_fd=final.fd)
         except BaseException:
-            # Partial state undone on every failure path (ENOSPC mid-write
-            # included: issue 14 item 7 found 6 staging files in 3.5 s).
+            # Partial state undone on every failure path, ENOSPC mid-write
+            # included (a full disk otherwise leaves a staging file per try).
             try:
                 os.unlink(staging, dir_fd=final.fd)
             except FileNotFoundError:

@@ -1,4 +1,4 @@
-"""The outcome journal (design §5; plan "Outcome journal").
+"""The outcome journal (design §5).
 
 Rules (the attempt's lifecycle itself is `kexpr.spool.lifecycle`'s table; the rows and
 their format table are `kexpr.spool._journal_rows`, their verification
@@ -32,8 +32,8 @@ the whole-root audit and the operator's torn-tail command `kexpr.spool._journal_
    it is the filelock rule "partial state is undone, then re-raised"
    (`AppendRefused`, ``append_undone``). Only if the undo itself fails does the
    torn tail stay, and the worker quarantines as before (module docstring,
-   "Torn tail"). Issue 14 item 5: a full disk mid-row used to leave a torn tail
-   that needed an operator.
+   "Torn tail"), so a full disk mid-row does not leave a torn tail that needs
+   an operator.
 5. Nothing here is ever rewritten or truncated (but rule 4a's undo of our
    own unacknowledged bytes). A row that fails any rule makes
    the journal *unverified*: the worker then makes zero new calls (fail closed).
@@ -46,7 +46,7 @@ the whole-root audit and the operator's torn-tail command `kexpr.spool._journal_
    removed, and a worker that observed a wall-clock step runs no retention
    (`kexpr.spool.lifecycle` rule 7).
 
-8. Segment size (issue 14 item 4): the writer never makes a segment the
+8. Segment size: the writer never makes a segment the
    reader refuses (`MAX_SEGMENT_BYTES`). Every open attempt of a segment holds
    a reservation of `MAX_ROW_BYTES` for its one terminal row: a start row is
    appended only if, after it, ``size + open attempts × MAX_ROW_BYTES`` is

@@ -14,8 +14,8 @@ Rules:
 2. Which terminal outcome an event may carry is `EVENT_OUTCOMES`, narrowed by the
    mode (`MODE_FORBIDS`). The journal verifies a terminal row against
    `LEGAL_TERMINALS`, which is computed from those two tables (no trial).
-3. The journal holds only OPEN and FINALIZED (its 13 fields are fixed by the
-   plan). AWAITING_REPORT is held durably by the spool instead: an attempt whose
+3. The journal holds only OPEN and FINALIZED (its 13 fields are fixed by
+   design §5). AWAITING_REPORT is held durably by the spool instead: an attempt whose
    accepted response file (``responses/<request_id>.json`` naming the attempt,
    published with fsync) is still there is *answered*; the worker removes that
    file only once the attempt's terminal row is durable (`SPOOL_FILE_MOVES`). So
@@ -113,7 +113,7 @@ class Event(enum.StrEnum):
     EXPIRE = "expire"  # no owner can finish it any more (lost, grace over, retention)
 
 
-# Rule 1: one transition table, looked up, never tried (the shape of h11's).
+# Rule 1: one transition table, looked up, never tried.
 TRANSITIONS: Final[Mapping[tuple[Phase | None, Event], Phase]] = {
     (None, Event.START): Phase.OPEN,
     (Phase.OPEN, Event.CALL_ACCEPTED): Phase.AWAITING_REPORT,

@@ -8,7 +8,7 @@ runtime frozenset read off that ``Literal`` with ``typing.get_args``.
 
 Roles:
 
-- journal  `JournalOutcome` (the plan's outcome journal; `TerminalOutcome` is
+- journal  `JournalOutcome` (the outcome journal, design §5; `TerminalOutcome` is
   every journal word but ``attempt_started``)
 - provider `ProviderFailure`: how one call failed (a call that returned content
   has no outcome: `kexpr.worker.provider.ProviderResult` then carries content)
@@ -44,7 +44,7 @@ from kexpr.spool.contract.reasons import Verdict
 
 
 class Outcome(enum.StrEnum):
-    # The journal's words (plan "Outcome journal").
+    # The journal's words (design §5).
     ATTEMPT_STARTED = "attempt_started"
     SELECTED = "selected"
     SHADOW_SELECTED = "shadow_selected"
@@ -66,11 +66,11 @@ class Outcome(enum.StrEnum):
     # The request's wall timestamps are outside the worker's skew bound
     # (spool.lifecycle rule 6): no row, no call.
     CLOCK_SKEW = "clock_skew"
-    # Issue 19, judged under the journal lock right before the start row: the
+    # Judged under the journal lock right before the start row: the
     # time left cannot hold even the capsule's minimal answer at the fastest
     # published rate (`kexpr.spool.contract.budget`): no row, no call.
     NO_TIME_TO_ANSWER = "no_time_to_answer"
-    # Issue 19: what publishing the answer needs (a staging file and its bytes)
+    # What publishing the answer needs (a staging file and its bytes)
     # could not be reserved before the start row: no row, no call.
     ANSWER_UNPUBLISHABLE = "answer_unpublishable"
     # Judged under the journal lock right before the start row, like

@@ -2,7 +2,7 @@
 
 Capsule and response models, the strict JSON reader, the style grammar, the lexicon and
 the forbidden vocabulary, and the per-slot semantic manifest. No I/O, no clock, no
-randomness: values in, values out (h11's rule for a protocol core).
+randomness: values in, values out, so every rule is testable without a process.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The style grammar of `generated_ko` (design §6; resolves the seed plan's BNF).
+"""The style grammar of `generated_ko` (design §6).
 
     generated_ko ::= sentence (" " sentence)*        ; one sentence per issued token
     sentence     ::= style? TOKEN "."
@@ -440,7 +440,7 @@ def _check_tokens(tokenizer: _Tokenizer, issued: tuple[str, ...]) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Recursive descent parser (packaging/_parser.py style)
+# Recursive descent parser: one function per rule, over `_Tokenizer`
 # --------------------------------------------------------------------------------------
 
 

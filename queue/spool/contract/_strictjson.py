@@ -38,7 +38,7 @@ Rule 5: the same content gets the same reason wherever it is judged. Deep nestin
         used to be caught only as a RecursionError, whose depth depends on how deep
         the *caller's* stack already is (worker thread, shim, CLI): a document nested
         ~700 deep was schema_mismatch from a shallow stack and malformed_json from a
-        deep one (issue 7 finding). Step 4 makes that a fixed limit. Every document
+        deep one. Step 4 makes that a fixed limit. Every document
         of this contract nests at most 5 deep (spool request → capsule → slots → slot
         → ids), so `MAX_NESTING` leaves room and stays far below any recursion limit.
 """

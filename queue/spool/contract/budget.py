@@ -1,6 +1,6 @@
 """The answer budget: can the model's answer to a capsule arrive at all? (design §9)
 
-A real model writes its answer token by token, and the plan fixes every number of
+A real model writes its answer token by token, and design §9 fixes every number of
 the call: the client's ``timeout=3.0``, ``max_tokens=384``, and an answer that echoes
 the 32-hex ``artifact_key``, every ID array and every placeholder token. This module
 owns the arithmetic that decides whether an answer can fit, and nothing else.
@@ -74,7 +74,7 @@ __all__ = [
     "text_token_bound",
 ]
 
-# The plan's provider parameters (design §9; kexpr.worker.provider sends them, and a
+# The provider parameters of design §9 (kexpr.worker.provider sends them, and a
 # test pins that the two agree).
 MAX_COMPLETION_TOKENS: Final = 384
 SDK_TIMEOUT_S: Final = 3.0

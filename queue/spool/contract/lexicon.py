@@ -1,5 +1,5 @@
-"""The style lexicon and the forbidden vocabulary (seed plan, "Korean style grammar,
-prohibited claims, and deterministic rejection"; design §6).
+"""The style lexicon and the forbidden vocabulary (design §6: the style grammar,
+prohibited claims, and deterministic rejection).
 
 Rules for this module:
 
@@ -100,16 +100,16 @@ UNIT_SYMBOLS: Final[frozenset[str]] = frozenset(
 
 # Substrings, matched against the words of one between-token segment joined without
 # separators (so 확인 결과 / 확인, 결과 / 확인결과 all match 확인결과). An evidential
-# claim smuggles a completed-verification proposition (seed plan: `확인 결과, [[A:01]].`).
+# claim smuggles a completed-verification proposition (`확인 결과, [[A:01]].`).
 EVIDENTIAL_CLAIMS: Final[tuple[str, ...]] = (
     "확인결과", "확인한결과", "확인된결과", "기록상", "분석", "데이터상", "수치상",
     "결과상", "살펴보니", "확인해보니", "보아하니",
 )  # fmt: skip
 
 # Substrings inside a word: evaluation, completeness, health/medical, safety, action,
-# approval and delivery vocabulary (the plan's list first, then the same classes).
+# approval and delivery vocabulary (the product owner's list first, then the same classes).
 FORBIDDEN_VOCABULARY: Final[tuple[str, ...]] = (
-    # the seed plan's list, verbatim
+    # the product owner's list (design, "Where the constants come from"), verbatim
     "잘", "충분", "성공", "좋", "안전", "위험", "진단", "치료", "약", "유지", "조정",
     "측정", "기록", "승인", "전달", "전송", "보내",
     # the same classes, written out

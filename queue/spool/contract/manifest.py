@@ -1,4 +1,4 @@
-"""The per-slot semantic manifest (seed plan "Per-slot semantic manifest"; design §7).
+"""The per-slot semantic manifest (design §7).
 
 Rules for this module:
 
@@ -96,7 +96,7 @@ def _row(
 
 # The public texts of the host (HOST-FORMATS §6.3, TH `ADAPTIVE`); the rest are the
 # operator's (Rule 5).
-# Their IDs are ours (the plan fixes the prefixes only), so they are short: the model
+# Their IDs are ours (the design fixes the prefixes only), so they are short: the model
 # echoes every ID in its answer, and each token of it is time the host waits
 # (docs/budget.md). Chosen by their o200k_base cost: 7, 5 and 6 tokens (the names
 # of earlier releases cost 12, 9 and 11; `gateway_shim.glossary.RETIRED_SHIPPED_IDS`).
