@@ -1,5 +1,5 @@
 """The token tables of the docs, generated from the budget module and the real encoding
-(issue 24 "one source for every figure", token part; issue 27 item 3).
+(one source for every figure).
 
 Each table sits in its document between two marker lines::
 

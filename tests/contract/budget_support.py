@@ -1,5 +1,5 @@
 """The real o200k_base encoding, every shipped capsule shape, and the pinned table of
-`kexpr.spool.contract.budget` (issue 19).
+`kexpr.spool.contract.budget`.
 
 Run as a script to print `queue/spool/contract/_budget_table.py` anew (through a
 temporary file: the script imports the table it replaces):
@@ -94,7 +94,7 @@ def computed_table() -> dict[str, int]:
         pieces.update(_split(_answer(surface, _KEY_STAND_IN, slots)))
     pieces.update(SAFE_STYLE_LEXEMES)
     # The dual IDs earlier releases shipped: an old shim's capsules and a glossary
-    # whose file took a new shipped ID still carry them (issue 27).
+    # whose file took a new shipped ID still carry them.
     from gateway_shim.glossary import RETIRED_SHIPPED_IDS
 
     for retired in RETIRED_SHIPPED_IDS:

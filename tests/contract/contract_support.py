@@ -7,7 +7,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kexpr.spool.contract import CONTRACT_VERSION, MANIFEST, Capsule, SlotPolicy, slot_policy
+from kexpr.spool.contract import (
+    CONTRACT_VERSION,
+    MANIFEST,
+    Capsule,
+    Reason,
+    SlotPolicy,
+    slot_policy,
+)
+from kexpr.spool.contract.answers import answer_document
 
 KEY = "0123456789abcdef" * 4
 OTHER_KEY = "f" * 64
@@ -45,6 +53,20 @@ GOOD: dict[str, tuple[str, ...]] = {
 }
 
 
+# The echo rules' reasons (the validation_rejected reasons that are not style).
+ECHO_REASONS: frozenset[Reason] = frozenset(
+    {
+        Reason.SCHEMA_VERSION_MISMATCH,
+        Reason.SURFACE_MISMATCH,
+        Reason.ARTIFACT_KEY_MISMATCH,
+        Reason.SLOT_MISMATCH,
+        Reason.PREDICATE_IDS_MISMATCH,
+        Reason.ACTION_IDS_MISMATCH,
+        Reason.PLACEHOLDER_TOKENS_MISMATCH,
+    }
+)
+
+
 def all_policies() -> list[SlotPolicy]:
     """Every (slot id, branch) the manifest allows, as a policy."""
     return [
@@ -58,21 +80,7 @@ def all_policies() -> list[SlotPolicy]:
 def response(cap: Capsule, *generated: str) -> dict[str, Any]:
     """The response document that echoes `cap` exactly, with `generated` per slot."""
     texts = generated or GOOD[cap.surface]
-    return {
-        "schema_version": cap.schema_version,
-        "surface": cap.surface,
-        "artifact_key": cap.artifact_key,
-        "slots": [
-            {
-                "slot_id": p.slot_id,
-                "predicate_ids": list(p.allowed_predicate_ids),
-                "action_ids": list(p.allowed_action_ids),
-                "placeholder_tokens": list(p.required_placeholder_tokens),
-                "generated_ko": text,
-            }
-            for p, text in zip(cap.slots, texts, strict=True)
-        ],
-    }
+    return answer_document(cap, dict(zip((p.slot_id for p in cap.slots), texts, strict=True)))
 
 
 def dumps(doc: object, **kwargs: Any) -> str:

@@ -1,4 +1,4 @@
-"""The answer budget (issue 19 item 1): `kexpr.spool.contract.budget`'s bound is an upper
+"""The answer budget: `kexpr.spool.contract.budget`'s bound is an upper
 bound of the real o200k_base count of every capsule's minimal compact answer, for every
 capsule shape, every artifact key and operator IDs of any allowed length; the pinned
 pre-token table is the real encoding's; the budget is the plan's numbers."""
@@ -38,7 +38,7 @@ DUAL = "adaptive.dualcoachtest.card.v1"
 HEX = "0123456789abcdef"
 # Keys that stress the split: one pre-token per character (the worst case, 32), long
 # letter and digit runs, and the boundaries (a letter or a digit first and last).
-# Issue 27: the key is 128 bits (32 hex); an older shim's request still carries 64.
+# The key is 128 bits (32 hex); an older shim's request still carries 64.
 EDGE_KEYS = ("a1" * 16, "1a" * 16, "0" * 32, "f" * 32, "abcdef" * 5 + "01", "9" + "e" * 31)
 LEGACY_EDGE_KEYS = (
     "a1" * 32,
@@ -81,7 +81,7 @@ def test_the_minimal_lexeme_is_the_cheapest() -> None:
 
 
 def test_the_key_bound_is_the_128_bit_keys_worst_case() -> None:
-    """Issue 27 item 3: 32 hex, at most one o200k_base token each (today's key);
+    """32 hex, at most one o200k_base token each (today's key);
     an older shim's 64-hex key, 64."""
     assert (KEY_TOKENS_MAX, LEGACY_KEY_TOKENS_MAX) == (32, 64)
     assert count("a1" * 16) == KEY_TOKENS_MAX and count("a1" * 32) == LEGACY_KEY_TOKENS_MAX
@@ -166,7 +166,7 @@ def test_the_bound_holds_for_operator_ids_of_any_length(
 
 
 def test_which_shipped_shapes_fit() -> None:
-    """The budget's verdict per shape (docs/budget.md's table), exactly. Issue 27: with
+    """The budget's verdict per shape (docs/budget.md's table), exactly. With
     the 128-bit key and the short shipped dual IDs, every daily, weekly and physique
     capsule fits, and a dual card with up to FOUR review reasons always fits (before:
     two always, three for most reason texts, four never); five or more never do."""
@@ -185,7 +185,7 @@ def test_which_shipped_shapes_fit() -> None:
 
 
 def test_the_shipped_dual_ids_are_short() -> None:
-    """Issue 27 item 2: the shipped dual IDs (ours; the plan fixes the prefixes) cost
+    """The shipped dual IDs (ours; the design fixes the prefixes) cost
     7, 5 and 6 o200k_base tokens, each the measured cheapest of its candidates, and
     `id_token_bound` is their exact cost."""
     from gateway_shim.glossary import RETIRED_SHIPPED_IDS

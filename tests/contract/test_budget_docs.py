@@ -1,4 +1,4 @@
-"""Issue 24 ("one source for every figure", token part) and issue 27 item 3: every token
+"""One source for every figure, token part: every token
 figure of README.md, docs/budget.md, docs/design.md §9, docs/performance.md's token
 table and docs/operator-guide.ko.md is generated from the budget module
 (tests/contract/budget_docs.py's marked blocks) or checked against it here."""

@@ -66,7 +66,7 @@ def test_single_missing_files(tmp_path: Path, capsule_file: Path) -> None:
     response = _response_file(tmp_path, doc(DAILY))
     code, out, err = _run("--capsule", tmp_path / "nope.json", "--response", response)
     assert (code, out) == (2, "")
-    # Issue 24: the path it tried and the same words as every command, not the
+    # The path it tried and the same words as every command, not the
     # OS error's class name.
     assert err == (
         f"kexpr contract check: --capsule {tmp_path / 'nope.json'}: "
@@ -190,7 +190,7 @@ def test_jsonl_missing_file(tmp_path: Path) -> None:
 def test_jsonl_empty_file(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")
-    # Issue 24: nothing to judge is unusable input, not a silent success.
+    # Nothing to judge is unusable input, not a silent success.
     assert _run("--jsonl", path) == (
         2,
         "",

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
 from pathlib import Path
 
+from kexpr.spool.journal import AttemptRecord, Journal, Mode, format_ts
 from kexpr.spool.layout import DataRoot
+
+
+def start_attempt(
+    j: Journal, akey: str, aid: str, at: dt.datetime, mode: Mode = Mode.SHADOW
+) -> AttemptRecord:
+    """Append one ``daily.v1`` start row through the writer, its deadline 4 s after ``at``."""
+    with j.locked():
+        return j.append_start(
+            artifact_key=akey,
+            surface="daily.v1",
+            mode=mode,
+            attempt_id=aid,
+            started_at=at,
+            deadline_at_utc=format_ts(at + dt.timedelta(seconds=4)),
+        )
 
 
 def write_segment(root: DataRoot, name: str, data: bytes, mode: int = 0o600) -> Path:

@@ -51,6 +51,13 @@ def reason(excinfo: pytest.ExceptionInfo[UnsafePath]) -> UnsafeReason:
     return excinfo.value.reason
 
 
+def read_refused(p: Path) -> UnsafeReason:
+    """Why `read_private` refuses ``p`` (it must)."""
+    with pytest.raises(UnsafePath) as e:
+        read_private(p, max_bytes=10)
+    return reason(e)
+
+
 def put(root: DataRoot, d: Path, name: str, data: bytes = b"{}") -> Path:
     publish(root.tmp, d / name, data)
     return d / name
@@ -145,9 +152,7 @@ def test_file_with_group_or_other_or_special_bits_is_refused_in_a_private_dir(
     if mode == 0o700:
         assert read_private(p, max_bytes=10) == b"{}"  # owner bits only: fine
         return
-    with pytest.raises(UnsafePath) as e:
-        read_private(p, max_bytes=10)
-    assert reason(e) is UnsafeReason.BAD_MODE
+    assert read_refused(p) is UnsafeReason.BAD_MODE
 
 
 @pytest.mark.parametrize("mode", [0o755, 0o770, 0o750, 0o1700, 0o2700])
@@ -195,9 +200,7 @@ def test_oversized_file_is_refused(root: DataRoot) -> None:
 def test_file_of_another_owner_is_refused(root: DataRoot) -> None:
     p = put(root, root.claimed, "x.json")
     os.chown(p, pwd.getpwnam("nobody").pw_uid, -1)
-    with pytest.raises(UnsafePath) as e:
-        read_private(p, max_bytes=10)
-    assert reason(e) is UnsafeReason.WRONG_OWNER
+    assert read_refused(p) is UnsafeReason.WRONG_OWNER
 
 
 @root_only
@@ -467,9 +470,7 @@ def test_shared_group_accepts_a_member_and_refuses_a_stranger(
     os.chown(p, _member(shared_gid), -1)  # written by the peer process
     assert read_private(p, max_bytes=10) == b"{}"
     os.chown(p, _non_member(shared_gid), -1)
-    with pytest.raises(UnsafePath) as e:
-        read_private(p, max_bytes=10)
-    assert reason(e) is UnsafeReason.WRONG_OWNER
+    assert read_refused(p) is UnsafeReason.WRONG_OWNER
 
 
 @root_only
@@ -493,9 +494,7 @@ def test_shared_group_trusts_the_data_root_owner_without_membership(
     assert read_private(p, max_bytes=10) == b"{}"
     r.verify_tree()
     os.chown(p, stranger, -1)
-    with pytest.raises(UnsafePath) as e:
-        read_private(p, max_bytes=10)
-    assert reason(e) is UnsafeReason.WRONG_OWNER
+    assert read_refused(p) is UnsafeReason.WRONG_OWNER
 
 
 @root_only
@@ -505,14 +504,10 @@ def test_shared_group_refuses_wrong_group_other_bits_and_mixed_modes(
     r = shared_root(tmp_path, shared_gid)
     p = put(r, r.requests, "x.json")
     os.chmod(p, 0o664)
-    with pytest.raises(UnsafePath) as e:
-        read_private(p, max_bytes=10)
-    assert reason(e) is UnsafeReason.BAD_MODE
+    assert read_refused(p) is UnsafeReason.BAD_MODE
     os.chmod(p, 0o660)
     os.chown(p, -1, 0)
-    with pytest.raises(UnsafePath) as e:
-        read_private(p, max_bytes=10)
-    assert reason(e) is UnsafeReason.WRONG_GROUP
+    assert read_refused(p) is UnsafeReason.WRONG_GROUP
     os.chmod(r.reports, 0o770)  # no setgid: new files would not inherit the group
     with pytest.raises(UnsafePath) as e:
         r.verify_tree()

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from spool_tests.journal_support import hand_rows, write_segment
+from spool_tests.journal_support import hand_rows, start_attempt, write_segment
 
 from kexpr.spool.journal import (
     JOURNAL_SCHEMA,
@@ -28,7 +28,6 @@ from kexpr.spool.journal import (
     Outcome,
     Phase,
     canonical_json,
-    format_ts,
     transition,
     verify_segment_bytes,
 )
@@ -51,15 +50,7 @@ def journal(tmp_path: Path) -> Journal:
 def start(
     j: Journal, akey: str = AKEY, aid: str = AID, mode: Mode = Mode.SHADOW, at: dt.datetime = T0
 ):
-    with j.locked():
-        return j.append_start(
-            artifact_key=akey,
-            surface="daily.v1",
-            mode=mode,
-            attempt_id=aid,
-            started_at=at,
-            deadline_at_utc=format_ts(at + dt.timedelta(seconds=4)),
-        )
+    return start_attempt(j, akey, aid, at, mode)
 
 
 def segment_lines(j: Journal, name: str) -> list[bytes]:
@@ -373,7 +364,7 @@ def test_hand_built_journal_to_the_plans_schema_verifies(tmp_path: Path) -> None
     assert index.by_artifact["1" * 32].outcome is Outcome.SHADOW_SELECTED
 
 
-# ----------------------------------------------------- issue 4: every finding
+# ------------------------------------------------------------- every finding
 
 MORE_CORRUPTIONS = [
     (
@@ -707,15 +698,8 @@ def test_torn_tail_is_quarantined_unchanged_and_still_dedupes(root: DataRoot) ->
     assert index.sealed_open == 1 and index.by_artifact == {}
     j2 = Journal(root)
     j2.load()
-    with j2.locked(), pytest.raises(IllegalTransition):
-        j2.append_start(
-            artifact_key="3" * 64,
-            surface="daily.v1",
-            mode=Mode.SHADOW,
-            attempt_id="9" * 32,
-            started_at=T0,
-            deadline_at_utc=format_ts(T0 + dt.timedelta(seconds=4)),
-        )
+    with pytest.raises(IllegalTransition):
+        start(j2, akey="3" * 64, aid="9" * 32)
     # A fresh segment for the same day starts again at sequence 1 and verifies.
     start(j2, akey="8" * 64, aid="a" * 32, at=dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC))
     assert Journal(root).load().by_artifact["8" * 32].segment == "2026-11-30"

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from spool_tests.journal_support import hand_rows, write_segment
+from spool_tests.journal_support import hand_rows, start_attempt, write_segment
 from spool_tests.test_journal import _torn
 
 from kexpr.spool.journal import Finding, Journal, JournalUnverified
@@ -68,20 +68,10 @@ def test_adopt_with_quarantined_files_matches_load(tmp_path: Path) -> None:
 def test_an_adopted_index_appends_like_a_loaded_one(root: DataRoot) -> None:
     import datetime as dt
 
-    from kexpr.spool.journal import Mode, format_ts
-
     j = Journal(root)
     assert j.adopt(Journal(root).export_verified())
     at = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
-    with j.locked():
-        j.append_start(
-            artifact_key="7" * 64,
-            surface="daily.v1",
-            mode=Mode.SHADOW,
-            attempt_id="8" * 32,
-            started_at=at,
-            deadline_at_utc=format_ts(at + dt.timedelta(seconds=4)),
-        )
+    start_attempt(j, "7" * 64, "8" * 32, at)
     assert Journal(root).load().knows("7" * 64)
 
 

@@ -555,7 +555,7 @@ def test_context_of_other_segments_and_sealed_keys() -> None:
         ({"aid": other[1].aid}, Finding.DUPLICATE_START),
         ({"akey": other[2].akey}, Finding.DUPLICATE_ARTIFACT),
         ({"akey": "c" * 64}, Finding.DUPLICATE_ARTIFACT),
-        # Issue 27: one identity, either length: a 32-hex key of an artifact a
+        # One identity, either length: a 32-hex key of an artifact a
         # 64-hex row already holds (and the 32-hex key of a sealed one).
         ({"akey": other[2].akey[:32]}, Finding.DUPLICATE_ARTIFACT),
         ({"akey": "c" * 32}, Finding.DUPLICATE_ARTIFACT),
@@ -662,7 +662,7 @@ def attempts_strategy(draw: st.DrawFn) -> list[Attempt]:
         outcome = draw(st.none() | st.sampled_from(SAFE_TERMINALS if legal_only else TERMINALS))
         out.append(
             Attempt(
-                # Either key length a row may carry (issue 27: 32 hex from this
+                # Either key length a row may carry (32 hex from this
                 # release, 64 from an earlier one; one identity, the first 32).
                 akey=hashlib.sha256(f"k{i}".encode()).hexdigest()[: draw(st.sampled_from(KEY_HEX))],
                 aid=hashlib.md5(f"a{i}".encode()).hexdigest(),

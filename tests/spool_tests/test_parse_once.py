@@ -1,4 +1,4 @@
-"""Spool messages are parsed once (issue 13 item 6): strict reader -> Python object ->
+"""Spool messages are parsed once: strict reader -> Python object ->
 ``model_validate`` in strict Python mode. The old path (strict reader, then pydantic
 ``model_validate_json`` on the same bytes) is kept HERE ONLY, as a reference oracle: for
 a corpus of valid messages, every one-field mutation of them, and a Hypothesis property
@@ -17,6 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kexpr.spool.contract import Capsule, Composition, slot_policy
+from kexpr.spool.contract._models import composition_from_object
+from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.journal import canonical_json
 from kexpr.spool.messages import (
     SPOOL_VERSION,
@@ -49,23 +51,8 @@ def _capsule() -> Capsule:
 
 
 def _composition() -> Composition:
-    cap = _capsule().model_dump(mode="json")
-    slot = cap["slots"][0]
-    return Composition.model_validate(
-        {
-            "schema_version": cap["schema_version"],
-            "surface": cap["surface"],
-            "artifact_key": cap["artifact_key"],
-            "slots": (
-                {
-                    "slot_id": slot["slot_id"],
-                    "predicate_ids": tuple(slot["allowed_predicate_ids"]),
-                    "action_ids": tuple(slot["allowed_action_ids"]),
-                    "placeholder_tokens": tuple(slot["required_placeholder_tokens"]),
-                    "generated_ko": "차분히, [[P:01]].",
-                },
-            ),
-        }
+    return composition_from_object(
+        answer_document(_capsule(), {"daily.status": "차분히, [[P:01]]."})
     )
 
 
