@@ -103,9 +103,9 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final
 
 from gateway_shim._awaiting import AwaitingReports
 from gateway_shim._binding import (
@@ -193,7 +193,6 @@ ADAPTIVE_UNKNOWN_SURFACE: Final = "adaptive.unknown"
 _UNREADABLE_BINDING: Final = _digest({"version": BINDING_DIGEST_VERSION, "unreadable": True})
 # Content-free records (spool.log); silent unless the host configures `kexpr`.
 _log = log.logger("shim")
-T = TypeVar("T")
 
 
 def utcnow() -> dt.datetime:
@@ -244,6 +243,23 @@ class _Call:
     wall: dt.datetime
 
 
+class _Once:
+    """A flag taken once, by whichever thread comes first."""
+
+    __slots__ = ("_lock", "_taken")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._taken = False
+
+    def take(self) -> bool:
+        with self._lock:
+            if self._taken:
+                return False
+            self._taken = True
+            return True
+
+
 @dataclass(frozen=True, slots=True)
 class _Pending:
     """A published request and what concluding it needs (rules 3, 4)."""
@@ -256,6 +272,9 @@ class _Pending:
     mono_deadline: float
     response_path: Path
     done: Done
+    # Who concludes: the read that found the answer, or the wait whose deadline
+    # passed while that read queued on the executor (rule 4); exactly one does.
+    concluder: _Once = field(default_factory=_Once)
 
 
 class KoreanExpressionCoordinator:
@@ -604,7 +623,9 @@ class KoreanExpressionCoordinator:
                 # Expired or closed: concluded on the loop, no file work.
                 cand = self._finish(step, result)
             if cand.outcome in _RECHECKED and self._hold.recheck_due():
-                await self._offload_or_skip(self._hold.recheck_identity)
+                # In the background: it serves the next presentation, and this
+                # one's answer must not queue behind it (rule 4).
+                self._submit_or_skip(self._hold.recheck_identity)
             return cand
         except Exception:  # noqa: BLE001 - rule 9, the last guard
             return _last_guard(spec)
@@ -633,17 +654,38 @@ class KoreanExpressionCoordinator:
             if not woke and self._waiters.scanning:
                 continue  # nothing arrived: the shared scan would have woken us
             try:
-                out = await self._offload(lambda: self._read_and_conclude(p))
+                out = await self._read_by_deadline(p)
             except ExecutorClosed:
                 return _Wait.CLOSED
             if out is not _Wait.NOT_YET:
                 return out
 
+    async def _read_by_deadline(self, p: _Pending) -> PresentationCandidate | _Wait:
+        """One read and conclusion on our executor, but never past the deadline
+        (rule 4): with many waiters the executor may hold this read in its queue
+        until after it; the wait then ends ``timeout`` at its deadline and the
+        read, when it runs, only collects what it finds (`_Pending.concluder`)."""
+        job = self._executor.submit(lambda: self._read_and_conclude(p))
+        result = asyncio.wrap_future(job)
+        try:
+            async with asyncio.timeout(max(0.0, p.mono_deadline - self._mono())):
+                return await asyncio.shield(result)
+        except TimeoutError:
+            if p.concluder.take():
+                job.cancel()  # not started: it never runs
+                return _Wait.EXPIRED
+        # The read took the conclusion as the deadline passed: it is moments away.
+        return await result
+
     def _read_and_conclude(self, p: _Pending) -> PresentationCandidate | _Wait:
-        """One read; if the answer is there, its conclusion (one executor hop)."""
+        """One read; if the answer is there, its conclusion (one executor hop),
+        unless the wait has already ended at its deadline."""
         data = _try_read(p.response_path)
         if data is _Wait.NOT_YET:
             return data
+        if not p.concluder.take():
+            _collect_late(p.response_path, data)
+            return _Wait.EXPIRED
         return self._after(self._finish(p, data))
 
     async def _offload_begin(
@@ -665,14 +707,11 @@ class KoreanExpressionCoordinator:
             if isinstance(step, _Pending):
                 self._waiters.forget(step.rid)
 
-    async def _offload(self, fn: Callable[[], T]) -> T:
-        """Run blocking file work on our own executor (rule 4). Raises
-        `ExecutorClosed` after `close`."""
-        return await asyncio.wrap_future(self._executor.submit(fn))
-
-    async def _offload_or_skip(self, fn: Callable[[], None]) -> None:
+    def _submit_or_skip(self, fn: Callable[[], None]) -> None:
+        """``fn`` on our executor, not awaited (it never raises); skipped after
+        `close`."""
         try:
-            await self._offload(fn)
+            self._executor.submit(fn)
         except ExecutorClosed:
             pass
 
@@ -978,6 +1017,17 @@ def _try_read(path: Path) -> bytes | _Wait:
         # way (issue 14 item 1).
         discard(path)
         return _Wait.EXPIRED
+
+
+def _collect_late(path: Path, data: bytes | _Wait) -> None:
+    """An answer read after its wait ended: collected as `_conclude` collects a
+    late one (removed unless it is accepted: the worker removes that one)."""
+    try:
+        if isinstance(data, bytes) and parse_response(data).status is ResponseStatus.ACCEPTED:
+            return
+    except MessageError:
+        pass
+    collect(path)
 
 
 def _reportable_id(candidate: object) -> str | None:
