@@ -12,36 +12,7 @@ Pure: no I/O, no clock, no randomness. Each surface module exports its own
                 (or the body's grammar); ``presented_host_text``
 """
 
-from gateway_shim.surfaces._model import (
-    SENTENCE_SEPARATORS,
-    TELEGRAM_MAX_UTF16,
-    CanonicalSurface,
-    Ineligible,
-    IneligibleReason,
-    Locked,
-    Placeholder,
-    ProseSlot,
-    RenderedBody,
-    RenderError,
-    RenderReason,
-    SlotRef,
-    sentence_separator,
-    utf16_len,
-)
+from gateway_shim.surfaces import _model
+from gateway_shim.surfaces._model import *  # noqa: F403  (the model's public names, listed there)
 
-__all__ = [
-    "SENTENCE_SEPARATORS",
-    "TELEGRAM_MAX_UTF16",
-    "CanonicalSurface",
-    "Ineligible",
-    "IneligibleReason",
-    "Locked",
-    "Placeholder",
-    "ProseSlot",
-    "RenderError",
-    "RenderReason",
-    "RenderedBody",
-    "SlotRef",
-    "sentence_separator",
-    "utf16_len",
-]
+__all__ = _model.__all__

@@ -127,7 +127,16 @@ _REQUIRED_FACT_LABELS: Final = tuple(x for x in FACT_LABELS if x not in OPTIONAL
 _PARAGRAPHS: Final = 6
 
 
-class WeeklyInterpretation(enum.Enum):
+class _TypedSentences(enum.Enum):
+    """A typed branch: its value is the semantic IDs of its sentences, in order."""
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        ids: tuple[str, ...] = self.value
+        return ids
+
+
+class WeeklyInterpretation(_TypedSentences):
     """The host's four typed interpretation branches, in the manifest's order.
 
     Each value is the branch's IDs in canonical branch order (I1-I4 of
@@ -140,27 +149,17 @@ class WeeklyInterpretation(enum.Enum):
     OUT_OF_GOAL = ("P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT")
 
     @property
-    def ids(self) -> tuple[str, ...]:
-        ids: tuple[str, ...] = self.value
-        return ids
-
-    @property
     def text(self) -> str:
         """The host's two lines for this branch."""
         return sentences(self.ids, sentence_separator(INTERPRETATION_SLOT))
 
 
-class WeeklyRationale(enum.Enum):
+class WeeklyRationale(_TypedSentences):
     """The host's three typed rationale sentences, in the manifest's order."""
 
     KEEP_BASELINE = ("A_WEEKLY_KEEP_BASELINE",)
     REVIEW_ADJUSTMENT = ("A_WEEKLY_REVIEW_ADJUSTMENT",)
     RECORDS_INSUFFICIENT = ("P_WEEKLY_RECORDS_INSUFFICIENT",)
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        ids: tuple[str, ...] = self.value
-        return ids
 
     @property
     def text(self) -> str:
