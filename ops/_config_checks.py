@@ -1,14 +1,5 @@
-"""``kexpr preflight``'s judgement of one host config (plan "Legacy configuration
-migration and rollback-safe deployment", step 2 "Preflight gate"; design §10).
-
-2. **Preflight gate.** ``preflight`` fails a release while any loaded
-   ``physique_checkin`` still carries ``coaching_feedback_enabled`` (true *or*
-   false) with the enum diagnostic ``legacy_coaching_feedback_enabled`` — never
-   a silent fallback — and validates any postprocessor block with the shim's own
-   strict parser (`gateway_shim.config.KoreanExpressionConfig.from_extra`: exact
-   shape, allow-list, ``timeout_seconds: 3``, no unknown key such as ``api_key``
-   or ``base_url``). Absent or exact (disabled, or intentionally shadow/enabled)
-   passes; a YAML error fails.
+"""``kexpr preflight``'s judgement of one host config: step 2 "Preflight gate" of
+the ordered migration (`kexpr.ops.preflight` states the step; design §10).
 
 Rules of `kexpr.ops.preflight` that apply here: fail closed (anything unproven is a
 `Problem`), and no content in a result (key paths and enum diagnostics only).
@@ -24,14 +15,15 @@ from gateway_shim.config import CONFIG_KEY, ConfigDiagnostic, KoreanExpressionCo
 from kexpr.ops._config_yaml import (
     Diagnostic,
     Problem,
+    YamlRefused,
     _get,
     _load_plain,
+    _load_yaml,
     _path_text,
     _require_ruamel,
     _shape_problem,
     _split_path,
     _walk_maps,
-    _yaml_problem,
 )
 
 LEGACY_KEY: Final = "coaching_feedback_enabled"
@@ -77,17 +69,12 @@ def preflight_text(
 ) -> PreflightResult:
     """Judge one host config (the text of a ``config.yaml``)."""
     _require_ruamel()
-    from ruamel.yaml.error import YAMLError
-
     result = PreflightResult(name)
     path = _split_path(extra_path)
     try:
-        data = _load_plain(text)
-    except (YAMLError, Warning) as e:
-        result.problems.append(_yaml_problem(e))
-        return result
-    except RecursionError:
-        result.problems.append(Problem(Diagnostic.YAML_ERROR, detail="too_deep"))
+        data = _load_yaml(text, _load_plain)
+    except YamlRefused as e:
+        result.problems.append(e.problem)
         return result
     shape = _shape_problem(data)
     if shape is not None:

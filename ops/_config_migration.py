@@ -1,14 +1,6 @@
-"""``kexpr migrate-config``'s comment-preserving migration of one host config (plan
-"Legacy configuration migration and rollback-safe deployment", step 1 "Config
-first"; design §10).
-
-1. **Config first.** ``migrate-config`` removes only ``coaching_feedback_enabled``
-   from every ``physique_checkin`` mapping and adds the exact *disabled*
-   ``korean_expression_postprocessor`` block under the adapter extras
-   (``platforms.telegram.extra`` unless ``--extra-path`` says otherwise). Old host
-   code reads an absent legacy boolean as false, so this disables only the
-   obsolete generated feedback, never the check-in itself
-   (``physique_checkin.enabled`` is untouched and reported).
+"""``kexpr migrate-config``'s comment-preserving migration of one host config: step 1
+"Config first" of the ordered migration (`kexpr.ops.preflight` states the step;
+design §10).
 
 Rules of `kexpr.ops.preflight` that apply here:
 
@@ -55,13 +47,14 @@ from kexpr.ops._config_checks import (
 from kexpr.ops._config_yaml import (
     Diagnostic,
     Problem,
+    YamlRefused,
     _load_plain,
     _load_rt,
+    _load_yaml,
     _path_text,
     _read_config,
     _require_ruamel,
     _split_path,
-    _yaml_problem,
 )
 
 BLOCK_COMMENT: Final = (
@@ -154,13 +147,10 @@ def plan_migration(
         plan.problems = blocking
         return plan
     try:
-        rt = _load_rt(text)
-        plain = _load_plain(text)
-    except (YAMLError, Warning) as e:
-        plan.problems.append(_yaml_problem(e))
-        return plan
-    except RecursionError:
-        plan.problems.append(Problem(Diagnostic.YAML_ERROR, detail="too_deep"))
+        rt = _load_yaml(text, _load_rt)
+        plain = _load_yaml(text, _load_plain)
+    except YamlRefused as e:
+        plan.problems.append(e.problem)
         return plan
 
     lines = text.splitlines(keepends=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -128,6 +128,27 @@ def _yaml_problem(e: BaseException) -> Problem:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     line = getattr(mark, "line", None)
     return Problem(Diagnostic.YAML_ERROR, f"line {line + 1}" if isinstance(line, int) else "")
+
+
+class YamlRefused(Exception):
+    """A config that does not load (a YAML error, a warning, nesting too deep
+    for the loader): its `Problem`, never its content."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.text())
+        self.problem = problem
+
+
+def _load_yaml(text: str, loader: Callable[[str], Any]) -> Any:
+    """``loader(text)`` (`_load_plain` or `_load_rt`), or `YamlRefused`."""
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return loader(text)
+    except (YAMLError, Warning) as e:
+        raise YamlRefused(_yaml_problem(e)) from e
+    except RecursionError as e:
+        raise YamlRefused(Problem(Diagnostic.YAML_ERROR, detail="too_deep")) from e
 
 
 def _shape_problem(data: Any) -> Problem | None:
