@@ -38,3 +38,12 @@ def loads_strict(raw: bytes) -> object:
         raise
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise NotStrictJson("not_json") from e
+
+
+def jsonl_lines(data: bytes) -> list[bytes]:
+    """The lines of a JSON-lines input, split at LF: a final LF ends the last
+    line; it does not start a new one."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn, TextIO
 
-from kexpr.ops._strict_json import NotStrictJson, loads_strict
+from kexpr.ops._strict_json import NotStrictJson, jsonl_lines, loads_strict
 from kexpr.spool.contract import Capsule, CapsuleError, Verdict, judge
 
 if TYPE_CHECKING:
@@ -170,9 +170,7 @@ def _jsonl(path: Path, stdout: TextIO, stderr: TextIO) -> int:
     data = _read_bytes(path, "--jsonl", stderr, MAX_JSONL_FILE_BYTES)
     if data is None:
         return EXIT_UNUSABLE
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # a final LF ends the last line; it does not start a new one
+    lines = jsonl_lines(data)
     status = EXIT_ACCEPTED
     for number, raw in enumerate(lines, start=1):
         parsed = _parse_line(raw.removesuffix(b"\r"))

@@ -316,47 +316,60 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _enum_counts(v: object) -> dict[str, Any]:
+    """A mapping's enum keys (sorted) and their integer counts; {} for anything else."""
+    if not isinstance(v, Mapping):
+        return {}
+    return {_enum(k): n for k, n in sorted(v.items()) if _int(n) is not None}
+
+
 def _last_minute(v: object) -> dict[str, int]:
     if not isinstance(v, Mapping):
         return {}
     return {name: n for name in ROLLING if (n := _int(v.get(name))) is not None}
 
 
+def _process(
+    obj: Mapping[str, Any],
+    states: frozenset[str],
+    now: dt.datetime,
+    alive: Callable[[int], bool],
+    fields: dict[str, Any],
+) -> ProcessStatus:
+    """What every status file says alike: its state, its pid (and whether that
+    process is alive) and the age of its heartbeat."""
+    pid = _int(obj.get("pid"))
+    return ProcessStatus(
+        state=_enum(obj.get("state"), states),
+        pid=pid,
+        alive=None if pid is None else alive(pid),
+        heartbeat_age_s=_age(obj.get("heartbeat_at_utc"), now),
+        fields=fields,
+    )
+
+
 def _worker(
     obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]
 ) -> ProcessStatus:
-    pid = _int(obj.get("pid"))
     counters_in = obj.get("counters")
     counters: dict[str, Any] = {}
     if isinstance(counters_in, Mapping):
         for k, v in sorted(counters_in.items()):
             if k == "by_outcome" and isinstance(v, Mapping):
-                counters[k] = {_enum(o): n for o, n in sorted(v.items()) if _int(n) is not None}
+                counters[k] = _enum_counts(v)
             elif _int(v) is not None and _ENUMISH.fullmatch(str(k)):
                 counters[str(k)] = v
-    return ProcessStatus(
-        state=_enum(obj.get("state"), WORKER_STATES),
-        pid=pid,
-        alive=None if pid is None else alive(pid),
-        heartbeat_age_s=_age(obj.get("heartbeat_at_utc"), now),
-        fields={
+    return _process(
+        obj,
+        WORKER_STATES,
+        now,
+        alive,
+        {
             "journal": _enum(obj.get("journal"), frozenset({"verified", "unverified"})),
             "quarantine": None if obj.get("quarantine") is None else _enum(obj.get("quarantine")),
-            "unsafe": {
-                _enum(k): v
-                for k, v in sorted((obj.get("unsafe") or {}).items())
-                if _int(v) is not None
-            }
-            if isinstance(obj.get("unsafe"), Mapping)
-            else {},
+            "unsafe": _enum_counts(obj.get("unsafe")),
             # Entry and scan faults (worker.daemon.Fault), enum keys only.
-            "faults": {
-                _enum(k): v
-                for k, v in sorted((obj.get("faults") or {}).items())
-                if _int(v) is not None
-            }
-            if isinstance(obj.get("faults"), Mapping)
-            else {},
+            "faults": _enum_counts(obj.get("faults")),
             # Why new attempts are refused while the journal is fine (e.g.
             # ``segment_full``), or None.
             "refusing": None if obj.get("refusing") is None else _enum(obj.get("refusing")),
@@ -379,14 +392,13 @@ def _worker(
 def _supervisor(
     obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]
 ) -> ProcessStatus:
-    pid = _int(obj.get("pid"))
     last_exit = obj.get("last_exit")
-    return ProcessStatus(
-        state=_enum(obj.get("state"), SUPERVISOR_STATES),
-        pid=pid,
-        alive=None if pid is None else alive(pid),
-        heartbeat_age_s=_age(obj.get("heartbeat_at_utc"), now),
-        fields={
+    return _process(
+        obj,
+        SUPERVISOR_STATES,
+        now,
+        alive,
+        {
             "restarts": _int(obj.get("restarts")),
             "last_exit": last_exit if type(last_exit) is int else None,
             "worker_pid": _int(obj.get("worker_pid")),

@@ -68,7 +68,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
-from kexpr.ops._strict_json import NotStrictJson, loads_strict
+from kexpr.ops._strict_json import NotStrictJson, jsonl_lines, loads_strict
 
 if TYPE_CHECKING:
     from gateway_shim.operator_glossary import DualGlossary
@@ -317,9 +317,7 @@ def _batch(
     data = read_input(path, stdin, stderr)
     if data is None:
         return EXIT_UNUSABLE
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # a final LF ends the last line; it does not start a new one
+    lines = jsonl_lines(data)
     status = EXIT_ELIGIBLE
     for number, raw in enumerate(lines, start=1):
         expected: str | None = None
