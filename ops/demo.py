@@ -95,13 +95,10 @@ def cli(argv: list[str]) -> int:
         help=f"the rehearsal model's first-token delay (default {REHEARSAL_FIRST_TOKEN_S:g})",
     )
     a = p.parse_args(argv)
-    if a.ssl_cert_file is not None:  # checked before anything starts (kexpr.ops.inputs)
-        from kexpr.ops.inputs import refuse_unusable_file
+    from kexpr.ops.inputs import refuse_unusable_cert_file
 
-        if (
-            code := refuse_unusable_file("kexpr run", "--ssl-cert-file", a.ssl_cert_file)
-        ) is not None:
-            return code
+    if (code := refuse_unusable_cert_file("kexpr run", a.ssl_cert_file)) is not None:
+        return code
     rehearse = (
         "OPENAI_API_KEY" not in os.environ
         and not a.no_rehearsal
@@ -131,10 +128,8 @@ def run_main_job(
 ) -> int:
     """``rehearsal``: (tokens per second, first-token seconds) of the built-in
     model, on `rehearsal_root`; None: the worker as configured (the key if set)."""
-    from kexpr.spool.fsio import UnsafePath
     from kexpr.spool.layout import DataRoot
     from kexpr.worker.daemon import wait_ready
-    from kexpr.worker.exitcodes import ExitCode
 
     if rehearsal is not None:
         # The given root is not used, but an unsafe one is still refused as such.
@@ -143,24 +138,16 @@ def run_main_job(
 
             try:
                 check_tree(DataRoot(data_root).root, ())
-            except UnsafePath as e:
-                print(f"kexpr run: unsafe_data_root: {e.reason.value}", file=sys.stderr)
-                return int(ExitCode.UNSAFE_DATA_ROOT)
             except OSError as e:
-                print(f"kexpr run: unsafe_data_root: {type(e).__name__}", file=sys.stderr)
-                return int(ExitCode.UNSAFE_DATA_ROOT)
+                return _refuse_unsafe_root(e)
         data_root = rehearsal_root(data_root)
-    # The worker's path rules, as `kexpr supervise` applies them (issue 14
-    # item 3): the path as given (never resolve()-d), no symlink at any component.
+    # The worker's path rules, as `kexpr supervise` applies them: the path as
+    # given (never resolve()-d), no symlink at any component.
     root = DataRoot(data_root)
     try:
         root.ensure()
-    except UnsafePath as e:
-        print(f"kexpr run: unsafe_data_root: {e.reason.value}", file=sys.stderr)
-        return int(ExitCode.UNSAFE_DATA_ROOT)
     except OSError as e:
-        print(f"kexpr run: unsafe_data_root: {type(e).__name__}", file=sys.stderr)
-        return int(ExitCode.UNSAFE_DATA_ROOT)
+        return _refuse_unsafe_root(e)
     try:
         root.status_file.unlink()
     except FileNotFoundError:
@@ -208,6 +195,17 @@ def run_main_job(
             sup.wait()
 
 
+def _refuse_unsafe_root(e: OSError) -> int:
+    """The one line and exit code of a data root the worker's path rules refuse:
+    the `UnsafePath` reason, or the OS error's class (never its message)."""
+    from kexpr.spool.fsio import UnsafePath
+    from kexpr.worker.exitcodes import ExitCode
+
+    reason = e.reason.value if isinstance(e, UnsafePath) else type(e).__name__
+    print(f"kexpr run: unsafe_data_root: {reason}", file=sys.stderr)
+    return int(ExitCode.UNSAFE_DATA_ROOT)
+
+
 def _await_reports(root: DataRoot, timeout_s: float = REPORTS_TIMEOUT_S) -> None:
     """Let the worker journal the gateway's ``selected`` reports before it is
     stopped (an attempt left open would be terminalized by the next run)."""
@@ -248,6 +246,51 @@ def _line_starting(prefix: str) -> Callable[[str], str]:
     return lambda body: next(line for line in body.split("\n") if line.startswith(prefix))
 
 
+@dataclass(frozen=True)
+class HostBodies:
+    """The demo's daily and weekly bodies, exactly as the real host renders them
+    (docs/host-formats.md): fixed title, labels, status and actions; synthetic data."""
+
+    daily_complete: str
+    daily_partial: str
+    weekly: str
+
+
+def host_bodies() -> HostBodies:
+    from gateway_shim import WeeklyInterpretation, WeeklyJudgment, format_daily, format_weekly
+
+    return HostBodies(
+        daily_complete=format_daily(
+            weight="72.4kg",
+            intake="2,150kcal",
+            macros="탄수화물 260g · 단백질 140g · 지방 70g",
+            training="상체 45분 · RPE 7",
+            sleep="7시간 · 수면 질 4/5",
+            condition="3/5",
+            digestion="정상",
+            water="2L",
+        ),
+        daily_partial=format_daily(
+            weight="72.1kg",
+            intake="기록 없음",
+            macros="탄수화물·단백질·지방: 기록 없음",
+            training="하체 50분",
+            sleep="6시간",
+            condition="2/5",
+            digestion="기록 없음",
+        ),
+        weekly=format_weekly(
+            recent="72.40kg",
+            prior="72.10kg",
+            change="+0.42%",
+            rate="85.71%",
+            goal_range="+0.10~+0.50%",
+            interpretation=WeeklyInterpretation.IN_GOAL,
+            judgment=WeeklyJudgment.KEEP,
+        ),
+    )
+
+
 def _samples() -> list[Sample]:
     """The four surfaces, with synthetic data: daily (complete and partial),
     weekly, a dualcoachtest card with two review reasons, a physique card.
@@ -256,52 +299,31 @@ def _samples() -> list[Sample]:
         DUAL_SURFACE,
         PHYSIQUE_SURFACE,
         DailyFacts,
-        WeeklyInterpretation,
-        WeeklyJudgment,
         card_payload,
-        format_daily,
         format_dual_body,
-        format_weekly,
     )
     from gateway_shim.surfaces.card import expected_buttons
 
     run = secrets.token_hex(4)
-    # Daily and weekly bodies exactly as the real host renders them
-    # (docs/host-formats.md): fixed title, labels, status and actions.
-    complete = format_daily(
-        weight="72.4kg",
-        intake="2,150kcal",
-        macros="탄수화물 260g · 단백질 140g · 지방 70g",
-        training="상체 45분 · RPE 7",
-        sleep="7시간 · 수면 질 4/5",
-        condition="3/5",
-        digestion="정상",
-        water="2L",
-    )
-    partial = format_daily(
-        weight="72.1kg",
-        intake="기록 없음",
-        macros="탄수화물·단백질·지방: 기록 없음",
-        training="하체 50분",
-        sleep="6시간",
-        condition="2/5",
-        digestion="기록 없음",
-    )
-    weekly = format_weekly(
-        recent="72.40kg",
-        prior="72.10kg",
-        change="+0.42%",
-        rate="85.71%",
-        goal_range="+0.10~+0.50%",
-        interpretation=WeeklyInterpretation.IN_GOAL,
-        judgment=WeeklyJudgment.KEEP,
-    )
+    bodies = host_bodies()
+
+    def daily(label: str, body: str, *, is_complete: bool, n: int) -> Sample:
+        return Sample(
+            "daily.v1",
+            label,
+            lambda c: c.present_daily(
+                body, facts=DailyFacts(complete=is_complete), finalized_event_id=f"demo-{run}-{n}"
+            ),
+            lambda text: text.split("\n\n")[2],
+        )
 
     # The adaptive cards in the host's real payload shape (docs/host-formats-adaptive.md):
     # header and progress lines, the state's buttons, the session in the pressed
     # button's callback data. The dual decision and reasons are the host's public
     # texts; the other lines are synthetic.
-    def adaptive(body: str, n: int) -> tuple[dict[str, object], str]:
+    def adaptive(
+        surface: str, label: str, body: str, n: int, excerpt: Callable[[str], str]
+    ) -> Sample:
         sessions = [secrets.token_hex(12) for _ in expected_buttons("proposed")]
         payload = card_payload(
             body=body,
@@ -313,53 +335,22 @@ def _samples() -> list[Sample]:
             proposal_digest=secrets.token_hex(32),
             sessions=sessions,
         )
-        return payload, f"an1:{secrets.token_hex(12)}:create"
-
-    dual_payload, dual_callback = adaptive(
-        format_dual_body(
-            goal="린매스업",
-            head=("데모 고객 · 2025-11-30", "최근 7일 평균 체중 72.4kg"),
-            decision="순응도 근거 충돌로 조정 보류",
-            recommendations=("칼로리와 매크로를 변경하지 않음",),
-            reasons=(
-                "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
-                "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
-            ),
-        ),
-        1,
-    )
-    physique_payload, physique_callback = adaptive(
-        "데모 고객 · 2025-11-30 · D+12\n결정: 탄수화물 20g 감량\n"
-        "근거: 최근 7일 평균 체중 증가가 목표보다 빠름\n목표: 하루 2,300kcal\n\n"
-        "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음",
-        2,
-    )
-
-    def daily_excerpt(body: str) -> str:
-        return body.split("\n\n")[2]
+        callback = f"an1:{secrets.token_hex(12)}:create"
+        return Sample(
+            surface,
+            label,
+            lambda c: c.present_adaptive(payload, callback_data=callback, surface=surface),
+            excerpt,
+        )
 
     return [
-        Sample(
-            "daily.v1",
-            "daily complete",
-            lambda c: c.present_daily(
-                complete, facts=DailyFacts(complete=True), finalized_event_id=f"demo-{run}-1"
-            ),
-            daily_excerpt,
-        ),
-        Sample(
-            "daily.v1",
-            "daily partial",
-            lambda c: c.present_daily(
-                partial, facts=DailyFacts(complete=False), finalized_event_id=f"demo-{run}-2"
-            ),
-            daily_excerpt,
-        ),
+        daily("daily complete", bodies.daily_complete, is_complete=True, n=1),
+        daily("daily partial", bodies.daily_partial, is_complete=False, n=2),
         Sample(
             "weekly.v1",
             "weekly in goal",
             lambda c: c.present_weekly(
-                weekly,
+                bodies.weekly,
                 explicit_fields=("average_weight_kg", "prior_average_weight_kg", "goal_range"),
                 schedule_key=f"demo-{run}-weekly",
                 kind="weekly_report",
@@ -367,20 +358,29 @@ def _samples() -> list[Sample]:
             ),
             lambda body: body.split("\n\n")[2].split("\n")[0],
         ),
-        Sample(
-            "adaptive.dualcoachtest.card.v1",
+        adaptive(
+            DUAL_SURFACE,
             "dual card, 2 reasons",
-            lambda c: c.present_adaptive(
-                dual_payload, callback_data=dual_callback, surface=DUAL_SURFACE
+            format_dual_body(
+                goal="린매스업",
+                head=("데모 고객 · 2025-11-30", "최근 7일 평균 체중 72.4kg"),
+                decision="순응도 근거 충돌로 조정 보류",
+                recommendations=("칼로리와 매크로를 변경하지 않음",),
+                reasons=(
+                    "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
+                    "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
+                ),
             ),
+            1,
             _line_starting("현재 판단: "),
         ),
-        Sample(
-            "adaptive.physique.card.v1",
+        adaptive(
+            PHYSIQUE_SURFACE,
             "physique card",
-            lambda c: c.present_adaptive(
-                physique_payload, callback_data=physique_callback, surface=PHYSIQUE_SURFACE
-            ),
+            "데모 고객 · 2025-11-30 · D+12\n결정: 탄수화물 20g 감량\n"
+            "근거: 최근 7일 평균 체중 증가가 목표보다 빠름\n목표: 하루 2,300kcal\n\n"
+            "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음",
+            2,
             _line_after("검토 안내"),
         ),
     ]

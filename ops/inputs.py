@@ -180,3 +180,9 @@ def refuse_unusable_file(
     except InputRefused as e:
         return refuse(prog, what, path, e.problem)
     return None
+
+
+def refuse_unusable_cert_file(prog: str, path: str | None) -> int | None:
+    """`refuse_unusable_file` for ``--ssl-cert-file`` when one was given (None
+    when it was not): checked before anything starts."""
+    return None if path is None else refuse_unusable_file(prog, "--ssl-cert-file", path)

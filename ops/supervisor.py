@@ -567,13 +567,10 @@ def cli(argv: list[str]) -> int:
         help=f"--rehearsal: the delay before the first token (default {DEFAULT_FIRST_TOKEN_S:g})",
     )
     a = p.parse_args(argv)
-    if a.ssl_cert_file is not None:  # checked before anything starts (kexpr.ops.inputs)
-        from kexpr.ops.inputs import refuse_unusable_file
+    from kexpr.ops.inputs import refuse_unusable_cert_file
 
-        if (
-            code := refuse_unusable_file("kexpr supervise", "--ssl-cert-file", a.ssl_cert_file)
-        ) is not None:
-            return code
+    if (code := refuse_unusable_cert_file("kexpr supervise", a.ssl_cert_file)) is not None:
+        return code
     try:
         policy = RestartPolicy(max_restarts=a.max_restarts, window_s=a.restart_window)
     except ValueError:
