@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kexpr.ops._audit_findings import Check, CheckResult, Finding, Unusable
+from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Unusable
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
@@ -144,9 +144,9 @@ def _secret_findings(
     env: Mapping[str, str],
     result: CheckResult,
     *,
-    key_present: Finding,
-    openai_secret: Finding,
-    key_value: Finding,
+    key_present: AuditFinding,
+    openai_secret: AuditFinding,
+    key_value: AuditFinding,
     known_values: Iterable[str],
 ) -> None:
     values = {v for v in known_values if len(v.strip()) >= MIN_KEY_VALUE_LEN}
@@ -177,9 +177,9 @@ def audit_gateway(pid: int, known_values: Iterable[str]) -> CheckResult:
     _secret_findings(
         env,
         result,
-        key_present=Finding.GATEWAY_KEY_PRESENT,
-        openai_secret=Finding.GATEWAY_OPENAI_SECRET,
-        key_value=Finding.GATEWAY_KEY_VALUE_PRESENT,
+        key_present=AuditFinding.GATEWAY_KEY_PRESENT,
+        openai_secret=AuditFinding.GATEWAY_OPENAI_SECRET,
+        key_value=AuditFinding.GATEWAY_KEY_VALUE_PRESENT,
         known_values=known_values,
     )
     return result
@@ -205,7 +205,7 @@ def audit_worker(pid: int) -> tuple[CheckResult, str | None]:
     if protected is None:
         result.unusable = Unusable.DUMPABLE_UNDETERMINED
     elif not protected:
-        result.add(Finding.WORKER_DUMPABLE)
+        result.add(AuditFinding.WORKER_DUMPABLE)
     result.info["environ_protected"] = protected
     try:
         env = read_environ(pid)
@@ -214,9 +214,9 @@ def audit_worker(pid: int) -> tuple[CheckResult, str | None]:
         return result, None
     for name in sorted(env):
         if hazardous_environment({name: ""}):
-            result.add(Finding.WORKER_HAZARDOUS_VARIABLE, safe_name(name))
+            result.add(AuditFinding.WORKER_HAZARDOUS_VARIABLE, safe_name(name))
         elif name in INJECTION_VARIABLES:
-            result.add(Finding.WORKER_INJECTION_VARIABLE, name)
+            result.add(AuditFinding.WORKER_INJECTION_VARIABLE, name)
     key = env.get(KEY_VARIABLE)
     result.info["credential"] = "present" if key and key.strip() else "absent"
     result.info["egress_proxy"] = any(
@@ -305,10 +305,10 @@ def audit_env_file(path: Path, known_values: Iterable[str]) -> tuple[CheckResult
     found_keys: list[str] = []
     for line, name, value in assignments:
         if name == KEY_VARIABLE:
-            result.add(Finding.ENV_FILE_KEY_PRESENT, f"{KEY_VARIABLE} (line {line})")
+            result.add(AuditFinding.ENV_FILE_KEY_PRESENT, f"{KEY_VARIABLE} (line {line})")
             found_keys.append(value)
         elif _OPENAI_SECRETISH.fullmatch(name):
-            result.add(Finding.ENV_FILE_OPENAI_SECRET, f"{safe_name(name)} (line {line})")
+            result.add(AuditFinding.ENV_FILE_OPENAI_SECRET, f"{safe_name(name)} (line {line})")
         elif value.strip() in values:
-            result.add(Finding.ENV_FILE_KEY_VALUE_PRESENT, f"{safe_name(name)} (line {line})")
+            result.add(AuditFinding.ENV_FILE_KEY_VALUE_PRESENT, f"{safe_name(name)} (line {line})")
     return result, found_keys

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from kexpr.ops._audit_findings import Check, CheckResult, Finding, Unusable
+from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Unusable
 from kexpr.ops._audit_redaction import _scan_file
 from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
@@ -117,7 +117,7 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
     root = DataRoot(path)
     problem = data_root_problem(root.root)
     if problem is Problem.SYMLINK:
-        result.add(Finding.SYMLINK, ".")
+        result.add(AuditFinding.SYMLINK, ".")
         return result
     if problem is not None:
         # `kexpr.ops.inputs`: missing, not a directory, empty (no worker ran there).
@@ -169,7 +169,7 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
         result.unusable = Unusable.JOURNAL_UNCHECKED
     for finding, where in journal.findings:
         result.add(
-            Finding.JOURNAL_UNVERIFIED,
+            AuditFinding.JOURNAL_UNVERIFIED,
             f"{_enum_text(finding)} in {display_path(tuple(where.split('/')))}",
         )
     result.info["journal_segments"] = journal.segments
@@ -197,33 +197,33 @@ class _Rules:
         mode = st.st_mode
         perms = stat.S_IMODE(mode)
         if stat.S_ISLNK(mode):
-            result.add(Finding.SYMLINK, shown)
+            result.add(AuditFinding.SYMLINK, shown)
             return
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-            result.add(Finding.UNEXPECTED_FILE_TYPE, shown)
+            result.add(AuditFinding.UNEXPECTED_FILE_TYPE, shown)
             return
         if rel and not _expected_name(rel):
-            result.add(Finding.UNEXPECTED_FILE, shown)
+            result.add(AuditFinding.UNEXPECTED_FILE, shown)
         if perms & 0o007:
-            result.add(Finding.WORLD_ACCESSIBLE, shown)
+            result.add(AuditFinding.WORLD_ACCESSIBLE, shown)
         if stat.S_ISDIR(mode):
             bad = perms != SHARED_DIR_MODE if self.shared else bool(perms & 0o7077)
         else:
             bad = perms not in SHARED_FILE_MODES if self.shared else bool(perms & 0o7077)
             if perms & (stat.S_ISUID | stat.S_ISGID):
-                result.add(Finding.SETID_BIT, shown)
+                result.add(AuditFinding.SETID_BIT, shown)
         if bad and not perms & 0o007:
-            result.add(Finding.BAD_MODE, shown)
+            result.add(AuditFinding.BAD_MODE, shown)
         if perms & 0o070 and st.st_gid != self.gid:
-            result.add(Finding.GROUP_MISMATCH, shown)
+            result.add(AuditFinding.GROUP_MISMATCH, shown)
         if st.st_uid not in self.owners:
-            result.add(Finding.WRONG_OWNER, shown)
+            result.add(AuditFinding.WRONG_OWNER, shown)
         if rel == ("identity.key",) and perms & 0o077:
-            result.add(Finding.IDENTITY_KEY_SHARED, shown)
+            result.add(AuditFinding.IDENTITY_KEY_SHARED, shown)
         if (
             len(rel) == 2
             and rel[0] in ("outcomes", "quarantine")
             and stat.S_ISREG(mode)
             and perms & 0o022
         ):
-            result.add(Finding.JOURNAL_WRITABLE_BY_OTHERS, shown)
+            result.add(AuditFinding.JOURNAL_WRITABLE_BY_OTHERS, shown)

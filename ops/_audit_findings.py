@@ -21,7 +21,7 @@ class Check(enum.StrEnum):
     DATA_ROOT = "data_root"
 
 
-class Finding(enum.StrEnum):
+class AuditFinding(enum.StrEnum):
     GATEWAY_KEY_PRESENT = "gateway_key_present"
     GATEWAY_OPENAI_SECRET = "gateway_openai_secret"
     GATEWAY_KEY_VALUE_PRESENT = "gateway_key_value_present"
@@ -60,7 +60,7 @@ class Unusable(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    finding: Finding
+    finding: AuditFinding
     detail: str = ""
 
 
@@ -74,7 +74,7 @@ class CheckResult:
     # With ``unusable``: why the input could not be used (`kexpr.ops.inputs.Problem`).
     problem: str | None = None
 
-    def add(self, finding: Finding, detail: str = "") -> None:
+    def add(self, finding: AuditFinding, detail: str = "") -> None:
         item = Item(finding, detail)
         if item not in self.findings:
             self.findings.append(item)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from kexpr.ops._audit_findings import CheckResult, Finding
+from kexpr.ops._audit_findings import AuditFinding, CheckResult
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 
 MAX_SPOOL_FILE_BYTES: Final = 64 * 1024
@@ -44,19 +44,19 @@ def _scan_file(result: CheckResult, root: Path, rel: tuple[str, ...], shown: str
         data = read_nofollow(root.joinpath(*rel), max_bytes=MAX_SPOOL_FILE_BYTES)
     except ReadRefused as e:
         if e.problem is not ReadProblem.MISSING:  # consumed meanwhile: not a finding
-            result.add(Finding.SPOOL_MALFORMED, shown)
+            result.add(AuditFinding.SPOOL_MALFORMED, shown)
         return
     try:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         obj = None
         if rel[:2] != ("spool", "tmp"):  # a staging file may be half-written
-            result.add(Finding.SPOOL_MALFORMED, shown)
+            result.add(AuditFinding.SPOOL_MALFORMED, shown)
         # Still scan the raw text: a half-written file can leak as well as a whole one.
         _scan_string(result, shown, data.decode("utf-8", "replace"), frozenset(SAFE_STYLE_LEXEMES))
         return
     if rel[:2] in _MESSAGE_DIRS and not _parses_as(rel[1], data):
-        result.add(Finding.SPOOL_MALFORMED, shown)
+        result.add(AuditFinding.SPOOL_MALFORMED, shown)
     lexicon = frozenset(SAFE_STYLE_LEXEMES)
     for s in _strings(obj):
         _scan_string(result, shown, s, lexicon)
@@ -95,8 +95,8 @@ def _scan_string(result: CheckResult, shown: str, s: str, lexicon: frozenset[str
     stripped = _TOKEN.sub(" ", s)
     has_digit = any(unicodedata.category(c) == "Nd" for c in stripped)
     if has_digit and not any(p.fullmatch(s) for p in _DIGIT_SHAPES):
-        result.add(Finding.SPOOL_DIGITS, shown)
+        result.add(AuditFinding.SPOOL_DIGITS, shown)
     if _HANGUL.search(stripped):
         words = re.split(r"[\s,.]+", stripped)
         if any(_HANGUL.search(w) and w not in lexicon for w in words):
-            result.add(Finding.SPOOL_UNEXPECTED_HANGUL, shown)
+            result.add(AuditFinding.SPOOL_UNEXPECTED_HANGUL, shown)

@@ -53,7 +53,7 @@ from kexpr.ops._audit_data_root import (
     audit_data_root,
     display_path,
 )
-from kexpr.ops._audit_findings import Check, CheckResult, Finding, Item, Unusable
+from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Item, Unusable
 from kexpr.ops._audit_redaction import MAX_SPOOL_FILE_BYTES
 from kexpr.ops.inputs import WORDS, InputRefused, Problem
 from kexpr.ops.readers import ReadRefused
@@ -71,7 +71,7 @@ __all__ = [
     "Check",
     "CheckResult",
     "Creds",
-    "Finding",
+    "AuditFinding",
     "Item",
     "Unusable",
     "audit_data_root",

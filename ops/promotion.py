@@ -67,6 +67,7 @@ from kexpr.ops.readers import (
 )
 from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
+from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME, is_rehearsal_root
 from kexpr.worker.histograms import CALL_BUDGET_S
@@ -338,10 +339,6 @@ class PromotionReport:
         }
 
 
-def _ts(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def evaluate(
     records: Sequence[JournalRecord],
     *,
@@ -354,7 +351,7 @@ def evaluate(
     status file's figures, when known, are one too)."""
     figures = call_figures or CallFigures(STATUS_MISSING)
     start = now - dt.timedelta(days=days)
-    start_s, end_s = _ts(start), _ts(now)
+    start_s, end_s = format_ts(start), format_ts(now)
     incomplete = any(start_s[:10] <= d <= end_s[:10] for d in quarantined_days)
     evidence = []
     for surface in SURFACES:

@@ -7,7 +7,7 @@ from a fixed set, integers, and timestamps in the journal's exact format.
 Anything else in those files is shown as ``unknown`` — a planted string is
 never echoed.
 
-Verdict (exit code):
+HealthVerdict (exit code):
 
 - ``healthy`` (0): state ``ready``, heartbeat fresher than ``--stale-after``, and
   the recorded pid alive.
@@ -58,6 +58,7 @@ from typing import Any, Final
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 from kexpr.ops.supervisor import supervisor_status_path
 from kexpr.spool.contract import SURFACES
+from kexpr.spool.journal import parse_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import PROVIDER_FAILURES
 from kexpr.worker.histograms import (
@@ -79,7 +80,7 @@ SUPERVISOR_STATES: Final = frozenset(
 _TS: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
 _FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
-# `Verdict.EXPIRING`: at least this many requests expired in the last minute, and
+# `HealthVerdict.EXPIRING`: at least this many requests expired in the last minute, and
 # more than half of those claimed. A floor, so that one or two stale requests (a
 # restart's leftovers, a host that paused) do not flip the verdict; a burst in
 # which most requests expire does (issue 19's burst of 1,000 artifacts from 20
@@ -87,7 +88,7 @@ _FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
 EXPIRING_MIN: Final = 5
 
 
-class Verdict(enum.StrEnum):
+class HealthVerdict(enum.StrEnum):
     HEALTHY = "healthy"
     NO_STATUS = "no_status"
     STARTING = "starting"
@@ -109,8 +110,9 @@ class Verdict(enum.StrEnum):
     STATUS_UNREADABLE = "status_unreadable"
 
 
-EXIT: Final[Mapping[Verdict, int]] = {
-    v: (0 if v is Verdict.HEALTHY else 2 if v is Verdict.STATUS_UNREADABLE else 1) for v in Verdict
+EXIT: Final[Mapping[HealthVerdict, int]] = {
+    v: (0 if v is HealthVerdict.HEALTHY else 2 if v is HealthVerdict.STATUS_UNREADABLE else 1)
+    for v in HealthVerdict
 }
 
 
@@ -127,7 +129,7 @@ class ProcessStatus:
 
 @dataclass(frozen=True, slots=True)
 class StatusReport:
-    verdict: Verdict
+    verdict: HealthVerdict
     worker: ProcessStatus | None
     supervisor: ProcessStatus | None
     problem: str | None = None
@@ -182,8 +184,7 @@ def _enum(v: object, allowed: frozenset[str] | None = None) -> str:
 def _age(v: object, now: dt.datetime) -> float | None:
     if not isinstance(v, str) or not _TS.fullmatch(v):
         return None
-    t = dt.datetime.strptime(v, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
-    return (now - t).total_seconds()
+    return (now - parse_ts(v)).total_seconds()
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -418,21 +419,23 @@ def collect(
 
     problem = data_root_problem(root.root)
     if problem is not None:
-        return StatusReport(Verdict.STATUS_UNREADABLE, None, None, f"data_root_{problem.value}")
+        return StatusReport(
+            HealthVerdict.STATUS_UNREADABLE, None, None, f"data_root_{problem.value}"
+        )
     supervisor: ProcessStatus | None = None
     try:
         supervisor = _supervisor(_load(supervisor_status_path(root)), now, alive)
     except ReadRefused as e:
         if e.problem is not ReadProblem.MISSING:
             return StatusReport(
-                Verdict.STATUS_UNREADABLE, None, None, f"supervisor_{e.problem.value}"
+                HealthVerdict.STATUS_UNREADABLE, None, None, f"supervisor_{e.problem.value}"
             )
     try:
         worker = _worker(_load(root.status_file), now, alive)
     except ReadRefused as e:
         if e.problem is not ReadProblem.MISSING:
             return StatusReport(
-                Verdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}"
+                HealthVerdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}"
             )
         worker = None
     return StatusReport(
@@ -470,37 +473,37 @@ def glossary_status(root: DataRoot) -> str:
 
 def _verdict(
     worker: ProcessStatus | None, supervisor: ProcessStatus | None, stale_after_s: float
-) -> Verdict:
+) -> HealthVerdict:
     # A supervisor that gave up explains everything else.
     if supervisor is not None and supervisor.state == "crash_loop":
-        return Verdict.CRASH_LOOP
+        return HealthVerdict.CRASH_LOOP
     if supervisor is not None and supervisor.state == "fatal":
-        return Verdict.FATAL
+        return HealthVerdict.FATAL
     if worker is None:
-        return Verdict.NO_STATUS
+        return HealthVerdict.NO_STATUS
     if worker.state == "stopped":
-        return Verdict.STOPPED
+        return HealthVerdict.STOPPED
     if worker.alive is False or worker.pid is None:
-        return Verdict.WORKER_NOT_RUNNING
+        return HealthVerdict.WORKER_NOT_RUNNING
     if worker.heartbeat_age_s is None or worker.heartbeat_age_s > stale_after_s:
-        return Verdict.STALE_HEARTBEAT
+        return HealthVerdict.STALE_HEARTBEAT
     if worker.state == "starting":
-        return Verdict.STARTING
+        return HealthVerdict.STARTING
     if worker.state == "stopping":
-        return Verdict.STOPPING
+        return HealthVerdict.STOPPING
     if worker.state != "ready":
-        return Verdict.STATUS_UNREADABLE
+        return HealthVerdict.STATUS_UNREADABLE
     if worker.fields["journal"] != "verified" or worker.fields["quarantine"] is not None:
-        return Verdict.QUARANTINED
+        return HealthVerdict.QUARANTINED
     if worker.fields["refusing"] is not None:
-        return Verdict.REFUSING
+        return HealthVerdict.REFUSING
     recent = worker.fields["last_minute"]
     # Expired before the worker reached them, or reached too late to answer:
     # either way the host got canonical because the worker did not keep up.
     expired = recent.get("expired_requests", 0) + recent.get("no_time_to_answer", 0)
     if expired >= EXPIRING_MIN and 2 * expired > recent.get("claimed", 0):
-        return Verdict.EXPIRING
-    return Verdict.HEALTHY
+        return HealthVerdict.EXPIRING
+    return HealthVerdict.HEALTHY
 
 
 def render(report: StatusReport) -> str:

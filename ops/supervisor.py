@@ -87,6 +87,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from kexpr.spool import log
+from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.exitcodes import ExitCode
 
@@ -186,7 +187,7 @@ class RestartTracker:
         return Decision(Action.RESTART, delay)
 
 
-class State(enum.StrEnum):
+class ChildState(enum.StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     BACKOFF = "backoff"
@@ -338,7 +339,7 @@ def _die_with_parent_preexec() -> Callable[[], None] | None:
 
 
 def _utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_ts(dt.datetime.now(dt.UTC))
 
 
 class Supervisor:
@@ -362,7 +363,7 @@ class Supervisor:
         self.child: Child | None = None
         self.restarts = 0
         self.last_exit: int | None = None
-        self.state = State.STARTING
+        self.state = ChildState.STARTING
         self._root = DataRoot(spec.data_root)
         # Rule 5: the identity of the data root the workers run in, once known.
         self._root_id: tuple[int, int] | None = None
@@ -402,7 +403,7 @@ class Supervisor:
         )
 
     def run(self) -> int:
-        self._set(State.STARTING)
+        self._set(ChildState.STARTING)
         first = True
         while not self.stop.is_set():
             refused = self.check_data_root(restart=not first)
@@ -410,12 +411,12 @@ class Supervisor:
                 # Rule 5: a restart cannot make this root safe.
                 self._diagnose(f"unsafe_data_root: {refused}", None)
                 self.last_exit = int(ExitCode.UNSAFE_DATA_ROOT)
-                self._set(State.FATAL)
+                self._set(ChildState.FATAL)
                 return int(ExitCode.UNSAFE_DATA_ROOT)
             first = False
             started = self._clock()
             child = self.child = self._spawn()
-            self._set(State.RUNNING)
+            self._set(ChildState.RUNNING)
             while child.poll() is None:
                 if self.stop.wait(_POLL_S):
                     return self._terminate_child()
@@ -425,7 +426,7 @@ class Supervisor:
                 # Beat every HEARTBEAT_S, and retry at once while the worker has
                 # not yet created the data root (the first writes fail).
                 if not self._status_ok or self._clock() - self._beat >= HEARTBEAT_S:
-                    self._set(State.RUNNING)
+                    self._set(ChildState.RUNNING)
             code = child.poll()
             assert code is not None
             self.last_exit = code
@@ -433,22 +434,22 @@ class Supervisor:
             decision = self.tracker.on_exit(code, now - started, now)
             if decision.action is Action.STOP_FATAL:
                 self._diagnose("fatal_exit", code)
-                self._set(State.FATAL)
+                self._set(ChildState.FATAL)
                 return code
             if decision.action is Action.STOP_CRASH_LOOP:
                 self._diagnose("crash_loop", code)
-                self._set(State.CRASH_LOOP)
+                self._set(ChildState.CRASH_LOOP)
                 return CRASH_LOOP_EXIT
-            self._set(State.BACKOFF)
+            self._set(ChildState.BACKOFF)
             if self.stop.wait(decision.delay_s):
                 break
             self.restarts += 1
-        self._set(State.STOPPED)
+        self._set(ChildState.STOPPED)
         return 0
 
     def _terminate_child(self) -> int:
         """Rule 4: SIGTERM, wait past the call deadline, only then SIGKILL."""
-        self._set(State.STOPPING)
+        self._set(ChildState.STOPPING)
         child = self.child
         code = 0
         if child is not None and child.poll() is None:
@@ -461,7 +462,7 @@ class Supervisor:
                 self._diagnose("stop_timeout", None)
                 code = 1
         self.last_exit = code if child is not None else None
-        self._set(State.STOPPED)
+        self._set(ChildState.STOPPED)
         return 0 if code == 0 else 1
 
     def _diagnose(self, diagnostic: str, code: int | None) -> None:
@@ -475,8 +476,8 @@ class Supervisor:
         suffix = "" if code is None else f" (worker exit {code})"
         print(f"kexpr supervise: {diagnostic}{suffix}", file=sys.stderr)
 
-    def _set(self, state: State) -> None:
-        if state is not self.state or state is State.STARTING:
+    def _set(self, state: ChildState) -> None:
+        if state is not self.state or state is ChildState.STARTING:
             log.event(
                 _log,
                 logging.INFO,
@@ -485,7 +486,7 @@ class Supervisor:
                 restarts=self.restarts,
                 last_exit=self.last_exit,
                 worker_pid=self.child.pid
-                if self.child is not None and state is State.RUNNING
+                if self.child is not None and state is ChildState.RUNNING
                 else None,
             )
         self.state = state
@@ -496,7 +497,7 @@ class Supervisor:
             "pid": os.getpid(),
             "state": state.value,
             "heartbeat_at_utc": _utc_now(),
-            "worker_pid": child.pid if child is not None and state is State.RUNNING else None,
+            "worker_pid": child.pid if child is not None and state is ChildState.RUNNING else None,
             "restarts": self.restarts,
             "last_exit": self.last_exit,
             "rehearsal": self.spec.rehearsal,

@@ -115,7 +115,7 @@ def test_install_publishes_into_the_data_root_and_status_shows_the_digest(
 
 
 def test_audit_knows_the_installed_glossary(tmp_path: Path, data_root: Path) -> None:
-    from kexpr.ops.audit import Finding, audit_data_root
+    from kexpr.ops.audit import AuditFinding, audit_data_root
 
     root = DataRoot(data_root)
     root.ensure()
@@ -124,7 +124,7 @@ def test_audit_knows_the_installed_glossary(tmp_path: Path, data_root: Path) -> 
         == 0
     )
     findings = [item.finding for item in audit_data_root(data_root).findings]
-    assert Finding.UNEXPECTED_FILE not in findings
+    assert AuditFinding.UNEXPECTED_FILE not in findings
     (data_root / "other.json").write_text("{}")
     findings = [item.finding for item in audit_data_root(data_root).findings]
-    assert Finding.UNEXPECTED_FILE in findings
+    assert AuditFinding.UNEXPECTED_FILE in findings
