@@ -67,6 +67,7 @@ from gateway_shim import (  # noqa: E402
 )
 from gateway_shim.surfaces.daily import parse_daily  # noqa: E402
 from kexpr.spool.contract import Capsule, judge  # noqa: E402
+from kexpr.spool.contract.answers import answer_json  # noqa: E402
 from kexpr.spool.journal import (  # noqa: E402
     JOURNAL_SCHEMA,
     ZERO_DIGEST,
@@ -364,23 +365,7 @@ def validation(reps: int) -> dict[str, float]:
     )
 
     def doc(generated: str) -> str:
-        return json.dumps(
-            {
-                "schema_version": "korean-expression-v4",
-                "surface": "daily.v1",
-                "artifact_key": "a" * 64,
-                "slots": [
-                    {
-                        "slot_id": "daily.status",
-                        "predicate_ids": ["P_DAILY_COMPLETE"],
-                        "action_ids": [],
-                        "placeholder_tokens": ["[[P:01]]"],
-                        "generated_ko": generated,
-                    }
-                ],
-            },
-            ensure_ascii=False,
-        )
+        return answer_json(capsule, lambda _slot_id: generated, compact=False)
 
     good, bad = doc("차분히 이어서, [[P:01]]."), doc("오늘은 차분히, [[P:01]].")
     assert judge(capsule, good).composition is not None and judge(capsule, bad).composition is None

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
 if TYPE_CHECKING:
     from gateway_shim import KoreanExpressionCoordinator, PresentationCandidate
+    from kexpr.spool.contract import Capsule
 
 EXAMPLES: Final = "examples/model-responses.json"
 MARK_OPEN, MARK_CLOSE = "⟦", "⟧"
@@ -41,28 +42,13 @@ def load_examples() -> dict[str, dict[str, str]]:
     return responses
 
 
-def answer_document(capsule: Mapping[str, Any], generated: Mapping[str, str]) -> str:
-    """The model's whole answer for ``capsule``: IDs and tokens echoed, the
-    example style text per slot (a slot without an example gets none, and the
-    contract rejects the answer)."""
-    return json.dumps(
-        {
-            "schema_version": capsule["schema_version"],
-            "surface": capsule["surface"],
-            "artifact_key": capsule["artifact_key"],
-            "slots": [
-                {
-                    "slot_id": s["slot_id"],
-                    "predicate_ids": s["allowed_predicate_ids"],
-                    "action_ids": s["allowed_action_ids"],
-                    "placeholder_tokens": s["required_placeholder_tokens"],
-                    "generated_ko": generated.get(s["slot_id"], ""),
-                }
-                for s in capsule["slots"]
-            ],
-        },
-        ensure_ascii=False,
-    )
+def answer_document(capsule: Capsule, generated: Mapping[str, str]) -> str:
+    """The model's whole answer for ``capsule`` (`kexpr.spool.contract.answers`),
+    with the example style text per slot (a slot without an example gets none,
+    and the contract rejects the answer)."""
+    from kexpr.spool.contract.answers import answer_json
+
+    return answer_json(capsule, lambda slot_id: generated.get(slot_id, ""), compact=False)
 
 
 class ExampleResponder:
@@ -108,12 +94,26 @@ class ExampleResponder:
             if time.monotonic() - beat >= 1.0:
                 self._beat()
                 beat = time.monotonic()
-            for folder in (self.root.requests, self.root.reports):
-                for path in sorted(folder.glob("*.json")):
-                    data = path.read_bytes()
-                    path.unlink()
-                    if folder == self.root.requests:
-                        self._answer(data)
+            self._serve()
+
+    def _serve(self) -> None:
+        """One pass, moving files as the worker does (`DataRoot.route`): each
+        request claimed, answered and removed; each report removed (this stand-in
+        journals nothing, so a report ends its attempt)."""
+        from kexpr.spool.lifecycle import Actor, File, Move
+
+        requests, claimed = self.root.route(File.REQUEST, Move.CLAIM, Actor.WORKER)
+        handled, _ = self.root.route(File.REQUEST, Move.HANDLED, Actor.WORKER)
+        reports, _ = self.root.route(File.REPORT, Move.TERMINAL_DURABLE, Actor.WORKER)
+        assert requests is not None and claimed is not None and reports is not None
+        assert handled == claimed
+        for path in sorted(requests.glob("*.json")):
+            path = path.rename(claimed / path.name)
+            data = path.read_bytes()
+            path.unlink()
+            self._answer(data)
+        for path in sorted(reports.glob("*.json")):
+            path.unlink()
 
     def _answer(self, data: bytes) -> None:
         from kexpr.spool.contract import Verdict, judge
@@ -128,9 +128,7 @@ class ExampleResponder:
 
         request = parse_request(data)
         capsule = request.capsule
-        document = answer_document(
-            json.loads(capsule.model_dump_json()), self.examples.get(capsule.surface, {})
-        )
+        document = answer_document(capsule, self.examples.get(capsule.surface, {}))
         verdict = judge(capsule, document)
         accepted = verdict.verdict is Verdict.ACCEPTED
         response = SpoolResponse(
@@ -141,9 +139,13 @@ class ExampleResponder:
             outcome=OUTCOME_FOR_VERDICT[verdict.verdict],
             composition=verdict.composition,
         )
-        publish(
-            self.root.tmp, self.root.responses / f"{request.request_id}.json", response.to_bytes()
+        from kexpr.spool.lifecycle import Actor, File, Move
+
+        _, responses = self.root.route(
+            File.ACCEPTED_ANSWER if accepted else File.ANSWER, Move.PUBLISH, Actor.WORKER
         )
+        assert responses is not None
+        publish(self.root.tmp, responses / f"{request.request_id}.json", response.to_bytes())
 
 
 def mark_slots(body: str, locked_spans_utf16: Sequence[tuple[int, int]]) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from kexpr.spool.contract import CONTRACT_VERSION, MANIFEST, Capsule, SlotPolicy, slot_policy
+from kexpr.spool.contract.answers import answer_document
 
 KEY: Final = "5a17c0de" * 8
 OTHER_KEY: Final = "c0ffee00" * 8
@@ -66,21 +67,7 @@ def response(cap: Capsule, *generated: str) -> dict[str, Any]:
     """The response that echoes ``cap`` exactly, with ``generated`` per slot (default
     GOOD; fewer texts than slots are completed from GOOD)."""
     texts = list(generated) + list(GOOD[cap][len(generated) :]) if cap in GOOD else list(generated)
-    return {
-        "schema_version": cap.schema_version,
-        "surface": cap.surface,
-        "artifact_key": cap.artifact_key,
-        "slots": [
-            {
-                "slot_id": p.slot_id,
-                "predicate_ids": list(p.allowed_predicate_ids),
-                "action_ids": list(p.allowed_action_ids),
-                "placeholder_tokens": list(p.required_placeholder_tokens),
-                "generated_ko": text,
-            }
-            for p, text in zip(cap.slots, texts, strict=True)
-        ],
-    }
+    return answer_document(cap, dict(zip((p.slot_id for p in cap.slots), texts, strict=True)))
 
 
 def dumps(value: object, **kwargs: Any) -> str:

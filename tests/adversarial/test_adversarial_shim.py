@@ -40,6 +40,7 @@ from gateway_shim import (
 )
 from gateway_shim.surfaces import RenderError
 from gateway_shim.surfaces.daily import parse_daily
+from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report
@@ -129,21 +130,7 @@ class CompromisedWorker(ScriptedWorker):
 
 
 def echo(capsule: dict[str, Any], generated: str) -> dict[str, Any]:
-    return {
-        "schema_version": capsule["schema_version"],
-        "surface": capsule["surface"],
-        "artifact_key": capsule["artifact_key"],
-        "slots": [
-            {
-                "slot_id": s["slot_id"],
-                "predicate_ids": s["allowed_predicate_ids"],
-                "action_ids": s["allowed_action_ids"],
-                "placeholder_tokens": s["required_placeholder_tokens"],
-                "generated_ko": generated,
-            }
-            for s in capsule["slots"]
-        ],
-    }
+    return answer_document(capsule, lambda _slot_id: generated)
 
 
 def _with(generated: str) -> Answer:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kexpr.spool.contract.answers import answer_document
+
 from .generation import count_tokens
 
 __all__ = [
@@ -245,22 +247,9 @@ def invalid_style(capsule: Mapping[str, Any]) -> dict[str, str]:
 
 def compose(capsule: Mapping[str, Any], generated: Mapping[str, str]) -> dict[str, Any]:
     """The response composition for ``capsule`` with ``generated[slot_id]`` as
-    each slot's ``generated_ko`` (IDs and tokens echoed in capsule order)."""
-    return {
-        "schema_version": capsule.get("schema_version"),
-        "surface": capsule.get("surface"),
-        "artifact_key": capsule.get("artifact_key"),
-        "slots": [
-            {
-                "slot_id": slot.get("slot_id"),
-                "predicate_ids": slot.get("allowed_predicate_ids"),
-                "action_ids": slot.get("allowed_action_ids"),
-                "placeholder_tokens": slot.get("required_placeholder_tokens"),
-                "generated_ko": generated[str(slot.get("slot_id"))],
-            }
-            for slot in _slots(capsule)
-        ],
-    }
+    each slot's ``generated_ko``: the product's echo builder
+    (`kexpr.spool.contract.answers`), so the fake answers as the model is asked to."""
+    return answer_document(capsule, generated)
 
 
 def compose_reply(

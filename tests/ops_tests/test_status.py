@@ -12,8 +12,9 @@ import pytest
 from ops_support import kexpr
 from worker_tests.test_daemon import Clock, submit
 
-from kexpr.ops.status_cli import EXIT, Verdict, collect, render
+from kexpr.ops.status_cli import EXIT, HealthVerdict, collect, render
 from kexpr.ops.supervisor import supervisor_status_path
+from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.layout import DataRoot
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
@@ -51,23 +52,23 @@ def root(data_root: Path) -> DataRoot:
 @pytest.mark.parametrize(
     ("worker", "alive", "verdict"),
     [
-        (_worker(), True, Verdict.HEALTHY),
-        (_worker(age=30), True, Verdict.STALE_HEARTBEAT),
-        (_worker(), False, Verdict.WORKER_NOT_RUNNING),
-        (_worker(state="starting"), True, Verdict.STARTING),
-        (_worker(state="stopping"), True, Verdict.STOPPING),
-        (_worker(state="stopped"), False, Verdict.STOPPED),
-        (None, True, Verdict.NO_STATUS),
+        (_worker(), True, HealthVerdict.HEALTHY),
+        (_worker(age=30), True, HealthVerdict.STALE_HEARTBEAT),
+        (_worker(), False, HealthVerdict.WORKER_NOT_RUNNING),
+        (_worker(state="starting"), True, HealthVerdict.STARTING),
+        (_worker(state="stopping"), True, HealthVerdict.STOPPING),
+        (_worker(state="stopped"), False, HealthVerdict.STOPPED),
+        (None, True, HealthVerdict.NO_STATUS),
     ],
 )
 def test_verdicts(
-    root: DataRoot, worker: dict[str, object] | None, alive: bool, verdict: Verdict
+    root: DataRoot, worker: dict[str, object] | None, alive: bool, verdict: HealthVerdict
 ) -> None:
     if worker is not None:
         _write(root.status_file, worker)
     report = collect(root, now=NOW, alive=lambda pid: alive)
     assert report.verdict is verdict
-    assert EXIT[verdict] == (0 if verdict is Verdict.HEALTHY else 1)
+    assert EXIT[verdict] == (0 if verdict is HealthVerdict.HEALTHY else 1)
 
 
 def test_a_supervisor_that_gave_up_explains_the_rest(root: DataRoot) -> None:
@@ -83,7 +84,7 @@ def test_a_supervisor_that_gave_up_explains_the_rest(root: DataRoot) -> None:
         },
     )
     report = collect(root, now=NOW, alive=lambda pid: False)
-    assert report.verdict is Verdict.CRASH_LOOP
+    assert report.verdict is HealthVerdict.CRASH_LOOP
     assert "restarts 5" in render(report) and "last worker exit -9" in render(report)
 
 
@@ -93,7 +94,7 @@ def test_a_quarantined_worker_is_not_healthy(root: DataRoot) -> None:
         {**_worker(), "journal": "unverified", "quarantine": "torn_tail", "unsafe": {"symlink": 2}},
     )
     report = collect(root, now=NOW, alive=lambda p: True)
-    assert report.verdict is Verdict.QUARANTINED and EXIT[report.verdict] == 1
+    assert report.verdict is HealthVerdict.QUARANTINED and EXIT[report.verdict] == 1
     assert "quarantine  torn_tail  unsafe paths: symlink 2" in render(report)
 
 
@@ -107,10 +108,10 @@ def test_an_observed_clock_step_is_shown(root: DataRoot) -> None:
 
 def test_stale_after_is_the_operators_choice(root: DataRoot) -> None:
     _write(root.status_file, _worker(age=8))
-    assert collect(root, now=NOW, alive=lambda p: True).verdict is Verdict.HEALTHY
+    assert collect(root, now=NOW, alive=lambda p: True).verdict is HealthVerdict.HEALTHY
     assert (
         collect(root, now=NOW, alive=lambda p: True, stale_after_s=5).verdict
-        is Verdict.STALE_HEARTBEAT
+        is HealthVerdict.STALE_HEARTBEAT
     )
 
 
@@ -152,22 +153,7 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
 
 
 def _completion(capsule: dict[str, Any], tokens: int | None) -> dict[str, Any]:
-    content = json.dumps(
-        {
-            **{k: capsule[k] for k in ("schema_version", "surface", "artifact_key")},
-            "slots": [
-                {
-                    "slot_id": s["slot_id"],
-                    "predicate_ids": s["allowed_predicate_ids"],
-                    "action_ids": s["allowed_action_ids"],
-                    "placeholder_tokens": s["required_placeholder_tokens"],
-                    "generated_ko": "차분히, [[P:01]].",
-                }
-                for s in capsule["slots"]
-            ],
-        },
-        ensure_ascii=False,
-    )
+    content = answer_json(capsule, lambda _slot_id: "차분히, [[P:01]].", compact=False)
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -254,7 +240,7 @@ def test_status_shows_each_surfaces_call_time_and_tokens(
     assert written["tokens_absent"] == 1 and written["failures"] == {"timeout": 1}
 
     report = collect(root, now=clock.now, alive=lambda p: True)
-    assert report.verdict is Verdict.HEALTHY
+    assert report.verdict is HealthVerdict.HEALTHY
     assert report.worker is not None
     figures = report.worker.fields["calls_by_surface"]
     assert set(figures) == {"daily.v1", "weekly.v1", *ADAPTIVE}
@@ -289,7 +275,7 @@ def test_a_burst_reached_too_late_to_answer_is_not_healthy(
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.worker is not None
     assert report.worker.fields["last_minute"]["no_time_to_answer"] == 10
-    assert report.verdict is Verdict.EXPIRING and EXIT[report.verdict] == 1
+    assert report.verdict is HealthVerdict.EXPIRING and EXIT[report.verdict] == 1
     assert "too late 10 per minute" in render(report)
 
 
@@ -308,8 +294,8 @@ def test_a_burst_where_most_requests_expire_is_not_healthy(
         assert not (root.responses / f"{n:032x}.json").exists()  # expired: no answer
     w._write_status()
     report = collect(root, now=clock.now, alive=lambda p: True)
-    assert report.verdict is not Verdict.HEALTHY
-    assert report.verdict is Verdict.EXPIRING and EXIT[report.verdict] == 1
+    assert report.verdict is not HealthVerdict.HEALTHY
+    assert report.verdict is HealthVerdict.EXPIRING and EXIT[report.verdict] == 1
     assert report.worker is not None
     assert report.worker.fields["last_minute"] == {
         "claimed": 11,
@@ -322,7 +308,7 @@ def test_a_burst_where_most_requests_expire_is_not_healthy(
     clock.advance(61)
     w._write_status()
     report = collect(root, now=clock.now, alive=lambda p: True)
-    assert report.verdict is Verdict.HEALTHY
+    assert report.verdict is HealthVerdict.HEALTHY
     assert (
         report.worker is not None and report.worker.fields["last_minute"]["expired_requests"] == 0
     )
@@ -332,15 +318,15 @@ def test_a_burst_where_most_requests_expire_is_not_healthy(
 @pytest.mark.parametrize(
     ("claimed", "expired", "verdict"),
     [
-        (11, 10, Verdict.EXPIRING),
-        (9, 5, Verdict.EXPIRING),  # the floor, and more than half
-        (10, 5, Verdict.HEALTHY),  # half is not most
-        (4, 4, Verdict.HEALTHY),  # below the floor: a restart's leftovers
-        (200, 60, Verdict.HEALTHY),
+        (11, 10, HealthVerdict.EXPIRING),
+        (9, 5, HealthVerdict.EXPIRING),  # the floor, and more than half
+        (10, 5, HealthVerdict.HEALTHY),  # half is not most
+        (4, 4, HealthVerdict.HEALTHY),  # below the floor: a restart's leftovers
+        (200, 60, HealthVerdict.HEALTHY),
     ],
 )
 def test_expiring_is_most_of_the_last_minutes_requests(
-    root: DataRoot, claimed: int, expired: int, verdict: Verdict
+    root: DataRoot, claimed: int, expired: int, verdict: HealthVerdict
 ) -> None:
     from kexpr.ops.status_cli import EXPIRING_MIN
 
@@ -414,7 +400,7 @@ def test_the_cli_docs_name_every_verdict_in_order() -> None:
     text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text("utf-8")
     listed = text.split("Verdicts, worst first: ", 1)[1].split(". ", 1)[0]
     names = [w.strip("`, ") for w in listed.split()]
-    assert set(names) == {v.value for v in Verdict} - {"status_unreadable"}
+    assert set(names) == {v.value for v in HealthVerdict} - {"status_unreadable"}
     assert names.index("refusing") < names.index("expiring") < names.index("healthy")
 
 

@@ -63,6 +63,7 @@ from gateway_shim import (
 )
 from gateway_shim.surfaces.daily import FACT_KEYS, MACROS_MISSING, MISSING_MARKER
 from kexpr.spool.contract import CONTRACT_VERSION, Capsule, manifest_for, slot_policy
+from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.journal import JOURNAL_SCHEMA, ROW_FIELDS, Journal, Outcome
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report, parse_request, parse_response
@@ -268,32 +269,16 @@ def _reply(world: World, kind: str, rng: random.Random) -> Callable[[Any], FakeR
         capsule = capsule_of(request)
         if capsule is None or kind == "http_500":
             return error_reply(500)
-        slots = [
-            {
-                "slot_id": s["slot_id"],
-                "predicate_ids": s["allowed_predicate_ids"],
-                "action_ids": s["allowed_action_ids"],
-                "placeholder_tokens": s["required_placeholder_tokens"],
-                "generated_ko": (
-                    composition_of(
-                        rng,
-                        slot_policy(
-                            s["slot_id"], [*s["allowed_predicate_ids"], *s["allowed_action_ids"]]
-                        ),
-                    )
-                    if kind != "invalid_style"
-                    else "오늘은 " + " ".join(f"{t}." for t in s["required_placeholder_tokens"])
-                ),
-            }
-            for s in capsule["slots"]
-        ]
-        content = json.dumps(
-            {
-                **{k: capsule[k] for k in ("schema_version", "surface", "artifact_key")},
-                "slots": slots,
-            },
-            ensure_ascii=False,
-        )
+        slots = {s["slot_id"]: s for s in capsule["slots"]}
+
+        def generated(slot_id: str) -> str:
+            s = slots[slot_id]
+            if kind == "invalid_style":
+                return "오늘은 " + " ".join(f"{t}." for t in s["required_placeholder_tokens"])
+            ids = [*s["allowed_predicate_ids"], *s["allowed_action_ids"]]
+            return composition_of(rng, slot_policy(slot_id, ids))
+
+        content = answer_json(capsule, generated, compact=False)
         if kind == "malformed":
             content = content[: len(content) // 2]
         with world.lock:

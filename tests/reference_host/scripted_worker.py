@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
+from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.fsio import publish, replace_private
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_request
@@ -49,21 +50,7 @@ def invalid(capsule: Mapping[str, Any]) -> dict[str, str]:
 
 
 def composition(capsule: Mapping[str, Any], generated: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        "schema_version": capsule["schema_version"],
-        "surface": capsule["surface"],
-        "artifact_key": capsule["artifact_key"],
-        "slots": [
-            {
-                "slot_id": s["slot_id"],
-                "predicate_ids": s["allowed_predicate_ids"],
-                "action_ids": s["allowed_action_ids"],
-                "placeholder_tokens": s["required_placeholder_tokens"],
-                "generated_ko": generated[s["slot_id"]],
-            }
-            for s in capsule["slots"]
-        ],
-    }
+    return answer_document(capsule, generated)
 
 
 def heartbeat(root: DataRoot, state: str = "ready", *, age_s: float = 0.0) -> None:
