@@ -1,4 +1,4 @@
-"""The publish margin (issue 27 item 4): what delivering an accepted answer costs
+"""The publish margin: what delivering an accepted answer costs
 after the worker has decided it is in time, and whether any is paid and unused.
 
 Two phases, figures only (this machine is shared and noisy; nothing is asserted):
@@ -47,6 +47,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
 from fakeapi import FakeOpenAI, FakeReply  # noqa: E402
 from fakeapi.replies import capsule_of, compose, default_style, error_reply  # noqa: E402
+from figures import BODY, pct  # noqa: E402  (bench/)
 
 from gateway_shim import (  # noqa: E402
     DailyFacts,
@@ -55,7 +56,6 @@ from gateway_shim import (  # noqa: E402
     Mode,
     Outcome,
     exact_block,
-    format_daily,
 )
 from gateway_shim._responses import ResponseWaiters, stop_watching, watch_responses  # noqa: E402
 from kexpr.spool.contract import Capsule, judge, slot_policy  # noqa: E402
@@ -71,21 +71,6 @@ from kexpr.spool.messages import (  # noqa: E402
 from kexpr.worker.attempt import PUBLISH_MARGIN_S  # noqa: E402
 
 KEY = "sk-bench-publish-margin"
-BODY = format_daily(
-    weight="72.4kg",
-    intake="2,150kcal",
-    macros="탄수화물 260g · 단백질 138g · 지방 70g",
-    training="스쿼트 5세트 · RPE 7",
-    sleep="6.7시간 · 수면 질 4/5",
-    condition="3/5",
-    digestion="정상",
-    water="2.1L",
-)
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
 
 
 def summary_ms(xs: list[float]) -> dict[str, float]:

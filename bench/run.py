@@ -1,4 +1,4 @@
-"""kexpr benchmark harness (issue 5): what the two-process isolation costs.
+"""kexpr benchmark harness: what the two-process isolation costs.
 
 Runs, in one invocation on this machine, against the loopback fake of the API
 (run in its own process, answering instantly, through the real CONNECT proxy):
@@ -13,7 +13,7 @@ Runs, in one invocation on this machine, against the loopback fake of the API
 - validation: µs per response (accepted / rejected) and render µs per surface;
 - throughput: artifacts per second for a fixed time with 8 concurrent shims;
 - start-up: worker start to ready with 36 daily segments x 1,000 attempts;
-- time budget (issue 19, `bench/time_budget.py`): the real worker against the fake
+- time budget (`bench/time_budget.py`): the real worker against the fake
   whose model writes at published gpt-4.1-mini speeds, every surface with real host
   bodies (dual cards with 1..9 reasons): eligible or not, share answered in time,
   p50/p95 presentation time, completion tokens.
@@ -56,14 +56,13 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
     announce.phase("import", "kexpr, the OpenAI SDK and the fake API's modules", "2-5 s")
 
 import time_budget  # noqa: E402  (bench/, this script's own directory)
+from figures import BODY, DAILY, pct  # noqa: E402  (bench/; guest.py imports them from here)
 
 from gateway_shim import (  # noqa: E402
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     exact_block,
-    format_daily,
 )
 from gateway_shim.surfaces.daily import parse_daily  # noqa: E402
 from kexpr.spool.contract import Capsule, judge  # noqa: E402
@@ -83,25 +82,7 @@ from kexpr.spool.journal import (
 )
 from kexpr.spool.layout import DataRoot  # noqa: E402
 
-# A host-shaped daily body (docs/host-formats.md, HOST-FORMATS D4's shape).
-BODY = format_daily(
-    weight="72.4kg",
-    intake="2,150kcal",
-    macros="탄수화물 260g · 단백질 138g · 지방 70g",
-    training="스쿼트 5세트 · RPE 7",
-    sleep="6.7시간 · 수면 질 4/5",
-    condition="3/5",
-    digestion="정상",
-    water="2.1L",
-)
-DAILY = DailyFacts(complete=True)
 KEY = "sk-bench"
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
-    return s[k]
 
 
 def summary(xs: list[float]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""The bench's time-budget phase (issue 19 item 5): does the answer arrive in time?
+"""The bench's time-budget phase: does the answer arrive in time?
 
 A real gpt-4.1-mini writes its answer token by token; the plan fixes the call
 (``timeout=3.0``, a 4 s deadline, ``max_tokens=384``) and an answer that echoes the
@@ -32,8 +32,8 @@ the share answered in time (``shadow_selected``), how many were called (a reques
 at the fake) and refused for speed, the p50/p95 presentation time
 (``present_*`` call to candidate, what the host waits on: spool, worker, call,
 validation) and the completion tokens the model wrote. Also the token table of the
-minimal answers (issue 19's, recomputed with the real encoding), the worker's
-estimate after each speed, and issue 28's and issue 27 item 6's targets, each
+minimal answers (recomputed with the real encoding), the worker's
+estimate after each speed, and the speed and stopped-worker targets, each
 printed as met or not (never asserted).
 
 Figures only, never asserted: this machine is shared and noisy. ``python
@@ -69,6 +69,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 import announce  # noqa: E402  (bench/: the phase lines on stderr)
 from fakeapi import FakeModel, FakeOpenAI, Layout, brief_style, compose_reply  # noqa: E402
 from fakeapi.generation import count_tokens, render_answer  # noqa: E402
+from figures import pct  # noqa: E402  (bench/)
 
 from gateway_shim import (  # noqa: E402
     DUAL_SURFACE,
@@ -335,11 +336,6 @@ def install_glossary(root: Path, work: Path) -> None:
 # ------------------------------------------------------------------ measurement
 
 
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
-
-
 @dataclass(frozen=True)
 class Speed:
     first_token_s: float
@@ -558,7 +554,8 @@ def _row(
 
 
 def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
-    """Issue 28's and issue 27 item 6's targets: (target, met (None: not run
+    """The speed targets (no call that cannot arrive) and the stopped-worker
+    target: (target, met (None: not run
     here), what was measured)."""
     out: list[tuple[str, bool | None, str]] = []
     cheap = ("daily", "physique card")
@@ -568,7 +565,7 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
 
     # At 55 tokens/s after 0.3 s the 1-reason dual card's ~143-token answer arrives
     # in ~2.9 s, so it is rightly called: the target there is "no call that cannot
-    # arrive"; after 0.5 s only daily and physique fit, as issue 28 states.
+    # arrive"; after 0.5 s only daily and physique fit.
     for first in (0.3, 0.5):
         slow = _row(result, first, 55.0)
         if not slow:

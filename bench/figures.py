@@ -1,0 +1,25 @@
+"""What the benches share: the host-shaped daily body they present and the
+percentile their figures are read at."""
+
+from __future__ import annotations
+
+from gateway_shim import DailyFacts, format_daily
+
+# A host-shaped daily body (docs/host-formats.md, HOST-FORMATS D4's shape).
+BODY = format_daily(
+    weight="72.4kg",
+    intake="2,150kcal",
+    macros="탄수화물 260g · 단백질 138g · 지방 70g",
+    training="스쿼트 5세트 · RPE 7",
+    sleep="6.7시간 · 수면 질 4/5",
+    condition="3/5",
+    digestion="정상",
+    water="2.1L",
+)
+DAILY = DailyFacts(complete=True)
+
+
+def pct(xs: list[float], p: float) -> float:
+    """The ``p``-th percentile of ``xs``: the nearest rank, no interpolation."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
