@@ -11,14 +11,13 @@ arrives (~1.2 s), and at the community speed a pretty-printed weekly answer
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import RunningWorker, journal_rows, start_supervised_worker
+from conftest import RunningWorker, journal_rows
+from e2e.e2e_support import host_example, supervised
 from fakeapi import FakeModel, FakeOpenAI, brief_style, compose_reply
 
 from gateway_shim import (
@@ -29,21 +28,10 @@ from gateway_shim import (
     Outcome,
     exact_block,
 )
-from kexpr.spool.journal import Journal
-from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
 
-GOLDENS = Path(__file__).resolve().parents[1] / "surfaces" / "goldens" / "host-examples.jsonl"
 SDK_TIMEOUT_S = 3.0  # design §9
-
-
-def host_example(name: str) -> dict[str, Any]:
-    for line in GOLDENS.read_text(encoding="utf-8").splitlines():
-        if line.strip() and json.loads(line)["example"] == f"HOST-FORMATS.md {name}":
-            request: dict[str, Any] = json.loads(line)["request"]
-            return request
-    raise AssertionError(name)
 
 
 def coordinator(root: Path) -> KoreanExpressionCoordinator:
@@ -64,10 +52,7 @@ def terminal_rows(root: Path, akey: str | None, timeout: float = 10.0) -> list[s
 @pytest.fixture
 def worker(data_root: Path, fake_api: FakeOpenAI) -> Iterator[RunningWorker]:
     fake_api.behaviour = compose_reply(brief_style)  # the instruction's brief style
-    w = start_supervised_worker(data_root, fake_api)
-    yield w
-    w.stop()
-    Journal(DataRoot(data_root)).load()
+    yield from supervised(data_root, fake_api)
 
 
 def test_compact_daily_answer_arrives_at_the_fastest_published_speed(

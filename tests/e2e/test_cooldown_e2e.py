@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RunningWorker, start_supervised_worker
-from e2e.test_answer_speed_e2e import host_example
+from conftest import RunningWorker
+from e2e.e2e_support import host_example, supervised
 from fakeapi import FakeOpenAI, brief_style, compose_reply, error_reply
 from fakeapi.replies import FakeReply, RecordedRequest
 
@@ -31,7 +31,6 @@ from gateway_shim import (
     exact_block,
 )
 from kexpr.ops.status_cli import collect
-from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.cooldown import COOL_DOWN_S, FAILURES_IN_A_ROW
 
@@ -45,10 +44,7 @@ def _error500(req: RecordedRequest) -> FakeReply:
 @pytest.fixture
 def worker(data_root: Path, fake_api: FakeOpenAI) -> Iterator[RunningWorker]:
     fake_api.behaviour = _error500
-    w = start_supervised_worker(data_root, fake_api)
-    yield w
-    w.stop()
-    Journal(DataRoot(data_root)).load()
+    yield from supervised(data_root, fake_api)
 
 
 def cooldown(data_root: Path) -> dict[str, Any]:

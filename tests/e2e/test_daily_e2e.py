@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import RunningWorker, journal_rows, start_supervised_worker
+from e2e.e2e_support import supervised
 from fakeapi import (
     FakeOpenAI,
     FakeReply,
@@ -27,10 +28,9 @@ from gateway_shim import (
     KoreanExpressionCoordinator,
     Mode,
     Outcome,
+    PresentationCandidate,
     exact_block,
 )
-from kexpr.spool.journal import Journal
-from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
 
@@ -73,6 +73,11 @@ def coordinator(root: Path, mode: Mode) -> KoreanExpressionCoordinator:
     return KoreanExpressionCoordinator(cfg, root)
 
 
+def present(coord: KoreanExpressionCoordinator) -> PresentationCandidate:
+    """The sample, presented once (a complete check-in, its finalized event)."""
+    return coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+
+
 def wait_rows(root: Path, pred: object, timeout: float = 10.0) -> list[dict[str, object]]:
     assert callable(pred)
     end = time.monotonic() + timeout
@@ -89,10 +94,7 @@ def terminal(rows: list[dict[str, object]]) -> list[object]:
 
 @pytest.fixture
 def worker(data_root: Path, fake_api: FakeOpenAI) -> Iterator[RunningWorker]:
-    w = start_supervised_worker(data_root, fake_api)
-    yield w
-    w.stop()
-    Journal(DataRoot(data_root)).load()  # every run leaves a verifiable journal
+    yield from supervised(data_root, fake_api)
 
 
 def test_enabled_accepted_composition_is_selected(
@@ -101,9 +103,7 @@ def test_enabled_accepted_composition_is_selected(
     fake_api.behaviour = compose_reply(lambda capsule: {"daily.status": "차분히, [[P:01]]."})
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        cand = present(coord)
         assert cand.outcome is Outcome.ACCEPTED
         assert cand.status is CandidateStatus.SELECTED
         assert cand.publication_permitted
@@ -129,9 +129,7 @@ def test_shadow_accepted_composition_publishes_canonical(
     fake_api.behaviour = compose_reply(default_style)
     coord = coordinator(data_root, Mode.SHADOW)
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        cand = present(coord)
     finally:
         coord.close()
     assert cand.outcome is Outcome.SHADOW_SELECTED
@@ -148,9 +146,7 @@ def test_invalid_composition_is_canonical(
     fake_api.behaviour = compose_reply(invalid_style)  # "오늘은 [[P:01]]." — not in the lexicon
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        cand = present(coord)
     finally:
         coord.close()
     assert cand.outcome is Outcome.VALIDATION_REJECTED
@@ -165,9 +161,7 @@ def test_malformed_provider_answer_is_canonical(
     fake_api.behaviour = lambda req: FakeReply(body=chat_completion("{}", finish_reason="length"))
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        cand = present(coord)
     finally:
         coord.close()
     assert cand.outcome is Outcome.INVALID_RESPONSE
@@ -182,9 +176,7 @@ def test_slow_provider_times_out_canonical_within_the_deadline(
     coord = coordinator(data_root, Mode.ENABLED)
     try:
         t0 = time.monotonic()
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        cand = present(coord)
         elapsed = time.monotonic() - t0
     finally:
         coord.close()
@@ -202,13 +194,9 @@ def test_second_presentation_of_same_artifact_makes_no_request(
     fake_api.behaviour = compose_reply(default_style)
     coord = coordinator(data_root, Mode.SHADOW)
     try:
-        first = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        first = present(coord)
         wait_rows(data_root, lambda rows: len(rows) == 2)
-        second = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        second = present(coord)
     finally:
         coord.close()
     assert first.outcome is Outcome.SHADOW_SELECTED
@@ -224,14 +212,12 @@ def test_second_presentation_survives_worker_restart(
     fake_api.behaviour = compose_reply(default_style)
     coord = coordinator(data_root, Mode.SHADOW)
     try:
-        coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+        present(coord)
         wait_rows(data_root, lambda rows: len(rows) == 2)
         worker.stop()
         restarted = start_supervised_worker(data_root, fake_api)
         try:
-            again = coord.present_daily(
-                BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-            )
+            again = present(coord)
         finally:
             restarted.stop()
     finally:
@@ -246,9 +232,7 @@ def test_no_key_is_credential_unavailable_with_zero_requests(
     w = start_supervised_worker(data_root, fake_api, key=None)
     coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        cand = present(coord)
     finally:
         coord.close()
         w.stop()
@@ -283,9 +267,7 @@ def test_spool_and_journal_hold_no_customer_values(
 
     fake_api.behaviour = capture
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
-        )
+        cand = present(coord)
         coord.report(cand, "selected")
     finally:
         coord.close()

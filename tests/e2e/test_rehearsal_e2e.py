@@ -25,12 +25,9 @@ from gateway_shim import (
     Mode,
     Outcome,
     PresentationCandidate,
-    WeeklyInterpretation,
-    WeeklyJudgment,
     exact_block,
-    format_daily,
-    format_weekly,
 )
+from kexpr.ops.demo import host_bodies
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME, MARKER_SCHEMA
 from kexpr.worker.status import wait_ready
@@ -101,25 +98,9 @@ def rehearsal(data_root: Path) -> Iterator[subprocess.Popen[str]]:
         stop(proc)
 
 
-DAILY = format_daily(
-    weight="72.4kg",
-    intake="2,150kcal",
-    macros="탄수화물 260g · 단백질 140g · 지방 70g",
-    training="상체 45분 · RPE 7",
-    sleep="7시간 · 수면 질 4/5",
-    condition="3/5",
-    digestion="정상",
-    water="2L",
-)
-WEEKLY = format_weekly(
-    recent="72.40kg",
-    prior="72.10kg",
-    change="+0.42%",
-    rate="85.71%",
-    goal_range="+0.10~+0.50%",
-    interpretation=WeeklyInterpretation.IN_GOAL,
-    judgment=WeeklyJudgment.KEEP,
-)
+# The demo's own samples (`kexpr run` presents the same bodies).
+DAILY = host_bodies().daily_complete
+WEEKLY = host_bodies().weekly
 
 
 async def host(data_root: Path, mode: Mode, run: str) -> list[tuple[PresentationCandidate, str]]:
