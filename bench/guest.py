@@ -1,4 +1,4 @@
-"""The shim as a guest of an asyncio host (issue 20 item 2): figures, never a timed test.
+"""The shim as a guest of an asyncio host: figures, never a timed test.
 
 Runs N concurrent ``apresent_daily`` calls on one event loop, the way the Hermes
 gateway would, and meanwhile issues what an unrelated part of the host would: a
@@ -8,10 +8,10 @@ loop's own lag. Two scenarios:
 
 - ``worker_down``: the data root is set up and its worker has stopped (its
   heartbeat says ``stopped``): every presentation is ``worker_unavailable`` at
-  once, no request written (issue 27 item 5).
+  once, no request written.
 - ``worker_silent``: a ``ready`` heartbeat, but nothing answers: every
   presentation waits its whole 4 s and ends ``timeout`` (the worst wait: the
-  shared re-check and the watcher, issue 26 item 2). Bound: each returns
+  shared re-check and the watcher). Bound: each returns
   within the wait + 0.5 s counted from the host's call; the host's calls
   complete in < 100 ms.
 - ``slow_provider``: the real supervised worker and the loopback fake of the API
@@ -21,7 +21,7 @@ loop's own lag. Two scenarios:
 ``--baseline`` adds the old shape (``asyncio.to_thread(present_daily)``, each
 wait holding a default-executor thread) with the silent worker, for comparison.
 
-``-n`` defaults to 2,000 concurrent presentations (issue 26 item 2).
+``-n`` defaults to 2,000 concurrent presentations.
 
 Prints a table, then as its LAST line one JSON object with the figures.
 ``make bench-guest`` runs it.
@@ -154,7 +154,7 @@ def native(coord: KoreanExpressionCoordinator, event_id: str) -> Awaitable[Prese
 def old_shape(
     coord: KoreanExpressionCoordinator, event_id: str
 ) -> Awaitable[PresentationCandidate]:
-    """Before issue 20: the blocking call on the loop's default executor."""
+    """The old shape: the blocking call on the loop's default executor."""
     return asyncio.to_thread(coord.present_daily, BODY, facts=DAILY, finalized_event_id=event_id)
 
 
@@ -240,7 +240,7 @@ def scenario_without_answers(
 
 
 def scenario_stopped_one_at_a_time(workdir: Path, n: int) -> dict[str, Any]:
-    """What a stopped worker costs ONE presentation (issue 27 item 6: < 50 ms p99):
+    """What a stopped worker costs ONE presentation (the target: < 50 ms p99):
     ``n`` presentations in turn, the heartbeat saying ``stopped``; each is answered
     at once (``worker_unavailable``) and writes no request."""
     root = workdir / "stopped-serial" / "korean-expression-v1"

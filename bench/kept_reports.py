@@ -1,4 +1,4 @@
-"""Kept files at rest (issue 26 item 6): the idle worker's CPU with 10,000 kept
+"""Kept files at rest: the idle worker's CPU with 10,000 kept
 reports in reports/ (a newer protocol version's: kept by design, never judged).
 
 The real supervised worker (no key: an idle worker makes no call anyway) on a

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 MAX_CONFIG_BYTES: Final = 4 * 1024 * 1024
-# Issue 14 item 6: a config's data is judged only if, with every alias expanded
+# A config's data is judged only if, with every alias expanded
 # where it is used (merge keys included), it has at most this many nodes and
 # this depth; a recursive alias is refused. The check itself visits each node
 # once (a "billion laughs" file is refused in microseconds, not walked).
@@ -152,8 +152,8 @@ def _load_yaml(text: str, loader: Callable[[str], Any]) -> Any:
 
 
 def _shape_problem(data: Any) -> Problem | None:
-    """`MAX_YAML_NODES` / `MAX_YAML_DEPTH` / no recursive alias (issue 14
-    item 6). Iterative, each node visited once; a node's expanded size is
+    """`MAX_YAML_NODES` / `MAX_YAML_DEPTH` / no recursive alias, so that an
+    alias bomb is refused, never walked. Iterative, each node visited once; a node's expanded size is
     memoized, so shared (aliased) nodes are counted per use without being
     walked again."""
     sizes: dict[int, int] = {}
@@ -188,7 +188,7 @@ def _walk_maps(
     node: Any, path: tuple[object, ...] = ()
 ) -> Iterator[tuple[tuple[object, ...], Mapping[Any, Any]]]:
     """Every mapping and its path; a node reached again through an alias is
-    not walked again (issue 14 item 6). The data passed `_shape_problem`."""
+    not walked again (an alias bomb is never expanded). The data passed `_shape_problem`."""
     seen: set[int] = set()
     stack: list[tuple[Any, tuple[object, ...]]] = [(node, path)]
     while stack:

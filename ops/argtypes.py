@@ -1,4 +1,5 @@
-"""Range-checked numeric arguments for the ``kexpr`` commands (issue 14 item 6).
+"""Range-checked numeric arguments for the ``kexpr`` commands: a
+value out of range is refused at parse time, never used.
 
 argparse calls a ``type=`` with the raw string; raising `argparse.ArgumentTypeError`
 makes it print a one-line ``error:`` and exit 2, instead of a value that later

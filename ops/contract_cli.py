@@ -101,7 +101,7 @@ def _emit(stdout: TextIO, verdict: str | None, reason: str | None) -> None:
     )
 
 
-# Issue 14 item 6: every input is a regular file read with a cap. The response
+# Every input is a regular file read with a cap (no unbounded read). The response
 # cap is far above the contract's own limit, so an oversized response is still
 # *judged* (rule 4: size is judged, not "fixed" by a reader).
 MAX_CAPSULE_FILE_BYTES: Final = 1024 * 1024

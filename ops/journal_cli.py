@@ -1,4 +1,4 @@
-"""``kexpr journal verify | stats | prune | quarantine`` (design §5, §10; issue 4).
+"""``kexpr journal verify | stats | prune | quarantine`` (design §5, §10).
 
 Every output is enums, counts, dates and product-relative paths
 (``outcomes/2026-11-30.jsonl``): never a row's content, an artifact key or an

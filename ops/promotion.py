@@ -24,7 +24,7 @@ The plan's gates, as data (`FLAGS`, `REQUIRED_SELECTED`, `WINDOW_DAYS`):
   quarantined inside the window (`kexpr journal quarantine`) hides outcomes that
   can no longer be known: every gate is ``journal_incomplete``.
 
-The margin (issue 19 item 6), per surface, shown beside the gates and never
+The margin, per surface, shown beside the gates and never
 changing them (the plan's gate is the one above):
 
 - **Timeout share**, from the journal: ``timeout`` terminal rows / terminal

@@ -19,7 +19,7 @@ HealthVerdict (exit code):
   `EXPIRING_MIN` requests expired before the worker reached them or were reached
   with too little time left to answer, and they were more than half of the
   requests it claimed: the host is getting canonical answers
-  because the worker does not keep up; issue 21) (1).
+  because the worker does not keep up) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is unusable
   (``data_root_<problem>``, `kexpr.ops.inputs`: missing, not a directory, a
@@ -83,7 +83,7 @@ _FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
 # `HealthVerdict.EXPIRING`: at least this many requests expired in the last minute, and
 # more than half of those claimed. A floor, so that one or two stale requests (a
 # restart's leftovers, a host that paused) do not flip the verdict; a burst in
-# which most requests expire does (issue 19's burst of 1,000 artifacts from 20
+# which most requests expire does (a measured burst of 1,000 artifacts from 20
 # gateway processes: 204 start rows, 55 of them after the deadline).
 EXPIRING_MIN: Final = 5
 

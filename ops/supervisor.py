@@ -26,7 +26,7 @@ the loop in `Supervisor.run` only carries it out):
 4. Graceful stop (SIGTERM/SIGINT to the supervisor): SIGTERM to the worker, which
    stops claiming and lets a call in flight finish or reach its 4 s deadline;
    SIGKILL only after `STOP_GRACE_S`, which is longer than that deadline.
-5. The data root (issue 14 item 3): the supervisor applies the worker's own
+5. The data root: the supervisor applies the worker's own
    path rules before *every* start. The path is `kexpr.spool.layout.DataRoot`'s,
    computed once (the ancestors above the root resolved as the worker does,
    the root itself never) and walked fresh from ``/`` by descriptor with no
@@ -38,7 +38,7 @@ the loop in `Supervisor.run` only carries it out):
    ``unsafe_data_root``, never a crash loop. A missing root at the first start
    is the worker's to create.
 
-6. Resource limits (issue 21): the worker starts with ``RLIMIT_AS`` (address
+6. Resource limits: the worker starts with ``RLIMIT_AS`` (address
    space) and ``RLIMIT_NPROC`` (tasks) lowered, soft = hard, so it cannot raise
    them back — the equivalent of the systemd unit's ``MemoryMax=`` and
    ``TasksMax=`` (docs/systemd.md gives the sizes and why). `worker_rlimits`
@@ -610,7 +610,7 @@ def supervise(spec: WorkerSpec, policy: RestartPolicy | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    # Issue 21 item 4, for the supervisor as for the worker: SIGHUP, SIGUSR1 and
+    # For the supervisor as for the worker: SIGHUP, SIGUSR1 and
     # SIGUSR2 mean nothing here, and their default action (terminate) would take
     # the worker down with the supervisor (PR_SET_PDEATHSIG). Ignored, so only
     # SIGTERM and SIGINT stop supervision, gracefully.

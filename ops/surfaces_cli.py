@@ -196,7 +196,7 @@ def check_request(request: object, glossary: DualGlossary | None = None) -> Chec
                 glossary=glossary,
             )
             roundtrip = presented_host_text(parsed) == payload.get("text")
-        # Issue 19: a body the shim would not send because its answer cannot arrive.
+        # A body the shim would not send because its answer cannot arrive in time.
         bound = parsed.answer_token_bound()
         parsed.require_answer_budget()
     except Ineligible as e:

@@ -3,7 +3,8 @@
 Rules of this module (design §7; plan "Korean style grammar ... deterministic
 rejection"). Every surface adapter builds on them, so they live here once:
 
-Rule 1 — pure. Values in, values out: no I/O, no clock, no randomness (STYLE h11).
+Rule 1 — pure. Values in, values out: no I/O, no clock, no randomness, so a body
+parses and renders the same everywhere, every time.
 
 Rule 2 — a body is a sequence of segments: ``Locked`` text that the host rendered
 and that must come back byte for byte, and ``SlotRef``s to ``ProseSlot``s whose
@@ -198,7 +199,7 @@ class IneligibleReason(enum.Enum):
     STATUS_LINE_MISSING = "status_line_missing"
     REVIEW_NOTICE_PRESENT = "review_notice_present"
     # Every surface: the model's minimal answer to the capsule cannot arrive within
-    # the call's budget (kexpr.spool.contract.budget; issue 19): the artifact's one
+    # the call's budget (kexpr.spool.contract.budget): the artifact's one
     # call is never spent on an answer that can only time out or be truncated.
     ANSWER_OVER_BUDGET = "answer_over_budget"
 
@@ -459,7 +460,7 @@ class CanonicalSurface:
 
     def require_answer_budget(self) -> None:
         """Raise ``Ineligible(ANSWER_OVER_BUDGET)`` unless the minimal answer fits the
-        call's budget (issue 19): a capsule whose answer cannot arrive within the
+        call's budget: a capsule whose answer cannot arrive within the
         timeout, or within ``max_tokens``, is never sent (no bound: not sent either)."""
         bound = self.answer_token_bound()
         if bound is None or bound > ANSWER_BUDGET_TOKENS:

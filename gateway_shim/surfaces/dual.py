@@ -167,7 +167,7 @@ def parse_dual_body(envelope_text: str, body: str, glossary: DualGlossary) -> Ca
     review_at = body.find(_REVIEW_MARK, recs_start, end_at)
     details_at = body.find(_DETAILS_MARK, recs_start, end_at)
     # Review lines exist only inside the one "검토 필요" block, which has at
-    # least one reason and ends at "상세 근거" or the final line (issue 20): a
+    # least one reason and ends at "상세 근거" or the final line: a
     # heading line anywhere else (with no reason before the final line, inside
     # the recommendations or the details, a second one) or a review block after
     # the details is not the host's grammar, never locked text.
