@@ -70,6 +70,20 @@ def restarted_coordinator(root: DataRoot) -> KoreanExpressionCoordinator:
     return NoPresentation(config, root.root)
 
 
+def crash_after_reserving(path: Path, make_coordinator: MakeCoordinator) -> None:
+    """A first gateway process that reserves the delivery (its ``prepared`` row)
+    and dies before sending."""
+    first = WeeklyTaskHost(
+        ScheduledDeliveryLedger(path),
+        make_coordinator(Mode.ENABLED),
+        Recorder(),
+        renders(),
+        crash_after_reserve=True,
+    )
+    with pytest.raises(SimulatedCrash):
+        asyncio.run(first.run(**SCHEDULE, destination=DESTINATION))
+
+
 def test_new_task_pins_the_selected_body_before_sending(
     tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
@@ -92,15 +106,7 @@ def test_restart_with_a_prepared_row_sends_the_pinned_bytes_with_zero_requests(
     tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
     path = tmp_path / "ledger.jsonl"
-    first = WeeklyTaskHost(
-        ScheduledDeliveryLedger(path),
-        make_coordinator(Mode.ENABLED),
-        Recorder(),
-        renders(),
-        crash_after_reserve=True,
-    )
-    with pytest.raises(SimulatedCrash):
-        asyncio.run(first.run(**SCHEDULE, destination=DESTINATION))
+    crash_after_reserving(path, make_coordinator)
     assert [r["state"] for r in ScheduledDeliveryLedger(path).rows()] == ["prepared"]
     requests_before = len(worker.requests)
 
@@ -153,15 +159,7 @@ def test_restart_with_a_changed_destination_pin_marks_unknown_without_sending(
     tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
     path = tmp_path / "ledger.jsonl"
-    first = WeeklyTaskHost(
-        ScheduledDeliveryLedger(path),
-        make_coordinator(Mode.ENABLED),
-        Recorder(),
-        renders(),
-        crash_after_reserve=True,
-    )
-    with pytest.raises(SimulatedCrash):
-        asyncio.run(first.run(**SCHEDULE, destination=DESTINATION))
+    crash_after_reserving(path, make_coordinator)
     sender = Recorder()
     coord = restarted_coordinator(root)
     try:
@@ -182,15 +180,7 @@ def test_corrupt_ledger_hard_stops_without_a_provider_call(
     tmp_path: Path, root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator
 ) -> None:
     path = tmp_path / "ledger.jsonl"
-    first = WeeklyTaskHost(
-        ScheduledDeliveryLedger(path),
-        make_coordinator(Mode.ENABLED),
-        Recorder(),
-        renders(),
-        crash_after_reserve=True,
-    )
-    with pytest.raises(SimulatedCrash):
-        asyncio.run(first.run(**SCHEDULE, destination=DESTINATION))
+    crash_after_reserving(path, make_coordinator)
     row = json.loads(path.read_text("utf-8"))
     row["body"] = row["body"].replace("차분히", "잘")  # the pinned bytes altered on disk
     path.write_text(json.dumps(row, ensure_ascii=False) + "\n", "utf-8")
