@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from worker_tests.test_daemon import Clock, Provider, make_worker, response, rid, submit
 
-from kexpr.ops.status_cli import Verdict, collect, render
+from kexpr.ops.status_cli import HealthVerdict, collect, render
 from kexpr.spool import journal as journal_mod
 from kexpr.spool.journal import (
     MAX_ROW_BYTES,
@@ -164,5 +164,5 @@ def test_the_worker_refuses_new_attempts_canonical_and_status_says_why(
     w._write_status()
     assert json.loads(root.status_file.read_bytes())["refusing"] == "segment_full"
     report = collect(root, alive=lambda pid: True, now=clock.now)
-    assert report.verdict is Verdict.REFUSING
+    assert report.verdict is HealthVerdict.REFUSING
     assert "refusing    new attempts: segment_full" in render(report)
