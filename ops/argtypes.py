@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 
 def int_range(lo: int, hi: int) -> Callable[[str], int]:
@@ -44,3 +45,13 @@ def float_range(lo: float, hi: float, *, lo_open: bool = False) -> Callable[[str
 
     parse.__name__ = "number"
     return parse
+
+
+def add_worker_options(p: argparse.ArgumentParser) -> None:
+    """The options of a command that starts the worker (``kexpr run``, ``kexpr
+    supervise``): its data root and its operator-configured egress."""
+    from kexpr.spool.layout import DEFAULT_DATA_ROOT
+
+    p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
+    p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")

@@ -69,14 +69,11 @@ REHEARSAL_SUFFIX: Final = "-rehearsal"
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from kexpr.ops.argtypes import float_range
-    from kexpr.spool.layout import DEFAULT_DATA_ROOT
+    from kexpr.ops.argtypes import add_worker_options, float_range
     from kexpr.spool.rehearsal import FIRST_TOKEN_S_RANGE, TOKENS_PER_S_RANGE
 
     p = argparse.ArgumentParser(prog="kexpr run")
-    p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
-    p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
+    add_worker_options(p)
     p.add_argument(
         "--no-rehearsal",
         action="store_true",

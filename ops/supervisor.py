@@ -523,14 +523,11 @@ class Supervisor:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from kexpr.ops.argtypes import float_range, int_range
-    from kexpr.spool.layout import DEFAULT_DATA_ROOT
+    from kexpr.ops.argtypes import add_worker_options, float_range, int_range
 
     defaults = RestartPolicy()
     p = argparse.ArgumentParser(prog="kexpr supervise")
-    p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    p.add_argument("--https-proxy", help="egress proxy for the worker (operator-configured)")
-    p.add_argument("--ssl-cert-file", help="CA bundle for the worker (operator-configured)")
+    add_worker_options(p)
     p.add_argument(
         "--max-restarts",
         type=int_range(0, 10_000),
