@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
-from kexpr.ops.supervisor import supervisor_status_path
+from kexpr.ops.supervisor import ChildState, supervisor_status_path
 from kexpr.spool.contract import SURFACES
 from kexpr.spool.journal import parse_ts
 from kexpr.spool.layout import DataRoot
@@ -74,9 +74,7 @@ from kexpr.worker.status import REFUSALS, ROLLING
 STALE_AFTER_S: Final = 10.0
 MAX_STATUS_BYTES: Final = 64 * 1024
 WORKER_STATES: Final = frozenset({"starting", "ready", "stopping", "stopped"})
-SUPERVISOR_STATES: Final = frozenset(
-    {"starting", "running", "backoff", "stopping", "stopped", "crash_loop", "fatal"}
-)
+SUPERVISOR_STATES: Final = frozenset(s.value for s in ChildState)
 _TS: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
 _FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
