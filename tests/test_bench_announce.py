@@ -1,4 +1,4 @@
-"""The bench talks (issue 24 item 4: "`make bench QUICK=1` prints nothing for a
+"""The bench talks ("`make bench QUICK=1` prints nothing for a
 minute"): its entry points say what they run as each phase starts, on stderr,
 flushed, and the first line comes before the heavy imports.
 

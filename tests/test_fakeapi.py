@@ -352,7 +352,7 @@ def test_cli_mode_serves_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
                 proc.wait()
 
 
-# the realistic model (issue 19 item 5) -------------------------------------------------
+# the realistic model -------------------------------------------------
 def expected_prompt_tokens(capsule: dict[str, Any]) -> int:
     """OpenAI's cookbook count for this call's two messages: 3 per message, the
     role and the content, then 3 that prime the reply."""

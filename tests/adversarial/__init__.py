@@ -1,3 +1,3 @@
-"""Adversarial contract suite (issue 7). A package, so that its helpers import as
+"""Adversarial contract suite. A package, so that its helpers import as
 ``adversarial.*`` from every test directory and its conftest never shadows the
 top-level ``conftest`` module that other tests import by name."""

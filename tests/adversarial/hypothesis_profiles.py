@@ -1,4 +1,4 @@
-"""Hypothesis profiles for the generative, fuzz and redaction tests (issue 7).
+"""Hypothesis profiles for the generative, fuzz and redaction tests.
 
 Two profiles, chosen by ``KEXPR_HYPOTHESIS_PROFILE``:
 

@@ -1,4 +1,4 @@
-"""An independent oracle for the contract (issue 7): what design §6 accepts, written
+"""An independent oracle for the contract: what design §6 accepts, written
 from the spec's text without any code from ``kexpr.spool.contract``.
 
 - ``generated_ok(tokens, max_chars, max_lexemes, text)``: one regular expression built

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the generative contract tests (issue 7).
+"""Hypothesis strategies for the generative contract tests.
 
 - ``compositions(policy)``: every composition the design §6 grammar allows for a slot
   (lexeme runs of any length, either separator, any split of the lexemes over the

@@ -1,4 +1,4 @@
-"""Generative contract tests judged against an independent oracle (issue 7).
+"""Generative contract tests judged against an independent oracle.
 
 The oracle (``adversarial.oracle``) is a regular expression built from the spec's
 lexicon and the issued tokens plus the two counts, and a yes/no reading of design §6's

@@ -1,4 +1,4 @@
-"""Lexicon and glossary audit (issue 7).
+"""Lexicon and glossary audit.
 
 The lexicon is the only Korean a model may write; the glossary is the only Korean a
 token expands to. This audit checks both against the *plan's own lists*, written out

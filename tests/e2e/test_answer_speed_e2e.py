@@ -1,4 +1,4 @@
-"""Black-box end to end with a model that takes time to write (issue 19 item 5): real
+"""Black-box end to end with a model that takes time to write: real
 `kexpr supervise` + worker processes, the real shim in this process, and the
 loopback fake whose model writes ``first_token + completion_tokens / rate``
 (tokens counted with o200k_base, `fakeapi.generation`) at published gpt-4.1-mini

@@ -1,4 +1,4 @@
-"""Black-box end to end (issue 27 item 5): a failing provider puts the real worker
+"""Black-box end to end: a failing provider puts the real worker
 in its cool-down, during which presentations are answered canonical without a
 call (zero requests at the loopback fake), then one probe goes through.
 

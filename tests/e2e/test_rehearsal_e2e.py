@@ -1,4 +1,4 @@
-"""`kexpr supervise --rehearsal` end to end (issue 24 item 1): real processes
+"""`kexpr supervise --rehearsal` end to end: real processes
 (supervisor -> worker, the built-in model behind the SDK's transport hook, no key,
 no network) and an asyncio host wired as the README says (`apresent_*`, report
 after the edit). What it writes is marked; nothing counts it."""

@@ -1,6 +1,6 @@
-"""How the fake's model writes an answer: token by token, like gpt-4.1-mini (issue 19 item 5).
+"""How the fake's model writes an answer: token by token, like gpt-4.1-mini.
 
-Test code only. Before issue 19 the fake answered at once, so nothing in the suite or
+Test code only. With a fake that answered at once, nothing in the suite or
 the bench could show that a real answer takes time in proportion to its length, and
 that the plan's budget (``timeout=3.0``, ``max_tokens=384``, an answer that echoes the
 64-hex key and every ID and token) is tight. This module holds what a model answer
@@ -56,7 +56,7 @@ __all__ = [
 ENCODING: Final = "o200k_base"
 Layout = Literal["compact", "pretty"]
 
-# Published gpt-4.1-mini output speeds (issue 19): 52-68 tokens/s in a community run
+# Published gpt-4.1-mini output speeds: 52-68 tokens/s in a community run
 # (community.openai.com), 77 on OpenAI's API and 108 on Azure (artificialanalysis.ai),
 # 110 the budget's rounded-up fastest (kexpr.spool.contract.budget). First token
 # 0.3-0.9 s for an ~850-token prompt.

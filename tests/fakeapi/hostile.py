@@ -1,4 +1,4 @@
-"""Hostile upstreams for the loopback fake (issue 21, "bounded per call").
+"""Hostile upstreams for the loopback fake: what the worker must bound per call.
 
 Each is a `HostileReply`: instead of a `FakeReply` body, the server hands the
 TLS socket to its ``writer``, which writes the response head and body itself and

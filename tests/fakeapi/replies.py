@@ -220,7 +220,7 @@ def default_style(capsule: Mapping[str, Any]) -> dict[str, str]:
 
 def brief_style(capsule: Mapping[str, Any]) -> dict[str, str]:
     """The worker instruction's brief style ("one or two lexemes before a token, or
-    none"; issue 19 item 3) as a compliant model writes it: one lexeme before
+    none") as a compliant model writes it: one lexeme before
     every token, no comma: tokens [T1, T2] → ``"차분히 T1. 이어서 T2."``. Never more
     lexemes than the slot's ``max_style_lexemes`` (at least one)."""
     out: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""CLI conventions (issue 15, docs/cli.md): `--version`, unknown commands, `--help`
+"""CLI conventions (docs/cli.md): `--version`, unknown commands, `--help`
 of every command, one exit-code table for every command, worker commands in a
 gateway-only install."""
 

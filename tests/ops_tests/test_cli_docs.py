@@ -1,4 +1,4 @@
-"""docs/cli.md says what the code does (issue 24): the `surfaces check` example runs as
+"""docs/cli.md says what the code does: the `surfaces check` example runs as
 documented, the bad-input table is `kexpr.ops.inputs`'s, and the config rules are the
 shim's."""
 

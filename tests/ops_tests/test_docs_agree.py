@@ -1,4 +1,4 @@
-"""The documents say what the code does, where they could drift (issue 24 item 4):
+"""The documents say what the code does, where they could drift:
 the README's commands table is `kexpr --help`'s commands; its "gateway-only install"
 sentence names the commands that need an extra; the Korean guide's calls are the
 README's; the goldens' README runs its examples the way `kexpr surfaces check`

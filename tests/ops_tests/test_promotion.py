@@ -174,7 +174,7 @@ def test_an_unverified_journal_is_no_evidence(data_root: Path) -> None:
     assert kexpr("promotion-report", "--data-root", data_root / "nope").returncode == 2
 
 
-# ---------------------------------------------- the margin (issue 19 item 6)
+# ---------------------------------------------- the margin
 
 
 def _status_doc(seconds: dict[str, list[float]], started: str = "2026-11-30T08:00:00.000000Z"):  # type: ignore[no-untyped-def]
@@ -242,7 +242,7 @@ def test_without_a_status_file_the_call_time_is_not_known() -> None:
 
 
 def test_cli_shows_the_margin_from_the_journal_and_the_status_file(data_root: Path) -> None:
-    """Regression (issue 19 item 6): the report had no timeout share or call time."""
+    """Regression: the report had no timeout share or call time."""
     import os
 
     build_journal(
@@ -280,11 +280,11 @@ def test_cli_shows_the_margin_from_the_journal_and_the_status_file(data_root: Pa
     assert json.loads(out.stdout)["call_figures"]["source"] == "status_unreadable"
 
 
-# --------------------------- refusals apart from failures (issues 28, 27.5)
+# --------------------------- refusals apart from failures
 
 
 def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
-    """Regression (issue 28): the report had no refusals, and at 77 tokens/s after
+    """Regression: the report had no refusals, and at 77 tokens/s after
     0.7 s the operator saw only an adaptive gate that never passed."""
     from kexpr.ops.promotion import STATUS_READ, CallFigures, render, shape_verdicts
     from kexpr.ops.status_cli import admission_figures

@@ -145,7 +145,7 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
     assert kexpr("status", "--data-root", tmp_path / "missing").returncode == 2
 
 
-# ------------------- issue 19 item 6 (the margin) and issue 21 (truthful under load)
+# ------------------------------------------ the margin, and truthful under load
 #
 # A real in-process worker (kexpr.worker.daemon.Worker) with a controllable clock and
 # the provider seam fed by an httpx.MockTransport, as in worker_tests/test_daemon.py:
@@ -222,7 +222,7 @@ def _present(w: Any, root: DataRoot, clock: Clock, n: int, *, age_s: float = 0.0
 def test_status_shows_each_surfaces_call_time_and_tokens(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression (issue 19 item 6): the worker's status had no call figures."""
+    """Regression: the worker's status had no call figures."""
     import httpx
 
     clock = Clock()
@@ -263,7 +263,7 @@ def test_a_burst_reached_too_late_to_answer_is_not_healthy(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Requests the worker reaches with less time left than their minimal answer
-    needs are refused before the start row (no_time_to_answer, issue 19): the host
+    needs are refused before the start row (no_time_to_answer): the host
     gets canonical for them just as for expired ones, so they count the same."""
     clock = Clock()
     w = _running_worker(root, clock, [(0.1, 120)], monkeypatch)
@@ -282,7 +282,7 @@ def test_a_burst_reached_too_late_to_answer_is_not_healthy(
 def test_a_burst_where_most_requests_expire_is_not_healthy(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression (issue 21, truthful status under load): requests that expire
+    """Regression (truthful status under load): requests that expire
     before the worker reaches them are dropped without a row, and `kexpr status`
     said ``healthy`` however many did."""
     clock = Clock()
@@ -404,13 +404,13 @@ def test_the_cli_docs_name_every_verdict_in_order() -> None:
     assert names.index("refusing") < names.index("expiring") < names.index("healthy")
 
 
-# ------------------------------------ the provider's speed and cool-down (issues 28, 27.5)
+# ------------------------------------ the provider's speed and cool-down
 
 
 def test_status_shows_the_speed_estimate_the_cool_down_and_the_refusals(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression (issues 28 and 27 item 5): the status had no estimate of the
+    """Regression: the status had no estimate of the
     provider's speed, no cool-down and no refusals for either."""
     import httpx
 

@@ -254,7 +254,7 @@ def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(
         "rehearsal",
         "policy",
     }
-    assert status["rehearsal"] is False  # issue 24: a rehearsal says so; this is no rehearsal
+    assert status["rehearsal"] is False  # a rehearsal says so; this is no rehearsal
 
 
 def test_supervisor_loop_stops_at_once_on_a_fatal_exit(data_root: Path) -> None:

@@ -1,5 +1,5 @@
 """`kexpr supervise` starts the worker with RLIMIT_AS and RLIMIT_NPROC lowered
-(issue 21; ops/supervisor.py rule 6; docs/systemd.md "Memory and tasks")."""
+(ops/supervisor.py rule 6; docs/systemd.md "Memory and tasks")."""
 
 from __future__ import annotations
 

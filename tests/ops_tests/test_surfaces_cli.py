@@ -339,7 +339,7 @@ def test_an_invalid_glossary_makes_the_input_unusable(tmp_path: Path, content: b
     assert err.startswith("kexpr surfaces check: --glossary") and err.count("\n") == 1
 
 
-# --- the single-message form (issue 12 item 6: human-readable, and --json) -------------
+# --- the single-message form (human-readable, and --json) -------------
 
 
 def _request_of(example_name: str) -> dict[str, object]:

@@ -127,7 +127,7 @@ def test_worker_unit_has_every_sandbox_setting_the_issue_lists() -> None:
 
 
 def test_worker_unit_bounds_memory_and_tasks_as_the_docs_say() -> None:
-    # issue 21: an OOM must take the worker, not the machine; the sizes are
+    # an OOM must take the worker, not the machine; the sizes are
     # justified in docs/systemd.md, and `kexpr supervise` applies the rlimits.
     from kexpr.ops.supervisor import WORKER_TASKS_HEADROOM
 

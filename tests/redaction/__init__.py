@@ -1,2 +1,2 @@
-"""Redaction proofs (issue 7): customer material never leaves the gateway. A package,
+"""Redaction proofs: customer material never leaves the gateway. A package,
 for the same reason as ``tests/adversarial``."""

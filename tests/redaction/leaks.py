@@ -1,4 +1,4 @@
-"""The leak scanner of the redaction proofs (issue 7).
+"""The leak scanner of the redaction proofs.
 
 Rule: no customer value, nor any substring of ≥ 3 characters of one that does not
 also occur in the product's own static text, may appear in anything the product
@@ -51,7 +51,7 @@ TIMESTAMP: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 
 # Product identifier fields: never scanned, always format-checked (module docstring).
 ID_FIELDS: Final[Mapping[str, re.Pattern[str]]] = {
-    "artifact_key": HEX32,  # the 128-bit key this release writes (issue 27)
+    "artifact_key": HEX32,  # the 128-bit key this release writes
     "row_digest": HEX64,
     "previous_row_digest": HEX64,
     "request_id": HEX32,
@@ -72,7 +72,7 @@ _WIRE_WORDS: Final = (
     "kexpr-worker-status-v1", "schema", "pid", "state", "journal", "verified", "unverified",
     "quarantine", "unsafe", "credential", "present", "absent", "counters", "ready",
     "starting", "stopping", "by_outcome",
-    # The status file's margin and last-minute figures (issues 19, 21): the keys
+    # The status file's margin and last-minute figures: the keys
     # inside them are module constants (surfaces, figures, provider failures).
     "last_minute", "calls_by_surface", "histogram_edges",
 )  # fmt: skip

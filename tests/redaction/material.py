@@ -1,4 +1,4 @@
-"""Random customer material for the redaction proofs (issue 7).
+"""Random customer material for the redaction proofs.
 
 Korean and Latin names, numbers with units, dates, free notes, chat / session /
 event / schedule / proposal / message IDs and addresses — the kinds of value the

@@ -1,4 +1,4 @@
-"""Redaction proofs over the whole path (issue 7; plan acceptance gate 3).
+"""Redaction proofs over the whole path (plan acceptance gate 3).
 
 Property: for random customer material put into canonical bodies and host inputs,
 none of it — nor any substring of ≥ 3 characters of it that is not also the
@@ -507,9 +507,8 @@ def _check_journal_row(row: dict[str, Any]) -> None:
 
 
 def _check_status_figures(status: dict[str, Any]) -> None:
-    """Whitelist of the status file's numbers that the scan does not read (issues
-    19, 21): the margin histograms and the last minute are exactly the product's
-    keys (public surfaces, figure names, provider failure words, rolling counter
+    """Whitelist of the status file's numbers that the scan does not read: the
+    margin histograms and the last minute are exactly the product's keys (public surfaces, figure names, provider failure words, rolling counter
     names), this version's bucket edges, and non-negative integer counts that add
     up — so no value of a request or an answer can sit in them."""
     from kexpr.ops.status_cli import call_figures

@@ -1,6 +1,6 @@
 """Adaptive validation and persistence are one locked service operation (plan section
 of that name; design §8), proven with the reference host, whose seams are the host's
-at the pin (issue 24 item 6): a re-entrant authority lock, a ledger lock that is a
+at the pin: a re-entrant authority lock, a ledger lock that is a
 no-op under a profile root and an ``fcntl`` lock otherwise, ``mark_publish_pending``
 taking both itself, the plan's ``validate_and_mark_presented_card`` signature, and the
 handler running ``handle_callback`` on the loop and awaiting ``query.answer`` under

@@ -1,6 +1,6 @@
 """Daily: the first save edits once; replay is canonical-only with zero requests
-(plan "Daily cutover"; design §8). The Save edit's result is observed (issue 24
-item 6): the host at the pin swallows a failed edit, so without the plan's change it
+(plan "Daily cutover"; design §8). The Save edit's result is observed:
+the host at the pin swallows a failed edit, so without the plan's change it
 could not tell ``selected`` from ``publication_failed``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The journal ends with what the host did, per surface (issue 20, "the README's call
+"""The journal ends with what the host did, per surface ("the README's call
 sites report"; docs/lifecycle.md §1 "Who sends the report, and when").
 
 The reference hosts follow the README's call sites: daily reports after the edit,

@@ -1,4 +1,4 @@
-"""docs/hermes-integration.md shows the code the reference hosts run (issue 24 item 6):
+"""docs/hermes-integration.md shows the code the reference hosts run:
 every ``python`` block in it is preceded by ``<!-- reference-host: PATH -->`` and
 appears verbatim in that file, up to one uniform indentation, so the walk-through
 and the tested code cannot drift apart."""

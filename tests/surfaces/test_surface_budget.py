@@ -1,4 +1,4 @@
-"""`answer_over_budget` (issue 19 item 2): a surface whose minimal answer cannot arrive
+"""`answer_over_budget`: a surface whose minimal answer cannot arrive
 within the call's budget is ineligible — for every surface, judged on the parsed
 surface's slots (`CanonicalSurface.require_answer_budget`) by the shim and by
 `kexpr surfaces check` alike; every real host example still fits."""

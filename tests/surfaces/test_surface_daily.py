@@ -374,7 +374,7 @@ BASE_PARTIAL: str = HOST_D2
 YES = DailyFacts(complete=True)
 NO = DailyFacts(complete=False)
 
-# The format kexpr invented before it knew the host (design §7 before issue 12):
+# The format kexpr invented before it knew the host (design §7 before the host's format was known):
 # free title, 7 invented labels, "미기록", no blank line after the heading.
 OLD_INVENTED = (
     "오늘의 기록\n\n- 체중: 72.4kg\n- 식단: 아침 귀리죽\n- 단백질: 132g\n- 수분: 2.1L\n"

@@ -1,4 +1,4 @@
-"""Locked-byte proof, independent of the adapters' own offsets (issue 12 item 7).
+"""Locked-byte proof, independent of the adapters' own offsets.
 
 For every surface: host-shaped input from random facts, a random composition the
 style grammar accepts for every slot, the selected body. The slots are then cut

@@ -1,5 +1,4 @@
-"""`kexpr surfaces check`'s core on generated host-shaped messages (issue 12, "Done
-when"): every generated eligible body is eligible with the round trip, every body
+"""`kexpr surfaces check`'s core on generated host-shaped messages: every generated eligible body is eligible with the round trip, every body
 the plan makes ineligible is ineligible with an enum reason, and the answer is the
 batch line's exact shape."""
 
