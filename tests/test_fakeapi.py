@@ -316,6 +316,17 @@ def test_brief_style_shapes() -> None:
 
 
 # CLI mode ---------------------------------------------------------------------------
+def started_info(proc: subprocess.Popen[bytes], directory: Path) -> dict[str, Any]:
+    """The ``fake.json`` the fake's CLI writes once it serves (within 20 s)."""
+    deadline = time.monotonic() + 20.0
+    while not (directory / "fake.json").exists():
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    info: dict[str, Any] = json.loads((directory / "fake.json").read_text())
+    return info
+
+
 def test_cli_mode_serves_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
     directory = tmp_path / "cli"
     env = clean_env(tmp_path, PYTHONPATH=str(TESTS_DIR))
@@ -326,12 +337,7 @@ def test_cli_mode_serves_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
     ) as proc:
         try:
-            deadline = time.monotonic() + 20.0
-            while not (directory / "fake.json").exists():
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            info = json.loads((directory / "fake.json").read_text())
+            info = started_info(proc, directory)
             assert info["pid"] == proc.pid
             verify = ssl.create_default_context(cafile=str(directory / "ca.pem"))
             with httpx.Client(proxy=info["proxy_url"], verify=verify, trust_env=False) as client:
@@ -498,12 +504,7 @@ def test_cli_model_flags_pace_the_answer_and_log_it(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
     ) as proc:
         try:
-            deadline = time.monotonic() + 20.0
-            while not (directory / "fake.json").exists():
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            info = json.loads((directory / "fake.json").read_text())
+            info = started_info(proc, directory)
             assert info["model"] == {
                 "first_token_s": 0.05,
                 "tokens_per_s": 500.0,
