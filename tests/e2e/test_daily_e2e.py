@@ -78,6 +78,15 @@ def present(coord: KoreanExpressionCoordinator) -> PresentationCandidate:
     return coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
 
 
+def present_once(root: Path, mode: Mode) -> PresentationCandidate:
+    """The sample, presented once by a coordinator of its own (closed after)."""
+    coord = coordinator(root, mode)
+    try:
+        return present(coord)
+    finally:
+        coord.close()
+
+
 def wait_rows(root: Path, pred: object, timeout: float = 10.0) -> list[dict[str, object]]:
     assert callable(pred)
     end = time.monotonic() + timeout
@@ -127,11 +136,7 @@ def test_shadow_accepted_composition_publishes_canonical(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
     fake_api.behaviour = compose_reply(default_style)
-    coord = coordinator(data_root, Mode.SHADOW)
-    try:
-        cand = present(coord)
-    finally:
-        coord.close()
+    cand = present_once(data_root, Mode.SHADOW)
     assert cand.outcome is Outcome.SHADOW_SELECTED
     assert cand.status is CandidateStatus.CANONICAL
     assert cand.body == BODY
@@ -144,11 +149,7 @@ def test_invalid_composition_is_canonical(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
     fake_api.behaviour = compose_reply(invalid_style)  # "오늘은 [[P:01]]." — not in the lexicon
-    coord = coordinator(data_root, Mode.ENABLED)
-    try:
-        cand = present(coord)
-    finally:
-        coord.close()
+    cand = present_once(data_root, Mode.ENABLED)
     assert cand.outcome is Outcome.VALIDATION_REJECTED
     assert cand.body == BODY and cand.status is CandidateStatus.CANONICAL
     assert terminal(wait_rows(data_root, lambda rows: len(rows) == 2)) == ["validation_rejected"]
@@ -159,11 +160,7 @@ def test_malformed_provider_answer_is_canonical(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
     fake_api.behaviour = lambda req: FakeReply(body=chat_completion("{}", finish_reason="length"))
-    coord = coordinator(data_root, Mode.ENABLED)
-    try:
-        cand = present(coord)
-    finally:
-        coord.close()
+    cand = present_once(data_root, Mode.ENABLED)
     assert cand.outcome is Outcome.INVALID_RESPONSE
     assert cand.body == BODY
     assert len(fake_api.requests) == 1
@@ -230,11 +227,9 @@ def test_no_key_is_credential_unavailable_with_zero_requests(
     data_root: Path, fake_api: FakeOpenAI
 ) -> None:
     w = start_supervised_worker(data_root, fake_api, key=None)
-    coord = coordinator(data_root, Mode.ENABLED)
     try:
-        cand = present(coord)
+        cand = present_once(data_root, Mode.ENABLED)
     finally:
-        coord.close()
         w.stop()
     assert cand.outcome is Outcome.CREDENTIAL_UNAVAILABLE
     assert cand.body == BODY
