@@ -65,9 +65,9 @@ from kexpr.ops.readers import (
     ReadRefused,
     verify_journal,
 )
+from kexpr.spool.canonical import format_ts
 from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
-from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME, is_rehearsal_root
 from kexpr.worker.histograms import CALL_BUDGET_S

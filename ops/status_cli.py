@@ -57,8 +57,8 @@ from typing import Any, Final
 
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 from kexpr.ops.supervisor import ChildState, supervisor_status_path
+from kexpr.spool.canonical import parse_ts
 from kexpr.spool.contract import SURFACES
-from kexpr.spool.journal import parse_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import PROVIDER_FAILURES
 from kexpr.worker.histograms import (

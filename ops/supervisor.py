@@ -87,7 +87,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from kexpr.spool import log
-from kexpr.spool.journal import format_ts
+from kexpr.spool.canonical import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.exitcodes import ExitCode
 
