@@ -1,8 +1,8 @@
 """The attempt handler: one claimed request to its answer (design §4, §9).
 
 Every decision is `kexpr.spool.lifecycle`'s (`admit_request`, `answer_existing`,
-`conclude`); this module does what they decide, under the journal lock. Its
-functions take the `kexpr.worker.daemon.Worker` whose state they change.
+`conclude`); this module does what they decide, under the journal lock, on the
+worker's parts (`kexpr.worker.parts`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from kexpr.spool.contract import judge
 from kexpr.spool.contract.budget import answer_token_bound, min_answer_seconds
-from kexpr.spool.fsio import Reservation, UnsafePath, reserve
-from kexpr.spool.journal import AppendRefused, AttemptRecord, Journal, JournalUnverified
+from kexpr.spool.fsio import Reservation, reserve
+from kexpr.spool.journal import AppendRefused, AttemptRecord
 from kexpr.spool.lifecycle import (
-    SELECTED_OUTCOMES,
     Admission,
     Answer,
     Event,
+    File,
     Held,
     Mode,
+    Move,
     Phase,
     Reply,
     admit_request,
@@ -45,20 +46,20 @@ from kexpr.spool.outcomes import (
     ResponseOutcome,
 )
 from kexpr.worker.cooldown import Pass
+from kexpr.worker.housekeeping import retain_if_due
+from kexpr.worker.outbox import target
 from kexpr.worker.provider import (
     CallThread,
     ProviderResult,
     call_with_deadline,
     take_call_thread,
 )
+from kexpr.worker.quarantine import JOURNAL_ERRORS, Quarantined
 from kexpr.worker.status import Fault
+from kexpr.worker.terminal import expire, finalize
 
 if TYPE_CHECKING:
-    from kexpr.worker.daemon import Worker
-
-
-class _Quarantined(Exception):
-    """Internal: the worker is in quarantine (rule 6)."""
+    from kexpr.worker.parts import Parts
 
 
 class _Unpublished(Exception):
@@ -91,23 +92,23 @@ PUBLISH_MARGIN_S: Final = 0.1
 
 
 def handle_request(
-    w: Worker, req: SpoolRequest, submitted: dt.datetime, deadline: dt.datetime
+    p: Parts, req: SpoolRequest, submitted: dt.datetime, deadline: dt.datetime
 ) -> None:
     rid = req.request_id
     version = req.spool_version
-    wall, mono = w._clock(), w._mono()
+    wall, mono = p.clock(), p.mono()
     admission = admit_request(submitted, deadline, wall)
     if admission is Admission.EXPIRED:
         # The shim has already given up: no row, no call, no response.
-        w.counters.bump("expired_requests")
+        p.counters.bump("expired_requests")
         return
     if admission is Admission.CLOCK_SKEW:
         # Its timestamps cannot be trusted against ours: canonical, no call.
-        w.counters.bump("clock_skew")
-        w._respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW, version=version)
+        p.counters.bump("clock_skew")
+        p.outbox.respond(rid, None, ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW, version=version)
         return
-    if not w.journal_ok:
-        w._respond(
+    if not p.quarantine.journal_ok:
+        p.outbox.respond(
             rid, None, ResponseStatus.CANONICAL, Outcome.JOURNAL_UNAVAILABLE, version=version
         )
         return
@@ -117,16 +118,16 @@ def handle_request(
     reservation: Reservation | None = None
     thread: CallThread | None = None
     try:
-        rec, reservation, thread = _start(w, req, until)
+        rec, reservation, thread = _start(p, req, until)
         if rec is not None:
-            _run_attempt(w, req, rec, until, reservation, thread)
+            _run_attempt(p, req, rec, until, reservation, thread)
     finally:
         if thread is not None:
             thread.give_back()  # a no-op once its call was handed over
-        _ensure_ended(w, req, reservation)
+        _ensure_ended(p, req, reservation)
 
 
-def _ensure_ended(w: Worker, req: SpoolRequest, reservation: Reservation | None) -> None:
+def _ensure_ended(p: Parts, req: SpoolRequest, reservation: Reservation | None) -> None:
     """The last net (issue 21 item 1), judged on the worker's state, not on how
     far the code got: an attempt this request started that is still held OPEN
     by its live owner here, once its handling is over, can only have been left
@@ -134,25 +135,20 @@ def _ensure_ended(w: Worker, req: SpoolRequest, reservation: Reservation | None)
     counted and ended (`_abandon`). Then the reservation is given back."""
     try:
         rid = req.request_id
-        left = [
-            aid
-            for aid, held in list(w._held.items())
-            if held.live and held.phase is Phase.OPEN and held.starter == rid
-        ]
-        for aid in left:
-            w.counters.fault(Fault.ATTEMPT_ERROR)
-            rec = w.journal.index.by_attempt.get(aid)
+        for aid in p.attempts.left_open_by(rid):
+            p.counters.fault(Fault.ATTEMPT_ERROR)
+            rec = p.journal.index.by_attempt.get(aid)
             if rec is None:
-                w._held.pop(aid, None)
+                p.attempts.held.pop(aid, None)
             else:
-                _abandon(w, req, rec, reservation)
+                _abandon(p, req, rec, reservation)
     finally:
         if reservation is not None:
             reservation.release()
 
 
 def _start(
-    w: Worker, req: SpoolRequest, until: float
+    p: Parts, req: SpoolRequest, until: float
 ) -> tuple[AttemptRecord | None, Reservation | None, CallThread | None]:
     """Dedupe, reserve, admit and write the start row, under one journal lock.
     (the new attempt, its reservation, its call thread), or (None, ...) when
@@ -161,39 +157,31 @@ def _start(
     reservation: Reservation | None = None
     thread: CallThread | None = None
     try:
-        with w.journal.locked() as j:
-            if not w.journal_ok:
-                raise _Quarantined
-            w._retain_if_due(j)
+        with p.journal.locked() as j:
+            if not p.quarantine.journal_ok:
+                raise Quarantined
+            retain_if_due(p, j)
             # The artifact's identity is its key's first 32 hex, so a 64-hex key
             # an earlier release journaled and this release's 32-hex key of the
             # same artifact find each other here (`kexpr.spool.journal`).
             if j.index.is_sealed(capsule.artifact_key):
                 # Attempted in a quarantined segment: never again (spool.journal).
-                w.counters.bump("already_attempted")
-                w._respond(
-                    rid,
-                    None,
-                    ResponseStatus.ALREADY_ATTEMPTED,
-                    Outcome.ALREADY_ATTEMPTED,
-                    version=version,
-                )
+                _already_attempted(p, rid, version)
                 return None, None, None
             existing = j.index.get(capsule.artifact_key)
             if existing is not None:
-                _answer_existing(w, rid, existing, version)
+                _answer_existing(p, rid, existing, version)
                 return None, None, None
             # Issue 19: what publishing the answer needs is taken before the row
             # and the call (an inode and its bytes in tmp/). Without it there is
             # no row and no call: the one request is not spent on an answer that
             # could not be delivered (docs/lifecycle.md "Before the start row").
             try:
-                reservation = reserve(
-                    w.root.tmp, w.root.responses / f"{rid}.json", RESPONSE_RESERVE_BYTES
-                )
+                final = target(p.root, File.ANSWER, Move.PUBLISH) / f"{rid}.json"
+                reservation = reserve(p.root.tmp, final, RESPONSE_RESERVE_BYTES)
             except OSError:
-                w.counters.fault(Fault.RESERVE_FAILED)
-                w._respond(
+                p.counters.fault(Fault.RESERVE_FAILED)
+                p.outbox.respond(
                     rid,
                     None,
                     ResponseStatus.CANONICAL,
@@ -210,46 +198,46 @@ def _start(
             bound = answer_token_bound(capsule)
             # The call is cut at deadline - PUBLISH_MARGIN_S (an answer concluded
             # later cannot reach the shim), so that is the time the answer has.
-            if bound is None or until - PUBLISH_MARGIN_S - w._mono() < min_answer_seconds(bound):
-                w.counters.bump("no_time_to_answer")
-                return _refuse(w, req, Outcome.NO_TIME_TO_ANSWER, reservation)
+            if bound is None or until - PUBLISH_MARGIN_S - p.mono() < min_answer_seconds(bound):
+                p.counters.bump("no_time_to_answer")
+                return _refuse(p, req, Outcome.NO_TIME_TO_ANSWER, reservation)
             # The same shape at the provider's measured speed, and the provider's
             # cool-down: no row and no call for an answer that cannot arrive, or
             # for a provider that keeps failing (docs/lifecycle.md, docs/budget.md).
-            refusal, probe = _provider_refusal(w, bound, until)
+            refusal, probe = _provider_refusal(p, bound, until)
             if refusal is not None:
-                w.counters.refused(refusal, capsule.surface)
-                return _refuse(w, req, refusal, reservation)
+                p.counters.refused(refusal, capsule.surface)
+                return _refuse(p, req, refusal, reservation)
             # The call's thread is started (or taken idle) before the start row:
             # at a thread limit (RLIMIT_NPROC, TasksMax=) it cannot start, and
             # after the row that would spend the artifact's one attempt with no
             # request. Here it costs only this presentation: no row, no call.
-            if w._client is not None:
+            if p.client is not None:
                 try:
                     thread = take_call_thread()
                 except RuntimeError:
-                    w.counters.fault(Fault.THREAD_START_FAILED)
-                    return _refuse(w, req, Outcome.ANSWER_UNPUBLISHABLE, reservation)
+                    p.counters.fault(Fault.THREAD_START_FAILED)
+                    return _refuse(p, req, Outcome.ANSWER_UNPUBLISHABLE, reservation)
             rec = j.append_start(
                 artifact_key=capsule.artifact_key,
                 surface=capsule.surface,
                 mode=Mode(req.mode),
                 attempt_id=secrets.token_hex(16),
-                started_at=w._clock(),
+                started_at=p.clock(),
                 deadline_at_utc=req.deadline_at_utc,
             )
             if probe:
-                w.cooldown.bind_probe(rec.attempt_id)
-            w._held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
-            w.refusing = None
+                p.cooldown.bind_probe(rec.attempt_id)
+            p.attempts.held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)
+            p.quarantine.refusing = None
             return rec, reservation, thread
-    except (_Quarantined, JournalUnverified, UnsafePath, OSError) as e:
+    except (Quarantined, *JOURNAL_ERRORS) as e:
         if thread is not None:
             thread.give_back()
         if isinstance(e, AppendRefused) and e.finding.value == Fault.SEGMENT_FULL.value:
-            w.refusing = Fault.SEGMENT_FULL.value
-        w._journal_failed(e)
-        w._respond(
+            p.quarantine.refusing = Fault.SEGMENT_FULL.value
+        p.quarantine.failed(e)
+        p.outbox.respond(
             rid,
             None,
             ResponseStatus.CANONICAL,
@@ -270,11 +258,11 @@ def _start(
 
 
 def _refuse(
-    w: Worker, req: SpoolRequest, outcome: ResponseOutcome, reservation: Reservation | None
+    p: Parts, req: SpoolRequest, outcome: ResponseOutcome, reservation: Reservation | None
 ) -> tuple[None, Reservation | None, None]:
     """A request answered canonical before its start row (no row, no call): its
     answer is written into its own reservation, which the caller then holds."""
-    w._respond(
+    p.outbox.respond(
         req.request_id,
         None,
         ResponseStatus.CANONICAL,
@@ -286,26 +274,26 @@ def _refuse(
 
 
 def _provider_refusal(
-    w: Worker, bound: int, until: float
+    p: Parts, bound: int, until: float
 ) -> tuple[Literal[Outcome.PROVIDER_COOLING_DOWN, Outcome.PROVIDER_TOO_SLOW] | None, bool]:
     """The provider's two refusals before the start row, after the fastest-rate
     rule (caller holds the journal lock): the cool-down (kexpr.worker.cooldown),
     then the measured speed (kexpr.worker.speed). (refusal, None) or (None,
     whether this request's call is the cool-down's probe). The probe is taken
     last, so it is never spent on a request that the speed refuses."""
-    now = w._mono()
-    if w.cooldown.cooling(now):
+    now = p.mono()
+    if p.cooldown.cooling(now):
         return Outcome.PROVIDER_COOLING_DOWN, False
-    if not w.speed.admit(now, bound, until - PUBLISH_MARGIN_S - now):
+    if not p.speed.admit(now, bound, until - PUBLISH_MARGIN_S - now):
         return Outcome.PROVIDER_TOO_SLOW, False
-    admitted = w.cooldown.admit(now)
+    admitted = p.cooldown.admit(now)
     if admitted is Pass.REFUSE:  # a call thread opened the cool-down meanwhile
         return Outcome.PROVIDER_COOLING_DOWN, False
     return None, admitted is Pass.PROBE
 
 
 def _run_attempt(
-    w: Worker,
+    p: Parts,
     req: SpoolRequest,
     rec: AttemptRecord,
     until: float,
@@ -318,43 +306,43 @@ def _run_attempt(
     ends in a terminal row, or in its durable "answered" state if its accepted
     response is already published, and the fault is counted."""
     try:
-        if w._client is None:
+        if p.client is None:
             result = ProviderResult(Outcome.CREDENTIAL_UNAVAILABLE, None)
-            w.cooldown.give_back(w._mono(), rec.attempt_id)
+            p.cooldown.give_back(p.mono(), rec.attempt_id)
         else:
-            t0 = w._mono()
+            t0 = p.mono()
             # Nothing that comes back after deadline - margin can be delivered.
             seconds = until - PUBLISH_MARGIN_S - t0
             capsule = req.capsule
             result = call_with_deadline(
-                w._client, capsule.to_json(), seconds=max(seconds, 0.0), thread=thread
+                p.client, capsule.to_json(), seconds=max(seconds, 0.0), thread=thread
             )
             if result.sent:
                 # Only a request that left the process is a call (issue 21): not one
                 # whose deadline had passed, nor one whose thread could not start; and
                 # only such a call has a margin to record, content-free
                 # (worker.histograms; issue 19 item 6).
-                took, now = w._mono() - t0, w._mono()
-                w.counters.bump("calls")
-                w.counters.record_call(
+                took, now = p.mono() - t0, p.mono()
+                p.counters.bump("calls")
+                p.counters.record_call(
                     capsule.surface, took, result.outcome, result.completion_tokens
                 )
                 # The provider's speed and health, learned from the calls alone.
                 bound = answer_token_bound(capsule)
                 if result.outcome is None and bound is not None:
-                    w.speed.observe(now, took, result.completion_tokens, bound)
-                w.cooldown.observe(now, rec.attempt_id, result.outcome)
+                    p.speed.observe(now, took, result.completion_tokens, bound)
+                p.cooldown.observe(now, rec.attempt_id, result.outcome)
             else:
-                w.cooldown.give_back(w._mono(), rec.attempt_id)
-        _conclude(w, req.request_id, rec, until, result, req, reservation)
+                p.cooldown.give_back(p.mono(), rec.attempt_id)
+        _conclude(p, req.request_id, rec, until, result, req, reservation)
     except Exception as e:  # noqa: BLE001 -- counted and ended below, never left live
         if not isinstance(e, _Unpublished):  # already counted: respond_failed
-            w.counters.fault(Fault.ATTEMPT_ERROR)
-        _abandon(w, req, rec, reservation)
+            p.counters.fault(Fault.ATTEMPT_ERROR)
+        _abandon(p, req, rec, reservation)
 
 
 def _abandon(
-    w: Worker, req: SpoolRequest, rec: AttemptRecord, reservation: Reservation | None
+    p: Parts, req: SpoolRequest, rec: AttemptRecord, reservation: Reservation | None
 ) -> None:
     """End an attempt whose handling raised (issue 21 item 1). Answered (its
     accepted response is in responses/, the durable AWAITING_REPORT): left to
@@ -366,21 +354,16 @@ def _abandon(
     rid = req.request_id
     answered = False
     try:
-        answered = w._answers.get(rec.attempt_id) == rid and os.path.lexists(
-            w.root.responses / f"{rid}.json"
+        answered = p.attempts.answers.get(rec.attempt_id) == rid and os.path.lexists(
+            p.root.responses / f"{rid}.json"
         )
         if answered:
             return
-        with w.journal.locked() as j:
+        with p.journal.locked() as j:
             current = j.index.by_attempt.get(rec.attempt_id)
             if current is not None and current.outcome is None:
-                held = w._held.get(rec.attempt_id)
-                phase = held.phase if held is not None else Phase.OPEN
-                j.append_terminal(
-                    current, phase, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, w._clock()
-                )
-                finalized(w, rec.attempt_id, Outcome.CLAIM_EXPIRED_CANONICAL)
-                w._respond(
+                finalize(p, j, current, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL)
+                p.outbox.respond(
                     rid,
                     rec.attempt_id,
                     ResponseStatus.CANONICAL,
@@ -388,35 +371,34 @@ def _abandon(
                     version=req.spool_version,
                     reservation=reservation,
                 )
-    except (JournalUnverified, UnsafePath, OSError) as e:
-        w._journal_failed(e)
+    except JOURNAL_ERRORS as e:
+        p.quarantine.failed(e)
     except Exception:  # noqa: BLE001 -- the fault is already counted; see finally
         pass
     finally:
         if not answered:
-            w._held.pop(rec.attempt_id, None)
-            w._answers.pop(rec.attempt_id, None)
+            p.attempts.forget(rec.attempt_id)
 
 
-def _answer_existing(w: Worker, rid: str, rec: AttemptRecord, version: SpoolVersion) -> None:
+def _already_attempted(p: Parts, rid: str, version: SpoolVersion) -> None:
+    p.counters.bump("already_attempted")
+    p.outbox.respond(
+        rid, None, ResponseStatus.ALREADY_ATTEMPTED, Outcome.ALREADY_ATTEMPTED, version=version
+    )
+
+
+def _answer_existing(p: Parts, rid: str, rec: AttemptRecord, version: SpoolVersion) -> None:
     """Dedupe (caller holds the journal lock). Never a call."""
-    answer = answer_existing(rec.outcome, w._held.get(rec.attempt_id), rid, w._mono())
+    answer = answer_existing(rec.outcome, p.attempts.held.get(rec.attempt_id), rid, p.mono())
     if answer is Answer.ALREADY_ATTEMPTED:
-        w.counters.bump("already_attempted")
-        w._respond(
-            rid,
-            None,
-            ResponseStatus.ALREADY_ATTEMPTED,
-            Outcome.ALREADY_ATTEMPTED,
-            version=version,
-        )
+        _already_attempted(p, rid, version)
     elif answer is Answer.IN_FLIGHT:
         # Our own call is running: the owner writes the terminal row.
-        w.counters.bump("in_flight")
-        w._respond(rid, None, ResponseStatus.IN_FLIGHT, Outcome.IN_FLIGHT, version=version)
+        p.counters.bump("in_flight")
+        p.outbox.respond(rid, None, ResponseStatus.IN_FLIGHT, Outcome.IN_FLIGHT, version=version)
     elif answer is Answer.EXPIRE_CANONICAL:
-        expire(w, rec)
-        w._respond(
+        expire(p, rec)
+        p.outbox.respond(
             rid,
             None,
             ResponseStatus.CANONICAL,
@@ -427,7 +409,7 @@ def _answer_existing(w: Worker, rid: str, rec: AttemptRecord, version: SpoolVers
 
 
 def _conclude(
-    w: Worker,
+    p: Parts,
     rid: str,
     rec: AttemptRecord,
     until: float,
@@ -437,13 +419,13 @@ def _conclude(
 ) -> None:
     version = req.spool_version
     try:
-        accepted, outcome = _conclude_locked(w, rec, until, result, req, rid)
-    except (JournalUnverified, UnsafePath, OSError) as e:
+        accepted, outcome = _conclude_locked(p, rec, until, result, req, rid)
+    except JOURNAL_ERRORS as e:
         # The terminal row could not be written: quarantine, and nothing the
         # call produced is delivered (rule 6).
-        w._held.pop(rec.attempt_id, None)
-        w._journal_failed(e)
-        w._respond(
+        p.attempts.held.pop(rec.attempt_id, None)
+        p.quarantine.failed(e)
+        p.outbox.respond(
             rid,
             rec.attempt_id,
             ResponseStatus.CANONICAL,
@@ -453,13 +435,13 @@ def _conclude(
         )
         return
     if accepted is not None:
-        if not w._publish_response(accepted, durable=True, reservation=reservation):
+        if not p.outbox.publish(accepted, durable=True, reservation=reservation):
             # Not published, so not answered (rule 3): the attempt must not
             # wait for a report that cannot come; it ends now (issue 21 item 1).
-            w._answers.pop(rec.attempt_id, None)
+            p.attempts.answers.pop(rec.attempt_id, None)
             raise _Unpublished
     elif outcome is not None:
-        w._respond(
+        p.outbox.respond(
             rid,
             rec.attempt_id,
             ResponseStatus.CANONICAL,
@@ -470,7 +452,7 @@ def _conclude(
 
 
 def _conclude_locked(
-    w: Worker,
+    p: Parts,
     rec: AttemptRecord,
     until: float,
     result: ProviderResult,
@@ -480,21 +462,21 @@ def _conclude_locked(
     """Judge the one result once, under the lock (`kexpr.spool.lifecycle.conclude`).
     (accepted response, None) or (None, terminal outcome to answer with) or
     (None, None): no answer."""
-    with w.journal.locked() as j:
+    with p.journal.locked() as j:
         current = j.index.by_attempt.get(rec.attempt_id)
         if current is None or current.outcome is not None:
             return None, None  # terminalized meanwhile (retention): discard, say nothing
-        now = w._mono()
+        now = p.mono()
         # Late: its publication could not reach the shim in time (PUBLISH_MARGIN_S).
         late = now >= until - PUBLISH_MARGIN_S
         failed = result.outcome  # None: content came back; it is judged next
         if late and result.outcome is not Outcome.TIMEOUT:
-            w.counters.bump("late_results")
+            p.counters.bump("late_results")
             if now < until and result.outcome is None:
-                w.counters.bump("late_for_publish")
+                p.counters.bump("late_for_publish")
         rejected: ContractRejection | None = None
         composition = None
-        if w.journal_ok and not late and failed is None:
+        if p.quarantine.journal_ok and not late and failed is None:
             if result.content is None:
                 failed = Outcome.INVALID_RESPONSE
             else:
@@ -504,18 +486,18 @@ def _conclude_locked(
                 composition = verdict.composition
                 if rejected is None and composition is None:
                     rejected = Outcome.INVALID_RESPONSE
-        c = conclude(failed, rejected, late=late, quarantined=not w.journal_ok)
+        c = conclude(failed, rejected, late=late, quarantined=not p.quarantine.journal_ok)
         if c.reply is Reply.ACCEPTED:
             assert composition is not None
             transition(Phase.OPEN, c.event, None, rec.mode)
-            w._held[rec.attempt_id] = Held(
+            p.attempts.held[rec.attempt_id] = Held(
                 Phase.AWAITING_REPORT,
                 live=True,
                 starter=rid,
-                until=until + w._grace.total_seconds(),
+                until=until + p.grace.total_seconds(),
             )
-            w._answers[rec.attempt_id] = rid
-            w.counters.bump("accepted")
+            p.attempts.answers[rec.attempt_id] = rid
+            p.counters.bump("accepted")
             accepted = SpoolResponse(
                 spool_version=req.spool_version,
                 request_id=rid,
@@ -526,29 +508,5 @@ def _conclude_locked(
             )
             return accepted, None
         assert c.outcome is not None
-        _finalize(w, j, rec, c.event, c.outcome)
+        finalize(p, j, rec, c.event, c.outcome)
         return None, (c.outcome if c.reply is Reply.CANONICAL else None)
-
-
-def _finalize(w: Worker, j: Journal, rec: AttemptRecord, event: Event, outcome: Outcome) -> None:
-    held = w._held.get(rec.attempt_id)
-    phase = held.phase if held is not None else Phase.OPEN
-    j.append_terminal(rec, phase, event, outcome, w._clock())
-    finalized(w, rec.attempt_id, outcome)
-
-
-def finalized(w: Worker, attempt_id: str, outcome: Outcome) -> None:
-    """After the terminal row is durable: forget the attempt and remove its
-    accepted response file (spool.lifecycle `SPOOL_FILE_MOVES`)."""
-    w._held.pop(attempt_id, None)
-    rid = w._answers.pop(attempt_id, None)
-    if rid is not None:
-        w._remove_response(rid)
-    w.counters.outcome(outcome)
-    if outcome not in SELECTED_OUTCOMES:
-        w.counters.bump("canonical")
-
-
-def expire(w: Worker, rec: AttemptRecord) -> None:
-    """Terminalize an attempt nobody can finish any more (caller holds the lock)."""
-    _finalize(w, w.journal, rec, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL)

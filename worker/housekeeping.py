@@ -5,83 +5,78 @@ observed (`kexpr.spool.lifecycle` rule 7), and uncollected responses (RESPONSE_T
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kexpr.spool.fsio import UnsafePath
-from kexpr.spool.journal import Journal, JournalUnverified
-from kexpr.spool.lifecycle import RESPONSE_TTL, Phase, expiry_due, step_observed
+from kexpr.spool.journal import Journal
+from kexpr.spool.lifecycle import Phase, expiry_due, step_observed
+from kexpr.worker.quarantine import JOURNAL_ERRORS
+from kexpr.worker.terminal import expire
 
 if TYPE_CHECKING:
-    from kexpr.worker.daemon import Worker
+    from kexpr.worker.parts import Parts
 
 
-def sweep(w: Worker) -> None:
+class ClockWatch:
+    """kexpr.spool.lifecycle rule 7: a wall clock that diverged from the monotonic
+    one since start-up is a step; ``step`` is sticky for this process's life."""
+
+    __slots__ = ("_clock", "_mono", "_mono0", "_wall0", "step")
+
+    def __init__(self, clock: Callable[[], dt.datetime], monotonic: Callable[[], float]) -> None:
+        self._clock, self._mono = clock, monotonic
+        self._wall0, self._mono0 = clock(), monotonic()
+        self.step = False
+
+    def observe(self) -> bool:
+        """True once a step was observed (then retention stops)."""
+        if not self.step:
+            wall = (self._clock() - self._wall0).total_seconds()
+            mono = self._mono() - self._mono0
+            if step_observed(wall, mono):
+                self.step = True
+                print("kexpr worker: clock_step_observed", file=sys.stderr, flush=True)
+        return self.step
+
+
+def sweep(p: Parts) -> None:
     """Terminalize what nobody can finish any more (`kexpr.spool.lifecycle.
     expiry_due`), remove uncollected responses, then apply retention
     unless a wall-clock step was observed."""
-    observe_clock(w)
-    remove_litter(w)
-    if not w.journal_ok:
+    p.clockwatch.observe()
+    p.outbox.remove_litter()
+    if not p.quarantine.journal_ok:
         return
     try:
-        with w.journal.locked() as j:
-            mono = w._mono()
+        with p.journal.locked() as j:
+            mono = p.mono()
             for rec in list(j.index.open_attempts()):
-                if expiry_due(rec.outcome, w._held.get(rec.attempt_id), mono):
-                    w._expire(rec)
-            retain(w, j)
-    except (JournalUnverified, UnsafePath, OSError) as e:
-        w._journal_failed(e)
+                if expiry_due(rec.outcome, p.attempts.held.get(rec.attempt_id), mono):
+                    expire(p, rec)
+            retain(p, j)
+    except JOURNAL_ERRORS as e:
+        p.quarantine.failed(e)
 
 
-def observe_clock(w: Worker) -> None:
-    """kexpr.spool.lifecycle rule 7: a wall clock that diverged from the monotonic
-    one since start-up is a step; retention stops for this process's life."""
-    if w.clock_step:
-        return
-    wall = (w._clock() - w._wall0).total_seconds()
-    mono = w._mono() - w._mono0
-    if step_observed(wall, mono):
-        w.clock_step = True
-        print("kexpr worker: clock_step_observed", file=sys.stderr, flush=True)
-
-
-def retain_if_due(w: Worker, j: Journal) -> None:
+def retain_if_due(p: Parts, j: Journal) -> None:
     """Before a new attempt: retention, if a segment in memory has aged out."""
-    if j.has_expired(w._clock().date()):
-        retain(w, j)
+    if j.has_expired(p.clock().date()):
+        retain(p, j)
 
 
-def retain(w: Worker, j: Journal) -> None:
+def retain(p: Parts, j: Journal) -> None:
     """Rule 7 (caller holds the lock): terminalize open attempts in expiring
     segments ``claim_expired_canonical``, then remove those segments whole.
     Never after a wall-clock step (spool.lifecycle rule 7)."""
-    observe_clock(w)
-    if w.clock_step:
+    if p.clockwatch.observe():
         return
-    today = w._clock().date()
+    today = p.clock().date()
     for day in j.expired(today):
         for rec in j.open_in(day):
-            held = w._held.get(rec.attempt_id)
+            held = p.attempts.held.get(rec.attempt_id)
             if held is None or not (held.live and held.phase is Phase.OPEN):
-                w._expire(rec)
+                expire(p, rec)
     removed, _ = j.remove_expired(today)
-    w.counters.bump("retired_segments", len(removed))
-
-
-def remember_litter(w: Worker, rid: str, mono: float) -> None:
-    with w._litter_lock:
-        w._litter.setdefault(rid, mono + RESPONSE_TTL.total_seconds())
-
-
-def remove_litter(w: Worker) -> None:
-    """Responses nobody collected within RESPONSE_TTL (spool.lifecycle
-    `Move.UNCOLLECTED`); a collected one is already gone."""
-    mono = w._mono()
-    with w._litter_lock:
-        due = [rid for rid, t in w._litter.items() if mono >= t]
-        for rid in due:
-            del w._litter[rid]
-    for rid in due:
-        w._remove_response(rid)
+    p.counters.bump("retired_segments", len(removed))

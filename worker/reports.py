@@ -1,6 +1,6 @@
 """Report journaling and the restart rule (design §4; `kexpr.spool.lifecycle` rules 3, 5).
 
-Its functions take the `kexpr.worker.daemon.Worker` whose state they change.
+Its functions act on the worker's parts (`kexpr.worker.parts`).
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from kexpr.spool.fsio import FileId, UnsafePath, read_private_identified, unlink_if_same
-from kexpr.spool.journal import AttemptRecord, JournalUnverified
+from kexpr.spool.fsio import FileId, UnsafePath, read_private_identified
+from kexpr.spool.journal import AttemptRecord
 from kexpr.spool.lifecycle import (
     EVENT_OUTCOMES,
     MODE_FORBIDS,
     Event,
+    File,
+    Move,
     Outcome,
     Phase,
     held_inherited,
@@ -31,10 +33,14 @@ from kexpr.spool.messages import (
     parse_report,
     parse_response,
 )
+from kexpr.worker.listing import json_names
+from kexpr.worker.outbox import source
+from kexpr.worker.quarantine import JOURNAL_ERRORS
 from kexpr.worker.status import Fault
+from kexpr.worker.terminal import expire, finalized
 
 if TYPE_CHECKING:
-    from kexpr.worker.daemon import Worker
+    from kexpr.worker.parts import Parts
 
 # Reports are journaled in groups on the rescan timer (group commit): one lock,
 # one write and one fsync per segment for every report that arrived in the last
@@ -127,32 +133,32 @@ class KeptReports:
 # ---------------------------------------------------------------- restart
 
 
-def adopt_inherited(w: Worker) -> None:
+def adopt_inherited(p: Parts) -> None:
     """Classify every open attempt a dead predecessor left (spool.lifecycle
     rule 3) from responses/: answered (its accepted response file is there)
     -> it awaits its report until deadline + COMMIT_GRACE, anchored now on
     our monotonic clock; lost -> ``claim_expired_canonical`` now, no call.
     Every other response file there is litter after RESPONSE_TTL."""
-    mono = w._mono()
+    mono = p.mono()
     answered: dict[str, str] = {}
     try:
-        names = w._names(w.root.responses)
-    except (UnsafePath, OSError) as e:
-        w._journal_failed(e)
+        names = json_names(p.root.responses)
+    except OSError as e:
+        p.quarantine.failed(e)
         return
     for name in names:
         rid = name[: -len(".json")]
         try:
-            data, _ = read_private_identified(w.root.responses / name, max_bytes=MAX_MESSAGE_BYTES)
+            data, _ = read_private_identified(p.root.responses / name, max_bytes=MAX_MESSAGE_BYTES)
             resp = parse_response(data)
         except FileNotFoundError:
             continue
-        except (UnsafePath, MessageError, OSError, ValueError) as e:
+        except (MessageError, OSError, ValueError) as e:
             if isinstance(e, UnsafePath):
-                w.counters.unsafe_file(e)
-            w._remember_litter(rid, mono)
+                p.counters.unsafe_file(e)
+            p.outbox.remember_litter(rid, mono)
             continue
-        rec = w.journal.index.by_attempt.get(resp.attempt_id or "")
+        rec = p.journal.index.by_attempt.get(resp.attempt_id or "")
         if (
             resp.status is ResponseStatus.ACCEPTED
             and resp.request_id == rid
@@ -161,43 +167,43 @@ def adopt_inherited(w: Worker) -> None:
         ):
             answered[rec.attempt_id] = rid
         else:
-            w._remember_litter(rid, mono)
-    reported = _reported_attempts(w)
+            p.outbox.remember_litter(rid, mono)
+    reported = _reported_attempts(p)
     try:
-        with w.journal.locked() as j:
-            wall = w._clock()
+        with p.journal.locked() as j:
+            wall = p.clock()
             for rec in list(j.index.open_attempts()):
-                if rec.attempt_id in w._held:
+                if rec.attempt_id in p.attempts.held:
                     continue
                 kind = inherited_phase(
                     rec.attempt_id in answered, _evidence(rec, reported.get(rec.attempt_id))
                 )
-                held = held_inherited(kind, rec.deadline, wall, mono, w._grace.total_seconds())
+                held = held_inherited(kind, rec.deadline, wall, mono, p.grace.total_seconds())
                 if held is None:
-                    w.counters.bump("lost_attempts")
-                    w._expire(rec)
+                    p.counters.bump("lost_attempts")
+                    expire(p, rec)
                 else:
-                    w._held[rec.attempt_id] = held
+                    p.attempts.held[rec.attempt_id] = held
                     if rec.attempt_id in answered:
-                        w._answers[rec.attempt_id] = answered[rec.attempt_id]
-    except (JournalUnverified, UnsafePath, OSError) as e:
-        w._journal_failed(e)
+                        p.attempts.answers[rec.attempt_id] = answered[rec.attempt_id]
+    except JOURNAL_ERRORS as e:
+        p.quarantine.failed(e)
 
 
-def _reported_attempts(w: Worker) -> dict[str, Outcome]:
+def _reported_attempts(p: Parts) -> dict[str, Outcome]:
     """attempt_id -> reported outcome of every readable report in reports/
     (issue 21 item 3: the evidence looked at before any inherited attempt is
     expired). What cannot be read here is judged by `handle_reports` as usual."""
     out: dict[str, Outcome] = {}
     try:
-        names = w._names(w.root.reports)
-    except (UnsafePath, OSError):
+        names = json_names(p.root.reports)
+    except OSError:
         return out  # the report scan right after meets the same error and says so
     for name in names:
         try:
-            data, _ = read_private_identified(w.root.reports / name, max_bytes=MAX_MESSAGE_BYTES)
+            data, _ = read_private_identified(p.root.reports / name, max_bytes=MAX_MESSAGE_BYTES)
             report = parse_report(data)
-        except (UnsafePath, MessageError, OSError, ValueError):
+        except (MessageError, OSError, ValueError):
             continue
         if name == f"{report.attempt_id}.json":
             out[report.attempt_id] = report.outcome
@@ -213,7 +219,7 @@ def _evidence(rec: AttemptRecord, reported: Outcome | None) -> bool:
     )
 
 
-def handle_reports(w: Worker, names: list[str]) -> None:
+def handle_reports(p: Parts, names: list[str]) -> None:
     """Journal the reports in ``reports/`` as one group (REPORT_GROUP_MAX).
 
     Each report is read and judged on its own (`kexpr.spool.lifecycle.
@@ -223,10 +229,14 @@ def handle_reports(w: Worker, names: list[str]) -> None:
     removed only after its row is durable (only the one that was read, fsio
     rule 4). If the append fails, or the worker is in quarantine, they stay
     for the next worker."""
-    read: list[tuple[Path, FileId, SpoolReport]] = []
-    kept = w._kept_reports
+    read: list[tuple[str, FileId, SpoolReport]] = []
+    kept = p.kept_reports
+    # A report leaves reports/ once judged inadmissible, or once its terminal
+    # row is durable (spool.lifecycle rule 5).
+    inadmissible = source(p.root, File.REPORT, Move.INADMISSIBLE)
+    durable = source(p.root, File.REPORT, Move.TERMINAL_DURABLE)
     for name in names:
-        path = w.root.reports / name
+        path = p.root.reports / name
         if kept.is_kept(path, name):
             continue  # read once already: a newer protocol's, kept
         try:
@@ -240,25 +250,25 @@ def handle_reports(w: Worker, names: list[str]) -> None:
             # A newer protocol's report: not ours to judge, and never dropped
             # (issue 21 item 3). Counted once; kept for a worker that knows it.
             if kept.keep(path, name):
-                w.counters.fault(Fault.UNKNOWN_SPOOL_VERSION)
+                p.counters.fault(Fault.UNKNOWN_SPOOL_VERSION)
             continue
-        except (UnsafePath, MessageError, OSError, ValueError) as e:
-            w.counters.bump("orphan_reports")
-            w._drop_file(path, e)
+        except (MessageError, OSError, ValueError) as e:
+            p.counters.bump("orphan_reports")
+            p.outbox.drop(inadmissible / name, e)
             continue
-        read.append((path, fid, report))
-    if not read or not w.journal_ok:
+        read.append((name, fid, report))
+    if not read or not p.quarantine.journal_ok:
         return
     done: list[tuple[Path, FileId]] = []
     try:
-        with w.journal.locked() as j:
-            mono = w._mono()
+        with p.journal.locked() as j:
+            mono = p.mono()
             items: list[tuple[AttemptRecord, Phase, Event, Outcome]] = []
             files: dict[str, tuple[Path, FileId]] = {}
-            for path, fid, report in read:
+            for name, fid, report in read:
                 rec = j.index.by_attempt.get(report.attempt_id)
                 reported = report.outcome  # a report outcome is journaled as is
-                held = w._held.get(report.attempt_id)
+                held = p.attempts.held.get(report.attempt_id)
                 why = report_admissible(
                     rec.outcome if rec is not None else None,
                     rec.mode if rec is not None else None,
@@ -267,24 +277,19 @@ def handle_reports(w: Worker, names: list[str]) -> None:
                     mono,
                 )
                 if why is not None or rec is None or held is None:
-                    w.counters.bump("orphan_reports")
-                    done.append((path, fid))
+                    p.counters.bump("orphan_reports")
+                    done.append((inadmissible / name, fid))
                     continue
                 items.append((rec, held.phase, Event.REPORT, reported))
-                files[rec.attempt_id] = (path, fid)
+                files[rec.attempt_id] = (durable / name, fid)
             for i in range(0, len(items), REPORT_GROUP_MAX):
                 group = items[i : i + REPORT_GROUP_MAX]
-                for rec in j.append_terminals(group, w._clock()):
+                for rec in j.append_terminals(group, p.clock()):
                     assert rec.outcome is not None
-                    w._finalized(rec.attempt_id, rec.outcome)
-                    w.counters.bump("reports")
+                    finalized(p, rec.attempt_id, rec.outcome)
+                    p.counters.bump("reports")
                     done.append(files[rec.attempt_id])
-    except (JournalUnverified, UnsafePath, OSError) as e:
-        w._journal_failed(e)
+    except JOURNAL_ERRORS as e:
+        p.quarantine.failed(e)
     for path, fid in done:
-        try:
-            unlink_if_same(path, fid)
-        except UnsafePath as e:
-            w.counters.unsafe_file(e)
-        except OSError:
-            pass
+        p.outbox.remove_read(path, fid)

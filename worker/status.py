@@ -37,7 +37,7 @@ from kexpr.spool.outcomes import ProviderFailure
 from kexpr.worker.histograms import SurfaceCalls, edges_json, new_surfaces
 
 if TYPE_CHECKING:
-    from kexpr.worker.daemon import Worker
+    from kexpr.worker.parts import Parts
 
 
 class Fault(enum.StrEnum):
@@ -251,50 +251,63 @@ class Counters:
             self.faults[f.value] = self.faults.get(f.value, 0) + 1
 
 
-def write_status(w: Worker) -> None:
-    """``worker.status.json``: heartbeat, state and counters; no content."""
-    c = w.counters
-    with c.lock:
-        status = {
-            "schema": "kexpr-worker-status-v1",
-            "pid": os.getpid(),
-            "state": w._state,
-            "started_at_utc": w._started_at,
-            "heartbeat_at_utc": format_ts(w._clock()),
-            "journal": "verified" if w.journal_ok else "unverified",
-            "quarantine": w.quarantine,
-            "clock_step_observed": w.clock_step,
-            "refusing": w.refusing,
-            "unsafe": dict(sorted(c.unsafe.items())),
-            "faults": dict(sorted(c.faults.items())),
-            # A rehearsal's client is the built-in model's: no key at all.
-            "credential": "rehearsal"
-            if w.rehearsal
-            else ("present" if w._client is not None else "absent"),
-            "rehearsal": w.rehearsal,
-            "counters": {
-                **{name: getattr(c, name) for name in get_args(CounterName)},
-                "by_outcome": dict(sorted(c.by_outcome.items())),
-            },
-            "last_minute": c.recent(),
-            "calls_by_surface": {s: v.to_json() for s, v in c.calls_by_surface.items()},
-            "histogram_edges": edges_json(),
-            "admission": {
-                "speed": {
-                    **w.speed.estimate(w._mono()).to_json(),
-                    "speed_probes": w.speed.probes,
+class StatusFile:
+    """``worker.status.json``: heartbeat, state and counters; no content.
+    ``state`` is the run loop's (starting, ready, stopping, stopped)."""
+
+    def __init__(self, parts: Parts, *, rehearsal: bool) -> None:
+        self._parts = parts
+        self._rehearsal = rehearsal
+        self._started_at = format_ts(parts.clock())
+        self.state = "starting"
+
+    def write(self) -> None:
+        p = self._parts
+        q = p.quarantine
+        c = p.counters
+        with c.lock:
+            status = {
+                "schema": "kexpr-worker-status-v1",
+                "pid": os.getpid(),
+                "state": self.state,
+                "started_at_utc": self._started_at,
+                "heartbeat_at_utc": format_ts(p.clock()),
+                "journal": "verified" if q.journal_ok else "unverified",
+                "quarantine": q.reason,
+                "clock_step_observed": p.clockwatch.step,
+                "refusing": q.refusing,
+                "unsafe": dict(sorted(c.unsafe.items())),
+                "faults": dict(sorted(c.faults.items())),
+                # A rehearsal's client is the built-in model's: no key at all.
+                "credential": "rehearsal"
+                if self._rehearsal
+                else ("present" if p.client is not None else "absent"),
+                "rehearsal": self._rehearsal,
+                "counters": {
+                    **{name: getattr(c, name) for name in get_args(CounterName)},
+                    "by_outcome": dict(sorted(c.by_outcome.items())),
                 },
-                "cooldown": w.cooldown.to_json(w._mono()),
-                "refused_by_surface": {s: dict(v) for s, v in sorted(c.refused_by_surface.items())},
-            },
-        }
-    try:
-        replace_private(
-            w.root.status_file,
-            json.dumps(status, sort_keys=True).encode("utf-8"),
-        )
-    except (OSError, UnsafePath):
-        pass  # a heartbeat, not evidence; the tree check reports the cause
+                "last_minute": c.recent(),
+                "calls_by_surface": {s: v.to_json() for s, v in c.calls_by_surface.items()},
+                "histogram_edges": edges_json(),
+                "admission": {
+                    "speed": {
+                        **p.speed.estimate(p.mono()).to_json(),
+                        "speed_probes": p.speed.probes,
+                    },
+                    "cooldown": p.cooldown.to_json(p.mono()),
+                    "refused_by_surface": {
+                        s: dict(v) for s, v in sorted(c.refused_by_surface.items())
+                    },
+                },
+            }
+        try:
+            replace_private(
+                p.root.status_file,
+                json.dumps(status, sort_keys=True).encode("utf-8"),
+            )
+        except OSError:
+            pass  # a heartbeat, not evidence; the tree check reports the cause
 
 
 def wait_ready(

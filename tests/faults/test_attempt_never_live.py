@@ -126,7 +126,7 @@ def _one_run(
         m.setattr(Journal, "append_start", append_start)
         sys.settrace(inject.trace)
         try:
-            scan.dispatch(w, InlinePool(), f"{starter}.json")  # type: ignore[arg-type]
+            scan.dispatch(w.parts, InlinePool(), f"{starter}.json")  # type: ignore[arg-type]
         finally:
             sys.settrace(None)
     # The next presentation of the same artifact, in the same process.
@@ -155,7 +155,9 @@ def test_an_exception_at_any_statement_after_the_start_row_never_leaves_it_live(
         r = response(root, rid(2))
         assert r.status in (ResponseStatus.CANONICAL, ResponseStatus.ALREADY_ATTEMPTED), where
         assert w.counters.in_flight == 0, where
-        assert not any(h.live and h.phase is Phase.OPEN for h in w._held.values()), where
+        assert not any(h.live and h.phase is Phase.OPEN for h in w.parts.attempts.held.values()), (
+            where
+        )
         assert sum(w.counters.faults.values()) >= 1, where  # counted, never silent
         (rec,) = Journal(root).load().by_attempt.values()
         answered = rec.outcome is None and any(
@@ -167,7 +169,7 @@ def test_an_exception_at_any_statement_after_the_start_row_never_leaves_it_live(
     # terminal row's bookkeeping and the publication were all hit.
     assert k > 20
     assert any(f.startswith("attempt.py") for f in fired)
-    assert any(f.startswith("daemon.py") for f in fired)
+    assert any(f.startswith("outbox.py") for f in fired)  # the publication
     assert any(f.startswith("provider.py") for f in fired)  # the thread start
 
 
@@ -197,7 +199,7 @@ def test_a_thread_that_cannot_start_does_not_spend_the_artifact(
         m.setattr(threading.Thread, "start", start)
         # No kept idle thread to hand the call to: a thread must be started.
         m.setattr(provider_mod._CALL_THREADS, "_idle", [])
-        scan.dispatch(w, InlinePool(), f"{submit(root, clock, rid=rid(1))}.json")  # type: ignore[arg-type]
+        scan.dispatch(w.parts, InlinePool(), f"{submit(root, clock, rid=rid(1))}.json")  # type: ignore[arg-type]
     assert provider.calls == [] and w.counters.calls == 0
     assert w.counters.faults == {"thread_start_failed": 1}
     assert Journal(root).load().by_attempt == {}  # no start row: nothing spent

@@ -30,6 +30,7 @@ from kexpr.spool.journal import (
 )
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import ResponseStatus
+from kexpr.worker import reports
 
 T0 = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 CAP = 8 * 1024
@@ -156,12 +157,12 @@ def test_the_worker_refuses_new_attempts_canonical_and_status_says_why(
         )
         publish(root.tmp, root.reports / f"{a.attempt_id}.json", rep.to_bytes())
         names.append(f"{a.attempt_id}.json")
-    w._handle_reports(names)
+    reports.handle_reports(w.parts, names)
     index = Journal(root).load()
     assert not list(index.open_attempts()) and len(index.by_attempt) == calls
     assert _segment(root).stat().st_size <= small_cap
-    w._state = "ready"
-    w._write_status()
+    w.status.state = "ready"
+    w.status.write()
     assert json.loads(root.status_file.read_bytes())["refusing"] == "segment_full"
     report = collect(root, alive=lambda pid: True, now=clock.now)
     assert report.verdict is HealthVerdict.REFUSING

@@ -36,7 +36,7 @@ from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import ResponseStatus
 from kexpr.spool.outcomes import Outcome
-from kexpr.worker import daemon, scan
+from kexpr.worker import daemon, listing, scan
 from kexpr.worker.daemon import Worker
 
 
@@ -53,10 +53,10 @@ def _as_request(root: DataRoot, name: str) -> None:
 
 
 def _scan(w: Worker, pool: cf.ThreadPoolExecutor) -> None:
-    w._scan(pool)
+    scan.scan(w.parts, pool)
     # Wait for the jobs the scan dispatched.
     pool.submit(lambda: None).result()
-    while w._busy:
+    while w.parts.attempts.busy:
         time.sleep(0.01)
 
 
@@ -119,15 +119,15 @@ def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
     w = make_worker(root, provider, clock, env)
     good = submit(root, clock, rid=rid(2))
     _as_request(root, f"{good}.json")
-    real = scan.list_dir
+    real = listing.list_dir
     failures = [OSError(code, "injected")]
 
-    def listing(d: Path) -> list[str]:
+    def failing_listing(d: Path) -> list[str]:
         if failures:
             raise failures.pop()
         return real(d)
 
-    monkeypatch.setattr(scan, "list_dir", listing)
+    monkeypatch.setattr(listing, "list_dir", failing_listing)
     _scan(w, pool)  # the old code: the OSError escaped _scan
     assert w.counters.faults == {"resource_exhausted": 1}
     assert (root.requests / f"{good}.json").exists()  # untouched, not dropped
@@ -145,8 +145,8 @@ def test_emfile_listing_reports_backs_off_instead_of_quarantine(
     def failing(path: Path) -> list[str]:
         raise OSError(errno.EMFILE, "injected")
 
-    monkeypatch.setattr(scan, "list_dir", failing)
-    w._scan_reports()  # the old code: quarantine io_error until restarted
+    monkeypatch.setattr(listing, "list_dir", failing)
+    scan.scan_reports(w.parts)  # the old code: quarantine io_error until restarted
     assert w.journal_ok and w.quarantine is None
     assert w.counters.faults == {"resource_exhausted": 1}
 
@@ -157,7 +157,7 @@ def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     good = submit(root, clock, rid=rid(2))
-    real = daemon.read_private_identified
+    real = scan.read_private_identified
     failures = [OSError(errno.EMFILE, "injected")]
 
     def reading(path: Path, **kw: object):  # type: ignore[no-untyped-def]
@@ -165,7 +165,7 @@ def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
             raise failures.pop()
         return real(path, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(daemon, "read_private_identified", reading)
+    monkeypatch.setattr(scan, "read_private_identified", reading)
     _scan(w, pool)  # the old code: answered invalid_request and dropped the request
     assert not (root.responses / f"{good}.json").exists()
     assert (root.claimed / f"{good}.json").exists()
@@ -185,7 +185,7 @@ def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:  
     # Not published, so not answered: the attempt ends now (issue 21 item 1),
     # instead of waiting for a report that cannot come.
     (rec,) = Journal(root).load().by_attempt.values()
-    assert rec.outcome is Outcome.CLAIM_EXPIRED_CANONICAL and w._held == {}
+    assert rec.outcome is Outcome.CLAIM_EXPIRED_CANONICAL and w.parts.attempts.held == {}
 
 
 def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(
@@ -204,7 +204,7 @@ def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(
     good = submit(root, clock, rid=rid(2))
     _as_request(root, f"{good}.json")
     stop = threading.Event()
-    t = threading.Thread(target=lambda: w._run_locked(stop))
+    t = threading.Thread(target=lambda: w.serve(stop))
     t.start()
     try:
         deadline = time.monotonic() + 20

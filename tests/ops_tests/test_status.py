@@ -205,7 +205,7 @@ def _running_worker(
     )
     w.prepare()
     assert w.journal_ok
-    w._state = "ready"  # as the run loop sets it
+    w.status.state = "ready"  # as the run loop sets it
     return w
 
 
@@ -231,7 +231,7 @@ def test_status_shows_each_surfaces_call_time_and_tokens(
     for n in (1, 2, 3):
         _present(w, root, clock, n)
     assert steps == []
-    w._write_status()
+    w.status.write()
     written = json.loads(root.status_file.read_bytes())["calls_by_surface"]["daily.v1"]
     # 0.1 s, 2.6 s and 3.2 s: buckets (0, 0.25], (2.5, 2.75], (3.0, 3.5].
     assert [i for i, c in enumerate(written["call_seconds"]) for _ in range(c)] == [0, 10, 12]
@@ -271,7 +271,7 @@ def test_a_burst_reached_too_late_to_answer_is_not_healthy(
     for n in range(2, 12):  # ten reached 3.5 s after the shim wrote them: 0.5 s left
         clock.advance(0.5)
         _present(w, root, clock, n, age_s=3.5)
-    w._write_status()
+    w.status.write()
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.worker is not None
     assert report.worker.fields["last_minute"]["no_time_to_answer"] == 10
@@ -292,7 +292,7 @@ def test_a_burst_where_most_requests_expire_is_not_healthy(
         clock.advance(0.5)
         _present(w, root, clock, n, age_s=5.0)
         assert not (root.responses / f"{n:032x}.json").exists()  # expired: no answer
-    w._write_status()
+    w.status.write()
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.verdict is not HealthVerdict.HEALTHY
     assert report.verdict is HealthVerdict.EXPIRING and EXIT[report.verdict] == 1
@@ -306,7 +306,7 @@ def test_a_burst_where_most_requests_expire_is_not_healthy(
     assert "last 60 s   claimed 11  calls 1  expired 10  too late 0 per minute" in render(report)
     # The burst is over a minute later: the rate falls back and so does the verdict.
     clock.advance(61)
-    w._write_status()
+    w.status.write()
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.verdict is HealthVerdict.HEALTHY
     assert (
@@ -425,7 +425,7 @@ def test_status_shows_the_speed_estimate_the_cool_down_and_the_refusals(
         _present(w, root, clock, n)
         clock.advance(0.5)
     assert steps == []
-    w._write_status()
+    w.status.write()
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.worker is not None
     admission = report.worker.fields["admission"]

@@ -146,7 +146,7 @@ def test_no_room_for_the_answer_means_no_row_and_no_call(
     assert len(provider.calls) == 1  # no second request
     assert outcomes(root) == [None]  # only the first artifact's row
     assert w.counters.faults.get("reserve_failed") == 1
-    assert len(w._held) == 1  # only the first attempt is held
+    assert len(w.parts.attempts.held) == 1  # only the first attempt is held
     # Room again: the artifact was never attempted, so it may be now.
     w.handle_claimed(f"{submit(root, clock, rid=rid(2))}.json")
     assert response(root, rid(2)).status is ResponseStatus.ACCEPTED

@@ -28,6 +28,7 @@ from kexpr.spool.messages import (
     parse_response,
 )
 from kexpr.spool.outcomes import Outcome, ReportOutcome
+from kexpr.worker import housekeeping, listing, reports, scan
 from kexpr.worker.daemon import Worker
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.provider import build_client
@@ -194,7 +195,7 @@ def test_report_terminalizes_accepted_attempt(root, provider, env) -> None:  # t
         spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=Outcome.SHADOW_SELECTED
     )
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
-    w._handle_reports([f"{attempt}.json"])
+    reports.handle_reports(w.parts, [f"{attempt}.json"])
     assert outcomes(root) == ["shadow_selected"]
     assert not (root.reports / f"{attempt}.json").exists()
 
@@ -212,7 +213,7 @@ def test_report_that_contradicts_the_mode_is_ignored(
     attempt = response(root, rid(1)).attempt_id
     rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=report_outcome)
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
-    w._handle_reports([f"{attempt}.json"])
+    reports.handle_reports(w.parts, [f"{attempt}.json"])
     assert outcomes(root) == [None]
     assert w.counters.orphan_reports == 1
 
@@ -221,7 +222,7 @@ def test_report_for_unknown_attempt_is_ignored(root, provider, env) -> None:  # 
     w = make_worker(root, provider, Clock(), env)
     rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id="c" * 32, outcome=Outcome.SELECTED)
     publish(root.tmp, root.reports / f"{'c' * 32}.json", rep.to_bytes())
-    w._handle_reports([f"{'c' * 32}.json"])
+    reports.handle_reports(w.parts, [f"{'c' * 32}.json"])
     assert outcomes(root) == [] and w.counters.orphan_reports == 1
 
 
@@ -230,10 +231,10 @@ def test_commit_grace_terminalizes_unreported_attempt(root, provider, env) -> No
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     clock.advance(30)
-    w._sweep()
+    housekeeping.sweep(w.parts)
     assert outcomes(root) == [None]  # past the deadline but inside the grace
     clock.advance(40)
-    w._sweep()
+    housekeeping.sweep(w.parts)
     assert outcomes(root) == ["claim_expired_canonical"]
 
 
@@ -319,9 +320,9 @@ def test_an_answered_attempt_keeps_its_report_window_across_a_restart(root, prov
     (attempt,) = _accepted(w1, root, clock, 1)
     clock.advance(5)  # past the deadline, inside COMMIT_GRACE
     w2 = make_worker(root, provider, clock, env)
-    w2._sweep()
+    housekeeping.sweep(w2.parts)
     assert outcomes(root) == [None]
-    w2._handle_reports([_report(root, attempt, Outcome.SELECTED)])
+    reports.handle_reports(w2.parts, [_report(root, attempt, Outcome.SELECTED)])
     assert outcomes(root) == ["selected"] and w2.counters.orphan_reports == 0
     # Its terminal row is durable: the response file is removed, the report too.
     assert list(root.responses.iterdir()) == [] and list(root.reports.iterdir()) == []
@@ -396,7 +397,7 @@ def test_no_key_is_credential_unavailable_zero_http(root, provider) -> None:  # 
 def test_unverified_journal_means_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
-    w.journal_ok = False
+    w.parts.quarantine.journal_ok = False
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     r = response(root, rid(1))
     assert r.outcome is Outcome.JOURNAL_UNAVAILABLE and provider.calls == []
@@ -520,7 +521,7 @@ def test_status_file_holds_no_content(root, provider, env) -> None:  # type: ign
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
-    w._write_status()
+    w.status.write()
     status = json.loads(root.status_file.read_bytes())
     text = json.dumps(status)
     assert "a" * 32 not in text and rid(1) not in text and "P_DAILY" not in text
@@ -591,7 +592,7 @@ def test_symlinked_request_is_counted_by_reason(root, provider, env, tmp_path: P
     w.handle_claimed(f"{rid(1)}.json")
     assert w.counters.unsafe == {"symlink": 1} and provider.calls == []
     assert real.exists()  # the link was removed, never its target
-    w._write_status()
+    w.status.write()
     assert status(root)["unsafe"] == {"symlink": 1}
 
 
@@ -603,7 +604,7 @@ def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # t
     rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id=attempt, outcome=Outcome.SELECTED)
     publish(root.tmp, root.reports / f"{attempt}.json", rep.to_bytes())
     os.chmod(root.reports / f"{attempt}.json", 0o666)
-    w._handle_reports([f"{attempt}.json"])
+    reports.handle_reports(w.parts, [f"{attempt}.json"])
     assert outcomes(root) == [None] and w.counters.unsafe == {"bad_mode": 1}
 
 
@@ -627,7 +628,7 @@ def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, en
         )
     assert len(provider.calls) == 1  # only w1's, before the tear
     assert seg.read_bytes() == torn  # never truncated, never repaired
-    w2._write_status()
+    w2.status.write()
     assert (status(root)["journal"], status(root)["quarantine"]) == ("unverified", "torn_tail")
 
 
@@ -664,7 +665,7 @@ def test_directory_swapped_after_start_up_quarantines(
     if where == "spool":
         for d in root.spool_dirs():
             os.mkdir(d, 0o700)
-    w._check_tree(walk=walk)
+    w.parts.quarantine.check_tree(walk=walk)
     assert w.quarantine == "inode_changed" and not w.journal_ok
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     assert response(root, rid(1)).outcome is Outcome.JOURNAL_UNAVAILABLE
@@ -679,7 +680,7 @@ def test_directory_replaced_by_a_symlink_quarantines(
     w = make_worker(root, provider, clock, env)
     os.rename(root.outcomes, tmp_path / "real")
     os.symlink(tmp_path / "real", root.outcomes)
-    w._check_tree(walk=walk)
+    w.parts.quarantine.check_tree(walk=walk)
     assert w.quarantine == "symlink"
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     assert response(root, rid(1)).outcome is Outcome.JOURNAL_UNAVAILABLE
@@ -690,7 +691,7 @@ def test_directory_replaced_by_a_symlink_quarantines(
 def test_directory_re_moded_after_start_up_quarantines(root, provider, env, walk: bool) -> None:  # type: ignore[no-untyped-def]
     w = make_worker(root, provider, Clock(), env)
     os.chmod(root.reports, 0o755)
-    w._check_tree(walk=walk)
+    w.parts.quarantine.check_tree(walk=walk)
     assert w.quarantine == "bad_mode" and not w.journal_ok
 
 
@@ -698,7 +699,7 @@ def test_directory_re_moded_after_start_up_quarantines(root, provider, env, walk
 def test_directory_removed_after_start_up_quarantines(root, provider, env, walk: bool) -> None:  # type: ignore[no-untyped-def]
     w = make_worker(root, provider, Clock(), env)
     os.rmdir(root.reports)
-    w._check_tree(walk=walk)
+    w.parts.quarantine.check_tree(walk=walk)
     assert w.quarantine == "io_error" and not w.journal_ok
 
 
@@ -733,7 +734,7 @@ def test_swapped_journal_lock_quarantines_with_zero_calls(root, provider, env) -
 def test_quarantine_while_a_call_runs_delivers_nothing(root, provider, env) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     w = make_worker(root, provider, clock, env)
-    provider.on_call = lambda: w._enter_quarantine("inode_changed")
+    provider.on_call = lambda: w.parts.quarantine.enter("inode_changed")
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     r = response(root, rid(1))
     assert (r.status, r.composition) == (ResponseStatus.CANONICAL, None)
@@ -751,11 +752,11 @@ def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env
     assert outcomes(root) == ["claim_expired_canonical"]  # restart after expiry
     assert (root.outcomes / "2026-11-30.jsonl").exists()  # still inside the window
     clock.advance(86400)
-    w2._sweep()
+    housekeeping.sweep(w2.parts)
     # Aged out, but it holds the newest row: kept (spool.lifecycle rule 7).
     assert os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
     w2.handle_claimed(f"{submit(root, clock, akey='2' * 32, rid=rid(2))}.json")
-    w2._sweep()
+    housekeeping.sweep(w2.parts)
     assert os.listdir(root.outcomes) == ["2027-01-05.jsonl"]
     assert w2.counters.retired_segments == 1
     # Outside the window dedupe is over (design §4): a new attempt is allowed.
@@ -771,7 +772,7 @@ def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(
     w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")  # awaiting report
     clock.advance(36 * 86400)
     before = raw_segment(root)
-    w._sweep()  # the grace has not passed, but the segment is leaving the window
+    housekeeping.sweep(w.parts)  # the grace has not passed, but the segment is leaving the window
     # Terminalized first; the segment stays while it holds the newest row.
     assert outcomes(root) == ["claim_expired_canonical"]
     rows = [json.loads(x) for x in before.split(b"\n") if x]
@@ -886,7 +887,7 @@ def test_reports_are_journaled_as_one_group_with_one_fsync(
     synced: list[int] = []
     real = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
-    w._handle_reports(sorted(names))
+    reports.handle_reports(w.parts, sorted(names))
     assert len(synced) == 1  # one segment, one group: one fsync for four rows
     assert outcomes(root) == ["selected"] * 4
     assert w.counters.reports == 4 and w.counters.orphan_reports == 0
@@ -905,7 +906,7 @@ def test_an_orphan_in_a_group_is_counted_and_the_rest_are_journaled(root, provid
     ]
     (root.reports / f"{'d' * 32}.json").write_bytes(b"{not json")  # malformed
     os.chmod(root.reports / f"{'d' * 32}.json", 0o600)
-    w._handle_reports(sorted([*names, f"{'d' * 32}.json"]))
+    reports.handle_reports(w.parts, sorted([*names, f"{'d' * 32}.json"]))
     assert sorted(o or "open" for o in outcomes(root)) == ["commit_failed", "open", "selected"]
     assert w.counters.reports == 2 and w.counters.orphan_reports == 3
     assert list(root.reports.iterdir()) == []
@@ -919,9 +920,9 @@ def test_a_report_waits_for_the_timer_scan_and_a_wake_scan_leaves_it(root, provi
     import concurrent.futures as cf
 
     with cf.ThreadPoolExecutor(1) as pool:
-        w._scan(pool, walk=False, reports=False)  # a wake: requests only
+        scan.scan(w.parts, pool, walk=False, reports=False)  # a wake: requests only
         assert outcomes(root) == [None] and (root.reports / f"{attempt}.json").exists()
-        w._scan(pool, walk=True, reports=True)  # the timer tick
+        scan.scan(w.parts, pool, walk=True, reports=True)  # the timer tick
     assert outcomes(root) == ["selected"] and not (root.reports / f"{attempt}.json").exists()
 
 
@@ -932,7 +933,7 @@ def test_a_failed_group_append_quarantines_and_journals_nothing(root, provider, 
     names = [_report(root, a, Outcome.SELECTED) for a in attempts]
     with open(root.outcomes / "2026-11-30.jsonl", "ab") as f:
         f.write(b"\n")  # the segment changed under the worker
-    w._handle_reports(sorted(names))
+    reports.handle_reports(w.parts, sorted(names))
     assert not w.journal_ok and w.quarantine == "append_conflict"
     assert w.counters.reports == 0
 
@@ -1014,9 +1015,9 @@ def test_a_report_arriving_past_commit_grace_while_the_worker_runs_is_an_orphan(
     (attempt,) = _accepted(w, root, clock, 1)
     clock.advance(120)
     _report(root, attempt, Outcome.SELECTED)
-    w._handle_reports([f"{attempt}.json"])
+    reports.handle_reports(w.parts, [f"{attempt}.json"])
     assert w.counters.orphan_reports == 1
-    w._sweep()
+    housekeeping.sweep(w.parts)
     assert outcomes(root) == ["claim_expired_canonical"]
 
 
@@ -1038,10 +1039,10 @@ def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_respon
     _accepted(w1, root, clock, 1)
     w2 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     clock.advance(63)
-    w2._sweep()
+    housekeeping.sweep(w2.parts)
     assert outcomes(root) == [None]
     clock.advance(2)
-    w2._sweep()
+    housekeeping.sweep(w2.parts)
     assert outcomes(root) == ["claim_expired_canonical"]
     assert list(root.responses.iterdir()) == []
 
@@ -1060,7 +1061,7 @@ def test_a_report_whose_row_fails_stays_for_the_next_worker(
         raise OSError(28, "ENOSPC")
 
     monkeypatch.setattr(w1.journal, "_append_rows", full)
-    w1._handle_reports([name])
+    reports.handle_reports(w1.parts, [name])
     assert not w1.journal_ok
     assert (root.reports / name).exists() and outcomes(root) == [None]
     monkeypatch.undo()
@@ -1075,22 +1076,21 @@ def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, t
     elsewhere.mkdir(mode=0o700)
     os.rmdir(root.reports)
     os.symlink(elsewhere, root.reports)
-    w._scan_reports()
+    scan.scan_reports(w.parts)
     assert not w.journal_ok and w.quarantine == "symlink"
 
 
 def test_a_reports_listing_that_fails_quarantines_io_error(
     root, provider, env, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from kexpr.worker import scan
 
     w = make_worker(root, provider, Clock(), env)
 
     def failing(path: Path) -> list[str]:
         raise OSError(5, "EIO")
 
-    monkeypatch.setattr(scan, "list_dir", failing)
-    w._scan_reports()
+    monkeypatch.setattr(listing, "list_dir", failing)
+    scan.scan_reports(w.parts)
     assert not w.journal_ok and w.quarantine == "io_error"
 
 
@@ -1108,10 +1108,10 @@ def test_a_request_outside_the_skew_bound_is_canonical_with_no_call(root, provid
     assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.CLOCK_SKEW)
     assert provider.calls == [] and outcomes(root) == []
     # Nobody collects it: it is litter after RESPONSE_TTL of monotonic time.
-    w._sweep()
+    housekeeping.sweep(w.parts)
     assert (root.responses / f"{rid(1)}.json").exists()
     clock.advance(RESPONSE_TTL.total_seconds())
-    w._sweep()
+    housekeeping.sweep(w.parts)
     assert list(root.responses.iterdir()) == []
 
 
@@ -1137,8 +1137,8 @@ def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provid
     w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
     assert outcomes(root) == ["provider_error"]
     clock.step(40 * 86400)
-    w._sweep()
-    w._write_status()
+    housekeeping.sweep(w.parts)
+    w.status.write()
     assert w.clock_step and os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
     status = json.loads(root.status_file.read_bytes())
     assert status["clock_step_observed"] is True
@@ -1146,7 +1146,7 @@ def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provid
     w.handle_claimed(f"{submit(root, Clock(), akey='2' * 32, rid=rid(2))}.json")
     assert response(root, rid(2)).outcome is Outcome.CLOCK_SKEW
     clock.step(-40 * 86400)  # corrected
-    w._sweep()
+    housekeeping.sweep(w.parts)
     w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(3))}.json")
     assert response(root, rid(3)).status is ResponseStatus.ALREADY_ATTEMPTED
     assert len(provider.calls) == 1 and os.listdir(root.outcomes) == ["2026-11-30.jsonl"]

@@ -77,7 +77,7 @@ def test_kept_reports_are_parsed_once_not_per_tick(
     _plant(root, FILES)
     counted.clear()
     for _ in range(TICKS):
-        w._scan_reports()
+        scan.scan_reports(w.parts)
     assert counted["parse"] == FILES
     assert w.counters.faults == {"unknown_spool_version": FILES}  # counted once each
     assert len(list(root.reports.iterdir())) == FILES  # kept, never dropped
@@ -88,11 +88,11 @@ def test_a_settled_folder_is_not_even_listed(
 ) -> None:
     w = _worker(root, env)
     _plant(root, FILES)
-    w._scan_reports()
+    scan.scan_reports(w.parts)
     _age(root)
     counted.clear()
     for _ in range(TICKS):
-        w._scan_reports()
+        scan.scan_reports(w.parts)
     # One listing to settle, then one per re-check of the kept files' identity.
     assert counted["list"] <= 1 + TICKS // KEPT_RECHECK_TICKS + 1
     assert counted["parse"] == 0
@@ -104,12 +104,12 @@ def test_a_new_report_beside_kept_ones_is_journaled_at_once(
     """Settled is not blind: a new file changes the folder and is read on the next tick."""
     w = _worker(root, env)
     _plant(root, FILES)
-    w._scan_reports()
+    scan.scan_reports(w.parts)
     _age(root)
-    w._scan_reports()
+    scan.scan_reports(w.parts)
     counted.clear()
     (new,) = _plant(root, 1, version="kexpr-spool-v2")  # ours, for no attempt: an orphan
-    w._scan_reports()
+    scan.scan_reports(w.parts)
     assert counted["parse"] == 1
     assert w.counters.orphan_reports == 1
     assert not (root.reports / new).exists()
@@ -120,7 +120,7 @@ def test_a_kept_file_rewritten_in_place_is_read_again_within_the_recheck(
 ) -> None:
     w = _worker(root, env)
     (name,) = _plant(root, 1)
-    w._scan_reports()
+    scan.scan_reports(w.parts)
     path = root.reports / name
     body = json.loads(path.read_bytes())
     body["outcome"] = "shadow_selected"
@@ -128,7 +128,7 @@ def test_a_kept_file_rewritten_in_place_is_read_again_within_the_recheck(
     _age(root)
     counted.clear()
     for _ in range(KEPT_RECHECK_TICKS + 1):
-        w._scan_reports()
+        scan.scan_reports(w.parts)
     assert counted["parse"] == 1
     assert w.counters.faults == {"unknown_spool_version": 1}  # the same name: not recounted
 
@@ -137,12 +137,12 @@ def test_the_memory_of_kept_names_follows_the_folder(root: DataRoot, env: dict[s
     """Regression: names of removed kept files were remembered for ever."""
     w = _worker(root, env)
     names = _plant(root, FILES)
-    w._scan_reports()
-    assert len(w._kept_reports.files) == FILES
+    scan.scan_reports(w.parts)
+    assert len(w.parts.kept_reports.files) == FILES
     for name in names[: FILES // 2]:
         (root.reports / name).unlink()
-    w._scan_reports()
-    assert set(w._kept_reports.files) == set(names[FILES // 2 :])
+    scan.scan_reports(w.parts)
+    assert set(w.parts.kept_reports.files) == set(names[FILES // 2 :])
 
 
 def test_the_memory_of_kept_names_is_bounded(
@@ -151,6 +151,6 @@ def test_the_memory_of_kept_names_is_bounded(
     monkeypatch.setattr(reports, "KEPT_MAX", 10)
     w = _worker(root, env)
     _plant(root, 25)
-    w._scan_reports()
-    assert len(w._kept_reports.files) == 10
+    scan.scan_reports(w.parts)
+    assert len(w.parts.kept_reports.files) == 10
     assert len(list(root.reports.iterdir())) == 25

@@ -35,6 +35,7 @@ from kexpr.spool.messages import (
 )
 from kexpr.spool.outcomes import Outcome
 from kexpr.worker import attempt as attempt_module
+from kexpr.worker import reports
 
 
 class _CountingValidator:
@@ -125,7 +126,7 @@ def test_accepted_path_parses_each_document_once_and_judges_once(
     decoded.clear()
     publish(root.tmp, root.reports / f"{attempt_id}.json", report.to_bytes())
     report_text = report.to_bytes().decode("utf-8")
-    w._handle_reports([f"{attempt_id}.json"])
+    reports.handle_reports(w.parts, [f"{attempt_id}.json"])
     assert not (root.reports / f"{attempt_id}.json").exists()  # journaled, then removed
     assert decoded.count(report_text) == 1
     assert counts == Counter({"SpoolReport": 1})

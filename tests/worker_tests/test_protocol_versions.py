@@ -31,6 +31,7 @@ from kexpr.spool.messages import (
     UnknownSpoolVersion,
     parse_report,
 )
+from kexpr.worker import scan
 
 
 def _rewrite_version(root: DataRoot, name: str, version: str) -> None:
@@ -60,7 +61,7 @@ def test_a_v1_request_is_answered_in_v1_and_its_v1_report_journaled(
     assert r.status is ResponseStatus.ACCEPTED and r.spool_version == SPOOL_V1
     report = {"attempt_id": r.attempt_id, "outcome": "selected", "spool_version": SPOOL_V1}
     publish(root.tmp, root.reports / f"{r.attempt_id}.json", json.dumps(report).encode())
-    w._scan_reports()
+    scan.scan_reports(w.parts)
     assert outcomes(root) == ["selected"] and w.counters.orphan_reports == 0
 
 
@@ -77,8 +78,8 @@ def test_a_report_of_an_unknown_version_is_kept_and_counted_once(
     publish(root.tmp, root.reports / f"{attempt}.json", json.dumps(body).encode())
     with pytest.raises(UnknownSpoolVersion):
         parse_report((root.reports / f"{attempt}.json").read_bytes())
-    w._scan_reports()
-    w._scan_reports()
+    scan.scan_reports(w.parts)
+    scan.scan_reports(w.parts)
     assert (root.reports / f"{attempt}.json").exists()
     assert w.counters.orphan_reports == 0
     assert w.counters.faults == {"unknown_spool_version": 1}

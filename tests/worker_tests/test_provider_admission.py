@@ -143,7 +143,7 @@ def test_a_shape_too_slow_for_the_measured_speed_gets_no_row_and_no_call(
     # The daily card still fits and is called.
     ask.daily()
     assert len(provider.calls) == MIN_SAMPLES + 1
-    w._write_status()
+    w.status.write()
     written = status(root)
     speed = written["speed"]
     assert isinstance(speed, dict) and speed["state"] == "learned"
@@ -245,7 +245,7 @@ def test_a_failing_provider_cools_down_then_one_probe(
     assert w.counters.provider_cooling_down == 4
     assert w.counters.refused_by_surface[DAILY]["provider_cooling_down"] == 3
     assert w.counters.refused_by_surface[DUAL]["provider_cooling_down"] == 1
-    w._write_status()
+    w.status.write()
     cooldown = status(root)["cooldown"]
     assert isinstance(cooldown, dict) and cooldown["state"] == "open"
     # After the cool-down one probe; it fails: the cool-down starts again.
@@ -260,7 +260,7 @@ def test_a_failing_provider_cools_down_then_one_probe(
     assert response(root, ask.daily()).status is ResponseStatus.ACCEPTED
     assert response(root, ask.daily()).status is ResponseStatus.ACCEPTED
     assert len(provider.calls) == FAILURES_IN_A_ROW + 3
-    w._write_status()
+    w.status.write()
     cooldown = status(root)["cooldown"]
     assert isinstance(cooldown, dict)
     assert (cooldown["state"], cooldown["probes"], cooldown["cool_downs"]) == ("closed", 2, 2)
