@@ -95,6 +95,8 @@ class KeptReports:
     def settled(self, reports: Path, before: os.stat_result | None) -> None:
         """The scan that listed the folder as ``before`` left only kept files."""
         self.folder = None
+        # The kernel's wall clock, not the worker's injected one: an mtime is
+        # stamped by the kernel, so only its own clock measures its age.
         if before is not None and time.time() - before.st_mtime >= _SETTLED_AGE_S:
             self.folder = _signature(before)
 

@@ -616,7 +616,7 @@ def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, en
     with open(seg, "ab") as f:
         f.write(b'{"artifact_key":"' + b"2" * 64)  # a crash mid-append
     torn = seg.read_bytes()
-    w2 = Worker(root, environ=env, client_factory=w1._client_factory, clock=clock)
+    w2 = Worker(root, environ=env, client_factory=lambda: w1.parts.client, clock=clock)
     w2.prepare()
     assert not w2.journal_ok and w2.quarantine == "torn_tail"
     for n, akey in ((2, "3" * 32), (3, "1" * 32)):
