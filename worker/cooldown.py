@@ -10,7 +10,7 @@ cool-down, its failure starts it again.
 
 Rules of this module:
 
-Rule 1: the states are data (`State`) and change only here: ``closed`` (calls
+Rule 1: the states are data (`CoolDownState`) and change only here: ``closed`` (calls
         go through), ``open`` (cooling down until ``until``), ``probing`` (one
         call is out as the probe; every other request is refused as in ``open``).
 Rule 2: what counts is the outcome of a call that left the process
@@ -53,7 +53,7 @@ PROBE_HOLD_S: Final = MAX_WAIT.total_seconds() + 1.0
 _FAILING: Final = frozenset({Outcome.TIMEOUT, Outcome.PROVIDER_ERROR})
 
 
-class State(enum.StrEnum):
+class CoolDownState(enum.StrEnum):
     CLOSED = "closed"
     OPEN = "open"
     PROBING = "probing"
@@ -70,36 +70,38 @@ class Pass(enum.Enum):
 class CoolDown:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._state = State.CLOSED
+        self._state = CoolDownState.CLOSED
         self._run = 0  # failures in a row (Rule 2)
         self._until = 0.0  # OPEN: the end of the cool-down; PROBING: of the probe's hold
         self._probe: str | None = None  # PROBING: the probe's attempt, once its row exists
         self.cool_downs = 0  # how many times it opened
         self.probes = 0  # how many probes were let through
 
-    def state(self, now: float) -> State:
+    def state(self, now: float) -> CoolDownState:
         with self._lock:
             return self._current(now)
 
-    def _current(self, now: float) -> State:
-        if self._state is not State.CLOSED and now >= self._until:
+    def _current(self, now: float) -> CoolDownState:
+        if self._state is not CoolDownState.CLOSED and now >= self._until:
             # OPEN is over, or a probe was lost (Rule 3): the next request probes.
-            self._state, self._until, self._probe = State.OPEN, now, None
+            self._state, self._until, self._probe = CoolDownState.OPEN, now, None
         return self._state
 
     def cooling(self, now: float) -> bool:
         """Whether a request is refused now: the cool-down runs, or the probe is out."""
         with self._lock:
             state = self._current(now)
-            return state is State.PROBING or (state is State.OPEN and now < self._until)
+            return state is CoolDownState.PROBING or (
+                state is CoolDownState.OPEN and now < self._until
+            )
 
     def admit(self, now: float) -> Pass:
         with self._lock:
             state = self._current(now)
-            if state is State.CLOSED:
+            if state is CoolDownState.CLOSED:
                 return Pass.CALL
-            if state is State.OPEN and now >= self._until:
-                self._state, self._until = State.PROBING, now + PROBE_HOLD_S
+            if state is CoolDownState.OPEN and now >= self._until:
+                self._state, self._until = CoolDownState.PROBING, now + PROBE_HOLD_S
                 self.probes += 1
                 return Pass.PROBE
             return Pass.REFUSE
@@ -107,7 +109,7 @@ class CoolDown:
     def bind_probe(self, attempt_id: str) -> None:
         """The probe's start row is written: its attempt's result decides (Rule 3)."""
         with self._lock:
-            if self._state is State.PROBING:
+            if self._state is CoolDownState.PROBING:
                 self._probe = attempt_id
 
     def observe(self, now: float, attempt_id: str, outcome: ProviderFailure | None) -> None:
@@ -117,13 +119,13 @@ class CoolDown:
             probe = self._probe is not None and attempt_id == self._probe
             if probe:
                 self._probe = None
-            if probe and self._state is State.PROBING:
+            if probe and self._state is CoolDownState.PROBING:
                 if failing:
                     self._open(now)
                 else:
-                    self._state, self._run = State.CLOSED, 0
+                    self._state, self._run = CoolDownState.CLOSED, 0
                 return
-            if self._state is not State.CLOSED:
+            if self._state is not CoolDownState.CLOSED:
                 return  # a call admitted before the cool-down began: the probe decides
             if not failing:
                 self._run = 0
@@ -136,17 +138,17 @@ class CoolDown:
         """An attempt made no call: if it was the probe, the next request probes
         at once (Rule 3)."""
         with self._lock:
-            if self._state is State.PROBING and attempt_id == self._probe:
-                self._state, self._until, self._probe = State.OPEN, now, None
+            if self._state is CoolDownState.PROBING and attempt_id == self._probe:
+                self._state, self._until, self._probe = CoolDownState.OPEN, now, None
 
     def _open(self, now: float) -> None:
-        self._state, self._until, self._run = State.OPEN, now + COOL_DOWN_S, 0
+        self._state, self._until, self._run = CoolDownState.OPEN, now + COOL_DOWN_S, 0
         self.cool_downs += 1
 
     def to_json(self, now: float) -> dict[str, object]:
         with self._lock:
             state = self._current(now)
-            left = max(self._until - now, 0.0) if state is State.OPEN else 0.0
+            left = max(self._until - now, 0.0) if state is CoolDownState.OPEN else 0.0
             return {
                 "state": state.value,
                 "failures_in_a_row": self._run,

@@ -40,6 +40,7 @@ from kexpr.spool.contract.budget import (
     SDK_TIMEOUT_S,
     TIME_BUDGET_TOKENS,
 )
+from kexpr.spool.lifecycle import MAX_WAIT
 from kexpr.spool.outcomes import PROVIDER_FAILURES, ProviderFailure
 
 # The plan's budget, from its one home (kexpr.spool.contract.budget, docs/budget.md;
@@ -50,8 +51,9 @@ from kexpr.spool.outcomes import PROVIDER_FAILURES, ProviderFailure
 # edge shows how many calls were past it).
 CALL_BUDGET_S: Final = SDK_TIMEOUT_S
 MAX_TOKENS: Final = MAX_COMPLETION_TOKENS
-# design §4: the request's 4 s deadline; no call is waited on longer.
-DEADLINE_S: Final = 4.0
+# design §4: the request's deadline (the spool protocol's wait); no call is
+# waited on longer.
+DEADLINE_S: Final = MAX_WAIT.total_seconds()
 
 # Call seconds: 0.25 s steps up to the 3 s budget (p95 is read to a quarter
 # second), then 3.5 and the 4 s deadline; the last bucket (> 4 s) holds calls whose

@@ -95,6 +95,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
+from kexpr.spool.contract.budget import MAX_COMPLETION_TOKENS, SDK_TIMEOUT_S
 from kexpr.spool.outcomes import PROVIDER_FAILURES, Outcome, ProviderFailure
 from kexpr.worker._transport import (
     BODY_CAP_BYTES,
@@ -125,17 +126,17 @@ __all__ = [
 # design §9, literally. A change to any of these is a reviewed contract change.
 ENDPOINT: Final = "https://api.openai.com/v1"
 MODEL: Final = "gpt-4.1-mini"
-# Per phase (connect/read/write/pool), NOT per call: a server that drips bytes
-# faster than this never trips it. The total bound is call_with_deadline's, which
-# the transport applies to every socket operation (issue 21).
-SDK_TIMEOUT_S: Final = 3.0
+# The client's ``timeout=`` (SDK_TIMEOUT_S) and ``max_tokens=``
+# (MAX_COMPLETION_TOKENS) are the budget's (kexpr.spool.contract.budget). The
+# timeout is per phase (connect/read/write/pool), NOT per call: a server that
+# drips bytes faster than it never trips it. The total bound is
+# call_with_deadline's, which the transport applies to every socket operation.
 # After the cut at the deadline, how long the caller waits for the call thread
 # to return (it normally does within milliseconds: its sockets are shut down).
 # Only a DNS lookup cannot be cut; then the thread is left to end on its own.
 _CUT_GRACE_S: Final = 0.5
 _MAX_RETRIES: Final = 0
 _TEMPERATURE: Final = 0.7
-_MAX_TOKENS: Final = 384
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +253,7 @@ def request_kwargs(capsule_json: str) -> dict[str, object]:
         "model": MODEL,
         "n": 1,
         "temperature": _TEMPERATURE,
-        "max_tokens": _MAX_TOKENS,
+        "max_tokens": MAX_COMPLETION_TOKENS,
         "response_format": {"type": "json_object"},
         "store": False,
         "messages": [

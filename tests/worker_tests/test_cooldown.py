@@ -9,8 +9,8 @@ from kexpr.worker.cooldown import (
     FAILURES_IN_A_ROW,
     PROBE_HOLD_S,
     CoolDown,
+    CoolDownState,
     Pass,
-    State,
 )
 
 
@@ -31,15 +31,15 @@ def test_it_opens_after_n_failures_in_a_row_only() -> None:
     c = CoolDown()
     for i in range(FAILURES_IN_A_ROW - 1):
         c.observe(0.0, f"a{i}", Outcome.PROVIDER_ERROR)
-    assert c.state(0.0) is State.CLOSED and not c.cooling(0.0)
+    assert c.state(0.0) is CoolDownState.CLOSED and not c.cooling(0.0)
     # A call that returned content (even content the contract rejects) resets the run.
     c.observe(0.0, "ok", Outcome.INVALID_RESPONSE)
     c.observe(0.0, "ok2", None)
     for i in range(FAILURES_IN_A_ROW - 1):
         c.observe(0.0, f"b{i}", Outcome.TIMEOUT)
-    assert c.state(0.0) is State.CLOSED
+    assert c.state(0.0) is CoolDownState.CLOSED
     c.observe(0.0, "last", Outcome.TIMEOUT)
-    assert c.state(0.0) is State.OPEN and c.cooling(0.0)
+    assert c.state(0.0) is CoolDownState.OPEN and c.cooling(0.0)
     assert c.to_json(0.0)["seconds_left"] == COOL_DOWN_S
 
 
@@ -51,12 +51,12 @@ def test_no_call_during_the_cool_down_then_one_probe() -> None:
     c.bind_probe("probe")
     # While the probe is out, every other request is refused.
     assert c.cooling(COOL_DOWN_S + 1) and c.admit(COOL_DOWN_S + 1) is Pass.REFUSE
-    assert c.state(COOL_DOWN_S + 1) is State.PROBING
+    assert c.state(COOL_DOWN_S + 1) is CoolDownState.PROBING
     # A call admitted before the cool-down that ends now decides nothing.
     c.observe(COOL_DOWN_S + 1, "a0", None)
-    assert c.state(COOL_DOWN_S + 1) is State.PROBING
+    assert c.state(COOL_DOWN_S + 1) is CoolDownState.PROBING
     c.observe(COOL_DOWN_S + 2, "probe", None)
-    assert c.state(COOL_DOWN_S + 2) is State.CLOSED
+    assert c.state(COOL_DOWN_S + 2) is CoolDownState.CLOSED
     assert c.admit(COOL_DOWN_S + 2) is Pass.CALL
     assert c.to_json(COOL_DOWN_S + 2)["probes"] == 1
 
@@ -66,7 +66,7 @@ def test_a_failed_probe_starts_the_cool_down_again() -> None:
     assert c.admit(COOL_DOWN_S) is Pass.PROBE
     c.bind_probe("probe")
     c.observe(COOL_DOWN_S + 3, "probe", Outcome.TIMEOUT)
-    assert c.state(COOL_DOWN_S + 3) is State.OPEN
+    assert c.state(COOL_DOWN_S + 3) is CoolDownState.OPEN
     assert c.cooling(2 * COOL_DOWN_S + 2.99)
     assert c.admit(2 * COOL_DOWN_S + 3) is Pass.PROBE
     assert c.to_json(2 * COOL_DOWN_S + 3)["cool_downs"] == 2
