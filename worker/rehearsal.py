@@ -60,6 +60,7 @@ from kexpr.spool.contract import (
     Verdict,
     judge,
 )
+from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.contract.budget import minimal_answer, text_token_bound
 from kexpr.spool.rehearsal import (
     DEFAULT_FIRST_TOKEN_S,
@@ -130,28 +131,13 @@ def _generated(slot: SlotPolicy, seed: bytes) -> str:
 def compose(capsule: Capsule) -> str:
     """Rule 3: the rehearsal model's answer to ``capsule``, compact JSON in the
     instruction's key order, accepted by `judge` (else the minimal answer)."""
-    slots = []
-    for slot in capsule.slots:
-        seed = hashlib.sha256(f"{capsule.artifact_key}/{slot.slot_id}".encode()).digest()
-        slots.append(
-            {
-                "slot_id": slot.slot_id,
-                "predicate_ids": list(slot.allowed_predicate_ids),
-                "action_ids": list(slot.allowed_action_ids),
-                "placeholder_tokens": list(slot.required_placeholder_tokens),
-                "generated_ko": _generated(slot, seed),
-            }
+    generated = {
+        slot.slot_id: _generated(
+            slot, hashlib.sha256(f"{capsule.artifact_key}/{slot.slot_id}".encode()).digest()
         )
-    answer = json.dumps(
-        {
-            "schema_version": capsule.schema_version,
-            "surface": capsule.surface,
-            "artifact_key": capsule.artifact_key,
-            "slots": slots,
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+        for slot in capsule.slots
+    }
+    answer = answer_json(capsule, generated)
     if judge(capsule, answer).verdict is Verdict.ACCEPTED:
         return answer
     return minimal_answer(capsule)

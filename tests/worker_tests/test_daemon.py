@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, Mode, format_ts
 from kexpr.spool.layout import DataRoot
@@ -76,26 +77,7 @@ def completion(content: str, finish_reason: str = "stop") -> dict[str, object]:
 
 
 def composition_for(capsule: dict[str, object], generated: str) -> str:
-    slots = capsule["slots"]
-    assert isinstance(slots, list)
-    return json.dumps(
-        {
-            "schema_version": capsule["schema_version"],
-            "surface": capsule["surface"],
-            "artifact_key": capsule["artifact_key"],
-            "slots": [
-                {
-                    "slot_id": s["slot_id"],
-                    "predicate_ids": s["allowed_predicate_ids"],
-                    "action_ids": s["allowed_action_ids"],
-                    "placeholder_tokens": s["required_placeholder_tokens"],
-                    "generated_ko": generated,
-                }
-                for s in slots
-            ],
-        },
-        ensure_ascii=False,
-    )
+    return answer_json(capsule, lambda _: generated, compact=False)
 
 
 class Provider:
