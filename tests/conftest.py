@@ -206,8 +206,8 @@ def journal_rows(root: Path) -> list[dict[str, Any]]:
 # The worker tests' two fixtures (tests/worker_tests, tests/faults): one definition.
 @pytest.fixture
 def provider() -> Any:
-    """A scripted provider (`worker_tests.test_daemon.Provider`) for `make_worker`."""
-    from worker_tests.test_daemon import Provider
+    """A scripted provider (`worker_tests.worker_kit.Provider`) for `make_worker`."""
+    from worker_tests.worker_kit import Provider
 
     return Provider()
 

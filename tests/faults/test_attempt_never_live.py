@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from worker_tests.test_daemon import (
+from worker_tests.worker_kit import (
     Clock,
     Provider,
     make_worker,

@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted, coordinator
-from worker_tests.test_daemon import Provider
+from worker_tests.worker_kit import Provider
 
 import gateway_shim.coordinator as coord_mod
 from gateway_shim import CandidateStatus, Mode, Outcome

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from worker_tests.test_daemon import Clock, Provider, make_worker, response, rid, submit
+from worker_tests.worker_kit import Clock, Provider, make_worker, response, rid, submit
 
 from kexpr.ops.status_cli import HealthVerdict, collect, render
 from kexpr.spool import journal as journal_mod

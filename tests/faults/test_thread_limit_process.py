@@ -29,7 +29,7 @@ CHILD = """
 import json, os, resource, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from worker_tests.test_daemon import Clock, Provider, make_worker, outcomes, response, rid, submit
+from worker_tests.worker_kit import Clock, Provider, make_worker, outcomes, response, rid, submit
 import kexpr.worker.provider as provider_mod
 from kexpr.spool.layout import DataRoot
 

@@ -4,7 +4,7 @@ An error while listing, claiming, reading or answering one entry leaves that
 entry canonical (or untouched) and is counted (`kexpr.worker.daemon.Fault`, shown by
 ``kexpr status``); EMFILE/ENFILE/ENOMEM make the scan back off and retry; the
 worker never exits with a traceback for them. In process with the provider seam
-(like tests/worker_tests/test_daemon.py), and once as real processes.
+(tests/worker_tests/worker_kit.py), and once as real processes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
-from worker_tests.test_daemon import (
+from worker_tests.worker_kit import (
     Clock,
     make_worker,
     outcomes,

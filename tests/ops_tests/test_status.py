@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from ops_support import kexpr
-from worker_tests.test_daemon import Clock, submit
+from worker_tests.worker_kit import Clock, submit
 
 from kexpr.ops.status_cli import EXIT, HealthVerdict, collect, render
 from kexpr.ops.supervisor import supervisor_status_path
@@ -148,7 +148,7 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
 # ------------------------------------------ the margin, and truthful under load
 #
 # A real in-process worker (kexpr.worker.daemon.Worker) with a controllable clock and
-# the provider seam fed by an httpx.MockTransport, as in worker_tests/test_daemon.py:
+# the provider seam fed by an httpx.MockTransport, as in worker_tests/worker_kit.py:
 # its status file is what `kexpr status` reads.
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import mounted_tmpfs
-from worker_tests.test_daemon import (
+from worker_tests.worker_kit import (
     Clock,
     Provider,
     make_worker,

@@ -1,5 +1,5 @@
 """The worker's request handling, in process, with a controllable clock and the
-provider seam fed by an ``httpx.MockTransport`` (STYLE.md: httpx, trio)."""
+provider seam fed by an ``httpx.MockTransport``."""
 
 from __future__ import annotations
 
@@ -8,14 +8,24 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from worker_tests.worker_kit import (
+    Clock,
+    completion,
+    composition_for,
+    make_worker,
+    outcomes,
+    raw_segment,
+    response,
+    rid,
+    status,
+    submit,
+)
 
-from kexpr.spool.contract import Capsule, slot_policy
-from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, Mode, format_ts
 from kexpr.spool.layout import DataRoot
@@ -25,135 +35,12 @@ from kexpr.spool.messages import (
     SPOOL_VERSION,
     ResponseStatus,
     SpoolReport,
-    SpoolRequest,
-    parse_response,
 )
 from kexpr.spool.outcomes import Outcome, ReportOutcome
 from kexpr.worker import housekeeping, listing, reports, scan
 from kexpr.worker.daemon import Worker
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.provider import build_client
-
-T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
-
-
-class Clock:
-    """The worker's wall clock and monotonic clock, advanced together; `step`
-    moves the wall clock alone (a clock step, spool.lifecycle rule 7)."""
-
-    def __init__(self) -> None:
-        self.now = T0
-        self.mono = 1000.0
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.mono
-
-    def advance(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
-        self.mono += seconds
-
-    def step(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
-
-
-def completion(content: str, finish_reason: str = "stop") -> dict[str, object]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "gpt-4.1-mini",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "finish_reason": finish_reason,
-                "logprobs": None,
-            }
-        ],
-    }
-
-
-def composition_for(capsule: dict[str, object], generated: str) -> str:
-    return answer_json(capsule, lambda _: generated, compact=False)
-
-
-class Provider:
-    """A MockTransport handler that counts requests per artifact."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, object]] = []
-        self.reply: Callable[[dict[str, object]], httpx.Response] = lambda capsule: httpx.Response(
-            200, json=completion(composition_for(capsule, "차분히, [[P:01]]."))
-        )
-        self.on_call: Callable[[], None] = lambda: None
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        capsule = json.loads(body["messages"][-1]["content"])
-        self.calls.append(capsule)
-        self.on_call()
-        return self.reply(capsule)
-
-
-def make_worker(
-    root: DataRoot, provider: Provider, clock: Clock, env: dict[str, str], **kw: object
-) -> Worker:
-    client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(provider.handler)))
-    kw.setdefault("monotonic", clock.monotonic)
-    w = Worker(root, environ=env, client_factory=lambda: client, clock=clock, **kw)  # type: ignore[arg-type]
-    w.prepare()
-    assert w.journal_ok
-    return w
-
-
-def submit(
-    root: DataRoot,
-    clock: Clock,
-    akey: str = "a" * 32,
-    rid: str | None = None,
-    mode: str = "shadow",
-    *,
-    age_s: float = 0.0,
-    into: Path | None = None,
-) -> str:
-    """A daily request written ``age_s`` seconds ago (the shim's 4 s deadline) into
-    ``into``: by default claimed/, as the worker finds it after its claim rename;
-    ``root.requests`` for a test that claims it through the worker."""
-    rid = rid or format(len(list(root.claimed.iterdir())) + hash(clock.now) % 10**8, "032x")[-32:]
-    submitted = clock.now - dt.timedelta(seconds=age_s)
-    capsule = Capsule(
-        schema_version="korean-expression-v4",
-        surface="daily.v1",
-        artifact_key=akey,
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
-    )
-    req = SpoolRequest(
-        spool_version=SPOOL_VERSION,
-        request_id=rid,
-        submitted_at_utc=format_ts(submitted),
-        deadline_at_utc=format_ts(submitted + dt.timedelta(seconds=4)),
-        mode=mode,  # type: ignore[arg-type]
-        capsule=capsule,
-    )
-    publish(root.tmp, (into or root.claimed) / f"{rid}.json", req.to_bytes())
-    return rid
-
-
-def response(root: DataRoot, rid: str):  # type: ignore[no-untyped-def]
-    return parse_response((root.responses / f"{rid}.json").read_bytes())
-
-
-def outcomes(root: DataRoot) -> list[str | None]:
-    j = Journal(root)
-    idx = j.load()
-    return [r.outcome.value if r.outcome else None for r in idx.by_attempt.values()]
-
-
-def rid(n: int) -> str:
-    return f"{n:032x}"
 
 
 def test_accepted_composition_is_answered_and_awaits_report(root, provider, env) -> None:  # type: ignore[no-untyped-def]
@@ -519,14 +406,6 @@ def _no_leaked_threads() -> Iterator[None]:
 
 
 # ------------------------------------- issue 4: unsafe files, quarantine, retention
-
-
-def status(root: DataRoot) -> dict[str, object]:
-    return json.loads(root.status_file.read_bytes())  # type: ignore[no-any-return]
-
-
-def raw_segment(root: DataRoot, day: str = "2026-11-30") -> bytes:
-    return (root.outcomes / f"{day}.jsonl").read_bytes()
 
 
 @pytest.mark.parametrize("kind", ["fifo", "bad_mode", "directory", "oversized", "wrong_owner"])

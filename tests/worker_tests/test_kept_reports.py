@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from worker_tests.test_daemon import Clock, Provider, make_worker
+from worker_tests.worker_kit import Clock, Provider, make_worker
 
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot

@@ -19,7 +19,7 @@ import json
 
 import pytest
 from spool_tests.journal_support import hand_rows, write_segment
-from worker_tests.test_daemon import (
+from worker_tests.worker_kit import (
     Clock,
     Provider,
     make_worker,

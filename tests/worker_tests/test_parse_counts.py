@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from worker_tests.test_daemon import (
+from worker_tests.worker_kit import (
     Clock,
     Provider,
     composition_for,

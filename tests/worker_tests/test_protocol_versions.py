@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from worker_tests.test_daemon import (
+from worker_tests.worker_kit import (
     Clock,
     Provider,
     make_worker,

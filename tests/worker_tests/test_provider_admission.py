@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from worker_tests.test_daemon import (
+from worker_tests.worker_kit import (
     Clock,
     Provider,
     completion,

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 import httpx
 import openai
 import pytest
-from worker_tests.test_daemon import Clock, submit
 from worker_tests.test_provider import CAPSULE, CAPSULE_OBJ
 from worker_tests.test_provider import CONTENT as PRETTY_CONTENT
+from worker_tests.worker_kit import Clock, submit
 
 from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from worker_tests.test_daemon import Clock, Provider, make_worker, outcomes, rid, submit
+from worker_tests.worker_kit import Clock, Provider, make_worker, outcomes, rid, submit
 
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import ResponseStatus, parse_response

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import mounted_tmpfs
-from worker_tests.test_daemon import Clock, Provider, make_worker, outcomes, response, rid, submit
+from worker_tests.worker_kit import Clock, Provider, make_worker, outcomes, response, rid, submit
 
 from kexpr.spool import fsio
 from kexpr.spool.fsio import move_noreplace, reserve
