@@ -372,25 +372,38 @@ class _DeadlineStream(httpcore.NetworkStream):
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
         call = _current()
-        try:
-            left = call._clamp(timeout, self)
-        except _Expired:
-            raise httpcore.ConnectTimeout("call deadline") from None
+        left = _connect_left(call, timeout, self)
         # The TLS stream owns the socket from here on (the plain one is detached).
         inner = self._inner.start_tls(ssl_context, server_hostname, left)
         self._detach()
-        wrapped = _DeadlineStream(inner, self._pool)
-        try:
-            call._clamp(None, wrapped)
-        except _Expired:
-            wrapped.close()
-            raise httpcore.ConnectTimeout("call deadline") from None
-        return wrapped
+        return _connected(call, _DeadlineStream(inner, self._pool))
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable" and self.spent:
             return True  # httpcore's pool: expired, closed, never reused
         return self._inner.get_extra_info(info)
+
+
+def _connect_left(
+    call: Call, timeout: float | None, stream: _DeadlineStream | None
+) -> float | None:
+    """The time one connect phase has (the phase timeout clamped to the call's);
+    ``ConnectTimeout`` once the call is spent."""
+    try:
+        return call._clamp(timeout, stream)
+    except _Expired:
+        raise httpcore.ConnectTimeout("call deadline") from None
+
+
+def _connected(call: Call, stream: _DeadlineStream) -> _DeadlineStream:
+    """A new connection's stream, taken over by the call; closed if the call
+    was spent while it connected."""
+    try:
+        call._clamp(None, stream)
+    except _Expired:
+        stream.close()
+        raise httpcore.ConnectTimeout("call deadline") from None
+    return stream
 
 
 def _http11_of(pool: object, stream: _DeadlineStream) -> object:
@@ -428,19 +441,11 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
         call = _current()
-        try:
-            left = call._clamp(timeout, None)
-        except _Expired:
-            raise httpcore.ConnectTimeout("call deadline") from None
+        left = _connect_left(call, timeout, None)
         stream = _DeadlineStream(
             self._inner.connect_tcp(host, port, left, local_address, socket_options), self._pool
         )
-        try:
-            call._clamp(None, stream)
-        except _Expired:
-            stream.close()
-            raise httpcore.ConnectTimeout("call deadline") from None
-        return stream
+        return _connected(call, stream)
 
     def connect_unix_socket(
         self,

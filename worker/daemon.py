@@ -65,7 +65,6 @@ from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import COMMIT_GRACE
 from kexpr.spool.rehearsal import MarkerRefusal, mark_rehearsal_root, rehearsal_refusal
 from kexpr.worker import housekeeping, reports, scan
-from kexpr.worker.cooldown import CoolDown
 from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.inbox import _InboxWatch
@@ -74,7 +73,6 @@ from kexpr.worker.preload import Preload
 from kexpr.worker.provider import build_client
 from kexpr.worker.quarantine import JOURNAL_ERRORS, RESOURCE_ERRNOS
 from kexpr.worker.reports import REPORT_GROUP_MAX
-from kexpr.worker.speed import SpeedModel
 from kexpr.worker.status import Counters, Fault, StatusFile, wait_ready
 
 if TYPE_CHECKING:
@@ -120,25 +118,12 @@ class Worker:
         self._preload = preload
         self.parts = Parts.build(root, clock=clock, monotonic=monotonic, grace=commit_grace)
         self.status = StatusFile(self.parts, rehearsal=rehearsal)
+        # The parts' own objects, for ops and tests to read (never replaced).
+        self.journal: Journal = self.parts.journal
+        self.counters: Counters = self.parts.counters
         self._wake = threading.Event()
 
     # What tests and ops read of the parts.
-
-    @property
-    def journal(self) -> Journal:
-        return self.parts.journal
-
-    @property
-    def counters(self) -> Counters:
-        return self.parts.counters
-
-    @property
-    def speed(self) -> SpeedModel:
-        return self.parts.speed
-
-    @property
-    def cooldown(self) -> CoolDown:
-        return self.parts.cooldown
 
     @property
     def journal_ok(self) -> bool:
