@@ -41,6 +41,7 @@ from kexpr.worker import housekeeping, listing, reports, scan
 from kexpr.worker.daemon import Worker
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.provider import build_client
+from kexpr.worker.status import wait_ready
 
 
 def test_accepted_composition_is_answered_and_awaits_report(root, provider, env) -> None:  # type: ignore[no-untyped-def]
@@ -372,13 +373,7 @@ def test_second_worker_on_one_data_root_refuses(root, provider, env) -> None:  #
     t = threading.Thread(target=first.run, args=(stop,))
     t.start()
     try:
-        for _ in range(200):
-            if (
-                root.status_file.exists()
-                and json.loads(root.status_file.read_bytes())["state"] == "ready"
-            ):
-                break
-            stop.wait(0.05)
+        wait_ready(root, 10.0)
         second = Worker(root, environ=env, client_factory=lambda: None)
         assert second.run(threading.Event()) is ExitCode.ANOTHER_WORKER
     finally:
@@ -806,13 +801,7 @@ def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provid
     t = threading.Thread(target=w.run, args=(stop,))
     t.start()
     try:
-        for _ in range(200):
-            if (
-                root.status_file.exists()
-                and json.loads(root.status_file.read_bytes())["state"] == "ready"
-            ):
-                break
-            stop.wait(0.05)
+        wait_ready(root, 10.0)
         clock = Clock()
         clock.now = dt.datetime.now(dt.UTC)
         submit(root, clock, rid=rid(1), mode="enabled")
