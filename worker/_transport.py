@@ -1,6 +1,6 @@
 """The one provider call's bounds below the SDK: time, bytes and the ``sent`` truth.
 
-issue 21 ("bounded per call"): through the real proxy path a hostile upstream
+Bounded per call: through the real proxy path a hostile upstream
 once cost the worker +513 MB (a 256 MiB body), +2 GB (a gzip bomb) or unbounded
 growth (an endless chunked body), because the SDK reads and inflates the whole
 body and its 3 s timeout is per phase. This module bounds one call three ways,

@@ -67,7 +67,7 @@ class _Unpublished(Exception):
 
 
 # What `reserve` allocates for a request's answer before its row and its call
-# (issue 19). The inode is what an exhausted root lacked; the bytes: a canonical
+# The inode is what an exhausted root lacked; the bytes: a canonical
 # answer is ~250 bytes, and a filesystem allocates whole blocks (4 KiB on ext4
 # and tmpfs), which hold the accepted answer of every capsule the surfaces build
 # (1-3 KiB). What a longer answer needs beyond is written at publication; a
@@ -128,7 +128,7 @@ def handle_request(
 
 
 def _ensure_ended(p: Parts, req: SpoolRequest, reservation: Reservation | None) -> None:
-    """The last net (issue 21 item 1), judged on the worker's state, not on how
+    """The last net, judged on the worker's state, not on how
     far the code got: an attempt this request started that is still held OPEN
     by its live owner here, once its handling is over, can only have been left
     by an exception (a normal end pops it or makes it AWAITING_REPORT). It is
@@ -172,7 +172,7 @@ def _start(
             if existing is not None:
                 _answer_existing(p, rid, existing, version)
                 return None, None, None
-            # Issue 19: what publishing the answer needs is taken before the row
+            # What publishing the answer needs is taken before the row
             # and the call (an inode and its bytes in tmp/). Without it there is
             # no row and no call: the one request is not spent on an answer that
             # could not be delivered (docs/lifecycle.md "Before the start row").
@@ -189,7 +189,7 @@ def _start(
                     version=version,
                 )
                 return None, None, None
-            # Issue 19: admission judged again right before the start row, on
+            # Admission judged again right before the start row, on
             # the monotonic clock read under the lock: a request whose time left
             # cannot hold even its minimal answer at the fastest published rate
             # gets no row and no call (the scan or the lock may have taken the
@@ -300,8 +300,7 @@ def _run_attempt(
     reservation: Reservation | None,
     thread: CallThread | None = None,
 ) -> None:
-    """After the start row: the one call and its conclusion. Issue 21 item 1:
-    whatever is raised here (``RuntimeError("can't start new thread")`` at a
+    """After the start row: the one call and its conclusion. Whatever is raised here (``RuntimeError("can't start new thread")`` at a
     thread limit, ``MemoryError``, a bug), the attempt does not stay live: it
     ends in a terminal row, or in its durable "answered" state if its accepted
     response is already published, and the fault is counted."""
@@ -318,10 +317,10 @@ def _run_attempt(
                 p.client, capsule.to_json(), seconds=max(seconds, 0.0), thread=thread
             )
             if result.sent:
-                # Only a request that left the process is a call (issue 21): not one
+                # Only a request that left the process is a call: not one
                 # whose deadline had passed, nor one whose thread could not start; and
                 # only such a call has a margin to record, content-free
-                # (worker.histograms; issue 19 item 6).
+                # (worker.histograms).
                 took, now = p.mono() - t0, p.mono()
                 p.counters.bump("calls")
                 p.counters.record_call(
@@ -344,7 +343,7 @@ def _run_attempt(
 def _abandon(
     p: Parts, req: SpoolRequest, rec: AttemptRecord, reservation: Reservation | None
 ) -> None:
-    """End an attempt whose handling raised (issue 21 item 1). Answered (its
+    """End an attempt whose handling raised. Answered (its
     accepted response is in responses/, the durable AWAITING_REPORT): left to
     its report window. Otherwise ``claim_expired_canonical`` (the EXPIRE edge
     from OPEN: no owner can finish it) and the starter answered canonical. If
@@ -437,7 +436,7 @@ def _conclude(
     if accepted is not None:
         if not p.outbox.publish(accepted, durable=True, reservation=reservation):
             # Not published, so not answered (rule 3): the attempt must not
-            # wait for a report that cannot come; it ends now (issue 21 item 1).
+            # wait for a report that cannot come; it ends now.
             p.attempts.answers.pop(rec.attempt_id, None)
             raise _Unpublished
     elif outcome is not None:

@@ -37,7 +37,7 @@ Invariants (each one is a reason for a line below):
 7. Retention (`kexpr.spool.journal` rule 7) runs at start-up, after every scan and
    before a new attempt: open attempts in an expiring segment are terminalized
    ``claim_expired_canonical`` first, then the whole segment is removed.
-8. One bad entry harms only itself (issue 14): an error while listing,
+8. One bad entry harms only itself: an error while listing,
    claiming, reading or answering one spool entry answers that entry canonical
    (or leaves it untouched for the next scan) and is counted by `Fault` in
    ``worker.status.json`` (``kexpr status`` shows it); every other request is

@@ -1,4 +1,4 @@
-"""The margin of the one call, per surface: content-free histograms (issue 19 item 6).
+"""The margin of the one call, per surface: content-free histograms.
 
 The plan fixes the call's budget (design §9): ``timeout=3.0`` s on the client, a 4 s
 deadline, ``max_tokens=384``. A real model writes its answer token by token, so
@@ -62,7 +62,7 @@ CALL_SECONDS_EDGES: Final[tuple[float, ...]] = (
     0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0,
 )  # fmt: skip
 # Completion tokens: 32-token steps up to max_tokens=384, with the time budget's
-# 297 as an edge of its own. The minimal compact answers measured in issue 19 are
+# 297 as an edge of its own. The minimal compact answers measured are
 # ~103 (daily) to ~311 (dual card, 4 reasons) tokens, so the steps resolve every
 # surface. The last bucket (> 384) cannot be a complete answer: it is what an API
 # that reports more than it was allowed to write would show.

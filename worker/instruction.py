@@ -34,7 +34,7 @@ from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_
 __all__ = ["INVALID_EXAMPLES", "SYSTEM_INSTRUCTION", "VALID_EXAMPLES"]
 
 
-# The instruction's examples, as data (issue 19 item 4): tests/worker_tests/
+# The instruction's examples, as data: tests/worker_tests/
 # test_instruction.py judges every one with the contract, so each rule the
 # instruction states is pinned to what `judge` really does. (slot_id, IDs, text).
 VALID_EXAMPLES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (

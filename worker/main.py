@@ -9,7 +9,7 @@ Start-up order, each step a precondition of the next (design §9, §10):
    Then ask the kernel for SIGTERM when the parent (the supervisor) dies
    (``PR_SET_PDEATHSIG``, `die_with_parent`): a SIGKILLed supervisor must not
    leave an orphan worker holding ``worker.lock`` — the next supervisor's worker
-   would refuse to start (exit 73) for as long as the orphan lived (issue 4). The
+   would refuse to start (exit 73) for as long as the orphan lived. The
    orphan stops gracefully, like any SIGTERM. A parent that died before the
    request (the process was already re-parented) means exit at once.
 2. Refuse a hazardous environment (any ``OPENAI_*`` but the key, ``SSLKEYLOGFILE``)
@@ -60,7 +60,7 @@ _PARENT_AT_START: Final = os.getppid()
 
 Prctl = Callable[[int, int, int, int, int], int]
 
-# Issue 21 item 4: only SIGTERM and SIGINT stop the worker (gracefully). These
+# Only SIGTERM and SIGINT stop the worker (gracefully). These
 # have no meaning for it and are ignored: their default action is to terminate,
 # and a stray ``kill -USR1`` or a closed terminal (SIGHUP) must not cost the
 # presentations in flight their answers. The worker reads no configuration

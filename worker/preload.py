@@ -1,4 +1,4 @@
-"""Journal verification beside the SDK import (worker start-up, issue 5).
+"""Journal verification beside the SDK import (worker start-up).
 
 A worker is ready only once its dedupe index is rebuilt from the verified journal
 (36 days of segments: ~0.35 s here) *and* the SDK is imported with its resources

@@ -22,8 +22,8 @@ Rules of this module:
   the same parameters with ``messages`` handed to the SDK through ``extra_body``,
   so the SDK does not walk them against its TypedDicts. The body on the wire is
   byte-identical (see :func:`wire_kwargs`).
-* Every call is bounded in time, bytes and truth by :mod:`kexpr.worker._transport`
-  (issue 21): a total deadline at which the call's sockets are shut down and its
+* Every call is bounded in time, bytes and truth by :mod:`kexpr.worker._transport`:
+  a total deadline at which the call's sockets are shut down and its
   thread returns (a call that overstays is cut, not abandoned), a response body
   read with a hard cap of ``BODY_CAP_BYTES`` = 48 KiB (the contract's 16 KiB
   content limit, twice for JSON-string escaping, plus 16 KiB of envelope; the
@@ -154,13 +154,13 @@ class ProviderResult:
     outcome: ProviderFailure | None
     content: str | None = field(default=None, repr=False)
     # The answer's ``usage.completion_tokens`` as the API reported it (a non-negative
-    # int), or None when absent or not an int (issue 19 item 6). Read for the
+    # int), or None when absent or not an int. Read for the
     # worker's content-free histogram only (`kexpr.worker.histograms`): never for
     # judging, never trusted as a bound, never part of ``content``; not part of a
     # result's equality either (what a call produced is its outcome and content).
     completion_tokens: int | None = field(default=None, compare=False)
     # Whether the request was handed to the transport (with time left): the one
-    # fact `calls` in the worker status counts (issue 21). A content result was
+    # fact `calls` in the worker status counts. A content result was
     # sent; a timeout may or may not have been.
     sent: bool = False
 

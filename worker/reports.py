@@ -194,8 +194,8 @@ def adopt_inherited(p: Parts) -> None:
 
 def _reported_attempts(p: Parts) -> dict[str, Outcome]:
     """attempt_id -> reported outcome of every readable report in reports/
-    (issue 21 item 3: the evidence looked at before any inherited attempt is
-    expired). What cannot be read here is judged by `handle_reports` as usual."""
+    (the evidence looked at before any inherited attempt is expired: a report
+    is stronger evidence than a missing response). What cannot be read here is judged by `handle_reports` as usual."""
     out: dict[str, Outcome] = {}
     try:
         names = json_names(p.root.reports)
@@ -249,8 +249,8 @@ def handle_reports(p: Parts, names: list[str]) -> None:
         except FileNotFoundError:
             continue
         except UnknownSpoolVersion:
-            # A newer protocol's report: not ours to judge, and never dropped
-            # (issue 21 item 3). Counted once; kept for a worker that knows it.
+            # A newer protocol's report: not ours to judge, and never dropped.
+            # Counted once; kept for a worker that knows it.
             if kept.keep(path, name):
                 p.counters.fault(Fault.UNKNOWN_SPOOL_VERSION)
             continue

@@ -2,7 +2,7 @@
 `wait_ready` for ops and tests.
 
 Besides the totals since start, the status file carries two content-free views
-of the recent past and of the call's margin (issues 19 and 21):
+of the recent past and of the call's margin:
 
 * ``last_minute``: the `ROLLING` counters over the last 60 s (`RollingCount`), so
   ``kexpr status`` can say how many requests expired per minute *now* and call a
@@ -55,9 +55,9 @@ class Fault(enum.StrEnum):
     APPEND_UNDONE = "append_undone"  # a failed append was undone (spool.journal)
     SEGMENT_FULL = "segment_full"  # a new attempt refused: today's segment is full
     WATCH_FAILED = "watch_failed"  # no inotify watch: the rescan timer alone
-    # Issue 19: the answer's staging file could not be reserved: no row, no call.
+    # The answer's staging file could not be reserved: no row, no call.
     RESERVE_FAILED = "reserve_failed"
-    # Issue 21: something unexpected was raised after a start row; the attempt
+    # Something unexpected was raised after a start row; the attempt
     # was ended (claim_expired_canonical), never left live.
     ATTEMPT_ERROR = "attempt_error"
     # A call thread could not be started (RLIMIT_NPROC, TasksMax=, memory): it is
@@ -104,8 +104,8 @@ CounterName: TypeAlias = Literal[
 # Counters also kept over the last minute (``last_minute`` in the status file):
 # the requests claimed, the calls made, the requests that had expired before the
 # worker reached them, and those it reached with too little time left to answer
-# (no_time_to_answer: refused before the start row, issue 19). ``kexpr status``
-# compares the last two with claimed (issue 21: "truthful status under load").
+# (no_time_to_answer: refused before the start row). ``kexpr status``
+# compares the last two with claimed, so that its status under load is truthful.
 ROLLING: Final[tuple[CounterName, ...]] = (
     "claimed",
     "calls",
