@@ -1,4 +1,4 @@
-"""Issue 19, the worker's side: no call that cannot succeed.
+"""No call that cannot succeed.
 
 1. Admission is judged again under the journal lock, right before the start
    row. Observed in a burst (1,000 artifacts, 20 gateways): 55 of 204 start
@@ -77,7 +77,7 @@ def test_a_lock_taken_too_late_writes_no_start_row_and_makes_no_call(
     monkeypatch: pytest.MonkeyPatch,
     wait: float,
 ) -> None:
-    """Regression (issue 19): the old worker wrote the start row and called (or,
+    """Regression: the old worker wrote the start row and called (or,
     past the deadline, spent the attempt with zero requests) whatever the lock
     wait had taken, and counted a call either way."""
     clock = Clock()
@@ -133,7 +133,7 @@ def _no_new_staging_file(real: Callable[..., int]) -> Callable[..., int]:
 def test_no_room_for_the_answer_means_no_row_and_no_call(
     root: DataRoot, provider: Provider, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression (issue 19): the old worker called first and then failed to
+    """Regression: the old worker called first and then failed to
     publish (a billed request, no delivered answer)."""
     clock = Clock()
     w = make_worker(root, provider, clock, env)

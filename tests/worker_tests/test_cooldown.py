@@ -1,4 +1,4 @@
-"""Issue 27 item 5: the provider cool-down's states (`kexpr.worker.cooldown`), on an
+"""The provider cool-down's states (`kexpr.worker.cooldown`), on an
 injected monotonic clock."""
 
 from __future__ import annotations

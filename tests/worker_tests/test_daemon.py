@@ -136,7 +136,7 @@ def test_same_artifact_after_terminal_is_already_attempted(root, provider, env) 
 
 
 def test_a_lost_attempt_is_canonical_for_every_request_after_a_restart(root, provider, env) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13, Why 1: a worker died during its call (start row, no response).
+    """A worker died during its call (start row, no response).
     The restarted worker knows from the spool that the call died with it: the
     attempt ends claim_expired_canonical at start-up, and every request for the
     artifact, the one that started it included, is answered canonical with
@@ -183,7 +183,7 @@ def test_in_flight_only_to_another_request_while_the_live_owner_calls(root, prov
 
 
 def test_an_answered_attempt_keeps_its_report_window_across_a_restart(root, provider, env) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13, Why 2: the accepted response in responses/ is the attempt's
+    """The accepted response in responses/ is the attempt's
     durable AWAITING_REPORT; a report arriving after the restart is journaled."""
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
@@ -400,7 +400,7 @@ def _no_leaked_threads() -> Iterator[None]:
         t.join(5)
 
 
-# ------------------------------------- issue 4: unsafe files, quarantine, retention
+# ------------------------------------- unsafe files, quarantine, retention
 
 
 @pytest.mark.parametrize("kind", ["fifo", "bad_mode", "directory", "oversized", "wrong_owner"])
@@ -844,7 +844,7 @@ def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, en
 def test_a_report_left_while_no_worker_ran_is_evidence_even_past_commit_grace(
     root, provider, env
 ) -> None:  # type: ignore[no-untyped-def]
-    """Issue 21 item 3: a report on disk for an open attempt proves the host
+    """A report on disk for an open attempt proves the host
     published. Written while no worker ran (stopped for an upgrade longer than
     the grace), its lateness is the worker's: it is journaled, not orphaned."""
     clock = Clock()
@@ -900,7 +900,7 @@ def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_respon
 def test_a_report_whose_row_fails_stays_for_the_next_worker(
     root, provider, env, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13, Why 3: the terminal row's append fails (ENOSPC): the worker
+    """The terminal row's append fails (ENOSPC): the worker
     quarantines and keeps the report; the next worker journals it."""
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
@@ -944,7 +944,7 @@ def test_a_reports_listing_that_fails_quarantines_io_error(
     assert not w.journal_ok and w.quarantine == "io_error"
 
 
-# ------------------------------------------------- clock steps (issue 13, Why 4)
+# ----------------------------------------------------------------- clock steps
 
 
 def test_a_request_outside_the_skew_bound_is_canonical_with_no_call(root, provider, env) -> None:  # type: ignore[no-untyped-def]

@@ -1,5 +1,5 @@
 """The call's margin histograms and the last minute's counts: fixed edges tied to
-the plan's numbers, counts only (issue 19 item 6, issue 21)."""
+the plan's numbers, counts only."""
 
 from __future__ import annotations
 

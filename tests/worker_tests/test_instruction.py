@@ -1,4 +1,4 @@
-"""The static instruction answers the cold trial's five questions (issue 19 item 4), and
+"""The static instruction answers the cold trial's five questions, and
 every example it shows is judged by the contract as the instruction says: a rule the
 instruction states is the contract's real behaviour, not a second opinion."""
 

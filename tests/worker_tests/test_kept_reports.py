@@ -1,4 +1,4 @@
-"""Issue 26 item 6: kept files cost nothing at rest.
+"""Kept files cost nothing at rest.
 
 Observed: 10,000 report files of a newer protocol version (kept by design: never
 ours to judge, never dropped) made the idle worker use 29-34 % of a core: every

@@ -1,4 +1,4 @@
-"""Issue 27 item 1: the artifact key is HMAC-SHA-256 truncated to 128 bits (32 hex),
+"""The artifact key is HMAC-SHA-256 truncated to 128 bits (32 hex),
 and nothing attempted under the 64-hex key of the release before may be attempted
 again.
 

@@ -1,5 +1,5 @@
-"""The worker's accepted path parses each document once and judges once (issue 13
-item 6: a composition was once JSON-parsed four times and built three times).
+"""The worker's accepted path parses each document once and judges once
+(a composition was once JSON-parsed four times and built three times).
 
 Counted from the outside: every JSON decode (the strict reader's decoder and
 ``json.loads``), every validation by the request and composition models, and every

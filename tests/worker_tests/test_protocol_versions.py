@@ -1,4 +1,4 @@
-"""Issue 21 item 3: the spool protocol is versioned (`kexpr.spool.messages`).
+"""The spool protocol is versioned (`kexpr.spool.messages`).
 
 A worker that finds files of an older protocol handles them (answers a request
 in its own version, journals a report); files of a version it does not know are

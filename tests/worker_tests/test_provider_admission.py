@@ -121,7 +121,7 @@ def test_the_dual_card_is_two_hundred_tokens_and_more() -> None:
 def test_a_shape_too_slow_for_the_measured_speed_gets_no_row_and_no_call(
     root: DataRoot, provider: Provider, env: dict[str, str]
 ) -> None:
-    """Regression (issue 28): the old worker called a 2-reason dual card at 77
+    """Regression: the old worker called a 2-reason dual card at 77
     tokens/s after 0.7 s (3.3 s for its ~200 tokens): a billed timeout every time."""
     clock = Clock()
     w = make_worker(root, provider, clock, env)
@@ -225,7 +225,7 @@ def failing(provider: Provider, status_code: int = 500) -> None:
 def test_a_failing_provider_cools_down_then_one_probe(
     root: DataRoot, provider: Provider, env: dict[str, str]
 ) -> None:
-    """Regression (issue 27 item 5): the old worker called a failing provider for
+    """Regression: the old worker called a failing provider for
     every request, each a wait in front of the customer."""
     clock = Clock()
     w = make_worker(root, provider, clock, env)

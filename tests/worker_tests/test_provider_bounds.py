@@ -1,4 +1,4 @@
-"""The provider call's byte cap, identity encoding and ``sent`` truth (issue 21),
+"""The provider call's byte cap, identity encoding and ``sent`` truth,
 over an injected ``httpx.MockTransport``: the hooks `build_client` installs are
 the production ones, so what is counted here is what the worker reads.
 
@@ -364,12 +364,12 @@ def test_calls_does_not_count_a_call_whose_thread_could_not_start(
     try:
         w.handle_claimed(_submit(root, clock, "3" * 32))
     except RuntimeError:
-        pass  # what becomes of the attempt is the attempt handler's (issue 21 item 1)
+        pass  # what becomes of the attempt is the attempt handler's
     assert seen == []
     assert w.counters.calls == 0
 
 
-# --- issue 26 item 9a: the call thread is taken before its call is known ------------
+# --- the call thread is taken before its call is known ------------
 
 
 def test_a_taken_thread_given_back_unused_parks_and_the_surplus_ends(

@@ -1,4 +1,4 @@
-"""Hostile upstreams through the real proxy path (issue 21, "bounded per call").
+"""Hostile upstreams through the real proxy path.
 
 Every test here reaches the loopback fake exactly as production reaches the API:
 ``HTTPS_PROXY`` (a real CONNECT proxy) and ``SSL_CERT_FILE`` (a test CA), read by
@@ -156,7 +156,7 @@ def test_a_hostile_call_is_cut_at_its_deadline(proxied: FakeOpenAI, mode: str) -
         result = call_with_deadline(client, CAPSULE, seconds=seconds)
         returned = time.monotonic()
         # The thread ended with the call (the cut woke it) and parked: none is left
-        # running. On the code before issue 21 it ran on, reading, for as long as
+        # running. On the code before the per-call bound it ran on, reading, for as long as
         # the upstream sent.
         assert _calls_end_within(SLACK_S)
     finally:
@@ -251,7 +251,7 @@ def test_a_hostile_upstream_costs_the_worker_under_50_mb(
     assert ended - started < DEADLINE_S + SLACK_S
     assert fake_api.wait_until(lambda: tally.ended_at is not None, SLACK_S + 1.0)
     assert tally.peer_gone  # the worker cut the connection
-    time.sleep(0.5)  # nothing keeps growing after the attempt ended (issue 21)
+    time.sleep(0.5)  # nothing keeps growing after the attempt ended
     peak_kb = _proc_kb(pid, "VmHWM")
     after_kb = _proc_kb(pid, "VmRSS")
     assert peak_kb - before_kb < RSS_GROWTH_LIMIT_KB, (mode, before_kb, peak_kb)
@@ -259,7 +259,7 @@ def test_a_hostile_upstream_costs_the_worker_under_50_mb(
     # The call thread was reused and parked again: no thread left behind.
     assert _proc_kb(pid, "Threads") <= threads_before
     assert len(fake_api.requests) == 2
-    # `calls` counts the two requests that left (issue 21).
+    # `calls` counts the two requests that left.
     end = time.monotonic() + 3.0
     while time.monotonic() < end:
         counters = json.loads(DataRoot(data_root).status_file.read_bytes())["counters"]
@@ -269,7 +269,7 @@ def test_a_hostile_upstream_costs_the_worker_under_50_mb(
     assert counters["calls"] == 2
 
 
-# --- issue 26 item 9: a body longer than its Content-Length on a kept-alive connection
+# --- a body longer than its Content-Length on a kept-alive connection
 
 
 def _capsule(key: str) -> str:

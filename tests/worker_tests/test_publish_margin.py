@@ -1,4 +1,4 @@
-"""Issue 27 item 4, the worker's side: never publish an accepted answer the shim
+"""Never publish an accepted answer the shim
 can no longer take.
 
 Observed in a burst (1,000 artifacts, 20 gateway processes): 1-2 accepted answers

@@ -1,4 +1,4 @@
-"""Issue 26 item 8: publishing needs only what was reserved, on ext4 and on tmpfs.
+"""Publishing needs only what was reserved, on ext4 and on tmpfs.
 
 The reserved staging file used to be published with ``link(2)``; tmpfs counts
 every link against ``nr_inodes``, so on a tmpfs whose inodes ran out after the

@@ -1,4 +1,4 @@
-"""kexpr.worker.rehearsal and kexpr.spool.rehearsal (issue 24 item 1): the built-in
+"""kexpr.worker.rehearsal and kexpr.spool.rehearsal: the built-in
 model behind the SDK's client, its pace, its answers, the marker's rules, and the
 supervisor's and the ops tools' side. Time is an injected clock: no timed test."""
 

@@ -1,4 +1,4 @@
-"""Issue 21 item 4: only SIGTERM and SIGINT stop the worker, gracefully.
+"""Only SIGTERM and SIGINT stop the worker, gracefully.
 
 Observed: ``SIGUSR1``/``SIGUSR2`` terminated the worker (no handler, the
 default action); the supervisor restarted it, and the presentations in flight

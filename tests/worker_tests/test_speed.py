@@ -1,4 +1,4 @@
-"""Issue 28: the speed model (`kexpr.worker.speed`) -- the fit, the cold start and
+"""The speed model (`kexpr.worker.speed`) -- the fit, the cold start and
 the decay, on an injected monotonic clock. Numbers only, no timing of this machine."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_never_more_optimistic_than_the_cold_start() -> None:
 
 
 def test_at_77_tokens_per_s_after_0_7_s_the_two_reason_dual_card_does_not_fit() -> None:
-    """Issue 28's example: the 2-reason dual card's bound (247) does not fit the
+    """An example: the 2-reason dual card's bound (247) does not fit the
     3 s at the published median; the daily and physique cards (129, 138) do."""
     m = SpeedModel()
     for i, n in enumerate(MIX * 3):

@@ -1,4 +1,4 @@
-"""Issue 21 item 3: an upgrade in place keeps what the host published.
+"""An upgrade in place keeps what the host published.
 
 Observed: a data root from the release before the attempt lifecycle (an
 accepted attempt, the host published the styled body, its report written while

@@ -1,4 +1,4 @@
-"""Issue 27 item 1: the upgrade to the 128-bit artifact key keeps every earlier attempt
+"""The upgrade to the 128-bit artifact key keeps every earlier attempt
 deduped, and an old shim is served by the new worker.
 
 The release before the change (`PREVIOUS`, ``f24e0c6``: 64-hex keys, spool protocol
