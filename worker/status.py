@@ -151,7 +151,7 @@ class Counters:
 
     The scan thread and the call threads both count: every change goes through a
     method that holds ``lock`` (``x += 1`` on an attribute is a read and a write
-    another thread can interleave), and `write_status` reads under it."""
+    another thread can interleave), and `StatusFile.write` reads under it."""
 
     claimed: int = 0
     calls: int = 0

@@ -11,7 +11,7 @@ from kexpr.worker.status import CounterName, Counters, Fault
 
 
 def test_every_counter_is_named_once_and_shown() -> None:
-    # write_status shows the counters named by CounterName: every int field.
+    # StatusFile.write shows the counters named by CounterName: every int field.
     ints = [f.name for f in dataclasses.fields(Counters) if f.type == "int"]
     assert list(get_args(CounterName)) == ints and "canonical" in ints
 
