@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from worker_tests.worker_kit import completion
 
 from kexpr.spool.contract import SURFACES
 from kexpr.spool.outcomes import Outcome
@@ -156,20 +157,7 @@ def test_the_result_carries_the_reported_completion_tokens_or_none(
 ) -> None:
     import httpx
 
-    body: dict[str, object] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "gpt-4.1-mini",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "{}", "refusal": None},
-                "finish_reason": finish_reason,
-                "logprobs": None,
-            }
-        ],
-    }
+    body = completion("{}", finish_reason)
     if usage is not None:
         body["usage"] = usage
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
