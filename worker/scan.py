@@ -12,7 +12,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import datetime as dt
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kexpr.spool.fsio import UnsafePath, claim, read_private_identified
@@ -103,22 +102,23 @@ def claim_request(p: Parts, name: str) -> bool:
         if resource(e):
             raise
         p.counters.fault(Fault.CLAIM_FAILED)
-        refuse_entry(p, "requests", src)
+        refuse_request(p, name)
         return False
     if won:
         p.counters.bump("claimed")
     return won
 
 
-def refuse_entry(p: Parts, where: str, path: Path) -> None:
-    """Answer one entry canonical (``invalid_request``, no row, no call) and
-    remove its file; one that cannot be removed is skipped from now on."""
-    rid = path.name[: -len(".json")]
+def refuse_request(p: Parts, name: str) -> None:
+    """Answer one request that could not be claimed canonical (``invalid_request``,
+    no row, no call) and remove it from requests/ (`Move.REFUSED`); one that
+    cannot be removed is skipped from now on."""
+    rid = name[: -len(".json")]
     if is_hex32(rid):
         p.outbox.respond(rid, None, ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
-    if not quiet_unlink(path):
+    if not quiet_unlink(source(p.root, File.REQUEST, Move.REFUSED) / name):
         p.counters.fault(Fault.ENTRY_STUCK)
-        p.attempts.mark_stuck(where, path.name)
+        p.attempts.mark_stuck("requests", name)
 
 
 def dispatch(p: Parts, pool: cf.ThreadPoolExecutor, name: str) -> None:
