@@ -215,7 +215,7 @@ def _present(w: Any, root: DataRoot, clock: Clock, n: int, *, age_s: float = 0.0
     from kexpr.worker.scan import claim_request
 
     rid = submit(root, clock, akey=f"{n:032x}", rid=f"{n:032x}", age_s=age_s, into=root.requests)
-    assert claim_request(w, f"{rid}.json")
+    assert claim_request(w.parts, f"{rid}.json")
     w.handle_claimed(f"{rid}.json")
 
 
