@@ -34,6 +34,7 @@ import sys
 from typing import Final, TextIO
 
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
+from kexpr.spool.errors import ReasonError
 
 EXIT_UNUSABLE: Final = 2
 
@@ -69,12 +70,12 @@ WORDS: Final[dict[Problem, str]] = {
 }
 
 
-class InputRefused(Exception):
+class InputRefused(ReasonError[Problem]):
     """A path argument that cannot be used; the enum only, never content."""
 
-    def __init__(self, problem: Problem) -> None:
-        super().__init__(problem.value)
-        self.problem: Final = problem
+    @property
+    def problem(self) -> Problem:
+        return self.reason
 
 
 def shown(path: os.PathLike[str] | str) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kexpr.spool.errors import ReasonError
 from kexpr.spool.fsio import UnsafePath, read_bounded
 from kexpr.spool.layout import DataRoot
 
@@ -43,10 +44,10 @@ class ReadProblem(enum.StrEnum):
     IO_ERROR = "io_error"
 
 
-class ReadRefused(Exception):
-    def __init__(self, problem: ReadProblem) -> None:
-        super().__init__(problem.value)
-        self.problem = problem
+class ReadRefused(ReasonError[ReadProblem]):
+    @property
+    def problem(self) -> ReadProblem:
+        return self.reason
 
 
 def read_nofollow(path: os.PathLike[str] | str, *, max_bytes: int) -> bytes:

@@ -56,6 +56,7 @@ from gateway_shim.glossary import GLOSSARY
 from kexpr.spool.contract import Reason, SlotPolicy, check_generated, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, slots_token_bound
 from kexpr.spool.contract.manifest import ACTION_PREFIX, PREDICATE_PREFIX, TOKEN_RE
+from kexpr.spool.errors import ReasonError
 
 __all__ = [
     "SENTENCE_SEPARATORS",
@@ -216,15 +217,11 @@ class RenderReason(enum.Enum):
     TOO_LONG_UTF16 = "too_long_utf16"
 
 
-class Ineligible(Exception):
+class Ineligible(ReasonError[IneligibleReason]):
     """The canonical body is not eligible: publish it as is, make no request."""
 
-    def __init__(self, reason: IneligibleReason) -> None:
-        super().__init__(reason.value)
-        self.reason: Final = reason
 
-
-class RenderError(Exception):
+class RenderError(ReasonError[RenderReason]):
     """A composition could not be rendered: publish the canonical body.
 
     ``contract_reason`` is the contract's own enum when ``reason`` is
@@ -232,8 +229,7 @@ class RenderError(Exception):
     """
 
     def __init__(self, reason: RenderReason, contract_reason: Reason | None = None) -> None:
-        super().__init__(reason.value)
-        self.reason: Final = reason
+        super().__init__(reason)
         self.contract_reason: Final = contract_reason
 
 

@@ -52,6 +52,7 @@ import re
 import unicodedata
 from typing import Final
 
+from ..errors import ReasonError
 from .reasons import Reason
 
 MAX_RESPONSE_BYTES: Final = 16 * 1024
@@ -79,16 +80,12 @@ class _OversizedInt:
 _OVERSIZED_INT: Final = _OversizedInt()
 
 
-class StrictJsonError(Exception):
+class StrictJsonError(ReasonError[Reason]):
     """Internal: the reader refused the document. Carries only a reason code.
 
     Deliberately not a ValueError: json.loads must not be able to mistake it for one of
     its own errors while it propagates out of a hook.
     """
-
-    def __init__(self, reason: Reason) -> None:
-        super().__init__(reason.value)
-        self.reason = reason
 
 
 def _object_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
