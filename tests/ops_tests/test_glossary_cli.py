@@ -29,7 +29,7 @@ def test_check_valid_file(tmp_path: Path) -> None:
     done = kexpr("glossary", "check", _file(tmp_path, GLOSSARY))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    # Issue 27 item 2: each ID's price (the budget module's bound) and, per number
+    # Each ID's price (the budget module's bound) and, per number
     # of review reasons, the costliest card's minimal answer against the budget.
     from kexpr.spool.contract import slot_policy
     from kexpr.spool.contract.budget import id_token_bound, slots_token_bound
@@ -58,7 +58,7 @@ def test_check_valid_file(tmp_path: Path) -> None:
         "problem": None,
         "decisions": 2,
         "reasons": 3,
-        # Issue 24: the shipped entries and the file's own, apart.
+        # The shipped entries and the file's own, apart.
         "shipped_decisions": len(SHIPPED_DUAL_GLOSSARY.decisions),
         "shipped_reasons": len(SHIPPED_DUAL_GLOSSARY.reasons),
         "operator_decisions": 1,

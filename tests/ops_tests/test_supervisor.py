@@ -373,7 +373,7 @@ def test_the_supervisor_ignores_the_signals_the_worker_ignores() -> None:
 
 
 def test_usr1_usr2_and_hup_leave_supervision_running(data_root: Path) -> None:
-    """Issue 21 item 4: the supervisor died of SIGUSR1 (the default action), and its
+    """The supervisor once died of SIGUSR1 (the default action), and its
     worker with it; only SIGTERM and SIGINT stop it."""
     w = start_supervised_worker(data_root, None)
     try:

@@ -139,7 +139,7 @@ def test_unreadable_inputs_are_unusable_with_one_line_and_no_answers(tmp_path: P
 
 
 def test_empty_input_is_unusable_not_silently_eligible() -> None:
-    # Issue 24: the old code printed nothing and exited 0 on empty input.
+    # An empty input once printed nothing and exited 0.
     code, answers, err = _run(["--jsonl", "-"], b"")
     assert (code, answers) == (EXIT_UNUSABLE, [])
     assert err == "kexpr surfaces check: standard input is empty (no request to check)\n"
@@ -154,7 +154,7 @@ def test_every_batch_answer_carries_its_input_line_number() -> None:
 
 
 def test_the_recorded_examples_are_accepted_as_they_are_and_meet_their_expectation() -> None:
-    # Issue 24: the goldens' README calls these lines requests; the old code answered
+    # The goldens' README calls these lines requests; the checker once answered
     # 14 x invalid_request on them. An example line is {"request", "expected", "example"}.
     code, answers, err = _run(["--jsonl", str(HOST_EXAMPLES)])
     assert (code, err) == (EXIT_ELIGIBLE, "")
@@ -404,7 +404,7 @@ def test_single_form_human_readable_eligible_names_the_slots_and_the_roundtrip(
     path = _write_single_input(tmp_path, request)
     code, out, err = _single(_single_argv(request, str(path)))
     assert (code, err) == (EXIT_ELIGIBLE, "")
-    # Issue 27 item 2: each ID's price and the minimal answer against the budget.
+    # Each ID's price and the minimal answer against the budget.
     from kexpr.spool.contract import slot_policy
     from kexpr.spool.contract.budget import slots_token_bound
 

@@ -114,7 +114,7 @@ def test_worker_unit_has_every_sandbox_setting_the_issue_lists() -> None:
     )
     # Restart, crash loop and graceful stop mirror `kexpr supervise`.
     assert settings["Restart"] == "on-failure"
-    # Issue 26 item 5: every exit `kexpr supervise` does not restart (69 included:
+    # Every exit `kexpr supervise` does not restart (69 included:
     # an unsupported httpx/httpcore), and no other.
     from kexpr.ops.supervisor import FATAL_EXITS
 

@@ -1,4 +1,4 @@
-"""Issue 27 item 2: the shipped dual IDs are short, and every operator glossary that was
+"""The shipped dual IDs are short, and every operator glossary that was
 valid before keeps working unchanged.
 
 Before the rename an operator file could use any ``P_DUAL_DECISION_*``/``P_DUAL_REASON_*``

@@ -243,7 +243,7 @@ def test_private_lines_are_locked_without_a_required_format(text: str) -> None:
             body(reasons=()).replace("\n\n고객에게는", "\n\n검토 필요\n\n\n\n고객에게는"),
             R.REVIEW_BLOCK_MISMATCH,
         ),
-        # Issue 20: review lines only inside the one "검토 필요" block, with at
+        # Review lines only inside the one "검토 필요" block, with at
         # least one reason, ending at "상세 근거" or the final line.
         (
             body(reasons=()).replace("\n\n고객에게는", "\n\n검토 필요\n\n고객에게는"),

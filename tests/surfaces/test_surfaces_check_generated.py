@@ -85,7 +85,7 @@ def test_generated_adaptive_cards(p: tuple[str, dict[str, Any]], origin: str) ->
     if origin == "recovery":
         _assert_ineligible(result, "recovery_payload")
         return
-    # Issue 19: a card with many long reasons may need more tokens than can arrive.
+    # A card with many long reasons may need more tokens than can arrive.
     parsed = parse_adaptive(
         payload,
         callback_data=CALLBACK,
