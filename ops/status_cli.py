@@ -25,7 +25,7 @@ HealthVerdict (exit code):
   (``data_root_<problem>``, `kexpr.ops.inputs`: missing, not a directory, a
   symlink, an empty directory), said in one line naming the path.
 
-Besides the verdict it shows (issues 19 and 21): the last minute's claimed
+Besides the verdict it shows: the last minute's claimed
 requests, calls and expired requests (``expired`` is the rate per minute), and per
 surface the calls, their failures, the p95 call time against the 3 s budget and
 the call-time and completion-token histograms (`kexpr.worker.histograms`). Those
