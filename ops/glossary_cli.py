@@ -40,7 +40,7 @@ from gateway_shim.operator_glossary import (
     parse_operator_glossary,
 )
 from kexpr.ops.inputs import InputRefused, Problem, data_root_problem, read_file, refuse
-from kexpr.spool.fsio import UnsafePath, publish, unlink_quiet
+from kexpr.spool.fsio import publish, unlink_quiet
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
 
 PROG = "kexpr glossary"
@@ -148,7 +148,7 @@ def cli(argv: list[str]) -> int:
         except FileExistsError:
             print(json.dumps({**summary, "installed": False, "problem": "already_installed"}))
             return 1
-        except (UnsafePath, OSError):
+        except OSError:
             print(json.dumps({**summary, "installed": False, "problem": "data_root_unusable"}))
             return 2
         summary["installed"] = True

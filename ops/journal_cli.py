@@ -124,7 +124,7 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
             rep.finding(_os_reason(e), rel)
     try:
         names = list_dir(root.root)
-    except (UnsafePath, OSError):
+    except OSError:
         names = []
     product = {p.name for p in root.product_dirs() if p.parent == root.root}
     for name in sorted(names):
@@ -143,7 +143,7 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
         rel = str(d.relative_to(root.root))
         try:
             entries = list_dir(d)
-        except (UnsafePath, OSError):
+        except OSError:
             continue  # already reported as a directory finding
         for name in sorted(entries):
             where = f"{rel}/{name}"
@@ -194,7 +194,7 @@ def _leftovers(root: DataRoot, idx: Index, rep: Report) -> int:
     for d, kind in ((root.responses, "response"), (root.reports, "report")):
         try:
             names = [x for x in list_dir(d) if _SPOOL_NAME.fullmatch(x)]
-        except (UnsafePath, OSError):
+        except OSError:
             continue  # the tree audit reports the directory itself
         for name in names:
             try:
@@ -210,7 +210,7 @@ def _leftovers(root: DataRoot, idx: Index, rep: Report) -> int:
                 else:
                     rec = idx.by_attempt.get(parse_report(data).attempt_id)
                     live = rec is not None and rec.outcome is None
-            except (UnsafePath, MessageError, OSError, ValueError):
+            except (MessageError, OSError, ValueError):
                 live = False
             if not live:
                 n += 1
@@ -252,7 +252,7 @@ def prune(root: DataRoot, *, apply: bool, today: dt.date) -> tuple[bool, dict[st
     except JournalUnverified as e:
         where = f"outcomes/{e.segment}.jsonl" if e.segment else "outcomes"
         return False, {"ok": False, "findings": [{"finding": e.finding.value, "where": where}]}
-    except (UnsafePath, OSError) as e:
+    except OSError as e:
         reason = e.reason.value if isinstance(e, UnsafePath) else _os_reason(e)
         return False, {"ok": False, "findings": [{"finding": reason, "where": "outcomes"}]}
     return True, {
@@ -273,7 +273,7 @@ def quarantine(root: DataRoot, segment: str, *, apply: bool) -> tuple[bool, dict
         wlock.acquire(timeout=0)
     except LockTimeout:
         return refused("worker_running", "worker.lock")
-    except (UnsafePath, OSError) as e:
+    except OSError as e:
         return refused(
             e.reason.value if isinstance(e, UnsafePath) else _os_reason(e), "worker.lock"
         )

@@ -506,7 +506,7 @@ class Supervisor:
                 "window_s": self.tracker.policy.window_s,
             },
         }
-        from kexpr.spool.fsio import UnsafePath, replace_private
+        from kexpr.spool.fsio import replace_private
 
         try:
             # Never creates the data root: until the worker has made it, this
@@ -516,7 +516,7 @@ class Supervisor:
                 json.dumps(status, sort_keys=True).encode("utf-8"),
             )
             self._status_ok = True
-        except (OSError, UnsafePath):
+        except OSError:
             self._status_ok = False
 
 

@@ -41,7 +41,7 @@ def test_base_install_is_light_and_never_pulls_openai() -> None:
     # locked descriptor, which filelock keeps private (issue 15).
     assert names == {"pydantic", "watchdog"}
     # The worker's own environment narrows watchdog to the major version whose
-    # InotifyFD its wake-up calls (worker/daemon.py _InboxWatch).
+    # InotifyFD its wake-up calls (worker/inbox.py _InboxWatch).
     # And it states the httpx/httpcore ranges its bounded transport is tested on
     # (issue 26 item 5; test_dependency_ranges.py installs both ends).
     assert project["optional-dependencies"]["worker"] == [
