@@ -64,8 +64,8 @@ from gateway_shim import (  # noqa: E402
     PresentationCandidate,
     exact_block,
 )
-from gateway_shim.coordinator import WAIT  # noqa: E402
 from kexpr.spool.layout import DataRoot  # noqa: E402
+from kexpr.spool.lifecycle import MAX_WAIT as WAIT  # noqa: E402
 
 WAIT_S = WAIT.total_seconds()
 PROBE_EVERY_S = 0.1

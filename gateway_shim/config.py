@@ -37,6 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kexpr.spool.lifecycle import Mode as SpoolMode
+
 CONFIG_KEY: Final = "korean_expression_postprocessor"
 SCHEMA_VERSION: Final = "korean-expression-v4"
 TIMEOUT_SECONDS: Final = 3
@@ -51,9 +53,13 @@ _SURFACE_KEYS: Final = ("daily", "weekly", "adaptive_operator")
 
 
 class Mode(enum.StrEnum):
+    """The config's mode: the spool's (`kexpr.spool.lifecycle.Mode`, what a
+    request and a journal row carry) plus ``disabled``, which never reaches
+    the spool."""
+
     DISABLED = "disabled"
-    SHADOW = "shadow"
-    ENABLED = "enabled"
+    SHADOW = SpoolMode.SHADOW.value
+    ENABLED = SpoolMode.ENABLED.value
 
 
 class ConfigField(enum.StrEnum):

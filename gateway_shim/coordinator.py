@@ -11,7 +11,7 @@ Rules:
    before expanding anything: a compromised worker cannot make the gateway
    publish outside the grammar (design §1).
 4. One deadline: the host's call instant (taken first thing in ``present_*`` /
-   ``apresent_*``, before parse and set-up) plus `WAIT` (4 s). The request
+   ``apresent_*``, before parse and set-up) plus `MAX_WAIT` (4 s, `kexpr.spool.lifecycle`). The request
    carries it (``submitted_at_utc`` = the call, ``deadline_at_utc`` = + 4 s) and
    the shim judges the answer against the same instant on its (injectable)
    monotonic clock. The wait is bounded by that deadline and ends on a
@@ -148,6 +148,7 @@ from kexpr.spool.fsio import UnsafePath, publish, read_private
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
+from kexpr.spool.lifecycle import Mode as SpoolMode
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
@@ -168,7 +169,6 @@ from kexpr.spool.outcomes import (
 __all__ = [
     "ADAPTIVE_UNKNOWN_SURFACE",
     "BINDING_DIGEST_VERSION",
-    "WAIT",
     "CandidateOutcome",
     "CandidateStatus",
     "HostOutcome",
@@ -182,9 +182,6 @@ __all__ = [
     "utcnow",
 ]
 
-# The spool protocol's wait, defined once (`kexpr.spool.lifecycle.MAX_WAIT`): the
-# request's deadline is the host's call plus this, on both sides.
-WAIT: Final = MAX_WAIT
 # The candidate label of a payload that names no known adaptive schema: a
 # constant, never the payload's own (unknown) schema string (telemetry rule 6).
 ADAPTIVE_UNKNOWN_SURFACE: Final = "adaptive.unknown"
@@ -236,7 +233,7 @@ Done = Callable[..., PresentationCandidate]
 @dataclass(frozen=True, slots=True)
 class _Call:
     """The instant the host called ``present_*`` / ``apresent_*`` (rule 4): the
-    artifact's one deadline is this plus `WAIT`, on the monotonic clock for the
+    artifact's one deadline is this plus `MAX_WAIT`, on the monotonic clock for the
     wait and on the wall clock in the request."""
 
     mono: float
@@ -854,21 +851,21 @@ class KoreanExpressionCoordinator:
         wake: Wake,
     ) -> PresentationCandidate | _Pending:
         """Register the waiter, then publish the request (rule 4): submitted at
-        the host's call, due `WAIT` after it. A set-up that took the whole wait
+        the host's call, due `MAX_WAIT` after it. A set-up that took the whole wait
         publishes nothing (the worker could only refuse it as expired)."""
-        mono_deadline = call.mono + WAIT.total_seconds()
+        mono_deadline = call.mono + MAX_WAIT.total_seconds()
         if self._mono() >= mono_deadline:
             return done(Outcome.TIMEOUT, surface=surface, akey=akey)
         rid = new_request_id()
         submitted = call.wall
-        deadline = submitted + WAIT
+        deadline = submitted + MAX_WAIT
         request = SpoolRequest(
             spool_version=SPOOL_VERSION,
             request_id=rid,
             submitted_at_utc=format_ts(submitted),
             deadline_at_utc=format_ts(deadline),
             # Only shadow/enabled reach here: disabled returned before parsing.
-            mode="shadow" if self.config.mode is Mode.SHADOW else "enabled",
+            mode=SpoolMode(self.config.mode),
             capsule=capsule,
         )
         self._waiters.register(rid, wake, mono_deadline)

@@ -17,9 +17,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from kexpr.spool.contract import CONTRACT_VERSION
+
 TelemetrySink = Callable[[Mapping[str, str]], None]
 EVENT: Final = "korean_expression.presentation"
-CONTRACT_VERSION: Final = "korean-expression-v4"
 TELEMETRY_FIELDS: Final = frozenset(
     {"event", "contract_version", "surface", "mode", "outcome", "latency_bucket"}
 )

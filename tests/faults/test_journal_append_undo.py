@@ -175,7 +175,7 @@ def _request(root: DataRoot, n: int) -> str:
         request_id=rid,
         submitted_at_utc=format_ts(now),
         deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
-        mode="shadow",
+        mode=Mode.SHADOW,
         capsule=Capsule(
             schema_version="korean-expression-v4",
             surface="daily.v1",

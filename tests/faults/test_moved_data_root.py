@@ -44,7 +44,7 @@ def _new_volume(parent: Path) -> None:
 def test_a_gateway_follows_its_data_root_to_a_new_volume(
     data_root: Path, fake_api: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(coord_mod, "WAIT", dt.timedelta(seconds=2))
+    monkeypatch.setattr(coord_mod, "MAX_WAIT", dt.timedelta(seconds=2))
     w = start_supervised_worker(data_root, fake_api)
     coord = coordinator(data_root)
     parent = data_root.parent

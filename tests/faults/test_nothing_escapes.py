@@ -51,7 +51,7 @@ BOUND_S = 3.0
 def short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     import datetime as dt
 
-    monkeypatch.setattr(coord_mod, "WAIT", dt.timedelta(seconds=WAIT_S))
+    monkeypatch.setattr(coord_mod, "MAX_WAIT", dt.timedelta(seconds=WAIT_S))
 
 
 def _check(cand: object, t0: float) -> None:

@@ -30,7 +30,7 @@ from gateway_shim import (
     exact_block,
 )
 from gateway_shim._heartbeat import STALE_AFTER_S
-from gateway_shim.coordinator import WAIT
+from gateway_shim.coordinator import MAX_WAIT as WAIT
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
@@ -116,7 +116,7 @@ def test_the_request_carries_the_call_instant_and_its_deadline(
 def test_a_set_up_that_takes_the_whole_wait_writes_no_request(root: DataRoot) -> None:
     clocks = Clocks()
     coord = make(root, clocks)
-    slow_set_up(coord, clocks, WAIT.total_seconds())
+    slow_set_up(coord, clocks, MAX_WAIT.total_seconds())
     with ScriptedWorker(root, accepted()) as w:
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
     coord.close()

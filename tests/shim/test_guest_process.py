@@ -71,7 +71,7 @@ def long_wait(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from gateway_shim import coordinator as module
 
-    monkeypatch.setattr(module, "WAIT", dt.timedelta(seconds=30))
+    monkeypatch.setattr(module, "MAX_WAIT", dt.timedelta(seconds=30))
 
 
 def request_files(root: DataRoot) -> list[Path]:
@@ -167,7 +167,7 @@ def test_apresent_never_uses_the_default_executor(
     from gateway_shim import coordinator as module
 
     if answer is None:  # the down case times out, after a short wait
-        monkeypatch.setattr(module, "WAIT", dt.timedelta(seconds=0.6))
+        monkeypatch.setattr(module, "MAX_WAIT", dt.timedelta(seconds=0.6))
     coord = coordinator(root.root)
     recorder = RecordingExecutor()
 

@@ -37,7 +37,7 @@ def root(tmp_path: Path) -> Iterator[DataRoot]:
 @pytest.fixture(autouse=True)
 def long_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 30 s wait: every wait here ends on its answer long before."""
-    monkeypatch.setattr(coord_module, "WAIT", dt.timedelta(seconds=30))
+    monkeypatch.setattr(coord_module, "MAX_WAIT", dt.timedelta(seconds=30))
 
 
 class Counter:
@@ -131,7 +131,7 @@ def test_waits_whose_loop_was_stopped_and_closed_leave_no_entry(root: DataRoot) 
         loop.run_until_complete(published())
         loop.close()  # stopped and closed, the task never cancelled
     assert len(coord._waiters) == 20
-    clocks.advance(coord_module.WAIT.total_seconds() + _responses.EXPIRY_GRACE_S + 1)
+    clocks.advance(coord_module.MAX_WAIT.total_seconds() + _responses.EXPIRY_GRACE_S + 1)
     coord._waiters.scan_once()  # what the shared scan does every 0.25 s
     assert len(coord._waiters) == 0
     coord.close()
