@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from kexpr.spool.fsio import UnsafePath, read_private_identified
+from kexpr.spool.fsio import read_private_identified
 from kexpr.spool.layout import DataRoot
 
 STALE_AFTER_S: Final = 10.0
@@ -115,7 +115,7 @@ class WorkerHeartbeat:
         and the (device, inode) of the file read."""
         try:
             data, fid = read_private_identified(self._root.status_file, max_bytes=MAX_STATUS_BYTES)
-        except (OSError, UnsafePath, ValueError):
+        except (OSError, ValueError):  # UnsafePath is an OSError
             return Liveness.UNREADABLE, None
         return _judge(data), (fid.dev, fid.ino)
 

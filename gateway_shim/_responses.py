@@ -7,8 +7,8 @@ blocking presentation, a ``loop.call_soon_threadsafe`` of an `asyncio.Event`'s
 each entry dropped after its deadline: the class's docstring states the rules),
 `watch_responses` / `stop_watching` /
 `forget_inherited` (the observer's start, stop, and a forked child's drop of
-its parent's copy) and the two guarded removals of a response the shim has read
-or refused (`collect`, `discard`). Private to `gateway_shim.coordinator`.
+its parent's copy) and the guarded removal of a response the shim has read
+or refused (`collect`). Private to `gateway_shim.coordinator`.
 Coordinator rules that apply: rule 4 (the wait ends on a watchdog
 notification or the shared re-check, never a per-waiter read, never a busy
 poll), rule 9 (a removal never raises into the host)
@@ -35,7 +35,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from kexpr.spool.fsio import UnsafePath, list_dir, unlink_quiet
+from kexpr.spool.fsio import list_dir, unlink_quiet
 
 Wake = Callable[[], None]
 # The safety re-check's period: one listing of responses/ for all waiters.
@@ -47,20 +47,12 @@ MAX_WAITERS: Final = 16384
 
 
 def collect(path: Path) -> None:
-    """Remove a response the shim has read; never raises into the host (a
-    folder that became unsafe is the worker's and the audit's to report)."""
+    """Remove a response the shim has read or refused; never raises into the
+    host. An unsafe or failing folder only means the file stays (it is the
+    worker's and the audit's to report)."""
     try:
         unlink_quiet(path)
-    except (UnsafePath, OSError):
-        pass
-
-
-def discard(path: Path) -> None:
-    """Remove a response we read or refused; an unsafe or failing directory
-    only means it stays (the worker's checks report it). Never raises."""
-    try:
-        unlink_quiet(path)
-    except OSError:
+    except OSError:  # UnsafePath included
         pass
 
 
@@ -216,7 +208,7 @@ class ResponseWaiters(FileSystemEventHandler):
                 pass
         try:
             present: set[str] | None = set(list_dir(self._responses))
-        except (UnsafePath, OSError):
+        except OSError:  # UnsafePath included
             present = None  # each waiter reads (and fails closed on) its own file
         with self._lock:
             self._prune(self._clock())

@@ -42,7 +42,7 @@ Rules:
    UTF-8-encodable ``str`` before anything is hashed or created, so an input
    that is not is ``ineligible`` with zero files; the binding digest is
    computed under the same guard. Cleanup on a failure path is itself guarded
-   (`discard`); a last guard turns any other exception into
+   (`collect`); a last guard turns any other exception into
    ``spool_unavailable``.
 10. A moved data root (issue 14 item 8): after a presentation that timed out
    or found the spool unavailable, the identity of the pinned parent and of
@@ -126,7 +126,7 @@ from gateway_shim._candidate import (
 from gateway_shim._data_root import DataRootHold, HoldClosed
 from gateway_shim._guest import ExecutorClosed, OwnExecutor, track
 from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
-from gateway_shim._responses import RECHECK_S, ResponseWaiters, Wake, collect, discard
+from gateway_shim._responses import RECHECK_S, ResponseWaiters, Wake, collect
 from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode, inexact_warning
 from gateway_shim.identity import artifact_key, new_request_id
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
@@ -144,10 +144,10 @@ from gateway_shim.surfaces.weekly import parse_weekly
 from gateway_shim.telemetry import Telemetry, TelemetrySink
 from kexpr.spool import log
 from kexpr.spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
-from kexpr.spool.fsio import UnsafePath, publish, read_private
+from kexpr.spool.fsio import publish, read_private
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.lifecycle import MAX_WAIT
+from kexpr.spool.lifecycle import MAX_WAIT, Actor, File, Move
 from kexpr.spool.lifecycle import Mode as SpoolMode
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
@@ -816,7 +816,7 @@ class KoreanExpressionCoordinator:
             )
         except HoldClosed:
             return done(Outcome.CLOSED, surface=surface)
-        except (UnsafePath, OSError, ValueError, RuntimeError):
+        except (OSError, ValueError, RuntimeError):  # UnsafePath is an OSError
             return done(Outcome.SPOOL_UNAVAILABLE, surface=surface)
         # Rule 13: nothing can answer -> canonical now, no request written.
         if not self._worker_serving():
@@ -876,7 +876,7 @@ class KoreanExpressionCoordinator:
             # strict parser (invalid_request: no row, no call).
             publish(
                 self.root.tmp,
-                self.root.requests / f"{rid}.json",
+                _place(self.root, File.REQUEST, Move.PUBLISH) / f"{rid}.json",
                 request.to_bytes(),
                 durable=False,
             )
@@ -890,7 +890,8 @@ class KoreanExpressionCoordinator:
             akey=akey,
             rid=rid,
             mono_deadline=mono_deadline,
-            response_path=self.root.responses / f"{rid}.json",
+            # The answer is read, then collected, from where the shim collects it.
+            response_path=_source(self.root, File.ANSWER, Move.COLLECT) / f"{rid}.json",
             done=done,
         )
 
@@ -976,7 +977,8 @@ class KoreanExpressionCoordinator:
             report = SpoolReport(
                 spool_version=SPOOL_VERSION, attempt_id=attempt_id, outcome=outcome
             )
-            publish(self.root.tmp, self.root.reports / f"{attempt_id}.json", report.to_bytes())
+            reports = _place(self.root, File.REPORT, Move.PUBLISH)
+            publish(self.root.tmp, reports / f"{attempt_id}.json", report.to_bytes())
         except (OSError, ValueError):
             # The worker terminalizes an unreported attempt after COMMIT_GRACE.
             pass
@@ -1000,6 +1002,21 @@ _RECHECKED: Final = frozenset(
 )
 
 
+def _place(root: DataRoot, file: File, move: Move) -> Path:
+    """Where the shim's ``move`` puts ``file`` (spool.lifecycle `SPOOL_FILE_MOVES`
+    gates it: a move the table does not give the shim raises `IllegalMove`)."""
+    _, dst = root.route(file, move, Actor.SHIM)
+    assert dst is not None, (file, move)
+    return dst
+
+
+def _source(root: DataRoot, file: File, move: Move) -> Path:
+    """Where the shim's ``move`` takes ``file`` from (gated like `_place`)."""
+    src, _ = root.route(file, move, Actor.SHIM)
+    assert src is not None, (file, move)
+    return src
+
+
 def _try_read(path: Path) -> bytes | _Wait:
     """Read ``path`` with O_NOFOLLOW if it is there. The caller removes it
     unless it is an accepted answer (spool.lifecycle `SPOOL_FILE_MOVES`: the
@@ -1008,11 +1025,11 @@ def _try_read(path: Path) -> bytes | _Wait:
         return read_private(path, max_bytes=MAX_MESSAGE_BYTES)
     except FileNotFoundError:
         return _Wait.NOT_YET
-    except (UnsafePath, OSError):
-        # Unsafe or unreadable (a FIFO, a directory, responses/ made 0755 or
-        # swapped for a symlink): canonical, and the removal may fail the same
-        # way (issue 14 item 1).
-        discard(path)
+    except OSError:
+        # Unsafe (`UnsafePath`) or unreadable (a FIFO, a directory, responses/
+        # made 0755 or swapped for a symlink): canonical, and the removal may
+        # fail the same way (it never raises into the host).
+        collect(path)
         return _Wait.EXPIRED
 
 
