@@ -3,7 +3,7 @@
 Holds `AwaitingReports`: what `KoreanExpressionCoordinator.report` checks a
 candidate against (only an attempt this coordinator returned as ``accepted``,
 once), bounded in count and in age so that nothing grows with the host's uptime
-(issue 20: the former set of reported ids was never pruned). Private to
+(an unpruned set of reported ids would). Private to
 `gateway_shim.coordinator`; its rule 9 (``report`` never lets a foreign
 attempt id reach the spool's models) applies.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final
 
 from kexpr.spool.lifecycle import COMMIT_GRACE
@@ -30,12 +31,14 @@ MAX_AGE_S: Final = COMMIT_GRACE.total_seconds() + 60.0
 class AwaitingReports:
     """attempt_id -> when it was handed out (monotonic), oldest first."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        # The coordinator's monotonic clock: ages are durations (spool.lifecycle rule 6).
+        self._clock = clock
         self._lock = threading.Lock()
         self._issued: OrderedDict[str, float] = OrderedDict()
 
     def add(self, attempt_id: str) -> None:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             self._issued[attempt_id] = now
             self._issued.move_to_end(attempt_id)
@@ -44,7 +47,7 @@ class AwaitingReports:
     def take(self, attempt_id: str) -> bool:
         """True exactly once for an attempt handed out and still awaited."""
         with self._lock:
-            self._prune(time.monotonic())
+            self._prune(self._clock())
             return self._issued.pop(attempt_id, None) is not None
 
     def __len__(self) -> int:

@@ -21,6 +21,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -51,8 +52,16 @@ _log = log.logger("shim")
 class DataRootHold:
     """The set-up state of one coordinator's data root (see the module header)."""
 
-    def __init__(self, root: DataRoot, waiters: ResponseWaiters) -> None:
+    def __init__(
+        self,
+        root: DataRoot,
+        waiters: ResponseWaiters,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.root = root
+        # The coordinator's monotonic clock: every interval here is a duration
+        # (spool.lifecycle rule 6).
+        self._clock = clock
         self._waiters = waiters
         self._observer: BaseObserver | None = None
         self._setup_lock = threading.Lock()
@@ -70,7 +79,7 @@ class DataRootHold:
     def recheck_due(self) -> bool:
         """May a failed presentation check the root's identity now (at most
         once per `RECHECK_IDENTITY_EVERY_S`)? Claims the slot if so."""
-        now = time.monotonic()
+        now = self._clock()
         if now - self._rechecked_at < RECHECK_IDENTITY_EVERY_S:
             return False
         self._rechecked_at = now
@@ -156,10 +165,10 @@ class DataRootHold:
 
     def _may_try_watcher(self) -> bool:
         failed = self._watch_failed_at
-        return failed is None or time.monotonic() - failed >= WATCHER_RETRY_S
+        return failed is None or self._clock() - failed >= WATCHER_RETRY_S
 
     def _watcher_failed(self) -> None:
-        self._watch_failed_at = time.monotonic()
+        self._watch_failed_at = self._clock()
         if self.watching:
             self.watching = False
             # Said once per change, content-free (rule 12; docs/cli.md "Logging").

@@ -293,13 +293,13 @@ class KoreanExpressionCoordinator:
         self._mono = monotonic
         self._waiters = ResponseWaiters(self.root.responses, monotonic)
         # The key, the root's identity and the observer (rules 2, 10, 12).
-        self._hold = DataRootHold(self.root, self._waiters)
+        self._hold = DataRootHold(self.root, self._waiters, monotonic)
         self._waiters.on_tick = self._hold.check_watch
         # Rule 13: the worker's heartbeat; said once per change (None: not yet asked).
         self._heartbeat = WorkerHeartbeat(self.root)
         self._worker_seen_serving: bool | None = None
         self._executor = OwnExecutor()
-        self._awaiting = AwaitingReports()
+        self._awaiting = AwaitingReports(monotonic)
         self._closed = False
         track(self)
 

@@ -345,12 +345,11 @@ def test_without_a_watcher_the_wait_degrades_to_the_recheck_and_says_so_once(
 # ------------------------------------------------------ nothing grows with uptime
 
 
-def test_the_memory_of_awaited_reports_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_memory_of_awaited_reports_is_bounded() -> None:
     from gateway_shim import _awaiting
 
     clock = [1000.0]
-    monkeypatch.setattr(_awaiting.time, "monotonic", lambda: clock[0])
-    awaiting = _awaiting.AwaitingReports()
+    awaiting = _awaiting.AwaitingReports(lambda: clock[0])
     for i in range(_awaiting.MAX_AWAITING + 100):
         awaiting.add(f"{i:032x}")
     assert len(awaiting) == _awaiting.MAX_AWAITING
