@@ -13,9 +13,9 @@ Rule 8 of `gateway_shim.coordinator`, in full:
 
 8. The host integration contract (design §8) is two pure functions:
    `binding_digest` and `revalidate`, which an adaptive host calls under its
-   own service locks before persisting a pending card (plan "Adaptive
-   validation and persistence are one locked service operation"). Neither does
-   I/O; neither needs the coordinator.
+   own service locks before persisting a pending card (validation and
+   persistence are one locked operation of the host's). Neither does I/O;
+   neither needs the coordinator.
 """
 
 from __future__ import annotations
@@ -80,8 +80,7 @@ def binding_digest(
     source, epoch..., as opaque strings it rebuilds from its reloaded session),
     and the whole payload: status, customer key, proposal digest, revision,
     text, envelope and buttons. Internal: never persisted, sent, journaled or
-    emitted (plan "Adaptive validation and persistence are one locked service
-    operation").
+    emitted (it lives only inside the host's locked validate-and-persist step).
 
     Raises ``Ineligible`` when the payload is not an eligible fresh card (see
     `gateway_shim.surfaces.card`) or holds text UTF-8 cannot encode (a lone
@@ -172,7 +171,7 @@ def revalidate(
     """Re-prove an adaptive candidate against the host's CURRENT state. Pure.
 
     For the host to call while holding its own service locks, right before it
-    persists the pending card (plan "Adaptive validation ...", steps 2 and 3):
+    persists the pending card:
 
     1. re-parse ``canonical_payload`` with the versioned adapter (fresh card,
        the pressed ``callback_data``, the deployed ``surface``, the dual

@@ -2,7 +2,7 @@
 
 Holds `OwnExecutor` (the small thread pool on which an asyncio presentation
 does its blocking file work, so that no thread of the host loop's *default*
-executor is ever held by kexpr: issue 20 item 2) and `track` (the
+executor is ever held by kexpr) and `track` (the
 `os.register_at_fork` hook that lets each live coordinator reset itself in a
 forked child before any other code runs there). Private to
 `gateway_shim.coordinator`; its rules 11 (closed stays closed) and 12 (fork)

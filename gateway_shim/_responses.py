@@ -272,7 +272,8 @@ def forget_inherited(observer: BaseObserver) -> None:
     Its inotify descriptor shares one open file description with the parent's,
     so stopping it here (``inotify_rm_watch``) would remove the parent's watch
     and leave the parent on its periodic re-check for the rest of its life
-    (issue 20 item 4). Its threads do not exist in the child; closing the
+    (one host process forking workers would silently lose its watch). Its
+    threads do not exist in the child; closing the
     child's copies of its descriptors only frees them here (a watch lives as
     long as one descriptor of the description is open: the parent's). The
     attribute names are watchdog's (7.x); where they differ, the descriptors

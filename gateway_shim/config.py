@@ -1,5 +1,5 @@
-"""``korean_expression_postprocessor`` config (design §8; plan "Single configured
-OpenAI-compatible provider").
+"""``korean_expression_postprocessor`` config (design §8: a single configured
+OpenAI-compatible provider).
 
 The only accepted shape, byte for byte (values compared with ``==`` *and* exact
 type; nothing trimmed, case-folded or normalized)::

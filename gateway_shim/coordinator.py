@@ -19,7 +19,7 @@ Rules:
    0.25 s for all waiters as the safety net (`gateway_shim._responses`): one
    read per wake, never a per-waiter periodic read, never a busy poll. A
    response read after the deadline is ignored. `apresent_*` waits
-   natively (issue 20 item 2): an `asyncio.Event` set from the watcher's thread
+   natively: an `asyncio.Event` set from the watcher's thread
    through ``loop.call_soon_threadsafe``; its blocking file work (set-up,
    publish, each read, the report) runs on the coordinator's own bounded
    executor (`gateway_shim._guest`), never on the loop's default executor.
@@ -33,7 +33,7 @@ Rules:
 8. The host integration contract (design §8) is two pure functions,
    `binding_digest` and `revalidate` (`gateway_shim._binding`, whose header
    carries this rule in full): neither does I/O; neither needs the coordinator.
-9. Nothing escapes into the host (issues 14 item 1, 20 item 1): for every
+9. Nothing escapes into the host: for every
    state of the data root, every OS error and every argument of any type and
    value (lone surrogates included), `present_*` and `apresent_*` return (a
    canonical candidate unless fully validated) within the wait plus a small
@@ -44,18 +44,18 @@ Rules:
    computed under the same guard. Cleanup on a failure path is itself guarded
    (`collect`); a last guard turns any other exception into
    ``spool_unavailable``.
-10. A moved data root (issue 14 item 8): after a presentation that timed out
+10. A moved data root: after a presentation that timed out
    or found the spool unavailable, the identity of the pinned parent and of
    the root (device, inode) is compared with a fresh walk; if either changed,
    the pin, the observer and the key are dropped and the next presentation
    starts over on what is at the path now (re-pinned). A root that cannot be
    checked is ``spool_unavailable`` at once, not a 4 s wait.
-11. Closed stays closed (issue 20 item 3): after `close` every presentation
+11. Closed stays closed: after `close` every presentation
    is ``closed`` (canonical, nothing written, nothing started) and a wait in
    flight ends ``closed`` at once; `close` stops every thread and watch the
    coordinator started (observer, telemetry, executor) and is idempotent.
    `report` still writes the report of a candidate handed out before.
-12. A guest in a forking, limited host (issue 20 items 4, 5): in a child of
+12. A guest in a forking, limited host: in a child of
    ``os.fork`` the coordinator forgets its parent's observer, executor,
    telemetry thread, waiters and awaited attempts without stopping any
    (stopping the observer would unwatch the parent: one open file
@@ -355,7 +355,7 @@ class KoreanExpressionCoordinator:
         host rendered from (an explicit prose field makes the body ineligible).
         Call it BEFORE the scheduled-delivery reservation, never after: the host
         reserves the candidate's body and a restart sends that pinned body
-        without presenting again (plan "Weekly pin-before-send and restart").
+        without presenting again.
         """
         return self._present(
             lambda: self._weekly(canonical_body, explicit_fields, (schedule_key, kind, kst_day))
@@ -793,7 +793,8 @@ class KoreanExpressionCoordinator:
         # belongs here, before anything is set up.
         try:
             surface = spec.parse()
-            # Issue 19: no call that cannot succeed (zero files, like any ineligible body).
+            # No call that cannot succeed: a surface whose answer cannot fit its
+            # budget is ineligible (zero files, like any ineligible body).
             surface.require_answer_budget()
         except Ineligible:
             return done(Outcome.INELIGIBLE)

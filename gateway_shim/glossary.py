@@ -1,6 +1,6 @@
 """The reviewed enum glossary: semantic ID → its one local Korean expansion.
 
-Invariants (design §6, §7; plan "Per-slot semantic manifest"):
+Invariants (design §6, §7: the per-slot semantic manifest):
 
 - Each value is exactly one NFC Korean sentence WITHOUT its final period. The
   surface adapters add the period: a slot's canonical text is each expansion
@@ -35,7 +35,7 @@ __all__ = ["GLOSSARY", "RETIRED_SHIPPED_IDS"]
 
 GLOSSARY: Final[Mapping[str, str]] = MappingProxyType(
     {
-        # daily.status (plan "Daily cutover", verbatim).
+        # daily.status (docs/host-formats.md, the cutover texts, verbatim).
         "P_DAILY_COMPLETE": "저장된 오늘 기록을 확인했습니다",
         "P_DAILY_PARTIAL": "일부 항목이 기록되지 않아 저장된 내용만 안내합니다",
         # weekly.interpretation branches (plan manifest order): the host's typed-branch

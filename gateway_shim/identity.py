@@ -1,4 +1,4 @@
-"""``identity.key`` and the opaque artifact key (design §8; plan "Outcome journal").
+"""``identity.key`` and the opaque artifact key (design §5, §8).
 
 ``artifact_key = HMAC-SHA256(identity.key, b"korean-expression-v4\\0" || fields)``
 truncated to its first 128 bits (32 lower-case hex), where each field is a 4-byte

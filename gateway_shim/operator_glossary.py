@@ -1,6 +1,6 @@
 """The dual card's decision/reason glossary: shipped public texts + the operator's file.
 
-Why (issue 12 item 5; docs/host-formats-adaptive.md): the dualcoachtest card's
+Why (docs/host-formats-adaptive.md): the dualcoachtest card's
 decision text (after ``현재 판단: ``) and its ``검토 필요`` reason lines are rendered
 by the host's private profile package. Only one decision and two reasons are
 public; kexpr ships those (`gateway_shim.glossary`). The operator adds the rest,

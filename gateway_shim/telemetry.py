@@ -1,12 +1,12 @@
 """Telemetry: exactly ``{event, contract_version, surface, mode, outcome, latency_bucket}``.
 
 No text, prompt, response, placeholder, semantic ID, artifact key, raw ID, value,
-exception message, provider, model, destination or length (plan: "Telemetry").
+exception message, provider, model, destination or length (design §8).
 The sink is the host's; it is called on a daemon thread so that a sink that
 blocks cannot delay a presentation, and an exception it raises is swallowed —
-the one deliberate swallow in this product (STYLE.md: trio). The thread starts
-with the first event, `close` stops it (issue 20 item 3: a host that recreates
-coordinators must not accumulate threads), and a forked child starts its own
+the one deliberate swallow in this product (a host's sink must never break a
+presentation). The thread starts with the first event, `close` stops it (a
+host that recreates coordinators must not accumulate threads), and a forked child starts its own
 (the parent's does not exist there).
 """
 
