@@ -39,7 +39,8 @@ def test_exact_block_parses(mode: Mode) -> None:
     assert not cfg.enabled_for("unknown.v1")
 
 
-def _mut(path: tuple[str, ...], value: Any = None, *, delete: bool = False) -> dict[str, Any]:
+def mutated(path: tuple[str, ...], value: Any = None, *, delete: bool = False) -> dict[str, Any]:
+    """The exact shadow block with one key set to ``value`` (or deleted)."""
     block = copy.deepcopy(exact_block(Mode.SHADOW, daily=True))
     node: Any = block
     for k in path[:-1]:
@@ -53,58 +54,62 @@ def _mut(path: tuple[str, ...], value: Any = None, *, delete: bool = False) -> d
 
 BAD = [
     ("not_mapping", ["x"], ConfigDiagnostic.NOT_A_MAPPING),
-    ("unknown_top_key", _mut(("api_key",), "sk-x"), ConfigDiagnostic.UNKNOWN_KEY),
-    ("base_url_key", _mut(("provider", "base_url"), "https://evil"), ConfigDiagnostic.UNKNOWN_KEY),
-    ("missing_mode", _mut(("mode",), delete=True), ConfigDiagnostic.MISSING_KEY),
-    ("missing_surface", _mut(("surfaces", "weekly"), delete=True), ConfigDiagnostic.MISSING_KEY),
+    ("unknown_top_key", mutated(("api_key",), "sk-x"), ConfigDiagnostic.UNKNOWN_KEY),
+    (
+        "base_url_key",
+        mutated(("provider", "base_url"), "https://evil"),
+        ConfigDiagnostic.UNKNOWN_KEY,
+    ),
+    ("missing_mode", mutated(("mode",), delete=True), ConfigDiagnostic.MISSING_KEY),
+    ("missing_surface", mutated(("surfaces", "weekly"), delete=True), ConfigDiagnostic.MISSING_KEY),
     (
         "schema_version",
-        _mut(("schema_version",), "korean-expression-v3"),
+        mutated(("schema_version",), "korean-expression-v3"),
         ConfigDiagnostic.SCHEMA_VERSION,
     ),
     (
         "schema_version_padded",
-        _mut(("schema_version",), " korean-expression-v4"),
+        mutated(("schema_version",), " korean-expression-v4"),
         ConfigDiagnostic.SCHEMA_VERSION,
     ),
-    ("mode_case", _mut(("mode",), "Shadow"), ConfigDiagnostic.MODE),
-    ("mode_bool", _mut(("mode",), False), ConfigDiagnostic.MODE),
-    ("surface_str", _mut(("surfaces", "daily"), "true"), ConfigDiagnostic.SURFACES),
-    ("surface_int", _mut(("surfaces", "daily"), 1), ConfigDiagnostic.SURFACES),
-    ("surfaces_list", _mut(("surfaces",), ["daily"]), ConfigDiagnostic.SURFACES),
-    ("timeout_4", _mut(("timeout_seconds",), 4), ConfigDiagnostic.TIMEOUT),
-    ("timeout_float", _mut(("timeout_seconds",), 3.0), ConfigDiagnostic.TIMEOUT),
-    ("timeout_str", _mut(("timeout_seconds",), "3"), ConfigDiagnostic.TIMEOUT),
-    ("timeout_bool", _mut(("timeout_seconds",), True), ConfigDiagnostic.TIMEOUT),
+    ("mode_case", mutated(("mode",), "Shadow"), ConfigDiagnostic.MODE),
+    ("mode_bool", mutated(("mode",), False), ConfigDiagnostic.MODE),
+    ("surface_str", mutated(("surfaces", "daily"), "true"), ConfigDiagnostic.SURFACES),
+    ("surface_int", mutated(("surfaces", "daily"), 1), ConfigDiagnostic.SURFACES),
+    ("surfaces_list", mutated(("surfaces",), ["daily"]), ConfigDiagnostic.SURFACES),
+    ("timeout_4", mutated(("timeout_seconds",), 4), ConfigDiagnostic.TIMEOUT),
+    ("timeout_float", mutated(("timeout_seconds",), 3.0), ConfigDiagnostic.TIMEOUT),
+    ("timeout_str", mutated(("timeout_seconds",), "3"), ConfigDiagnostic.TIMEOUT),
+    ("timeout_bool", mutated(("timeout_seconds",), True), ConfigDiagnostic.TIMEOUT),
     (
         "provider_id",
-        _mut(("provider", "provider_id"), "openrouter"),
+        mutated(("provider", "provider_id"), "openrouter"),
         ConfigDiagnostic.PROVIDER_DISALLOWED,
     ),
     (
         "transport",
-        _mut(("provider", "transport"), "responses"),
+        mutated(("provider", "transport"), "responses"),
         ConfigDiagnostic.PROVIDER_DISALLOWED,
     ),
     (
         "endpoint_slash",
-        _mut(("provider", "endpoint"), "https://api.openai.com/v1/"),
+        mutated(("provider", "endpoint"), "https://api.openai.com/v1/"),
         ConfigDiagnostic.PROVIDER_DISALLOWED,
     ),
     (
         "endpoint_other",
-        _mut(("provider", "endpoint"), "https://api.openai.com.evil/v1"),
+        mutated(("provider", "endpoint"), "https://api.openai.com.evil/v1"),
         ConfigDiagnostic.PROVIDER_DISALLOWED,
     ),
-    ("model", _mut(("provider", "model"), "gpt-4.1"), ConfigDiagnostic.PROVIDER_DISALLOWED),
+    ("model", mutated(("provider", "model"), "gpt-4.1"), ConfigDiagnostic.PROVIDER_DISALLOWED),
     (
         "model_trailing_space",
-        _mut(("provider", "model"), "gpt-4.1-mini "),
+        mutated(("provider", "model"), "gpt-4.1-mini "),
         ConfigDiagnostic.PROVIDER_DISALLOWED,
     ),
     (
         "provider_not_mapping",
-        _mut(("provider",), "openai-direct"),
+        mutated(("provider",), "openai-direct"),
         ConfigDiagnostic.PROVIDER_DISALLOWED,
     ),
     ("non_str_key", {**exact_block(), 1: 2}, ConfigDiagnostic.UNKNOWN_KEY),  # type: ignore[misc]

@@ -1,16 +1,15 @@
-"""Issue 24 item 3: a present ``korean_expression_postprocessor`` block that is not exact
+"""A present ``korean_expression_postprocessor`` block that is not exact
 still disables the feature (the plan's rule), but says so loudly: ONE WARNING at
 coordinator construction naming the field and the rule, never a value; ``kexpr
 preflight`` prints the same pair. Absent and exact blocks say nothing."""
 
 from __future__ import annotations
 
-import copy
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
+from shim.test_config import mutated
 
 from gateway_shim.config import (
     ConfigDiagnostic,
@@ -26,108 +25,114 @@ from kexpr.ops.preflight import preflight_text
 SENTINEL = "sk-SENTINEL-never-logged-0000"
 
 
-def _mut(path: tuple[str, ...], value: Any = None, *, delete: bool = False) -> dict[str, Any]:
-    block = copy.deepcopy(exact_block(Mode.SHADOW, daily=True))
-    node: Any = block
-    for k in path[:-1]:
-        node = node[k]
-    if delete:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return block
-
-
 F, R, D = ConfigField, ConfigRule, ConfigDiagnostic
 # (id, block, diagnostic, field, rule)
 CASES: list[tuple[str, object, ConfigDiagnostic, ConfigField, ConfigRule]] = [
     ("not_mapping", [SENTINEL], D.NOT_A_MAPPING, F.BLOCK, R.MUST_BE_A_MAPPING),
-    ("api_key", _mut(("api_key",), SENTINEL), D.UNKNOWN_KEY, F.BLOCK, R.NO_OTHER_KEYS),
+    ("api_key", mutated(("api_key",), SENTINEL), D.UNKNOWN_KEY, F.BLOCK, R.NO_OTHER_KEYS),
     (
         "base_url",
-        _mut(("provider", "base_url"), SENTINEL),
+        mutated(("provider", "base_url"), SENTINEL),
         D.UNKNOWN_KEY,
         F.PROVIDER,
         R.NO_OTHER_KEYS,
     ),
-    ("surface_key", _mut(("surfaces", SENTINEL), True), D.UNKNOWN_KEY, F.SURFACES, R.NO_OTHER_KEYS),
-    ("missing_mode", _mut(("mode",), delete=True), D.MISSING_KEY, F.MODE, R.KEY_REQUIRED),
+    (
+        "surface_key",
+        mutated(("surfaces", SENTINEL), True),
+        D.UNKNOWN_KEY,
+        F.SURFACES,
+        R.NO_OTHER_KEYS,
+    ),
+    ("missing_mode", mutated(("mode",), delete=True), D.MISSING_KEY, F.MODE, R.KEY_REQUIRED),
     (
         "missing_weekly",
-        _mut(("surfaces", "weekly"), delete=True),
+        mutated(("surfaces", "weekly"), delete=True),
         D.MISSING_KEY,
         F.SURFACES_WEEKLY,
         R.KEY_REQUIRED,
     ),
     (
         "missing_model",
-        _mut(("provider", "model"), delete=True),
+        mutated(("provider", "model"), delete=True),
         D.MISSING_KEY,
         F.PROVIDER_MODEL,
         R.KEY_REQUIRED,
     ),
     (
         "schema",
-        _mut(("schema_version",), SENTINEL),
+        mutated(("schema_version",), SENTINEL),
         D.SCHEMA_VERSION,
         F.SCHEMA_VERSION,
         R.EXACTLY_KOREAN_EXPRESSION_V4,
     ),
-    ("mode", _mut(("mode",), SENTINEL), D.MODE, F.MODE, R.DISABLED_SHADOW_OR_ENABLED),
+    ("mode", mutated(("mode",), SENTINEL), D.MODE, F.MODE, R.DISABLED_SHADOW_OR_ENABLED),
     (
         "daily_str",
-        _mut(("surfaces", "daily"), SENTINEL),
+        mutated(("surfaces", "daily"), SENTINEL),
         D.SURFACES,
         F.SURFACES_DAILY,
         R.TRUE_OR_FALSE,
     ),
     (
         "adaptive_int",
-        _mut(("surfaces", "adaptive_operator"), 1),
+        mutated(("surfaces", "adaptive_operator"), 1),
         D.SURFACES,
         F.SURFACES_ADAPTIVE_OPERATOR,
         R.TRUE_OR_FALSE,
     ),
-    ("surfaces_list", _mut(("surfaces",), [SENTINEL]), D.SURFACES, F.SURFACES, R.MUST_BE_A_MAPPING),
+    (
+        "surfaces_list",
+        mutated(("surfaces",), [SENTINEL]),
+        D.SURFACES,
+        F.SURFACES,
+        R.MUST_BE_A_MAPPING,
+    ),
     (
         "timeout_float",
-        _mut(("timeout_seconds",), 3.0),
+        mutated(("timeout_seconds",), 3.0),
         D.TIMEOUT,
         F.TIMEOUT_SECONDS,
         R.THE_INTEGER_3,
     ),
-    ("timeout_str", _mut(("timeout_seconds",), "3"), D.TIMEOUT, F.TIMEOUT_SECONDS, R.THE_INTEGER_3),
+    (
+        "timeout_str",
+        mutated(("timeout_seconds",), "3"),
+        D.TIMEOUT,
+        F.TIMEOUT_SECONDS,
+        R.THE_INTEGER_3,
+    ),
     (
         "provider_id",
-        _mut(("provider", "provider_id"), SENTINEL),
+        mutated(("provider", "provider_id"), SENTINEL),
         D.PROVIDER_DISALLOWED,
         F.PROVIDER_ID,
         R.THE_ALLOWED_PROVIDER,
     ),
     (
         "transport",
-        _mut(("provider", "transport"), SENTINEL),
+        mutated(("provider", "transport"), SENTINEL),
         D.PROVIDER_DISALLOWED,
         F.PROVIDER_TRANSPORT,
         R.THE_ALLOWED_PROVIDER,
     ),
     (
         "endpoint",
-        _mut(("provider", "endpoint"), SENTINEL),
+        mutated(("provider", "endpoint"), SENTINEL),
         D.PROVIDER_DISALLOWED,
         F.PROVIDER_ENDPOINT,
         R.THE_ALLOWED_PROVIDER,
     ),
     (
         "model",
-        _mut(("provider", "model"), SENTINEL),
+        mutated(("provider", "model"), SENTINEL),
         D.PROVIDER_DISALLOWED,
         F.PROVIDER_MODEL,
         R.THE_ALLOWED_PROVIDER,
     ),
     (
         "provider_str",
-        _mut(("provider",), SENTINEL),
+        mutated(("provider",), SENTINEL),
         D.PROVIDER_DISALLOWED,
         F.PROVIDER,
         R.MUST_BE_A_MAPPING,

@@ -29,6 +29,7 @@ from gateway_shim import (
     exact_block,
     format_daily,
 )
+from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report, parse_request
@@ -51,23 +52,10 @@ Answer = Callable[[dict[str, object]], dict[str, object] | bytes | None]
 
 
 def composition(req: dict[str, object], generated: str) -> dict[str, object]:
+    """The request's capsule echoed with ``generated`` in every slot."""
     capsule = req["capsule"]
     assert isinstance(capsule, dict)
-    return {
-        "schema_version": capsule["schema_version"],
-        "surface": capsule["surface"],
-        "artifact_key": capsule["artifact_key"],
-        "slots": [
-            {
-                "slot_id": s["slot_id"],
-                "predicate_ids": s["allowed_predicate_ids"],
-                "action_ids": s["allowed_action_ids"],
-                "placeholder_tokens": s["required_placeholder_tokens"],
-                "generated_ko": generated,
-            }
-            for s in capsule["slots"]
-        ],
-    }
+    return answer_document(capsule, lambda _slot_id: generated)
 
 
 def accepted(generated: str = "차분히, [[P:01]].") -> Answer:
