@@ -98,14 +98,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import enum
+import functools
+import inspect
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Concatenate, Final, ParamSpec
 
 from gateway_shim._awaiting import AwaitingReports
 from gateway_shim._binding import (
@@ -227,9 +229,6 @@ class _Wait(enum.Enum):
     CLOSED = "closed"
 
 
-Done = Callable[..., PresentationCandidate]
-
-
 @dataclass(frozen=True, slots=True)
 class _Call:
     """The instant the host called ``present_*`` / ``apresent_*`` (rule 4): the
@@ -258,6 +257,65 @@ class _Once:
 
 
 @dataclass(frozen=True, slots=True)
+class _Recorder:
+    """How one presentation ends (rules 1, 6): `finish` builds its candidate,
+    emits its telemetry event and writes its debug record. `_begin` makes one
+    per presentation from what it read of the host's arguments."""
+
+    surface_version: str
+    binding: str
+    # The host's body untouched ("" for a body that is not a str: rule 9).
+    host_body: str
+    mode: Mode
+    # The host's call instant on the monotonic clock: the latency counts from it.
+    called: float
+    mono: Callable[[], float]
+    telemetry: Telemetry
+
+    def finish(
+        self,
+        outcome: CandidateOutcome,
+        *,
+        surface: CanonicalSurface | None = None,
+        rendered: RenderedBody | None = None,
+        attempt_id: str | None = None,
+        akey: str | None = None,
+        permitted: bool = True,
+        generated: tuple[tuple[str, str], ...] = (),
+    ) -> PresentationCandidate:
+        cand = build_candidate(
+            outcome,
+            surface_version=self.surface_version,
+            binding=self.binding,
+            host_body=self.host_body,
+            # Once parsed, the canonical body is the surface's (for a physique
+            # card, its projection); before that, the host's body untouched.
+            canon=surface.canonical() if surface is not None else None,
+            rendered=rendered,
+            attempt_id=attempt_id,
+            akey=akey,
+            permitted=permitted,
+            generated=generated,
+        )
+        self.telemetry.emit(
+            surface=self.surface_version,
+            mode=self.mode.value,
+            outcome=outcome.value,
+            seconds=self.mono() - self.called,
+        )
+        log.event(
+            _log,
+            logging.DEBUG,
+            "presentation",
+            mode=self.mode,
+            outcome=outcome,
+            surface=log.known(self.surface_version, SURFACE_SWITCH),
+            publication_permitted=permitted,
+        )
+        return cand
+
+
+@dataclass(frozen=True, slots=True)
 class _Pending:
     """A published request and what concluding it needs (rules 3, 4)."""
 
@@ -268,10 +326,81 @@ class _Pending:
     rid: str
     mono_deadline: float
     response_path: Path
-    done: Done
+    record: _Recorder
     # Who concludes: the read that found the answer, or the wait whose deadline
     # passed while that read queued on the executor (rule 4); exactly one does.
     concluder: _Once = field(default_factory=_Once)
+
+    def end(
+        self,
+        outcome: CandidateOutcome,
+        *,
+        attempt_id: str | None = None,
+        permitted: bool = True,
+        rendered: RenderedBody | None = None,
+        generated: tuple[tuple[str, str], ...] = (),
+    ) -> PresentationCandidate:
+        """`_Recorder.finish` for this request's surface and artifact key."""
+        return self.record.finish(
+            outcome,
+            surface=self.surface,
+            akey=self.akey,
+            attempt_id=attempt_id,
+            permitted=permitted,
+            rendered=rendered,
+            generated=generated,
+        )
+
+
+_P = ParamSpec("_P")
+_SpecOf = Callable[Concatenate["KoreanExpressionCoordinator", _P], _Spec]
+
+
+def _blocking(
+    spec: _SpecOf[_P], name: str
+) -> Callable[Concatenate[KoreanExpressionCoordinator, _P], PresentationCandidate]:
+    """The blocking entry point of the surface ``spec`` reads: the host's
+    arguments are read lazily, inside the presentation's guard (rule 9)."""
+    bind = inspect.signature(spec).bind
+
+    @functools.wraps(spec)
+    def present(
+        self: KoreanExpressionCoordinator, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> PresentationCandidate:
+        bind(self, *args, **kwargs)  # arguments its signature refuses: TypeError, as before
+        return self._present(lambda: spec(self, *args, **kwargs))
+
+    _name(present, spec, name)
+    return present
+
+
+def _awaitable(
+    spec: _SpecOf[_P], name: str
+) -> Callable[
+    Concatenate[KoreanExpressionCoordinator, _P], Coroutine[Any, Any, PresentationCandidate]
+]:
+    """`_blocking` for asyncio hosts: the same presentation, awaited natively
+    (rule 4)."""
+    bind = inspect.signature(spec).bind
+
+    @functools.wraps(spec)
+    async def present(
+        self: KoreanExpressionCoordinator, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> PresentationCandidate:
+        bind(self, *args, **kwargs)  # arguments its signature refuses: TypeError, as before
+        return await self._apresent(lambda: spec(self, *args, **kwargs))
+
+    _name(present, spec, name)
+    present.__doc__ = f"`{name[1:]}` for asyncio hosts: awaits natively (rule 4)."
+    return present
+
+
+def _name(present: Callable[..., object], spec: Callable[..., _Spec], name: str) -> None:
+    """The entry point's own name, and the host's signature with its own result."""
+    present.__name__ = name
+    present.__qualname__ = f"KoreanExpressionCoordinator.{name}"
+    sig = inspect.signature(spec).replace(return_annotation="PresentationCandidate")
+    present.__signature__ = sig  # type: ignore[attr-defined]
 
 
 class KoreanExpressionCoordinator:
@@ -316,31 +445,30 @@ class KoreanExpressionCoordinator:
         re-check alone (rule 12); True otherwise (also before first use)."""
         return self._hold.watching
 
-    def present_daily(
+    # One definition per surface: the spec builder below, with the host's
+    # signature; `_blocking` and `_awaitable` make its ``present_*`` and
+    # ``apresent_*`` from it (one presentation core each, rule 4).
+
+    def _daily_spec(
         self,
         canonical_body: str,
         *,
         finalized_event_id: str,
         facts: DailyFacts | None = None,
-    ) -> PresentationCandidate:
+    ) -> _Spec:
         """Daily check-in reply (``daily.v1``); artifact = (surface, finalized event).
 
         ``facts``: the host's typed completeness, if it has one (a disagreement
         with the seven rendered facts makes the body ineligible).
         """
-        return self._present(lambda: self._daily(canonical_body, finalized_event_id, facts))
+        return _Spec(
+            "daily.v1",
+            canonical_body,
+            lambda: parse_daily(canonical_body, facts),
+            (finalized_event_id,),
+        )
 
-    async def apresent_daily(
-        self,
-        canonical_body: str,
-        *,
-        finalized_event_id: str,
-        facts: DailyFacts | None = None,
-    ) -> PresentationCandidate:
-        """`present_daily` for asyncio hosts: awaits natively (rule 4)."""
-        return await self._apresent(lambda: self._daily(canonical_body, finalized_event_id, facts))
-
-    def present_weekly(
+    def _weekly_spec(
         self,
         canonical_body: str,
         *,
@@ -348,7 +476,7 @@ class KoreanExpressionCoordinator:
         schedule_key: str,
         kind: str,
         kst_day: str,
-    ) -> PresentationCandidate:
+    ) -> _Spec:
         """Weekly report (``weekly.v1``); artifact = (surface, schedule_key, kind, kst_day).
 
         ``explicit_fields``: the names of the fields present in the summary the
@@ -357,25 +485,14 @@ class KoreanExpressionCoordinator:
         reserves the candidate's body and a restart sends that pinned body
         without presenting again.
         """
-        return self._present(
-            lambda: self._weekly(canonical_body, explicit_fields, (schedule_key, kind, kst_day))
+        return _Spec(
+            "weekly.v1",
+            canonical_body,
+            lambda: parse_weekly(canonical_body, explicit_fields=explicit_fields),
+            (schedule_key, kind, kst_day),
         )
 
-    async def apresent_weekly(
-        self,
-        canonical_body: str,
-        *,
-        explicit_fields: Collection[str],
-        schedule_key: str,
-        kind: str,
-        kst_day: str,
-    ) -> PresentationCandidate:
-        """`present_weekly` for asyncio hosts: awaits natively (rule 4)."""
-        return await self._apresent(
-            lambda: self._weekly(canonical_body, explicit_fields, (schedule_key, kind, kst_day))
-        )
-
-    def present_adaptive(
+    def _adaptive_spec(
         self,
         canonical_payload: Mapping[str, object],
         *,
@@ -383,7 +500,7 @@ class KoreanExpressionCoordinator:
         origin: CardOrigin = CardOrigin.FRESH,
         surface: str | None = None,
         authority_pins: tuple[str, ...] = (),
-    ) -> PresentationCandidate:
+    ) -> _Spec:
         """Adaptive operator card: the host's payload for the pressed button.
 
         ``callback_data``: the pressed button's (``an1:<session>:<action>``);
@@ -398,27 +515,14 @@ class KoreanExpressionCoordinator:
         replaced. A payload that is not a fresh, eligible card is canonical with
         zero files written. A dual card is read with `dual_glossary()`.
         """
-        return self._present(
-            lambda: self._adaptive(
-                canonical_payload, callback_data, origin, surface, authority_pins
-            )
-        )
+        return self._adaptive(canonical_payload, callback_data, origin, surface, authority_pins)
 
-    async def apresent_adaptive(
-        self,
-        canonical_payload: Mapping[str, object],
-        *,
-        callback_data: str,
-        origin: CardOrigin = CardOrigin.FRESH,
-        surface: str | None = None,
-        authority_pins: tuple[str, ...] = (),
-    ) -> PresentationCandidate:
-        """`present_adaptive` for asyncio hosts: awaits natively (rule 4)."""
-        return await self._apresent(
-            lambda: self._adaptive(
-                canonical_payload, callback_data, origin, surface, authority_pins
-            )
-        )
+    present_daily = _blocking(_daily_spec, "present_daily")
+    apresent_daily = _awaitable(_daily_spec, "apresent_daily")
+    present_weekly = _blocking(_weekly_spec, "present_weekly")
+    apresent_weekly = _awaitable(_weekly_spec, "apresent_weekly")
+    present_adaptive = _blocking(_adaptive_spec, "present_adaptive")
+    apresent_adaptive = _awaitable(_adaptive_spec, "apresent_adaptive")
 
     def dual_glossary(self) -> DualGlossary:
         """The dual glossary in force: ``<data root>/operator-glossary.json`` plus the
@@ -471,19 +575,6 @@ class KoreanExpressionCoordinator:
         self._telemetry.close()
 
     # ------------------------------------------------------- the host's inputs
-
-    def _daily(self, body: str, event_id: str, facts: DailyFacts | None) -> _Spec:
-        return _Spec("daily.v1", body, lambda: parse_daily(body, facts), (event_id,))
-
-    def _weekly(
-        self, body: str, explicit_fields: Collection[str], key_fields: tuple[object, ...]
-    ) -> _Spec:
-        return _Spec(
-            "weekly.v1",
-            body,
-            lambda: parse_weekly(body, explicit_fields=explicit_fields),
-            key_fields,
-        )
 
     def _adaptive(
         self,
@@ -725,7 +816,6 @@ class KoreanExpressionCoordinator:
         """Everything up to a published request: a final candidate when there
         is nothing to wait for (rules 1, 2, 9, 11). ``call``: the host's call
         instant, from which the deadline counts (rule 4)."""
-        t0 = call.mono
         spec = make_spec()
         surface_version = spec.surface_version
         canonical_body = spec.body
@@ -739,55 +829,23 @@ class KoreanExpressionCoordinator:
         if enabled is None:
             enabled = self.config.enabled_for(surface_version)
 
-        def done(
-            outcome: CandidateOutcome,
-            *,
-            surface: CanonicalSurface | None = None,
-            rendered: RenderedBody | None = None,
-            attempt_id: str | None = None,
-            akey: str | None = None,
-            permitted: bool = True,
-            generated: tuple[tuple[str, str], ...] = (),
-        ) -> PresentationCandidate:
-            cand = build_candidate(
-                outcome,
-                surface_version=surface_version,
-                binding=binding,
-                host_body=canonical_body if isinstance(canonical_body, str) else "",
-                # Once parsed, the canonical body is the surface's (for a physique
-                # card, its projection); before that, the host's body untouched.
-                canon=surface.canonical() if surface is not None else None,
-                rendered=rendered,
-                attempt_id=attempt_id,
-                akey=akey,
-                permitted=permitted,
-                generated=generated,
-            )
-            self._telemetry.emit(
-                surface=surface_version,
-                mode=self.config.mode.value,
-                outcome=outcome.value,
-                seconds=self._mono() - t0,
-            )
-            log.event(
-                _log,
-                logging.DEBUG,
-                "presentation",
-                mode=self.config.mode,
-                outcome=outcome,
-                surface=log.known(surface_version, SURFACE_SWITCH),
-                publication_permitted=permitted,
-            )
-            return cand
-
+        rec = _Recorder(
+            surface_version=surface_version,
+            binding=binding,
+            host_body=canonical_body if isinstance(canonical_body, str) else "",
+            mode=self.config.mode,
+            called=call.mono,
+            mono=self._mono,
+            telemetry=self._telemetry,
+        )
         if self._closed:
-            return done(Outcome.CLOSED)
+            return rec.finish(Outcome.CLOSED)
         if not enabled:
-            return done(Outcome.DISABLED)
+            return rec.finish(Outcome.DISABLED)
         # Rule 9: the artifact's raw inputs enter the HMAC and the digest only
         # as UTF-8 text; anything else is not eligible (zero files).
         if binding == _UNREADABLE_BINDING or not all(_is_text(f) for f in spec.key_fields):
-            return done(Outcome.INELIGIBLE)
+            return rec.finish(Outcome.INELIGIBLE)
         # The parse: right after it, an `Ineligible` is the ineligible candidate
         # (canonical, zero files); every eligibility check on the parsed surface
         # belongs here, before anything is set up.
@@ -797,11 +855,11 @@ class KoreanExpressionCoordinator:
             # budget is ineligible (zero files, like any ineligible body).
             surface.require_answer_budget()
         except Ineligible:
-            return done(Outcome.INELIGIBLE)
+            return rec.finish(Outcome.INELIGIBLE)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Rule 9: an input the adapter could not even judge is not eligible;
             # the host's body, untouched, zero files.
-            return done(Outcome.INELIGIBLE)
+            return rec.finish(Outcome.INELIGIBLE)
 
         try:
             self._hold.ensure_started()
@@ -816,17 +874,17 @@ class KoreanExpressionCoordinator:
                 slots=tuple(slot.policy() for slot in surface.slots),
             )
         except HoldClosed:
-            return done(Outcome.CLOSED, surface=surface)
+            return rec.finish(Outcome.CLOSED, surface=surface)
         except (OSError, ValueError, RuntimeError):  # UnsafePath is an OSError
-            return done(Outcome.SPOOL_UNAVAILABLE, surface=surface)
+            return rec.finish(Outcome.SPOOL_UNAVAILABLE, surface=surface)
         # Rule 13: nothing can answer -> canonical now, no request written.
         if not self._worker_serving():
-            return done(Outcome.WORKER_UNAVAILABLE, surface=surface, akey=akey)
+            return rec.finish(Outcome.WORKER_UNAVAILABLE, surface=surface, akey=akey)
         try:
-            return self._publish(surface_version, surface, capsule, akey, call, done, wake)
+            return self._publish(surface_version, surface, capsule, akey, call, rec, wake)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Whatever the data root did, the host gets the canonical body.
-            return done(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
+            return rec.finish(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
 
     def _worker_serving(self) -> bool:
         """Rule 13: is a worker serving the data root? A change is said once
@@ -848,7 +906,7 @@ class KoreanExpressionCoordinator:
         capsule: Capsule,
         akey: str,
         call: _Call,
-        done: Done,
+        rec: _Recorder,
         wake: Wake,
     ) -> PresentationCandidate | _Pending:
         """Register the waiter, then publish the request (rule 4): submitted at
@@ -856,7 +914,7 @@ class KoreanExpressionCoordinator:
         publishes nothing (the worker could only refuse it as expired)."""
         mono_deadline = call.mono + MAX_WAIT.total_seconds()
         if self._mono() >= mono_deadline:
-            return done(Outcome.TIMEOUT, surface=surface, akey=akey)
+            return rec.finish(Outcome.TIMEOUT, surface=surface, akey=akey)
         rid = new_request_id()
         submitted = call.wall
         deadline = submitted + MAX_WAIT
@@ -893,7 +951,7 @@ class KoreanExpressionCoordinator:
             mono_deadline=mono_deadline,
             # The answer is read, then collected, from where the shim collects it.
             response_path=_source(self.root, File.ANSWER, Move.COLLECT) / f"{rid}.json",
-            done=done,
+            record=rec,
         )
 
     def _finish(self, p: _Pending, data: bytes | _Wait) -> PresentationCandidate:
@@ -901,14 +959,13 @@ class KoreanExpressionCoordinator:
         try:
             return self._conclude(p, data)
         except Exception:  # noqa: BLE001 - rule 9, the last guard
-            return p.done(Outcome.SPOOL_UNAVAILABLE, surface=p.surface, akey=p.akey)
+            return p.end(Outcome.SPOOL_UNAVAILABLE)
 
     def _conclude(self, p: _Pending, data: bytes | _Wait) -> PresentationCandidate:
-        surface, akey, done = p.surface, p.akey, p.done
         if data is _Wait.CLOSED:
-            return done(Outcome.CLOSED, surface=surface, akey=akey)
+            return p.end(Outcome.CLOSED)
         if not isinstance(data, bytes):
-            return done(Outcome.TIMEOUT, surface=surface, akey=akey)
+            return p.end(Outcome.TIMEOUT)
         try:
             response = parse_response(data)
             if response.request_id != p.rid:
@@ -923,21 +980,19 @@ class KoreanExpressionCoordinator:
         # Judged on the monotonic clock against the host's call instant
         # (spool.lifecycle rule 6): the request's own deadline, never a later one.
         if self._mono() >= p.mono_deadline:
-            return done(Outcome.TIMEOUT, surface=surface, akey=akey)
+            return p.end(Outcome.TIMEOUT)
         if response is None:
-            return done(Outcome.INVALID_RESPONSE, surface=surface, akey=akey)
+            return p.end(Outcome.INVALID_RESPONSE)
 
         if response.status is not ResponseStatus.ACCEPTED or response.composition is None:
-            return done(
+            return p.end(
                 response.outcome,
-                surface=surface,
-                akey=akey,
                 attempt_id=response.attempt_id,
                 permitted=_PUBLISHABLE[response.status],
             )
         attempt_id = response.attempt_id
         if attempt_id is None:
-            return done(Outcome.INVALID_RESPONSE, surface=surface, akey=akey)
+            return p.end(Outcome.INVALID_RESPONSE)
 
         # Re-validate with our own capsule (rule 3), then render and prove locked bytes.
         verdict = judge(p.capsule, response.composition.to_json())
@@ -946,31 +1001,21 @@ class KoreanExpressionCoordinator:
         if verdict.verdict is Verdict.ACCEPTED and verdict.composition == response.composition:
             generated = tuple((s.slot_id, s.generated_ko) for s in response.composition.slots)
             try:
-                rendered = surface.render(dict(generated))
+                rendered = p.surface.render(dict(generated))
             except RenderError:
                 rendered = None
         if rendered is None:
             self._write_report(attempt_id, Outcome.VALIDATION_REJECTED)
-            return done(
-                Outcome.VALIDATION_REJECTED,
-                surface=surface,
-                akey=akey,
-                attempt_id=attempt_id,
-            )
+            return p.end(Outcome.VALIDATION_REJECTED, attempt_id=attempt_id)
         if self.config.mode is Mode.SHADOW:
             # Shadow: the expression is proven renderable, the canonical body is
             # what gets published; the shim records that itself.
             self._write_report(attempt_id, Outcome.SHADOW_SELECTED)
-            return done(Outcome.SHADOW_SELECTED, surface=surface, akey=akey, attempt_id=attempt_id)
+            return p.end(Outcome.SHADOW_SELECTED, attempt_id=attempt_id)
         # Only an attempt handed out as accepted may be reported, once (rule 9).
         self._awaiting.add(attempt_id)
-        return done(
-            Outcome.ACCEPTED,
-            surface=surface,
-            rendered=rendered,
-            akey=akey,
-            attempt_id=attempt_id,
-            generated=generated,
+        return p.end(
+            Outcome.ACCEPTED, attempt_id=attempt_id, rendered=rendered, generated=generated
         )
 
     def _write_report(self, attempt_id: str, outcome: ReportOutcome) -> None:

@@ -103,7 +103,8 @@ def test_a_read_that_runs_after_the_wait_ended_only_collects(
     sink = Sink()
     coord = make(root, clocks, telemetry=sink)
     with ScriptedWorker(root, answer) as w:
-        step = coord._begin(lambda: coord._daily(BODY, "e", FACTS), lambda: None, coord._called())
+        spec = lambda: coord._daily_spec(BODY, finalized_event_id="e", facts=FACTS)  # noqa: E731
+        step = coord._begin(spec, lambda: None, coord._called())
         assert isinstance(step, _Pending)
         for _ in range(1000):
             if step.response_path.exists():
