@@ -236,7 +236,7 @@ def test_preflight_reports_the_same_field_and_rule() -> None:
 
 
 def test_preflight_notes_a_physique_checkin_the_host_does_not_read() -> None:
-    # Issue 24: a top-level copy was reported only as `physique_checkin.enabled absent`.
+    # A top-level copy used to be reported only as `physique_checkin.enabled absent`.
     text = CONFIG.format(top="physique_checkin: {enabled: true}\n", timeout="3")
     result = preflight_text(text)
     assert result.passed  # a note, not a failure: the host's own switch is elsewhere

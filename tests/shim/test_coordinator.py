@@ -391,7 +391,7 @@ def test_artifact_key_is_stable_and_opaque(root: DataRoot) -> None:
         c = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-2")
     coord.close()
     assert a.artifact_key == b.artifact_key != c.artifact_key
-    assert len(a.artifact_key or "") == 32  # issue 27: 128 bits
+    assert len(a.artifact_key or "") == 32  # 128 bits
     assert b"evt-1" not in json.dumps(w.requests).encode()
 
 

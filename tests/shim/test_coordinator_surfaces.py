@@ -167,9 +167,7 @@ def test_weekly_artifact_key_inputs(
             )
         ]
     assert keys[0] == keys[1]
-    assert len(set(keys[1:])) == 4 and all(
-        k is not None and len(k) == 32 for k in keys
-    )  # issue 27: 128 bits
+    assert len(set(keys[1:])) == 4 and all(k is not None and len(k) == 32 for k in keys)  # 128 bits
 
 
 @pytest.mark.parametrize(
@@ -486,7 +484,7 @@ FIVE_REASONS_TEXT = str(DUAL_PAYLOAD["text"]).replace(
 def test_a_card_whose_answer_cannot_arrive_is_ineligible_with_no_new_files(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
-    """Issue 19: five review reasons make a minimal answer of more than the 297
+    """Five review reasons make a minimal answer of more than the 297
     tokens that can arrive in 3 s at the fastest published rate: no request, no
     key, no spool, the canonical card; the same card with two reasons is sent."""
     _install_glossary(root, json.dumps(OVER_BUDGET_FILE, ensure_ascii=False).encode())

@@ -1,5 +1,5 @@
 """One deadline from the host's call, and no wait when nothing can answer
-(issue 27 items 4 and 5; coordinator rules 4 and 13).
+(coordinator rules 4 and 13).
 
 The clocks are injected: a set-up that "takes" seconds advances the fake
 clocks, so nothing here depends on the machine's speed. The liveness tests use

@@ -1,4 +1,4 @@
-"""Fork-safe all the way down (issue 26 item 1; coordinator rule 12).
+"""Fork-safe all the way down (coordinator rule 12).
 
 Every lock the gateway's modules hold (module-level ones in kexpr.spool too) is
 held by another thread at the fork, instrumented; then the natural case: many

@@ -1,5 +1,5 @@
-"""Nothing escapes into the host, for every input type and value (issue 20 item 1;
-coordinator rule 9).
+"""Nothing escapes into the host, for every input type and value
+(coordinator rule 9).
 
 Property tests over arbitrary Python strings (lone surrogates included: Python
 strings carry them and JSON decodes ``"\\ud800"``), wrong types and arbitrary
@@ -324,7 +324,7 @@ def test_report_with_arbitrary_arguments(
 
 
 class RaisingStr(str):
-    """A forged id (issue 26 item 7): a ``str`` subclass whose hash and equality raise."""
+    """A forged id: a ``str`` subclass whose hash and equality raise."""
 
     __slots__ = ()
 
@@ -352,7 +352,7 @@ STR_SUBCLASS: st.SearchStrategy[object] = st.one_of(
 def test_report_of_a_str_subclass_id_is_the_documented_value_error(
     tmp_path: Path, attempt_id: object, outcome: Outcome
 ) -> None:
-    """Issue 26 item 7: only an exact ``str`` id; a subclass never reaches the table."""
+    """Only an exact ``str`` id; a subclass never reaches the table."""
     root = tmp_path / "r"
     with pytest.raises(ValueError) as e:
         coordinator(root).report(foreign_candidate(attempt_id), outcome)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""A good guest in the host's process (issue 20 items 2-5; coordinator rules 4, 11, 12).
+"""A good guest in the host's process (coordinator rules 4, 11, 12).
 
 Structural facts only, never latencies (those are bench/guest.py's): which
 executor an asyncio presentation uses, how many threads and inotify instances
@@ -249,7 +249,7 @@ def test_many_waits_hold_no_thread_of_the_host_loop(root: DataRoot) -> None:
     coord.close()
     assert outcomes == [Outcome.ACCEPTED] * n
     # kexpr's threads while n presentations waited: its own executor, the observer
-    # and the one shared re-check scan (issue 26 item 2).
+    # and the one shared re-check scan.
     from gateway_shim._guest import MAX_WORKERS
 
     assert peak <= MAX_WORKERS + OBSERVER_THREADS + 1

@@ -19,7 +19,7 @@ def test_vector() -> None:
     fields = ("daily.v1", "evt-1")
     msg = b"korean-expression-v4\x00" + b"\x00\x00\x00\x08daily.v1" + b"\x00\x00\x00\x05evt-1"
     assert encode_fields(fields) == msg
-    # Issue 27: HMAC-SHA-256 truncated to 128 bits, the old 64-hex key's prefix.
+    # HMAC-SHA-256 truncated to 128 bits, the old 64-hex key's prefix.
     assert artifact_key(key, fields) == hmac.new(key, msg, hashlib.sha256).hexdigest()[:32]
 
 

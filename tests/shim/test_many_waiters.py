@@ -1,5 +1,5 @@
 """Many waiters, one loop; nothing kept per abandoned wait; a watch that notices
-its death (issue 26 items 2, 3, 4; coordinator rules 4 and 12).
+its death (coordinator rules 4 and 12).
 
 Behaviour, never time: reads and scans are counted with instrumented readers,
 the table's size is read, the watch is proven by a file that arrives through
