@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 from ops_support import kexpr
-from worker_tests.worker_kit import Clock, submit
+from worker_tests.worker_kit import Clock, completion, composition_for, submit
 
 from kexpr.ops.status_cli import EXIT, HealthVerdict, collect, render
 from kexpr.ops.supervisor import supervisor_status_path
-from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.layout import DataRoot
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
@@ -153,21 +152,7 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
 
 
 def _completion(capsule: dict[str, Any], tokens: int | None) -> dict[str, Any]:
-    content = answer_json(capsule, lambda _slot_id: "차분히, [[P:01]].", compact=False)
-    body: dict[str, Any] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "gpt-4.1-mini",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "finish_reason": "stop",
-                "logprobs": None,
-            }
-        ],
-    }
+    body: dict[str, Any] = completion(composition_for(capsule, "차분히, [[P:01]]."))
     if tokens is not None:
         body["usage"] = {"prompt_tokens": 300, "completion_tokens": tokens, "total_tokens": 0}
     return body
