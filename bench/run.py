@@ -78,7 +78,7 @@ from kexpr.spool.journal import (  # noqa: E402
     format_ts,
 )
 from kexpr.spool.journal import (
-    Mode as JMode,
+    SpoolMode as JMode,
 )
 from kexpr.spool.layout import DataRoot  # noqa: E402
 

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from kexpr.spool.lifecycle import Mode as SpoolMode
+from kexpr.spool.lifecycle import SpoolMode
 
 CONFIG_KEY: Final = "korean_expression_postprocessor"
 SCHEMA_VERSION: Final = "korean-expression-v4"
@@ -53,9 +53,10 @@ _SURFACE_KEYS: Final = ("daily", "weekly", "adaptive_operator")
 
 
 class Mode(enum.StrEnum):
-    """The config's mode: the spool's (`kexpr.spool.lifecycle.Mode`, what a
-    request and a journal row carry) plus ``disabled``, which never reaches
-    the spool."""
+    """The config's mode: the spool's (`kexpr.spool.lifecycle.SpoolMode`, what
+    a request and a journal row carry) plus ``disabled``, which never reaches
+    the spool. Two enums, one name each: ``Mode`` is the operator's switch,
+    ``SpoolMode`` what may reach a worker."""
 
     DISABLED = "disabled"
     SHADOW = SpoolMode.SHADOW.value

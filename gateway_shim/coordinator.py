@@ -149,8 +149,7 @@ from kexpr.spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
 from kexpr.spool.fsio import publish, read_private
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.lifecycle import MAX_WAIT, Actor, File, Move
-from kexpr.spool.lifecycle import Mode as SpoolMode
+from kexpr.spool.lifecycle import MAX_WAIT, Actor, File, Move, SpoolMode
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,

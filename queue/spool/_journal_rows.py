@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from kexpr.spool.canonical import canonical_json, parse_ts
-from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
+from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Outcome, SpoolMode
 
 JOURNAL_SCHEMA: Final = "korean-expression-journal-v1"
 ZERO_DIGEST: Final = "0" * 64
@@ -89,7 +89,7 @@ ROW_FORMAT: Final[Mapping[str, FieldFormat]] = MappingProxyType(
         "attempt_id": FieldFormat(FieldKind.HEX, length=32),
         "deadline_at_utc": _TS_FORMAT,
         "finalized_at_utc": FieldFormat(FieldKind.TIMESTAMP, by_state=True),
-        "mode": _one_of(m.value for m in Mode),
+        "mode": _one_of(m.value for m in SpoolMode),
         "outcome": _one_of(
             [Outcome.ATTEMPT_STARTED.value, *(o.value for o in TERMINAL_OUTCOMES)], by_state=True
         ),
@@ -214,7 +214,7 @@ class AttemptRecord:
     attempt_id: str
     artifact_key: str
     surface: str
-    mode: Mode
+    mode: SpoolMode
     started_at_utc: str
     deadline_at_utc: str
     segment: str  # YYYY-MM-DD of the start row
@@ -390,7 +390,7 @@ def _slow_row(
             attempt_id=aid,
             artifact_key=row["artifact_key"],
             surface=row["surface"],
-            mode=Mode(row["mode"]),
+            mode=SpoolMode(row["mode"]),
             started_at_utc=row["started_at_utc"],
             deadline_at_utc=row["deadline_at_utc"],
             segment=segment,

@@ -32,7 +32,7 @@ from kexpr.spool._journal_rows import (
     hex_pattern,
 )
 from kexpr.spool.canonical import TS_HOUR, TS_REST
-from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Mode, Outcome
+from kexpr.spool.lifecycle import LEGAL_TERMINALS, TERMINAL_OUTCOMES, Outcome, SpoolMode
 
 
 def verify_segment_bytes(
@@ -396,7 +396,7 @@ assert _FAST_ROW.groups == 14 and _FAST_PAIR.groups == 16
 assert _FAST_PAIR.groupindex["digest"] == _PAIR_DIGEST
 _DIGEST_PREFIX: Final = len('"row_digest":"')
 _DIGEST_MEMBER: Final = len('"row_digest":"",') + 64  # the member and its comma
-_MODE_BY_VALUE: Final[Mapping[str, Mode]] = {m.value: m for m in Mode}
+_MODE_BY_VALUE: Final[Mapping[str, SpoolMode]] = {m.value: m for m in SpoolMode}
 _OUTCOME_OR_OPEN: Final[Mapping[str | None, Outcome | None]] = {
     None: None,
     **{o.value: o for o in Outcome},
@@ -409,7 +409,7 @@ def _record(
     attempt_id: str,
     artifact_key: str,
     surface: str,
-    mode: Mode,
+    mode: SpoolMode,
     started_at_utc: str,
     deadline_at_utc: str,
     segment: str,

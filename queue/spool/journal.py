@@ -125,9 +125,9 @@ from kexpr.spool.lifecycle import (
     TRANSITIONS,
     Event,
     IllegalTransition,
-    Mode,
     Outcome,
     Phase,
+    SpoolMode,
     transition,
 )
 
@@ -302,7 +302,7 @@ class Journal:
         *,
         artifact_key: str,
         surface: str,
-        mode: Mode,
+        mode: SpoolMode,
         attempt_id: str,
         started_at: dt.datetime,
         deadline_at_utc: str,
@@ -544,7 +544,7 @@ __all__ = [
     "JournalAudit",
     "JournalFinding",
     "JournalUnverified",
-    "Mode",
+    "SpoolMode",
     "Outcome",
     "Phase",
     "QuarantinedFile",

@@ -88,7 +88,10 @@ STEP_BASE_S: Final = 5.0
 STEP_SLEW: Final = 0.0005
 
 
-class Mode(enum.StrEnum):
+class SpoolMode(enum.StrEnum):
+    """The mode a request and a journal row carry (the config's ``disabled``
+    never reaches the spool: `gateway_shim.config.Mode`)."""
+
     SHADOW = "shadow"
     ENABLED = "enabled"
 
@@ -131,9 +134,11 @@ EVENT_OUTCOMES: Final[Mapping[Event, frozenset[Outcome]]] = {
 }
 
 # A shadow attempt ends shadow_selected when selected; an enabled one selected.
-MODE_FORBIDS: Final[Mapping[Mode, frozenset[Outcome]]] = {
-    Mode.SHADOW: frozenset({Outcome.SELECTED, Outcome.COMMIT_FAILED, Outcome.PUBLICATION_FAILED}),
-    Mode.ENABLED: frozenset({Outcome.SHADOW_SELECTED}),
+MODE_FORBIDS: Final[Mapping[SpoolMode, frozenset[Outcome]]] = {
+    SpoolMode.SHADOW: frozenset(
+        {Outcome.SELECTED, Outcome.COMMIT_FAILED, Outcome.PUBLICATION_FAILED}
+    ),
+    SpoolMode.ENABLED: frozenset({Outcome.SHADOW_SELECTED}),
 }
 
 
@@ -143,7 +148,9 @@ class IllegalTransition(Exception):
         self.phase, self.event, self.outcome = phase, event, outcome
 
 
-def transition(phase: Phase | None, event: Event, outcome: Outcome | None, mode: Mode) -> Phase:
+def transition(
+    phase: Phase | None, event: Event, outcome: Outcome | None, mode: SpoolMode
+) -> Phase:
     """The one place a lifecycle step is judged."""
     nxt = TRANSITIONS.get((phase, event))
     if nxt is None:
@@ -156,11 +163,11 @@ def transition(phase: Phase | None, event: Event, outcome: Outcome | None, mode:
 
 # Rule 2: a terminal row (mode, outcome) is legal iff some edge of the table into
 # FINALIZED carries that outcome in that mode. Read off the tables, not tried.
-LEGAL_TERMINALS: Final[frozenset[tuple[Mode, Outcome]]] = frozenset(
+LEGAL_TERMINALS: Final[frozenset[tuple[SpoolMode, Outcome]]] = frozenset(
     (mode, outcome)
     for (_, event), nxt in TRANSITIONS.items()
     if nxt is Phase.FINALIZED
-    for mode in Mode
+    for mode in SpoolMode
     for outcome in EVENT_OUTCOMES.get(event, frozenset())
     if outcome not in MODE_FORBIDS[mode]
 )
@@ -284,7 +291,7 @@ class Inadmissible(enum.StrEnum):
 
 def report_admissible(
     outcome: Outcome | None,
-    mode: Mode | None,
+    mode: SpoolMode | None,
     held: Held | None,
     reported: Outcome,
     mono_now: float,
@@ -481,7 +488,7 @@ __all__ = [
     "IllegalTransition",
     "Inadmissible",
     "Inherited",
-    "Mode",
+    "SpoolMode",
     "Move",
     "Outcome",
     "Phase",

@@ -65,7 +65,7 @@ from kexpr.spool.contract import (
 )
 from kexpr.spool.contract._strictjson import StrictJsonError, read_object
 from kexpr.spool.journal import canonical_json
-from kexpr.spool.lifecycle import Mode
+from kexpr.spool.lifecycle import SpoolMode
 from kexpr.spool.outcomes import ReportOutcome, ResponseOutcome
 
 SpoolVersion: TypeAlias = Literal["kexpr-spool-v1", "kexpr-spool-v2", "kexpr-spool-v3"]
@@ -112,7 +112,7 @@ class SpoolRequest(_Strict):
     request_id: Hex32
     submitted_at_utc: Timestamp
     deadline_at_utc: Timestamp
-    mode: Annotated[Mode, Field(strict=False)]
+    mode: Annotated[SpoolMode, Field(strict=False)]
     capsule: Capsule
 
     @field_validator("capsule", mode="before")

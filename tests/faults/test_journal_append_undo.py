@@ -33,9 +33,9 @@ from kexpr.spool.journal import (
     Event,
     Finding,
     Journal,
-    Mode,
     Outcome,
     Phase,
+    SpoolMode,
     format_ts,
 )
 from kexpr.spool.layout import DataRoot
@@ -58,7 +58,7 @@ def _start(j: Journal, n: int, at: dt.datetime = T0):  # type: ignore[no-untyped
         return j.append_start(
             artifact_key=f"{n:032x}",
             surface="daily.v1",
-            mode=Mode.SHADOW,
+            mode=SpoolMode.SHADOW,
             attempt_id=f"{n:032x}",
             started_at=at,
             deadline_at_utc=format_ts(at + dt.timedelta(seconds=4)),
@@ -175,7 +175,7 @@ def _request(root: DataRoot, n: int) -> str:
         request_id=rid,
         submitted_at_utc=format_ts(now),
         deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
-        mode=Mode.SHADOW,
+        mode=SpoolMode.SHADOW,
         capsule=Capsule(
             schema_version="korean-expression-v4",
             surface="daily.v1",
@@ -265,13 +265,13 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
 
 _CHILD = r"""
 import datetime as dt, os, sys
-from kexpr.spool.journal import AppendRefused, Journal, Mode, format_ts
+from kexpr.spool.journal import AppendRefused, Journal, SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
 j = Journal(DataRoot(sys.argv[1])); j.load()
 t = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)
 def start(n):
     with j.locked():
-        j.append_start(artifact_key=f"{n:032x}", surface="daily.v1", mode=Mode.SHADOW,
+        j.append_start(artifact_key=f"{n:032x}", surface="daily.v1", mode=SpoolMode.SHADOW,
                        attempt_id=f"{n:032x}", started_at=t,
                        deadline_at_utc=format_ts(t + dt.timedelta(seconds=4)))
 # Rows until the next one cannot fit in the segment's last page (rows are

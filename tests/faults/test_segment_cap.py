@@ -23,9 +23,9 @@ from kexpr.spool.journal import (
     Event,
     Finding,
     Journal,
-    Mode,
     Outcome,
     Phase,
+    SpoolMode,
     format_ts,
 )
 from kexpr.spool.layout import DataRoot
@@ -47,7 +47,7 @@ def _start(j: Journal, n: int):  # type: ignore[no-untyped-def]
         return j.append_start(
             artifact_key=f"{n:032x}",
             surface="adaptive.dualcoachtest.card.v1",
-            mode=Mode.ENABLED,
+            mode=SpoolMode.ENABLED,
             attempt_id=f"{n:032x}",
             started_at=T0,
             deadline_at_utc=format_ts(T0 + dt.timedelta(seconds=4)),

@@ -34,7 +34,7 @@ from worker_tests.worker_kit import (
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.lifecycle import Mode
+from kexpr.spool.lifecycle import SpoolMode
 from kexpr.spool.messages import ResponseStatus
 from kexpr.spool.outcomes import Outcome
 from kexpr.worker import daemon, listing, scan
@@ -234,7 +234,7 @@ def _request_bytes(akey: str, rid_: str) -> bytes:
         request_id=rid_,
         submitted_at_utc=format_ts(now),
         deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
-        mode=Mode.SHADOW,
+        mode=SpoolMode.SHADOW,
         capsule=Capsule(
             schema_version="korean-expression-v4",
             surface="daily.v1",

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kexpr.spool.journal import Event, Journal, Mode, Outcome, Phase, format_ts
+from kexpr.spool.journal import Event, Journal, Outcome, Phase, SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.daemon import wait_ready
 
@@ -130,7 +130,7 @@ def build_journal(root: Path, rows: Iterable[Row]) -> DataRoot:
             rec = j.append_start(
                 artifact_key=secrets.token_hex(32),
                 surface=row.surface,
-                mode=Mode(row.mode),
+                mode=SpoolMode(row.mode),
                 attempt_id=secrets.token_hex(16),
                 started_at=row.started,
                 deadline_at_utc=format_ts(row.started + dt.timedelta(seconds=4)),

@@ -8,12 +8,12 @@ import json
 import os
 from pathlib import Path
 
-from kexpr.spool.journal import AttemptRecord, Journal, Mode, format_ts
+from kexpr.spool.journal import AttemptRecord, Journal, SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
 
 
 def start_attempt(
-    j: Journal, akey: str, aid: str, at: dt.datetime, mode: Mode = Mode.SHADOW
+    j: Journal, akey: str, aid: str, at: dt.datetime, mode: SpoolMode = SpoolMode.SHADOW
 ) -> AttemptRecord:
     """Append one ``daily.v1`` start row through the writer, its deadline 4 s after ``at``."""
     with j.locked():

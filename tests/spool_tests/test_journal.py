@@ -24,9 +24,9 @@ from kexpr.spool.journal import (
     Index,
     Journal,
     JournalUnverified,
-    Mode,
     Outcome,
     Phase,
+    SpoolMode,
     canonical_json,
     transition,
     verify_segment_bytes,
@@ -48,7 +48,11 @@ def journal(tmp_path: Path) -> Journal:
 
 
 def start(
-    j: Journal, akey: str = AKEY, aid: str = AID, mode: Mode = Mode.SHADOW, at: dt.datetime = T0
+    j: Journal,
+    akey: str = AKEY,
+    aid: str = AID,
+    mode: SpoolMode = SpoolMode.SHADOW,
+    at: dt.datetime = T0,
 ):
     return start_attempt(j, akey, aid, at, mode)
 
@@ -142,24 +146,24 @@ def test_double_terminal_is_illegal(journal: Journal) -> None:
             Phase.OPEN,
             Event.REPORT,
             Outcome.SHADOW_SELECTED,
-            Mode.SHADOW,
+            SpoolMode.SHADOW,
         ),  # no report before acceptance
-        (Phase.AWAITING_REPORT, Event.CALL_FAILED, Outcome.TIMEOUT, Mode.SHADOW),
-        (Phase.FINALIZED, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, Mode.SHADOW),
+        (Phase.AWAITING_REPORT, Event.CALL_FAILED, Outcome.TIMEOUT, SpoolMode.SHADOW),
+        (Phase.FINALIZED, Event.EXPIRE, Outcome.CLAIM_EXPIRED_CANONICAL, SpoolMode.SHADOW),
         (
             Phase.AWAITING_REPORT,
             Event.REPORT,
             Outcome.SELECTED,
-            Mode.SHADOW,
+            SpoolMode.SHADOW,
         ),  # shadow never "selected"
-        (Phase.AWAITING_REPORT, Event.REPORT, Outcome.SHADOW_SELECTED, Mode.ENABLED),
-        (Phase.OPEN, Event.CALL_FAILED, Outcome.SELECTED, Mode.ENABLED),
-        (Phase.OPEN, Event.EXPIRE, Outcome.TIMEOUT, Mode.ENABLED),
-        (None, Event.REPORT, Outcome.SELECTED, Mode.ENABLED),
+        (Phase.AWAITING_REPORT, Event.REPORT, Outcome.SHADOW_SELECTED, SpoolMode.ENABLED),
+        (Phase.OPEN, Event.CALL_FAILED, Outcome.SELECTED, SpoolMode.ENABLED),
+        (Phase.OPEN, Event.EXPIRE, Outcome.TIMEOUT, SpoolMode.ENABLED),
+        (None, Event.REPORT, Outcome.SELECTED, SpoolMode.ENABLED),
     ],
 )
 def test_illegal_transitions(
-    phase: Phase | None, event: Event, outcome: Outcome, mode: Mode
+    phase: Phase | None, event: Event, outcome: Outcome, mode: SpoolMode
 ) -> None:
     with pytest.raises(IllegalTransition):
         transition(phase, event, outcome, mode)
@@ -774,7 +778,7 @@ def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _starts(
-    j: Journal, n: int, at: dt.datetime = T0, mode: Mode = Mode.SHADOW
+    j: Journal, n: int, at: dt.datetime = T0, mode: SpoolMode = SpoolMode.SHADOW
 ) -> list[AttemptRecord]:
     return [start(j, akey=f"{i + 1:032x}", aid=f"{i + 1:032x}", mode=mode, at=at) for i in range(n)]
 

@@ -37,8 +37,8 @@ from kexpr.spool.journal import (
     Finding,
     Index,
     JournalUnverified,
-    Mode,
     Outcome,
+    SpoolMode,
     verify_segment_bytes,
 )
 
@@ -280,7 +280,7 @@ def test_pairs_take_the_fast_path() -> None:
     assert seq == 80 and digest == json.loads(data.split(b"\n")[-2])["row_digest"]
     assert list(index.by_attempt) == [a.aid for a in attempts]
     assert all(
-        type(r.outcome) is Outcome and type(r.mode) is Mode for r in index.by_attempt.values()
+        type(r.outcome) is Outcome and type(r.mode) is SpoolMode for r in index.by_attempt.values()
     )
     assert same_as_reference(data)[0] == "verified"
 
@@ -336,7 +336,7 @@ def test_only_the_offending_row_goes_to_the_reference() -> None:
 
 
 def test_record_builder_is_the_dataclass() -> None:
-    args = ("b" * 32, "a" * 64, "daily.v1", Mode.SHADOW, "s", "d", DAY, Outcome.TIMEOUT)
+    args = ("b" * 32, "a" * 64, "daily.v1", SpoolMode.SHADOW, "s", "d", DAY, Outcome.TIMEOUT)
     built, made = journal_module._record(*args), AttemptRecord(*args)
     assert built == made and hash(built) == hash(made) and type(built) is AttemptRecord
     assert repr(built) == repr(made)

@@ -23,11 +23,11 @@ from kexpr.spool.lifecycle import (
     IllegalTransition,
     Inadmissible,
     Inherited,
-    Mode,
     Move,
     Outcome,
     Phase,
     Reply,
+    SpoolMode,
     Where,
 )
 
@@ -41,7 +41,7 @@ S = dt.timedelta(seconds=1)
 @pytest.mark.parametrize(("key", "nxt"), sorted(TRANSITIONS.items(), key=str))
 def test_every_transition_row_is_taken_with_each_outcome_it_allows(key, nxt) -> None:  # type: ignore[no-untyped-def]
     phase, event = key
-    for mode in Mode:
+    for mode in SpoolMode:
         allowed = EVENT_OUTCOMES.get(event)
         if allowed is None:
             assert lc.transition(phase, event, None, mode) is nxt
@@ -61,23 +61,23 @@ def test_every_missing_row_is_illegal_and_finalized_has_no_edge() -> None:
                 continue
             for outcome in (None, *Outcome):
                 with pytest.raises(IllegalTransition):
-                    lc.transition(phase, event, outcome, Mode.ENABLED)
+                    lc.transition(phase, event, outcome, SpoolMode.ENABLED)
     assert not [k for k in TRANSITIONS if k[0] is Phase.FINALIZED]
 
 
 def test_legal_terminals_are_exactly_the_table_edges_into_finalized() -> None:
     expected = {
         (m, o)
-        for m in Mode
+        for m in SpoolMode
         for o in lc.TERMINAL_OUTCOMES
         for (p, e), nxt in TRANSITIONS.items()
         if nxt is Phase.FINALIZED and o in EVENT_OUTCOMES.get(e, ())
         if o not in MODE_FORBIDS[m]
     }
     assert LEGAL_TERMINALS == expected
-    assert (Mode.SHADOW, Outcome.SELECTED) not in LEGAL_TERMINALS
-    assert (Mode.ENABLED, Outcome.SHADOW_SELECTED) not in LEGAL_TERMINALS
-    assert (Mode.ENABLED, Outcome.ATTEMPT_STARTED) not in LEGAL_TERMINALS
+    assert (SpoolMode.SHADOW, Outcome.SELECTED) not in LEGAL_TERMINALS
+    assert (SpoolMode.ENABLED, Outcome.SHADOW_SELECTED) not in LEGAL_TERMINALS
+    assert (SpoolMode.ENABLED, Outcome.ATTEMPT_STARTED) not in LEGAL_TERMINALS
 
 
 # ------------------------------------------------------------------ decisions
@@ -143,16 +143,23 @@ def test_expiry_due(outcome, held, now, due) -> None:  # type: ignore[no-untyped
 @pytest.mark.parametrize(
     ("outcome", "mode", "held", "reported", "now", "verdict"),
     [
-        (None, Mode.ENABLED, AWAITING, Outcome.SELECTED, 0.0, None),
-        (None, Mode.SHADOW, INHERITED_AWAITING, Outcome.SHADOW_SELECTED, 0.0, None),
+        (None, SpoolMode.ENABLED, AWAITING, Outcome.SELECTED, 0.0, None),
+        (None, SpoolMode.SHADOW, INHERITED_AWAITING, Outcome.SHADOW_SELECTED, 0.0, None),
         (None, None, AWAITING, Outcome.SELECTED, 0.0, Inadmissible.UNKNOWN_ATTEMPT),
-        (Outcome.SELECTED, Mode.ENABLED, None, Outcome.SELECTED, 0.0, Inadmissible.TERMINAL),
-        (None, Mode.ENABLED, LIVE_OPEN, Outcome.SELECTED, 0.0, Inadmissible.NOT_AWAITING),
-        (None, Mode.ENABLED, None, Outcome.SELECTED, 0.0, Inadmissible.NOT_AWAITING),
-        (None, Mode.ENABLED, AWAITING, Outcome.SELECTED, 10.0, Inadmissible.OUTSIDE_GRACE),
-        (None, Mode.SHADOW, AWAITING, Outcome.SELECTED, 0.0, Inadmissible.WRONG_OUTCOME),
-        (None, Mode.ENABLED, AWAITING, Outcome.SHADOW_SELECTED, 0.0, Inadmissible.WRONG_OUTCOME),
-        (None, Mode.ENABLED, AWAITING, Outcome.TIMEOUT, 0.0, Inadmissible.WRONG_OUTCOME),
+        (Outcome.SELECTED, SpoolMode.ENABLED, None, Outcome.SELECTED, 0.0, Inadmissible.TERMINAL),
+        (None, SpoolMode.ENABLED, LIVE_OPEN, Outcome.SELECTED, 0.0, Inadmissible.NOT_AWAITING),
+        (None, SpoolMode.ENABLED, None, Outcome.SELECTED, 0.0, Inadmissible.NOT_AWAITING),
+        (None, SpoolMode.ENABLED, AWAITING, Outcome.SELECTED, 10.0, Inadmissible.OUTSIDE_GRACE),
+        (None, SpoolMode.SHADOW, AWAITING, Outcome.SELECTED, 0.0, Inadmissible.WRONG_OUTCOME),
+        (
+            None,
+            SpoolMode.ENABLED,
+            AWAITING,
+            Outcome.SHADOW_SELECTED,
+            0.0,
+            Inadmissible.WRONG_OUTCOME,
+        ),
+        (None, SpoolMode.ENABLED, AWAITING, Outcome.TIMEOUT, 0.0, Inadmissible.WRONG_OUTCOME),
     ],
 )
 def test_report_admissible(outcome, mode, held, reported, now, verdict) -> None:  # type: ignore[no-untyped-def]
@@ -206,7 +213,7 @@ def test_report_admissible(outcome, mode, held, reported, now, verdict) -> None:
 def test_conclude(failed, rejected, late, quarantined, expected) -> None:  # type: ignore[no-untyped-def]
     c = lc.conclude(failed, rejected, late=late, quarantined=quarantined)
     assert (c.event, c.outcome, c.reply) == expected
-    for mode in Mode:  # every conclusion is a legal step from OPEN
+    for mode in SpoolMode:  # every conclusion is a legal step from OPEN
         lc.transition(Phase.OPEN, c.event, c.outcome, mode)
 
 

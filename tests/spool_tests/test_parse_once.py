@@ -20,7 +20,7 @@ from kexpr.spool.contract import Capsule, Composition, slot_policy
 from kexpr.spool.contract._models import composition_from_object
 from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.journal import canonical_json
-from kexpr.spool.lifecycle import Mode
+from kexpr.spool.lifecycle import SpoolMode
 from kexpr.spool.messages import (
     SPOOL_VERSION,
     MessageError,
@@ -63,7 +63,7 @@ def _valid() -> list[tuple[str, dict[str, Any]]]:
         request_id=RID,
         submitted_at_utc=TS,
         deadline_at_utc=TS2,
-        mode=Mode.ENABLED,
+        mode=SpoolMode.ENABLED,
         capsule=_capsule(),
     )
     accepted = SpoolResponse(

@@ -27,7 +27,7 @@ from worker_tests.worker_kit import (
 )
 
 from kexpr.spool.fsio import publish
-from kexpr.spool.journal import Journal, Mode, format_ts
+from kexpr.spool.journal import Journal, SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import RESPONSE_TTL
 from kexpr.spool.messages import (
@@ -148,7 +148,7 @@ def test_a_lost_attempt_is_canonical_for_every_request_after_a_restart(root, pro
         j.append_start(
             artifact_key="a" * 64,
             surface="daily.v1",
-            mode=Mode.SHADOW,
+            mode=SpoolMode.SHADOW,
             attempt_id="d" * 32,
             started_at=clock.now,
             deadline_at_utc=format_ts(clock.now + dt.timedelta(seconds=4)),

@@ -34,7 +34,7 @@ from kexpr.spool.contract import Capsule, slot_policy
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Index, Journal, format_ts, verify_segment_bytes
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.lifecycle import Mode
+from kexpr.spool.lifecycle import SpoolMode
 from kexpr.spool.messages import (
     KNOWN_SPOOL_VERSIONS,
     SPOOL_V1,
@@ -58,7 +58,7 @@ def _request(akey: str, request_id: str, clock: Clock, version: str) -> SpoolReq
         request_id=request_id,
         submitted_at_utc=format_ts(clock.now),
         deadline_at_utc=format_ts(clock.now + dt.timedelta(seconds=4)),
-        mode=Mode.SHADOW,
+        mode=SpoolMode.SHADOW,
         capsule=Capsule(
             schema_version="korean-expression-v4",
             surface="daily.v1",

@@ -31,7 +31,7 @@ from kexpr.spool.contract.budget import answer_token_bound
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.lifecycle import Mode
+from kexpr.spool.lifecycle import SpoolMode
 from kexpr.spool.messages import SPOOL_VERSION, ResponseStatus, SpoolRequest
 from kexpr.spool.outcomes import Outcome
 from kexpr.worker.cooldown import COOL_DOWN_S, FAILURES_IN_A_ROW
@@ -62,7 +62,7 @@ def submit_capsule(root: DataRoot, clock: Clock, capsule: Capsule, request_id: s
         request_id=request_id,
         submitted_at_utc=format_ts(clock.now),
         deadline_at_utc=format_ts(clock.now + dt.timedelta(seconds=4)),
-        mode=Mode.SHADOW,
+        mode=SpoolMode.SHADOW,
         capsule=capsule,
     )
     publish(root.tmp, root.claimed / f"{request_id}.json", req.to_bytes())
