@@ -10,8 +10,9 @@ customer value: the only free-text-like field is ``composition``, which is the
 model's composition *as validated by the contract* (style lexemes and tokens).
 Reading parses each file once: the contract's strict JSON reader (duplicate keys,
 NaN, non-NFC strings refused) gives a Python object, which the model validates in
-strict Python mode. The one enum-typed field (``status``) takes its value by
-lookup (``strict=False`` on that field only): the input is already a JSON string
+strict Python mode. The two enum-typed fields (a response's ``status``, a
+request's ``mode``) take their value by lookup (``strict=False`` on those
+fields only): the input is already a JSON string
 there, and strict Python mode would refuse any str for an enum, where strict JSON
 mode accepted exactly the enum's values. The ``outcome`` fields are ``Literal``s
 of `kexpr.spool.outcomes.Outcome` members, which strict Python mode matches by
