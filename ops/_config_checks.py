@@ -2,7 +2,7 @@
 the ordered migration (`kexpr.ops.preflight` states the step; design §10).
 
 Rules of `kexpr.ops.preflight` that apply here: fail closed (anything unproven is a
-`Problem`), and no content in a result (key paths and enum diagnostics only).
+`ConfigProblem`), and no content in a result (key paths and enum diagnostics only).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Final
 
 from gateway_shim.config import CONFIG_KEY, ConfigDiagnostic, KoreanExpressionConfig, Mode
 from kexpr.ops._config_yaml import (
+    ConfigProblem,
     Diagnostic,
-    Problem,
     YamlRefused,
     _get,
     _load_plain,
@@ -43,9 +43,9 @@ def _legacy_paths(data: Any) -> list[tuple[object, ...]]:
 @dataclass(slots=True)
 class PreflightResult:
     config: str
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[ConfigProblem] = field(default_factory=list)
     # Not failures: what the host will not read (a `physique_checkin` elsewhere).
-    notes: list[Problem] = field(default_factory=list)
+    notes: list[ConfigProblem] = field(default_factory=list)
     postprocessor: dict[str, Any] = field(default_factory=dict)
     physique_checkin_enabled: str = "absent"  # true | false | absent | not_a_boolean
 
@@ -81,23 +81,25 @@ def preflight_text(
         result.problems.append(shape)
         return result
     if not isinstance(data, Mapping):
-        result.problems.append(Problem(Diagnostic.NOT_A_MAPPING))
+        result.problems.append(ConfigProblem(Diagnostic.NOT_A_MAPPING))
         return result
     for legacy in _legacy_paths(data):
         result.problems.append(
-            Problem(Diagnostic.LEGACY_COACHING_FEEDBACK_ENABLED, _path_text((*legacy, LEGACY_KEY)))
+            ConfigProblem(
+                Diagnostic.LEGACY_COACHING_FEEDBACK_ENABLED, _path_text((*legacy, LEGACY_KEY))
+            )
         )
     for where, m in _walk_maps(data):
         if CONFIG_KEY in m and tuple(where) != path:
             result.problems.append(
-                Problem(Diagnostic.POSTPROCESSOR_MISPLACED, _path_text((*where, CONFIG_KEY)))
+                ConfigProblem(Diagnostic.POSTPROCESSOR_MISPLACED, _path_text((*where, CONFIG_KEY)))
             )
     extra, found = _get(data, path)
     if not found:
-        result.problems.append(Problem(Diagnostic.EXTRA_PATH_MISSING, _path_text(path)))
+        result.problems.append(ConfigProblem(Diagnostic.EXTRA_PATH_MISSING, _path_text(path)))
         return result
     if not isinstance(extra, Mapping):
-        result.problems.append(Problem(Diagnostic.EXTRA_NOT_A_MAPPING, _path_text(path)))
+        result.problems.append(ConfigProblem(Diagnostic.EXTRA_NOT_A_MAPPING, _path_text(path)))
         return result
     # The host reads the check-in switch from the adapter's extras only; a copy
     # anywhere else (say, at the top level) is not read, and `enabled` below
@@ -105,7 +107,9 @@ def preflight_text(
     for where, m in _walk_maps(data):
         if isinstance(m.get(CHECKIN_KEY), Mapping) and tuple(where) != path:
             result.notes.append(
-                Problem(Diagnostic.PHYSIQUE_CHECKIN_NOT_READ, _path_text((*where, CHECKIN_KEY)))
+                ConfigProblem(
+                    Diagnostic.PHYSIQUE_CHECKIN_NOT_READ, _path_text((*where, CHECKIN_KEY))
+                )
             )
     checkin = extra.get(CHECKIN_KEY)
     if isinstance(checkin, Mapping) and "enabled" in checkin:
@@ -131,7 +135,7 @@ def preflight_text(
         result.postprocessor = {"block": "invalid", "mode": Mode.DISABLED.value}
         field_, rule = config.inexact or ("", "")
         result.problems.append(
-            Problem(
+            ConfigProblem(
                 Diagnostic.POSTPROCESSOR_INVALID,
                 _path_text((*path, CONFIG_KEY)),
                 config.diagnostic.value,

@@ -45,8 +45,8 @@ from kexpr.ops._config_checks import (
     preflight_text,
 )
 from kexpr.ops._config_yaml import (
+    ConfigProblem,
     Diagnostic,
-    Problem,
     YamlRefused,
     _load_plain,
     _load_rt,
@@ -74,7 +74,7 @@ class Change:
 class MigrationPlan:
     config: str
     changes: list[Change] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[ConfigProblem] = field(default_factory=list)
     new_text: str | None = None
     after: PreflightResult | None = None
 
@@ -161,21 +161,21 @@ def plan_migration(
         checkin = _node_at(rt, legacy)
         where = _path_text((*legacy, LEGACY_KEY))
         if not _is_block_map(checkin):
-            plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, where))
+            plan.problems.append(ConfigProblem(Diagnostic.NOT_LINE_EDITABLE, where))
             continue
         if len(checkin) == 1:
-            plan.problems.append(Problem(Diagnostic.LEGACY_KEY_SOLE_ENTRY, where))
+            plan.problems.append(ConfigProblem(Diagnostic.LEGACY_KEY_SOLE_ENTRY, where))
             continue
         try:
             key_line, _ = checkin.lc.key(LEGACY_KEY)
             value_line, _ = checkin.lc.value(LEGACY_KEY)
         except KeyError:
             # Not a line of this mapping: it arrives through a ``<<`` merge.
-            plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, where))
+            plan.problems.append(ConfigProblem(Diagnostic.NOT_LINE_EDITABLE, where))
             continue
         value = checkin[LEGACY_KEY]
         if key_line != value_line or isinstance(value, Mapping | list):
-            plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, where))
+            plan.problems.append(ConfigProblem(Diagnostic.NOT_LINE_EDITABLE, where))
             continue
         remove.add(key_line)
         plan.changes.append(Change("remove", key_line + 1, where))
@@ -187,7 +187,7 @@ def plan_migration(
         parent = _node_at(rt, path[:-1])
         extra = _node_at(rt, path)
         if not (_is_block_map(parent) and _is_block_map(extra) and len(extra) > 0):
-            plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, _path_text(path)))
+            plan.problems.append(ConfigProblem(Diagnostic.NOT_LINE_EDITABLE, _path_text(path)))
         else:
             try:
                 extra_line, extra_col = parent.lc.key(path[-1])
@@ -201,7 +201,7 @@ def plan_migration(
                 or first_col <= extra_col
                 or extra_line in remove
             ):
-                plan.problems.append(Problem(Diagnostic.NOT_LINE_EDITABLE, _path_text(path)))
+                plan.problems.append(ConfigProblem(Diagnostic.NOT_LINE_EDITABLE, _path_text(path)))
             else:
                 insert_after = extra_line
                 block = _block_lines(" " * first_col, " " * (first_col - extra_col))
@@ -229,12 +229,12 @@ def plan_migration(
             raise ValueError("data")
         _load_rt(new_text)
     except (YAMLError, Warning, ValueError, RecursionError):
-        plan.problems.append(Problem(Diagnostic.MIGRATION_UNVERIFIED))
+        plan.problems.append(ConfigProblem(Diagnostic.MIGRATION_UNVERIFIED))
         return plan
     after = preflight_text(new_text, extra_path=extra_path, name=name)
     plan.after = after
     if not after.passed or after.physique_checkin_enabled != before.physique_checkin_enabled:
-        plan.problems.append(Problem(Diagnostic.MIGRATION_UNVERIFIED))
+        plan.problems.append(ConfigProblem(Diagnostic.MIGRATION_UNVERIFIED))
         return plan
     plan.new_text = new_text
     return plan

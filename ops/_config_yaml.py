@@ -6,8 +6,8 @@ Rules of `kexpr.ops.preflight` that apply here:
 
 - **Fail closed.** A YAML error, a warning, a config over `MAX_CONFIG_BYTES`, or
   data over `MAX_YAML_NODES` / `MAX_YAML_DEPTH` (or with a recursive alias) is a
-  `Problem` with an enum diagnostic, never a partial judgement.
-- **No content in output.** Host configs hold tokens and keys: a `Problem` names
+  `ConfigProblem` with an enum diagnostic, never a partial judgement.
+- **No content in output.** Host configs hold tokens and keys: a `ConfigProblem` names
   a key path (`_path_text`: printable keys only) or a line number, never a value.
 - YAML is read with ruamel's YAML 1.2 safe loader (duplicate keys and Python
   tags are errors). It is stricter than a YAML 1.1 host loader (``yes`` is not a
@@ -58,7 +58,7 @@ class Diagnostic(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Problem:
+class ConfigProblem:
     diagnostic: Diagnostic
     where: str = ""  # a key path or "line N"; never a value
     detail: str = ""  # a sub-enum (e.g. the shim's ConfigDiagnostic)
@@ -124,17 +124,17 @@ def _load_rt(text: str) -> Any:
         return YAML(typ="rt").load(text)
 
 
-def _yaml_problem(e: BaseException) -> Problem:
+def _yaml_problem(e: BaseException) -> ConfigProblem:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     line = getattr(mark, "line", None)
-    return Problem(Diagnostic.YAML_ERROR, f"line {line + 1}" if isinstance(line, int) else "")
+    return ConfigProblem(Diagnostic.YAML_ERROR, f"line {line + 1}" if isinstance(line, int) else "")
 
 
 class YamlRefused(Exception):
     """A config that does not load (a YAML error, a warning, nesting too deep
-    for the loader): its `Problem`, never its content."""
+    for the loader): its `ConfigProblem`, never its content."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: ConfigProblem) -> None:
         super().__init__(problem.text())
         self.problem = problem
 
@@ -148,10 +148,10 @@ def _load_yaml(text: str, loader: Callable[[str], Any]) -> Any:
     except (YAMLError, Warning) as e:
         raise YamlRefused(_yaml_problem(e)) from e
     except RecursionError as e:
-        raise YamlRefused(Problem(Diagnostic.YAML_ERROR, detail="too_deep")) from e
+        raise YamlRefused(ConfigProblem(Diagnostic.YAML_ERROR, detail="too_deep")) from e
 
 
-def _shape_problem(data: Any) -> Problem | None:
+def _shape_problem(data: Any) -> ConfigProblem | None:
     """`MAX_YAML_NODES` / `MAX_YAML_DEPTH` / no recursive alias, so that an
     alias bomb is refused, never walked. Iterative, each node visited once; a node's expanded size is
     memoized, so shared (aliased) nodes are counted per use without being
@@ -169,15 +169,15 @@ def _shape_problem(data: Any) -> Problem | None:
             on_path.discard(key)
             size = 1 + sum(sizes.get(id(c), 1) for c in children)
             if size > MAX_YAML_NODES:
-                return Problem(Diagnostic.YAML_ERROR, detail="too_many_nodes")
+                return ConfigProblem(Diagnostic.YAML_ERROR, detail="too_many_nodes")
             sizes[key] = size
             continue
         if key in sizes:
             continue
         if key in on_path:
-            return Problem(Diagnostic.YAML_ERROR, detail="recursive_alias")
+            return ConfigProblem(Diagnostic.YAML_ERROR, detail="recursive_alias")
         if depth > MAX_YAML_DEPTH:
-            return Problem(Diagnostic.YAML_ERROR, detail="too_deep")
+            return ConfigProblem(Diagnostic.YAML_ERROR, detail="too_deep")
         on_path.add(key)
         stack.append((node, depth, True))
         stack.extend((c, depth + 1, False) for c in children)

@@ -68,8 +68,8 @@ from kexpr.ops._config_yaml import (
     MAX_CONFIG_BYTES,
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
+    ConfigProblem,
     Diagnostic,
-    Problem,
     UsageError,
     _decode,
     _read_config,
@@ -88,7 +88,7 @@ __all__ = [
     "MigrationPlan",
     "MigrationRefused",
     "PreflightResult",
-    "Problem",
+    "ConfigProblem",
     "UsageError",
     "migrate_cli",
     "plan_migration",
@@ -189,7 +189,7 @@ def migrate_cli(argv: list[str]) -> int:
         try:
             backup = write_migration(a.config, original, plan.new_text)
         except MigrationRefused as e:
-            plan.problems.append(Problem(e.diagnostic))
+            plan.problems.append(ConfigProblem(e.diagnostic))
     if a.json:
         out = plan.to_json()
         out["written"] = backup is not None
