@@ -668,18 +668,38 @@ class KoreanExpressionCoordinator:
         ``arrived``; a read before the first wait would only fail (one walk and
         one open per artifact)."""
         while True:
-            remaining = p.mono_deadline - self._mono()
-            if remaining <= 0:
-                return _Wait.EXPIRED
-            woke = arrived.wait(self._wait_step(remaining))
+            block = self._block_for(p)
+            if isinstance(block, _Wait):
+                return block
+            woke = arrived.wait(block)
             arrived.clear()
-            if self._closed:
-                return _Wait.CLOSED
-            if not woke and self._waiters.scanning:
-                continue  # nothing arrived: the shared scan would have woken us
+            then = self._after_wake(woke)
+            if then is _Wait.NOT_YET:
+                continue
+            if then is not None:
+                return then
             data = _try_read(p.response_path)
             if data is not _Wait.NOT_YET:
                 return data
+
+    # The wait's two decisions, one definition for both drivers (`_wait_sync`
+    # blocks the host's thread, `_wait_async` a timer on the loop).
+
+    def _block_for(self, p: _Pending) -> float | _Wait:
+        """How long the next wait may block, or ``EXPIRED`` at the deadline."""
+        remaining = p.mono_deadline - self._mono()
+        if remaining <= 0:
+            return _Wait.EXPIRED
+        return self._wait_step(remaining)
+
+    def _after_wake(self, woke: bool) -> _Wait | None:
+        """After one wait: ``CLOSED``; ``NOT_YET`` when nothing arrived and the
+        shared scan would have woken us (wait again, no read); None: read now."""
+        if self._closed:
+            return _Wait.CLOSED
+        if not woke and self._waiters.scanning:
+            return _Wait.NOT_YET
+        return None
 
     # ----------------------------------------------- one presentation, asyncio
 
@@ -724,22 +744,23 @@ class KoreanExpressionCoordinator:
         timer on the loop, no task per wait); the one read per wake and the
         conclusion run together on the coordinator's own executor."""
         while True:
-            remaining = p.mono_deadline - self._mono()
-            if remaining <= 0:
-                return _Wait.EXPIRED
+            block = self._block_for(p)
+            if isinstance(block, _Wait):
+                return block
             woke = arrived.is_set()
             if not woke:
                 try:
-                    async with asyncio.timeout(self._wait_step(remaining)):
+                    async with asyncio.timeout(block):
                         await arrived.wait()
                     woke = True
                 except TimeoutError:
                     pass
             arrived.clear()
-            if self._closed:
-                return _Wait.CLOSED
-            if not woke and self._waiters.scanning:
-                continue  # nothing arrived: the shared scan would have woken us
+            then = self._after_wake(woke)
+            if then is _Wait.NOT_YET:
+                continue
+            if then is not None:
+                return then
             try:
                 out = await self._read_by_deadline(p)
             except ExecutorClosed:
