@@ -90,8 +90,13 @@ def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, 
 
 @pytest.mark.parametrize(
     ("answer", "kept"),
-    [(status("canonical", "no_time_to_answer"), False), (accepted(), True)],
-    ids=["canonical", "accepted"],
+    [
+        (status("canonical", "no_time_to_answer"), False),
+        (accepted(), True),
+        # Not a response at all: removed like any answer that is not accepted.
+        (lambda _req: b'{"spool_version": ', False),
+    ],
+    ids=["canonical", "accepted", "malformed"],
 )
 def test_a_read_that_runs_after_the_wait_ended_only_collects(
     root: DataRoot, answer, kept: bool
