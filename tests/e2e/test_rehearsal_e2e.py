@@ -140,6 +140,15 @@ async def host(data_root: Path, mode: Mode, run: str) -> list[tuple[Presentation
     return published
 
 
+def wait_file(path: Path, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def wait_terminal(root: Path, n: int, timeout: float = 30.0) -> list[dict[str, object]]:
     end = time.monotonic() + timeout
     while True:
@@ -158,7 +167,11 @@ def test_rehearsal_shadow_and_enabled_end_to_end(
     assert journal_rows(data_root) == []
     status = json.loads((data_root / "worker.status.json").read_bytes())
     assert status["rehearsal"] is True and status["credential"] == "rehearsal"
-    supervisor = json.loads((data_root / "supervisor.status.json").read_bytes())
+    # The supervisor's heartbeat is written on its own loop: once the worker has
+    # made the data root, at its next turn (not necessarily before "ready").
+    supervisor_status = data_root / "supervisor.status.json"
+    assert wait_file(supervisor_status, 20.0), "no supervisor heartbeat"
+    supervisor = json.loads(supervisor_status.read_bytes())
     assert supervisor["rehearsal"] is True
 
     shadow = asyncio.run(host(data_root, Mode.SHADOW, "s"))
