@@ -201,6 +201,14 @@ def _start(
             if bound is None or until - PUBLISH_MARGIN_S - p.mono() < min_answer_seconds(bound):
                 p.counters.bump("no_time_to_answer")
                 return _refuse(p, req, Outcome.NO_TIME_TO_ANSWER, reservation)
+            # The operator's spend bound: the start rows of the rolling hour and
+            # of the UTC day, counted from the journal, against their caps; at a
+            # cap no row and no call (kexpr.worker.spend). Judged before the
+            # provider's admission, so that a refusal here never takes the
+            # cool-down's or the speed model's probe.
+            if not p.spend.admit(p.clock()):
+                p.counters.bump("spend_cap_reached")
+                return _refuse(p, req, Outcome.SPEND_CAP_REACHED, reservation)
             # The same shape at the provider's measured speed, and the provider's
             # cool-down: no row and no call for an answer that cannot arrive, or
             # for a provider that keeps failing (docs/lifecycle.md, docs/budget.md).
@@ -226,6 +234,7 @@ def _start(
                 started_at=p.clock(),
                 deadline_at_utc=req.deadline_at_utc,
             )
+            p.spend.started(rec.started_at_utc, p.clock())
             if probe:
                 p.cooldown.bind_probe(rec.attempt_id)
             p.attempts.held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)

@@ -44,6 +44,10 @@ Invariants (each one is a reason for a line below):
    still served. EMFILE/ENFILE/ENOMEM (`RESOURCE_ERRNOS`) stop the scan and the
    rescan timer retries it. The worker exits only for what a restart cannot fix
    (`kexpr.worker.exitcodes`: 71, 73, 74, 78), never with a traceback for a spool entry.
+9. A stated spend bound (`kexpr.worker.spend`): at most the operator's cap of
+   start rows in any rolling hour and any UTC day, counted from the journal (so
+   a restart does not reset it); past it a request is answered canonical
+   ``spend_cap_reached`` with no row and no call.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ from kexpr.worker.preload import Preload
 from kexpr.worker.provider import build_client
 from kexpr.worker.quarantine import JOURNAL_ERRORS, RESOURCE_ERRNOS
 from kexpr.worker.reports import REPORT_GROUP_MAX
+from kexpr.worker.spend import SpendCaps
 from kexpr.worker.status import Counters, Fault, StatusFile, wait_ready
 
 if TYPE_CHECKING:
@@ -103,6 +108,7 @@ class Worker:
         rescan_interval_s: float = RESCAN_INTERVAL_S,
         preload: Preload | None = None,
         rehearsal: bool = False,
+        spend: SpendCaps | None = None,
     ) -> None:
         self.root = root
         # A rehearsal (`kexpr.worker.rehearsal`): the client_factory is the
@@ -116,7 +122,10 @@ class Worker:
         self._rescan = rescan_interval_s
         # A child verifying the journal since before the SDK import (worker.preload).
         self._preload = preload
-        self.parts = Parts.build(root, clock=clock, monotonic=monotonic, grace=commit_grace)
+        # ``spend``: the operator's caps on paid calls (kexpr.worker.spend).
+        self.parts = Parts.build(
+            root, clock=clock, monotonic=monotonic, grace=commit_grace, spend=spend
+        )
         self.status = StatusFile(self.parts, rehearsal=rehearsal)
         # The parts' own objects, for ops and tests to read (never replaced).
         self.journal: Journal = self.parts.journal
@@ -217,6 +226,9 @@ class Worker:
             if blob is None or not p.journal.adopt(blob):
                 p.journal.load()
             p.quarantine.journal_ok = True
+            # The spend bound counts the journal's start rows, not this
+            # process's memory: a restart does not reset it (worker.spend rule 2).
+            p.spend.seed(p.journal.index, p.clock())
         except JOURNAL_ERRORS as e:
             # Fail closed: answer every request canonical, zero calls, zero rows.
             p.quarantine.failed(e)

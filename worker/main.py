@@ -44,6 +44,7 @@ from kexpr.worker.dependencies import SUPPORTED, requirement, unsupported
 from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.preload import start as start_preload
+from kexpr.worker.spend import CAP_RANGE, DEFAULT_PER_DAY, DEFAULT_PER_HOUR, SpendCaps
 
 if TYPE_CHECKING:
     from kexpr.worker.rehearsal import Pace
@@ -124,6 +125,18 @@ def _pace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pace:
         parser.error("--tokens-per-second or --first-token-seconds out of range")
 
 
+def _cap(text: str) -> int:
+    """A spend cap from the command line: an integer in `CAP_RANGE`."""
+    lo, hi = CAP_RANGE
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text[:32]!r}") from None
+    if not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}")
+    return value
+
+
 def _refuse_dependency(what: str) -> int:
     """The one line of an unsupported dependency, and its exit code."""
     ranges = ", ".join(requirement(name) for name in SUPPORTED)
@@ -158,7 +171,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--first-token-seconds", type=float, default=None, help="--rehearsal: first-token delay"
     )
+    # The spend bound (kexpr.worker.spend): attempts started, each at most one
+    # paid call, per rolling hour and per UTC day.
+    parser.add_argument(
+        "--max-calls-per-hour",
+        type=_cap,
+        default=DEFAULT_PER_HOUR,
+        help=f"paid calls in any rolling hour (default {DEFAULT_PER_HOUR}; docs/cli.md)",
+    )
+    parser.add_argument(
+        "--max-calls-per-day",
+        type=_cap,
+        default=DEFAULT_PER_DAY,
+        help=f"paid calls in one UTC day (default {DEFAULT_PER_DAY}; docs/cli.md)",
+    )
     args = parser.parse_args(argv)
+    spend = SpendCaps(per_hour=args.max_calls_per_hour, per_day=args.max_calls_per_day)
     if not args.rehearsal and (
         args.tokens_per_second is not None or args.first_token_seconds is not None
     ):
@@ -227,9 +255,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 preload=preload,
                 rehearsal=True,
                 client_factory=lambda: build_rehearsal_client(RehearsalTransport(pace)),
+                spend=spend,
             )
         else:
-            worker = Worker(DataRoot(args.data_root), preload=preload)
+            worker = Worker(DataRoot(args.data_root), preload=preload, spend=spend)
         code = worker.run(stop)
     except TransportUnsupported:
         return _refuse_dependency("httpx transport layout")

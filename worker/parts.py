@@ -22,6 +22,7 @@ from kexpr.worker.outbox import Outbox
 from kexpr.worker.quarantine import Quarantine
 from kexpr.worker.reports import KeptReports
 from kexpr.worker.speed import SpeedModel
+from kexpr.worker.spend import SpendBound, SpendCaps
 from kexpr.worker.status import Counters
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ class Parts:
     # (kexpr.worker.speed, kexpr.worker.cooldown): in memory, on ``mono``.
     speed: SpeedModel = field(default_factory=SpeedModel)
     cooldown: CoolDown = field(default_factory=CoolDown)
+    # The spend caps and the start rows counted against them (kexpr.worker.spend):
+    # read off the journal at start-up, on the wall ``clock`` like the rows.
+    spend: SpendBound = field(default_factory=SpendBound)
     # reports/ files of a protocol version this release does not know: kept,
     # counted once, read once per change (kexpr.worker.reports.KeptReports).
     kept_reports: KeptReports = field(default_factory=KeptReports)
@@ -58,6 +62,7 @@ class Parts:
         clock: Callable[[], dt.datetime],
         monotonic: Callable[[], float],
         grace: dt.timedelta,
+        spend: SpendCaps | None = None,
     ) -> Parts:
         counters = Counters(clock=monotonic)
         quarantine = Quarantine(root, counters)
@@ -71,4 +76,5 @@ class Parts:
             quarantine=quarantine,
             outbox=Outbox(root, counters, quarantine, monotonic),
             clockwatch=ClockWatch(clock, monotonic),
+            spend=SpendBound(spend),
         )

@@ -14,6 +14,9 @@ of the recent past and of the call's margin:
 * ``admission``: the provider's estimated speed (`kexpr.worker.speed`), the
   cool-down's state (`kexpr.worker.cooldown`) and, per surface, the requests
   refused for either before a start row. Numbers and enum words only.
+* ``spend``: the spend caps, the start rows of the rolling hour and of the UTC
+  day against them, the requests refused at a cap, and the profile's hourly
+  history (`kexpr.worker.spend`). Numbers only.
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ CounterName: TypeAlias = Literal[
     "no_time_to_answer",
     "provider_too_slow",
     "provider_cooling_down",
+    "spend_cap_reached",
     "invalid_requests",
     "reports",
     "orphan_reports",
@@ -169,6 +173,9 @@ class Counters:
     # (kexpr.worker.speed), and while the provider cools down (kexpr.worker.cooldown).
     provider_too_slow: int = 0
     provider_cooling_down: int = 0
+    # Refused under the lock before a start row: the spend cap of the rolling
+    # hour or the UTC day is reached (kexpr.worker.spend).
+    spend_cap_reached: int = 0
     invalid_requests: int = 0
     reports: int = 0
     orphan_reports: int = 0
@@ -300,6 +307,7 @@ class StatusFile:
                         s: dict(v) for s, v in sorted(c.refused_by_surface.items())
                     },
                 },
+                "spend": p.spend.to_json(p.clock()),
             }
         try:
             replace_private(

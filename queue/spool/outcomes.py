@@ -82,6 +82,10 @@ class Outcome(enum.StrEnum):
     # no call for a short cool-down, then one probe (`kexpr.worker.cooldown`):
     # no row, no call.
     PROVIDER_COOLING_DOWN = "provider_cooling_down"
+    # Judged under the journal lock right before the start row: the
+    # operator's cap on the attempts started in the rolling hour or the UTC day
+    # is reached (`kexpr.worker.spend`): no row, no call.
+    SPEND_CAP_REACHED = "spend_cap_reached"
     # The shim's own: no request was written (or none could be).
     DISABLED = "disabled"
     INELIGIBLE = "ineligible"
@@ -128,6 +132,7 @@ ResponseOutcome: TypeAlias = Literal[
     Outcome.ANSWER_UNPUBLISHABLE,
     Outcome.PROVIDER_TOO_SLOW,
     Outcome.PROVIDER_COOLING_DOWN,
+    Outcome.SPEND_CAP_REACHED,
 ]
 CandidateOutcome: TypeAlias = Literal[
     ResponseOutcome,
