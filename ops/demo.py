@@ -107,6 +107,7 @@ def cli(argv: list[str]) -> int:
         https_proxy=a.https_proxy,
         ssl_cert_file=a.ssl_cert_file,
         rehearsal=(a.tokens_per_second, a.first_token_seconds) if rehearse else None,
+        spend=(a.max_calls_per_hour, a.max_calls_per_day),
     )
 
 
@@ -122,9 +123,11 @@ def run_main_job(
     https_proxy: str | None = None,
     ssl_cert_file: str | None = None,
     rehearsal: tuple[float, float] | None = None,
+    spend: tuple[int, int] | None = None,
 ) -> int:
     """``rehearsal``: (tokens per second, first-token seconds) of the built-in
-    model, on `rehearsal_root`; None: the worker as configured (the key if set)."""
+    model, on `rehearsal_root`; None: the worker as configured (the key if set).
+    ``spend``: the worker's (per hour, per day) caps; None: its defaults."""
     from kexpr.spool.layout import DataRoot
     from kexpr.worker.daemon import wait_ready
 
@@ -154,6 +157,8 @@ def run_main_job(
         sup_cmd += ["--https-proxy", https_proxy]
     if ssl_cert_file:
         sup_cmd += ["--ssl-cert-file", ssl_cert_file]
+    if spend is not None:
+        sup_cmd += ["--max-calls-per-hour", str(spend[0]), "--max-calls-per-day", str(spend[1])]
     sup_env = dict(GATEWAY_ENV)
     gw_cmd = [sys.executable, "-m", "kexpr.ops.demo", "--data-root", str(root.root)]
     if rehearsal is not None:
@@ -496,6 +501,7 @@ def outcome_legend(*, timeout_s: float, wait_s: float) -> dict[str, str]:
         "answer_unpublishable": "the data root had no room for the answer: canonical, no call",
         "provider_too_slow": "at the provider's measured speed the answer could not arrive in time: canonical, no call",
         "provider_cooling_down": "the provider failed several calls in a row; the worker pauses calls: canonical, no call",
+        "spend_cap_reached": "the worker's cap on paid calls this hour or this UTC day is reached: canonical, no call",
     }
 
 

@@ -62,6 +62,10 @@ the loop in `Supervisor.run` only carries it out):
    data root with real evidence and marks its own before the first row.
    ``supervisor.status.json`` says ``"rehearsal": true``.
 
+8. The spend bound (`kexpr.worker.spend`): the worker's caps on paid calls
+   (``--max-calls-per-hour``, ``--max-calls-per-day``) are always passed on
+   explicitly, defaults included, so its command line shows the bound in force.
+
 ``supervisor.status.json`` (beside ``worker.status.json``) records the
 supervisor's state, restarts and last exit code for ``kexpr status``: enums and
 integers only, never content. It is a heartbeat, not evidence: a failed write is
@@ -82,7 +86,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -90,6 +94,7 @@ from kexpr.spool import log
 from kexpr.spool.canonical import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.exitcodes import ExitCode
+from kexpr.worker.spend import SpendCaps
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
 BASE_ENV: Final[Mapping[str, str]] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -206,6 +211,8 @@ class WorkerSpec:
     rehearsal: bool = False
     tokens_per_s: float | None = None
     first_token_s: float | None = None
+    # The worker's spend bound (`kexpr.worker.spend`), always passed on.
+    spend: SpendCaps = field(default_factory=SpendCaps)
 
     def __post_init__(self) -> None:
         if self.rehearsal and (self.https_proxy or self.ssl_cert_file):
@@ -248,6 +255,10 @@ def worker_command(spec: WorkerSpec, root: Path | None = None) -> list[str]:
         *verbose,
         "--data-root",
         str(checked),
+        "--max-calls-per-hour",
+        str(spec.spend.per_hour),
+        "--max-calls-per-day",
+        str(spec.spend.per_day),
         *rehearsal,
     ]
 
@@ -581,6 +592,7 @@ def cli(argv: list[str]) -> int:
             rehearsal=a.rehearsal,
             tokens_per_s=a.tokens_per_second,
             first_token_s=a.first_token_seconds,
+            spend=SpendCaps(per_hour=a.max_calls_per_hour, per_day=a.max_calls_per_day),
         )
     except ValueError:
         p.error(

@@ -219,8 +219,10 @@ def test_systemd_units_exec_rewrites_only_the_program(
     diff = [(a, b) for a, b in zip(want, got, strict=True) if a != b]
     assert diff == [
         (
-            "ExecStart=/opt/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
-            "ExecStart=/srv/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1",
+            "ExecStart=/opt/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1"
+            " --max-calls-per-hour 120 --max-calls-per-day 600",
+            "ExecStart=/srv/kexpr/venv/bin/kexpr worker --data-root /var/lib/kexpr/%i/korean-expression-v1"
+            " --max-calls-per-hour 120 --max-calls-per-day 600",
         )
     ]
 

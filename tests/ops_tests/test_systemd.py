@@ -109,8 +109,12 @@ def test_worker_unit_has_every_sandbox_setting_the_issue_lists() -> None:
     assert settings["UMask"] == "0077"
     assert settings["EnvironmentFile"] == "/etc/kexpr/%i.env"
     assert (settings["User"], settings["Group"]) == ("kexpr-worker", "kexpr-spool")
-    assert (
-        settings["ExecStart"] == f"{EXEC} worker --data-root /var/lib/kexpr/%i/korean-expression-v1"
+    # The spend bound is stated in the unit, and it is the worker's own default.
+    from kexpr.worker.spend import DEFAULT_PER_DAY, DEFAULT_PER_HOUR
+
+    assert settings["ExecStart"] == (
+        f"{EXEC} worker --data-root /var/lib/kexpr/%i/korean-expression-v1"
+        f" --max-calls-per-hour {DEFAULT_PER_HOUR} --max-calls-per-day {DEFAULT_PER_DAY}"
     )
     # Restart, crash loop and graceful stop mirror `kexpr supervise`.
     assert settings["Restart"] == "on-failure"
