@@ -19,7 +19,13 @@ HealthVerdict (exit code):
   `EXPIRING_MIN` requests expired before the worker reached them or were reached
   with too little time left to answer, and they were more than half of the
   requests it claimed: the host is getting canonical answers
-  because the worker does not keep up) (1).
+  because the worker does not keep up) / ``spend_capped`` (up, but the start
+  rows of the rolling hour or of the UTC day have reached the worker's spend
+  cap: new artifacts are answered canonical ``spend_cap_reached`` with no call)
+  / ``unusual_rate`` (up, but the last hour's start rows are far above the
+  profile's history, `kexpr.worker.spend.unusual_rate`: at least ten times the
+  median of its active hours and at least 30 — a host presenting new artifacts
+  in a loop) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is unusable
   (``data_root_<problem>``, `kexpr.ops.inputs`: missing, not a directory, a
@@ -35,6 +41,9 @@ edges are exactly this version's; anything else is dropped, never echoed.
 And (`admission_figures`) the provider's speed as the worker estimated it from its
 own calls, the provider cool-down's state, and per surface the requests refused
 before a start row for either (`kexpr.worker.speed`, `kexpr.worker.cooldown`).
+And (`spend_figures`) the spend bound: both caps, the start rows of the rolling
+hour and of the UTC day, the requests refused at a cap and the profile's hourly
+median (`kexpr.worker.spend`).
 
 The worker rewrites its status on every pass of its scan loop (at least once a
 second, `kexpr.worker.daemon.RESCAN_INTERVAL_S`), so a heartbeat older than the
@@ -69,6 +78,7 @@ from kexpr.worker.histograms import (
     margin,
     upper_edge,
 )
+from kexpr.worker.spend import CAP_RANGE, rate_threshold, unusual_rate
 from kexpr.worker.status import REFUSALS, ROLLING
 
 STALE_AFTER_S: Final = 10.0
@@ -105,6 +115,12 @@ class HealthVerdict(enum.StrEnum):
     # Up, but most requests of the last minute expired before the worker reached
     # them (at least EXPIRING_MIN): the host gets canonical answers for them.
     EXPIRING = "expiring"
+    # Up, but a spend cap is reached: new artifacts get no call until the
+    # rolling hour or the UTC day has room again (kexpr.worker.spend).
+    SPEND_CAPPED = "spend_capped"
+    # Up, but the last hour's start rows are far above the profile's history
+    # (kexpr.worker.spend rule 6): a host presenting new artifacts in a loop.
+    UNUSUAL_RATE = "unusual_rate"
     STATUS_UNREADABLE = "status_unreadable"
 
 
@@ -315,6 +331,30 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def spend_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A worker status file's ``spend`` record, validated: the two caps within
+    `CAP_RANGE`, the counts as integers, the hourly median a number; anything
+    missing or malformed makes it ``{}`` (unknown, never guessed or echoed).
+    ``capped``: a window holds its cap; ``unusual``: the last hour is far above
+    the history (`kexpr.worker.spend` rule 6), with the threshold it met."""
+    raw = obj.get("spend")
+    if not isinstance(raw, Mapping):
+        return {}
+    lo, hi = CAP_RANGE
+    caps = {k: _int(raw.get(k)) for k in ("per_hour", "per_day")}
+    counts = {k: _int(raw.get(k)) for k in ("last_hour", "today", "refused", "history_hours")}
+    median = _number(raw.get("hourly_median"), float(hi))
+    if median is None or any(c is None or not lo <= c <= hi for c in caps.values()):
+        return {}
+    if any(c is None for c in counts.values()):
+        return {}
+    out: dict[str, Any] = {**caps, **counts, "hourly_median": median}
+    out["capped"] = out["last_hour"] >= out["per_hour"] or out["today"] >= out["per_day"]
+    out["rate_threshold"] = rate_threshold(median)
+    out["unusual"] = unusual_rate(out["last_hour"], median)
+    return out
+
+
 def _enum_counts(v: object) -> dict[str, Any]:
     """A mapping's enum keys (sorted) and their integer counts; {} for anything else."""
     if not isinstance(v, Mapping):
@@ -384,6 +424,7 @@ def _worker(
             "last_minute": _last_minute(obj.get("last_minute")),
             "calls_by_surface": call_figures(obj),
             "admission": admission_figures(obj),
+            "spend": spend_figures(obj),
         },
     )
 
@@ -495,12 +536,17 @@ def _verdict(
         return HealthVerdict.QUARANTINED
     if worker.fields["refusing"] is not None:
         return HealthVerdict.REFUSING
+    spend = worker.fields["spend"]
+    if spend.get("capped"):
+        return HealthVerdict.SPEND_CAPPED
     recent = worker.fields["last_minute"]
     # Expired before the worker reached them, or reached too late to answer:
     # either way the host got canonical because the worker did not keep up.
     expired = recent.get("expired_requests", 0) + recent.get("no_time_to_answer", 0)
     if expired >= EXPIRING_MIN and 2 * expired > recent.get("claimed", 0):
         return HealthVerdict.EXPIRING
+    if spend.get("unusual"):
+        return HealthVerdict.UNUSUAL_RATE
     return HealthVerdict.HEALTHY
 
 
@@ -557,6 +603,7 @@ def render(report: StatusReport) -> str:
             )
         lines += _render_calls(f["calls_by_surface"])
         lines += render_admission(f["admission"])
+        lines += render_spend(f["spend"])
     s = report.supervisor
     if s is not None:
         f = s.fields
@@ -650,6 +697,26 @@ def render_admission(figures: Mapping[str, Any]) -> list[str]:
                 f"{v['provider_cooling_down']:>9}"
             )
     return lines
+
+
+def render_spend(figures: Mapping[str, Any]) -> list[str]:
+    """The spend bound (`spend_figures`): each window against its cap, the
+    refusals, and the last hour against the profile's history."""
+    if not figures:
+        return []
+    capped = "  (cap reached: no calls)" if figures["capped"] else ""
+    history = (
+        f"median {figures['hourly_median']:g} per active hour over {figures['history_hours']} h"
+        if figures["history_hours"]
+        else "no history yet"
+    )
+    unusual = "  (far above: unusual_rate)" if figures["unusual"] else ""
+    return [
+        f"spend       last hour {figures['last_hour']}/{figures['per_hour']}"
+        f"  today (UTC) {figures['today']}/{figures['per_day']}"
+        f"  refused {figures['refused']}{capped}",
+        f"history     {history}; far above from {figures['rate_threshold']} an hour{unusual}",
+    ]
 
 
 def cli(argv: list[str]) -> int:

@@ -452,3 +452,78 @@ def test_a_planted_admission_record_is_dropped_not_echoed(root: DataRoot) -> Non
         "refused_by_surface": {"weekly.v1": {"provider_too_slow": 2, "provider_cooling_down": 0}}
     }
     assert admission_figures({"admission": "x"}) == {}
+
+
+# ------------------------------------------------------------ the spend bound
+
+
+def _spend(**over: object) -> dict[str, object]:
+    record: dict[str, object] = {
+        "per_hour": 120,
+        "per_day": 600,
+        "last_hour": 4,
+        "today": 9,
+        "refused": 0,
+        "warn_share": 0.8,
+        "history_hours": 12,
+        "hourly_median": 2.0,
+    }
+    return {**record, **over}
+
+
+@pytest.mark.parametrize(
+    ("spend", "verdict"),
+    [
+        (_spend(), HealthVerdict.HEALTHY),
+        (_spend(last_hour=120, today=120, refused=3), HealthVerdict.SPEND_CAPPED),
+        (_spend(last_hour=10, today=600), HealthVerdict.SPEND_CAPPED),
+        # Far above the history: ten times the median, at least 30.
+        (_spend(last_hour=29, hourly_median=0.0, history_hours=0), HealthVerdict.HEALTHY),
+        (_spend(last_hour=30, hourly_median=0.0, history_hours=0), HealthVerdict.UNUSUAL_RATE),
+        (_spend(last_hour=49, hourly_median=5.0), HealthVerdict.HEALTHY),
+        (_spend(last_hour=50, hourly_median=5.0), HealthVerdict.UNUSUAL_RATE),
+    ],
+)
+def test_a_spend_cap_reached_or_a_rate_far_above_the_history_is_not_healthy(
+    root: DataRoot, spend: dict[str, object], verdict: HealthVerdict
+) -> None:
+    """Regression: a host presenting new artifacts in a loop was ``healthy``."""
+    _write(root.status_file, {**_worker(), "spend": spend})
+    report = collect(root, now=NOW, alive=lambda pid: True)
+    assert report.verdict is verdict
+    assert EXIT[verdict] == (0 if verdict is HealthVerdict.HEALTHY else 1)
+    assert report.worker is not None
+    shown = report.worker.fields["spend"]
+    assert (shown["per_hour"], shown["last_hour"]) == (spend["per_hour"], spend["last_hour"])
+    text = render(report)
+    assert (
+        f"spend       last hour {spend['last_hour']}/120  today (UTC) {spend['today']}/600" in text
+    )
+    assert ("(cap reached: no calls)" in text) == (verdict is HealthVerdict.SPEND_CAPPED)
+    # A cap reached at the rate of a loop is both; the verdict names the cap.
+    assert ("(far above: unusual_rate)" in text) == shown["unusual"]
+    if verdict is HealthVerdict.UNUSUAL_RATE:
+        assert shown["unusual"] and not shown["capped"]
+    assert report.to_json()["worker"]["spend"]["capped"] == (verdict is HealthVerdict.SPEND_CAPPED)
+
+
+@pytest.mark.parametrize(
+    "spend",
+    [
+        "sk-planted",
+        _spend(per_hour=0),
+        _spend(per_day="600"),
+        _spend(last_hour=-1),
+        _spend(hourly_median="sk-planted"),
+        _spend(hourly_median=float("nan")),
+        {k: v for k, v in _spend().items() if k != "today"},
+    ],
+)
+def test_a_planted_spend_record_is_dropped_not_echoed(root: DataRoot, spend: object) -> None:
+    from kexpr.ops.status_cli import spend_figures
+
+    assert spend_figures({"spend": spend}) == {}
+    _write(root.status_file, {**_worker(), "spend": spend})
+    report = collect(root, now=NOW, alive=lambda pid: True)
+    assert report.verdict is HealthVerdict.HEALTHY
+    assert "spend " not in render(report) and "sk-planted" not in render(report)
