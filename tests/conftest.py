@@ -154,11 +154,12 @@ def start_supervised_worker(
     *,
     key: str | None = TEST_KEY,
     python: str = sys.executable,
+    args: tuple[str, ...] = (),
 ) -> RunningWorker:
     """``kexpr supervise`` exactly as an operator runs it: explicit env, the key,
     and the egress proxy + CA passed as operator flags. ``python``: the
     interpreter of the environment it runs from (a scratch venv's, for the
-    dependency-range tests)."""
+    dependency-range tests); ``args``: more of the operator's options."""
     root = DataRoot(data_root)
     root.ensure()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
@@ -167,6 +168,7 @@ def start_supervised_worker(
     cmd = [python, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(data_root)]
     if fake is not None:
         cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]
+    cmd += args
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     running = RunningWorker(root, proc)
     if not wait_ready(root, 30.0):
