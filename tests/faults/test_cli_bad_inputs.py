@@ -157,6 +157,17 @@ CASES: list[tuple[str, int, str]] = [
     ("status --data-root {bad}/fifo", 2, "fifo: not a directory (not_a_directory)"),
     ("supervise --max-restarts -1", 2, "argument --max-restarts: must be between 0 and 10000"),
     ("supervise --restart-window inf", 2, "argument --restart-window: must be in (0, 604800]"),
+    (
+        "supervise --max-calls-per-hour 0",
+        2,
+        "argument --max-calls-per-hour: must be between 1 and 100000",
+    ),
+    ("run --max-calls-per-day x", 2, "argument --max-calls-per-day: not an integer"),
+    (
+        "worker --max-calls-per-day 100001",
+        2,
+        "argument --max-calls-per-day: must be between 1 and 100000",
+    ),
     ("supervise --data-root {bad}/link", 74, "kexpr supervise: unsafe_data_root: symlink"),
     ("supervise --data-root {bad}/fifo", 74, "kexpr supervise: unsafe_data_root: not_directory"),
     ("worker --data-root {bad}/link", 74, "kexpr worker: exit unsafe_data_root"),
