@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
 from fakeapi import FakeOpenAI, FakeReply  # noqa: E402
 from fakeapi.replies import capsule_of, compose, default_style, error_reply  # noqa: E402
-from figures import BODY, pct  # noqa: E402  (bench/)
+from figures import BODY, UNCAPPED, pct  # noqa: E402  (bench/)
 
 from gateway_shim import (  # noqa: E402
     DailyFacts,
@@ -188,7 +188,7 @@ def supervised_worker(root: Path, fake: FakeOpenAI) -> Iterator[None]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
     env["OPENAI_API_KEY"] = KEY
     cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root)]
-    cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]
+    cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file), *UNCAPPED]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:
         if not wait_ready(DataRoot(root), 30):

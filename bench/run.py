@@ -56,7 +56,12 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
     announce.phase("import", "kexpr, the OpenAI SDK and the fake API's modules", "2-5 s")
 
 import time_budget  # noqa: E402  (bench/, this script's own directory)
-from figures import BODY, DAILY, pct  # noqa: E402  (bench/; guest.py imports them from here)
+from figures import (  # noqa: E402  (bench/; guest.py imports them from here)
+    BODY,
+    DAILY,
+    UNCAPPED,
+    pct,
+)
 
 from gateway_shim import (  # noqa: E402
     KoreanExpressionConfig,
@@ -145,6 +150,7 @@ def supervised_worker(root: Path, fake: dict[str, Any]) -> Iterator[subprocess.P
         fake["proxy_url"],
         "--ssl-cert-file",
         fake["ca_file"],
+        *UNCAPPED,
     ]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:

@@ -69,7 +69,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 import announce  # noqa: E402  (bench/: the phase lines on stderr)
 from fakeapi import FakeModel, FakeOpenAI, Layout, brief_style, compose_reply  # noqa: E402
 from fakeapi.generation import count_tokens, render_answer  # noqa: E402
-from figures import pct  # noqa: E402  (bench/)
+from figures import UNCAPPED, pct  # noqa: E402  (bench/)
 
 from gateway_shim import (  # noqa: E402
     DUAL_SURFACE,
@@ -314,7 +314,7 @@ def supervised_worker(root: Path, fake: FakeOpenAI) -> Iterator[None]:
         "OPENAI_API_KEY": KEY,
     }
     cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root)]
-    cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]
+    cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file), *UNCAPPED]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:
         if not wait_ready(DataRoot(root), 30):

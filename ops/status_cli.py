@@ -343,7 +343,8 @@ def spend_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
     lo, hi = CAP_RANGE
     caps = {k: _int(raw.get(k)) for k in ("per_hour", "per_day")}
     counts = {k: _int(raw.get(k)) for k in ("last_hour", "today", "refused", "history_hours")}
-    median = _number(raw.get("hourly_median"), float(hi))
+    # A median of the journal's own hours: bounded by what a day's segment holds.
+    median = _number(raw.get("hourly_median"), 1e9)
     if median is None or any(c is None or not lo <= c <= hi for c in caps.values()):
         return {}
     if any(c is None for c in counts.values()):

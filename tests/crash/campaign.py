@@ -299,6 +299,9 @@ class Stack:
         }
         cmd = [PY, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(self.root.root)]
         cmd += ["--https-proxy", self.proxy, "--ssl-cert-file", self.ca]
+        # Thousands of fresh artifacts per campaign: past the default spend
+        # bound, which the campaign is not about (docs/cli.md "The spend bound").
+        cmd += ["--max-calls-per-hour", "100000", "--max-calls-per-day", "100000"]
         self.sup = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
         self.sup_worker_kills = 0
         return self.wait_ready()

@@ -148,6 +148,9 @@ def _start_supervisor(tmp: Path, root: Path, fake: FakeOpenAI) -> subprocess.Pop
     cmd = [
         sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root),
         "--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file),
+        # Hundreds of fresh artifacts in minutes: past the default spend bound,
+        # which this proof is not about (tests/worker_tests/test_spend.py is).
+        "--max-calls-per-hour", "100000", "--max-calls-per-day", "100000",
     ]  # fmt: skip
     with open(tmp / "stdout.txt", "wb") as out, open(tmp / "stderr.txt", "wb") as err:
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import logging
+from pathlib import Path
 
 import pytest
 from worker_tests.worker_kit import T0, Clock, Provider, make_worker, response, rid, status, submit
@@ -81,9 +82,7 @@ def test_the_worker_refuses_a_cap_out_of_range_at_its_command_line(
         assert "--max-calls-per-" in capsys.readouterr().err
 
 
-def test_supervise_passes_the_caps_on_to_the_worker(tmp_path: object) -> None:
-    from pathlib import Path
-
+def test_supervise_passes_the_caps_on_to_the_worker() -> None:
     from kexpr.ops.supervisor import WorkerSpec, worker_command
 
     cmd = worker_command(WorkerSpec(Path("/r"), spend=SpendCaps(per_hour=5, per_day=50)))
