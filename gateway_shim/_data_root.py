@@ -1,12 +1,16 @@
 """The coordinator's hold on its data root: set up on first use, dropped when moved.
 
-Holds `DataRootHold`: the spool directories, the identity key, the data root's
-identity (device, inode) and the observer of ``responses/``, all set up on the
-first presentation that gets past the disabled and ineligible checks and kept
-under one lock. Private to `gateway_shim.coordinator`. Coordinator rules that
-apply: rule 2 (nothing is created before the coordinator asks: disabled or
-ineligible writes zero files), rule 5 (the key is the HMAC key of
-`gateway_shim.identity`, never the provider key), rule 10 (a moved data root:
+Holds `DataRootHold`: the spool directories, the identity (the HMAC key and
+the sealed keys, `gateway_shim.identity`), the data root's (device, inode) and
+the observer of ``responses/``, all set up on the first presentation that gets
+past the disabled and ineligible checks and kept under one lock. Private to
+`gateway_shim.coordinator`. Coordinator rules that apply: rule 2 (nothing is
+created before the coordinator asks: disabled or ineligible writes zero files),
+rule 5 (the key is the HMAC key of `gateway_shim.identity`, never the provider
+key), rule 14 (the identity is part of the evidence: a refused identity is
+said once per change and looked at again on the next presentation; a record
+that changed under a running gateway, a rotation, is read again before the
+next artifact key is computed), rule 10 (a moved data root:
 the pin, the observer and the key are dropped and set up again on what is at
 the path now), rule 11 (closed stays closed: nothing is started after
 `close`) and rule 12 (fork and a missing watcher: the child drops its parent's
@@ -27,13 +31,14 @@ from typing import Final
 
 from watchdog.observers.api import BaseObserver
 
+from gateway_shim._identity_store import Identity, load_identity, record_changed
 from gateway_shim._responses import (
     ResponseWaiters,
     forget_inherited,
     stop_watching,
     watch_responses,
 )
-from gateway_shim.identity import load_or_create_key
+from gateway_shim.identity import IdentityProblem, IdentityRefused
 from kexpr.spool import log
 from kexpr.spool.fsio import FileId, check_dir, pin_moved, repin
 from kexpr.spool.layout import DataRoot
@@ -65,7 +70,9 @@ class DataRootHold:
         self._waiters = waiters
         self._observer: BaseObserver | None = None
         self._setup_lock = threading.Lock()
-        self.key: bytes | None = None
+        self.identity: Identity | None = None
+        # Rule 14: the refusal last said (None: the identity was served).
+        self._refused: IdentityProblem | None = None
         # The data root's identity when the spool was set up (rule 10).
         self._root_id: FileId | None = None
         self._closed = False
@@ -104,25 +111,47 @@ class DataRootHold:
             except OSError:
                 pass
             observer, self._observer = self._observer, None
-            self.key = None
+            self.identity = None
             self._root_id = None
         if observer is not None:
             stop_watching(observer)
 
-    def ensure_started(self) -> None:
-        """Set the spool up where it is not: directories, key, identity,
-        observer. Raises `UnsafePath` / ``OSError`` / ``ValueError`` for a data
-        root that cannot be used, `HoldClosed` after `close`. An observer that
-        cannot be started is not an error (rule 12): the wait re-checks."""
+    def ensure_started(self) -> Identity:
+        """Set the spool up where it is not: directories, the identity, the
+        root's (device, inode), observer; the identity to present with. Raises
+        `IdentityRefused` (rule 14), `UnsafePath` / ``OSError`` / ``ValueError``
+        for a data root that cannot be used, `HoldClosed` after `close`. An
+        observer that cannot be started is not an error (rule 12): the wait
+        re-checks."""
         with self._setup_lock:
             if self._closed:
                 raise HoldClosed
-            if self.key is None:
+            identity = self.identity
+            if identity is not None and record_changed(self.root, identity):
+                identity = self.identity = None
+            if identity is None:
                 self.root.ensure()
-                self.key = load_or_create_key(self.root)
+                identity = self._load_identity()
                 self._root_id = check_dir(self.root.root)[1]
+                self.identity = identity
             if self._observer is None and self._may_try_watcher():
                 self._start_watcher()
+            return identity
+
+    def _load_identity(self) -> Identity:
+        """Rule 14: the identity, a refusal said once per change (WARNING,
+        the reason only) and its end once (INFO). Lock held."""
+        try:
+            identity = load_identity(self.root)
+        except IdentityRefused as e:
+            if e.problem is not self._refused:
+                self._refused = e.problem
+                log.event(_log, logging.WARNING, "identity_mismatch", reason=e.problem)
+            raise
+        if self._refused is not None:
+            self._refused = None
+            log.event(_log, logging.INFO, "identity_restored")
+        return identity
 
     def _start_watcher(self) -> bool:
         """Start the observer on ``responses/`` as it is now (lock held)."""
@@ -146,7 +175,7 @@ class DataRootHold:
         later. Called by the shared re-check scan; never raises."""
         lost: BaseObserver | None = None
         with self._setup_lock:
-            if self._closed or self.key is None:
+            if self._closed or self.identity is None:
                 return
             observer = self._observer
             if observer is None:

@@ -82,6 +82,18 @@ Rules:
    ``worker_unavailable reason=...`` once per change (``worker_serving`` when
    it is back). The next presentation after a ``ready`` write is served.
 
+14. The identity is part of the evidence (`gateway_shim.identity`, whose
+   header states the rules; `gateway_shim._identity_store` the files): a data
+   root whose ``identity.key`` is missing, or is not the key its record names,
+   beside a journal with rows makes every presentation canonical at once,
+   ``identity_mismatch``, with no request written and no key minted; the
+   ``kexpr.shim`` logger says ``identity_mismatch reason=...`` once per change
+   (``identity_restored`` when it is right again), and every presentation
+   looks again. Each request carries the artifact's key under every sealed
+   key too (``prior_artifact_keys``), so a rotation on purpose never makes an
+   artifact new; a rotation while the gateway runs is seen at the next
+   presentation (one ``lstat`` of the record).
+
 The code is split by seam, every public name staying importable from here:
 this module holds the coordinator class (rules 1-7, 9, 11);
 `gateway_shim._candidate` the candidate and outcome types and their maps;
@@ -90,7 +102,8 @@ this module holds the coordinator class (rules 1-7, 9, 11);
 `gateway_shim._data_root` the set-up key, identity and observer (rules 10, 12);
 `gateway_shim._guest` the own executor and the fork hook (rules 4, 12);
 `gateway_shim._awaiting` the bounded memory of attempts awaiting a report;
-`gateway_shim._heartbeat` the worker's heartbeat (rule 13).
+`gateway_shim._heartbeat` the worker's heartbeat (rule 13);
+`gateway_shim.identity` and `gateway_shim._identity_store` the identity (rule 14).
 """
 
 from __future__ import annotations
@@ -130,7 +143,12 @@ from gateway_shim._guest import ExecutorClosed, OwnExecutor, track
 from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
 from gateway_shim._responses import RECHECK_S, ResponseWaiters, Wake, collect
 from gateway_shim.config import SURFACE_SWITCH, KoreanExpressionConfig, Mode, inexact_warning
-from gateway_shim.identity import artifact_key, new_request_id
+from gateway_shim.identity import (
+    IdentityRefused,
+    artifact_key,
+    new_request_id,
+    prior_artifact_keys,
+)
 from gateway_shim.operator_glossary import DualGlossary, GlossaryError, glossary_for_data_root
 from gateway_shim.surfaces import (
     CanonicalSurface,
@@ -882,11 +900,11 @@ class KoreanExpressionCoordinator:
             return rec.finish(Outcome.INELIGIBLE)
 
         try:
-            self._hold.ensure_started()
-            assert self._hold.key is not None
-            akey = artifact_key(
-                self._hold.key, (surface_version, *(str(f) for f in spec.key_fields))
-            )
+            identity = self._hold.ensure_started()
+            fields = (surface_version, *(str(f) for f in spec.key_fields))
+            akey = artifact_key(identity.key, fields)
+            # Rule 14: the same artifact under every sealed key (HMACs only).
+            prior = prior_artifact_keys(identity.sealed, identity.key, fields)
             capsule = Capsule(
                 schema_version=CONTRACT_VERSION,
                 surface=surface_version,
@@ -895,13 +913,16 @@ class KoreanExpressionCoordinator:
             )
         except HoldClosed:
             return rec.finish(Outcome.CLOSED, surface=surface)
+        except IdentityRefused:
+            # Rule 14: said once by the hold; nothing written, nothing minted.
+            return rec.finish(Outcome.IDENTITY_MISMATCH, surface=surface)
         except (OSError, ValueError, RuntimeError):  # UnsafePath is an OSError
             return rec.finish(Outcome.SPOOL_UNAVAILABLE, surface=surface)
         # Rule 13: nothing can answer -> canonical now, no request written.
         if not self._worker_serving():
             return rec.finish(Outcome.WORKER_UNAVAILABLE, surface=surface, akey=akey)
         try:
-            return self._publish(surface_version, surface, capsule, akey, call, rec, wake)
+            return self._publish(surface_version, surface, capsule, akey, prior, call, rec, wake)
         except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Whatever the data root did, the host gets the canonical body.
             return rec.finish(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
@@ -925,13 +946,15 @@ class KoreanExpressionCoordinator:
         surface: CanonicalSurface,
         capsule: Capsule,
         akey: str,
+        prior: tuple[str, ...],
         call: _Call,
         rec: _Recorder,
         wake: Wake,
     ) -> PresentationCandidate | _Pending:
         """Register the waiter, then publish the request (rule 4): submitted at
         the host's call, due `MAX_WAIT` after it. A set-up that took the whole wait
-        publishes nothing (the worker could only refuse it as expired)."""
+        publishes nothing (the worker could only refuse it as expired). ``prior``:
+        the artifact's keys under the sealed keys (rule 14)."""
         mono_deadline = call.mono + MAX_WAIT.total_seconds()
         if self._mono() >= mono_deadline:
             return rec.finish(Outcome.TIMEOUT, surface=surface, akey=akey)
@@ -946,6 +969,7 @@ class KoreanExpressionCoordinator:
             # Only shadow/enabled reach here: disabled returned before parsing.
             mode=SpoolMode(self.config.mode),
             capsule=capsule,
+            prior_artifact_keys=prior,
         )
         self._waiters.register(rid, wake, mono_deadline)
         try:

@@ -8,11 +8,15 @@ journal chain (design §10; the sharing rules of `kexpr.spool.fsio`, rule 3).
   0660/0640/0600, group = the root's group); nothing ever accessible to "other";
   owners are the root's owner, the owner of ``identity.key`` (the gateway), the
   audited processes' users, or (shared) members of the root's group;
-  ``identity.key`` private to its owner; journal files writable by their owner
-  only; the journal verified by its own rules as the root's owner
-  (`kexpr.ops.readers.verify_journal`); and a redaction scan of every spool and status
-  file: no digit outside an ID, timestamp, token or version, and no Hangul word
-  outside the style lexicon (`kexpr.ops._audit_redaction`).
+  ``identity.key`` and ``identity.sealed`` private to their owner; journal files
+  writable by their owner only; the journal verified by its own rules as the
+  root's owner (`kexpr.ops.readers.verify_journal`); the identity as a gateway
+  would judge it (`kexpr.ops.identity_cli.identity_report`: a key missing or not
+  the recorded one beside a journal with rows is the finding
+  ``identity_mismatch``, its detail the reason; files this user cannot read are
+  said in ``info.identity`` as ``unchecked``); and a redaction scan of every
+  spool and status file: no digit outside an ID, timestamp, token or version,
+  and no Hangul word outside the style lexicon (`kexpr.ops._audit_redaction`).
 
 Rule of `kexpr.ops.audit` that applies here: a path is printed only as product-generated
 names (`display_path`); any other component could carry content.
@@ -30,6 +34,7 @@ from typing import Final
 
 from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Unusable
 from kexpr.ops._audit_redaction import _scan_file
+from kexpr.ops.identity_cli import identity_report
 from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
@@ -42,6 +47,8 @@ _STAGING: Final = re.compile(r"\.[0-9a-z._]{1,80}\.[0-9]{1,10}\.[0-9a-f]{12}")
 _TOP_LEVEL: Final = frozenset(
     {
         "identity.key",
+        "identity.fingerprint",
+        "identity.sealed",
         "spool",
         "journal.lock",
         "worker.lock",
@@ -58,6 +65,8 @@ _TOP_LEVEL: Final = frozenset(
 _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})
 _SEGMENT: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.jsonl")
 _QUARANTINED: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.[1-9][0-9]{0,5}\.jsonl")
+# Private to the gateway in either sharing mode (`kexpr.spool.fsio` rule 3).
+_PRIVATE_FILES: Final = frozenset({("identity.key",), ("identity.sealed",)})
 SHARED_DIR_MODE: Final = 0o2770
 SHARED_FILE_MODES: Final = frozenset({0o660, 0o640, 0o600})
 
@@ -172,6 +181,10 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
             AuditFinding.JOURNAL_UNVERIFIED,
             f"{_enum_text(finding)} in {display_path(tuple(where.split('/')))}",
         )
+    identity = identity_report(root)
+    result.info["identity"] = identity.state.value
+    if identity.finding:
+        result.add(AuditFinding.IDENTITY_MISMATCH, identity.state.value)
     result.info["journal_segments"] = journal.segments
     result.info["journal_attempts"] = len(journal.records)
     result.info["journal_open_attempts"] = sum(1 for r in journal.records if r.outcome is None)
@@ -218,7 +231,7 @@ class _Rules:
             result.add(AuditFinding.GROUP_MISMATCH, shown)
         if st.st_uid not in self.owners:
             result.add(AuditFinding.WRONG_OWNER, shown)
-        if rel == ("identity.key",) and perms & 0o077:
+        if rel in _PRIVATE_FILES and perms & 0o077:
             result.add(AuditFinding.IDENTITY_KEY_SHARED, shown)
         if (
             len(rel) == 2

@@ -40,6 +40,8 @@ class AuditFinding(enum.StrEnum):
     WRONG_OWNER = "wrong_owner"
     SETID_BIT = "setid_bit"
     IDENTITY_KEY_SHARED = "identity_key_shared"
+    # The gateway refuses this data root's identity (its detail: why).
+    IDENTITY_MISMATCH = "identity_mismatch"
     JOURNAL_WRITABLE_BY_OTHERS = "journal_writable_by_others"
     JOURNAL_UNVERIFIED = "journal_unverified"
     SPOOL_MALFORMED = "spool_malformed"

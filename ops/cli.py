@@ -87,6 +87,11 @@ COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
         "cli",
         "glossary check | install: the operator's dual decision/reason texts (digest; no text)",
     ),
+    "identity": (
+        "kexpr.ops.identity_cli",
+        "cli",
+        "identity check | rotate: the data root's identity key (fingerprints; never the key)",
+    ),
     "journal": (
         "kexpr.ops.journal_cli",
         "cli",

@@ -494,6 +494,7 @@ def outcome_legend(*, timeout_s: float, wait_s: float) -> dict[str, str]:
         "spool_unavailable": "the data root could not be used: canonical",
         "closed": "the coordinator was closed (the host's shutdown): canonical, nothing started",
         "worker_unavailable": "no worker is serving the data root (its heartbeat): canonical at once, no request",
+        "identity_mismatch": "identity.key is missing or not the recorded key beside a journal with rows: canonical at once, no request, no new key",
         "invalid_request": "the worker refused the request file: canonical",
         "clock_skew": "the request's timestamps were outside the clock-skew bound: canonical, no call",
         "no_time_to_answer": f"too little of the request's {wait_s:g} s was left for even the "

@@ -70,6 +70,8 @@ from kexpr.spool.messages import (
 # What may sit at the top of a data root (files; directories are `product_dirs`).
 _ROOT_FILES: Final = {
     "identity.key": True,  # exclusive: 0600 even in a shared-group root
+    "identity.fingerprint": False,
+    "identity.sealed": True,
     "journal.lock": False,
     "worker.lock": False,
     "worker.status.json": False,

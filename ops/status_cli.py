@@ -25,7 +25,11 @@ HealthVerdict (exit code):
   / ``unusual_rate`` (up, but the last hour's start rows are far above the
   profile's history, `kexpr.worker.spend.unusual_rate`: at least ten times the
   median of its active hours and at least 30 — a host presenting new artifacts
-  in a loop) (1).
+  in a loop)
+  / ``identity_mismatch`` (the worker is
+  up, but the data root's ``identity.key`` is missing or is not the recorded
+  key beside a journal with rows: every presentation is refused canonical,
+  `kexpr.ops.identity_cli`) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is unusable
   (``data_root_<problem>``, `kexpr.ops.inputs`: missing, not a directory, a
@@ -64,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from kexpr.ops.identity_cli import IdentityReport, identity_report, render_line
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 from kexpr.ops.supervisor import ChildState, supervisor_status_path
 from kexpr.spool.canonical import parse_ts
@@ -112,6 +117,9 @@ class HealthVerdict(enum.StrEnum):
     # Up, journal verified, but refusing new attempts for a stated reason
     # (``segment_full``: today's journal segment is full; spool.journal rule 8).
     REFUSING = "refusing"
+    # Up, but the gateway refuses to present: its identity key is missing or is
+    # not the recorded one beside a journal with rows (gateway_shim.identity).
+    IDENTITY_MISMATCH = "identity_mismatch"
     # Up, but most requests of the last minute expired before the worker reached
     # them (at least EXPIRING_MIN): the host gets canonical answers for them.
     EXPIRING = "expiring"
@@ -150,6 +158,8 @@ class StatusReport:
     # The dual glossary in force (`glossary_status`): "shipped <sha256>",
     # "operator <sha256>" or "invalid <problem>". Digests and enums, no text.
     glossary: str | None = None
+    # What a gateway would do with the data root's identity (`identity_report`).
+    identity: IdentityReport | None = None
 
     def to_json(self) -> dict[str, Any]:
         def proc(p: ProcessStatus | None) -> dict[str, Any] | None:
@@ -172,6 +182,7 @@ class StatusReport:
             "worker": proc(self.worker),
             "supervisor": proc(self.supervisor),
             "glossary": self.glossary,
+            "identity": None if self.identity is None else self.identity.to_json(),
         }
 
 
@@ -478,12 +489,31 @@ def collect(
                 HealthVerdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}"
             )
         worker = None
+    identity = identity_report(root)
+    verdict = _verdict(worker, supervisor, stale_after_s)
+    # The worker is up and serving: the gateway's refusal is the news (it makes
+    # every presentation canonical; ranked with a quarantine).
+    if identity.finding and verdict in _UP:
+        verdict = HealthVerdict.IDENTITY_MISMATCH
     return StatusReport(
-        _verdict(worker, supervisor, stale_after_s),
+        verdict,
         worker,
         supervisor,
         glossary=glossary_status(root),
+        identity=identity,
     )
+
+
+_UP: Final = frozenset(
+    {
+        HealthVerdict.QUARANTINED,
+        HealthVerdict.REFUSING,
+        HealthVerdict.SPEND_CAPPED,
+        HealthVerdict.EXPIRING,
+        HealthVerdict.UNUSUAL_RATE,
+        HealthVerdict.HEALTHY,
+    }
+)
 
 
 def glossary_status(root: DataRoot) -> str:
@@ -614,6 +644,8 @@ def render(report: StatusReport) -> str:
         )
     if report.glossary is not None:
         lines.append(f"glossary    {report.glossary}")
+    if report.identity is not None:
+        lines.append(f"identity    {render_line(report.identity)}")
     verdict = report.verdict.value + (f" ({report.problem})" if report.problem else "")
     lines.append(f"verdict     {verdict}")
     return "\n".join(lines)

@@ -163,12 +163,16 @@ def _start(
             retain_if_due(p, j)
             # The artifact's identity is its key's first 32 hex, so a 64-hex key
             # an earlier release journaled and this release's 32-hex key of the
-            # same artifact find each other here (`kexpr.spool.journal`).
-            if j.index.is_sealed(capsule.artifact_key):
+            # same artifact find each other here (`kexpr.spool.journal`). Its
+            # keys under sealed identity keys (a rotation on purpose: the
+            # request's ``prior_artifact_keys``, `kexpr.spool.messages`) are
+            # the same artifact too.
+            keys = req.dedupe_keys()
+            if any(j.index.is_sealed(k) for k in keys):
                 # Attempted in a quarantined segment: never again (spool.journal).
                 _already_attempted(p, rid, version)
                 return None, None, None
-            existing = j.index.get(capsule.artifact_key)
+            existing = next((r for k in keys if (r := j.index.get(k)) is not None), None)
             if existing is not None:
                 _answer_existing(p, rid, existing, version)
                 return None, None, None

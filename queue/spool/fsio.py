@@ -570,9 +570,20 @@ def list_dir(path: Path) -> list[str]:
             os.close(fd)
 
 
-def replace_private(final_path: Path, data: bytes) -> None:
-    """Replace a non-durable status file atomically (rename over). Only for the
+def replace_private(
+    final_path: Path, data: bytes, *, durable: bool = False, exclusive: bool = False
+) -> None:
+    """Replace a file atomically (rename over). By default for the
     ``*.status.json`` heartbeats: not evidence, so not fsynced.
+
+    ``durable``: the file is fsynced before the rename and the directory after
+    it (rule 5's order), so after a crash the path holds the old file or the new
+    one, whole. ``exclusive``: created 0600 even in a shared-group directory
+    (``identity.key`` and the sealed keys, which the gateway alone reads).
+    The identity files (`gateway_shim._identity_store`) are the only durable
+    product files ever replaced, and only by their record's rules (a rotation,
+    a recorded fingerprint); everything else durable is published (never
+    replaced) or appended.
 
     Staged in the final file's own directory, never in ``spool/tmp``: a rename
     *out of* the watched spool tree is an unmatched ``IN_MOVED_FROM`` that
@@ -581,13 +592,18 @@ def replace_private(final_path: Path, data: bytes) -> None:
     """
     staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
     with _Dir(final_path.parent) as final:
-        fd, _ = _open_leaf(final, staging, _OPEN_CREATE, mode=final.sharing.file_mode)
+        mode = PRIVATE_FILE_MODE if exclusive else final.sharing.file_mode
+        fd, _ = _open_leaf(final, staging, _OPEN_CREATE, mode=mode, exclusive=exclusive)
         try:
             try:
                 _write_all(fd, data)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.rename(staging, final_path.name, src_dir_fd=final.fd, dst_dir_fd=final.fd)
+            if durable:
+                final.fsync()
         except BaseException:
             # Partial state undone on every failure path, ENOSPC mid-write
             # included (a full disk otherwise leaves a staging file per try).

@@ -4,6 +4,10 @@ One root per host profile. Both processes derive every path from here, so a
 path is never assembled by hand elsewhere::
 
     identity.key          32 random bytes, gateway-owned, 0600
+    identity.fingerprint  the key's fingerprint (a keyed hash, never the key),
+                          written by the gateway; 0600 or 0660 by the root's mode
+    identity.sealed       keys sealed by a rotation (`kexpr identity rotate`),
+                          gateway-owned, 0600; kept for the journal's window
     spool/requests/       shim -> worker   (<request_id>.json)
     spool/claimed/        requests the worker has claimed (inside the watched tree)
     spool/responses/      worker -> shim   (<request_id>.json)
@@ -60,6 +64,8 @@ class DataRoot:
     # Every path below the root, computed once in __post_init__ (they sit on
     # the hot path of every spool operation; a pathlib join costs a few µs).
     identity_key: Path = _computed()
+    identity_record: Path = _computed()
+    identity_sealed: Path = _computed()
     spool: Path = _computed()
     requests: Path = _computed()
     claimed: Path = _computed()
@@ -81,6 +87,8 @@ class DataRoot:
         paths = {
             "root": root,
             "identity_key": root / "identity.key",
+            "identity_record": root / "identity.fingerprint",
+            "identity_sealed": root / "identity.sealed",
             "spool": spool,
             "requests": spool / "requests",
             "claimed": spool / "claimed",

@@ -36,6 +36,17 @@ the two sides promise each other, so it changes when a promise does:
   own 64-hex key) and dedupes it by the first 32 hex, the identity both lengths
   share (`kexpr.spool.journal`).
 
+A v3 request may also carry ``prior_artifact_keys``: the same artifact's key
+under each key a rotation sealed (`gateway_shim.identity` rule 4), HMACs only,
+so that the worker dedupes on any of them. The field is written only when it
+holds a key (an empty list is malformed: one spelling), at most
+`MAX_PRIOR_ARTIFACT_KEYS`, each 32 hex, distinct, none the capsule's own, and
+never in a v1/v2 request. No version changes for it: a request without the
+field is byte for byte what it was, and a worker of an earlier release refuses
+one with it (unknown field: ``invalid_request``, no row, no call), so the
+promise "dedupe on these too" is never broken silently: it is kept or the
+request is refused.
+
 Every model reads all three (`KNOWN_SPOOL_VERSIONS`); the worker answers a
 request in the version it was written in, so an old shim can parse its answer. A file
 that names a version this release does not know (a newer one) is refused with
@@ -81,6 +92,9 @@ KEY_HEX_FOR_VERSION: Final = {
     SPOOL_VERSION: ARTIFACT_KEY_HEX,
 }
 assert set(KEY_HEX_FOR_VERSION) == KNOWN_SPOOL_VERSIONS
+# The most prior keys a request carries: the sealed keys a data root keeps at
+# once (`gateway_shim.identity.MAX_SEALED_KEYS`).
+MAX_PRIOR_ARTIFACT_KEYS: Final = 8
 # A version word of this protocol's shape that this release does not know.
 _VERSION_SHAPE: Final = re.compile(r"kexpr-spool-v[0-9]{1,6}")
 MAX_MESSAGE_BYTES: Final = 64 * 1024
@@ -115,6 +129,16 @@ class SpoolRequest(_Strict):
     deadline_at_utc: Timestamp
     mode: Annotated[SpoolMode, Field(strict=False)]
     capsule: Capsule
+    # The artifact's keys under sealed identity keys (module docstring).
+    prior_artifact_keys: tuple[Hex32, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, value: object) -> object:
+        # Written only when it holds a key: a file's explicit empty list is malformed.
+        if isinstance(value, dict) and value.get("prior_artifact_keys") == []:
+            raise ValueError("prior_artifact_keys empty")
+        return value
 
     @field_validator("capsule", mode="before")
     @classmethod
@@ -123,11 +147,36 @@ class SpoolRequest(_Strict):
         # capsule rule); a CapsuleError is a ValueError, so it fails this model.
         return value if isinstance(value, Capsule) else Capsule.from_object(value)
 
+    @field_validator("prior_artifact_keys", mode="before")
+    @classmethod
+    def _prior_tuple(cls, value: object) -> object:
+        # A JSON array (strict mode takes only a tuple); each item stays strict.
+        return tuple(value) if isinstance(value, list) else value
+
     @model_validator(mode="after")
     def _key_of_its_version(self) -> Self:
         if len(self.capsule.artifact_key) != KEY_HEX_FOR_VERSION[self.spool_version]:
             raise ValueError("artifact_key length")
+        prior = self.prior_artifact_keys
+        if prior and (
+            self.spool_version != SPOOL_VERSION
+            or len(prior) > MAX_PRIOR_ARTIFACT_KEYS
+            or len(set(prior)) != len(prior)
+            or self.capsule.artifact_key in prior
+        ):
+            raise ValueError("prior_artifact_keys")
         return self
+
+    def to_bytes(self) -> bytes:
+        doc = self.model_dump(mode="json")
+        if not self.prior_artifact_keys:
+            del doc["prior_artifact_keys"]  # one spelling: absent when empty
+        return canonical_json(doc).encode("utf-8")
+
+    def dedupe_keys(self) -> tuple[str, ...]:
+        """Every key this artifact may have been attempted under: the capsule's,
+        then the prior ones (`kexpr.worker.attempt`)."""
+        return (self.capsule.artifact_key, *self.prior_artifact_keys)
 
 
 class SpoolResponse(_Strict):

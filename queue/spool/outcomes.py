@@ -20,7 +20,7 @@ Roles:
 - report   `ReportOutcome`: shim -> worker
 - candidate `CandidateOutcome`: shim -> host (every response word, plus the
   shim's own ``disabled``, ``ineligible``, ``spool_unavailable``,
-  ``closed``, ``worker_unavailable``, ``shadow_selected``)
+  ``closed``, ``worker_unavailable``, ``identity_mismatch``, ``shadow_selected``)
 - host     `HostOutcome`: host -> shim, after an enabled-mode selected candidate
 
 A word passes between roles unchanged wherever the roles share it (a report's
@@ -97,6 +97,11 @@ class Outcome(enum.StrEnum):
     # ``ready``): canonical at once, no request written (gateway_shim.coordinator
     # rule 13). The worker never sees it: never a journal or response word.
     WORKER_UNAVAILABLE = "worker_unavailable"
+    # The data root's identity.key is missing, or is not the key its record
+    # names, beside a journal with rows: a new key would name every artifact
+    # anew and pay for it again. Canonical at once, no request written, no key
+    # minted (gateway_shim.coordinator rule 14). Never a journal or response word.
+    IDENTITY_MISMATCH = "identity_mismatch"
 
 
 ProviderFailure: TypeAlias = Literal[
@@ -142,6 +147,7 @@ CandidateOutcome: TypeAlias = Literal[
     Outcome.SPOOL_UNAVAILABLE,
     Outcome.CLOSED,
     Outcome.WORKER_UNAVAILABLE,
+    Outcome.IDENTITY_MISMATCH,
 ]
 
 

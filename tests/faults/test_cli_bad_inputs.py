@@ -254,6 +254,8 @@ PATH_ARGS: list[PathArg] = [
     PathArg("audit --data-root {p}", "data_root", "data_root"),
     PathArg("status --data-root {p}", "--data-root", "data_root"),
     PathArg("promotion-report --data-root {p}", "--data-root", "data_root"),
+    PathArg("identity check --data-root {p}", "--data-root", "data_root"),
+    PathArg("identity rotate --data-root {p}", "--data-root", "data_root"),
     PathArg("journal verify --data-root {p}", "--data-root", "data_root"),
     PathArg("journal stats --data-root {p}", "--data-root", "data_root"),
     PathArg("journal prune --data-root {p}", "--data-root", "data_root"),
@@ -375,7 +377,7 @@ def test_every_path_argument_refuses_bad_input_in_one_true_line(
 
 
 def _two_words(argv: list[str]) -> bool:
-    return argv[0] in ("contract", "surfaces", "glossary", "journal")
+    return argv[0] in ("contract", "surfaces", "glossary", "identity", "journal")
 
 
 def test_the_matrix_covers_every_command() -> None:

@@ -126,6 +126,9 @@ def test_rows_fit_the_reservation_unit() -> None:
 def test_the_worker_refuses_new_attempts_canonical_and_status_says_why(
     root: DataRoot, small_cap: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from gateway_shim.identity import load_or_create_key
+
+    load_or_create_key(root)  # the key of the gateway that writes these requests
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     env = {"OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin"}
     provider, clock = Provider(), Clock()

@@ -179,6 +179,10 @@ def _running_worker(
             raise reply("read timed out", request=request)  # type: ignore[call-arg]
         return httpx.Response(200, json=_completion(capsule, reply))
 
+    from gateway_shim.identity import load_or_create_key
+
+    # The gateway that writes these requests holds the data root's identity.
+    load_or_create_key(root)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(handler)))
     w = Worker(

@@ -61,6 +61,8 @@ ID_FIELDS: Final[Mapping[str, re.Pattern[str]]] = {
     "started_at_utc": TIMESTAMP,
     "finalized_at_utc": TIMESTAMP,
     "heartbeat_at_utc": TIMESTAMP,
+    # identity.fingerprint: a keyed hash of the identity key (gateway_shim.identity).
+    "fingerprint": HEX32,
 }
 
 # Fixed words of the wire request and the status file that live in dict literals,

@@ -30,6 +30,7 @@ from gateway_shim import (
     exact_block,
 )
 from gateway_shim._heartbeat import STALE_AFTER_S
+from gateway_shim._identity_store import Identity
 from gateway_shim.coordinator import MAX_WAIT as WAIT
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
@@ -69,9 +70,9 @@ def slow_set_up(coord: KoreanExpressionCoordinator, clocks: Clocks, seconds: flo
     """The set-up (directories, key, observer) takes ``seconds`` on the fake clocks."""
     real = coord._hold.ensure_started
 
-    def slow() -> None:
+    def slow() -> Identity:
         clocks.advance(seconds)
-        real()
+        return real()
 
     coord._hold.ensure_started = slow  # type: ignore[method-assign]
 

@@ -1,0 +1,181 @@
+"""A request's ``prior_artifact_keys``: the artifact's keys under identity keys a
+rotation sealed (`gateway_shim.identity` rule 4). The message contract is strict
+(one spelling, bounded, v3 only, none the capsule's own) and the worker dedupes on
+every one of them: an artifact attempted under an old key is never attempted
+again under the new one, in the live index, after a restart and from a sealed
+(quarantined) segment."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+from spool_tests.journal_support import hand_rows, write_segment
+from worker_tests.worker_kit import Clock, Provider, make_worker, response, rid
+
+from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.fsio import publish
+from kexpr.spool.journal import Journal, format_ts
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.lifecycle import SpoolMode
+from kexpr.spool.messages import (
+    MAX_PRIOR_ARTIFACT_KEYS,
+    SPOOL_V2,
+    SPOOL_VERSION,
+    MessageError,
+    ResponseStatus,
+    SpoolRequest,
+    parse_request,
+)
+
+NEW = "1" * 32  # the artifact under the current key
+OLD = "2" * 32  # the same artifact under a sealed key
+OLDER = "3" * 32
+DAY = "2026-11-29"  # the day before the worker kit's clock
+
+
+def _request(
+    clock: Clock, request_id: str, akey: str = NEW, prior: tuple[str, ...] = (OLD,)
+) -> SpoolRequest:
+    return SpoolRequest(
+        spool_version=SPOOL_VERSION,
+        request_id=request_id,
+        submitted_at_utc=format_ts(clock.now),
+        deadline_at_utc=format_ts(clock.now + dt.timedelta(seconds=4)),
+        mode=SpoolMode.SHADOW,
+        capsule=Capsule(
+            schema_version="korean-expression-v4",
+            surface="daily.v1",
+            artifact_key=akey,
+            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        ),
+        prior_artifact_keys=prior,
+    )
+
+
+def _doc(**prior: Any) -> bytes:
+    obj = json.loads(_request(Clock(), rid(1), prior=()).to_bytes())
+    obj.update(prior)
+    return json.dumps(obj).encode()
+
+
+def _submit(root: DataRoot, clock: Clock, n: int, prior: tuple[str, ...] = (OLD,)) -> str:
+    publish(
+        root.tmp, root.claimed / f"{rid(n)}.json", _request(clock, rid(n), prior=prior).to_bytes()
+    )
+    return f"{rid(n)}.json"
+
+
+# -------------------------------------------------------------- the contract
+
+
+def test_without_prior_keys_a_request_is_byte_for_byte_what_it_was() -> None:
+    data = _request(Clock(), rid(1), prior=()).to_bytes()
+    assert b"prior_artifact_keys" not in data
+    assert parse_request(data).prior_artifact_keys == ()
+
+
+def test_prior_keys_round_trip() -> None:
+    req = _request(Clock(), rid(1), prior=(OLD, OLDER))
+    again = parse_request(req.to_bytes())
+    assert again == req and again.dedupe_keys() == (NEW, OLD, OLDER)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [],  # one spelling: absent when empty
+        [OLD, OLD],  # distinct
+        [NEW],  # never the capsule's own
+        ["2" * 31],
+        ["2" * 64],  # 32 hex in v3
+        ["G" * 32],
+        [2],
+        OLD,  # a list, not a string
+        None,
+        [f"{n:032x}" for n in range(1, MAX_PRIOR_ARTIFACT_KEYS + 2)],  # bounded
+    ],
+    ids=["empty", "twice", "own", "short", "long", "upper", "number", "str", "null", "nine"],
+)
+def test_malformed_prior_keys_are_refused(value: object) -> None:
+    with pytest.raises(MessageError):
+        parse_request(_doc(prior_artifact_keys=value))
+
+
+def test_eight_prior_keys_are_read() -> None:
+    keys = [f"{n:032x}" for n in range(2, MAX_PRIOR_ARTIFACT_KEYS + 2)]
+    assert len(parse_request(_doc(prior_artifact_keys=keys)).prior_artifact_keys) == 8
+
+
+def test_an_old_protocols_request_never_carries_them() -> None:
+    obj = json.loads(_doc(prior_artifact_keys=["2" * 64]))
+    obj["spool_version"] = SPOOL_V2
+    obj["capsule"]["artifact_key"] = "1" * 64
+    with pytest.raises(MessageError):
+        parse_request(json.dumps(obj).encode())
+
+
+# --------------------------------------------------------------- the worker
+
+
+@pytest.mark.parametrize("terminal", [["shadow_selected"], ["timeout"]])
+def test_an_artifact_attempted_under_a_sealed_key_is_not_attempted_again(
+    root: DataRoot, provider: Provider, env: dict[str, str], terminal: list[str]
+) -> None:
+    write_segment(root, f"{DAY}.jsonl", hand_rows(OLD, "4" * 32, DAY, terminal))
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(_submit(root, clock, 1, prior=(OLDER, OLD)))
+    assert response(root, rid(1)).status is ResponseStatus.ALREADY_ATTEMPTED
+    # After a restart (the index rebuilt from the journal) too.
+    clock.advance(60)
+    w2 = make_worker(root, provider, clock, env)
+    w2.handle_claimed(_submit(root, clock, 2))
+    assert response(root, rid(2)).status is ResponseStatus.ALREADY_ATTEMPTED
+    assert provider.calls == []
+    assert not Journal(root).load().knows(NEW)  # no row under the new key
+
+
+def test_an_open_attempt_under_a_sealed_key_is_answered_as_open_ones_are(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    write_segment(root, f"{DAY}.jsonl", hand_rows(OLD, "4" * 32, DAY, []))
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)  # inherited, lost: expired at start-up
+    w.handle_claimed(_submit(root, clock, 1))
+    r = response(root, rid(1))
+    assert r.status is not ResponseStatus.ACCEPTED
+    assert provider.calls == []
+
+
+def test_a_sealed_segments_artifact_stays_sealed_under_its_new_key(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    write_segment(root, f"{DAY}.jsonl", hand_rows(OLD, "4" * 32, DAY, ["timeout"]))
+    with open(root.outcomes / f"{DAY}.jsonl", "ab") as f:
+        f.write(b'{"artifact_key":"' + OLDER.encode() + b'","attempt_id":"')  # torn
+    Journal(root).quarantine_torn(DAY, apply=True)
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(_submit(root, clock, 1, prior=(OLDER,)))
+    assert response(root, rid(1)).status is ResponseStatus.ALREADY_ATTEMPTED
+    assert provider.calls == []
+
+
+def test_an_artifact_none_of_whose_keys_is_known_is_attempted_once_under_its_own(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(_submit(root, clock, 1))
+    assert response(root, rid(1)).status is ResponseStatus.ACCEPTED
+    assert [c["artifact_key"] for c in provider.calls] == [NEW]
+    # The prior keys never reach the model: the capsule is all it sees.
+    assert OLD not in json.dumps(provider.calls)
+    assert [r.artifact_key for r in Journal(root).load().by_attempt.values()] == [NEW]
+    # Presented again (its keys as before): the attempt under its own key is found.
+    w.handle_claimed(_submit(root, clock, 2))
+    assert response(root, rid(2)).status is ResponseStatus.ALREADY_ATTEMPTED
+    assert len(provider.calls) == 1
