@@ -572,12 +572,22 @@ def _validate_in_full(slot: SlotPolicy, generated_ko: str) -> int:
     return lexemes
 
 
-def check_generated(slot: SlotPolicy, generated_ko: str) -> Reason | None:
-    """Grammar, forbidden classes, limits, then the fit table for one slot's
-    `generated_ko`; None = ok. The fit table runs only on a grammatical text, so a
-    composition that is wrong in form is reported as such (design §6.1)."""
+def check_grammar(slot: SlotPolicy, generated_ko: str) -> Reason | None:
+    """The grammar, forbidden classes and limits alone, without the fit table: the
+    form of a composition. `check_generated` is the contract's verdict; this is its
+    first half, for what studies the grammar on its own (tests, fuzzing)."""
     try:
         validate_generated(slot, generated_ko)
     except _StyleError as e:
         return e.reason
+    return None
+
+
+def check_generated(slot: SlotPolicy, generated_ko: str) -> Reason | None:
+    """Grammar, forbidden classes, limits, then the fit table for one slot's
+    `generated_ko`; None = ok. The fit table runs only on a grammatical text, so a
+    composition that is wrong in form is reported as such (design §6.1)."""
+    reason = check_grammar(slot, generated_ko)
+    if reason is not None:
+        return reason
     return style_reason(slot.slot_id, slot.semantic_ids, generated_ko)
