@@ -132,6 +132,8 @@ def style_words(glossary: DualGlossary) -> dict[str, dict[str, list[str]]]:
     from kexpr.spool.contract.fit import cell, position_of
 
     def words(slot_id: str, semantic_id: str) -> list[str]:
+        if semantic_id in glossary.unstyled:  # narrowed by the operator to none
+            return []
         return [s.text.rstrip() for s in sorted(cell(semantic_id, position_of(slot_id, 0)))]
 
     return {

@@ -145,8 +145,11 @@ class SegmentBuilder:
     def lock(self, text: str) -> None:
         self._pending.append(text)
 
-    def slot(self, slot: ProseSlot) -> None:
-        if not slot.styleable:
+    def slot(self, slot: ProseSlot, *, narrowed: bool = False) -> None:
+        """Add ``slot``; locked instead when the fit table leaves it no word, or
+        when ``narrowed`` (the operator narrowed its cell to none: the operator
+        glossary's ``unstyled``)."""
+        if narrowed or not slot.styleable:
             self.lock(slot.canonical_text)
             return
         self._flush()
