@@ -354,7 +354,7 @@ def validation(reps: int) -> dict[str, float]:
     def doc(generated: str) -> str:
         return answer_json(capsule, lambda _slot_id: generated, compact=False)
 
-    good, bad = doc("차분히 이어서, [[P:01]]."), doc("오늘은 차분히, [[P:01]].")
+    good, bad = doc("그리고 [[P:01]]."), doc("오늘은 차분히, [[P:01]].")
     assert judge(capsule, good).composition is not None and judge(capsule, bad).composition is None
 
     def per_call(fn: Callable[[], object]) -> float:
@@ -369,7 +369,7 @@ def validation(reps: int) -> dict[str, float]:
         "validate_accept_us": per_call(lambda: judge(capsule, good)),
         "validate_reject_us": per_call(lambda: judge(capsule, bad)),
         "render_daily_us": per_call(
-            lambda: surface.render({"daily.status": "차분히 이어서, [[P:01]]."})
+            lambda: surface.render({"daily.status": "그리고 [[P:01]]."})
         ),
         "parse_daily_us": per_call(lambda: parse_daily(BODY, DAILY)),
     }

@@ -898,6 +898,10 @@ class KoreanExpressionCoordinator:
             # Rule 9: an input the adapter could not even judge is not eligible;
             # the host's body, untouched, zero files.
             return rec.finish(Outcome.INELIGIBLE)
+        # Every slot was locked by the fit table (design §6.1): no word may be
+        # written anywhere, so nothing is asked (zero files).
+        if not surface.slots:
+            return rec.finish(Outcome.NOTHING_TO_STYLE, surface=surface)
 
         try:
             identity = self._hold.ensure_started()

@@ -10,7 +10,8 @@ without editing installed code, in one JSON file in the data root::
     {
       "version": "kexpr-dual-glossary-v1",
       "decisions": {"P_DUAL_DECISION_<NAME>": "<decision text as the card shows it>"},
-      "reasons":   {"P_DUAL_REASON_<NAME>":   "<reason line as the card shows it>."}
+      "reasons":   {"P_DUAL_REASON_<NAME>":   "<reason line as the card shows it>."},
+      "unstyled":  ["P_DUAL_REASON_<NAME>"]          (optional)
     }
 
 Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never content):
@@ -42,6 +43,15 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
    (``IneligibleReason.GLOSSARY_INVALID``), with no request and zero files.
    `load_operator_glossary` reads a file anywhere (no-follow, regular, bounded;
    no owner rule): an operator's draft or a tool's argument.
+4a. Style words (the contract's fit table, design §6.1): an operator ID takes its
+   family's cell (a reason line after the first may take ``그리고``; a decision takes
+   nothing) and may only NARROW it: ``unstyled`` lists reason IDs in force (the
+   file's or the shipped ones) that take no word at all, for a text a conjunction
+   would not read well before (one that opens with ``단``, say). Such a line is
+   locked like the card's other bytes, never a slot. Nothing widens a cell: that is
+   a code review of `kexpr.spool.contract.fit`. An ``unstyled`` entry that is not a
+   reason ID in force, or appears twice, is ``unstyled_unknown``. A file without
+   the key means the same as before it existed.
 5. The worker never reads the texts: the IDs the shim issues travel in each
    capsule slot's allowed IDs; the worker's static instruction names the shipped
    IDs and the two open families (`kexpr.worker.instruction`).
@@ -127,6 +137,7 @@ class GlossaryProblem(enum.StrEnum):
     TEXT_FINAL_PERIOD = "text_final_period"
     TEXT_ONLY_STYLE_WORDS = "text_only_style_words"
     TEXT_DUPLICATE = "text_duplicate"
+    UNSTYLED_UNKNOWN = "unstyled_unknown"
 
 
 class GlossaryError(Exception):
@@ -162,6 +173,8 @@ class DualGlossary:
     decisions: Mapping[str, str]
     reasons: Mapping[str, str]
     operator: bool = False
+    # Rule 4a: the reason IDs whose cell the operator narrowed to no word.
+    unstyled: frozenset[str] = frozenset()
     _decision_by_text: Mapping[str, str] = field(init=False, repr=False, compare=False)
     _reason_by_text: Mapping[str, str] = field(init=False, repr=False, compare=False)
     _entries: Mapping[str, str] = field(init=False, repr=False, compare=False)
@@ -195,6 +208,9 @@ class DualGlossary:
             self, "_reason_by_text", MappingProxyType({t: i for i, t in reasons.items()})
         )
         object.__setattr__(self, "_entries", MappingProxyType({**decisions, **reasons}))
+        unstyled = self.unstyled
+        if not isinstance(unstyled, frozenset) or not unstyled <= set(reasons):
+            raise GlossaryError(GlossaryProblem.UNSTYLED_UNKNOWN)
 
     @property
     def entries(self) -> Mapping[str, str]:
@@ -217,11 +233,14 @@ class DualGlossary:
 
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of the entries: what ``kexpr status`` shows."""
-        document = {
+        document: dict[str, object] = {
             "version": GLOSSARY_VERSION,
             "decisions": dict(sorted(self.decisions.items())),
             "reasons": dict(sorted(self.reasons.items())),
         }
+        # Rule 4a: only when used, so a file without it keeps its digest.
+        if self.unstyled:
+            document["unstyled"] = sorted(self.unstyled)
         data = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
@@ -278,7 +297,16 @@ def parse_operator_glossary(data: bytes) -> DualGlossary:
         raise GlossaryError(GlossaryProblem.NOT_JSON) from e
     if not isinstance(document, dict):
         raise GlossaryError(GlossaryProblem.NOT_OBJECT)
-    if set(document) != {"version", "decisions", "reasons"}:
+    if (
+        not {"version", "decisions", "reasons"}
+        <= set(document)
+        <= {
+            "version",
+            "decisions",
+            "reasons",
+            "unstyled",
+        }
+    ):
         raise GlossaryError(GlossaryProblem.WRONG_KEYS)
     if document["version"] != GLOSSARY_VERSION:
         raise GlossaryError(GlossaryProblem.WRONG_VERSION)
@@ -295,7 +323,18 @@ def parse_operator_glossary(data: bytes) -> DualGlossary:
         decisions={**_yield_taken(shipped.decisions, taken), **decisions},
         reasons={**_yield_taken(shipped.reasons, taken), **reasons},
         operator=True,
+        unstyled=_unstyled(document.get("unstyled", [])),
     )
+
+
+def _unstyled(value: object) -> frozenset[str]:
+    """Rule 4a: a list of distinct strings (which must be reason IDs in force:
+    `DualGlossary` checks that against the entries)."""
+    if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
+        raise GlossaryError(GlossaryProblem.UNSTYLED_UNKNOWN)
+    if len(set(value)) != len(value):
+        raise GlossaryError(GlossaryProblem.UNSTYLED_UNKNOWN)
+    return frozenset(value)
 
 
 _RETIRED_ID_OF: Final = {new: old for old, new in RETIRED_SHIPPED_IDS.items()}

@@ -18,7 +18,10 @@ time the host waits (docs/budget.md), so the operator sees the price:
 id_token_bound`: the budget module's own figures, no tokenizer here) and
 ``dual_cards`` (for 0, 1, ... review reasons, the minimal answer's bound of the
 costliest card the glossary can make, and whether it fits the answer budget;
-a card that does not fit is shown canonical, with no call).
+a card that does not fit is shown canonical, with no call; ``"styled": false``:
+no slot of such a card may take a style word, so it is never asked) and
+``style_words`` (per dual slot and per ID, the words the model may write before
+it: the fit table, design §6.1; an operator ID takes its family's cell).
 Exit 0 valid / installed, 1 invalid, 2 unusable input (a file that is
 missing, not a regular file, empty or not UTF-8, a data root that is not one:
 the JSON line on stdout, and `kexpr.ops.inputs`'s one line on stderr).
@@ -85,6 +88,7 @@ def prices(glossary: DualGlossary) -> dict[str, object]:
         id_token_bound,
         slots_token_bound,
     )
+    from kexpr.spool.contract.fit import slot_styleable
 
     def cost(semantic_id: str) -> int:
         bound = id_token_bound(semantic_id)
@@ -96,21 +100,52 @@ def prices(glossary: DualGlossary) -> dict[str, object]:
     cards: list[dict[str, object]] = []
     for n in range(MAX_REVIEW_REASONS + 1):
         # The costliest card of n reasons: the costliest IDs (the dearest repeated
-        # when the glossary has fewer than n).
+        # when the glossary has fewer than n). Only the slots the fit table lets be
+        # styled are asked (design §6.1: the decision and the first review line are
+        # locked); a card with none is sent nowhere ("styled": false).
         chosen = [reasons[k] if k < len(reasons) else reasons[0] for k in range(n)]
-        slots = (
+        candidates = (
             slot_policy("adaptive.dual.judgment", (decision,)),
             *(slot_policy(review_slot_id(k + 1), (r,)) for k, r in enumerate(chosen)),
         )
+        slots = tuple(p for p in candidates if slot_styleable(p.slot_id, p.semantic_ids))
+        if not slots:
+            cards.append({"reasons": n, "styled": False, "bound": None, "fits": True})
+            continue
         bound = slots_token_bound("adaptive.dualcoachtest.card.v1", slots)
         fits = bound is not None and bound <= ANSWER_BUDGET_TOKENS
-        cards.append({"reasons": n, "bound": bound, "fits": fits})
+        cards.append({"reasons": n, "styled": True, "bound": bound, "fits": fits})
         if not fits:
             break
     return {
         "id_tokens": id_tokens,
         "dual_cards": cards,
         "answer_budget_tokens": ANSWER_BUDGET_TOKENS,
+        "style_words": style_words(glossary),
+    }
+
+
+def style_words(glossary: DualGlossary) -> dict[str, dict[str, list[str]]]:
+    """Per dual slot, per ID of the glossary, the words the model may write before
+    it (the fit table, design §6.1; an operator ID takes its family's cell)."""
+    from gateway_shim.surfaces.dual import review_slot_id
+    from kexpr.spool.contract.fit import cell, position_of
+
+    def words(slot_id: str, semantic_id: str) -> list[str]:
+        if semantic_id in glossary.unstyled:  # narrowed by the operator to none
+            return []
+        return [s.text.rstrip() for s in sorted(cell(semantic_id, position_of(slot_id, 0)))]
+
+    return {
+        "adaptive.dual.judgment": {
+            i: words("adaptive.dual.judgment", i) for i in sorted(glossary.decisions)
+        },
+        "adaptive.dual.review.1": {
+            i: words(review_slot_id(1), i) for i in sorted(glossary.reasons)
+        },
+        "adaptive.dual.review.N (N > 1)": {
+            i: words(review_slot_id(2), i) for i in sorted(glossary.reasons)
+        },
     }
 
 

@@ -109,14 +109,26 @@ class CheckResult:
     roundtrip: bool | None
     # Rule 7: the bound of the capsule's minimal answer (not in the JSON answer).
     answer_tokens: int | None = None
+    # Per slot, per sentence (token order): the style runs the fit table allows
+    # before it (design §6.1), and how many compositions the slot accepts.
+    words: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    compositions: tuple[int, ...] = ()
 
     def to_json_object(self) -> dict[str, object]:
         return {
             "eligible": self.eligible,
             "reason": self.reason,
             "slots": [
-                {"slot_id": s, "predicate_ids": list(p), "action_ids": list(a)}
-                for s, p, a in self.slots
+                {
+                    "slot_id": s,
+                    "predicate_ids": list(p),
+                    "action_ids": list(a),
+                    "words": [list(w) for w in words],
+                    "compositions": n,
+                }
+                for (s, p, a), words, n in zip(
+                    self.slots, self.words, self.compositions, strict=True
+                )
             ],
             "roundtrip": self.roundtrip,
         }
@@ -201,16 +213,27 @@ def check_request(request: object, glossary: DualGlossary | None = None) -> Chec
         parsed.require_answer_budget()
     except Ineligible as e:
         return _ineligible(e.reason.value, bound)
+    from kexpr.spool.contract.fit import compositions, slot_cells
+
+    policies = tuple(slot.policy() for slot in parsed.slots)
     slots = tuple(
-        (
-            slot.slot_id,
-            tuple(slot.policy().allowed_predicate_ids),
-            tuple(slot.policy().allowed_action_ids),
-        )
-        for slot in parsed.slots
+        (p.slot_id, tuple(p.allowed_predicate_ids), tuple(p.allowed_action_ids)) for p in policies
     )
+    words = tuple(
+        tuple(
+            tuple(s.text.rstrip() for s in sorted(c)) for c in slot_cells(p.slot_id, p.semantic_ids)
+        )
+        for p in policies
+    )
+    counts = tuple(len(compositions(p.slot_id, p.semantic_ids)) for p in policies)
     return CheckResult(
-        eligible=True, reason=None, slots=slots, roundtrip=roundtrip, answer_tokens=bound
+        eligible=True,
+        reason=None,
+        slots=slots,
+        roundtrip=roundtrip,
+        answer_tokens=bound,
+        words=words,
+        compositions=counts,
     )
 
 
@@ -272,9 +295,18 @@ def _human(surface: str, result: CheckResult) -> str:
     from kexpr.spool.contract.budget import id_token_bound
 
     lines = [f"{surface}: eligible"]
-    for slot_id, predicates, actions in result.slots:
+    if not result.slots:
+        lines[0] += (
+            ", nothing to style: no style word fits any of its sentences (the fit"
+            " table) — the host's canonical text is used, no request"
+        )
+    for (slot_id, predicates, actions), words, n in zip(
+        result.slots, result.words, result.compositions, strict=True
+    ):
         priced = [f"{i} ({id_token_bound(i)} tokens)" for i in predicates + actions]
         lines.append(f"  slot {slot_id}: {' '.join(priced)}")
+        runs = ["|".join(repr(w) for w in sentence) or "-" for sentence in words]
+        lines.append(f"    words before each sentence: {'; '.join(runs)} ({n} compositions)")
     lines.append(f"  roundtrip: {'yes' if result.roundtrip else 'NO'}")
     lines.append(_answer_line(result))
     return "\n".join(lines)

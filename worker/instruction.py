@@ -10,8 +10,10 @@ Invariants (tests pin each one):
   ``max_tokens`` (design §9).
 * It lists the enum glossary's shipped **IDs only**, sorted, never their Korean
   expansions: an expansion is customer-visible canonical text, and the model must
-  neither see nor imitate it. The only Hangul in the instruction is the style
-  lexicon, which the model is allowed to write.
+  neither see nor imitate it. Each ID comes with its kind of sentence and its cells
+  of the fit table (`kexpr.spool.contract.fit`, design §6.1): the words that may
+  stand before its token, first in its run and later. The only Hangul in the
+  instruction is those words (and the examples' lexemes, all from the lexicon).
 * The dual card's decision and reason IDs are open families
   (``kexpr.spool.contract.manifest`` Rule 5): an operator adds IDs of the form
   ``P_DUAL_DECISION_<NAME>`` / ``P_DUAL_REASON_<NAME>`` in the shim's operator
@@ -28,8 +30,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from kexpr.spool.contract import ALL_SEMANTIC_IDS, CONTRACT_VERSION, SAFE_STYLE_LEXEMES
-from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+from kexpr.spool.contract import ALL_SEMANTIC_IDS, CONTRACT_VERSION
+from kexpr.spool.contract.fit import (
+    FIT,
+    MAX_LEXEMES_PER_SENTENCE,
+    OPEN_FAMILY_FIT,
+    OPEN_FAMILY_KINDS,
+    SENTENCE_KINDS,
+    Position,
+    SentenceKind,
+    Style,
+)
 
 __all__ = ["INVALID_EXAMPLES", "SYSTEM_INSTRUCTION", "VALID_EXAMPLES"]
 
@@ -38,25 +49,25 @@ __all__ = ["INVALID_EXAMPLES", "SYSTEM_INSTRUCTION", "VALID_EXAMPLES"]
 # test_instruction.py judges every one with the contract, so each rule the
 # instruction states is pinned to what `judge` really does. (slot_id, IDs, text).
 VALID_EXAMPLES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
-    ("daily.status", ("P_DAILY_COMPLETE",), "차분히, [[P:01]]."),
-    ("daily.status", ("P_DAILY_COMPLETE",), "지금 [[P:01]]."),
-    ("daily.status", ("P_DAILY_COMPLETE",), "또 다시, [[P:01]]."),
-    ("daily.status", ("P_DAILY_COMPLETE",), "다시 다시 [[P:01]]."),
+    ("daily.status", ("P_DAILY_COMPLETE",), "그리고 [[P:01]]."),
     (
         "weekly.interpretation",
         ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
-        "우선 [[P:01]]. 이어서 [[P:02]].",
+        "먼저, [[P:01]]. 이어서, [[P:02]].",
     ),
     (
         "weekly.interpretation",
-        ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
-        "[[P:01]]. 이어서 [[P:02]].",
+        ("P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"),
+        "[[P:01]]. 그리고 [[A:01]].",
     ),
+    ("adaptive.physique.review_instruction", ("A_OPERATOR_REVIEW_DECISION",), "먼저 [[A:01]]."),
 )
 # (slot_id, IDs, text, the contract's reason code).
 INVALID_EXAMPLES: Final[tuple[tuple[str, tuple[str, ...], str, str], ...]] = (
-    ("daily.status", ("P_DAILY_COMPLETE",), "또, 다시 [[P:01]].", "grammar"),
-    ("daily.status", ("P_DAILY_COMPLETE",), "지금은 [[P:01]].", "unknown_word"),
+    ("daily.status", ("P_DAILY_COMPLETE",), "차분히, [[P:01]].", "style_misfit"),
+    ("daily.status", ("P_DAILY_COMPLETE",), "그리고, [[P:01]].", "style_misfit"),
+    ("daily.status", ("P_DAILY_COMPLETE",), "그리고 이어서 [[P:01]].", "stacked_style"),
+    ("daily.status", ("P_DAILY_COMPLETE",), "그리고는 [[P:01]].", "unknown_word"),
     (
         "weekly.interpretation",
         ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
@@ -75,9 +86,34 @@ def _examples(texts: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"  {text}" for text in texts)
 
 
+def _runs(styles: frozenset[Style]) -> str:
+    return " or ".join(f'"{s.text}"' for s in sorted(styles)) if styles else "nothing"
+
+
+def _fit_line(
+    name: str, kind: SentenceKind, first: frozenset[Style], later: frozenset[Style]
+) -> str:
+    return f"  {name}: {kind.value}. First: {_runs(first)}. Later: {_runs(later)}."
+
+
+def _fit_lines() -> tuple[str, ...]:
+    shipped = tuple(
+        _fit_line(i, SENTENCE_KINDS[i], FIT[i][Position.FIRST], FIT[i][Position.LATER])
+        for i in sorted(ALL_SEMANTIC_IDS)
+    )
+    families = tuple(
+        _fit_line(
+            f"{pattern} (operator IDs)",
+            OPEN_FAMILY_KINDS[pattern],
+            cells[Position.FIRST],
+            cells[Position.LATER],
+        )
+        for pattern, cells in OPEN_FAMILY_FIT.items()
+    )
+    return shipped + families
+
+
 def _build() -> str:
-    lexicon = " ".join(SAFE_STYLE_LEXEMES)
-    semantic_ids = " ".join(sorted(ALL_SEMANTIC_IDS))
     lines = (
         f"You compose Korean style for the presentation contract {CONTRACT_VERSION}.",
         "",
@@ -119,14 +155,13 @@ def _build() -> str:
         "GRAMMAR of generated_ko:",
         '  generated_ko = sentence (" " sentence)*',
         '  sentence     = style? TOKEN "."',
-        '  style        = LEXEME (" " LEXEME)* (", " | " ")',
+        '  style        = LEXEME (", " | " ")',
         (
             "TOKEN is the slot's next placeholder token: write one sentence per token,"
             " every token exactly once, in the given order, copied character for"
-            " character, with the period directly after it. LEXEME is exactly one word of"
-            " this lexicon:"
+            " character, with the period directly after it. LEXEME is one word that the"
+            " table WORDS BEFORE A TOKEN below allows before that token."
         ),
-        f"  {lexicon}",
         "RULES:",
         (
             "- Outside the tokens write only lexicon words, single spaces, commas and"
@@ -135,43 +170,52 @@ def _build() -> str:
         ),
         ("- Write each lexeme exactly as listed: never attach a particle or an ending to it."),
         (
-            "- A comma may only end a style run: directly after the run's last lexeme,"
-            " then one space, then the token. A comma anywhere else is invalid."
+            "- A comma may only end a style run: directly after its lexeme, then one"
+            " space, then the token. A comma anywhere else is invalid."
         ),
         (
             "- Use at least one lexeme in each generated_ko as a whole; a sentence may"
-            " have none. A lexeme may repeat, and every occurrence counts toward"
-            " max_style_lexemes."
+            " have none, and every lexeme counts toward max_style_lexemes."
         ),
         (
-            "- A style run may mix different lexemes or repeat one, and may end with"
-            ' ", " or with " ": both are valid. The lexemes say nothing about the'
-            " token: any of them fits any token."
+            f"- Before one token write at most {MAX_LEXEMES_PER_SENTENCE} lexeme, and only"
+            " one that the table WORDS BEFORE A TOKEN below allows for that token's ID at"
+            " that sentence's position, joined exactly as shown there (with the comma"
+            " or with a plain space). Any other word, a second word or the other join is"
+            " invalid: the words are not neutral, and in Korean a word before a sentence"
+            " changes what the sentence says."
         ),
         (
-            "- Keep the style brief: one or two lexemes before a token, or none. This is"
-            " for speed; the hard limit is max_style_lexemes."
+            "- Position: First is the slot's first sentence, Later any other. The review"
+            " lines adaptive.dual.review.N are one list: the line with N greater than 1"
+            " counts as Later even though it is its slot's only sentence."
+        ),
+        (
+            "- A token stands for a sentence the application writes itself; do not"
+            " state, repeat or guess its meaning. Its kind in the table says what sort"
+            " of sentence it is."
         ),
         (
             "- max_generated_chars counts Unicode code points of generated_ko: every"
             " Hangul syllable, space, comma, period and every character of a token"
             " counts as one."
         ),
-        (
-            "- A token stands for a sentence the application writes itself; do not"
-            " state, repeat or guess its meaning."
-        ),
         "Valid generated_ko (one token, or two tokens):",
         *_examples(tuple(text for _, _, text in VALID_EXAMPLES)),
-        "Invalid generated_ko (a comma between lexemes; a particle on a lexeme; no lexeme at all):",
+        (
+            "Invalid generated_ko for P_DAILY_COMPLETE or P_WEEKLY_IN_GOAL with"
+            " P_WEEKLY_KEEP_BASIS (a word the table does not allow there; the wrong join;"
+            " two words before one token; a particle on a lexeme; no lexeme at all):"
+        ),
         *_examples(tuple(text for _, _, text, _ in INVALID_EXAMPLES)),
         "",
-        "SEMANTIC IDS that capsules may contain (echo them, never expand them):",
-        f"  {semantic_ids}",
+        "WORDS BEFORE A TOKEN, per ID (kind; what may stand before its token; nothing = no word):",
+        *_fit_lines(),
+        "",
         (
-            "Capsules for adaptive.dualcoachtest.card.v1 may also carry operator IDs"
-            f" matching {DUAL_DECISION_ID_PATTERN} or {DUAL_REASON_ID_PATTERN};"
-            " treat them exactly like the IDs above."
+            "The IDs above are every ID a capsule may contain; capsules for"
+            " adaptive.dualcoachtest.card.v1 may also carry operator IDs of the two"
+            " families. Echo every ID, never expand it."
         ),
     )
     return "\n".join(lines)

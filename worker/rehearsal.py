@@ -22,11 +22,13 @@ Rules of this module:
    first journal row and refuses a root that holds real evidence
    (`kexpr.spool.rehearsal`); its status file says ``"rehearsal": true``.
 3. Valid answers. `compose` answers every capsule with a composition that the
-   contract's `judge` accepts: every ID and token echoed in order, each slot's
-   first sentence styled with a lexeme and later ones sometimes, chosen from
-   ``SAFE_STYLE_LEXEMES`` by a hash of the artifact key and the slot (varied
-   across artifacts, stable for one). An answer the contract would reject is
-   never sent: the minimal answer (`kexpr.spool.contract.budget`) is sent instead.
+   contract's `judge` accepts: every ID and token echoed in order, and in each
+   slot one of the compositions the fit table accepts there
+   (`kexpr.spool.contract.fit.compositions`, design §6.1), chosen by a hash of the
+   artifact key and the slot (varied across artifacts, stable for one): what an
+   operator sees in a rehearsal is what a customer may see. An answer the
+   contract would reject is never sent: the minimal answer
+   (`kexpr.spool.contract.budget`) is sent instead.
 4. Realistic time. An answer arrives after ``first_token_s + tokens /
    tokens_per_s`` (`Pace`), the default the published median for gpt-4.1-mini on
    OpenAI's API, 77 tokens/s after about 0.5 s (docs/budget.md). ``tokens`` is the
@@ -53,7 +55,6 @@ from typing import Final
 import httpx
 
 from kexpr.spool.contract import (
-    SAFE_STYLE_LEXEMES,
     Capsule,
     CapsuleError,
     SlotPolicy,
@@ -62,6 +63,7 @@ from kexpr.spool.contract import (
 )
 from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.contract.budget import minimal_answer, text_token_bound
+from kexpr.spool.contract.fit import compositions
 from kexpr.spool.rehearsal import (
     DEFAULT_FIRST_TOKEN_S,
     DEFAULT_TOKENS_PER_S,
@@ -106,26 +108,10 @@ class Pace:
 
 
 def _generated(slot: SlotPolicy, seed: bytes) -> str:
-    """One slot's ``generated_ko`` (rule 3): ``style? TOKEN "."`` per token, a
-    lexeme before the first token always, before a later one when the seed says
-    so and the slot's ``max_style_lexemes`` allows; never two alike in a row."""
-    n = len(SAFE_STYLE_LEXEMES)
-    used = 0
-    previous = -1
-    sentences = []
-    for i, token in enumerate(slot.required_placeholder_tokens):
-        byte = seed[i % len(seed)]
-        if used < slot.max_style_lexemes and (i == 0 or byte % 3 == 0):
-            pick = (byte + i) % n
-            if pick == previous:
-                pick = (pick + 1) % n
-            previous = pick
-            used += 1
-            sep = ", " if i == 0 and byte & 0x80 else " "
-            sentences.append(f"{SAFE_STYLE_LEXEMES[pick]}{sep}{token}.")
-        else:
-            sentences.append(f"{token}.")
-    return " ".join(sentences)
+    """One slot's ``generated_ko`` (rule 3): one of the compositions the fit table
+    accepts for the slot, picked by ``seed``."""
+    choices = compositions(slot.slot_id, slot.semantic_ids)
+    return choices[int.from_bytes(seed[:8], "big") % len(choices)] if choices else ""
 
 
 def compose(capsule: Capsule) -> str:

@@ -55,6 +55,7 @@ from typing import Final
 from gateway_shim.glossary import GLOSSARY
 from kexpr.spool.contract import Reason, SlotPolicy, check_generated, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, slots_token_bound
+from kexpr.spool.contract.fit import slot_styleable
 from kexpr.spool.contract.manifest import ACTION_PREFIX, PREDICATE_PREFIX, TOKEN_RE
 from kexpr.spool.errors import ReasonError
 
@@ -311,6 +312,12 @@ class ProseSlot:
     def line_count(self) -> int:
         """The number of lines of the canonical text; a rendering keeps it."""
         return self.canonical_text.count("\n") + 1
+
+    @property
+    def styleable(self) -> bool:
+        """Whether any of this slot's sentences may take a style word (the fit
+        table, `kexpr.spool.contract.fit`, design §6.1)."""
+        return slot_styleable(self.slot_id, tuple(p.semantic_id for p in self.placeholders))
 
     def policy(self) -> SlotPolicy:
         """The capsule slot for this prose slot (manifest limits, issued tokens)."""

@@ -129,7 +129,13 @@ def check_labels(found: Sequence[str], labels: Sequence[str], *, required: Seque
 
 
 class SegmentBuilder:
-    """Collects a body's segments, merging adjacent locked text."""
+    """Collects a body's segments, merging adjacent locked text.
+
+    A slot that no style word may precede in any of its sentences (the contract's
+    fit table, `kexpr.spool.contract.fit`; design §6.1) is locked text, never a slot:
+    the model is not asked to style what cannot be styled, and the grammar's "at
+    least one style word" could not be met there anyway.
+    """
 
     def __init__(self) -> None:
         self._segments: list[Locked | SlotRef] = []
@@ -139,7 +145,13 @@ class SegmentBuilder:
     def lock(self, text: str) -> None:
         self._pending.append(text)
 
-    def slot(self, slot: ProseSlot) -> None:
+    def slot(self, slot: ProseSlot, *, narrowed: bool = False) -> None:
+        """Add ``slot``; locked instead when the fit table leaves it no word, or
+        when ``narrowed`` (the operator narrowed its cell to none: the operator
+        glossary's ``unstyled``)."""
+        if narrowed or not slot.styleable:
+            self.lock(slot.canonical_text)
+            return
         self._flush()
         self._segments.append(SlotRef(len(self._slots)))
         self._slots.append(slot)

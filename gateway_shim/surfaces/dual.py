@@ -201,7 +201,10 @@ def parse_dual_body(envelope_text: str, body: str, glossary: DualGlossary) -> Ca
             assert reason_id is not None
             if n > 1:
                 built.lock("\n")
-            built.slot(_slot(review_slot_id(n), reason_id, glossary, final_period=True))
+            built.slot(
+                _slot(review_slot_id(n), reason_id, glossary, final_period=True),
+                narrowed=reason_id in glossary.unstyled,
+            )
         built.lock(body[review_end:])
     else:
         built.lock(body[recs_end:])

@@ -89,6 +89,10 @@ class Outcome(enum.StrEnum):
     # The shim's own: no request was written (or none could be).
     DISABLED = "disabled"
     INELIGIBLE = "ineligible"
+    # The body is the host's and eligible, but none of its slots may take a style
+    # word (the contract's fit table, design §6.1: a dual card with one review
+    # line): canonical, no request written.
+    NOTHING_TO_STYLE = "nothing_to_style"
     SPOOL_UNAVAILABLE = "spool_unavailable"
     # The coordinator was closed (before or during the presentation): nothing
     # is started or written any more (gateway_shim.coordinator rule 11).
@@ -144,6 +148,7 @@ CandidateOutcome: TypeAlias = Literal[
     Outcome.SHADOW_SELECTED,
     Outcome.DISABLED,
     Outcome.INELIGIBLE,
+    Outcome.NOTHING_TO_STYLE,
     Outcome.SPOOL_UNAVAILABLE,
     Outcome.CLOSED,
     Outcome.WORKER_UNAVAILABLE,

@@ -6,6 +6,7 @@ Test code only: nothing here is imported by product code.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kexpr.spool.contract.answers import answer_document
+from kexpr.spool.contract.fit import compositions
 
 from .generation import count_tokens
 
@@ -194,44 +196,44 @@ def error_reply(
     )
 
 
-_LEXEMES = ("차분히", "이어서", "그리고")
+_WORD = re.compile("[\uac00-\ud7a3]+")
+
+
+def _slot_compositions(slot: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every composition the product's fit table accepts for ``slot`` (a capsule's
+    slot as JSON), most words first; () for a slot the table cannot style."""
+    predicates = iter(slot.get("allowed_predicate_ids", []))
+    actions = iter(slot.get("allowed_action_ids", []))
+    try:
+        ids = [
+            next(predicates) if str(t).startswith("[[P:") else next(actions)
+            for t in slot.get("required_placeholder_tokens", [])
+        ]
+        found = compositions(str(slot.get("slot_id")), ids)
+    except (StopIteration, ValueError, TypeError):
+        return ()
+    return tuple(sorted(found, key=lambda c: (-len(_WORD.findall(c)), c)))
 
 
 def default_style(capsule: Mapping[str, Any]) -> dict[str, str]:
-    """A valid ``generated_ko`` per slot: tokens [T1, T2, T3] →
-    ``"차분히, T1. 이어서 T2. 그리고 T3."``; one token → ``"차분히, T1."``.
-    Never uses more lexemes than the slot's ``max_style_lexemes`` (at least one)."""
+    """A valid ``generated_ko`` per slot: the fit table's composition with the
+    most words (`kexpr.spool.contract.fit.compositions`): weekly's interpretation
+    → ``"먼저, [[P:01]]. 이어서, [[P:02]]."``, daily → ``"그리고 [[P:01]]."``."""
     out: dict[str, str] = {}
     for slot in _slots(capsule):
-        tokens = [str(t) for t in slot.get("required_placeholder_tokens", [])]
-        max_lexemes = slot.get("max_style_lexemes", len(tokens))
-        budget = max(1, max_lexemes if isinstance(max_lexemes, int) else 1)
-        sentences: list[str] = []
-        for i, token in enumerate(tokens):
-            if i == 0:
-                sentences.append(f"{_LEXEMES[0]}, {token}.")
-            elif i < budget:
-                sentences.append(f"{_LEXEMES[min(i, len(_LEXEMES) - 1)]} {token}.")
-            else:
-                sentences.append(f"{token}.")
-        out[str(slot.get("slot_id"))] = " ".join(sentences)
+        found = _slot_compositions(slot)
+        out[str(slot.get("slot_id"))] = found[0] if found else ""
     return out
 
 
 def brief_style(capsule: Mapping[str, Any]) -> dict[str, str]:
-    """The worker instruction's brief style ("one or two lexemes before a token, or
-    none") as a compliant model writes it: one lexeme before
-    every token, no comma: tokens [T1, T2] → ``"차분히 T1. 이어서 T2."``. Never more
-    lexemes than the slot's ``max_style_lexemes`` (at least one)."""
+    """The instruction's brief style as a compliant model writes it: the fit
+    table's composition with the fewest words (one): weekly's interpretation →
+    ``"먼저, [[P:01]]. [[P:02]]."``."""
     out: dict[str, str] = {}
     for slot in _slots(capsule):
-        tokens = [str(t) for t in slot.get("required_placeholder_tokens", [])]
-        max_lexemes = slot.get("max_style_lexemes", len(tokens))
-        budget = max(1, max_lexemes if isinstance(max_lexemes, int) else 1)
-        out[str(slot.get("slot_id"))] = " ".join(
-            f"{_LEXEMES[min(i, len(_LEXEMES) - 1)]} {token}." if i < budget else f"{token}."
-            for i, token in enumerate(tokens)
-        )
+        found = _slot_compositions(slot)
+        out[str(slot.get("slot_id"))] = found[-1] if found else ""
     return out
 
 

@@ -7,7 +7,7 @@ randomness: values in, values out, so every rule is testable without a process.
 
 from __future__ import annotations
 
-from ._grammar import check_generated
+from ._grammar import check_generated, check_grammar
 from ._judge import Judgement, judge
 from ._models import (
     ARTIFACT_KEY_HEX,
@@ -55,6 +55,7 @@ __all__ = [
     "SlotPolicy",
     "Verdict",
     "check_generated",
+    "check_grammar",
     "judge",
     "manifest_for",
     "slot_ids_for_surface",

@@ -67,6 +67,9 @@ Rule 2: a rejection names the *most specific* problem, so the checks run in a fi
           -- counts --
           no_style_lexeme        no lexeme at all
           too_many_lexemes       more lexemes than the slot allows
+          -- meaning (the fit table, `kexpr.spool.contract.fit`) --
+          stacked_style          more than one word before one token
+          style_misfit           a word, or its comma, outside its sentence's cell
 
 Rule 3: the tokenizer splits the text into pieces (a well-formed token, one of ` ` `,`
         `.`, or a maximal run of anything else = a *word*) and classifies a piece only
@@ -99,6 +102,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn
 
 from ._strictjson import HANGUL_FILLERS
+from .fit import style_reason
 from .lexicon import (
     EVIDENTIAL_CLAIMS,
     FORBIDDEN_VOCABULARY,
@@ -568,10 +572,22 @@ def _validate_in_full(slot: SlotPolicy, generated_ko: str) -> int:
     return lexemes
 
 
-def check_generated(slot: SlotPolicy, generated_ko: str) -> Reason | None:
-    """Grammar, forbidden classes and limits for one slot's `generated_ko`; None = ok."""
+def check_grammar(slot: SlotPolicy, generated_ko: str) -> Reason | None:
+    """The grammar, forbidden classes and limits alone, without the fit table: the
+    form of a composition. `check_generated` is the contract's verdict; this is its
+    first half, for what studies the grammar on its own (tests, fuzzing)."""
     try:
         validate_generated(slot, generated_ko)
     except _StyleError as e:
         return e.reason
     return None
+
+
+def check_generated(slot: SlotPolicy, generated_ko: str) -> Reason | None:
+    """Grammar, forbidden classes, limits, then the fit table for one slot's
+    `generated_ko`; None = ok. The fit table runs only on a grammatical text, so a
+    composition that is wrong in form is reported as such (design §6.1)."""
+    reason = check_grammar(slot, generated_ko)
+    if reason is not None:
+        return reason
+    return style_reason(slot.slot_id, slot.semantic_ids, generated_ko)

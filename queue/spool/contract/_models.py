@@ -48,6 +48,7 @@ from pydantic_core import PydanticCustomError
 
 from ..canonical import canonical_json
 from ._strictjson import StrictJsonError, read_object
+from .fit import slot_styleable
 from .manifest import (
     ACTION_PREFIX,
     PREDICATE_PREFIX,
@@ -241,6 +242,9 @@ class Capsule(_ValidatedCapsulePart):
             row = manifest_for(slot_id)
             if row is None or row.surface != self.surface:
                 _fail(CapsuleReason.SLOT_SURFACE_MISMATCH)
+        # design §6.1: a slot no answer can style is never asked.
+        if not all(slot_styleable(s.slot_id, s.semantic_ids) for s in self.slots):
+            _fail(CapsuleReason.SLOT_UNSTYLEABLE)
         return self
 
     def to_json(self) -> str:

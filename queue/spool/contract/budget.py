@@ -14,10 +14,13 @@ Rule 1: the budget is named constants with their sources, never a number inlined
         (docs/budget.md): an answer that cannot arrive even then must never be sent,
         because the artifact's one call (and its cost) would be spent on a timeout.
 Rule 2: the count is of the *minimal valid compact answer* (``minimal_answer``): the
-        instruction's key order, no whitespace outside strings, one lexeme (the
-        cheapest, ``MINIMAL_LEXEME``) in each slot's first sentence and none in the
-        others. Any valid answer is at least this long, so a capsule whose minimal
-        answer does not fit has no answer that fits.
+        instruction's key order, no whitespace outside strings, and in each slot the
+        composition of the fit table (`kexpr.spool.contract.fit`, design §6.1) with
+        the fewest tokens by Rule 3's count (ties: the first in sorted order). The
+        table lists every composition a slot accepts, so any valid answer is at
+        least this long, and a capsule whose minimal answer does not fit has no
+        answer that fits. A slot with no composition has no answer at all: no
+        bound (None).
 Rule 3: the bound is an UPPER bound of the o200k_base token count (gpt-4.1-mini's
         encoding) of that answer, computed without a tokenizer, because the gateway
         side must stay light (no native tokenizer, no numpy in the host's process):
@@ -55,6 +58,7 @@ from ._models import (
     SlotPolicy,
 )
 from .answers import answer_json
+from .fit import compositions
 
 __all__ = [
     "ANSWER_BUDGET_TOKENS",
@@ -63,13 +67,13 @@ __all__ = [
     "KEY_TOKENS_MAX",
     "LEGACY_KEY_TOKENS_MAX",
     "MAX_COMPLETION_TOKENS",
-    "MINIMAL_LEXEME",
     "SDK_TIMEOUT_S",
     "TIME_BUDGET_TOKENS",
     "answer_token_bound",
     "id_token_bound",
     "min_answer_seconds",
     "minimal_answer",
+    "minimal_generated",
     "slots_token_bound",
     "text_token_bound",
 ]
@@ -94,9 +98,6 @@ ANSWER_BUDGET_TOKENS: Final = min(MAX_COMPLETION_TOKENS, TIME_BUDGET_TOKENS)
 KEY_TOKENS_MAX: Final = ARTIFACT_KEY_HEX
 LEGACY_KEY_TOKENS_MAX: Final = LEGACY_ARTIFACT_KEY_HEX
 _KEY_STAND_IN: Final = "a" * KEY_TOKENS_MAX
-# Rule 2: the lexeme with the fewest tokens in a minimal answer (the first of the
-# cheapest, in lexicon order; tests/contract/test_budget.py checks it is cheapest).
-MINIMAL_LEXEME: Final = "또"
 
 # Rule 3: o200k_base's pre-token pattern,
 #   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
@@ -152,6 +153,9 @@ def slots_token_bound(surface: str, slots: Sequence[SlotPolicy]) -> int | None:
 
 
 def _bound(surface: str, key_hex: int, slots: Sequence[SlotPolicy]) -> int | None:
+    # Rule 2: a slot without a composition has no answer, so no bound.
+    if not all(compositions(slot.slot_id, slot.semantic_ids) for slot in slots):
+        return None
     # A key of ``key_hex`` hex digits costs at most one token per digit (Rule 4).
     stand_in = "a" * key_hex
     text = _answer(surface, stand_in, slots)
@@ -199,13 +203,15 @@ def _answer(surface: str, key: str, slots: Sequence[SlotPolicy]) -> str:
         "slots": list(slots),
     }
     by_id = {slot.slot_id: slot for slot in slots}
-    return answer_json(
-        capsule, lambda sid: _minimal_generated(by_id[sid].required_placeholder_tokens)
-    )
+    return answer_json(capsule, lambda sid: minimal_generated(by_id[sid]))
 
 
-def _minimal_generated(tokens: Sequence[str]) -> str:
-    # design §6: at least one lexeme in the string; `sentence ::= style? TOKEN "."`.
-    return " ".join(
-        (f"{MINIMAL_LEXEME} {token}." if i == 0 else f"{token}.") for i, token in enumerate(tokens)
-    )
+def minimal_generated(slot: SlotPolicy) -> str:
+    """Rule 2: the slot's cheapest composition; ``""`` (never valid) when it has none."""
+
+    def cost(text: str) -> tuple[int, str]:
+        tokens = text_token_bound(text)
+        return (len(text.encode("utf-8")) if tokens is None else tokens, text)
+
+    candidates = compositions(slot.slot_id, slot.semantic_ids)
+    return min(candidates, key=cost) if candidates else ""

@@ -21,6 +21,7 @@ Verdict tree::
                   slot_mismatch · predicate_ids_mismatch · action_ids_mismatch
                   placeholder_tokens_mismatch
         style:    see `kexpr.spool.contract._grammar` (precedence documented there)
+        meaning:  stacked_style · style_misfit (`kexpr.spool.contract.fit`)
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ class Reason(enum.StrEnum):
     GRAMMAR = "grammar"
     NO_STYLE_LEXEME = "no_style_lexeme"
     TOO_MANY_LEXEMES = "too_many_lexemes"
+    # -- validation_rejected: the fit table (kexpr.spool.contract.fit) -----------------
+    STACKED_STYLE = "stacked_style"
+    STYLE_MISFIT = "style_misfit"
 
 
 # The strict reader's refusals (the invalid_response verdict) are `Reason`'s
@@ -139,6 +143,9 @@ class CapsuleReason(enum.StrEnum):
     IDS_NOT_IN_MANIFEST = "ids_not_in_manifest"
     IDS_MISPLACED = "ids_misplaced"
     LIMITS_MISMATCH = "limits_mismatch"
+    # No sentence of the slot may take a style word (the fit table, design §6.1):
+    # no answer to it can be accepted, so it is never asked.
+    SLOT_UNSTYLEABLE = "slot_unstyleable"
 
 
 def _check_tables() -> None:
