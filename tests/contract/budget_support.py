@@ -94,7 +94,7 @@ def composed_answers(
     for slot in slots:
         for text in compositions(slot.slot_id, slot.semantic_ids):
             chosen = {**minimal, slot.slot_id: text}
-            yield slot, text, answer_json(cap, lambda sid, chosen=chosen: chosen[sid])
+            yield slot, text, answer_json(cap, chosen)
 
 
 def computed_table() -> dict[str, int]:

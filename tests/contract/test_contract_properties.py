@@ -52,9 +52,10 @@ def styled(draw: st.DrawFn, policy: SlotPolicy) -> tuple[str, tuple[Run, ...]]:
         remaining_tokens = len(policy.required_placeholder_tokens) - index - 1
         at_least = 1 if used == 0 and remaining_tokens == 0 else 0
         cell = sorted(cells[index])
-        if cell and draw(st.booleans()):
+        from_cell: bool = draw(st.booleans())
+        if cell and from_cell:
             pick = draw(st.sampled_from([None, *cell] if at_least == 0 else cell))
-            lexemes = [] if pick is None else [pick.lexeme]
+            lexemes: list[str] = [] if pick is None else [pick.lexeme]
             comma = pick is not None and pick.comma
         else:
             count = draw(st.integers(at_least, min(4, budget - used)))

@@ -170,7 +170,7 @@ def test_the_stated_table_lists_every_id_and_family() -> None:
 
 
 def _placements() -> list[tuple[str, tuple[str, ...], int]]:
-    out = []
+    out: list[tuple[str, tuple[str, ...], int]] = []
     for row in MANIFEST.values():
         for slot_id in row.slot_ids[:2]:  # review.1 (first) and review.2 (later) stand for all
             for branch in row.branches:
