@@ -2,8 +2,8 @@
 
 A *crash* is any exception other than a verdict, **or** a verdict that disagrees with
 the independent oracle (``tests/adversarial/oracle.py``: a regular expression built
-from the spec's lexicon and the issued tokens, plus a yes/no reading of design §6's
-response rules). So the fuzzer looks for both robustness bugs and acceptance bugs.
+from the spec's lexicon and the issued tokens, design §6.1's fit table read slot by
+slot, plus a yes/no reading of design §6's response rules). So the fuzzer looks for both robustness bugs and acceptance bugs.
 
 Input layout: the first byte picks the capsule and how the rest is handed to
 ``judge``; the rest is the content.

@@ -3,8 +3,9 @@
     python fuzz/seeds.py
 
 Seeds are small: one valid response per capsule of ``judge_target.CAPSULES`` (files
-``valid-*``, which must be accepted) and a few attack shapes from the plan's list.
-The dictionary holds the schema's keys, tokens, lexemes and escapes.
+``valid-*``, which must be accepted) and a few attack shapes from the plan's list and
+the fit table's (design §6.1). The dictionary holds the schema's keys, tokens,
+lexemes, the fit table's style runs and escapes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # the adversarial suite's builders and oracle
 
 from adversarial.builders import GOOD, response
 from adversarial.oracle import SPEC_LEXICON
@@ -44,18 +46,20 @@ def seeds() -> dict[str, bytes]:
         "number-word": (1, _doc(1, "하나, [[A:01]].").decode()),
         "evidential": (1, _doc(1, "확인 결과, [[A:01]].").decode()),
         "canonical-only": (0, _doc(0, "[[P:01]].").decode()),
-        "nfd": (0, daily.replace("차분히", "\\u110e\\u1161\\u1107\\u116e\\u11ab\\u1112\\u1175")),
-        "zero-width": (0, daily.replace("차분히, ", "차분히,\\u200b ")),
+        "nfd": (0, daily.replace("그리고", "\\u1100\\u1173\\u1105\\u1175\\u1100\\u1169")),
+        "zero-width": (0, daily.replace("그리고 ", "그리고\\u200b ")),
+        "style-misfit": (0, _doc(0, "차분히, [[P:01]].").decode()),
+        "stacked-style": (0, _doc(0, "그리고 이어서 [[P:01]].").decode()),
         "nan": (0, daily[:-1] + ',"x":NaN}'),
         "tokens-reordered": (
             2,
-            _doc(2, "차분히 [[P:02]]. 또 [[P:01]].", "우선 [[A:01]].").decode(),
+            _doc(2, "먼저, [[P:02]]. 이어서, [[P:01]].", "그리고 [[A:01]].").decode(),
         ),
     }
     for name, (index, text) in attacks.items():
         out[f"attack-{name}"] = encode_input(index, text.encode())
     out["attack-bom"] = encode_input(0, b"\xef\xbb\xbf" + _doc(0))
-    out["attack-invalid-utf8"] = encode_input(0, _doc(0).replace("차".encode(), b"\xed\xa0\x80"))
+    out["attack-invalid-utf8"] = encode_input(0, _doc(0).replace("그".encode(), b"\xed\xa0\x80"))
     out["attack-lone-surrogate-str"] = bytes([5]) + _doc(0) + b"\xed\xa0"  # form 1
     return out
 
@@ -67,6 +71,8 @@ def dictionary() -> str:
         "[[P:01]]", "[[P:02]]", "[[A:01]]", "[[P:", "]]", ", ", ". ", "\\u", "\\ud800",
         "\\u0073", "NaN", "Infinity", "1e999", "true", "null", "[]", "{}", "\ufeff",
         *SPEC_LEXICON, "하나", "오늘", "확인 결과", "잘", "일", "kg",
+        # the fit table's runs (design §6.1)
+        "그리고 ", "먼저, ", "이어서, ", "먼저 ",
     ]  # fmt: skip
     lines = []
     for number, word in enumerate(words):

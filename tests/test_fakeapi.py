@@ -32,6 +32,8 @@ from fakeapi import (
     default_style,
 )
 
+from kexpr.spool.contract import Capsule, Verdict, judge
+
 TESTS_DIR = Path(__file__).resolve().parent
 
 CAPSULE: dict[str, Any] = {
@@ -41,15 +43,15 @@ CAPSULE: dict[str, Any] = {
     "slots": [
         {
             "slot_id": "weekly.interpretation",
-            "allowed_predicate_ids": ["P_WEEKLY_A", "P_WEEKLY_B"],
-            "allowed_action_ids": ["A_WEEKLY_C"],
-            "required_placeholder_tokens": ["[[P:01]]", "[[P:02]]", "[[A:01]]"],
+            "allowed_predicate_ids": ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"],
+            "allowed_action_ids": [],
+            "required_placeholder_tokens": ["[[P:01]]", "[[P:02]]"],
             "max_generated_chars": 220,
             "max_style_lexemes": 16,
         },
         {
             "slot_id": "weekly.rationale",
-            "allowed_predicate_ids": ["P_WEEKLY_D"],
+            "allowed_predicate_ids": ["P_WEEKLY_RECORDS_INSUFFICIENT"],
             "allowed_action_ids": [],
             "required_placeholder_tokens": ["[[P:01]]"],
             "max_generated_chars": 144,
@@ -300,19 +302,31 @@ def test_reply_knobs_reach_the_sdk(fake: FakeOpenAI) -> None:
 
 
 def test_default_style_shapes() -> None:
+    # The fit table's composition with the most words (design §6.1), and a valid one.
     assert default_style(CAPSULE) == {
-        "weekly.interpretation": "차분히, [[P:01]]. 이어서 [[P:02]]. 그리고 [[A:01]].",
-        "weekly.rationale": "차분히, [[P:01]].",
+        "weekly.interpretation": "먼저, [[P:01]]. 그리고 [[P:02]].",
+        "weekly.rationale": "그리고 [[P:01]].",
     }
+    capsule = Capsule.from_object(CAPSULE)
+    assert judge(capsule, json.dumps(compose(CAPSULE, default_style(CAPSULE)))).verdict is (
+        Verdict.ACCEPTED
+    )
 
 
 def test_brief_style_shapes() -> None:
+    # ... and with the fewest: one word in the slot.
     assert brief_style(CAPSULE) == {
-        "weekly.interpretation": "차분히 [[P:01]]. 이어서 [[P:02]]. 그리고 [[A:01]].",
-        "weekly.rationale": "차분히 [[P:01]].",
+        "weekly.interpretation": "먼저, [[P:01]]. [[P:02]].",
+        "weekly.rationale": "그리고 [[P:01]].",
     }
-    one = {**CAPSULE, "slots": [{**CAPSULE["slots"][0], "max_style_lexemes": 1}]}
-    assert brief_style(one) == {"weekly.interpretation": "차분히 [[P:01]]. [[P:02]]. [[A:01]]."}
+    capsule = Capsule.from_object(CAPSULE)
+    assert judge(capsule, json.dumps(compose(CAPSULE, brief_style(CAPSULE)))).verdict is (
+        Verdict.ACCEPTED
+    )
+    # A slot no word fits (the table knows no cell for it) gets no style at all:
+    # the empty text, which the contract rejects, never an invented word.
+    unknown = {**CAPSULE, "slots": [{**CAPSULE["slots"][0], "allowed_predicate_ids": ["X", "Y"]}]}
+    assert brief_style(unknown) == default_style(unknown) == {"weekly.interpretation": ""}
 
 
 # CLI mode ---------------------------------------------------------------------------

@@ -33,23 +33,33 @@ WEEKLY_PA: Final = slot_policy(
 )
 WEEKLY_RA: Final = slot_policy("weekly.rationale", ["A_WEEKLY_KEEP_BASELINE"])
 WEEKLY_RP: Final = slot_policy("weekly.rationale", ["P_WEEKLY_RECORDS_INSUFFICIENT"])
+# An interpretation whose second line is an action with its own time (design §6.1 c).
+WEEKLY_PT: Final = slot_policy(
+    "weekly.interpretation", ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"]
+)
+# The dual card's decision and first review line are locked (design §6.1): they
+# are policies, never slots of a capsule. Operator reason IDs (the open family).
 DUAL_J: Final = slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD_FOR_REVIEW"])
 DUAL_R1: Final = slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_RECORDS_INSUFFICIENT"])
 DUAL_R2: Final = slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_GOAL_CONFLICT"])
+DUAL_R3: Final = slot_policy("adaptive.dual.review.3", ["P_DUAL_REASON_EDIT"])
+DUAL_R4: Final = slot_policy("adaptive.dual.review.4", ["P_DUAL_REASON_LATEST"])
 
 DAILY: Final = capsule("daily.v1", DAILY_SLOT)
 PHYSIQUE: Final = capsule("adaptive.physique.card.v1", PHYSIQUE_SLOT)
 WEEKLY: Final = capsule("weekly.v1", WEEKLY_PP, WEEKLY_RA)  # tokens P01 P02 | A01
 WEEKLY_MIXED: Final = capsule("weekly.v1", WEEKLY_PA, WEEKLY_RP)  # tokens P01 A01 | P01
-DUAL: Final = capsule("adaptive.dualcoachtest.card.v1", DUAL_J, DUAL_R1, DUAL_R2)
+WEEKLY_TIMED: Final = capsule("weekly.v1", WEEKLY_PT, WEEKLY_RA)  # tokens P01 A01 | A01
+DUAL: Final = capsule("adaptive.dualcoachtest.card.v1", DUAL_R2, DUAL_R3, DUAL_R4)  # 4 reasons
 
-# One valid generated_ko per slot of each capsule above.
+# One valid generated_ko per slot of each capsule above (the fit table's words).
 GOOD: Final[dict[Capsule, tuple[str, ...]]] = {
-    DAILY: ("차분히, [[P:01]].",),
-    PHYSIQUE: ("하나씩 순서대로, [[A:01]].",),
-    WEEKLY: ("차분히, [[P:01]]. 이어서 [[P:02]].", "우선 [[A:01]]."),
-    WEEKLY_MIXED: ("먼저 [[P:01]]. 그리고 [[A:01]].", "지금 [[P:01]]."),
-    DUAL: ("우선, [[P:01]].", "먼저 [[P:01]].", "또 [[P:01]]."),
+    DAILY: ("그리고 [[P:01]].",),
+    PHYSIQUE: ("먼저 [[A:01]].",),
+    WEEKLY: ("먼저, [[P:01]]. 이어서, [[P:02]].", "그리고 [[A:01]]."),
+    WEEKLY_MIXED: ("먼저, [[P:01]]. 그리고 [[A:01]].", "그리고 [[P:01]]."),
+    WEEKLY_TIMED: ("먼저, [[P:01]]. 그리고 [[A:01]].", "그리고 [[A:01]]."),
+    DUAL: ("그리고 [[P:01]].", "그리고 [[P:01]].", "그리고 [[P:01]]."),
 }
 
 

@@ -1,10 +1,14 @@
-"""An independent oracle for the contract: what design §6 accepts, written
-from the spec's text without any code from ``kexpr.spool.contract``.
+"""An independent oracle for the contract: what design §6 and §6.1 accept, written
+from the design's text without any code from ``kexpr.spool.contract``.
 
-- ``generated_ok(tokens, max_chars, max_lexemes, text)``: one regular expression built
+- ``grammar_ok(tokens, max_chars, max_lexemes, text)``: one regular expression built
   from the spec's lexicon and the issued tokens, plus the two counts. It knows
   nothing of forbidden classes, precedence or reasons: it answers only "is this a
   composition of the grammar within the slot's limits?".
+- ``fits(slot_id, semantic_ids, text)``: design §6.1's review, read slot by slot (the
+  product's table is keyed by ID and position; this one is written from the prose):
+  at most one word before a sentence, and that word with its join one the design
+  allows at that sentence. ``generated_ok`` is both.
 - ``document_ok(capsule, content)``: the response rules of design §6 as a yes/no —
   UTF-8, ≤ 16 KiB, no BOM, one JSON object without duplicate keys or non-finite
   numbers, exactly the four keys, each slot exactly the five keys, every echo equal
@@ -55,6 +59,72 @@ def grammar_regex(tokens: Sequence[str]) -> re.Pattern[str]:
     return pattern
 
 
+# design §6.1, as its prose says it, slot by slot ("word," with the comma, "word"
+# with a plain space): 그리고 joins a sentence to the message's own statements before
+# it; 먼저, opens the weekly interpretation's two lines; 이어서, continues to its
+# second line when that line is a decision (not an action with its own time); 먼저
+# restates the order of the physique instruction; nothing after a heading or a label.
+_SECOND_LINE_DECISIONS: Final = frozenset({"P_WEEKLY_KEEP_BASIS", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"})
+_REVIEW_LINE: Final = re.compile(r"adaptive\.dual\.review\.([1-9])")
+
+
+def allowed_runs(slot_id: str, index: int, semantic_id: str) -> frozenset[str]:
+    """The runs design §6.1 allows before sentence ``index`` (0-based) of a slot."""
+    if slot_id in ("daily.status", "weekly.rationale"):
+        return frozenset({"그리고"})
+    if slot_id == "weekly.interpretation":
+        if index == 0:
+            return frozenset({"먼저,"})
+        if semantic_id in _SECOND_LINE_DECISIONS:
+            return frozenset({"그리고", "이어서,"})
+        return frozenset({"그리고"})
+    if slot_id == "adaptive.physique.review_instruction":
+        return frozenset({"먼저"})
+    line = _REVIEW_LINE.fullmatch(slot_id)
+    if line is not None and line.group(1) != "1":
+        return frozenset({"그리고"})  # a later line of the review block
+    return frozenset()  # the decision label, the first review line, anything else
+
+
+def _sentences(tokens: Sequence[str]) -> re.Pattern[str]:
+    # One group pair per sentence: the run's words and its join.
+    return re.compile(
+        " ".join(
+            f"(?:(?P<w{i}>{_LEXEME}(?: {_LEXEME})*)(?P<j{i}>, | ))?{re.escape(t)}\\."
+            for i, t in enumerate(tokens)
+        )
+    )
+
+
+def fits(slot_id: str, semantic_ids: Sequence[str], tokens: Sequence[str], text: str) -> bool:
+    """Whether a grammatical ``text`` keeps to design §6.1 (one word at most per
+    sentence, each allowed where it stands)."""
+    match = _sentences(tokens).fullmatch(text)
+    if match is None:
+        return False
+    for index, semantic_id in enumerate(semantic_ids):
+        words = match.group(f"w{index}")
+        if words is None:
+            continue
+        if " " in words:
+            return False
+        run = words + ("," if match.group(f"j{index}") == ", " else "")
+        if run not in allowed_runs(slot_id, index, semantic_id):
+            return False
+    return True
+
+
+def semantic_ids_of(slot: Mapping[str, Any]) -> list[str]:
+    """The IDs a capsule slot's tokens stand for, in token order (P tokens take the
+    predicates in order, A tokens the actions)."""
+    predicates = iter(slot["allowed_predicate_ids"])
+    actions = iter(slot["allowed_action_ids"])
+    return [
+        next(predicates) if t.startswith("[[P:") else next(actions)
+        for t in slot["required_placeholder_tokens"]
+    ]
+
+
 def lexeme_count(tokens: Sequence[str], text: str) -> int:
     """Lexemes in a text that already matched ``grammar_regex(tokens)``."""
     for token in tokens:
@@ -62,15 +132,31 @@ def lexeme_count(tokens: Sequence[str], text: str) -> int:
     return len(_WORDS.findall(text))
 
 
-def generated_ok(tokens: Sequence[str], max_chars: int, max_lexemes: int, text: str) -> bool:
+def grammar_ok(tokens: Sequence[str], max_chars: int, max_lexemes: int, text: str) -> bool:
     if not tokens or grammar_regex(tokens).fullmatch(text) is None:
         return False
     return 1 <= lexeme_count(tokens, text) <= max_lexemes and len(text) <= max_chars
 
 
+def generated_ok(
+    slot_id: str,
+    semantic_ids: Sequence[str],
+    tokens: Sequence[str],
+    max_chars: int,
+    max_lexemes: int,
+    text: str,
+) -> bool:
+    """The contract's acceptance of one slot: the grammar, then design §6.1."""
+    return grammar_ok(tokens, max_chars, max_lexemes, text) and fits(
+        slot_id, semantic_ids, tokens, text
+    )
+
+
 def slot_ok(slot: Mapping[str, Any], text: str) -> bool:
     """``generated_ok`` for a capsule slot given as its JSON dict."""
     return generated_ok(
+        slot["slot_id"],
+        semantic_ids_of(slot),
         slot["required_placeholder_tokens"],
         slot["max_generated_chars"],
         slot["max_style_lexemes"],

@@ -3,7 +3,12 @@
 - ``compositions(policy)``: every composition the design §6 grammar allows for a slot
   (lexeme runs of any length, either separator, any split of the lexemes over the
   sentences, tokens in issued order), within the slot's limits — or, with
-  ``over_limit=True``, the same shapes with more lexemes than the slot allows.
+  ``over_limit=True``, the same shapes with more lexemes than the slot allows. The
+  grammar's, not the contract's: the fit table (design §6.1) rejects nearly all of
+  them.
+- ``fitted_compositions(policy)``: one of the compositions the contract accepts for a
+  slot (`kexpr.spool.contract.fit.compositions`: the grammar and the fit table), for
+  a slot some word may style.
 - ``mutation(text, tokens)``: one single-character insertion, deletion or
   substitution at a position outside every issued token, from ``POOL`` (Hangul,
   digits, punctuation, whitespace and look-alikes).
@@ -25,7 +30,7 @@ from typing import Any, Final
 from hypothesis import strategies as st
 
 from adversarial.oracle import SPEC_LEXICON
-from kexpr.spool.contract import SlotPolicy
+from kexpr.spool.contract import SlotPolicy, fit
 
 # ---------------------------------------------------------------------------------------
 # Grammar compositions
@@ -57,6 +62,20 @@ def composition_of(rng: random.Random, policy: SlotPolicy, *, over_limit: bool =
 @st.composite
 def compositions(draw: st.DrawFn, policy: SlotPolicy, *, over_limit: bool = False) -> str:
     return composition_of(_rng(draw), policy, over_limit=over_limit)
+
+
+def fitted_composition_of(rng: random.Random, policy: SlotPolicy) -> str:
+    """A composition the contract accepts for ``policy`` (ValueError: none exists, the
+    slot is never asked: design §6.1)."""
+    listed = fit.compositions(policy.slot_id, policy.semantic_ids)
+    if not listed:
+        raise ValueError("no word fits this slot")
+    return rng.choice(listed)
+
+
+@st.composite
+def fitted_compositions(draw: st.DrawFn, policy: SlotPolicy) -> str:
+    return fitted_composition_of(_rng(draw), policy)
 
 
 def canonical_only(policy: SlotPolicy) -> str:

@@ -8,9 +8,11 @@ classes; ``test_every_plan_attack_class_has_cases`` keeps the list complete.
 
 Expected reasons follow the documented precedence (``kexpr.spool.contract._grammar``
 header, ``_strictjson`` Rule 2): the reader's steps first (invalid_response), then the
-echo rules, then the style grammar's classes in rank order. A handful of controls
-(category ``control``) must stay *accepted*: the attacks are only meaningful if the
-same document without the attack passes.
+echo rules, then the style grammar's classes in rank order, then the fit table
+(design §6.1: category ``fit_table``, the words that change a sentence's meaning
+where they stand). A handful of controls (category ``control``) must stay
+*accepted*: the attacks are only meaningful if the same document without the attack
+passes.
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ import pytest
 from adversarial.builders import (
     DAILY,
     DUAL,
+    DUAL_J,
+    DUAL_R1,
     KEY,
     OTHER_KEY,
     PHYSIQUE,
     WEEKLY,
     WEEKLY_MIXED,
+    WEEKLY_TIMED,
     at,
+    capsule,
     doc,
     drop,
     dumps,
@@ -43,9 +49,12 @@ from kexpr.spool.contract import (
     MAX_RESPONSE_BYTES,
     REASON_VERDICT,
     Capsule,
+    CapsuleError,
+    CapsuleReason,
     Reason,
     Verdict,
     check_generated,
+    check_grammar,
     judge,
 )
 
@@ -83,18 +92,19 @@ def _e(
 
 
 D = doc(DAILY)  # compact valid daily document
-GOOD_TEXT = "차분히, [[P:01]]."
+WORD = "그리고"  # its one style word (the fit table's only word before the daily status)
+GOOD_TEXT = WORD + " [[P:01]]."
 NFD = unicodedata.normalize("NFD", "차분히")
 
 
 def _in_text(fragment: str) -> str:
     """The daily document with ``fragment`` spliced raw (already JSON) into generated_ko."""
-    return D.replace("차분히, ", "차분히," + fragment + " ")
+    return D.replace(WORD + " ", WORD + fragment + " ")
 
 
 def _escaped_generated(escape: str) -> str:
     """generated_ko with a JSON escape sequence (``\\uXXXX``) spliced in."""
-    return D.replace("차분히, ", "차분히" + escape + ", ")
+    return D.replace(WORD + " ", WORD + escape + " ")
 
 
 def _pad(text: str, size: int) -> str:
@@ -112,11 +122,45 @@ CONTROLS = [
     Attack("control", "escaped solidus-free token escapes", DAILY, D.replace("[[P:01]]", "\\u005b\\u005bP:01]]"), OK, None),
     Attack("control", "key order reversed", WEEKLY, dumps(dict(reversed(list(response(WEEKLY).items())))), OK, None),
     Attack("control", "exactly the size limit", DAILY, _pad(D, MAX_RESPONSE_BYTES), OK, None),
-    Attack("control", "lexeme containing a number syllable", PHYSIQUE, at(PHYSIQUE, 0, "하나씩, [[A:01]]."), OK, None),
-    Attack("control", "plain space after style", DAILY, at(DAILY, 0, "이제 [[P:01]]."), OK, None),
-    Attack("control", "style on the second sentence only", WEEKLY_MIXED, at(WEEKLY_MIXED, 0, "[[P:01]]. 이어서 [[A:01]]."), OK, None),
-    Attack("control", "daily at max lexemes", DAILY, at(DAILY, 0, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고, [[P:01]]."), OK, None),
-    Attack("control", "weekly interpretation at max lexemes", WEEKLY, at(WEEKLY, 0, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고, [[P:01]]. 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 [[P:02]]."), OK, None),
+    Attack("control", "lexeme containing a number syllable", WEEKLY, at(WEEKLY, 0, "[[P:01]]. 이어서, [[P:02]]."), OK, None),
+    Attack("control", "plain space after style", PHYSIQUE, at(PHYSIQUE, 0, "먼저 [[A:01]]."), OK, None),
+    Attack("control", "style on the second sentence only", WEEKLY_MIXED, at(WEEKLY_MIXED, 0, "[[P:01]]. 이어서, [[A:01]]."), OK, None),
+    Attack("control", "style on the first sentence only", WEEKLY_TIMED, at(WEEKLY_TIMED, 0, "먼저, [[P:01]]. [[A:01]]."), OK, None),
+    Attack("control", "a style word in every sentence and slot", WEEKLY_TIMED, doc(WEEKLY_TIMED, "먼저, [[P:01]]. 그리고 [[A:01]].", "그리고 [[A:01]]."), OK, None),
+]  # fmt: skip
+
+# -- the fit table: words that change or add meaning where they stand (design §6.1) ---
+# The grammar accepts every one of these texts (`test_the_fit_table_attacks_are_grammatical`).
+_LIMIT_RUN_DAILY = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고, [[P:01]]."
+_LIMIT_RUN_WEEKLY = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고, [[P:01]]. 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 [[P:02]]."
+FIT_TABLE = [
+    *[_g("fit_table", f"{w} before the daily status", f"{w}, [[P:01]].", Reason.STYLE_MISFIT) for w in ("차분히", "가볍게", "하나씩", "함께", "그대로")],
+    *[_g("fit_table", f"{w} dates or hurries the daily status", f"{w} [[P:01]].", Reason.STYLE_MISFIT) for w in ("지금", "이제", "바로", "잠시")],
+    _g("fit_table", "again: a repetition that did not happen", "다시 [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "또: again or also", "또 [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "the records below", "아래 [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "here", "여기서 [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "in particular", "특히 [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "plan's dual example: 우선 makes it provisional", "우선, [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "an order word on a one-sentence slot", "먼저, [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "and with a comma", "그리고, [[P:01]].", Reason.STYLE_MISFIT),
+    _g("fit_table", "urgency before the physique instruction", "바로 [[A:01]].", Reason.STYLE_MISFIT, PHYSIQUE),
+    _g("fit_table", "one by one before the physique instruction", "하나씩, [[A:01]].", Reason.STYLE_MISFIT, PHYSIQUE),
+    _g("fit_table", "first, with a comma, before the physique instruction", "먼저, [[A:01]].", Reason.STYLE_MISFIT, PHYSIQUE),
+    _g("fit_table", "and under the physique heading", "그리고 [[A:01]].", Reason.STYLE_MISFIT, PHYSIQUE),
+    _g("fit_table", "first without its comma: done first", "먼저 [[P:01]]. [[P:02]].", Reason.STYLE_MISFIT, WEEKLY),
+    _g("fit_table", "and on the interpretation's first line", "그리고 [[P:01]]. 그리고 [[P:02]].", Reason.STYLE_MISFIT, WEEKLY),
+    _g("fit_table", "continuing without its comma: keep on keeping", "먼저, [[P:01]]. 이어서 [[P:02]].", Reason.STYLE_MISFIT, WEEKLY),
+    _g("fit_table", "a hold made temporary", "먼저, [[P:01]]. 잠시 [[P:02]].", Reason.STYLE_MISFIT, WEEKLY),
+    _g("fit_table", "continuing before an action with its own time", "먼저, [[P:01]]. 이어서, [[A:01]].", Reason.STYLE_MISFIT, WEEKLY_TIMED),
+    _e("fit_table", "first before the rationale", at(WEEKLY, 1, "먼저, [[A:01]]."), Reason.STYLE_MISFIT, WEEKLY),
+    _e("fit_table", "a misfit in a later review line", at(DUAL, 1, "다시 [[P:01]]."), Reason.STYLE_MISFIT, DUAL),
+    _g("fit_table", "two connectives before one sentence", "그리고 이어서 [[P:01]].", Reason.STACKED_STYLE),
+    _g("fit_table", "two allowed words stacked, with a comma", "먼저 이어서, [[P:01]]. [[P:02]].", Reason.STACKED_STYLE, WEEKLY),
+    _g("fit_table", "stacked on the second line", "먼저, [[P:01]]. 그리고 이어서, [[P:02]].", Reason.STACKED_STYLE, WEEKLY),
+    _g("fit_table", "daily at max lexemes", _LIMIT_RUN_DAILY, Reason.STACKED_STYLE),
+    _g("fit_table", "weekly interpretation at max lexemes", _LIMIT_RUN_WEEKLY, Reason.STACKED_STYLE, WEEKLY),
+    _g("fit_table", "the grammar is judged first", "차분히 3 [[P:01]].", Reason.DIGIT),
 ]  # fmt: skip
 
 # -- duplicate keys at every depth, also spelled with escapes ------------------------
@@ -134,7 +178,7 @@ DUPLICATE_KEYS = [
     _r("duplicate_keys", "predicate_ids twice", D.replace('"predicate_ids":', '"predicate_ids":[],"predicate_ids":'), Reason.DUPLICATE_KEY),
     _r("duplicate_keys", "placeholder_tokens twice escaped", D.replace('"placeholder_tokens":', '"placeholder_tokens":[],"placeholder\\u005ftokens":'), Reason.DUPLICATE_KEY),
     _r("duplicate_keys", "in the second slot", doc(WEEKLY).replace('"slot_id":"weekly.rationale"', '"slot_id":"weekly.rationale","slot_id":"weekly.rationale"'), Reason.DUPLICATE_KEY, WEEKLY),
-    _r("duplicate_keys", "in the third slot", doc(DUAL).replace('"slot_id":"adaptive.dual.review.2"', '"action_ids":[],"slot_id":"adaptive.dual.review.2"'), Reason.DUPLICATE_KEY, DUAL),
+    _r("duplicate_keys", "in the third slot", doc(DUAL).replace('"slot_id":"adaptive.dual.review.4"', '"action_ids":[],"slot_id":"adaptive.dual.review.4"'), Reason.DUPLICATE_KEY, DUAL),
     _r("duplicate_keys", "depth three inside an extra key", D[:-1] + ',"x":{"y":{"k":1,"k":1}}}', Reason.DUPLICATE_KEY),
     _r("duplicate_keys", "depth five inside lists", '{"a":[[{"b":[{"c":1,"\\u0063":2}]}]]}', Reason.DUPLICATE_KEY),
     _r("duplicate_keys", "Hangul key twice, one escaped", '{"차분히":1,"\\ucc28분히":2}', Reason.DUPLICATE_KEY),
@@ -147,7 +191,7 @@ DUPLICATE_KEYS = [
 # -- invalid UTF-8 and lone surrogates (raw bytes, raw str, escaped) ------------------
 INVALID_UTF8 = [
     _r("invalid_utf8", "0xFF byte", b"\xff" + D.encode(), Reason.NOT_UTF8),
-    _r("invalid_utf8", "lone continuation byte in a string", D.encode().replace("차분히".encode(), b"\x80"), Reason.NOT_UTF8),
+    _r("invalid_utf8", "lone continuation byte in a string", D.encode().replace(WORD.encode(), b"\x80"), Reason.NOT_UTF8),
     _r("invalid_utf8", "overlong slash", D.encode().replace(b"[[P", b"\xc0\xaf[[P"), Reason.NOT_UTF8),
     _r("invalid_utf8", "overlong NUL (modified UTF-8)", D.encode().replace(b"[[P", b"\xc0\x80[[P"), Reason.NOT_UTF8),
     _r("invalid_utf8", "overlong three-byte form", D.encode().replace(b"[[P", b"\xe0\x80\xaf[[P"), Reason.NOT_UTF8),
@@ -164,7 +208,7 @@ INVALID_UTF8 = [
     _r("invalid_utf8", "escaped lone low surrogate", _escaped_generated("\\udc00"), Reason.FORBIDDEN_CHARACTER),
     _r("invalid_utf8", "escaped reversed surrogate pair", _escaped_generated("\\ude00\\ud83d"), Reason.FORBIDDEN_CHARACTER),
     _r("invalid_utf8", "escaped lone surrogate in a key", '{"\\ud800":1}', Reason.FORBIDDEN_CHARACTER),
-    _e("invalid_utf8", "escaped valid pair is an emoji, not a surrogate", D.replace("차분히, ", "\\ud83d\\ude00 차분히, "), Reason.EMOJI),
+    _e("invalid_utf8", "escaped valid pair is an emoji, not a surrogate", D.replace(WORD + " ", "\\ud83d\\ude00 " + WORD + " "), Reason.EMOJI),
 ]  # fmt: skip
 
 # -- BOM ------------------------------------------------------------------------------
@@ -184,7 +228,7 @@ BOM = [
 # -- NFC failures ---------------------------------------------------------------------
 NFC = [
     _r("nfc", "decomposed Hangul raw", doc(DAILY, NFD + ", [[P:01]]."), Reason.NOT_NFC),
-    _r("nfc", "decomposed Hangul escaped", D.replace("차분히", "\\u110e\\u1161\\u1107\\u116e\\u11ab\\u1112\\u1175"), Reason.NOT_NFC),
+    _r("nfc", "decomposed Hangul escaped", D.replace(WORD, "\\u1100\\u1173\\u1105\\u1175\\u1100\\u1169"), Reason.NOT_NFC),
     _r("nfc", "syllable plus trailing jamo composes", doc(DAILY, "차\u11a8분히, [[P:01]]."), Reason.NOT_NFC),
     _r("nfc", "decomposed Hangul in an extra key", dumps({**response(DAILY), NFD: 1}), Reason.NOT_NFC),
     _r("nfc", "Latin plus combining acute", dumps({**response(DAILY), "x": "e\u0301"}), Reason.NOT_NFC),
@@ -225,9 +269,9 @@ _RAW_ALLOWED_BY_JSON = [
 INVISIBLE = [
     *[_r("invisible", f"escaped {name}", _escaped_generated(esc), Reason.FORBIDDEN_CHARACTER) for name, esc in _READER_INVISIBLE],
     *[_r("invisible", f"raw {name}", doc(DAILY, "차분히" + ch + ", [[P:01]]."), Reason.FORBIDDEN_CHARACTER) for name, ch in _RAW_ALLOWED_BY_JSON],
-    _r("invisible", "raw tab inside a string", D.replace("차분히, ", "차분히,\t"), Reason.MALFORMED_JSON),
-    _r("invisible", "raw LF inside a string", D.replace("차분히, ", "차분히,\n"), Reason.MALFORMED_JSON),
-    _r("invisible", "raw NUL inside a string", D.replace("차분히, ", "차분히,\x00"), Reason.MALFORMED_JSON),
+    _r("invisible", "raw tab inside a string", D.replace(WORD + " ", WORD + "\t"), Reason.MALFORMED_JSON),
+    _r("invisible", "raw LF inside a string", D.replace(WORD + " ", WORD + "\n"), Reason.MALFORMED_JSON),
+    _r("invisible", "raw NUL inside a string", D.replace(WORD + " ", WORD + "\x00"), Reason.MALFORMED_JSON),
     _r("invisible", "escaped control in a key", '{"slot\\u0000id":1}', Reason.FORBIDDEN_CHARACTER),
     _r("invisible", "zero-width in an echoed ID", edited(DAILY, put(("slots", 0, "predicate_ids"), ["P_DAILY_COMPLETE\u200b"])), Reason.FORBIDDEN_CHARACTER),
     _r("invisible", "bidi override in the artifact key", edited(DAILY, put(("artifact_key",), "\u202e" + KEY)), Reason.FORBIDDEN_CHARACTER),
@@ -312,7 +356,8 @@ ECHO = [
     _e("echo", "extra slot", edited(DAILY, lambda d: d["slots"].append(d["slots"][0])), Reason.SLOT_MISMATCH),
     _e("echo", "no slots", edited(DAILY, put(("slots",), [])), Reason.SLOT_MISMATCH),
     _e("echo", "missing slot", edited(WEEKLY, drop(("slots", 1))), Reason.SLOT_MISMATCH, WEEKLY),
-    _e("echo", "review slot renumbered", edited(DUAL, put(("slots", 2, "slot_id"), "adaptive.dual.review.3")), Reason.SLOT_MISMATCH, DUAL),
+    _e("echo", "review slot renumbered", edited(DUAL, put(("slots", 2, "slot_id"), "adaptive.dual.review.5")), Reason.SLOT_MISMATCH, DUAL),
+    _e("echo", "the locked first review line answered", edited(DUAL, put(("slots", 0, "slot_id"), "adaptive.dual.review.1")), Reason.SLOT_MISMATCH, DUAL),
     _e("echo", "predicate of the other branch", edited(DAILY, put((*_S, "predicate_ids"), ["P_DAILY_PARTIAL"])), Reason.PREDICATE_IDS_MISMATCH),
     _e("echo", "extra predicate", edited(DAILY, put((*_S, "predicate_ids"), ["P_DAILY_COMPLETE", "P_DAILY_PARTIAL"])), Reason.PREDICATE_IDS_MISMATCH),
     _e("echo", "missing predicate", edited(DAILY, put((*_S, "predicate_ids"), [])), Reason.PREDICATE_IDS_MISMATCH),
@@ -384,7 +429,7 @@ EXPANSION = [
     _g("literal_expansion", "half the expansion before the token", "차분히, 저장된 [[P:01]].", Reason.UNKNOWN_WORD),
     _g("literal_expansion", "physique expansion", "차분히, 제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.", Reason.FORBIDDEN_VOCABULARY, PHYSIQUE),
     _g("literal_expansion", "weekly expansion", "차분히, 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다. 이어서 [[P:02]].", Reason.FORBIDDEN_VOCABULARY, WEEKLY),
-    _g("literal_expansion", "dual decision expansion", "우선, 운영자 검토가 끝날 때까지 계획 판단을 보류합니다.", Reason.FORBIDDEN_VOCABULARY, DUAL),
+    _g("literal_expansion", "dual decision expansion in a review line", "우선, 운영자 검토가 끝날 때까지 계획 판단을 보류합니다.", Reason.FORBIDDEN_VOCABULARY, DUAL),
     _e("literal_expansion", "dual reason expansion in a review slot", at(DUAL, 1, "먼저 판단에 필요한 기간의 기록이 부족합니다."), Reason.FORBIDDEN_VOCABULARY, DUAL),
 ]  # fmt: skip
 
@@ -512,7 +557,7 @@ CLAIMS = [
     _g("medical_approval_delivery", "delivered to the customer", "고객에게 전달되었습니다, [[A:01]].", Reason.FORBIDDEN_VOCABULARY, PHYSIQUE),
     _g("medical_approval_delivery", "already reviewed", "운영자 검토를 마쳤고, [[A:01]].", Reason.FORBIDDEN_VOCABULARY, PHYSIQUE),
     _g("medical_approval_delivery", "doctor is merely an unknown word", "의사와 [[P:01]].", Reason.UNKNOWN_WORD),
-    _e("medical_approval_delivery", "dual decision reversed", at(DUAL, 0, "승인, [[P:01]]."), Reason.FORBIDDEN_VOCABULARY, DUAL),
+    _e("medical_approval_delivery", "approval written in a dual review line", at(DUAL, 0, "승인, [[P:01]]."), Reason.FORBIDDEN_VOCABULARY, DUAL),
 ]  # fmt: skip
 
 # -- layout: headers, bullets, newlines, quotes, brackets, URLs, emoji, Latin ------------------------
@@ -529,7 +574,7 @@ LAYOUT = [
     _g("layout", "dash inside the text", "차분히 -- [[P:01]].", Reason.ARITHMETIC_SYMBOL),
     _g("layout", "filled circle inside the text", "차분히 ● [[P:01]].", Reason.EMOJI),
     _g("layout", "Hangul circled letter as a marker", "㉠ 차분히 [[P:01]].", Reason.EMOJI),
-    _r("layout", "raw newline", D.replace("차분히, ", "차분히,\n"), Reason.MALFORMED_JSON),
+    _r("layout", "raw newline", D.replace(WORD + " ", WORD + "\n"), Reason.MALFORMED_JSON),
     _r("layout", "escaped newline", _escaped_generated("\\n"), Reason.FORBIDDEN_CHARACTER),
     _r("layout", "escaped blank line", _escaped_generated("\\n\\n"), Reason.FORBIDDEN_CHARACTER),
     *[_g("layout", f"quote {q!r}", f"{q}차분히{q2} [[P:01]].", Reason.QUOTE) for q, q2 in (('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("「", "」"), ("『", "』"), ("«", "»"), ("‹", "›"), ("＂", "＂"), ("〝", "〞"))],
@@ -581,9 +626,10 @@ CANONICAL_ONLY = [
 ONE_BAD_SLOT = [
     _e("one_bad_slot", "weekly first slot bad", at(WEEKLY, 0, "오늘은 [[P:01]]. [[P:02]]."), Reason.UNKNOWN_WORD, WEEKLY),
     _e("one_bad_slot", "weekly second slot canonical-only", at(WEEKLY, 1, "[[A:01]]."), Reason.NO_STYLE_LEXEME, WEEKLY),
-    _e("one_bad_slot", "dual judgment bad", at(DUAL, 0, "우선 잘 [[P:01]]."), Reason.FORBIDDEN_VOCABULARY, DUAL),
-    _e("one_bad_slot", "dual first review bad", at(DUAL, 1, "먼저 3 [[P:01]]."), Reason.DIGIT, DUAL),
+    _e("one_bad_slot", "dual first styled review line bad", at(DUAL, 0, "우선 잘 [[P:01]]."), Reason.FORBIDDEN_VOCABULARY, DUAL),
+    _e("one_bad_slot", "dual middle review line bad", at(DUAL, 1, "먼저 3 [[P:01]]."), Reason.DIGIT, DUAL),
     _e("one_bad_slot", "dual last review bad", at(DUAL, 2, "또 [[P:01]]"), Reason.GRAMMAR, DUAL),
+    _e("one_bad_slot", "dual last review line a misfit", at(DUAL, 2, "먼저, [[P:01]]."), Reason.STYLE_MISFIT, DUAL),
     _e("one_bad_slot", "first bad slot decides the reason", doc(DUAL, "우선 [[P:01]]", "먼저 3 [[P:01]].", "또 잘 [[P:01]]."), Reason.GRAMMAR, DUAL),
     _e("one_bad_slot", "mixed weekly second slot bad", at(WEEKLY_MIXED, 1, "지금 [[A:01]]."), Reason.TOKEN_UNISSUED, WEEKLY_MIXED),
 ]  # fmt: skip
@@ -592,6 +638,7 @@ ATTACKS: list[Attack] = [
     *CONTROLS, *DUPLICATE_KEYS, *INVALID_UTF8, *BOM, *NFC, *INVISIBLE, *TYPES, *KEYS, *ECHO,
     *ORDER, *ARTIFACT_KEY, *TOKENS, *EXPANSION, *NUMBERS, *DATES_UNITS, *IDS_IN_PROSE,
     *VOCABULARY, *EVIDENTIAL, *NEGATION, *CLAIMS, *LAYOUT, *LIMITS, *CANONICAL_ONLY, *ONE_BAD_SLOT,
+    *FIT_TABLE,
 ]  # fmt: skip
 
 PLAN_ATTACK_CLASSES = frozenset(
@@ -620,7 +667,7 @@ def test_attack_names_are_unique() -> None:
 def test_every_plan_attack_class_has_cases() -> None:
     categories = {a.category for a in ATTACKS}
     assert PLAN_ATTACK_CLASSES <= categories
-    assert categories <= PLAN_ATTACK_CLASSES | {"control", "echo"}
+    assert categories <= PLAN_ATTACK_CLASSES | {"control", "echo", "fit_table"}
 
 
 def test_every_reason_is_reached_by_an_attack() -> None:
@@ -661,6 +708,27 @@ DIRECT: list[tuple[str, str, Reason]] = [
 @pytest.mark.parametrize(("name", "text", "reason"), DIRECT, ids=[c[0] for c in DIRECT])
 def test_check_generated_without_the_reader(name: str, text: str, reason: Reason) -> None:
     assert check_generated(DAILY.slots[0], text) is reason
+
+
+def test_the_fit_table_attacks_are_grammatical() -> None:
+    # Each would pass the grammar alone (the two lexeme runs at the slot's limit
+    # included): only the fit table rejects it. Except the last, which shows the
+    # grammar still decides first.
+    for a in FIT_TABLE:
+        if a.reason not in (Reason.STYLE_MISFIT, Reason.STACKED_STYLE):
+            continue
+        document = json.loads(a.content)
+        for slot, text in zip(a.capsule.slots, document["slots"], strict=True):
+            assert check_grammar(slot, text["generated_ko"]) is None, a.name
+
+
+def test_the_locked_dual_slots_cannot_be_asked() -> None:
+    # design §6.1: the decision label and the first review line take no word, so no
+    # capsule carries them and no answer to them can exist.
+    for policy in (DUAL_J, DUAL_R1):
+        with pytest.raises(CapsuleError) as info:
+            capsule("adaptive.dualcoachtest.card.v1", policy, *DUAL.slots)
+        assert info.value.reason is CapsuleReason.SLOT_UNSTYLEABLE
 
 
 def test_expected_reasons_belong_to_their_verdicts() -> None:

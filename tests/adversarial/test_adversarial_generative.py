@@ -1,10 +1,13 @@
 """Generative contract tests judged against an independent oracle.
 
 The oracle (``adversarial.oracle``) is a regular expression built from the spec's
-lexicon and the issued tokens plus the two counts, and a yes/no reading of design §6's
-response rules; it shares no code with ``kexpr.spool.contract._grammar``. Some mutations
-stay valid (deleting the comma of ``차분히, [[P:01]].`` leaves ``차분히 [[P:01]].``), so
-each mutated example is compared with the oracle, not assumed rejected.
+lexicon and the issued tokens plus the two counts, design §6.1's review read slot by
+slot (which word may stand before which sentence), and a yes/no reading of design §6's
+response rules; it shares no code with ``kexpr.spool.contract._grammar`` or
+``kexpr.spool.contract.fit``. Some mutations stay grammatical (deleting the comma of
+``먼저, [[P:01]].`` leaves ``먼저 [[P:01]].``), and whether the table then accepts them
+depends on the sentence, so each mutated example is compared with the oracle, not
+assumed rejected.
 
 Example counts come from ``adversarial.hypothesis_profiles`` (``make test``: a few
 hundred per property; ``make fuzz``: 10**5). ``STATS`` tallies what was accepted and
@@ -13,13 +16,14 @@ rejected for the closing counts.
 
 from __future__ import annotations
 
+import itertools
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from adversarial.builders import (
-    DUAL_J,
     all_policies,
     capsule,
     capsule_dict,
@@ -28,12 +32,20 @@ from adversarial.builders import (
     response,
 )
 from adversarial.hypothesis_profiles import PROPERTY, STATS
-from adversarial.oracle import SPEC_LEXICON, document_ok, generated_ok, grammar_regex
+from adversarial.oracle import (
+    SPEC_LEXICON,
+    document_ok,
+    fits,
+    generated_ok,
+    grammar_ok,
+    grammar_regex,
+)
 from adversarial.strategies import (
     Mutation,
     canonical_only,
-    composition_of,
     compositions,
+    fitted_composition_of,
+    fitted_compositions,
     json_document,
     mutation,
     mutation_of,
@@ -43,17 +55,24 @@ from kexpr.spool.contract import (
     REASON_VERDICT,
     SAFE_STYLE_LEXEMES,
     Capsule,
+    CapsuleError,
+    CapsuleReason,
     Judgement,
     Reason,
     SlotPolicy,
     Verdict,
     check_generated,
+    check_grammar,
+    fit,
     judge,
     manifest_for,
     slot_policy,
 )
 
 POLICIES = all_policies()
+# The policies a capsule may carry: a word fits some sentence (design §6.1). The
+# others (the dual decision, the first review line) are locked by the shim.
+STYLEABLE = [p for p in POLICIES if fit.slot_styleable(p.slot_id, p.semantic_ids)]
 
 
 def _surface(policy: SlotPolicy) -> str:
@@ -66,8 +85,19 @@ def _single(policy: SlotPolicy) -> Capsule:
     return capsule(_surface(policy), policy)
 
 
+def _grammatical(policy: SlotPolicy, text: str) -> bool:
+    return grammar_ok(
+        policy.required_placeholder_tokens,
+        policy.max_generated_chars,
+        policy.max_style_lexemes,
+        text,
+    )
+
+
 def _ok(policy: SlotPolicy, text: str) -> bool:
     return generated_ok(
+        policy.slot_id,
+        policy.semantic_ids,
         policy.required_placeholder_tokens,
         policy.max_generated_chars,
         policy.max_style_lexemes,
@@ -95,29 +125,119 @@ def test_oracle_reads_the_spec_examples() -> None:
     daily = slot_policy("daily.status", ["P_DAILY_COMPLETE"])
     physique = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
     weekly = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
-    assert _ok(daily, "차분히, [[P:01]].") and _ok(daily, "차분히 [[P:01]].")
-    assert not _ok(daily, "오늘은 차분히, [[P:01]].")  # design §6: rejected
-    assert _ok(physique, "하나씩 순서대로, [[A:01]].") and not _ok(physique, "하나, [[A:01]].")
-    assert _ok(weekly, "차분히, [[P:01]]. 이어서 [[P:02]].")
-    assert not _ok(daily, "[[P:01]].")  # canonical-only
-    assert not _ok(daily, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 [[P:01]].")
+    timed = slot_policy("weekly.interpretation", ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"])
+    review_2 = slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_EDIT"])
+    # design §6: the grammar
+    assert _grammatical(daily, "차분히, [[P:01]].") and _grammatical(daily, "차분히 [[P:01]].")
+    assert not _grammatical(daily, "오늘은 차분히, [[P:01]].")  # design §6: rejected
+    assert _grammatical(physique, "하나씩 순서대로, [[A:01]].")
+    assert not _grammatical(physique, "하나, [[A:01]].")
+    assert _grammatical(weekly, "차분히, [[P:01]]. 이어서 [[P:02]].")
+    assert not _grammatical(daily, "[[P:01]].")  # canonical-only
+    assert not _grammatical(
+        daily, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 [[P:01]]."
+    )
     assert grammar_regex(("[[P:01]]",)).fullmatch("차분히, [[P:01]].") is not None
+    # design §6.1: the fit table, on grammatical texts
+    assert not _ok(daily, "차분히, [[P:01]].") and not _ok(daily, "그리고, [[P:01]].")
+    assert _ok(daily, "그리고 [[P:01]].")
+    assert _ok(physique, "먼저 [[A:01]].") and not _ok(physique, "하나씩 순서대로, [[A:01]].")
+    assert _ok(weekly, "먼저, [[P:01]]. 이어서, [[P:02]].")
+    assert not _ok(weekly, "차분히, [[P:01]]. 이어서 [[P:02]].")
+    assert _ok(timed, "[[P:01]]. 그리고 [[A:01]].") and not _ok(
+        timed, "[[P:01]]. 이어서, [[A:01]]."
+    )
+    assert _ok(review_2, "그리고 [[P:01]].") and not _ok(review_2, "먼저, [[P:01]].")
+    assert not fits(
+        "adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"], ["[[P:01]]"], "그리고 [[P:01]]."
+    )
+    assert not fits("daily.status", ["P_DAILY_COMPLETE"], ["[[P:01]]"], "그리고 먼저 [[P:01]].")
 
 
-# -- 1. everything the grammar generates is accepted ------------------------------------
+def _candidates(policy: SlotPolicy) -> list[str]:
+    """Every text with no word or one lexicon word (either join) before each token."""
+    runs = ["", *(w + j for w in SPEC_LEXICON for j in (", ", " "))]
+    out: list[str] = []
+    for pick in itertools.product(runs, repeat=len(policy.required_placeholder_tokens)):
+        if any(pick):
+            out.append(
+                " ".join(
+                    r + t + "."
+                    for r, t in zip(pick, policy.required_placeholder_tokens, strict=True)
+                )
+            )
+    return out
+
+
+def test_the_oracle_and_the_contract_accept_the_same_compositions() -> None:
+    # The oracle's reading of design §6.1 and the product's table agree on every
+    # one-word-per-sentence composition of every (slot, branch) the manifest allows.
+    accepted = 0
+    for policy in POLICIES:
+        for text in _candidates(policy):
+            expected = _ok(policy, text)
+            assert (check_generated(policy, text) is None) is expected, (policy.slot_id, text)
+            accepted += expected
+        listed = fit.compositions(policy.slot_id, policy.semantic_ids)
+        assert {t for t in _candidates(policy) if _ok(policy, t)} == set(listed), policy.slot_id
+    assert accepted > 0
+
+
+# -- 1. what the grammar generates, and what the fit table accepts ------------------------
 
 
 @st.composite
-def policy_and_composition(draw: st.DrawFn, *, over_limit: bool = False) -> tuple[SlotPolicy, str]:
-    policy = draw(st.sampled_from(POLICIES))
+def policy_and_composition(
+    draw: st.DrawFn, *, over_limit: bool = False, policies: list[SlotPolicy] = POLICIES
+) -> tuple[SlotPolicy, str]:
+    policy = draw(st.sampled_from(policies))
     return policy, draw(compositions(policy, over_limit=over_limit))
+
+
+@st.composite
+def policy_and_base(draw: st.DrawFn) -> tuple[SlotPolicy, str]:
+    """A slot a capsule may carry and, half of the time, a composition the contract
+    accepts (else one of the grammar): the base that mutations start from."""
+    policy = draw(st.sampled_from(STYLEABLE))
+    strategy = fitted_compositions(policy) if draw(st.booleans()) else compositions(policy)
+    return policy, draw(strategy)
 
 
 @PROPERTY
 @given(policy_and_composition())
-def test_every_grammar_composition_is_accepted(case: tuple[SlotPolicy, str]) -> None:
+def test_every_grammar_composition_is_judged_by_the_fit_table(
+    case: tuple[SlotPolicy, str],
+) -> None:
+    # Accepted by the grammar; accepted by the contract exactly when the oracle's
+    # reading of design §6.1 accepts every word where it stands.
     policy, text = case
-    assert _ok(policy, text)  # the generator and the oracle agree on the grammar
+    assert _grammatical(policy, text)  # the generator and the oracle agree on the grammar
+    assert check_grammar(policy, text) is None
+    expected = _ok(policy, text)
+    reason = check_generated(policy, text)
+    assert (reason is None) is expected
+    assert reason in (None, Reason.STYLE_MISFIT, Reason.STACKED_STYLE)
+    if policy not in STYLEABLE:
+        assert not expected
+        with pytest.raises(CapsuleError) as info:
+            _single(policy)
+        assert info.value.reason is CapsuleReason.SLOT_UNSTYLEABLE
+        _tally("grammar compositions", False)
+        return
+    cap = _single(policy)
+    judgement = judge(cap, doc(cap, text))
+    _consistent(judgement)
+    assert (judgement.verdict, judgement.reason) == (
+        (Verdict.ACCEPTED, None) if expected else (Verdict.VALIDATION_REJECTED, reason)
+    )
+    _tally("grammar compositions", expected)
+
+
+@PROPERTY
+@given(st.sampled_from(STYLEABLE), st.data())
+def test_every_fitted_composition_is_accepted(policy: SlotPolicy, data: st.DataObject) -> None:
+    text = data.draw(fitted_compositions(policy))
+    assert _ok(policy, text)  # the oracle reads design §6.1 as the table does
     assert check_generated(policy, text) is None
     cap = _single(policy)
     judgement = judge(cap, doc(cap, text))
@@ -126,15 +246,16 @@ def test_every_grammar_composition_is_accepted(case: tuple[SlotPolicy, str]) -> 
     assert judgement.composition.slots[0].generated_ko == text
     # The shim re-validates the canonical JSON of what the worker accepted.
     assert judge(cap, judgement.composition.to_json()).composition == judgement.composition
-    _tally("grammar compositions", True)
+    _tally("fitted compositions", True)
 
 
 @PROPERTY
-@given(policy_and_composition(over_limit=True))
+@given(policy_and_composition(over_limit=True, policies=STYLEABLE))
 def test_grammar_compositions_over_the_limits_are_rejected(case: tuple[SlotPolicy, str]) -> None:
-    # The only rule these break is a limit, so the reason is exactly that limit.
+    # The only grammar rule these break is a limit, so the reason is exactly that
+    # limit (the grammar decides before the fit table).
     policy, text = case
-    assert not _ok(policy, text)
+    assert not _grammatical(policy, text)
     expected = (
         Reason.TOO_LONG if len(text) > policy.max_generated_chars else Reason.TOO_MANY_LEXEMES
     )
@@ -156,7 +277,7 @@ def test_canonical_only_is_rejected_for_every_policy() -> None:
 
 @st.composite
 def mutated(draw: st.DrawFn, *, anywhere: bool) -> tuple[SlotPolicy, str, Mutation]:
-    policy, text = draw(policy_and_composition())
+    policy, text = draw(policy_and_base())
     m = draw(mutation(text, policy.required_placeholder_tokens, anywhere=anywhere))
     return policy, m.apply(text), m
 
@@ -195,7 +316,7 @@ def test_single_character_mutations_anywhere_agree_with_the_oracle(
 @PROPERTY
 @given(st.data())
 def test_repeated_mutations_agree_with_the_oracle(data: st.DataObject) -> None:
-    policy, text = data.draw(policy_and_composition())
+    policy, text = data.draw(policy_and_base())
     for _ in range(data.draw(st.integers(2, 5))):
         text = data.draw(mutation(text, policy.required_placeholder_tokens, anywhere=True)).apply(
             text
@@ -205,12 +326,19 @@ def test_repeated_mutations_agree_with_the_oracle(data: st.DataObject) -> None:
     _agree("repeated mutations", policy, text)
 
 
-def test_deleting_the_comma_keeps_a_valid_composition() -> None:
-    # The issue's own example of a mutation that stays valid.
-    policy = slot_policy("daily.status", ["P_DAILY_COMPLETE"])
-    text = Mutation("delete", 3, "").apply("차분히, [[P:01]].")
-    assert text == "차분히 [[P:01]]." and _ok(policy, text)
-    assert check_generated(policy, text) is None
+def test_deleting_the_comma_keeps_a_grammatical_composition() -> None:
+    # A mutation that stays grammatical: the comma is optional in the grammar, but
+    # part of the fit table's cell (design §6.1: `먼저, X` orders the text, `먼저 X했습니다`
+    # says X was done first), so the table decides.
+    policy = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
+    text = Mutation("delete", 2, "").apply("먼저, [[P:01]]. [[P:02]].")
+    assert text == "먼저 [[P:01]]. [[P:02]]." and _grammatical(policy, text)
+    assert check_grammar(policy, text) is None
+    assert not _ok(policy, text) and check_generated(policy, text) is Reason.STYLE_MISFIT
+    # ... and the other way round: before the physique instruction only 먼저 without it.
+    physique = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
+    text = Mutation("delete", 2, "").apply("먼저, [[A:01]].")
+    assert _ok(physique, text) and check_generated(physique, text) is None
 
 
 # -- 3. one bad slot rejects the whole document --------------------------------------------
@@ -224,16 +352,14 @@ def multi_slot(draw: st.DrawFn) -> tuple[Capsule, list[str], int, Mutation]:
         policies = [slot_policy(r.slot_ids[0], rng.choice(r.branches)) for r in rows]
         cap = capsule("weekly.v1", *policies)
     else:
-        judgment = slot_policy(
-            "adaptive.dual.judgment", rng.choice(MANIFEST["adaptive.dual.judgment"].branches)
-        )
+        # A card's decision and first review line are locked: its slots are lines 2..n.
         reasons = MANIFEST["adaptive.dual.review.N"].branches
         reviews = [
             slot_policy(f"adaptive.dual.review.{i}", rng.choice(reasons))
-            for i in range(1, rng.randint(0, 9) + 1)
+            for i in range(2, rng.randint(2, 9) + 1)
         ]
-        cap = capsule("adaptive.dualcoachtest.card.v1", judgment, *reviews)
-    texts = [composition_of(rng, p) for p in cap.slots]
+        cap = capsule("adaptive.dualcoachtest.card.v1", *reviews)
+    texts = [fitted_composition_of(rng, p) for p in cap.slots]
     bad = rng.randrange(len(texts))
     m = mutation_of(rng, texts[bad], cap.slots[bad].required_placeholder_tokens)
     return cap, texts, bad, m
@@ -270,8 +396,8 @@ _DOC_CAPSULES = [
     ),
     capsule(
         "adaptive.dualcoachtest.card.v1",
-        DUAL_J,
-        slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"]),
+        slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_EDIT"]),
+        slot_policy("adaptive.dual.review.3", ["P_DUAL_REASON_LATEST"]),
     ),
 ]
 
@@ -279,9 +405,10 @@ _DOC_CAPSULES = [
 @st.composite
 def document(draw: st.DrawFn) -> tuple[Capsule, str | bytes]:
     cap = draw(st.sampled_from(_DOC_CAPSULES))
-    texts = [draw(compositions(p)) for p in cap.slots]
+    texts = [draw(fitted_compositions(p)) for p in cap.slots]
     generated = [
         st.one_of(
+            fitted_compositions(p),
             compositions(p),
             st.builds(lambda m, t=t: m.apply(t), mutation(t, p.required_placeholder_tokens)),
         )
@@ -307,7 +434,7 @@ def test_random_documents_around_valid_slots_agree_with_the_oracle(
 def byte_mutated(draw: st.DrawFn) -> tuple[Capsule, bytes]:
     rng = random.Random(draw(st.integers(0, 2**64 - 1)))
     cap = rng.choice(_DOC_CAPSULES)
-    valid = response(cap, *[composition_of(rng, p) for p in cap.slots])
+    valid = response(cap, *[fitted_composition_of(rng, p) for p in cap.slots])
     raw = bytearray(dumps(valid, indent=rng.choice((None, 1))).encode())
     for _ in range(rng.randint(1, 3)):
         kind = rng.choice(("insert", "delete", "replace"))

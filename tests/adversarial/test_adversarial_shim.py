@@ -50,14 +50,15 @@ BODY = format_daily(
     training="걷기", sleep="7시간", condition="3/5", digestion="정상", water="2L",
 )  # fmt: skip
 FACTS = DailyFacts(complete=True)
+GOOD_TEXT = "그리고 [[P:01]]."  # the fit table's one word before the daily status
 ATTEMPT = "a" * 32
 
 
 def _generated_attacks() -> list[tuple[str, str]]:
     """(name, generated_ko) of every attack on DAILY that differs from the valid
     response only in its generated_ko, where that generated_ko is itself outside the
-    grammar (by the independent oracle: a duplicate-key attack whose surviving value
-    is valid does not count)."""
+    contract: the grammar or the fit table (by the independent oracle: a duplicate-key
+    attack whose surviving value is valid does not count)."""
     out: list[tuple[str, str]] = []
     policy = capsule_dict(DAILY)["slots"][0]
     valid_slot = response(DAILY)["slots"][0]
@@ -93,6 +94,9 @@ GENERATED = _generated_attacks()
 
 def test_the_attack_table_yields_generated_ko_attacks() -> None:
     assert len(GENERATED) >= 300
+    # The fit table's attacks among them: a compromised worker's meaning-changing
+    # words are refused by the shim's own re-validation too (design §6.1).
+    assert sum(name.startswith("fit_table: ") for name, _ in GENERATED) >= 15
 
 
 @pytest.mark.parametrize(("name", "text"), GENERATED, ids=[n for n, _ in GENERATED])
@@ -139,7 +143,7 @@ def _with(generated: str) -> Answer:
 
 def _edit(change: Callable[[dict[str, Any]], None]) -> Answer:
     def answer(capsule: dict[str, Any]) -> dict[str, Any]:
-        comp = echo(capsule, "차분히, [[P:01]].")
+        comp = echo(capsule, GOOD_TEXT)
         change(comp)
         return comp
 
@@ -185,10 +189,10 @@ def test_the_compromised_worker_can_get_a_valid_composition_selected(
     # Control: the same scripted worker with a valid composition is selected, so the
     # rejections below are the attacks' doing.
     coordinator, worker = shim
-    worker.answer = _with("차분히, [[P:01]].")
+    worker.answer = _with(GOOD_TEXT)
     candidate = coordinator.present_daily(BODY, facts=FACTS, finalized_event_id="evt-control")
     assert candidate.outcome is Outcome.ACCEPTED
-    assert candidate.body == BODY.replace("저장된 오늘", "차분히, 저장된 오늘")
+    assert candidate.body == BODY.replace("저장된 오늘", "그리고 저장된 오늘")
 
 
 @pytest.mark.parametrize(

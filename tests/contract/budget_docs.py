@@ -92,6 +92,16 @@ def _span(values: Iterable[int]) -> str:
     return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
+# design §6.1: a dual card's decision and first review line are locked, so a card
+# with fewer than two reasons has no slot and is never asked (`nothing_to_style`).
+NOTHING_TO_STYLE = "nothing_to_style"
+DUAL_REASONS = (2, 3, 4, 5, 6, 7, 9)
+
+
+def _dual_label(n: int) -> str:
+    return f"dual card, {n} reasons"
+
+
 def _shipped_rows() -> list[Row]:
     shapes = list(shipped_shapes())
 
@@ -104,10 +114,9 @@ def _shipped_rows() -> list[Row]:
         Row("daily", of("daily.v1")),
         Row("weekly", of("weekly.v1")),
         Row("physique card", of("adaptive.physique.card.v1")),
-        Row("dual card, decision only", of(DUAL, 1)),
     ]
-    for n in (1, 2, 3, 4, 5, 9):
-        rows.append(Row(f"dual card, decision + {n} reason{'s' if n > 1 else ''}", of(DUAL, 1 + n)))
+    # A card with n reasons asks for its lines 2..n.
+    rows.extend(Row(_dual_label(n), of(DUAL, n - 1)) for n in DUAL_REASONS)
     return rows
 
 
@@ -118,7 +127,8 @@ def budget_table() -> str:
         " | at 55 t/s |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for row in _shipped_rows():
+    rows = _shipped_rows()
+    for row in rows:
         times = [
             f"{FIRST_TOKEN_RANGE[0] + row.median / r:.1f}–{FIRST_TOKEN_RANGE[1] + row.median / r:.1f} s"
             for r in RATES
@@ -127,6 +137,11 @@ def budget_table() -> str:
             f"| {row.label} | {row.median} | {round(statistics.median(row.pretty))} |"
             f" {_span(row.bounds)} | {row.eligible()} | {' | '.join(times)} |"
         )
+        if row is rows[2]:
+            lines.append(
+                f"| dual card, decision only or 1 reason | — | — | — | {NOTHING_TO_STYLE}"
+                " (no call) | — | — | — |"
+            )
     return "\n".join(lines)
 
 
@@ -144,45 +159,50 @@ def _guide_cell(row: Row, rate: int) -> str:
 def guide_table() -> str:
     """docs/operator-guide.ko.md: first token 0.6 s, the minimal compact answer."""
     rows = {r.label: r for r in _shipped_rows()}
+    fitting = [n for n in DUAL_REASONS if rows[_dual_label(n)].fits == {True}]
+    over = [n for n in DUAL_REASONS if n not in fitting]
+    assert fitting == list(range(2, max(fitting) + 1))
     named = [
         ("`daily.v1`", rows["daily"]),
         ("`adaptive.physique.card.v1`", rows["physique card"]),
         ("`weekly.v1`", rows["weekly"]),
-        ("듀얼 카드, 결정만", rows["dual card, decision only"]),
-        *(
-            (
-                f"듀얼 카드, 결정 + 근거 {n}개",
-                rows[f"dual card, decision + {n} reason{'s' if n > 1 else ''}"],
-            )
-            for n in (1, 2, 3, 4)
-        ),
+        *((f"듀얼 카드, 근거 {n}개", rows[_dual_label(n)]) for n in fitting),
     ]
     lines = [
         "| 표면(최소 압축 답) | 초당 55토큰 | 초당 77토큰(OpenAI 중앙값) | 초당 110토큰(가장 빠른 공개 수치) |",
         "|---|---|---|---|",
     ]
+    nothing = f"호출 없음(`{NOTHING_TO_STYLE}`)"
     for label, row in named:
+        if label == "듀얼 카드, 근거 2개":
+            lines.append(
+                f"| 듀얼 카드, 결정만 또는 근거 1개(꾸밀 문장 없음) | {nothing} | {nothing} | {nothing} |"
+            )
         cells = " | ".join(_guide_cell(row, r) for r in (55, 77, 110))
         lines.append(f"| {label}(~{row.median}토큰) | {cells} |")
-    over = [rows[f"dual card, decision + {n} reasons"] for n in (5, 9)]
-    assert all(r.fits == {False} for r in over)
-    medians = " / ".join(f"~{r.median}" for r in over)
+    assert all(rows[_dual_label(n)].fits == {False} for n in over)
+    counts = " / ".join(str(n) for n in over)
+    medians = " / ".join(f"~{rows[_dual_label(n)].median}" for n in over)
     lines.append(
-        f"| 듀얼 카드, 근거 5 / 9개({medians}) | 도착 불가 | 도착 불가"
+        f"| 듀얼 카드, 근거 {counts}개({medians}) | 도착 불가 | 도착 불가"
         f" | 도착 불가({ANSWER_BUDGET_TOKENS}토큰 시간 예산 초과) |"
     )
     return "\n".join(lines)
 
 
-def _bench_rows() -> list[tuple[str, Row, str]]:
-    """The bench's own cases (bench/time_budget.py: real host bodies, the operator IDs)."""
+def _bench_rows() -> list[tuple[str, Row | None, str]]:
+    """The bench's own cases (bench/time_budget.py: real host bodies, the operator IDs).
+    A case whose every slot is locked (design §6.1) has no capsule: no row figures."""
     sys.path.insert(0, str(REPO / "bench"))
     import time_budget
 
-    out = []
+    out: list[tuple[str, Row | None, str]] = []
     for case in time_budget.cases():
         surface = case.parse()
         slots = tuple(s.policy() for s in surface.slots)
+        if not slots:
+            out.append((case.label, None, NOTHING_TO_STYLE))
+            continue
         out.append(
             (case.label, Row(case.label, [(case.surface, slots)]), time_budget.eligibility(case))
         )
@@ -196,6 +216,9 @@ def performance_table() -> str:
         "|---|---|---|---|---|",
     ]
     for label, row, verdict in _bench_rows():
+        if row is None:
+            lines.append(f"| {label} | — | — | — | {verdict} |")
+            continue
         lines.append(
             f"| {label} | {_span(row.compact)} | {_span(row.pretty)} | {_span(row.bounds)}"
             f" | {verdict} |"
@@ -221,7 +244,7 @@ def guide_pretty_line() -> str:
     for label, key in (
         ("daily", "daily"),
         ("weekly", "weekly"),
-        ("근거 2개 듀얼 카드", "dual card, decision + 2 reasons"),
+        ("근거 2개 듀얼 카드", _dual_label(2)),
     ):
         pretty = round(statistics.median(rows[key].pretty))
         fast, slow = (

@@ -37,19 +37,23 @@ def capsule(surface: str, *slots: SlotPolicy, key: str = KEY) -> Capsule:
 DAILY = capsule("daily.v1", DAILY_SLOT)
 PHYSIQUE = capsule("adaptive.physique.card.v1", PHYSIQUE_SLOT)
 WEEKLY = capsule("weekly.v1", WEEKLY_PP, WEEKLY_RATIONALE_A)
+# A dual card with four review lines: the decision and the first line are locked
+# (design §6.1: no style word fits them), so its capsule has three slots, lines 2-4.
+# The contract does not ask for distinct reasons (the shim's parser does).
 DUAL = capsule(
     "adaptive.dualcoachtest.card.v1",
-    slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD"]),
-    slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"]),
     slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
+    slot_policy("adaptive.dual.review.3", ["P_DUAL_REASON_EDIT"]),
+    slot_policy("adaptive.dual.review.4", ["P_DUAL_REASON_LATEST"]),
 )
 
-# A valid generated_ko per capsule above, slot by slot.
+# A valid generated_ko per capsule above, slot by slot: compositions the fit table
+# accepts (`kexpr.spool.contract.fit`).
 GOOD: dict[str, tuple[str, ...]] = {
-    "daily.v1": ("차분히, [[P:01]].",),
-    "adaptive.physique.card.v1": ("하나씩 순서대로, [[A:01]].",),
-    "weekly.v1": ("차분히, [[P:01]]. 이어서 [[P:02]].", "우선 [[A:01]]."),
-    "adaptive.dualcoachtest.card.v1": ("우선, [[P:01]].", "먼저 [[P:01]].", "또 [[P:01]]."),
+    "daily.v1": ("그리고 [[P:01]].",),
+    "adaptive.physique.card.v1": ("먼저 [[A:01]].",),
+    "weekly.v1": ("먼저, [[P:01]]. 이어서, [[P:02]].", "그리고 [[A:01]]."),
+    "adaptive.dualcoachtest.card.v1": ("그리고 [[P:01]].", "그리고 [[P:01]].", "그리고 [[P:01]]."),
 }
 
 

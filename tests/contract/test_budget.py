@@ -8,11 +8,11 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from budget_support import capsule, computed_table, count, shipped_shapes
+from budget_support import capsule, composed_answers, computed_table, count, shipped_shapes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kexpr.spool.contract import SAFE_STYLE_LEXEMES, Verdict, judge, slot_policy
+from kexpr.spool.contract import Verdict, judge, slot_policy
 from kexpr.spool.contract._budget_table import PRETOKEN_TOKENS
 from kexpr.spool.contract.budget import (
     ANSWER_BUDGET_TOKENS,
@@ -21,7 +21,6 @@ from kexpr.spool.contract.budget import (
     KEY_TOKENS_MAX,
     LEGACY_KEY_TOKENS_MAX,
     MAX_COMPLETION_TOKENS,
-    MINIMAL_LEXEME,
     SDK_TIMEOUT_S,
     TIME_BUDGET_TOKENS,
     _split,
@@ -29,8 +28,10 @@ from kexpr.spool.contract.budget import (
     id_token_bound,
     min_answer_seconds,
     minimal_answer,
+    minimal_generated,
     slots_token_bound,
 )
+from kexpr.spool.contract.fit import compositions
 from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
 
 SHAPES = list(shipped_shapes())
@@ -72,12 +73,22 @@ def test_the_pinned_table_is_the_real_encodings() -> None:
     assert dict(PRETOKEN_TOKENS) == computed_table()
 
 
-def test_the_minimal_lexeme_is_the_cheapest() -> None:
-    cost = {lex: count(lex) for lex in SAFE_STYLE_LEXEMES}
-    assert cost[MINIMAL_LEXEME] == min(cost.values())
-    assert MINIMAL_LEXEME == next(
-        lex for lex in SAFE_STYLE_LEXEMES if cost[lex] == min(cost.values())
-    )
+def test_the_minimal_answer_is_the_cheapest_composition() -> None:
+    """Rule 2: in every slot of every shipped shape the minimal answer carries the
+    composition of the fit table whose whole answer the real encoding counts fewest
+    tokens for (ties: the first in sorted order), so that no valid answer is shorter."""
+    for surface, slots in shipped_shapes(max_reasons=3):
+        for key in EDGE_KEYS[:2]:
+            minimal = count(minimal_answer(capsule(surface, slots, key)))
+            costs: dict[str, dict[str, int]] = {}
+            for slot, text, answer in composed_answers(surface, slots, key):
+                costs.setdefault(slot.slot_id, {})[text] = count(answer)
+            for slot in slots:
+                cost = costs[slot.slot_id]
+                assert set(cost) == set(compositions(slot.slot_id, slot.semantic_ids))
+                cheapest = min(cost.values())
+                assert cost[minimal_generated(slot)] == cheapest == minimal, slot
+                assert minimal_generated(slot) == min(t for t, n in cost.items() if n == cheapest)
 
 
 def test_the_key_bound_is_the_128_bit_keys_worst_case() -> None:
@@ -146,18 +157,11 @@ operator_reasons = st.from_regex(DUAL_REASON_ID_PATTERN, fullmatch=True).filter(
 
 
 @DERANDOMIZED
-@given(
-    key=keys,
-    decision=operator_decisions,
-    reasons=st.lists(operator_reasons, min_size=0, max_size=9),
-)
-def test_the_bound_holds_for_operator_ids_of_any_length(
-    key: str, decision: str, reasons: list[str]
-) -> None:
-    slots = (
-        slot_policy("adaptive.dual.judgment", (decision,)),
-        *(slot_policy(f"adaptive.dual.review.{i + 1}", (r,)) for i, r in enumerate(reasons)),
-    )
+@given(key=keys, reasons=st.lists(operator_reasons, min_size=1, max_size=8))
+def test_the_bound_holds_for_operator_ids_of_any_length(key: str, reasons: list[str]) -> None:
+    # The slots of a dual card are its review lines 2..9 (design §6.1: the decision
+    # and the first line are locked, whatever their IDs).
+    slots = tuple(slot_policy(f"adaptive.dual.review.{i + 2}", (r,)) for i, r in enumerate(reasons))
     c = capsule(DUAL, slots, key)
     answer = minimal_answer(c)
     assert sum(count(p) for p in _split(answer)) == count(answer)
@@ -165,11 +169,22 @@ def test_the_bound_holds_for_operator_ids_of_any_length(
     assert bound is not None and bound >= count(answer)
 
 
+def test_a_slot_without_a_composition_has_no_bound() -> None:
+    # Rule 2: no answer, so no bound (never a figure for a slot that cannot be styled).
+    for slot_id, ident in (
+        ("adaptive.dual.judgment", "P_DUAL_DECISION_HOLD"),
+        ("adaptive.dual.review.1", "P_DUAL_REASON_EDIT"),
+    ):
+        assert slots_token_bound(DUAL, (slot_policy(slot_id, (ident,)),)) is None
+        assert minimal_generated(slot_policy(slot_id, (ident,))) == ""
+
+
 def test_which_shipped_shapes_fit() -> None:
     """The budget's verdict per shape (docs/budget.md's table), exactly. With
-    the 128-bit key and the short shipped dual IDs, every daily, weekly and physique
-    capsule fits, and a dual card with up to FOUR review reasons always fits (before:
-    two always, three for most reason texts, four never); five or more never do."""
+    the 128-bit key, the short shipped dual IDs and the fit table's cheapest
+    compositions, every daily, weekly and physique capsule fits, and a dual card with
+    up to SIX review reasons always fits (its slots are lines 2..n: up to five);
+    seven or more never do. A card with fewer than two reasons has no slot to ask."""
     fits: dict[tuple[str, int], set[bool]] = {}
     for surface, slots in SHAPES:
         bound = slots_token_bound(surface, slots)
@@ -179,7 +194,7 @@ def test_which_shipped_shapes_fit() -> None:
         ("daily.v1", 1): {True},
         ("weekly.v1", 2): {True},
         ("adaptive.physique.card.v1", 1): {True},
-        **{(DUAL, 1 + reasons): {reasons <= 4} for reasons in range(10)},
+        **{(DUAL, reasons - 1): {reasons <= 6} for reasons in range(2, 10)},
     }
     assert fits == expected
 

@@ -20,6 +20,7 @@ from kexpr.spool.contract import (
     SlotPolicy,
     Verdict,
     check_generated,
+    check_grammar,
     judge,
     slot_policy,
     tokens_for,
@@ -32,7 +33,7 @@ def test_exported_members() -> None:
             "ALL_SEMANTIC_IDS", "ARTIFACT_KEY_HEX", "CONTRACT_VERSION", "LEGACY_ARTIFACT_KEY_HEX", "MANIFEST", "MAX_NESTING", "MAX_RESPONSE_BYTES",
             "REASON_VERDICT", "SAFE_STYLE_LEXEMES", "SURFACES", "Capsule", "CapsuleError",
             "CapsuleReason", "Composition", "Judgement", "Reason", "ResponseSlot",
-            "SlotManifest", "SlotPolicy", "Verdict", "check_generated", "judge",
+            "SlotManifest", "SlotPolicy", "Verdict", "check_generated", "check_grammar", "judge",
             "manifest_for", "slot_ids_for_surface", "slot_policy", "tokens_for",
         ]
     )  # fmt: skip
@@ -97,6 +98,7 @@ def test_model_fields() -> None:
 def test_signatures() -> None:
     assert list(inspect.signature(judge).parameters) == ["capsule", "content"]
     assert list(inspect.signature(check_generated).parameters) == ["slot", "generated_ko"]
+    assert list(inspect.signature(check_grammar).parameters) == ["slot", "generated_ko"]
     assert list(inspect.signature(tokens_for).parameters) == ["ids"]
     assert list(inspect.signature(slot_policy).parameters) == ["slot_id", "ids"]
     assert get_type_hints(judge)["return"] is Judgement

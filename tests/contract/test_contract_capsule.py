@@ -69,6 +69,13 @@ def _daily_slot_in_weekly() -> dict[str, Any]:
     return d
 
 
+def _dual_with(slot_id: str, semantic_id: str) -> dict[str, Any]:
+    # A dual capsule that also asks for a slot the fit table locks (design §6.1).
+    d: dict[str, Any] = json.loads(DUAL.to_json())
+    d["slots"].insert(0, json.loads(slot_policy(slot_id, [semantic_id]).model_dump_json()))
+    return d
+
+
 def _duplicate_slot() -> dict[str, Any]:
     d = _base()
     d["slots"].append(copy.deepcopy(d["slots"][0]))
@@ -89,6 +96,9 @@ CAPSULE_FAILURES: list[tuple[str, dict[str, Any], CapsuleReason]] = [
     ("no slots", _with(("slots",), []), R.NO_SLOTS),
     ("duplicate slot id", _duplicate_slot(), R.DUPLICATE_SLOT_ID),
     ("slot of another surface", _daily_slot_in_weekly(), R.SLOT_SURFACE_MISMATCH),
+    ("dual decision slot", _dual_with("adaptive.dual.judgment", "P_DUAL_DECISION_HOLD"), R.SLOT_UNSTYLEABLE),
+    ("first review line", _dual_with("adaptive.dual.review.1", "P_DUAL_REASON_EDIT"), R.SLOT_UNSTYLEABLE),
+    ("operator decision slot", _dual_with("adaptive.dual.judgment", "P_DUAL_DECISION_OPERATOR"), R.SLOT_UNSTYLEABLE),
     # slot rules
     ("unknown slot id", _with((*S0, "slot_id"), "weekly.summary"), R.UNKNOWN_SLOT_ID),
     ("review slot 0", _with((*S0, "slot_id"), "adaptive.dual.review.0"), R.UNKNOWN_SLOT_ID),
@@ -409,10 +419,20 @@ def test_open_family_ids_make_policies_and_capsules() -> None:
             schema_version=CONTRACT_VERSION,
             surface="adaptive.dualcoachtest.card.v1",
             artifact_key=KEY,
-            slots=(judgment, review),
+            slots=(review,),
         ).to_json()
     )
-    assert capsule.slots == (judgment, review)
+    assert capsule.slots == (review,)
+    # The operator's decision takes its family's cell, which is empty (design §6.1):
+    # its policy exists, a capsule asking for it does not.
+    with pytest.raises(CapsuleError) as info:
+        Capsule(
+            schema_version=CONTRACT_VERSION,
+            surface="adaptive.dualcoachtest.card.v1",
+            artifact_key=KEY,
+            slots=(judgment, review),
+        )
+    assert info.value.reason is R.SLOT_UNSTYLEABLE
 
 
 @pytest.mark.parametrize(

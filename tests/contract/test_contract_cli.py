@@ -11,7 +11,8 @@ from contract_support import DAILY, KEY, WEEKLY, doc, response
 
 from kexpr.ops.contract_cli import run_contract_check
 
-SECRET = "차분히 천천히 가볍게"  # appears in content; must never be printed
+SECRET = "그리고"  # appears in content; must never be printed
+MISFIT = "차분히"  # a lexicon word the fit table refuses before the daily status
 
 
 def _run(*argv: str | Path) -> tuple[int, str, str]:
@@ -36,7 +37,12 @@ def _response_file(tmp_path: Path, content: str | bytes) -> Path:
 @pytest.mark.parametrize(
     ("content", "code", "stdout"),
     [
-        (doc(DAILY, SECRET + ", [[P:01]]."), 0, '{"reason":null,"verdict":"accepted"}\n'),
+        (doc(DAILY, SECRET + " [[P:01]]."), 0, '{"reason":null,"verdict":"accepted"}\n'),
+        (
+            doc(DAILY, MISFIT + ", [[P:01]]."),
+            1,
+            '{"reason":"style_misfit","verdict":"validation_rejected"}\n',
+        ),
         (
             doc(DAILY, "오늘은 " + SECRET + ", [[P:01]]."),
             1,
@@ -48,7 +54,7 @@ def _response_file(tmp_path: Path, content: str | bytes) -> Path:
             '{"reason":"bom","verdict":"invalid_response"}\n',
         ),
         (
-            json.dumps(response(DAILY, SECRET + ", [[P:01]]."), indent=2),
+            json.dumps(response(DAILY, SECRET + " [[P:01]]."), indent=2),
             0,
             '{"reason":null,"verdict":"accepted"}\n',
         ),
@@ -59,7 +65,7 @@ def test_single(
 ) -> None:
     result = _run("--capsule", capsule_file, "--response", _response_file(tmp_path, content))
     assert result == (code, stdout, "")
-    assert SECRET not in result[1] + result[2]
+    assert SECRET not in result[1] + result[2] and MISFIT not in result[1] + result[2]
 
 
 def test_single_missing_files(tmp_path: Path, capsule_file: Path) -> None:
@@ -123,7 +129,7 @@ def test_jsonl_in_order_and_all_judged(tmp_path: Path) -> None:
     daily = json.loads(DAILY.to_json())
     weekly = json.loads(WEEKLY.to_json())
     lines = [
-        _line(daily, doc(DAILY, SECRET + ", [[P:01]].")),
+        _line(daily, doc(DAILY, SECRET + " [[P:01]].")),
         _line(weekly, doc(WEEKLY)),
         _line(daily, doc(DAILY, "[[P:01]].")),
         _line(daily, "\ufeff" + doc(DAILY)),

@@ -5,7 +5,8 @@ each shortcut is held here against the slower mechanism it stands in for:
 
 - `_grammar` Rule 5: `_accepted_lexemes` (one pattern) accepts exactly the texts the
   full tokenizer, findings and parser accept, with the same lexeme count, and
-  `check_generated` returns the full check's reason for every text.
+  `check_grammar` returns the full check's reason for every text (`check_generated`
+  the same, then the fit table's verdict on what the grammar accepts).
 - `_grammar._findings` yields what the code before the fast paths yielded (the
   reference below is that code): the same reasons and spans, in the same order.
 - `_strictjson.read_object` returns the same document, or raises the same reason, as
@@ -43,6 +44,7 @@ from kexpr.spool.contract import (
     Reason,
     SlotPolicy,
     check_generated,
+    check_grammar,
     slot_policy,
 )
 from kexpr.spool.contract._grammar import (
@@ -71,6 +73,7 @@ from kexpr.spool.contract._strictjson import (
     _reject_constant,
     read_object,
 )
+from kexpr.spool.contract.fit import style_reason
 from kexpr.spool.contract.lexicon import (
     EVIDENTIAL_CLAIMS,
     FORBIDDEN_VOCABULARY,
@@ -184,7 +187,10 @@ def _reference_findings(source: str) -> list[tuple[Reason, tuple[int, int]]]:
 def _assert_equivalent(policy: SlotPolicy, text: str) -> bool:
     """Every claim for one text; returns whether the full check accepts it."""
     reason, lexemes = _full_check(policy, text)
-    assert check_generated(policy, text) is reason
+    assert check_grammar(policy, text) is reason
+    # The contract's verdict: the grammar's, then the fit table's on what it accepts.
+    table = style_reason(policy.slot_id, policy.semantic_ids, text) if reason is None else None
+    assert check_generated(policy, text) is (reason if reason is not None else table)
     if reason is not Reason.TOO_LONG:
         assert _accepted_lexemes(policy, text) == lexemes
     tokenizer = _Tokenizer(text, rules=DEFAULT_RULES)

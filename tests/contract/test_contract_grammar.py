@@ -1,4 +1,6 @@
-"""check_generated(): the style grammar, every forbidden class, precedence and limits."""
+"""check_grammar(): the style grammar, every forbidden class, precedence and limits; and
+check_generated(), which is the grammar first, then the fit table (design §6.1) on
+what the grammar accepts."""
 
 from __future__ import annotations
 
@@ -12,7 +14,14 @@ from contract_support import (
     WEEKLY_RATIONALE_A,
 )
 
-from kexpr.spool.contract import REASON_VERDICT, Reason, SlotPolicy, Verdict, check_generated
+from kexpr.spool.contract import (
+    REASON_VERDICT,
+    Reason,
+    SlotPolicy,
+    Verdict,
+    check_generated,
+    check_grammar,
+)
 from kexpr.spool.contract._grammar import (
     DEFAULT_RULES,
     PRECEDENCE,
@@ -26,6 +35,7 @@ D, PH, PP, PA, RA = DAILY_SLOT, PHYSIQUE_SLOT, WEEKLY_PP, WEEKLY_PA, WEEKLY_RATI
 
 Case = tuple[str, SlotPolicy, str, Reason | None]
 
+# Accepted by the grammar. Their verdict under the fit table is `TABLE_VERDICT`.
 ACCEPTED: list[Case] = [
     ("comma after style", D, "차분히, [[P:01]].", None),
     ("plain space after style", D, "차분히 [[P:01]].", None),
@@ -38,7 +48,37 @@ ACCEPTED: list[Case] = [
     ("single-syllable lexeme", RA, "또 [[A:01]].", None),
     ("exactly max lexemes", D, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고, [[P:01]].", None),
     ("every lexeme", PP, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로, [[P:01]]. 함께 지금 이제 여기서 아래 바로 [[P:02]].", None),
+    # ... and compositions the fit table accepts too
+    ("daily: 그리고", D, "그리고 [[P:01]].", None),
+    ("physique: 먼저 without a comma", PH, "먼저 [[A:01]].", None),
+    ("two sentences, each its word", PP, "먼저, [[P:01]]. 이어서, [[P:02]].", None),
+    ("a word on the second sentence only", PA, "[[P:01]]. 그리고 [[A:01]].", None),
+    ("a word on the first sentence only", PA, "먼저, [[P:01]]. [[A:01]].", None),
+    ("rationale: 그리고", RA, "그리고 [[A:01]].", None),
 ]  # fmt: skip
+
+# The contract's verdict on each text the grammar accepts: the fit table's (design
+# §6.1). At most one word before a sentence (stacked_style); a word, or its comma,
+# outside its sentence's cell (style_misfit).
+TABLE_VERDICT: dict[str, Reason | None] = {
+    "comma after style": Reason.STYLE_MISFIT,  # manner: never
+    "plain space after style": Reason.STYLE_MISFIT,
+    "lexeme run with comma": Reason.STACKED_STYLE,
+    "two sentences": Reason.STYLE_MISFIT,  # 차분히 first; 이어서 needs its comma
+    "style only on the second sentence": Reason.STYLE_MISFIT,  # 이어서 without its comma
+    "style only on the first sentence": Reason.STYLE_MISFIT,  # 우선: never
+    "plan's dual example": Reason.STYLE_MISFIT,
+    "plan's physique example": Reason.STYLE_MISFIT,
+    "single-syllable lexeme": Reason.STYLE_MISFIT,  # 또: never
+    "exactly max lexemes": Reason.STACKED_STYLE,
+    "every lexeme": Reason.STACKED_STYLE,
+    "daily: 그리고": None,
+    "physique: 먼저 without a comma": None,
+    "two sentences, each its word": None,
+    "a word on the second sentence only": None,
+    "a word on the first sentence only": None,
+    "rationale: 그리고": None,
+}
 
 # (name, slot, generated_ko, reason) — at least one row per style reason.
 REJECTED: list[Case] = [
@@ -303,7 +343,15 @@ TABLE = ACCEPTED + REJECTED + PRECEDENCE_CASES
 
 @pytest.mark.parametrize(("name", "slot", "text", "reason"), TABLE, ids=[c[0] for c in TABLE])
 def test_check_generated(name: str, slot: SlotPolicy, text: str, reason: Reason | None) -> None:
-    assert check_generated(slot, text) is reason
+    # The grammar's verdict; the contract's is the grammar's, and on what the grammar
+    # accepts the fit table's.
+    assert check_grammar(slot, text) is reason
+    expected = reason if reason is not None else TABLE_VERDICT[name]
+    assert check_generated(slot, text) is expected
+
+
+def test_the_table_verdicts_are_of_grammatical_texts() -> None:
+    assert set(TABLE_VERDICT) == {c[0] for c in TABLE if c[3] is None}
 
 
 def test_table_names_are_unique() -> None:
@@ -311,16 +359,26 @@ def test_table_names_are_unique() -> None:
     assert len(names) == len(set(names))
 
 
+TABLE_REASONS = {Reason.STACKED_STYLE, Reason.STYLE_MISFIT}
+
+
 def test_every_style_reason_has_a_case() -> None:
     style = {r for r, v in REASON_VERDICT.items() if v is Verdict.VALIDATION_REJECTED}
-    assert set(PRECEDENCE) == style - ECHO_REASONS
-    assert style - ECHO_REASONS <= {c[3] for c in REJECTED}
+    assert set(PRECEDENCE) == style - ECHO_REASONS - TABLE_REASONS
+    assert set(PRECEDENCE) <= {c[3] for c in REJECTED}
+    assert TABLE_REASONS <= set(TABLE_VERDICT.values())
 
 
 def test_precedence_is_the_documented_order() -> None:
     # The enum lists the style reasons in precedence order too (reasons.py).
     members = list(Reason)
-    assert PRECEDENCE == tuple(members[members.index(Reason.TOO_LONG) :])
+    grammar = members[members.index(Reason.TOO_LONG) : members.index(Reason.TOO_MANY_LEXEMES) + 1]
+    assert PRECEDENCE == tuple(grammar)
+    # The fit table's reasons come after the grammar's: it judges only grammatical texts.
+    assert members[members.index(Reason.TOO_MANY_LEXEMES) + 1 :] == [
+        Reason.STACKED_STYLE,
+        Reason.STYLE_MISFIT,
+    ]
     assert PRECEDENCE[0] is Reason.TOO_LONG
     assert PRECEDENCE.index(Reason.MALFORMED_TOKEN) < PRECEDENCE.index(Reason.DIGIT)
     assert PRECEDENCE.index(Reason.URL) < PRECEDENCE.index(Reason.LATIN)

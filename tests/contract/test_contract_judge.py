@@ -66,6 +66,7 @@ def _padded_to(text: str, size: int) -> str:
 
 _DAILY_DOC = doc(DAILY)
 _NFD = unicodedata.normalize("NFD", "차분히")
+_WORD = "그리고"  # the word of the daily answer (`contract_support.GOOD`)
 
 ACCEPTED: list[Case] = [
     ("daily compact", DAILY, _DAILY_DOC, A, None),
@@ -73,7 +74,14 @@ ACCEPTED: list[Case] = [
     ("physique lexeme run", PHYSIQUE, doc(PHYSIQUE), A, None),
     ("weekly two slots", WEEKLY, doc(WEEKLY), A, None),
     ("dual three slots", DUAL, doc(DUAL), A, None),
-    ("plain space after style", DAILY, doc(DAILY, "차분히 [[P:01]]."), A, None),
+    ("plain space after style", DAILY, doc(DAILY, "그리고 [[P:01]]."), A, None),
+    (
+        "comma after style",
+        WEEKLY,
+        doc(WEEKLY, "먼저, [[P:01]]. 그리고 [[P:02]].", "그리고 [[A:01]]."),
+        A,
+        None,
+    ),
     ("pretty indent=2", WEEKLY, dumps(response(WEEKLY), indent=2), A, None),
     (
         "CRLF and tab whitespace",
@@ -151,8 +159,8 @@ READER: list[Case] = [
     ("trailing comma", DAILY, _DAILY_DOC[:-1] + ",}", INV, Reason.MALFORMED_JSON),
     ("two objects", DAILY, _DAILY_DOC + _DAILY_DOC, INV, Reason.MALFORMED_JSON),
     ("single quotes", DAILY, "{'surface': 'daily.v1'}", INV, Reason.MALFORMED_JSON),
-    ("raw tab inside a string", DAILY, _DAILY_DOC.replace("차분히, ", "차분히,\t"), INV, Reason.MALFORMED_JSON),
-    ("raw LF inside a string", DAILY, _DAILY_DOC.replace("차분히, ", "차분히,\n"), INV, Reason.MALFORMED_JSON),
+    ("raw tab inside a string", DAILY, _DAILY_DOC.replace(_WORD + " ", _WORD + "\t"), INV, Reason.MALFORMED_JSON),
+    ("raw LF inside a string", DAILY, _DAILY_DOC.replace(_WORD + " ", _WORD + "\n"), INV, Reason.MALFORMED_JSON),
     ("markdown fence", DAILY, "```json\n" + _DAILY_DOC + "\n```", INV, Reason.MALFORMED_JSON),
     ("form feed is not JSON whitespace", DAILY, "\f" + _DAILY_DOC, INV, Reason.MALFORMED_JSON),
     ("NBSP is not JSON whitespace", DAILY, "\u00a0" + _DAILY_DOC, INV, Reason.MALFORMED_JSON),
@@ -167,16 +175,16 @@ READER: list[Case] = [
     (
         "NFD spelled with escapes",
         DAILY,
-        _DAILY_DOC.replace("차분히", "\\u110e\\u1161\\u1107\\u116e\\u11ab\\u1112\\u1175"),
+        _DAILY_DOC.replace(_WORD, "\\u1100\\u1173\\u1105\\u1175\\u1100\\u1169"),
         INV,
         Reason.NOT_NFC,
     ),
     ("NFD in a key", DAILY, dumps({_NFD: 1}), INV, Reason.NOT_NFC),
     ("Angstrom sign is not NFC", DAILY, dumps({"x": "\u212b"}), INV, Reason.NOT_NFC),
     # 7. forbidden characters, on decoded strings, keys included
-    ("escaped BEL", DAILY, _DAILY_DOC.replace("차분히, ", "차분히,\\u0007 "), INV, Reason.FORBIDDEN_CHARACTER),
-    ("escaped LF", DAILY, _DAILY_DOC.replace("차분히, ", "차분히,\\n"), INV, Reason.FORBIDDEN_CHARACTER),
-    ("escaped tab", DAILY, _DAILY_DOC.replace("차분히, ", "차분히,\\t"), INV, Reason.FORBIDDEN_CHARACTER),
+    ("escaped BEL", DAILY, _DAILY_DOC.replace(_WORD + " ", _WORD + "\\u0007 "), INV, Reason.FORBIDDEN_CHARACTER),
+    ("escaped LF", DAILY, _DAILY_DOC.replace(_WORD + " ", _WORD + "\\n"), INV, Reason.FORBIDDEN_CHARACTER),
+    ("escaped tab", DAILY, _DAILY_DOC.replace(_WORD + " ", _WORD + "\\t"), INV, Reason.FORBIDDEN_CHARACTER),
     ("raw DEL", DAILY, doc(DAILY, "차분히,\x7f [[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
     ("ZWJ", DAILY, doc(DAILY, "차분\u200d히, [[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
     ("ZWNJ", DAILY, doc(DAILY, "차분\u200c히, [[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
@@ -191,7 +199,7 @@ READER: list[Case] = [
     ("Hangul filler U+115F", DAILY, doc(DAILY, "\u115f차분히, [[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
     ("Hangul filler U+1160", DAILY, doc(DAILY, "\u1160차분히, [[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
     ("halfwidth filler U+FFA0", DAILY, doc(DAILY, "차분히,\uffa0[[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
-    ("escaped lone surrogate", DAILY, _DAILY_DOC.replace("차분히", "\\ud800"), INV, Reason.FORBIDDEN_CHARACTER),
+    ("escaped lone surrogate", DAILY, _DAILY_DOC.replace(_WORD, "\\ud800"), INV, Reason.FORBIDDEN_CHARACTER),
     ("private use", DAILY, doc(DAILY, "차분히,\ue000 [[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
     ("noncharacter", DAILY, doc(DAILY, "차분히,\ufdd0 [[P:01]]."), INV, Reason.FORBIDDEN_CHARACTER),
     ("control in a key", DAILY, dumps({"a\u0000": 1}), INV, Reason.FORBIDDEN_CHARACTER),
@@ -230,7 +238,7 @@ ECHO: list[Case] = [
     ("missing slot", WEEKLY, mutated(WEEKLY, _delete(("slots", 1))), REJ, Reason.SLOT_MISMATCH),
     ("no slots", DAILY, mutated(DAILY, _set(("slots",), [])), REJ, Reason.SLOT_MISMATCH),
     ("extra slot", DAILY, mutated(DAILY, lambda d: d["slots"].append(d["slots"][0])), REJ, Reason.SLOT_MISMATCH),
-    ("wrong slot id", DUAL, mutated(DUAL, _set(("slots", 2, "slot_id"), "adaptive.dual.review.3")), REJ, Reason.SLOT_MISMATCH),
+    ("wrong slot id", DUAL, mutated(DUAL, _set(("slots", 2, "slot_id"), "adaptive.dual.review.5")), REJ, Reason.SLOT_MISMATCH),
     ("predicate of another branch", DAILY, mutated(DAILY, _set(("slots", 0, "predicate_ids"), ["P_DAILY_PARTIAL"])), REJ, Reason.PREDICATE_IDS_MISMATCH),
     ("reordered predicates", WEEKLY, mutated(WEEKLY, _set(("slots", 0, "predicate_ids"), ["P_WEEKLY_KEEP_BASIS", "P_WEEKLY_IN_GOAL"])), REJ, Reason.PREDICATE_IDS_MISMATCH),
     ("missing predicate", WEEKLY, mutated(WEEKLY, _set(("slots", 0, "predicate_ids"), ["P_WEEKLY_IN_GOAL"])), REJ, Reason.PREDICATE_IDS_MISMATCH),
@@ -275,14 +283,20 @@ STYLE: list[Case] = [
     ("vocabulary", DAILY, doc(DAILY, "잘 [[P:01]]."), REJ, Reason.FORBIDDEN_VOCABULARY),
     ("negation", DAILY, doc(DAILY, "반드시 [[P:01]]."), REJ, Reason.NEGATION_OR_MODALITY),
     ("exclamation", DAILY, doc(DAILY, "차분히! [[P:01]]."), REJ, Reason.DISALLOWED_CHARACTER),
-    ("token of another slot", WEEKLY, doc(WEEKLY, "차분히 [[P:01]]. 또 [[P:02]].", "우선 [[P:01]]."), REJ, Reason.TOKEN_UNISSUED),
+    ("token of another slot", WEEKLY, doc(WEEKLY, "먼저, [[P:01]]. 이어서, [[P:02]].", "그리고 [[P:01]]."), REJ, Reason.TOKEN_UNISSUED),
     ("token twice", DAILY, doc(DAILY, "차분히 [[P:01]]. 또 [[P:01]]."), REJ, Reason.TOKEN_DUPLICATE),
     ("tokens reordered", WEEKLY, doc(WEEKLY, "차분히 [[P:02]]. 또 [[P:01]].", "우선 [[A:01]]."), REJ, Reason.TOKEN_ORDER),
     ("token missing", WEEKLY, doc(WEEKLY, "차분히 [[P:01]].", "우선 [[A:01]]."), REJ, Reason.TOKEN_MISSING),
     ("missing final period", DAILY, doc(DAILY, "차분히, [[P:01]]"), REJ, Reason.GRAMMAR),
     ("too many lexemes", DAILY, doc(DAILY, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩, [[P:01]]."), REJ, Reason.TOO_MANY_LEXEMES),
-    ("one bad slot rejects the document", WEEKLY, doc(WEEKLY, "차분히, [[P:01]]. 이어서 [[P:02]].", "[[A:01]]."), REJ, Reason.NO_STYLE_LEXEME),
-    ("later slot's prose", DUAL, doc(DUAL, "우선, [[P:01]].", "먼저 [[P:01]].", "오늘 [[P:01]]."), REJ, Reason.UNIT_OR_DATE),
+    ("one bad slot rejects the document", WEEKLY, doc(WEEKLY, "먼저, [[P:01]]. 이어서, [[P:02]].", "[[A:01]]."), REJ, Reason.NO_STYLE_LEXEME),
+    ("later slot's prose", DUAL, doc(DUAL, "그리고 [[P:01]].", "그리고 [[P:01]].", "오늘 [[P:01]]."), REJ, Reason.UNIT_OR_DATE),
+    # the fit table (design §6.1), after the grammar, slot by slot
+    ("a word outside its cell", DAILY, doc(DAILY, "차분히, [[P:01]]."), REJ, Reason.STYLE_MISFIT),
+    ("a word of the cell with the wrong join", DAILY, doc(DAILY, "그리고, [[P:01]]."), REJ, Reason.STYLE_MISFIT),
+    ("two words before one sentence", DAILY, doc(DAILY, "그리고 먼저 [[P:01]]."), REJ, Reason.STACKED_STYLE),
+    ("a misfit in a later slot", DUAL, doc(DUAL, "그리고 [[P:01]].", "그리고 [[P:01]].", "먼저, [[P:01]]."), REJ, Reason.STYLE_MISFIT),
+    ("the first bad slot decides", WEEKLY, doc(WEEKLY, "차분히, [[P:01]]. 이어서, [[P:02]].", "[[A:01]]."), REJ, Reason.STYLE_MISFIT),
 ]  # fmt: skip
 
 TABLE: list[Case] = ACCEPTED + READER + ECHO + STYLE

@@ -9,7 +9,7 @@ import pytest
 from adversarial.oracle import PLAN_VOCABULARY
 from contract_support import DAILY_SLOT
 
-from kexpr.spool.contract import SAFE_STYLE_LEXEMES, check_generated
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES, Reason, check_generated, check_grammar
 from kexpr.spool.contract._grammar import char_class
 from kexpr.spool.contract.lexicon import (
     EVIDENTIAL_CLAIMS,
@@ -57,10 +57,18 @@ def test_plan_vocabulary_is_present() -> None:
 
 @pytest.mark.parametrize("lexeme", SAFE_STYLE_LEXEMES)
 def test_every_lexeme_composes(lexeme: str) -> None:
-    assert check_generated(DAILY_SLOT, f"{lexeme}, [[P:01]].") is None
-    assert check_generated(DAILY_SLOT, f"{lexeme} [[P:01]].") is None
+    # Every lexeme is grammatical with either join; before the daily status the fit
+    # table (design §6.1) then keeps 그리고 with a plain space only.
+    for text, fits in (
+        (f"{lexeme}, [[P:01]].", False),
+        (f"{lexeme} [[P:01]].", lexeme == "그리고"),
+    ):
+        assert check_grammar(DAILY_SLOT, text) is None
+        assert check_generated(DAILY_SLOT, text) is (None if fits else Reason.STYLE_MISFIT)
 
 
 def test_words_containing_number_syllables_are_lexemes_not_numbers() -> None:
-    # 하나씩 ⊃ 하나, 이제/이어서 ⊃ 이: whole-word matching keeps them legal.
-    assert check_generated(DAILY_SLOT, "하나씩 이제 이어서, [[P:01]].") is None
+    # 하나씩 ⊃ 하나, 이제/이어서 ⊃ 이: whole-word matching keeps them legal in the
+    # grammar. Three words before one sentence are then stacked (design §6.1).
+    assert check_grammar(DAILY_SLOT, "하나씩 이제 이어서, [[P:01]].") is None
+    assert check_generated(DAILY_SLOT, "하나씩 이제 이어서, [[P:01]].") is Reason.STACKED_STYLE

@@ -69,7 +69,7 @@ EXPECTED: dict[tuple[str, fit.Position], frozenset[str]] = {
 
 def _placements() -> list[tuple[str, tuple[str, ...], int]]:
     """(slot_id, branch, index of the sentence) for every slot a shipped ID can take."""
-    out = []
+    out: list[tuple[str, tuple[str, ...], int]] = []
     for row in MANIFEST.values():
         for slot_id in row.slot_ids[:2]:  # review.1 (first) and review.2 (later) stand for all
             for branch in row.branches:

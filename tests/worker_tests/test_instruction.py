@@ -1,14 +1,30 @@
-"""The static instruction answers the cold trial's five questions, and
-every example it shows is judged by the contract as the instruction says: a rule the
-instruction states is the contract's real behaviour, not a second opinion."""
+"""The static instruction answers the cold trials' questions and states the fit table
+(design §6.1), and every example and every rule it shows is judged by the contract as
+the instruction says: a rule the instruction states is the contract's real behaviour,
+not a second opinion."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from kexpr.spool.contract import Reason, check_generated, slot_policy
+from kexpr.spool.contract import (
+    MANIFEST,
+    SAFE_STYLE_LEXEMES,
+    Reason,
+    check_generated,
+    check_grammar,
+    fit,
+    slot_policy,
+    tokens_for,
+)
 from kexpr.worker import instruction
 from kexpr.worker.instruction import INVALID_EXAMPLES, SYSTEM_INSTRUCTION, VALID_EXAMPLES
+
+DAILY = ("daily.status", ("P_DAILY_COMPLETE",))
+WEEKLY = ("weekly.interpretation", ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"))
+PHYSIQUE = ("adaptive.physique.review_instruction", ("A_OPERATOR_REVIEW_DECISION",))
 
 
 def test_static() -> None:
@@ -29,85 +45,166 @@ def test_every_invalid_example_is_rejected_for_its_reason(
     assert check_generated(slot_policy(slot_id, ids), text) is Reason(reason)
 
 
-def _valid(
-    text: str, slot_id: str = "daily.status", ids: tuple[str, ...] = ("P_DAILY_COMPLETE",)
-) -> bool:
-    return check_generated(slot_policy(slot_id, ids), text) is None
+def _reason(text: str, slot_id: str = DAILY[0], ids: tuple[str, ...] = DAILY[1]) -> Reason | None:
+    return check_generated(slot_policy(slot_id, ids), text)
 
 
 def test_characters_are_code_points() -> None:
     # (a) max_generated_chars counts code points: a Hangul syllable is one, not three
-    # UTF-8 bytes; a token's eight characters are eight.
+    # UTF-8 bytes; a token's eight characters are eight. Eight lexemes (the slot's
+    # maximum), 39 code points and 97 bytes: within the limit, so the contract's
+    # reason is the fit table's (one word per sentence), never too_long.
     assert "counts Unicode code points" in SYSTEM_INSTRUCTION
-    limit = slot_policy("daily.status", ("P_DAILY_COMPLETE",)).max_generated_chars
-    run = " ".join(["순서대로"] * 8)  # 8 lexemes (the slot's maximum), 39 code points
-    text = f"{run} [[P:01]]."
+    limit = slot_policy(*DAILY).max_generated_chars
+    text = " ".join(["순서대로"] * 8) + " [[P:01]]."
     assert len(text) <= limit < len(text.encode("utf-8"))
-    assert _valid(text)
+    assert check_grammar(slot_policy(*DAILY), text) is None
+    assert _reason(text) is Reason.STACKED_STYLE
+    # Over the limit in code points is too_long, before anything else.
+    assert _reason("그리고 " * 24 + "[[P:01]].") is Reason.TOO_LONG
 
 
 def test_the_comma_only_ends_a_style_run() -> None:
     # (b) the comma only ends a run, followed by one space and the token.
     assert "A comma may only end a style run" in SYSTEM_INSTRUCTION
-    assert _valid("또 다시, [[P:01]].")
+    assert _reason("먼저, [[P:01]]. [[P:02]].", *WEEKLY) is None
     for wrong in (
-        "또, 다시 [[P:01]].",
-        "또,[[P:01]].",
-        "또 [[P:01]].,",
-        "또 [[P:01]],",
-        ", 또 [[P:01]].",
+        "먼저,[[P:01]]. [[P:02]].",
+        "먼저 [[P:01]]., [[P:02]].",
+        "먼저 [[P:01]], [[P:02]].",
+        ", 먼저 [[P:01]]. [[P:02]].",
+        "먼저,, [[P:01]]. [[P:02]].",
     ):
-        assert not _valid(wrong), wrong
+        assert _reason(wrong, *WEEKLY) is Reason.GRAMMAR, wrong
 
 
-def test_a_lexeme_may_repeat_and_each_occurrence_counts() -> None:
-    # (c) repeats are allowed and counted.
-    assert "A lexeme may repeat, and every occurrence counts" in SYSTEM_INSTRUCTION
-    limit = slot_policy("daily.status", ("P_DAILY_COMPLETE",)).max_style_lexemes
-    assert _valid(" ".join(["다시"] * limit) + " [[P:01]].")
+def test_one_lexeme_at_most_before_a_token_and_every_one_counts() -> None:
+    # (c) one word before a token at most (fit table Rule 3); every occurrence of a
+    # lexeme counts toward max_style_lexemes, so a run over the slot's limit is
+    # too_many_lexemes (the grammar decides before the table), one at it stacked.
     assert (
-        check_generated(
-            slot_policy("daily.status", ("P_DAILY_COMPLETE",)),
-            " ".join(["다시"] * (limit + 1)) + " [[P:01]].",
-        )
-        is Reason.TOO_MANY_LEXEMES
+        f"Before one token write at most {fit.MAX_LEXEMES_PER_SENTENCE} lexeme"
+        in SYSTEM_INSTRUCTION
     )
+    assert "every lexeme counts toward max_style_lexemes" in SYSTEM_INSTRUCTION
+    assert fit.MAX_LEXEMES_PER_SENTENCE == 1
+    assert _reason("그리고 [[P:01]].") is None
+    assert _reason("그리고 그리고 [[P:01]].") is Reason.STACKED_STYLE
+    assert _reason("그리고 이어서 [[P:01]].") is Reason.STACKED_STYLE
+    limit = slot_policy(*DAILY).max_style_lexemes
+    assert _reason(" ".join(["그리고"] * limit) + " [[P:01]].") is Reason.STACKED_STYLE
+    assert _reason(" ".join(["그리고"] * (limit + 1)) + " [[P:01]].") is Reason.TOO_MANY_LEXEMES
 
 
 def test_at_least_one_lexeme_per_generated_ko_not_per_sentence() -> None:
     # (d) one lexeme somewhere in the string; a sentence may have none.
     assert "at least one lexeme in each generated_ko as a whole" in SYSTEM_INSTRUCTION
-    two = ("weekly.interpretation", ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"))
-    assert _valid("[[P:01]]. 이어서 [[P:02]].", *two)
-    assert _valid("우선 [[P:01]]. [[P:02]].", *two)
-    assert not _valid("[[P:01]]. [[P:02]].", *two)
+    assert _reason("[[P:01]]. 이어서, [[P:02]].", *WEEKLY) is None
+    assert _reason("먼저, [[P:01]]. [[P:02]].", *WEEKLY) is None
+    assert _reason("[[P:01]]. [[P:02]].", *WEEKLY) is Reason.NO_STYLE_LEXEME
 
 
 def test_lexemes_take_no_particle_or_ending() -> None:
     # (e) the lexeme as listed, nothing attached.
     assert "never attach a particle or an ending" in SYSTEM_INSTRUCTION
-    assert _valid("지금 [[P:01]].")
+    assert _reason("그리고 [[P:01]].") is None
     for wrong in (
+        "그리고는 [[P:01]].",
         "지금은 [[P:01]].",
         "먼저는 [[P:01]].",
         "다시요 [[P:01]].",
         "그리고요, [[P:01]].",
     ):
-        assert not _valid(wrong), wrong
+        assert _reason(wrong) is Reason.UNKNOWN_WORD, wrong
 
 
 def test_compact_and_brief_are_asked_for() -> None:
-    # Item 3: compact JSON (no whitespace outside strings) and brief style.
+    # Compact JSON (no whitespace outside strings) and brief style.
     assert "no space, tab or line break anywhere outside string values" in SYSTEM_INSTRUCTION
-    assert "Keep the style brief" in SYSTEM_INSTRUCTION
+    assert "a compact answer with brief style is the one that arrives" in SYSTEM_INSTRUCTION
     assert "JSON" in SYSTEM_INSTRUCTION  # JSON mode needs the word (design §9)
 
 
-def test_a_run_may_mix_lexemes_and_end_either_way() -> None:
-    # The second cold trial's questions: different lexemes in one run, and ", " or " ".
-    assert "may mix different lexemes or repeat one" in SYSTEM_INSTRUCTION
-    assert _valid("이제 잠시 [[P:01]].") and _valid("이제 잠시, [[P:01]].")
-    assert _valid("차분히 [[P:01]].") and _valid("차분히, [[P:01]].")
+def test_the_join_is_part_of_the_word() -> None:
+    # The second cold trial asked whether a run may end either way: under the fit
+    # table the join is the cell's (design §6.1: the comma changes the reading), and
+    # a run is one word.
+    assert "joined exactly as shown there (with the comma or with a plain space)" in (
+        SYSTEM_INSTRUCTION
+    )
+    assert _reason("먼저 [[A:01]].", *PHYSIQUE) is None
+    assert _reason("먼저, [[A:01]].", *PHYSIQUE) is Reason.STYLE_MISFIT
+    assert _reason("먼저, [[P:01]]. [[P:02]].", *WEEKLY) is None
+    assert _reason("먼저 [[P:01]]. [[P:02]].", *WEEKLY) is Reason.STYLE_MISFIT
+    assert _reason("그리고, [[P:01]].") is Reason.STYLE_MISFIT
+    assert _reason("이제 잠시 [[P:01]].") is Reason.STACKED_STYLE
+
+
+# The instruction's table, as it reads: "  ID: kind. First: "w " or "w, ". Later: nothing."
+_LINE = re.compile(
+    r"  (?P<id>\S+)(?: \(operator IDs\))?: (?P<kind>[^.]+(?:\([^)]*\))?)\. First: (?P<first>.+?)\. Later: (?P<later>.+?)\."
+)
+_RUN = re.compile(r'"([^"]+)"')
+
+
+def _stated_table() -> dict[str, dict[fit.Position, tuple[str, ...]]]:
+    section = SYSTEM_INSTRUCTION.split("WORDS BEFORE A TOKEN, per ID", 1)[1]
+    table: dict[str, dict[fit.Position, tuple[str, ...]]] = {}
+    for line in section.splitlines()[1:]:
+        m = _LINE.fullmatch(line)
+        if m is None:
+            continue
+        table[m["id"]] = {
+            fit.Position.FIRST: tuple(_RUN.findall(m["first"])),
+            fit.Position.LATER: tuple(_RUN.findall(m["later"])),
+        }
+    return table
+
+
+def test_the_stated_table_lists_every_id_and_family() -> None:
+    table = _stated_table()
+    assert set(table) == set(fit.FIT) | set(fit.OPEN_FAMILY_FIT)
+    for runs in table.values():
+        for run in (*runs[fit.Position.FIRST], *runs[fit.Position.LATER]):
+            assert run.rstrip(", ") in SAFE_STYLE_LEXEMES and run.endswith(" "), run
+
+
+def _placements() -> list[tuple[str, tuple[str, ...], int]]:
+    out: list[tuple[str, tuple[str, ...], int]] = []
+    for row in MANIFEST.values():
+        for slot_id in row.slot_ids[:2]:  # review.1 (first) and review.2 (later) stand for all
+            for branch in row.branches:
+                out.extend((slot_id, branch, n) for n in range(len(branch)))
+    return out
+
+
+@pytest.mark.parametrize(("slot_id", "branch", "index"), _placements())
+def test_every_word_the_table_states_is_accepted_and_no_other(
+    slot_id: str, branch: tuple[str, ...], index: int
+) -> None:
+    # What the instruction tells the model before a token, at that sentence's
+    # position (review line N > 1 is Later), is exactly what the contract accepts
+    # there: each stated run alone in the slot is accepted, every other lexeme with
+    # either join is style_misfit.
+    stated = _stated_table()[branch[index]][fit.position_of(slot_id, index)]
+    policy = slot_policy(slot_id, branch)
+    tokens = tokens_for(branch)
+    for word in SAFE_STYLE_LEXEMES:
+        for run in (word + ", ", word + " "):
+            text = " ".join((run if n == index else "") + t + "." for n, t in enumerate(tokens))
+            expected = None if run in stated else Reason.STYLE_MISFIT
+            assert check_generated(policy, text) is expected, text
+
+
+def test_the_review_lines_are_one_list() -> None:
+    # "the line with N greater than 1 counts as Later": review.2's one sentence
+    # takes the Later cell, review.1's the First (nothing: the slot is never asked).
+    assert "the line with N greater than 1 counts as Later" in SYSTEM_INSTRUCTION
+    assert _reason("그리고 [[P:01]].", "adaptive.dual.review.2", ("P_DUAL_REASON_EDIT",)) is None
+    assert _reason("그리고 [[P:01]].", "adaptive.dual.review.1", ("P_DUAL_REASON_EDIT",)) is (
+        Reason.STYLE_MISFIT
+    )
+    assert not fit.slot_styleable("adaptive.dual.review.1", ("P_DUAL_REASON_EDIT",))
 
 
 def test_an_empty_list_stays_an_empty_list() -> None:

@@ -12,8 +12,11 @@ from typing import Final
 PRETOKEN_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
     {
         " [[": 1,
+        " 그리고": 1,
+        " 이어서": 2,
         '","': 1,
         '":"': 1,
+        '":"[[': 2,
         '":["': 1,
         '":["[[': 2,
         '":[],"': 2,
@@ -25,7 +28,6 @@ PRETOKEN_TOKENS: Final[Mapping[str, int]] = MappingProxyType(
         ".dual": 2,
         ".dualcoachtest": 4,
         ".interpretation": 3,
-        ".judgment": 3,
         ".physique": 3,
         ".rationale": 2,
         ".review": 1,
