@@ -64,6 +64,7 @@ from gateway_shim import (
 from gateway_shim.surfaces.daily import FACT_KEYS, MACROS_MISSING, MISSING_MARKER
 from kexpr.spool.contract import CONTRACT_VERSION, Capsule, manifest_for, slot_policy
 from kexpr.spool.contract.answers import answer_json
+from kexpr.spool.contract.fit import compositions
 from kexpr.spool.journal import JOURNAL_SCHEMA, ROW_FIELDS, Journal, Outcome
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report, parse_request, parse_response
@@ -264,7 +265,11 @@ def _probe(world: World) -> None:
 
 # ------------------------------------------------------------------ provider replies
 
-REPLIES = ("valid", "valid", "valid", "invalid_style", "malformed", "http_500", "length")
+# "valid": a composition the contract accepts (the fit table's, design §6.1);
+# "grammatical": any composition of the grammar, which the table mostly rejects.
+REPLIES = (
+    "valid", "valid", "valid", "grammatical", "invalid_style", "malformed", "http_500", "length",
+)  # fmt: skip
 
 
 def _reply(world: World, kind: str, rng: random.Random) -> Callable[[Any], FakeReply]:
@@ -279,7 +284,9 @@ def _reply(world: World, kind: str, rng: random.Random) -> Callable[[Any], FakeR
             if kind == "invalid_style":
                 return "오늘은 " + " ".join(f"{t}." for t in s["required_placeholder_tokens"])
             ids = [*s["allowed_predicate_ids"], *s["allowed_action_ids"]]
-            return composition_of(rng, slot_policy(slot_id, ids))
+            if kind == "grammatical":
+                return composition_of(rng, slot_policy(slot_id, ids))
+            return rng.choice(compositions(slot_id, ids))
 
         content = answer_json(capsule, generated, compact=False)
         if kind == "malformed":
@@ -302,6 +309,9 @@ class Presentation:
 
     present: Callable[[KoreanExpressionCoordinator], Any]
     values: tuple[str, ...]
+    # False: no slot may take a style word (a dual card with fewer than two review
+    # lines): `nothing_to_style`, and no request is written.
+    styleable: bool = True
 
 
 @dataclass(frozen=True)
@@ -413,10 +423,12 @@ def _dual(rng: random.Random, nonce: str) -> Presentation:
     head += [_line(rng) for _ in range(rng.randint(0, 3))]
     recommendations = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
     details = [_line(rng) for _ in range(rng.randint(0, 2))]
+    # Two lines most of the time: only then is there a slot to send (see below).
+    lines = tuple(rng.sample(reasons, rng.choice((0, 1, 2, 2, 2, 2))))
     body = dual.format_dual_body(
         goal=goal, head=tuple(head), decision="순응도 근거 충돌로 조정 보류",
         recommendations=tuple(recommendations),
-        reasons=tuple(rng.sample(reasons, rng.randint(0, 2))),
+        reasons=lines,
         details="\n".join(details) if details else None,
     )  # fmt: skip
     payload, kwargs, ids = _card(rng, body)
@@ -424,7 +436,10 @@ def _dual(rng: random.Random, nonce: str) -> Presentation:
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
         return coordinator.present_adaptive(payload, surface=dual.SURFACE, **kwargs)
 
-    return Presentation(present, (goal, *head, *recommendations, *details, *ids))
+    # The decision and the first review line are locked (the fit table): only a
+    # second line is a slot.
+    values = (goal, *head, *recommendations, *details, *ids)
+    return Presentation(present, values, styleable=len(lines) >= 2)
 
 
 def _physique(rng: random.Random, nonce: str) -> Presentation:
@@ -682,12 +697,16 @@ def test_no_customer_material_leaves_the_gateway(world: World, row: SurfaceRow) 
             read = world.read[before.read :]
             events = world.telemetry[before.telemetry :]
         request_files = [parse_request(data) for kind, data in written if kind == "requests"]
-        assert len(request_files) == 1, "the shim wrote one request per eligible presentation"
-        capsule_file = json.loads(request_files[0].capsule.to_json())
-        _check_capsule(capsule_file, candidate.artifact_key)
-        assert len(requests) <= 1
-        for request in requests:
-            _check_wire(world, request, capsule_file)
+        if presentation.styleable:
+            assert len(request_files) == 1, "the shim wrote one request per styleable presentation"
+            capsule_file = json.loads(request_files[0].capsule.to_json())
+            _check_capsule(capsule_file, candidate.artifact_key)
+            assert len(requests) <= 1
+            for request in requests:
+                _check_wire(world, request, capsule_file)
+        else:
+            assert candidate.outcome is Outcome.NOTHING_TO_STYLE, candidate.outcome
+            assert request_files == [] and requests == [] and candidate.artifact_key is None
         for kind, data in written:
             if kind == "reports":
                 parse_report(data)

@@ -40,12 +40,14 @@ WEEKLY_BODY, _explicit = render_weekly(WEEKLY_SUMMARY)
 assert not _explicit
 # The names of the summary's fields: what the host passes as explicit_fields.
 WEEKLY_FIELDS: tuple[str, ...] = tuple(WEEKLY_SUMMARY)
-# What the scripted worker's default style ("차분히, T1. 이어서 T2.") renders to:
-# one sentence per line in the interpretation, as the host renders it.
+# What the scripted worker's (and the fake API's) default style renders to, the
+# fit table's composition with the most words ("먼저, T1. 그리고 T2." for this
+# I3 + 유지 interpretation, "그리고 T1." for the rationale): one sentence per line
+# in the interpretation, as the host renders it.
 WEEKLY_SELECTED = (
-    WEEKLY_BODY.replace("\n체중은 린매스업", "\n차분히, 체중은 린매스업", 1)
-    .replace("\n현재 속도라면", "\n이어서 현재 속도라면", 1)
-    .replace("\n급격한 증량이나", "\n차분히, 급격한 증량이나", 1)
+    WEEKLY_BODY.replace("\n체중은 린매스업", "\n먼저, 체중은 린매스업", 1)
+    .replace("\n현재 속도라면", "\n그리고 현재 속도라면", 1)
+    .replace("\n급격한 증량이나", "\n그리고 급격한 증량이나", 1)
 )
 SCHEDULE = {"schedule_key": "sched-weekly-0042", "kind": "weekly_report", "kst_day": "2025-11-30"}
 
@@ -59,17 +61,25 @@ PHYSIQUE_SURFACE = "adaptive.physique.card.v1"
 # The dual body in the host's grammar; the decision and the two reasons are the
 # host's public texts (TH ADAPTIVE @4305027f), the other lines are synthetic
 # stand-ins for the profile's private lines.
-DUAL_BODY = format_dual_body(
-    goal="린매스업",
-    head=("김민지 · 2025-11-30", "최근 7일 평균 체중 72.4kg · 평균 섭취 2,150kcal"),
-    decision="순응도 근거 충돌로 조정 보류",
-    recommendations=("하루 탄수화물 20g 줄이기",),
-    reasons=(
-        "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
-        "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
-    ),
-    details="체중 변화 주당 +0.1kg",
+DUAL_REASONS = (
+    "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
+    "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
 )
+
+
+def dual_body(reasons: tuple[str, ...] = DUAL_REASONS) -> str:
+    """The sample dual body with ``reasons`` as its review block."""
+    return format_dual_body(
+        goal="린매스업",
+        head=("김민지 · 2025-11-30", "최근 7일 평균 체중 72.4kg · 평균 섭취 2,150kcal"),
+        decision="순응도 근거 충돌로 조정 보류",
+        recommendations=("하루 탄수화물 20g 줄이기",),
+        reasons=reasons,
+        details="체중 변화 주당 +0.1kg",
+    )
+
+
+DUAL_BODY = dual_body()
 # Nothing of the physique body is public: "결정: ", "근거: " and the status line
 # are the plan's; the other lines are synthetic.
 PHYSIQUE_BODY = (
@@ -116,8 +126,8 @@ def _payload(body: str, s: Session) -> dict[str, object]:
     )
 
 
-def dual_card(s: Session) -> dict[str, object]:
-    return _payload(DUAL_BODY, s)
+def dual_card(s: Session, body: str = DUAL_BODY) -> dict[str, object]:
+    return _payload(body, s)
 
 
 def physique_card(s: Session) -> dict[str, object]:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
+from fakeapi import default_style
+
 from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.fsio import publish, replace_private
 from kexpr.spool.layout import DataRoot
@@ -32,13 +34,12 @@ def provider_error(capsule: Mapping[str, Any]) -> str:
 
 
 def style(capsule: Mapping[str, Any]) -> dict[str, str]:
-    """A valid composition per slot: "차분히, T1. 이어서 T2. 그리고 T3."."""
-    out: dict[str, str] = {}
-    for slot in capsule["slots"]:
-        tokens = slot["required_placeholder_tokens"]
-        lexemes = ("차분히,", "이어서", "그리고")
-        out[slot["slot_id"]] = " ".join(f"{lexemes[i]} {t}." for i, t in enumerate(tokens))
-    return out
+    """A valid composition per slot: the contract's fit table's composition with
+    the most words, as the fake API's `default_style` writes it: daily
+    "그리고 [[P:01]].", weekly's interpretation "먼저, [[P:01]]. 그리고 [[P:02]].",
+    the rationale and a dual review line "그리고 [[A:01]]." / "그리고 [[P:01]].",
+    physique "먼저 [[A:01]]."."""
+    return default_style(capsule)
 
 
 def invalid(capsule: Mapping[str, Any]) -> dict[str, str]:

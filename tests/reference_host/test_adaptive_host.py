@@ -56,6 +56,9 @@ MakeCoordinator = Callable[[Mode], KoreanExpressionCoordinator]
 DATA = callback_data(session())
 CARDS = {"dual": dual_card, "physique": physique_card}
 SURFACES = {"dual": DUAL_SURFACE, "physique": PHYSIQUE_SURFACE}
+# The scripted worker's style word in each card (the fit table's one cell there):
+# the dual card's second review line, the physique card's review instruction.
+STYLED = {"dual": "\n그리고 최신 확정 기록을", "physique": "\n먼저 제안의 구조화된"}
 # A generous bound for "did not hang": only a deadlock comes near it.
 DEADLOCK_BOUND_S = 60.0
 
@@ -169,7 +172,7 @@ def test_fresh_card_is_validated_and_pinned_before_the_edit(
     assert {k: v for k, v in persisted.items() if k != "text"} == {
         k: v for k, v in canonical.items() if k != "text"
     }
-    assert persisted["text"] != canonical["text"] and "차분히, " in str(persisted["text"])
+    assert persisted["text"] != canonical["text"] and STYLED[card] in str(persisted["text"])
     assert report_outcomes(root) == ["selected"]
     assert worker.provider_calls == 1
     assert svc.published == [(SESSION_ID, "501")]

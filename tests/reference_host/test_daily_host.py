@@ -30,7 +30,7 @@ ANSWERS = {
 }
 BODY = render_daily(ANSWERS)
 CHECKIN = FinalizedCheckin(body=BODY, finalized_event_id="evt-0001")
-SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
+SELECTED = BODY.replace("저장된 오늘 기록을", "그리고 저장된 오늘 기록을")
 SAVE = "ck1:save"  # the Save button's callback data (its format does not matter here)
 
 

@@ -182,7 +182,9 @@ def test_corrupt_ledger_hard_stops_without_a_provider_call(
     path = tmp_path / "ledger.jsonl"
     crash_after_reserving(path, make_coordinator)
     row = json.loads(path.read_text("utf-8"))
-    row["body"] = row["body"].replace("차분히", "잘")  # the pinned bytes altered on disk
+    altered = row["body"].replace("먼저,", "잘,")  # the pinned bytes altered on disk
+    assert altered != row["body"]
+    row["body"] = altered
     path.write_text(json.dumps(row, ensure_ascii=False) + "\n", "utf-8")
     sender = Recorder()
     coord = restarted_coordinator(root)

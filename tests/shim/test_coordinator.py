@@ -45,7 +45,7 @@ BODY = format_daily(
     digestion="정상",
     water="2L",
 )
-SELECTED = BODY.replace("저장된 오늘 기록을", "차분히, 저장된 오늘 기록을")
+SELECTED = BODY.replace("저장된 오늘 기록을", "그리고 저장된 오늘 기록을")
 FACTS = DailyFacts(complete=True)
 
 Answer = Callable[[dict[str, object]], dict[str, object] | bytes | None]
@@ -58,7 +58,7 @@ def composition(req: dict[str, object], generated: str) -> dict[str, object]:
     return answer_document(capsule, lambda _slot_id: generated)
 
 
-def accepted(generated: str = "차분히, [[P:01]].") -> Answer:
+def accepted(generated: str = "그리고 [[P:01]].") -> Answer:
     def answer(req: dict[str, object]) -> dict[str, object]:
         return {
             "spool_version": "kexpr-spool-v1",
@@ -195,9 +195,7 @@ def test_enabled_selected_then_report(root: DataRoot) -> None:
     assert cand.status is CandidateStatus.SELECTED and cand.attempt_id == "e" * 32
     # Locked spans: same texts in both bodies, offsets shifted after the slot.
     assert cand.canonical_locked_spans_utf16[0] == cand.locked_spans_utf16[0]
-    assert cand.locked_spans_utf16[1][0] - cand.canonical_locked_spans_utf16[1][0] == len(
-        "차분히, "
-    )
+    assert cand.locked_spans_utf16[1][0] - cand.canonical_locked_spans_utf16[1][0] == len("그리고 ")
     report = parse_report((root.reports / f"{'e' * 32}.json").read_bytes())
     assert report.outcome.value == "selected"
     req = w.requests[0]
@@ -267,10 +265,12 @@ def test_shadow_reports_shadow_selected_and_publishes_canonical(root: DataRoot) 
 @pytest.mark.parametrize(
     "generated",
     [
-        "오늘은 차분히, [[P:01]].",  # outside the lexicon
-        "차분히, [[P:01]]. 잘 하셨습니다.",
+        "오늘은 그리고 [[P:01]].",  # outside the lexicon
+        "그리고 [[P:01]]. 잘 하셨습니다.",
         "[[P:01]].",  # canonical-only
-        "차분히, 저장된 오늘 기록을 확인했습니다.",  # literal expansion instead of the token
+        "그리고 저장된 오늘 기록을 확인했습니다.",  # literal expansion instead of the token
+        "차분히, [[P:01]].",  # grammatical, but the word is outside the sentence's cell
+        "그리고 이어서 [[P:01]].",  # grammatical, but two words before one sentence
     ],
 )
 def test_compromised_worker_cannot_get_text_past_revalidation(
@@ -320,7 +320,7 @@ def test_response_with_a_control_character_is_refused_before_parsing(root: DataR
     # The spool reader is the contract's strict JSON reader: a newline inside a
     # string value fails the whole file before any model is built.
     coord = coordinator(root.root)
-    with ScriptedWorker(root, accepted("차분히,\n[[P:01]].")):
+    with ScriptedWorker(root, accepted("그리고\n[[P:01]].")):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
     assert cand.outcome is Outcome.INVALID_RESPONSE and cand.body == BODY

@@ -196,7 +196,7 @@ def test_weekly_disabled_or_ineligible_writes_nothing(
 # --- adaptive: presentation ----------------------------------------------------------------
 
 
-def test_dual_card_selected_with_judgment_and_review_slots(
+def test_dual_card_selected_with_its_later_review_slot(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
     coord = make(root, coords)
@@ -204,16 +204,16 @@ def test_dual_card_selected_with_judgment_and_review_slots(
         cand = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
     assert cand.outcome is Outcome.ACCEPTED and cand.surface_version == DUAL_SURFACE
     capsule = w.requests[0]["capsule"]
+    # The fit table gives the decision and the first review line no word: they
+    # are locked, never slots; the second line is the card's one slot.
     assert [(s["slot_id"], s["allowed_predicate_ids"]) for s in capsule["slots"]] == [
-        ("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD"]),
-        ("adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"]),
         ("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
     ]
     # The decision keeps the host's period-less form; reasons keep their period.
-    assert "\n현재 판단: 차분히, 순응도 근거 충돌로 조정 보류\n\n권장안\n" in cand.body
+    assert "\n현재 판단: 순응도 근거 충돌로 조정 보류\n\n권장안\n" in cand.body
     assert (
-        "\n\n검토 필요\n\n차분히, 같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.\n"
-        "차분히, 최신 확정 기록을 기준으로 다시 계산해야 합니다.\n\n상세 근거\n" in cand.body
+        "\n\n검토 필요\n\n같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.\n"
+        "그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다.\n\n상세 근거\n" in cand.body
     )
     assert cand.binding_digest == binding_digest(DUAL_PAYLOAD, **bind())
     persisted = revalidate(cand, DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
@@ -234,7 +234,7 @@ def test_dual_card_selected_with_judgment_and_review_slots(
             Mode.ENABLED,
             None,
             Outcome.ACCEPTED,
-            PHYSIQUE_PROJECTION.replace("\n제안의", "\n차분히, 제안의"),
+            PHYSIQUE_PROJECTION.replace("\n제안의", "\n먼저 제안의"),
         ),
         (Mode.SHADOW, None, Outcome.SHADOW_SELECTED, PHYSIQUE_PROJECTION),
         (Mode.ENABLED, invalid, Outcome.VALIDATION_REJECTED, PHYSIQUE_PROJECTION),
@@ -436,10 +436,11 @@ def test_operator_glossary_ids_travel_in_the_capsule_texts_never_do(
     with ScriptedWorker(root) as w:
         cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
     assert cand.outcome is Outcome.ACCEPTED
-    assert "현재 판단: 차분히, 현재 목표 섭취량 유지\n" in cand.body
+    # The operator's decision is locked like the shipped one (its family's cell is
+    # empty); the operator's reason on the second line is the one slot.
+    assert "현재 판단: 현재 목표 섭취량 유지\n" in cand.body
+    assert "\n그리고 체중 추세를 판단할 기간이 짧습니다.\n" in cand.body
     assert [s["allowed_predicate_ids"] for s in w.requests[0]["capsule"]["slots"]] == [
-        ["P_DUAL_DECISION_KEEP_TARGET"],
-        ["P_DUAL_REASON_EDIT"],
         ["P_DUAL_REASON_TREND_SHORT"],
     ]
     wire = json.dumps(w.requests, ensure_ascii=False)
@@ -472,28 +473,31 @@ OVER_BUDGET_FILE = {
         "P_DUAL_REASON_TREND_SHORT": "체중 추세를 판단할 기간이 짧습니다.",
         "P_DUAL_REASON_INTAKE_GAP": "섭취 기록과 계획의 차이가 큽니다.",
         "P_DUAL_REASON_COOLDOWN": "직전 조정 이후 대기 기간입니다.",
+        "P_DUAL_REASON_SLEEP_GAP": "수면 기록이 일부 비어 있습니다.",
     },
 }
-FIVE_REASONS_TEXT = str(DUAL_PAYLOAD["text"]).replace(
+SIX_REASONS_TEXT = str(DUAL_PAYLOAD["text"]).replace(
     "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
     "최신 확정 기록을 기준으로 다시 계산해야 합니다.\n체중 추세를 판단할 기간이 짧습니다."
-    "\n섭취 기록과 계획의 차이가 큽니다.\n직전 조정 이후 대기 기간입니다.",
+    "\n섭취 기록과 계획의 차이가 큽니다.\n직전 조정 이후 대기 기간입니다."
+    "\n수면 기록이 일부 비어 있습니다.",
 )
 
 
 def test_a_card_whose_answer_cannot_arrive_is_ineligible_with_no_new_files(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
-    """Five review reasons make a minimal answer of more than the 297
-    tokens that can arrive in 3 s at the fastest published rate: no request, no
-    key, no spool, the canonical card; the same card with two reasons is sent."""
+    """Six review reasons (five styleable lines: the first is locked) make a
+    minimal answer of more than the 297 tokens that can arrive in 3 s at the
+    fastest published rate: no request, no key, no spool, the canonical card; the
+    same card with two reasons is sent."""
     _install_glossary(root, json.dumps(OVER_BUDGET_FILE, ensure_ascii=False).encode())
     coord = make(root, coords)
-    payload = _edited(DUAL_PAYLOAD, text=FIVE_REASONS_TEXT)
+    payload = _edited(DUAL_PAYLOAD, text=SIX_REASONS_TEXT)
     glossary = coord.dual_glossary()
-    assert len(glossary.reasons) == 5
+    assert len(glossary.reasons) == 6
     cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
-    assert cand.outcome is Outcome.INELIGIBLE and cand.body == FIVE_REASONS_TEXT
+    assert cand.outcome is Outcome.INELIGIBLE and cand.body == SIX_REASONS_TEXT
     assert cand.publication_permitted
     assert [p.name for p in files_under(root.root)] == ["operator-glossary.json"]
     with ScriptedWorker(root) as w:
@@ -643,14 +647,9 @@ def test_revalidate_refusals(selected: Any) -> None:
         is RevalidationReason.SURFACE_MISMATCH
     )
     # A tampered candidate: its body, its composition, or a selected claim.
-    assert (
-        reason(
-            dataclasses.replace(
-                selected, body=selected.body.replace("차분히, 순응도", "잘, 순응도")
-            )
-        )
-        is RevalidationReason.RENDER_MISMATCH
-    )
+    altered = selected.body.replace("그리고 최신", "잘 최신")
+    assert altered != selected.body
+    assert reason(dataclasses.replace(selected, body=altered)) is RevalidationReason.RENDER_MISMATCH
     tampered = tuple((slot_id, "오늘은 " + text) for slot_id, text in selected.generated)
     assert (
         reason(dataclasses.replace(selected, generated=tampered))

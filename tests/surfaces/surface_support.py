@@ -1,15 +1,24 @@
 """Shared helpers of the surface tests: Hypothesis strategies for lines and for
-compositions the style grammar generates, and the structural checks every
-surface's golden and property tests make (locked bytes, layout, UTF-16 spans)."""
+compositions (those the style grammar generates, and those the contract accepts:
+the fit table's), and the structural checks every surface's golden and property
+tests make (locked bytes, layout, UTF-16 spans)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import strategies as st
 
-from gateway_shim.surfaces import CanonicalSurface, RenderedBody, utf16_len
-from kexpr.spool.contract import SAFE_STYLE_LEXEMES, SlotPolicy, check_generated
+from gateway_shim.surfaces import (
+    CanonicalSurface,
+    ProseSlot,
+    RenderedBody,
+    RenderError,
+    RenderReason,
+    utf16_len,
+)
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES, SlotPolicy, check_generated, check_grammar, fit
 
 # Any single line the grammars can carry: no control, surrogate or line-break
 # characters. Astral characters included, so UTF-16 offsets are exercised.
@@ -44,13 +53,59 @@ def compositions(policy: SlotPolicy) -> st.SearchStrategy[str]:
     )
 
 
+def _ids(slot: ProseSlot) -> tuple[str, ...]:
+    return tuple(p.semantic_id for p in slot.placeholders)
+
+
+def accepted_compositions(slot: ProseSlot) -> st.SearchStrategy[str]:
+    """The compositions the contract accepts for ``slot``: the fit table lists
+    them all (`kexpr.spool.contract.fit.compositions`, a small finite set)."""
+    found = fit.compositions(slot.slot_id, _ids(slot))
+    assert found, "a slot is only a slot when some word fits it"
+    return st.sampled_from(found)
+
+
 def composition_for_every_slot(surface: CanonicalSurface) -> st.SearchStrategy[dict[str, str]]:
-    return st.fixed_dictionaries({s.slot_id: compositions(s.policy()) for s in surface.slots})
+    """Per slot, a composition generated from the grammar or one the fit table
+    accepts (half each, so both the table's rejections and its acceptances are
+    drawn often)."""
+    return st.fixed_dictionaries(
+        {
+            s.slot_id: st.one_of(compositions(s.policy()), accepted_compositions(s))
+            for s in surface.slots
+        }
+    )
+
+
+def accepted_composition_for_every_slot(
+    surface: CanonicalSurface,
+) -> st.SearchStrategy[dict[str, str]]:
+    """Per slot, a composition the contract accepts."""
+    return st.fixed_dictionaries({s.slot_id: accepted_compositions(s) for s in surface.slots})
 
 
 def assert_grammar_accepts(surface: CanonicalSurface, generated: dict[str, str]) -> None:
     for slot in surface.slots:
-        assert check_generated(slot.policy(), generated[slot.slot_id]) is None
+        assert check_grammar(slot.policy(), generated[slot.slot_id]) is None
+
+
+def render_if_it_fits(surface: CanonicalSurface, generated: dict[str, str]) -> RenderedBody | None:
+    """Render a composition the grammar accepts in every slot: it renders iff every
+    word fits its sentence's cell (the fit table's own verdict, `fit.style_reason`,
+    as the oracle); otherwise `render` refuses it with the table's reason and
+    None is returned."""
+    assert_grammar_accepts(surface, generated)
+    verdicts = [fit.style_reason(s.slot_id, _ids(s), generated[s.slot_id]) for s in surface.slots]
+    for slot, verdict in zip(surface.slots, verdicts, strict=True):
+        assert check_generated(slot.policy(), generated[slot.slot_id]) == verdict
+    first = next((v for v in verdicts if v is not None), None)
+    if first is None:
+        return surface.render(generated)
+    with pytest.raises(RenderError) as info:
+        surface.render(generated)
+    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.contract_reason is first
+    return None
 
 
 def assert_locked_identical(

@@ -5,18 +5,20 @@ surface's slots (`CanonicalSurface.require_answer_budget`) by the shim and by
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from adaptive_support import (
     CALLBACK,
-    OPERATOR_GLOSSARY,
+    OPERATOR_FILE,
     PUBLIC_DECISION,
     PUBLIC_REASONS,
     host_examples,
     payload,
 )
 
+from gateway_shim.operator_glossary import parse_operator_glossary
 from gateway_shim.surfaces import CanonicalSurface, Ineligible, IneligibleReason
 from gateway_shim.surfaces.adaptive import parse_adaptive
 from gateway_shim.surfaces.card import DUAL_SURFACE, CardOrigin
@@ -26,10 +28,23 @@ from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
 
 R = IneligibleReason
 COVERED_REASONS = {R.ANSWER_OVER_BUDGET}
-# Five distinct review reasons: the two public texts and the test glossary's three.
-REASONS = tuple(
-    dict.fromkeys((*PUBLIC_REASONS, *(f"{t}." for t in OPERATOR_GLOSSARY.reasons.values())))
+# The test glossary and one reason more: six distinct review reasons with the two
+# public texts. The first review line is locked (the fit table, design §6.1), so a
+# card of n reasons has n - 1 slots; five slots are the first that cannot fit.
+GLOSSARY = parse_operator_glossary(
+    json.dumps(
+        {
+            **OPERATOR_FILE,
+            "reasons": {
+                **OPERATOR_FILE["reasons"],
+                "P_DUAL_REASON_SLEEP_GAP": "수면 기록이 일부 비어 있습니다.",
+            },
+        },
+        ensure_ascii=False,
+    ).encode()
 )
+REASONS = tuple(dict.fromkeys((*PUBLIC_REASONS, *(f"{t}." for t in GLOSSARY.reasons.values()))))
+FITS_UP_TO = 5
 
 
 def card(n: int) -> dict[str, Any]:
@@ -51,22 +66,23 @@ def parse(n: int) -> CanonicalSurface:
         callback_data=CALLBACK,
         origin=CardOrigin.FRESH,
         surface=DUAL_SURFACE,
-        glossary=OPERATOR_GLOSSARY,
+        glossary=GLOSSARY,
     )
 
 
 def test_the_reasons_are_distinct() -> None:
-    assert len(REASONS) == 5
+    assert len(REASONS) == 6
 
 
 @pytest.mark.parametrize("n", range(len(REASONS) + 1))
 def test_a_dual_card_fits_up_to_its_budget(n: int) -> None:
     surface = parse(n)  # the body itself is eligible: only the answer is too long
+    assert len(surface.slots) == max(0, n - 1)
     bound = surface.answer_token_bound()
     assert bound is not None
-    if n <= 2:
+    if n <= FITS_UP_TO:
         surface.require_answer_budget()
-    if n >= 4:
+    else:
         with pytest.raises(Ineligible) as e:
             surface.require_answer_budget()
         assert e.value.reason is R.ANSWER_OVER_BUDGET
@@ -82,14 +98,14 @@ def test_a_dual_card_fits_up_to_its_budget(n: int) -> None:
 def test_surfaces_check_names_the_reason() -> None:
     request = {
         "surface": DUAL_SURFACE,
-        "payload": card(5),
+        "payload": card(FITS_UP_TO + 1),
         "callback_data": CALLBACK,
         "origin": "fresh",
     }
-    result = check_request(request, OPERATOR_GLOSSARY)
+    result = check_request(request, GLOSSARY)
     assert not result.eligible and result.reason == "answer_over_budget"
-    request["payload"] = card(2)
-    assert check_request(request, OPERATOR_GLOSSARY).eligible
+    request["payload"] = card(FITS_UP_TO)
+    assert check_request(request, GLOSSARY).eligible
 
 
 def test_every_eligible_host_example_is_within_budget() -> None:

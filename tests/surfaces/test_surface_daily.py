@@ -24,7 +24,8 @@ from surface_support import (
     LINES,
     assert_layout_identical,
     assert_locked_identical,
-    compositions,
+    composition_for_every_slot,
+    render_if_it_fits,
 )
 
 from gateway_shim.surfaces import (
@@ -50,6 +51,7 @@ from gateway_shim.surfaces.daily import (
     format_daily,
     parse_daily,
 )
+from kexpr.spool.contract import Reason, check_grammar
 
 COMPLETE = "저장된 오늘 기록을 확인했습니다."
 PARTIAL = "일부 항목이 기록되지 않아 저장된 내용만 안내합니다."
@@ -141,7 +143,9 @@ D4_FACTS = (
     "- 운동: 웨이트 70분 · RPE 7\n- 수면: 7.3시간 · 수면 질 4/5\n- 컨디션: 4/5\n- 소화: 정상"
 )
 
-# name, format_daily inputs, completeness, canonical, generated_ko, selected
+# name, format_daily inputs, completeness, canonical, generated_ko, selected, and
+# a composition the grammar accepts but the fit table does not (design §6.1), with
+# the table's reason. The status sentence has one accepted composition.
 GOLDEN: list[dict[str, Any]] = [
     {
         # HOST-FORMATS D4: D1's answers rendered after the cutover.
@@ -153,9 +157,10 @@ GOLDEN: list[dict[str, Any]] = [
             "오늘 할 일\n\n- 현재 식사량 유지\n- 수분 2.8L 이상 유지\n"
             "- 내일 아침 같은 조건으로 체중 측정"
         ),
-        "generated": "차분히, [[P:01]].",
+        "generated": "그리고 [[P:01]].",
+        "misfit": ("차분히, [[P:01]].", Reason.STYLE_MISFIT),
         "selected": (
-            "오늘 체크인 완료\n\n" + D4_FACTS + "\n\n차분히, 저장된 오늘 기록을 확인했습니다.\n\n"
+            "오늘 체크인 완료\n\n" + D4_FACTS + "\n\n그리고 저장된 오늘 기록을 확인했습니다.\n\n"
             "오늘 할 일\n\n- 현재 식사량 유지\n- 수분 2.8L 이상 유지\n"
             "- 내일 아침 같은 조건으로 체중 측정"
         ),
@@ -168,9 +173,10 @@ GOLDEN: list[dict[str, Any]] = [
             "오늘 체크인 완료\n\n" + D4_FACTS + "\n\n저장된 오늘 기록을 확인했습니다.\n\n"
             "오늘 할 일\n\n- 현재 식사량 유지\n- 내일 아침 같은 조건으로 체중 측정"
         ),
-        "generated": "지금 바로 [[P:01]].",
+        "generated": "그리고 [[P:01]].",
+        "misfit": ("지금 바로 [[P:01]].", Reason.STACKED_STYLE),
         "selected": (
-            "오늘 체크인 완료\n\n" + D4_FACTS + "\n\n지금 바로 저장된 오늘 기록을 확인했습니다.\n\n"
+            "오늘 체크인 완료\n\n" + D4_FACTS + "\n\n그리고 저장된 오늘 기록을 확인했습니다.\n\n"
             "오늘 할 일\n\n- 현재 식사량 유지\n- 내일 아침 같은 조건으로 체중 측정"
         ),
     },
@@ -188,8 +194,9 @@ GOLDEN: list[dict[str, Any]] = [
         },
         "complete": False,
         "canonical": HOST_D2,
-        "generated": "이제 하나씩, [[P:01]].",
-        "selected": HOST_D2.replace(PARTIAL, "이제 하나씩, " + PARTIAL),
+        "generated": "그리고 [[P:01]].",
+        "misfit": ("이제 하나씩, [[P:01]].", Reason.STACKED_STYLE),
+        "selected": HOST_D2.replace(PARTIAL, "그리고 " + PARTIAL),
     },
     {
         # HOST-FORMATS D5: edge values; "미측정kg" is not missing, a digestion
@@ -212,11 +219,12 @@ GOLDEN: list[dict[str, Any]] = [
             "일부 항목이 기록되지 않아 저장된 내용만 안내합니다.\n\n"
             "오늘 할 일\n\n- 다음 체크인에서 빠진 항목을 함께 기록해 주세요."
         ),
-        "generated": "우선 [[P:01]].",
+        "generated": "그리고 [[P:01]].",
+        "misfit": ("우선 [[P:01]].", Reason.STYLE_MISFIT),
         "selected": (
             "오늘 체크인 완료\n\n- 체중: 미측정kg\n- 섭취: 2500kcal\n- 잘 모르겠음\n- 운동: 높음\n"
             "- 수면: 7시간\n- 컨디션: 4/5\n- 소화: 기록 없음\n\n"
-            "우선 일부 항목이 기록되지 않아 저장된 내용만 안내합니다.\n\n"
+            "그리고 일부 항목이 기록되지 않아 저장된 내용만 안내합니다.\n\n"
             "오늘 할 일\n\n- 다음 체크인에서 빠진 항목을 함께 기록해 주세요."
         ),
     },
@@ -243,12 +251,13 @@ GOLDEN: list[dict[str, Any]] = [
             "오늘 할 일\n\n- 현재 식사량 유지\n- 수분 2,000ml 💧 이상 유지\n"
             "- 내일 아침 같은 조건으로 체중 측정"
         ),
-        "generated": "하나씩 차분히 [[P:01]].",
+        "generated": "그리고 [[P:01]].",
+        "misfit": ("하나씩 차분히 [[P:01]].", Reason.STACKED_STYLE),
         "selected": (
             "오늘 체크인 완료\n\n- 체중: 72.4 KG (아침)\n- 섭취: 약 2,100kcal: 외식 🍜\n"
             "- - carbs 많음 / protein 조금\n- 운동: Squat 5x5 @100kg · 좋음\n"
             "- 수면: 6h 45m 😴시간\n- 컨디션: 8/10 👍\n- 소화: 가스·복부 팽만\n\n"
-            "하나씩 차분히 저장된 오늘 기록을 확인했습니다.\n\n"
+            "그리고 저장된 오늘 기록을 확인했습니다.\n\n"
             "오늘 할 일\n\n- 현재 식사량 유지\n- 수분 2,000ml 💧 이상 유지\n"
             "- 내일 아침 같은 조건으로 체중 측정"
         ),
@@ -298,6 +307,20 @@ def test_golden_render_selected(row: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
+def test_golden_misfit_is_rejected(row: dict[str, Any]) -> None:
+    # A word the grammar admits but that changes the sentence's claim, or two
+    # words before one sentence: the fit table rejects it, the body is canonical.
+    surface = parse_daily(row["canonical"])
+    generated, reason = row["misfit"]
+    assert check_grammar(surface.slots[0].policy(), generated) is None
+    with pytest.raises(RenderError) as info:
+        surface.render({SLOT_ID: generated})
+    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.contract_reason is reason
+    assert surface.canonical().body == row["canonical"]
+
+
+@pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
 def test_golden_fallback_is_canonical(row: dict[str, Any]) -> None:
     surface = parse_daily(row["canonical"])
     # The plan's own daily example is outside the lexicon: rejected, so the host
@@ -340,11 +363,11 @@ def test_utf16_offsets_are_code_units_not_code_points() -> None:
         (0, start),
         (start + 18, start + 18 + utf16_len(suffix)),
     )
-    selected = surface.render({SLOT_ID: "차분히, [[P:01]]."})
-    # "차분히, " adds five units before the status sentence.
+    selected = surface.render({SLOT_ID: "그리고 [[P:01]]."})
+    # "그리고 " adds four units before the status sentence.
     assert selected.locked_spans_utf16 == (
         (0, start),
-        (start + 23, start + 23 + utf16_len(suffix)),
+        (start + 22, start + 22 + utf16_len(suffix)),
     )
 
 
@@ -363,7 +386,7 @@ def test_telegram_limit_boundary_counts_utf16_units() -> None:
         parse_daily(over)
     assert info.value.reason is IneligibleReason.TOO_LONG_UTF16
     with pytest.raises(RenderError) as render_info:
-        surface.render({SLOT_ID: "차분히, [[P:01]]."})
+        surface.render({SLOT_ID: "그리고 [[P:01]]."})
     assert render_info.value.reason is RenderReason.TOO_LONG_UTF16
 
 
@@ -592,15 +615,19 @@ def test_property_compositions_keep_every_locked_byte(
 ) -> None:
     body = render_daily(answers)
     surface = parse_daily(body)
-    generated = data.draw(compositions(surface.slots[0].policy()))
-    selected = surface.render({SLOT_ID: generated})
+    generated = data.draw(composition_for_every_slot(surface))
+    selected = render_if_it_fits(surface, generated)
+    if selected is None:
+        return  # the fit table's verdict, checked by render_if_it_fits
     canonical = surface.canonical()
     assert_locked_identical(canonical, selected)
     assert_layout_identical(surface, selected.body)
     prefix, suffix = canonical.locked_texts()
     assert (
         selected.body
-        == prefix + generated.replace("[[P:01]].", surface.slots[0].canonical_text) + suffix
+        == prefix
+        + generated[SLOT_ID].replace("[[P:01]].", surface.slots[0].canonical_text)
+        + suffix
     )
 
 

@@ -3,7 +3,9 @@
 Goldens: the TH ``ADAPTIVE`` sample (canonical), selected and fallback; the
 grammar's known parts checked, private lines locked and never required;
 decision/reason texts from the glossary in force (shipped or operator);
-properties over host-shaped payloads.
+properties over host-shaped payloads. Under the contract's fit table (design
+§6.1) the decision and the first review line take no style word: they are
+locked, and only the review lines after the first are slots.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from adaptive_support import (
 )
 from hypothesis import given
 from surface_support import (
-    assert_grammar_accepts,
     assert_layout_identical,
     assert_locked_identical,
     composition_for_every_slot,
+    render_if_it_fits,
 )
 
 from gateway_shim.operator_glossary import SHIPPED_DUAL_GLOSSARY, DualGlossary
@@ -35,13 +37,15 @@ from gateway_shim.surfaces import (
     CanonicalSurface,
     Ineligible,
     IneligibleReason,
+    Placeholder,
+    ProseSlot,
     RenderError,
     RenderReason,
 )
 from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
 from gateway_shim.surfaces.card import DUAL_SURFACE, CardOrigin
 from gateway_shim.surfaces.dual import JUDGMENT_SLOT, format_dual_body, review_slot_id
-from kexpr.spool.contract import check_generated
+from kexpr.spool.contract import Reason, check_grammar
 
 R = IneligibleReason
 FRESH = CardOrigin.FRESH
@@ -70,31 +74,50 @@ def test_canonical_golden_is_the_host_text() -> None:
     assert A1["text"] == ENVELOPE + TH_ADAPTIVE_BODY
     assert surface.canonical().body == A1["text"]
     assert presented_host_text(surface) == A1["text"]
-    assert [s.slot_id for s in surface.slots] == [
-        JUDGMENT_SLOT,
-        review_slot_id(1),
-        review_slot_id(2),
-    ]
-    assert [s.canonical_text for s in surface.slots] == [PUBLIC_DECISION, *PUBLIC_REASONS]
+    # The fit table gives the decision and the first review line no word: the
+    # second review line is the card's one slot.
+    assert [s.slot_id for s in surface.slots] == [review_slot_id(2)]
+    assert [s.canonical_text for s in surface.slots] == [PUBLIC_REASONS[1]]
     assert [s.policy().allowed_predicate_ids for s in surface.slots] == [
-        ("P_DUAL_DECISION_HOLD",),
-        ("P_DUAL_REASON_EDIT",),
         ("P_DUAL_REASON_LATEST",),
     ]
-    # The decision label is locked; only its text is the slot.
-    assert surface.canonical().locked_texts()[0].endswith("\n현재 판단: ")
+    # The decision line (label and text) and the first review line are locked.
+    head, tail = surface.canonical().locked_texts()
+    assert "\n현재 판단: " + PUBLIC_DECISION + "\n\n권장안\n" in head
+    assert head.endswith("\n\n검토 필요\n\n" + PUBLIC_REASONS[0] + "\n")
+    assert tail == "\n\n고객에게는 아직 전달되지 않았습니다."
 
 
-SELECTED = {
-    JUDGMENT_SLOT: "차분히, [[P:01]].",
-    review_slot_id(1): "우선, [[P:01]].",
-    review_slot_id(2): "이어서 [[P:01]].",
-}
+def judgment_slot() -> ProseSlot:
+    """The decision as the dual adapter builds it before the fit table locks it."""
+    placeholder = Placeholder(
+        token="[[P:01]]",
+        semantic_id="P_DUAL_DECISION_HOLD",
+        expansion=PUBLIC_DECISION,
+        glossary=SHIPPED_DUAL_GLOSSARY.entries,
+    )
+    return ProseSlot(
+        slot_id=JUDGMENT_SLOT,
+        placeholders=(placeholder,),
+        canonical_text=PUBLIC_DECISION,
+        final_period=False,
+    )
+
+
+def test_the_decision_and_the_first_review_line_cannot_be_styled() -> None:
+    assert judgment_slot().styleable is False
+    # One review line: nothing on the card may take a word, so it has no slot.
+    assert parse(payload(body(reasons=PUBLIC_REASONS[:1]))).slots == ()
+    (second,) = parse(A1).slots
+    assert second.styleable is True
+
+
+SELECTED = {review_slot_id(2): "그리고 [[P:01]]."}
 SELECTED_GOLDEN = ENVELOPE + (
     "적응형 영양 검토 · 린매스업\n\n가상 테스트 고객 · 2026-07-28\n"
-    "현재 판단: 차분히, 순응도 근거 충돌로 조정 보류\n\n권장안\n\n- 칼로리와 매크로를 변경하지 않음"
-    "\n\n검토 필요\n\n우선, 같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.\n"
-    "이어서 최신 확정 기록을 기준으로 다시 계산해야 합니다.\n\n고객에게는 아직 전달되지 않았습니다."
+    "현재 판단: 순응도 근거 충돌로 조정 보류\n\n권장안\n\n- 칼로리와 매크로를 변경하지 않음"
+    "\n\n검토 필요\n\n같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.\n"
+    "그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다.\n\n고객에게는 아직 전달되지 않았습니다."
 )
 
 
@@ -107,32 +130,30 @@ def test_selected_golden() -> None:
 
 
 def test_decision_slot_has_no_final_period_and_reasons_keep_theirs() -> None:
-    surface = parse(A1)
-    judgment, first, _ = surface.slots
-    assert judgment.final_period is False and first.final_period is True
+    judgment = judgment_slot()
+    (second,) = parse(A1).slots
+    assert judgment.final_period is False and second.final_period is True
     # The canonical composition renders the host's bytes exactly.
-    canonical = {
-        s.slot_id: " ".join(f"{t}." for t in s.policy().required_placeholder_tokens)
-        for s in surface.slots
-    }
-    assert [s.expand(canonical[s.slot_id]) for s in surface.slots] == [
-        PUBLIC_DECISION,
-        *PUBLIC_REASONS,
-    ]
+    assert judgment.expand("[[P:01]].") == PUBLIC_DECISION
+    assert second.expand("[[P:01]].") == PUBLIC_REASONS[1]
+    # Locked, the decision keeps its period-less form and the first line its period.
+    locked = "".join(parse(A1).canonical().locked_texts())
+    assert "\n현재 판단: " + PUBLIC_DECISION + "\n" in locked
+    assert "\n" + PUBLIC_REASONS[0] + "\n" in locked
 
 
 @pytest.mark.parametrize(
     ("generated", "reason"),
     [
-        ({**SELECTED, JUDGMENT_SLOT: "확인 결과, [[P:01]]."}, RenderReason.COMPOSITION_REJECTED),
+        ({review_slot_id(2): "확인 결과, [[P:01]]."}, RenderReason.COMPOSITION_REJECTED),
         (
-            {
-                **SELECTED,
-                review_slot_id(2): "차분히, 최신 확정 기록을 기준으로 다시 계산해야 합니다.",
-            },
+            {review_slot_id(2): "그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다."},
             RenderReason.COMPOSITION_REJECTED,
         ),
-        ({k: v for k, v in SELECTED.items() if k != review_slot_id(2)}, RenderReason.MISSING_SLOT),
+        ({}, RenderReason.MISSING_SLOT),
+        # An answer for a locked line is an answer for a slot the card does not have.
+        ({**SELECTED, JUDGMENT_SLOT: "그리고 [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
+        ({**SELECTED, review_slot_id(1): "그리고 [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
     ],
 )
 def test_fallback_goldens(generated: dict[str, str], reason: RenderReason) -> None:
@@ -141,6 +162,26 @@ def test_fallback_goldens(generated: dict[str, str], reason: RenderReason) -> No
         surface.render(generated)
     assert e.value.reason is reason
     assert surface.canonical().body == A1["text"]  # the fallback is the host text
+
+
+@pytest.mark.parametrize(
+    ("generated", "reason"),
+    [
+        # The texts the grammar accepted before the fit table.
+        ("이어서 [[P:01]].", Reason.STYLE_MISFIT),
+        ("차분히, [[P:01]].", Reason.STYLE_MISFIT),
+        ("그리고, [[P:01]].", Reason.STYLE_MISFIT),  # a conjunction takes no comma
+        ("그리고 또 [[P:01]].", Reason.STACKED_STYLE),
+    ],
+)
+def test_a_misfit_review_line_is_rejected(generated: str, reason: Reason) -> None:
+    surface = parse(A1)
+    (slot,) = surface.slots
+    assert check_grammar(slot.policy(), generated) is None
+    with pytest.raises(RenderError) as e:
+        surface.render({review_slot_id(2): generated})
+    assert e.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert e.value.contract_reason is reason
 
 
 # --- known parts checked, private parts locked and free ------------------------------------
@@ -301,17 +342,19 @@ def test_whole_text_limits_apply() -> None:
 def test_operator_entries_map_and_shipped_ones_still_do() -> None:
     text = body(
         decision="탄수화물 배분 조정 후보",
-        reasons=("섭취 기록과 계획의 차이가 큽니다.", PUBLIC_REASONS[1]),
+        reasons=(PUBLIC_REASONS[1], "섭취 기록과 계획의 차이가 큽니다."),
     )
     assert reason_of(text) is R.DECISION_UNMAPPED  # the shipped glossary lacks it
+    # The operator's decision and first reason map (the card is eligible) and are
+    # locked; the operator's reason on the second line is the slot.
     surface = parse(payload(text), OPERATOR_GLOSSARY)
-    assert [s.policy().allowed_predicate_ids[0] for s in surface.slots] == [
-        "P_DUAL_DECISION_CARB_SHIFT",
-        "P_DUAL_REASON_INTAKE_GAP",
-        "P_DUAL_REASON_LATEST",
+    assert [s.policy().allowed_predicate_ids for s in surface.slots] == [
+        ("P_DUAL_REASON_INTAKE_GAP",)
     ]
     assert presented_host_text(surface) == payload(text)["text"]
-    assert parse(A1, OPERATOR_GLOSSARY).canonical().body == A1["text"]
+    shipped = parse(A1, OPERATOR_GLOSSARY)
+    assert shipped.canonical().body == A1["text"]
+    assert [s.policy().allowed_predicate_ids for s in shipped.slots] == [("P_DUAL_REASON_LATEST",)]
 
 
 def test_unmapped_reason_with_operator_glossary() -> None:
@@ -337,7 +380,16 @@ def test_shipped_glossary_is_the_public_texts() -> None:
 def test_host_shaped_payloads_are_eligible_and_roundtrip(p: dict[str, Any]) -> None:
     surface = parse(p, OPERATOR_GLOSSARY)
     assert presented_host_text(surface) == p["text"]
-    assert surface.slots[0].slot_id == JUDGMENT_SLOT
+    # One slot per review line after the first (the decision and the first line
+    # are locked); a card with one review line or none has no slot.
+    text = str(p["text"])
+    block = (
+        text.split("\n\n검토 필요\n\n", 1)[1].split("\n\n", 1)[0]
+        if "\n\n검토 필요\n\n" in text
+        else ""
+    )
+    lines = block.count("\n") + 1 if block else 0
+    assert [s.slot_id for s in surface.slots] == [review_slot_id(n) for n in range(2, lines + 1)]
     assert (
         parse_adaptive(p, callback_data=CALLBACK, origin=FRESH, glossary=OPERATOR_GLOSSARY).surface
         == DUAL_SURFACE
@@ -357,12 +409,14 @@ def test_any_accepted_composition_keeps_every_locked_byte(
 ) -> None:
     p, generated = case
     surface = parse(p, OPERATOR_GLOSSARY)
-    assert_grammar_accepts(surface, generated)
-    rendered = surface.render(generated)
+    rendered = render_if_it_fits(surface, generated)
+    if rendered is None:
+        return  # the fit table's verdict, checked by render_if_it_fits
     assert_locked_identical(surface.canonical(), rendered)
     assert_layout_identical(surface, rendered.body)
-    judgment = surface.slots[0]
-    assert check_generated(judgment.policy(), generated[JUDGMENT_SLOT]) is None
+    # The decision line is locked: byte-identical in every rendering.
+    (judgment,) = [line for line in p["text"].split("\n") if line.startswith("현재 판단: ")]
+    assert judgment in rendered.body.split("\n")
 
 
 COVERED_REASONS = {
@@ -387,9 +441,9 @@ COVERED_REASONS = {
 def test_final_period_rule_is_checked() -> None:
     import dataclasses
 
-    judgment = parse(A1).slots[0]
+    judgment = judgment_slot()
     with pytest.raises(RenderError) as e:
-        judgment.expand("차분히, [[P:01]]")  # no final period: never drop a real byte
+        judgment.expand("[[P:01]]")  # no final period: never drop a real byte
     assert e.value.reason is RenderReason.TOKEN_MISMATCH
     with pytest.raises(ValueError):
         dataclasses.replace(judgment, canonical_text=PUBLIC_DECISION + ".")

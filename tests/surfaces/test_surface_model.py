@@ -24,7 +24,7 @@ from gateway_shim.surfaces import (
     SlotRef,
     utf16_len,
 )
-from kexpr.spool.contract import CapsuleError
+from kexpr.spool.contract import CapsuleError, Reason, check_grammar
 
 COMPLETE_ID = "P_DAILY_COMPLETE"
 COMPLETE = GLOSSARY[COMPLETE_ID] + "."
@@ -256,10 +256,10 @@ def test_prose_slot_requires_canonical_branch_order() -> None:
 def test_expand_replaces_each_issued_token() -> None:
     interpretation, _ = _weekly_slots()
     # Rule 4a: the space after the first sentence becomes the slot's line break.
-    assert interpretation.expand("차분히, [[P:01]]. 이어서 [[P:02]].") == (
-        "차분히, "
+    assert interpretation.expand("먼저, [[P:01]]. 이어서, [[P:02]].") == (
+        "먼저, "
         + GLOSSARY["P_WEEKLY_IN_GOAL"]
-        + ".\n이어서 "
+        + ".\n이어서, "
         + GLOSSARY["P_WEEKLY_KEEP_BASIS"]
         + "."
     )
@@ -395,8 +395,8 @@ def test_render_two_slots_offsets_and_locked_bytes() -> None:
     assert canonical.locked_spans_utf16[0] == (0, 11)
     selected = surface.render(
         {
-            "weekly.rationale": "그대로, [[A:01]].",
-            "weekly.interpretation": "차분히, [[P:01]]. 이어서 [[P:02]].",
+            "weekly.rationale": "그리고 [[A:01]].",
+            "weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]].",
         }
     )
     assert (
@@ -405,9 +405,9 @@ def test_render_two_slots_offsets_and_locked_bytes() -> None:
         == ("🔥 주간 리포트\n\n", "\n\n근거\n", "\n\n- 끝 ✅")
     )
     interpretation = (
-        "차분히, "
+        "먼저, "
         + GLOSSARY["P_WEEKLY_IN_GOAL"]
-        + ".\n이어서 "
+        + ".\n이어서, "
         + GLOSSARY["P_WEEKLY_KEEP_BASIS"]
         + "."
     )
@@ -416,14 +416,14 @@ def test_render_two_slots_offsets_and_locked_bytes() -> None:
         "🔥 주간 리포트\n\n"
         + interpretation
         + "\n\n근거\n"
-        + "그대로, "
+        + "그리고 "
         + GLOSSARY["A_WEEKLY_KEEP_BASELINE"]
         + "."
         + "\n\n- 끝 ✅"
     )
     assert selected.body.count("\n") == canonical.body.count("\n")
     interpretation_units = utf16_len(interpretation)
-    rationale_units = utf16_len("그대로, " + GLOSSARY["A_WEEKLY_KEEP_BASELINE"] + ".")
+    rationale_units = utf16_len("그리고 " + GLOSSARY["A_WEEKLY_KEEP_BASELINE"] + ".")
     # "\n\n근거\n" is 5 units; "\n\n- 끝 ✅" is 7 (✅ U+2705 is in the BMP).
     middle_start = 11 + interpretation_units
     tail_start = middle_start + 5 + rationale_units
@@ -440,21 +440,21 @@ def test_render_two_slots_offsets_and_locked_bytes() -> None:
     [
         ({}, RenderReason.MISSING_SLOT),
         (
-            {"weekly.interpretation": "차분히, [[P:01]]. 이어서 [[P:02]]."},
+            {"weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]]."},
             RenderReason.MISSING_SLOT,
         ),
         (
             {
-                "weekly.interpretation": "차분히, [[P:01]]. 이어서 [[P:02]].",
-                "weekly.rationale": "그대로, [[A:01]].",
-                "daily.status": "차분히, [[P:01]].",
+                "weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]].",
+                "weekly.rationale": "그리고 [[A:01]].",
+                "daily.status": "그리고 [[P:01]].",
             },
             RenderReason.UNKNOWN_SLOT,
         ),
         # One failed slot fails the whole body: no partial selection.
         (
             {
-                "weekly.interpretation": "차분히, [[P:01]]. 이어서 [[P:02]].",
+                "weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]].",
                 "weekly.rationale": "확인 결과, [[A:01]].",
             },
             RenderReason.COMPOSITION_REJECTED,
@@ -462,19 +462,19 @@ def test_render_two_slots_offsets_and_locked_bytes() -> None:
         (
             {
                 "weekly.interpretation": "[[P:01]]. [[P:02]].",
-                "weekly.rationale": "그대로, [[A:01]].",
+                "weekly.rationale": "그리고 [[A:01]].",
             },
             RenderReason.COMPOSITION_REJECTED,
         ),
         (
             {
-                "weekly.interpretation": "차분히, [[P:02]]. 이어서 [[P:01]].",
-                "weekly.rationale": "그대로, [[A:01]].",
+                "weekly.interpretation": "먼저, [[P:02]]. 이어서, [[P:01]].",
+                "weekly.rationale": "그리고 [[A:01]].",
             },
             RenderReason.COMPOSITION_REJECTED,
         ),
         (
-            {"weekly.interpretation": None, "weekly.rationale": "그대로, [[A:01]]."},
+            {"weekly.interpretation": None, "weekly.rationale": "그리고 [[A:01]]."},
             RenderReason.COMPOSITION_REJECTED,
         ),
     ],
@@ -493,9 +493,34 @@ def test_render_errors(generated: dict[str, Any], reason: RenderReason) -> None:
         assert info.value.contract_reason is None
 
 
+@pytest.mark.parametrize(
+    ("interpretation", "rationale", "reason"),
+    [
+        # The texts the grammar accepted before the fit table: a manner word and an
+        # order word without its comma stand outside their sentences' cells.
+        ("차분히, [[P:01]]. 이어서 [[P:02]].", "그리고 [[A:01]].", Reason.STYLE_MISFIT),
+        ("먼저, [[P:01]]. 이어서 [[P:02]].", "그리고 [[A:01]].", Reason.STYLE_MISFIT),
+        ("먼저, [[P:01]]. 이어서, [[P:02]].", "그대로, [[A:01]].", Reason.STYLE_MISFIT),
+        ("먼저, [[P:01]]. 이어서, [[P:02]].", "그리고, [[A:01]].", Reason.STYLE_MISFIT),
+        ("먼저 그리고, [[P:01]]. [[P:02]].", "그리고 [[A:01]].", Reason.STACKED_STYLE),
+    ],
+)
+def test_render_applies_the_fit_table_after_the_grammar(
+    interpretation: str, rationale: str, reason: Reason
+) -> None:
+    surface = _two_slot_surface()
+    generated = {"weekly.interpretation": interpretation, "weekly.rationale": rationale}
+    for slot in surface.slots:
+        assert check_grammar(slot.policy(), generated[slot.slot_id]) is None
+    with pytest.raises(RenderError) as info:
+        surface.render(generated)
+    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.contract_reason is reason
+
+
 def test_render_rejects_a_non_mapping() -> None:
     with pytest.raises(RenderError) as info:
-        _one_slot_surface().render([("daily.status", "차분히, [[P:01]].")])  # type: ignore[arg-type]
+        _one_slot_surface().render([("daily.status", "그리고 [[P:01]].")])  # type: ignore[arg-type]
     assert info.value.reason is RenderReason.MISSING_SLOT
 
 
@@ -504,7 +529,7 @@ def test_render_rejects_result_over_4096_utf16_units() -> None:
     surface = _one_slot_surface(head="💪" * (room // 2) + "a" * (room % 2), tail="\n\n")
     assert utf16_len(surface.body) == TELEGRAM_MAX_UTF16
     with pytest.raises(RenderError) as info:
-        surface.render({"daily.status": "차분히, [[P:01]]."})
+        surface.render({"daily.status": "그리고 [[P:01]]."})
     assert info.value.reason is RenderReason.TOO_LONG_UTF16
 
 
@@ -513,8 +538,8 @@ def test_locked_proof_catches_a_tampered_body() -> None:
     surface = _two_slot_surface()
     selected = surface.render(
         {
-            "weekly.interpretation": "차분히, [[P:01]]. 이어서 [[P:02]].",
-            "weekly.rationale": "그대로, [[A:01]].",
+            "weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]].",
+            "weekly.rationale": "그리고 [[A:01]].",
         }
     )
     surface._prove_locked(selected)  # the genuine body passes

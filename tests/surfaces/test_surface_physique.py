@@ -14,15 +14,22 @@ import pytest
 from adaptive_support import CALLBACK, PHYSIQUE_BODY, host_payloads, payload, physique_bodies
 from hypothesis import given
 from surface_support import (
-    assert_grammar_accepts,
     assert_locked_identical,
     composition_for_every_slot,
+    render_if_it_fits,
 )
 
-from gateway_shim.surfaces import CanonicalSurface, Ineligible, IneligibleReason, RenderError
+from gateway_shim.surfaces import (
+    CanonicalSurface,
+    Ineligible,
+    IneligibleReason,
+    RenderError,
+    RenderReason,
+)
 from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
 from gateway_shim.surfaces.card import PHYSIQUE_SURFACE, CardOrigin
 from gateway_shim.surfaces.physique import REVIEW_NOTICE, REVIEW_SLOT, STATUS_LINE
+from kexpr.spool.contract import Reason, check_grammar
 
 R = IneligibleReason
 NOTICE = "검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n"
@@ -46,7 +53,9 @@ CANONICAL_GOLDEN = ENVELOPE + (
     "목표 체중 범위 유지\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n"
     "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
 )
-SELECTED_GOLDEN = CANONICAL_GOLDEN.replace("\n제안의", "\n차분히, 제안의")
+# The instruction's one composition (the fit table): "먼저" restates the order
+# the sentence itself gives, no comma.
+SELECTED_GOLDEN = CANONICAL_GOLDEN.replace("\n제안의", "\n먼저 제안의")
 
 
 def test_notice_is_the_plans() -> None:
@@ -74,9 +83,29 @@ def test_layout_without_a_blank_line_before_the_status_is_kept() -> None:
 
 def test_selected_golden() -> None:
     surface = parse(payload(PHYSIQUE_BODY))
-    rendered = surface.render({REVIEW_SLOT: "차분히, [[A:01]]."})
+    rendered = surface.render({REVIEW_SLOT: "먼저 [[A:01]]."})
     assert rendered.body == SELECTED_GOLDEN
     assert_locked_identical(surface.canonical(), rendered)
+
+
+@pytest.mark.parametrize(
+    "generated",
+    [
+        "차분히, [[A:01]].",  # the text the grammar accepted before the fit table
+        "먼저, [[A:01]].",  # the order word with a comma announces a list
+        "바로 [[A:01]].",  # an urgency the action does not have
+        "그리고 [[A:01]].",  # nothing to join to under a heading
+        "우선 [[A:01]].",  # "for the time being"
+    ],
+)
+def test_a_misfit_instruction_is_rejected(generated: str) -> None:
+    surface = parse(payload(PHYSIQUE_BODY))
+    assert check_grammar(surface.slots[0].policy(), generated) is None
+    with pytest.raises(RenderError) as e:
+        surface.render({REVIEW_SLOT: generated})
+    assert e.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert e.value.contract_reason is Reason.STYLE_MISFIT
+    assert surface.canonical().body == CANONICAL_GOLDEN
 
 
 def test_fallback_golden() -> None:
@@ -147,8 +176,9 @@ def test_any_accepted_composition_keeps_every_locked_byte(
 ) -> None:
     p, generated = case
     surface = parse(p)
-    assert_grammar_accepts(surface, generated)
-    rendered = surface.render(generated)
+    rendered = render_if_it_fits(surface, generated)
+    if rendered is None:
+        return  # the fit table's verdict, checked by render_if_it_fits
     assert_locked_identical(surface.canonical(), rendered)
     assert rendered.body.count("\n") == surface.canonical().body.count("\n")
 

@@ -1,7 +1,7 @@
 """Locked-byte proof, independent of the adapters' own offsets.
 
 For every surface: host-shaped input from random facts, a random composition the
-style grammar accepts for every slot, the selected body. The slots are then cut
+contract accepts for every slot (one the fit table lists), the selected body. The slots are then cut
 out of both the canonical and the selected body by THIS file's reading of the
 host's layout (docs/host-formats.md, docs/host-formats-adaptive.md) — never by
 the spans the adapter recorded — and what remains must be identical, byte for
@@ -12,9 +12,10 @@ The cut per surface (``SLOT`` marks a removed slot):
 
 - daily:    the 3rd of the 5 blank-line-separated paragraphs (the status);
 - weekly:   the 3rd and the 6th of 6 paragraphs (interpretation, rationale);
-- dual:     the text after ``현재 판단: `` on its line, and each line of the
-            ``검토 필요`` block (the heading between two blank lines, before any
-            ``상세 근거``), up to the next blank line;
+- dual:     each line of the ``검토 필요`` block (the heading between two blank
+            lines, before any ``상세 근거``) after its first, up to the next
+            blank line: the decision line and the first review line take no
+            style word (design §6.1), so they must be identical too;
 - physique: the line between the inserted ``검토 안내`` and the final status line.
 """
 
@@ -32,7 +33,7 @@ from adaptive_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_host.host_render import render_daily, render_weekly
-from surface_support import composition_for_every_slot
+from surface_support import accepted_composition_for_every_slot
 from test_surface_daily import _answers
 from test_surface_weekly import _summaries
 
@@ -65,12 +66,11 @@ def cut_dual(text: str) -> list[str]:
     judgment = [i for i, line in enumerate(lines) if line.startswith("현재 판단: ")]
     assert len(judgment) == 1
     out = list(lines)
-    out[judgment[0]] = "현재 판단: " + SLOT
     for i in range(judgment[0], len(lines) - 1):
         if lines[i - 1] == "" and lines[i + 1] == "" and lines[i] == "상세 근거":
             break
         if lines[i - 1] == "" and lines[i + 1] == "" and lines[i] == "검토 필요":
-            j = i + 2
+            j = i + 3  # the heading, a blank line, the first review line
             while j < len(lines) and lines[j] != "":
                 out[j] = SLOT
                 j += 1
@@ -93,7 +93,7 @@ def _assert_only_slots_differ(
 
 
 def _compositions(surface: CanonicalSurface, data: st.DataObject) -> dict[str, str]:
-    return data.draw(composition_for_every_slot(surface))
+    return data.draw(accepted_composition_for_every_slot(surface))
 
 
 @settings(max_examples=100, deadline=None)
@@ -122,7 +122,7 @@ def test_weekly_selected_differs_from_canonical_only_in_its_two_slots(
 
 @settings(max_examples=100, deadline=None)
 @given(p=host_payloads(dual_bodies()), data=st.data())
-def test_dual_selected_differs_from_canonical_only_in_decision_and_reasons(
+def test_dual_selected_differs_from_canonical_only_in_the_later_review_lines(
     p: dict[str, Any], data: st.DataObject
 ) -> None:
     surface = parse_adaptive(

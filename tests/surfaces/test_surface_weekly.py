@@ -33,6 +33,7 @@ from surface_support import (
     assert_layout_identical,
     assert_locked_identical,
     composition_for_every_slot,
+    render_if_it_fits,
 )
 
 from gateway_shim.surfaces import (
@@ -59,6 +60,7 @@ from gateway_shim.surfaces.weekly import (
     format_weekly,
     parse_weekly,
 )
+from kexpr.spool.contract import Reason
 
 # --- the host's own test goldens ---------------------------------------------------
 # Recorded verbatim from Carrie111998/Hermes
@@ -202,7 +204,9 @@ def test_more_than_six_actions_from_keep_and_change_behaviors_are_eligible() -> 
     assert parse_weekly(laid_out).canonical().body == laid_out
 
 
-# name, format_weekly inputs, composition, canonical, selected
+# name, format_weekly inputs, composition, canonical, selected, and a composition
+# the grammar accepts but the fit table does not (design §6.1), with the reason of
+# its first rejected slot.
 GOLDEN: list[dict[str, Any]] = [
     {
         "name": "w3_in_goal_keep",  # HOST-FORMATS W3
@@ -216,17 +220,24 @@ GOLDEN: list[dict[str, Any]] = [
             "judgment": WeeklyJudgment.KEEP,
         },
         "generated": {
-            INTERPRETATION_SLOT: "차분히, [[P:01]]. 이어서 [[P:02]].",
-            RATIONALE_SLOT: "우선 [[A:01]].",
+            INTERPRETATION_SLOT: "먼저, [[P:01]]. 그리고 [[P:02]].",
+            RATIONALE_SLOT: "그리고 [[A:01]].",
         },
+        "misfit": (
+            {
+                INTERPRETATION_SLOT: "차분히, [[P:01]]. 이어서 [[P:02]].",
+                RATIONALE_SLOT: "우선 [[A:01]].",
+            },
+            Reason.STYLE_MISFIT,
+        ),
         "canonical": _body(W3_FACTS, I3, "유지", "- " + KEEP_A, KEEP_R),
         "selected": _body(
             W3_FACTS,
-            "차분히, 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
-            "이어서 현재 속도라면 이번 주에는 기준을 유지합니다.",
+            "먼저, 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
+            "그리고 현재 속도라면 이번 주에는 기준을 유지합니다.",
             "유지",
             "- " + KEEP_A,
-            "우선 " + KEEP_R,
+            "그리고 " + KEEP_R,
         ),
     },
     {
@@ -241,17 +252,24 @@ GOLDEN: list[dict[str, Any]] = [
             "judgment": WeeklyJudgment.REVIEW,
         },
         "generated": {
-            INTERPRETATION_SLOT: "우선 [[P:01]]. 이제 [[A:01]].",
-            RATIONALE_SLOT: "하나씩 [[A:01]].",
+            INTERPRETATION_SLOT: "[[P:01]]. 그리고 [[A:01]].",
+            RATIONALE_SLOT: "그리고 [[A:01]].",
         },
+        "misfit": (
+            {
+                INTERPRETATION_SLOT: "우선 [[P:01]]. 이제 [[A:01]].",
+                RATIONALE_SLOT: "하나씩 [[A:01]].",
+            },
+            Reason.STYLE_MISFIT,
+        ),
         "canonical": _body(W4_FACTS, I4, "조정 검토", "- " + REVIEW_A, REVIEW_R),
         "selected": _body(
             W4_FACTS,
-            "우선 주간 체중 변화가 린매스업 목표 범위를 벗어났습니다.\n"
-            "이제 다음 기록에서 섭취와 체중 추세를 함께 확인합니다.",
+            "주간 체중 변화가 린매스업 목표 범위를 벗어났습니다.\n"
+            "그리고 다음 기록에서 섭취와 체중 추세를 함께 확인합니다.",
             "조정 검토",
             "- " + REVIEW_A,
-            "하나씩 " + REVIEW_R,
+            "그리고 " + REVIEW_R,
         ),
     },
     {
@@ -265,17 +283,24 @@ GOLDEN: list[dict[str, Any]] = [
             "judgment": WeeklyJudgment.RECORDS,
         },
         "generated": {
-            INTERPRETATION_SLOT: "[[P:01]]. 차분히 [[A:01]].",
-            RATIONALE_SLOT: "지금 [[P:01]].",
+            INTERPRETATION_SLOT: "[[P:01]]. 이어서, [[A:01]].",
+            RATIONALE_SLOT: "그리고 [[P:01]].",
         },
+        "misfit": (
+            {
+                INTERPRETATION_SLOT: "[[P:01]]. 차분히 [[A:01]].",
+                RATIONALE_SLOT: "지금 [[P:01]].",
+            },
+            Reason.STYLE_MISFIT,
+        ),
         "canonical": _body(W5_FACTS, I2, "기록 보완", "- " + RECORDS_A, RECORDS_R),
         "selected": _body(
             W5_FACTS,
             "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다.\n"
-            "차분히 목표 범위가 없어 이번 주 조정 판단은 보류합니다.",
+            "이어서, 목표 범위가 없어 이번 주 조정 판단은 보류합니다.",
             "기록 보완",
             "- " + RECORDS_A,
-            "지금 " + RECORDS_R,
+            "그리고 " + RECORDS_R,
         ),
     },
     {
@@ -290,8 +315,16 @@ GOLDEN: list[dict[str, Any]] = [
         },
         "generated": {
             INTERPRETATION_SLOT: "먼저, [[P:01]]. 그리고 [[A:01]].",
-            RATIONALE_SLOT: "차분히, [[P:01]].",
+            RATIONALE_SLOT: "그리고 [[P:01]].",
         },
+        # The interpretation fits; the rationale's manner word does not.
+        "misfit": (
+            {
+                INTERPRETATION_SLOT: "먼저, [[P:01]]. 그리고 [[A:01]].",
+                RATIONALE_SLOT: "차분히, [[P:01]].",
+            },
+            Reason.STYLE_MISFIT,
+        ),
         "canonical": HOST_W2,
         "selected": _body(
             W2_FACTS,
@@ -299,7 +332,7 @@ GOLDEN: list[dict[str, Any]] = [
             "그리고 기록이 보완된 뒤 유지·조정 여부를 다시 확인합니다.",
             "기록 보완",
             "- " + RECORDS_A,
-            "차분히, " + RECORDS_R,
+            "그리고 " + RECORDS_R,
         ),
     },
     {
@@ -317,9 +350,16 @@ GOLDEN: list[dict[str, Any]] = [
             "actions": ("a", "- b", "기준 섭취량: 2,600kcal 유지", "🍚 줄이기", "e", "f"),
         },
         "generated": {
-            INTERPRETATION_SLOT: "여기서 [[P:01]]. 이어서, [[P:02]].",
-            RATIONALE_SLOT: "차분히 [[A:01]].",
+            INTERPRETATION_SLOT: "먼저, [[P:01]]. 이어서, [[P:02]].",
+            RATIONALE_SLOT: "그리고 [[A:01]].",
         },
+        "misfit": (
+            {
+                INTERPRETATION_SLOT: "여기서 [[P:01]]. 이어서, [[P:02]].",
+                RATIONALE_SLOT: "차분히 [[A:01]].",
+            },
+            Reason.STYLE_MISFIT,
+        ),
         "canonical": _body(
             "- 최근 7일 평균 체중: 1,078.90kg\n- 이전 7일 평균 체중: 🏋 약 80kg\n"
             "- 주간 변화: 체중: 변화 없음 / 확인\n- 체크인율: 6/7 · 좋음\n- 목표 범위: +0.10%~+0.25%",
@@ -331,11 +371,11 @@ GOLDEN: list[dict[str, Any]] = [
         "selected": _body(
             "- 최근 7일 평균 체중: 1,078.90kg\n- 이전 7일 평균 체중: 🏋 약 80kg\n"
             "- 주간 변화: 체중: 변화 없음 / 확인\n- 체크인율: 6/7 · 좋음\n- 목표 범위: +0.10%~+0.25%",
-            "여기서 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
+            "먼저, 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
             "이어서, 현재 속도라면 이번 주에는 기준을 유지합니다.",
             "조정 검토",
             "- a\n- - b\n- 기준 섭취량: 2,600kcal 유지\n- 🍚 줄이기\n- e\n- f",
-            "차분히 " + REVIEW_R,
+            "그리고 " + REVIEW_R,
         ),
     },
 ]
@@ -396,6 +436,20 @@ def test_golden_render_selected(row: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
+def test_golden_misfit_is_rejected(row: dict[str, Any]) -> None:
+    # Words the grammar admits but that change a sentence's claim: the fit table
+    # rejects the whole body (no partial selection), which stays canonical.
+    surface = parse_weekly(row["canonical"])
+    generated, reason = row["misfit"]
+    assert_grammar_accepts(surface, generated)
+    with pytest.raises(RenderError) as info:
+        surface.render(generated)
+    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.contract_reason is reason
+    assert surface.canonical().body == row["canonical"]
+
+
+@pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
 def test_golden_fallback_is_canonical(row: dict[str, Any]) -> None:
     surface = parse_weekly(row["canonical"])
     # One bad slot rejects the whole body (no partial selection).
@@ -417,7 +471,7 @@ def test_utf16_offsets_are_code_units_not_code_points() -> None:
     assert utf16_len(head) == len(head) + 1  # 🏋
     assert utf16_len(middle) == len(middle) + 1  # 🍚
     selected = surface.render(row["generated"])
-    # "여기서 " (4 units) and "이어서, " (5) inside the interpretation, "차분히 "
+    # "먼저, " (4 units) and "이어서, " (5) inside the interpretation, "그리고 "
     # (4) before the rationale.
     assert selected.locked_spans_utf16[0] == canonical.locked_spans_utf16[0]
     assert selected.locked_spans_utf16[1][0] - canonical.locked_spans_utf16[1][0] == 9
@@ -708,8 +762,9 @@ def test_property_compositions_keep_every_locked_byte(
         return
     surface = parse_weekly(body)
     generated = data.draw(composition_for_every_slot(surface))
-    assert_grammar_accepts(surface, generated)
-    selected = surface.render(generated)
+    selected = render_if_it_fits(surface, generated)
+    if selected is None:
+        return  # the fit table's verdict, checked by render_if_it_fits
     assert_locked_identical(surface.canonical(), selected, ends_with_slot=True)
     assert_layout_identical(surface, selected.body)
     # Sentence i of the interpretation is on line i, as in the canonical text.

@@ -23,7 +23,9 @@ from test_surface_weekly import _summaries
 from gateway_shim.surfaces.adaptive import parse_adaptive
 from gateway_shim.surfaces.card import CardOrigin
 from kexpr.ops.surfaces_cli import CheckResult, check_request
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
+from kexpr.spool.contract.fit import compositions
 
 
 def _answer(result: CheckResult) -> dict[str, Any]:
@@ -32,13 +34,21 @@ def _answer(result: CheckResult) -> dict[str, Any]:
     return answer
 
 
-def _assert_eligible(result: CheckResult) -> None:
+def _assert_eligible(result: CheckResult, slots: int) -> None:
+    """Eligible with ``slots`` slots, each with its IDs, the words the fit table
+    allows before each sentence (one list per token, lexicon words only, some
+    sentence with one), and its count of accepted compositions."""
     answer = _answer(result)
     assert (answer["eligible"], answer["reason"], answer["roundtrip"]) == (True, None, True)
-    assert answer["slots"]
+    assert len(answer["slots"]) == slots
     for slot in answer["slots"]:
-        assert set(slot) == {"slot_id", "predicate_ids", "action_ids"}
-        assert slot["predicate_ids"] or slot["action_ids"]
+        assert set(slot) == {"slot_id", "predicate_ids", "action_ids", "words", "compositions"}
+        ids = slot["predicate_ids"] + slot["action_ids"]
+        assert ids and len(slot["words"]) == len(ids)
+        assert any(slot["words"])
+        for words in slot["words"]:
+            assert all(w.rstrip(",") in SAFE_STYLE_LEXEMES for w in words)
+        assert slot["compositions"] == len(compositions(slot["slot_id"], ids)) >= 1
 
 
 def _assert_ineligible(result: CheckResult, reason: str) -> None:
@@ -49,7 +59,7 @@ def _assert_ineligible(result: CheckResult, reason: str) -> None:
 @given(answers=_answers)
 def test_generated_daily_bodies(answers: dict[str, Any]) -> None:
     body = render_daily(answers)
-    _assert_eligible(check_request({"surface": "daily.v1", "body": body}))
+    _assert_eligible(check_request({"surface": "daily.v1", "body": body}), slots=1)
     # The pinned commit's save path: the partial sentence whatever the facts.
     complete = "저장된 오늘 기록을 확인했습니다."
     if complete in body:
@@ -66,7 +76,7 @@ def test_generated_weekly_reports(summary: dict[str, Any]) -> None:
     if explicit:
         _assert_ineligible(check_request(request), "explicit_source_field")
     else:
-        _assert_eligible(check_request(request))
+        _assert_eligible(check_request(request), slots=2)
 
 
 @settings(max_examples=60, deadline=None)
@@ -95,6 +105,7 @@ def test_generated_adaptive_cards(p: tuple[str, dict[str, Any]], origin: str) ->
     )
     bound = parsed.answer_token_bound()
     if bound is not None and bound <= ANSWER_BUDGET_TOKENS:
-        _assert_eligible(result)
+        # A dual card with fewer than two review lines has none: nothing to style.
+        _assert_eligible(result, slots=len(parsed.slots))
     else:
         _assert_ineligible(result, "answer_over_budget")
