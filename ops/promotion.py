@@ -247,24 +247,18 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
         ("weekly reports", weekly),
         ("physique cards", physique),
     ]
-    for n in range(0, 10):
+    # A dual card asks only for its review lines after the first: the decision
+    # label and the first line take no style word (the fit table, design §6.1),
+    # so a card with fewer than two reasons is never sent (``nothing_to_style``).
+    for n in range(2, 10):
         variants: Variants = [
             (
                 "adaptive.dualcoachtest.card.v1",
-                (
-                    slot_policy("adaptive.dual.judgment", d),
-                    *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(n)),
-                ),
+                tuple(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(1, n)),
             )
-            for d in branches("adaptive.dual.judgment")
             for r in branches("adaptive.dual.review.N")
         ]
-        name = (
-            "dual cards with a decision only"
-            if n == 0
-            else (f"dual cards with {n} reason{'s' if n > 1 else ''}")
-        )
-        out.append((name, variants))
+        out.append((f"dual cards with {n} reasons", variants))
     return out
 
 
