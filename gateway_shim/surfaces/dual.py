@@ -31,7 +31,10 @@ label; ``final_period=False``: the host writes no period, so the composition's
 final ``.`` is dropped) and ``adaptive.dual.review.N`` (each reason line, its
 ``.`` included). Every other byte — title, goal, head lines, both labels,
 headings, recommendations, note, details, the delivery line, blank lines — is
-locked.
+locked. Of the slots, only those the contract's fit table lets take a style word
+are kept (`gateway_shim.surfaces._text.SegmentBuilder`, design §6.1): the
+decision and the first review line are locked too, and a review line the
+operator narrowed (the glossary's ``unstyled``) likewise.
 """
 
 from __future__ import annotations
