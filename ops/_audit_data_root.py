@@ -9,7 +9,8 @@ journal chain (design §10; the sharing rules of `kexpr.spool.fsio`, rule 3).
   owners are the root's owner, the owner of ``identity.key`` (the gateway), the
   audited processes' users, or (shared) members of the root's group;
   ``identity.key`` private to its owner; journal files writable by their owner
-  only; the journal verified by its own rules as the root's owner
+  only (shared group: by the root's group too, the 0660 the worker creates them
+  with; never by "other"); the journal verified by its own rules as the root's owner
   (`kexpr.ops.readers.verify_journal`); and a redaction scan of every spool and status
   file: no digit outside an ID, timestamp, token or version, and no Hangul word
   outside the style lexicon (`kexpr.ops._audit_redaction`).
@@ -220,10 +221,16 @@ class _Rules:
             result.add(AuditFinding.WRONG_OWNER, shown)
         if rel == ("identity.key",) and perms & 0o077:
             result.add(AuditFinding.IDENTITY_KEY_SHARED, shown)
+        # Journal files are their owner's to write. In the shared-group layout the
+        # worker itself creates them 0660 in the root's group (the gateway's and
+        # the worker's users are its members, and the hash chain, not the mode,
+        # is what proves a row): a group write bit is the layout there, not a
+        # finding. Elsewhere any write bit but the owner's is.
+        writers = 0o002 if self.shared else 0o022
         if (
             len(rel) == 2
             and rel[0] in ("outcomes", "quarantine")
             and stat.S_ISREG(mode)
-            and perms & 0o022
+            and perms & writers
         ):
             result.add(AuditFinding.JOURNAL_WRITABLE_BY_OTHERS, shown)
