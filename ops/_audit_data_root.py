@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from gateway_shim.operator_glossary import GLOSSARY_FILE_NAME
 from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Unusable
 from kexpr.ops._audit_redaction import _scan_file
 from kexpr.ops.inputs import Problem, data_root_problem
@@ -51,7 +52,7 @@ _TOP_LEVEL: Final = frozenset(
         "worker.status.json",
         SUPERVISOR_STATUS_NAME,
         # The operator's dual glossary (gateway_shim.operator_glossary), optional.
-        "operator-glossary.json",
+        GLOSSARY_FILE_NAME,
         # A rehearsal root's marker (kexpr.spool.rehearsal).
         REHEARSAL_MARKER,
     }

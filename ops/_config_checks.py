@@ -154,7 +154,9 @@ def preflight_text(
     strict_extra, _ = _get(strict, path)
     for where, value in _yaml11_booleans(strict_extra, extra, path):
         result.notes.append(
-            ConfigProblem(Diagnostic.YAML11_BOOLEAN, _path_text(where), "true" if value else "false")
+            ConfigProblem(
+                Diagnostic.YAML11_BOOLEAN, _path_text(where), "true" if value else "false"
+            )
         )
     checkin = extra.get(CHECKIN_KEY)
     if isinstance(checkin, Mapping) and "enabled" in checkin:
