@@ -61,7 +61,6 @@ from kexpr.spool.journal import (
     audit_journal,
 )
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
-from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     MessageError,
@@ -69,6 +68,7 @@ from kexpr.spool.messages import (
     parse_report,
     parse_response,
 )
+from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 
 # What may sit at the top of a data root (files; directories are `product_dirs`):
 # every file the product itself writes there, each checked by the same rules.
