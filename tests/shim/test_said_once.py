@@ -25,9 +25,7 @@ ROUNDS = 3  # presentations per case: said once, however many
 
 
 def _records(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
-    return [
-        r.getMessage() for r in caplog.records if r.name == "kexpr.shim" and r.levelno == level
-    ]
+    return [r.getMessage() for r in caplog.records if r.name == "kexpr.shim" and r.levelno == level]
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
