@@ -36,7 +36,7 @@ from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import group_member_uids
-from kexpr.spool.layout import DataRoot
+from kexpr.spool.layout import QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 
 _HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
@@ -55,6 +55,8 @@ _TOP_LEVEL: Final = frozenset(
         GLOSSARY_FILE_NAME,
         # A rehearsal root's marker (kexpr.spool.rehearsal).
         REHEARSAL_MARKER,
+        # `kexpr quarantine clear`'s one-shot ask (kexpr.worker.resume).
+        QUARANTINE_CLEAR_NAME,
     }
 )
 _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})

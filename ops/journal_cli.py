@@ -60,7 +60,7 @@ from kexpr.spool.journal import (
     JournalUnverified,
     audit_journal,
 )
-from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from kexpr.spool.layout import DEFAULT_DATA_ROOT, QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     MessageError,
@@ -82,6 +82,8 @@ ROOT_FILES: Final = {
     REHEARSAL_MARKER: False,
     # The operator's dual glossary, from `kexpr glossary install` (the data root's file mode).
     GLOSSARY_FILE_NAME: False,
+    # `kexpr quarantine clear`'s one-shot ask, until the worker removes it.
+    QUARANTINE_CLEAR_NAME: False,
 }
 _SPOOL_NAME: Final = re.compile(r"[0-9a-f]{32}\.json")
 # `kexpr.spool.fsio.publish` / `replace_private` staging: ".<final name>.<pid>.<12 hex>".

@@ -274,6 +274,7 @@ class StatusFile:
                 "heartbeat_at_utc": format_ts(p.clock()),
                 "journal": "verified" if q.journal_ok else "unverified",
                 "quarantine": q.reason,
+                "quarantine_clear": q.last_clear,
                 "clock_step_observed": p.clockwatch.step,
                 "refusing": q.refusing,
                 "unsafe": dict(sorted(c.unsafe.items())),
