@@ -408,7 +408,7 @@ HOST_BLOCK = (
 )
 
 
-def _host_decision(text: str) -> object:
+def _host_decision(text: str) -> tuple[bool, str, bool]:
     """What the gateway decides: the shim's parser on the host's PyYAML data."""
     import yaml
 
@@ -430,7 +430,7 @@ def test_preflight_judges_a_value_as_the_hosts_yaml_loader_reads_it(word: str) -
     and the gateway runs daily; preflight must not say FAIL for it (it did: its
     YAML 1.2 reading made `yes` a string)."""
     text = config_with(HOST_BLOCK.format(daily=word))
-    valid, mode, daily = _host_decision(text)  # type: ignore[misc]
+    valid, mode, daily = _host_decision(text)
     result = preflight_text(text)
     assert result.passed is valid, (word, result.problems)
     if valid:
