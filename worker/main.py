@@ -137,7 +137,7 @@ def warn_if_root(euid: int | None = None) -> bool:
         return False
     print(
         "kexpr worker: warning: running_as_root: run the worker as its own user "
-        "(the systemd unit's kexpr-worker; docs/systemd.md)",
+        "(docs/systemd.md)",
         file=sys.stderr,
         flush=True,
     )

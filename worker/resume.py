@@ -62,7 +62,7 @@ class ClearRefusal(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ClearOutcome:
+class ClearAnswer:
     nonce: str | None
     result: ClearResult
     was: str | None
@@ -95,7 +95,7 @@ def _nonce(data: bytes) -> str | None:
     return str(doc["nonce"])
 
 
-def clear_if_asked(p: Parts) -> ClearOutcome | None:
+def clear_if_asked(p: Parts) -> ClearAnswer | None:
     """On the rescan timer, in quarantine only: the operator's clear, if asked
     (rules 1-4). None when not in quarantine or nothing was asked."""
     q = p.quarantine
@@ -111,28 +111,28 @@ def clear_if_asked(p: Parts) -> ClearOutcome | None:
         data, fid = read_private_identified(path, max_bytes=MAX_REQUEST_BYTES)
         unlink_if_same(path, fid)
     except OSError:
-        return _said(ClearOutcome(None, ClearResult.REFUSED, was, ClearRefusal.IO_ERROR))
+        return _said(ClearAnswer(None, ClearResult.REFUSED, was, ClearRefusal.IO_ERROR))
     nonce = _nonce(data)
     if nonce is None:
-        return _said(ClearOutcome(None, ClearResult.REFUSED, was, ClearRefusal.MALFORMED_REQUEST))
+        return _said(ClearAnswer(None, ClearResult.REFUSED, was, ClearRefusal.MALFORMED_REQUEST))
     with p.attempts.lock:
         busy = bool(p.attempts.busy)
     if busy:
-        return _said(ClearOutcome(nonce, ClearResult.REFUSED, was, ClearRefusal.CALLS_IN_FLIGHT))
+        return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, ClearRefusal.CALLS_IN_FLIGHT))
     try:
         sharing, tree = p.root.verify_tree_sharing()
         p.journal.load()
     except UnsafePath as e:
-        return _said(ClearOutcome(nonce, ClearResult.REFUSED, was, e.reason.value))
+        return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, e.reason.value))
     except JournalUnverified as e:
-        return _said(ClearOutcome(nonce, ClearResult.REFUSED, was, e.finding.value))
+        return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, e.finding.value))
     except OSError:
-        return _said(ClearOutcome(nonce, ClearResult.REFUSED, was, ClearRefusal.IO_ERROR))
+        return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, ClearRefusal.IO_ERROR))
     q.resume(sharing, tree)
-    return _said(ClearOutcome(nonce, ClearResult.CLEARED, was, None))
+    return _said(ClearAnswer(nonce, ClearResult.CLEARED, was, None))
 
 
-def _said(outcome: ClearOutcome) -> ClearOutcome:
+def _said(outcome: ClearAnswer) -> ClearAnswer:
     from kexpr.worker.quarantine import QUARANTINE_REASONS
 
     why = outcome.why

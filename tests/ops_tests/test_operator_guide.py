@@ -289,6 +289,11 @@ def test_every_figure_is_the_constant_it_names() -> None:
     budget = section("시간 여유: 어떤 메시지 유형이 어떤 속도에서 위험한가")
     assert "최근 24개" in budget and "6개 미만" in budget and "10분 넘게" in budget
     assert "5번 연속" in budget and "30초 동안" in budget
+    from kexpr.spool.contract import SAFE_STYLE_LEXEMES
+    from kexpr.worker._transport import BODY_CAP_BYTES
+
+    assert len(SAFE_STYLE_LEXEMES) == 20 and "문체 어휘 20개" in section("한눈에 보기")
+    assert BODY_CAP_BYTES == 48 * 1024 and "48 KiB를 넘음" in section("문제 해결")
     codes = {c.name: c.value for c in ExitCode}
     assert (codes["UNSUPPORTED_DEPENDENCY"], codes["NOT_UNDUMPABLE"]) == (69, 71)
     assert (codes["UNSAFE_DATA_ROOT"], codes["HAZARDOUS_ENVIRONMENT"]) == (74, 78)
