@@ -136,8 +136,7 @@ def warn_if_root(euid: int | None = None) -> bool:
     if (os.geteuid() if euid is None else euid) != 0:
         return False
     print(
-        "kexpr worker: warning: running_as_root: run the worker as its own user "
-        "(docs/systemd.md)",
+        "kexpr worker: warning: running_as_root: run the worker as its own user (docs/systemd.md)",
         file=sys.stderr,
         flush=True,
     )
