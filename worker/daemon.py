@@ -67,7 +67,7 @@ from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import COMMIT_GRACE
 from kexpr.spool.rehearsal import MarkerRefusal, mark_rehearsal_root, rehearsal_refusal
 from kexpr.worker import housekeeping, reports, resume, scan
-from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
+from kexpr.worker.environment import hazardous_environment, rehearsal_hazards, warn_if_root
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.inbox import _InboxWatch
 from kexpr.worker.parts import Parts
@@ -233,6 +233,7 @@ class Worker:
     def serve(self, stop: threading.Event) -> ExitCode:
         """Under ``worker.lock``: prepare, then scan on every wake and on the
         rescan timer until ``stop``."""
+        warn_if_root()
         self.prepare()
         p = self.parts
         watch: _InboxWatch | None

@@ -30,7 +30,6 @@ Start-up order, each step a precondition of the next (design §9, §10):
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -125,25 +124,6 @@ def _pace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pace:
         parser.error("--tokens-per-second or --first-token-seconds out of range")
 
 
-def warn_if_root(euid: int | None = None) -> bool:
-    """Said, not refused: a worker whose effective UID is 0. As root it owns what
-    it creates in the data root as root, a compromise of it is the machine's, and
-    ``kexpr audit`` cannot vouch for it. Not refused, because the main job
-    (``make run``) and the test suite run as root on a fresh machine or in CI,
-    and a container's only user is often root; the systemd unit runs it as
-    ``kexpr-worker``. One stderr line, one WARNING on ``kexpr.worker``, and
-    ``"running_as_root": true`` in the status file (``kexpr status`` says so)."""
-    if (os.geteuid() if euid is None else euid) != 0:
-        return False
-    print(
-        "kexpr worker: warning: running_as_root: run the worker as its own user (docs/systemd.md)",
-        file=sys.stderr,
-        flush=True,
-    )
-    log.event(log.logger("worker"), logging.WARNING, "running_as_root")
-    return True
-
-
 def _refuse_dependency(what: str) -> int:
     """The one line of an unsupported dependency, and its exit code."""
     ranges = ", ".join(requirement(name) for name in SUPPORTED)
@@ -207,7 +187,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return int(ExitCode.HAZARDOUS_ENVIRONMENT)
-    warn_if_root()
     # httpx/httpcore outside the ranges the bounded transport was tested on: one
     # line and a code no supervisor restarts (worker.dependencies), never a
     # traceback at import and a restart loop.

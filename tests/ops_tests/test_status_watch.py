@@ -18,7 +18,7 @@ from worker_tests.worker_kit import Clock, completion, composition_for, make_wor
 
 from kexpr.ops.status_cli import EXIT, HealthVerdict, Price, collect, render
 from kexpr.spool.layout import DataRoot
-from kexpr.worker.main import warn_if_root
+from kexpr.worker.environment import warn_if_root
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
