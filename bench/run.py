@@ -368,9 +368,7 @@ def validation(reps: int) -> dict[str, float]:
     return {
         "validate_accept_us": per_call(lambda: judge(capsule, good)),
         "validate_reject_us": per_call(lambda: judge(capsule, bad)),
-        "render_daily_us": per_call(
-            lambda: surface.render({"daily.status": "그리고 [[P:01]]."})
-        ),
+        "render_daily_us": per_call(lambda: surface.render({"daily.status": "그리고 [[P:01]]."})),
         "parse_daily_us": per_call(lambda: parse_daily(BODY, DAILY)),
     }
 

@@ -16,6 +16,11 @@ the path now), rule 11 (closed stays closed: nothing is started after
 `close`) and rule 12 (fork and a missing watcher: the child drops its parent's
 observer without stopping it; without an observer the wait degrades to its
 periodic re-check, said once).
+
+A set-up that fails says why as one `SpoolProblem` (`SetupFailed`, an ``OSError``
+like every failure it wraps): the data root missing, a symlink, unsafe (with the
+`UnsafeReason`), not permitted, or the identity key unusable. The coordinator
+logs it once per change; the words are enums, never a path or a value.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from gateway_shim._responses import (
 )
 from gateway_shim.identity import IdentityProblem, IdentityRefused
 from kexpr.spool import log
-from kexpr.spool.fsio import FileId, check_dir, pin_moved, repin
+from kexpr.spool.fsio import FileId, UnsafePath, UnsafeReason, check_dir, pin_moved, repin
 from kexpr.spool.layout import DataRoot
 
 # A watcher that could not be started (no inotify instance left: the per-user
@@ -52,6 +57,50 @@ WATCHER_RETRY_S: Final = 60.0
 # not two thousand (each one a walk from "/" on the executor).
 RECHECK_IDENTITY_EVERY_S: Final = 1.0
 _log = log.logger("shim")
+
+
+class SpoolProblem(enum.StrEnum):
+    """Why the coordinator cannot use its data root (said on ``kexpr.shim``)."""
+
+    # Nothing at the data root's path, and it could not be created there
+    # (a typo in the path, a parent the gateway may not write).
+    DATA_ROOT_MISSING = "data_root_missing"
+    # The data root, or a directory in it, is a symbolic link.
+    DATA_ROOT_SYMLINK = "data_root_symlink"
+    # A directory or file of the spool breaks the sharing rules (mode, owner,
+    # group, type: the `UnsafeReason` says which).
+    DATA_ROOT_UNSAFE = "data_root_unsafe"
+    # The operating system refused (the gateway's user is not in the group...).
+    DATA_ROOT_PERMISSION_DENIED = "data_root_permission_denied"
+    # Any other I/O error on the data root.
+    DATA_ROOT_IO_ERROR = "data_root_io_error"
+    # ``identity.key`` cannot be read or made (mode, owner, size, type).
+    IDENTITY_KEY_UNUSABLE = "identity_key_unusable"
+
+
+class SetupFailed(OSError):
+    """The set-up refused: the `SpoolProblem`, and the `UnsafeReason` if any."""
+
+    def __init__(self, problem: SpoolProblem, unsafe: UnsafeReason | None = None) -> None:
+        super().__init__(problem.value)
+        self.problem = problem
+        self.unsafe = unsafe
+
+
+def spool_problem(error: BaseException, root: DataRoot) -> SetupFailed:
+    """The `SetupFailed` an error on ``root`` stands for (a `SetupFailed` itself
+    is returned as it is)."""
+    if isinstance(error, SetupFailed):
+        return error
+    if not os.path.lexists(root.root):
+        return SetupFailed(SpoolProblem.DATA_ROOT_MISSING)
+    if isinstance(error, UnsafePath):
+        if error.reason is UnsafeReason.SYMLINK:
+            return SetupFailed(SpoolProblem.DATA_ROOT_SYMLINK, error.reason)
+        return SetupFailed(SpoolProblem.DATA_ROOT_UNSAFE, error.reason)
+    if isinstance(error, PermissionError):
+        return SetupFailed(SpoolProblem.DATA_ROOT_PERMISSION_DENIED)
+    return SetupFailed(SpoolProblem.DATA_ROOT_IO_ERROR)
 
 
 class DataRootHold:
@@ -119,10 +168,10 @@ class DataRootHold:
     def ensure_started(self) -> Identity:
         """Set the spool up where it is not: directories, the identity, the
         root's (device, inode), observer; the identity to present with. Raises
-        `IdentityRefused` (rule 14), `UnsafePath` / ``OSError`` / ``ValueError``
-        for a data root that cannot be used, `HoldClosed` after `close`. An
-        observer that cannot be started is not an error (rule 12): the wait
-        re-checks."""
+        `IdentityRefused` (rule 14), `SetupFailed` (naming the `SpoolProblem`) or
+        another ``OSError`` / ``ValueError`` for a data root that cannot be used,
+        `HoldClosed` after `close`. An observer that cannot be started is not an
+        error (rule 12): the wait re-checks."""
         with self._setup_lock:
             if self._closed:
                 raise HoldClosed
@@ -130,8 +179,15 @@ class DataRootHold:
             if identity is not None and record_changed(self.root, identity):
                 identity = self.identity = None
             if identity is None:
-                self.root.ensure()
-                identity = self._load_identity()
+                try:
+                    self.root.ensure()
+                except (OSError, ValueError, RuntimeError) as e:
+                    raise spool_problem(e, self.root) from e
+                try:
+                    identity = self._load_identity()
+                except (OSError, ValueError) as e:
+                    unsafe = e.reason if isinstance(e, UnsafePath) else None
+                    raise SetupFailed(SpoolProblem.IDENTITY_KEY_UNUSABLE, unsafe) from e
                 self._root_id = check_dir(self.root.root)[1]
                 self.identity = identity
             if self._observer is None and self._may_try_watcher():

@@ -93,6 +93,17 @@ Rules:
    key too (``prior_artifact_keys``), so a rotation on purpose never makes an
    artifact new; a rotation while the gateway runs is seen at the next
    presentation (one ``lstat`` of the record).
+15. Nothing fails silently: each reason the coordinator cannot serve is one
+   WARNING on the ``kexpr.shim`` logger, said once per change (not per
+   presentation), in enum words only, never a path or a value:
+   ``spool_unavailable reason=<SpoolProblem> unsafe=<UnsafeReason|none>`` (the
+   data root missing, a symlink, unsafe, not permitted, its identity key
+   unusable; ``spool_available`` at INFO once a request is written again),
+   ``glossary_unusable problem=<GlossaryProblem>`` (dual cards are then
+   canonical; ``glossary_usable`` at INFO when it reads again) and
+   ``unknown_surface`` (the host named an adaptive surface kexpr does not know:
+   its cards are canonical). Rule 13's ``worker_unavailable`` and the config's
+   ``config_inexact`` are the other two.
 
 The code is split by seam, every public name staying importable from here:
 this module holds the coordinator class (rules 1-7, 9, 11);
@@ -138,7 +149,7 @@ from gateway_shim._candidate import (
     PresentationCandidate,
     build_candidate,
 )
-from gateway_shim._data_root import DataRootHold, HoldClosed
+from gateway_shim._data_root import DataRootHold, HoldClosed, SetupFailed, spool_problem
 from gateway_shim._guest import ExecutorClosed, OwnExecutor, track
 from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
 from gateway_shim._responses import RECHECK_S, ResponseWaiters, Wake, collect
@@ -271,6 +282,26 @@ class _Once:
                 return False
             self._taken = True
             return True
+
+
+class _Said:
+    """The last state said on the log (rule 14): a change is said once, by
+    whichever thread sees it first. None is "nothing wrong"."""
+
+    __slots__ = ("_lock", "_state")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: object = None
+
+    def change(self, state: object) -> tuple[bool, object]:
+        """(changed, the state before)."""
+        with self._lock:
+            before = self._state
+            if state == before:
+                return False, before
+            self._state = state
+            return True, before
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,6 +475,10 @@ class KoreanExpressionCoordinator:
         # Rule 13: the worker's heartbeat; said once per change (None: not yet asked).
         self._heartbeat = WorkerHeartbeat(self.root)
         self._worker_seen_serving: bool | None = None
+        # Rule 14: what was last said about the data root, the glossary, the surface.
+        self._spool_said = _Said()
+        self._glossary_said = _Said()
+        self._surface_said = _Said()
         self._executor = OwnExecutor()
         self._awaiting = AwaitingReports(monotonic)
         self._closed = False
@@ -549,9 +584,16 @@ class KoreanExpressionCoordinator:
 
     def dual_glossary_or_ineligible(self) -> DualGlossary:
         try:
-            return self.dual_glossary()
+            glossary = self.dual_glossary()
         except GlossaryError as e:
+            changed, _ = self._glossary_said.change(e.problem)
+            if changed:  # rule 14
+                log.event(_log, logging.WARNING, "glossary_unusable", problem=e.problem)
             raise Ineligible(IneligibleReason.GLOSSARY_INVALID) from e
+        changed, before = self._glossary_said.change(None)
+        if changed and before is not None:
+            log.event(_log, logging.INFO, "glossary_usable")
+        return glossary
 
     def report(self, candidate: PresentationCandidate, outcome: HostOutcome | str) -> None:
         """The host's result for an enabled-mode selected candidate (design §4).
@@ -603,6 +645,10 @@ class KoreanExpressionCoordinator:
     ) -> _Spec:
         text = payload.get("text") if isinstance(payload, Mapping) else None
         label = surface if surface in ADAPTIVE_SURFACES else ADAPTIVE_UNKNOWN_SURFACE
+        # Rule 14: a surface the host names that kexpr does not know (never its value).
+        unknown = surface is not None and label == ADAPTIVE_UNKNOWN_SURFACE
+        if self._surface_said.change(unknown)[0] and unknown:
+            log.event(_log, logging.WARNING, "unknown_surface")
         key_fields: tuple[object, ...] = ()
         readable = True
         try:
@@ -904,7 +950,11 @@ class KoreanExpressionCoordinator:
             return rec.finish(Outcome.NOTHING_TO_STYLE, surface=surface)
 
         try:
-            identity = self._hold.ensure_started()
+            try:
+                identity = self._hold.ensure_started()
+            except (OSError, ValueError, RuntimeError) as e:
+                self._say_spool(spool_problem(e, self.root))
+                raise
             fields = (surface_version, *(str(f) for f in spec.key_fields))
             akey = artifact_key(identity.key, fields)
             # Rule 14: the same artifact under every sealed key (HMACs only).
@@ -926,10 +976,32 @@ class KoreanExpressionCoordinator:
         if not self._worker_serving():
             return rec.finish(Outcome.WORKER_UNAVAILABLE, surface=surface, akey=akey)
         try:
-            return self._publish(surface_version, surface, capsule, akey, prior, call, rec, wake)
-        except Exception:  # noqa: BLE001 - rule 9: nothing escapes into the host
+            step = self._publish(surface_version, surface, capsule, akey, prior, call, rec, wake)
+        except Exception as e:  # noqa: BLE001 - rule 9: nothing escapes into the host
             # Whatever the data root did, the host gets the canonical body.
+            if isinstance(e, OSError):
+                self._say_spool(spool_problem(e, self.root))
             return rec.finish(Outcome.SPOOL_UNAVAILABLE, surface=surface, akey=akey)
+        if isinstance(step, _Pending):  # a request written: the data root serves
+            self._say_spool(None)
+        return step
+
+    def _say_spool(self, problem: SetupFailed | None) -> None:
+        """Rule 14: the data root's state, said once per change."""
+        state = None if problem is None else (problem.problem, problem.unsafe)
+        changed, before = self._spool_said.change(state)
+        if not changed:
+            return
+        if problem is not None:
+            log.event(
+                _log,
+                logging.WARNING,
+                "spool_unavailable",
+                reason=problem.problem,
+                unsafe=problem.unsafe,
+            )
+        elif before is not None:
+            log.event(_log, logging.INFO, "spool_available")
 
     def _worker_serving(self) -> bool:
         """Rule 13: is a worker serving the data root? A change is said once

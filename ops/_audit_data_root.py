@@ -9,10 +9,11 @@ journal chain (design §10; the sharing rules of `kexpr.spool.fsio`, rule 3).
   owners are the root's owner, the owner of ``identity.key`` (the gateway), the
   audited processes' users, or (shared) members of the root's group;
   ``identity.key`` and ``identity.sealed`` private to their owner; journal files
-  writable by their owner only; the journal verified by its own rules as the
-  root's owner (`kexpr.ops.readers.verify_journal`); the identity as a gateway
-  would judge it (`kexpr.ops.identity_cli.identity_report`: a key missing or not
-  the recorded one beside a journal with rows is the finding
+  writable by their owner only (shared group: by the root's group too, the 0660
+  the worker creates them with; never by "other"); the journal verified by its
+  own rules as the root's owner (`kexpr.ops.readers.verify_journal`); the
+  identity as a gateway would judge it (`kexpr.ops.identity_cli.identity_report`:
+  a key missing or not the recorded one beside a journal with rows is the finding
   ``identity_mismatch``, its detail the reason; files this user cannot read are
   said in ``info.identity`` as ``unchecked``); and a redaction scan of every
   spool and status file: no digit outside an ID, timestamp, token or version,
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from gateway_shim.operator_glossary import GLOSSARY_FILE_NAME
 from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Unusable
 from kexpr.ops._audit_redaction import _scan_file
 from kexpr.ops.identity_cli import identity_report
@@ -39,7 +41,7 @@ from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import group_member_uids
-from kexpr.spool.layout import DataRoot
+from kexpr.spool.layout import QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 
 _HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
@@ -57,9 +59,11 @@ _TOP_LEVEL: Final = frozenset(
         "worker.status.json",
         SUPERVISOR_STATUS_NAME,
         # The operator's dual glossary (gateway_shim.operator_glossary), optional.
-        "operator-glossary.json",
+        GLOSSARY_FILE_NAME,
         # A rehearsal root's marker (kexpr.spool.rehearsal).
         REHEARSAL_MARKER,
+        # `kexpr quarantine clear`'s one-shot ask (kexpr.worker.resume).
+        QUARANTINE_CLEAR_NAME,
     }
 )
 _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})
@@ -233,10 +237,16 @@ class _Rules:
             result.add(AuditFinding.WRONG_OWNER, shown)
         if rel in _PRIVATE_FILES and perms & 0o077:
             result.add(AuditFinding.IDENTITY_KEY_SHARED, shown)
+        # Journal files are their owner's to write. In the shared-group layout the
+        # worker itself creates them 0660 in the root's group (the gateway's and
+        # the worker's users are its members, and the hash chain, not the mode,
+        # is what proves a row): a group write bit is the layout there, not a
+        # finding. Elsewhere any write bit but the owner's is.
+        writers = 0o002 if self.shared else 0o022
         if (
             len(rel) == 2
             and rel[0] in ("outcomes", "quarantine")
             and stat.S_ISREG(mode)
-            and perms & 0o022
+            and perms & writers
         ):
             result.add(AuditFinding.JOURNAL_WRITABLE_BY_OTHERS, shown)

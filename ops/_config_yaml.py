@@ -9,9 +9,15 @@ Rules of `kexpr.ops.preflight` that apply here:
   `ConfigProblem` with an enum diagnostic, never a partial judgement.
 - **No content in output.** Host configs hold tokens and keys: a `ConfigProblem` names
   a key path (`_path_text`: printable keys only) or a line number, never a value.
-- YAML is read with ruamel's YAML 1.2 safe loader (duplicate keys and Python
-  tags are errors). It is stricter than a YAML 1.1 host loader (``yes`` is not a
-  boolean here), so a config that passes here is read identically by the host.
+- **Judged as the host loads it.** Hermes reads ``config.yaml`` with PyYAML's
+  ``safe_load`` (YAML 1.1: ``yes``/``no``/``on``/``off`` in any of their three
+  spellings are booleans, ``y``/``n`` are strings), and the gateway decides from
+  that data. So preflight's verdict is taken on the same data (`_load_host`), and
+  where ruamel's YAML 1.2 reading of the adapter extras differs from it (a
+  ``yes`` that YAML 1.2 reads as a string), a note says what the host reads.
+- The file must also load with ruamel's YAML 1.2 safe loader (duplicate keys and
+  Python tags are errors): an ambiguous file is a release failure even where the
+  host would pick one reading (PyYAML keeps a repeated key's last value).
 
 ruamel.yaml is the ``[ops]`` extra: imported only by these two commands, so the
 gateway-side install stays light.
@@ -49,6 +55,9 @@ class Diagnostic(enum.StrEnum):
     POSTPROCESSOR_MISPLACED = "postprocessor_misplaced"
     # a note, not a failure: a `physique_checkin` the host does not read
     PHYSIQUE_CHECKIN_NOT_READ = "physique_checkin_not_read"
+    # a note, not a failure: a value YAML 1.2 reads as a string and the host's
+    # YAML 1.1 loader as a boolean (`yes`, `off` ...); the verdict takes the host's
+    YAML11_BOOLEAN = "yaml11_boolean"
     # migrate-config only
     NOT_LINE_EDITABLE = "not_line_editable"
     LEGACY_KEY_SOLE_ENTRY = "legacy_key_sole_entry"
@@ -96,6 +105,13 @@ def _require_ruamel() -> None:
         raise UsageError("requires the [ops] extra: pip install 'kexpr[ops]' (ruamel.yaml)") from e
 
 
+def _require_host_loader() -> None:
+    try:
+        import yaml  # noqa: F401
+    except ImportError as e:
+        raise UsageError("requires the [ops] extra: pip install 'kexpr[ops]' (PyYAML)") from e
+
+
 def _path_text(path: Sequence[object]) -> str:
     return ".".join(str(p) if _PRINTABLE_KEY.fullmatch(str(p)) else "?" for p in path) or "."
 
@@ -114,6 +130,13 @@ def _load_plain(text: str) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         return YAML(typ="safe", pure=True).load(text)
+
+
+def _load_host(text: str) -> Any:
+    """What the host reads: PyYAML's ``safe_load`` (YAML 1.1 booleans)."""
+    import yaml
+
+    return yaml.safe_load(text)
 
 
 def _load_rt(text: str) -> Any:
@@ -140,12 +163,17 @@ class YamlRefused(Exception):
 
 
 def _load_yaml(text: str, loader: Callable[[str], Any]) -> Any:
-    """``loader(text)`` (`_load_plain` or `_load_rt`), or `YamlRefused`."""
+    """``loader(text)`` (`_load_plain`, `_load_rt` or `_load_host`), or `YamlRefused`."""
     from ruamel.yaml.error import YAMLError
 
+    errors: tuple[type[BaseException], ...] = (YAMLError, Warning)
+    if loader is _load_host:
+        import yaml
+
+        errors = (yaml.YAMLError, Warning)
     try:
         return loader(text)
-    except (YAMLError, Warning) as e:
+    except errors as e:
         raise YamlRefused(_yaml_problem(e)) from e
     except RecursionError as e:
         raise YamlRefused(ConfigProblem(Diagnostic.YAML_ERROR, detail="too_deep")) from e

@@ -97,6 +97,11 @@ COMMANDS: Final[Mapping[str, tuple[str, str, str]]] = {
         "cli",
         "journal verify | stats | prune | quarantine (enums and counts; no content)",
     ),
+    "quarantine": (
+        "kexpr.ops.quarantine_cli",
+        "cli",
+        "quarantine clear: a quarantined worker re-verifies and serves again, without a restart",
+    ),
     "systemd-units": (
         "kexpr.ops.systemd_units",
         "cli",

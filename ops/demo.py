@@ -195,6 +195,21 @@ def run_main_job(
         except subprocess.TimeoutExpired:
             sup.kill()
             sup.wait()
+        print_style_words(root)
+
+
+def print_style_words(root: DataRoot) -> None:
+    """What the model wrote, content-free: the `kexpr status` style lines, from the
+    status file the worker wrote as it stopped (words of the lexicon only)."""
+    from kexpr.ops.status_cli import collect, render_style
+
+    report = collect(root)
+    if report.worker is None:
+        return
+    print("\nstyle words the accepted answers used, per slot (as `kexpr status` shows them):")
+    for line in render_style(report.worker.fields["style_words_by_slot"]):
+        print(line)
+    sys.stdout.flush()
 
 
 def _refuse_unsafe_root(e: OSError) -> int:

@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from gateway_shim.operator_glossary import GLOSSARY_FILE_NAME
 from kexpr.ops.inputs import data_root_problem
+from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import (
     LockTimeout,
     UnsafePath,
@@ -58,7 +60,7 @@ from kexpr.spool.journal import (
     JournalUnverified,
     audit_journal,
 )
-from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from kexpr.spool.layout import DEFAULT_DATA_ROOT, QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     MessageError,
@@ -66,16 +68,24 @@ from kexpr.spool.messages import (
     parse_report,
     parse_response,
 )
+from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 
-# What may sit at the top of a data root (files; directories are `product_dirs`).
-_ROOT_FILES: Final = {
+# What may sit at the top of a data root (files; directories are `product_dirs`):
+# every file the product itself writes there, each checked by the same rules.
+ROOT_FILES: Final = {
     "identity.key": True,  # exclusive: 0600 even in a shared-group root
     "identity.fingerprint": False,
     "identity.sealed": True,
     "journal.lock": False,
     "worker.lock": False,
     "worker.status.json": False,
-    "supervisor.status.json": False,
+    SUPERVISOR_STATUS_NAME: False,
+    # A rehearsal root's marker (`kexpr.spool.rehearsal`), written before its first row.
+    REHEARSAL_MARKER: False,
+    # The operator's dual glossary, from `kexpr glossary install` (the data root's file mode).
+    GLOSSARY_FILE_NAME: False,
+    # `kexpr quarantine clear`'s one-shot ask, until the worker removes it.
+    QUARANTINE_CLEAR_NAME: False,
 }
 _SPOOL_NAME: Final = re.compile(r"[0-9a-f]{32}\.json")
 # `kexpr.spool.fsio.publish` / `replace_private` staging: ".<final name>.<pid>.<12 hex>".
@@ -132,11 +142,11 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
     for name in sorted(names):
         if name in product:
             continue
-        if name not in _ROOT_FILES:
+        if name not in ROOT_FILES:
             rep.notice("unexpected_entry", name)
             continue
         try:
-            check_file(root.root / name, exclusive=_ROOT_FILES[name])
+            check_file(root.root / name, exclusive=ROOT_FILES[name])
         except UnsafePath as e:
             rep.finding(e.reason.value, name)
         except OSError as e:

@@ -17,8 +17,9 @@ The order the plan requires, and what each command contributes:
    a silent fallback — and validates any postprocessor block with the shim's own
    strict parser (`gateway_shim.config.KoreanExpressionConfig.from_extra`: exact
    shape, allow-list, ``timeout_seconds: 3``, no unknown key such as ``api_key``
-   or ``base_url``). Absent or exact (disabled, or intentionally shadow/enabled)
-   passes; a YAML error fails.
+   or ``base_url``) on the data the host's loader reads (PyYAML ``safe_load``,
+   YAML 1.1: ``daily: yes`` is ``true`` there, and so here). Absent or exact
+   (disabled, or intentionally shadow/enabled) passes; a YAML error fails.
 
 Rules (each module says which apply to it):
 
@@ -51,6 +52,7 @@ from pathlib import Path
 from kexpr.ops._config_checks import (
     CHECKIN_KEY,
     DEFAULT_EXTRA_PATH,
+    HOST_LOADER,
     LEGACY_KEY,
     PreflightResult,
     preflight_text,
@@ -79,6 +81,7 @@ __all__ = [
     "BLOCK_COMMENT",
     "CHECKIN_KEY",
     "DEFAULT_EXTRA_PATH",
+    "HOST_LOADER",
     "LEGACY_KEY",
     "MAX_CONFIG_BYTES",
     "MAX_YAML_DEPTH",
@@ -131,11 +134,19 @@ def preflight_cli(argv: list[str]) -> int:
     if a.json:
         print(
             json.dumps(
-                {"schema": "kexpr-preflight-v1", "results": [r.to_json() for r in results]},
+                {
+                    "schema": "kexpr-preflight-v1",
+                    "loader": HOST_LOADER,
+                    "results": [r.to_json() for r in results],
+                },
                 sort_keys=True,
             )
         )
     else:
+        print(
+            "read as the host reads it: PyYAML safe_load, YAML 1.1 "
+            "(yes/no/on/off are booleans there)"
+        )
         for r in results:
             pp = r.postprocessor
             state = (
@@ -151,7 +162,13 @@ def preflight_cli(argv: list[str]) -> int:
             for prob in r.problems:
                 print(f"  FAIL {prob.text()}")
             for note in r.notes:
-                print(f"  NOTE {note.text()} (only {a.extra_path}.{CHECKIN_KEY} is read)")
+                if note.diagnostic is Diagnostic.YAML11_BOOLEAN:
+                    print(
+                        f"  NOTE {note.text()} (the host reads this value as {note.detail}; "
+                        f"write {note.detail} to say so in YAML 1.2 too)"
+                    )
+                else:
+                    print(f"  NOTE {note.text()} (only {a.extra_path}.{CHECKIN_KEY} is read)")
     return 0 if all(r.passed for r in results) else 1
 
 

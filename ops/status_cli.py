@@ -364,6 +364,86 @@ def spend_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
     out["capped"] = out["last_hour"] >= out["per_hour"] or out["today"] >= out["per_day"]
     out["rate_threshold"] = rate_threshold(median)
     out["unusual"] = unusual_rate(out["last_hour"], median)
+
+
+def style_figures(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The status file's ``style_words_by_slot``, validated: slot ids the
+    manifest names, words of the lexicon, integer counts; anything else dropped."""
+    from kexpr.spool.contract.lexicon import SAFE_STYLE_LEXEMES
+    from kexpr.spool.contract.manifest import manifest_for
+
+    raw = obj.get("style_words_by_slot")
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for slot, rec in sorted(raw.items()):
+        if not isinstance(slot, str) or manifest_for(slot) is None or not isinstance(rec, Mapping):
+            continue
+        answers, words = _int(rec.get("answers")), rec.get("words")
+        if answers is None or not isinstance(words, Mapping):
+            continue
+        counts = {
+            w: n for w in SAFE_STYLE_LEXEMES if (n := _int(words.get(w))) is not None and n > 0
+        }
+        out[slot] = {
+            "answers": answers,
+            "words": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+    return out
+
+
+def token_figures(obj: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """The status file's ``tokens_by_surface``, validated (public surfaces, counts)."""
+    raw = obj.get("tokens_by_surface")
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for surface in SURFACES:
+        rec = raw.get(surface)
+        if not isinstance(rec, Mapping):
+            continue
+        counts = {k: _int(rec.get(k)) for k in ("prompt", "completion", "calls_with_usage")}
+        if all(v is not None for v in counts.values()):
+            out[surface] = {k: v for k, v in counts.items() if v is not None}
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """The operator's price per million tokens, input and output (no default: a
+    built-in price would pretend to be current)."""
+
+    per_mtok_in: float
+    per_mtok_out: float
+
+
+def cost_figures(
+    tokens: Mapping[str, Mapping[str, int]], uptime_s: float | None, price: Price | None
+) -> dict[str, Any]:
+    """Tokens since start, and with a price the cost so far and per day at the
+    rate since start (None before a minute of uptime)."""
+    prompt = sum(v["prompt"] for v in tokens.values())
+    completion = sum(v["completion"] for v in tokens.values())
+    out: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "calls_with_usage": sum(v["calls_with_usage"] for v in tokens.values()),
+        "since_start_s": None if uptime_s is None else round(uptime_s, 1),
+        "price_per_mtok_in": None,
+        "price_per_mtok_out": None,
+        "cost_so_far": None,
+        "cost_per_day": None,
+    }
+    if price is None:
+        return out
+    so_far = (prompt * price.per_mtok_in + completion * price.per_mtok_out) / 1_000_000
+    out |= {
+        "price_per_mtok_in": price.per_mtok_in,
+        "price_per_mtok_out": price.per_mtok_out,
+        "cost_so_far": round(so_far, 6),
+    }
+    if uptime_s is not None and uptime_s >= 60:
+        out["cost_per_day"] = round(so_far * 86400 / uptime_s, 6)
     return out
 
 
@@ -437,6 +517,12 @@ def _worker(
             "calls_by_surface": call_figures(obj),
             "admission": admission_figures(obj),
             "spend": spend_figures(obj),
+            # The worker runs as root (said at its start too; not a verdict).
+            "running_as_root": obj.get("running_as_root") is True,
+            # What the model writes, content-free: style words per slot.
+            "style_words_by_slot": style_figures(obj),
+            "tokens_by_surface": token_figures(obj),
+            "started_age_s": _age(obj.get("started_at_utc"), now),
         },
     )
 
@@ -464,6 +550,23 @@ def collect(
     stale_after_s: float = STALE_AFTER_S,
     now: dt.datetime | None = None,
     alive: Callable[[int], bool] = pid_alive,
+    price: Price | None = None,
+) -> StatusReport:
+    report = _collect(root, stale_after_s=stale_after_s, now=now, alive=alive)
+    w = report.worker
+    if w is not None:
+        w.fields["cost"] = cost_figures(
+            w.fields["tokens_by_surface"], w.fields.pop("started_age_s"), price
+        )
+    return report
+
+
+def _collect(
+    root: DataRoot,
+    *,
+    stale_after_s: float,
+    now: dt.datetime | None,
+    alive: Callable[[int], bool],
 ) -> StatusReport:
     now = now or dt.datetime.now(dt.UTC)
     from kexpr.ops.inputs import data_root_problem
@@ -635,6 +738,13 @@ def render(report: StatusReport) -> str:
         lines += _render_calls(f["calls_by_surface"])
         lines += render_admission(f["admission"])
         lines += render_spend(f["spend"])
+        lines += render_style(f["style_words_by_slot"])
+        lines += _render_cost(f["cost"])
+        if f["running_as_root"]:
+            lines.append(
+                "root        WARNING the worker runs as root (uid 0): run it as its own user"
+                " (docs/systemd.md)"
+            )
     s = report.supervisor
     if s is not None:
         f = s.fields
@@ -649,6 +759,42 @@ def render(report: StatusReport) -> str:
     verdict = report.verdict.value + (f" ({report.problem})" if report.problem else "")
     lines.append(f"verdict     {verdict}")
     return "\n".join(lines)
+
+
+def render_style(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per slot: its accepted answers and the style words they used, most used
+    first (`style_figures`). `kexpr run` prints the same lines."""
+    if not figures:
+        return ["style       no accepted answer yet"]
+    width = max(len(slot) for slot in figures)
+    lines = []
+    for i, (slot, v) in enumerate(figures.items()):
+        words = "  ".join(f"{w} {n}" for w, n in v["words"].items()) or "no style word"
+        head = "style       " if i == 0 else "            "
+        lines.append(f"{head}{slot:<{width}}  {v['answers']} answers: {words}")
+    return lines
+
+
+def _render_cost(cost: Mapping[str, Any]) -> list[str]:
+    since = cost["since_start_s"]
+    span = "?" if since is None else f"{since / 3600:.1f} h"
+    lines = [
+        f"tokens      since start ({span}): in {cost['prompt_tokens']:,}"
+        f"  out {cost['completion_tokens']:,}  ({cost['calls_with_usage']} calls with usage)"
+    ]
+    if cost["price_per_mtok_in"] is None:
+        lines.append(
+            "cost        give --price-per-mtok-in and --price-per-mtok-out"
+            " (your price per 1M tokens) for an estimate"
+        )
+        return lines
+    per_day = cost["cost_per_day"]
+    day = "under a minute of data" if per_day is None else f"about {per_day:.4f} per day"
+    lines.append(
+        f"cost        at {cost['price_per_mtok_in']:g} in / {cost['price_per_mtok_out']:g} out"
+        f" per 1M tokens: {cost['cost_so_far']:.4f} since start, {day} at this rate"
+    )
+    return lines
 
 
 def _edge(v: float) -> str:
@@ -769,8 +915,26 @@ def cli(argv: list[str]) -> int:
         default=STALE_AFTER_S,
         help=f"seconds after which a heartbeat is stale (default {STALE_AFTER_S:g})",
     )
+    price_arg = float_range(0.0, 1_000_000.0)
+    p.add_argument(
+        "--price-per-mtok-in",
+        type=price_arg,
+        default=None,
+        help="your price per 1M input (prompt) tokens: with --price-per-mtok-out, a cost estimate",
+    )
+    p.add_argument(
+        "--price-per-mtok-out",
+        type=price_arg,
+        default=None,
+        help="your price per 1M output (completion) tokens",
+    )
     a = p.parse_args(argv)
-    report = collect(DataRoot(a.data_root), stale_after_s=a.stale_after)
+    if (a.price_per_mtok_in is None) != (a.price_per_mtok_out is None):
+        p.error("give both --price-per-mtok-in and --price-per-mtok-out, or neither")
+    price = (
+        None if a.price_per_mtok_in is None else Price(a.price_per_mtok_in, a.price_per_mtok_out)
+    )
+    report = collect(DataRoot(a.data_root), stale_after_s=a.stale_after, price=price)
     if report.problem is not None and report.problem.startswith("data_root_"):
         from kexpr.ops.inputs import Problem, line
 

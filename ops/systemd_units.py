@@ -21,7 +21,17 @@ from pathlib import Path
 from typing import Final
 
 WORKER_UNIT: Final = "kexpr-worker@.service"
-FILES: Final = (WORKER_UNIT, "kexpr.sysusers.conf", "kexpr.tmpfiles.conf", "gateway.dropin.conf")
+# The status check and its timer (docs/systemd.md "Alerting").
+STATUS_UNIT: Final = "kexpr-status@.service"
+STATUS_TIMER: Final = "kexpr-status@.timer"
+FILES: Final = (
+    WORKER_UNIT,
+    "kexpr.sysusers.conf",
+    "kexpr.tmpfiles.conf",
+    "gateway.dropin.conf",
+    STATUS_UNIT,
+    STATUS_TIMER,
+)
 SHIPPED_EXEC: Final = "/opt/kexpr/venv/bin/kexpr"
 # A profile name as the host uses it: it becomes %i in paths, so no "/", "@",
 # "\\" or leading dot (systemd would escape them; a path must not).
@@ -34,10 +44,11 @@ def shipped(name: str) -> bytes:
 
 def render(name: str, exec_path: str | None) -> bytes:
     data = shipped(name)
-    if name == WORKER_UNIT and exec_path is not None:
-        old = f"ExecStart={SHIPPED_EXEC} worker".encode()
+    if exec_path is not None and name in (WORKER_UNIT, STATUS_UNIT):
+        command = "worker" if name == WORKER_UNIT else "status"
+        old = f"ExecStart={SHIPPED_EXEC} {command}".encode()
         assert data.count(old) == 1
-        data = data.replace(old, f"ExecStart={exec_path} worker".encode())
+        data = data.replace(old, f"ExecStart={exec_path} {command}".encode())
     return data
 
 
@@ -56,6 +67,9 @@ def steps(instance: str, dest: Path) -> str:
             f"  install -D -m 0644 {dest}/gateway.dropin.conf /etc/systemd/system/<gateway unit>.d/kexpr.conf",
             f"  systemctl daemon-reload && systemctl enable --now kexpr-worker@{instance}",
             f"  kexpr status --data-root {root}",
+            "alerting (optional): the status check every minute, failed while not healthy:",
+            f"  install -m 0644 {dest}/{STATUS_UNIT} {dest}/{STATUS_TIMER} /etc/systemd/system/",
+            f"  systemctl daemon-reload && systemctl enable --now kexpr-status@{instance}.timer",
         ]
     )
 

@@ -84,6 +84,7 @@ SLOW_MODULES: dict[str, str] = {
     "tests/ops_tests/test_graceful_stop.py": "real supervisors stopped",
     "tests/ops_tests/test_preflight.py": "a CLI process per case",
     "tests/ops_tests/test_promotion.py": "a CLI process per case",
+    "tests/ops_tests/test_quarantine_cli.py": "a real supervised worker",
     "tests/ops_tests/test_supervisor.py": "real supervisors and workers",
     "tests/ops_tests/test_supervisor_limits.py": "real supervisors and workers",
     "tests/redaction/test_log_records.py": "real worker processes",

@@ -339,6 +339,9 @@ def _run_attempt(
                 p.counters.record_call(
                     capsule.surface, took, result.outcome, result.completion_tokens
                 )
+                p.counters.record_tokens(
+                    capsule.surface, result.prompt_tokens, result.completion_tokens
+                )
                 # The provider's speed and health, learned from the calls alone.
                 bound = answer_token_bound(capsule)
                 if result.outcome is None and bound is not None:
@@ -510,6 +513,7 @@ def _conclude_locked(
             )
             p.attempts.answers[rec.attempt_id] = rid
             p.counters.bump("accepted")
+            p.counters.record_style(composition)
             accepted = SpoolResponse(
                 spool_version=req.spool_version,
                 request_id=rid,

@@ -29,7 +29,9 @@ Invariants (each one is a reason for a line below):
    not verify at start-up, a data-root directory that is not what it was (a
    symlink, a bad mode or owner, a swapped inode — checked before every scan), a
    lock file that is not the checked inode, or a failed append puts the worker
-   in quarantine *until it is restarted*: every request is answered canonical
+   in quarantine *until it is restarted*, or until the operator's clear
+   (`kexpr.worker.resume`: the start-up checks run again, and must pass):
+   every request is answered canonical
    (``journal_unavailable``) with zero rows and zero calls; nothing is repaired,
    truncated or retried. The reason is an enum in ``worker.status.json`` and one
    stderr line. An unsafe *file* (symlink, FIFO, bad mode or owner, oversized)
@@ -68,8 +70,8 @@ from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import COMMIT_GRACE
 from kexpr.spool.rehearsal import MarkerRefusal, mark_rehearsal_root, rehearsal_refusal
-from kexpr.worker import housekeeping, reports, scan
-from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
+from kexpr.worker import housekeeping, reports, resume, scan
+from kexpr.worker.environment import hazardous_environment, rehearsal_hazards, warn_if_root
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.inbox import _InboxWatch
 from kexpr.worker.parts import Parts
@@ -243,6 +245,7 @@ class Worker:
     def serve(self, stop: threading.Event) -> ExitCode:
         """Under ``worker.lock``: prepare, then scan on every wake and on the
         rescan timer until ``stop``."""
+        warn_if_root()
         self.prepare()
         p = self.parts
         watch: _InboxWatch | None
@@ -273,6 +276,13 @@ class Worker:
                 if stop.is_set():
                     break
                 due = self._mono() >= next_tick
+                if due:
+                    # In quarantine: the operator's clear, if asked (worker.resume).
+                    cleared = resume.clear_if_asked(p)
+                    if cleared is not None:
+                        p.quarantine.last_clear = cleared.to_json()
+                        if cleared.result is resume.ClearResult.CLEARED:
+                            housekeeping.sweep(p)
                 # The full tree walk on the timer, a glance on every wake;
                 # reports as one group on the timer (REPORT_GROUP_MAX).
                 scan.scan(p, pool, walk=due, reports=due)

@@ -29,8 +29,13 @@ into :attr:`EnvHazard.OPENAI_VARIABLE`.
 from __future__ import annotations
 
 import enum
+import logging
+import os
+import sys
 from collections.abc import Mapping
 from typing import Final
+
+from kexpr.spool import log
 
 __all__ = [
     "EnvHazard",
@@ -38,6 +43,7 @@ __all__ = [
     "hazardous_environment",
     "key_available",
     "rehearsal_hazards",
+    "warn_if_root",
 ]
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
@@ -111,3 +117,24 @@ def rehearsal_hazards(environ: Mapping[str, str]) -> tuple[RehearsalHazard, ...]
     if any(name in environ for name in _NETWORK_VARIABLES):
         found.append(RehearsalHazard.PROXY_PRESENT)
     return tuple(found)
+
+
+def warn_if_root(euid: int | None = None) -> bool:
+    """Said, not refused: a worker whose effective UID is 0. As root it owns what
+    it creates in the data root as root, a compromise of it is the machine's, and
+    ``kexpr audit`` cannot vouch for it. Not refused, because the main job
+    (``make run``) and the test suite run as root on a fresh machine or in CI,
+    and a container's only user is often root; the systemd unit runs it as
+    ``kexpr-worker``. One stderr line and one WARNING on ``kexpr.worker`` once the
+    worker is about to serve (`kexpr.worker.daemon.Worker.serve`: a refusal stays
+    one line), and ``"running_as_root": true`` in the status file (``kexpr
+    status`` says so)."""
+    if (os.geteuid() if euid is None else euid) != 0:
+        return False
+    print(
+        "kexpr worker: warning: running_as_root: run the worker as its own user (docs/systemd.md)",
+        file=sys.stderr,
+        flush=True,
+    )
+    log.event(log.logger("worker"), logging.WARNING, "running_as_root")
+    return True

@@ -159,6 +159,9 @@ class ProviderResult:
     # judging, never trusted as a bound, never part of ``content``; not part of a
     # result's equality either (what a call produced is its outcome and content).
     completion_tokens: int | None = field(default=None, compare=False)
+    # ``usage.prompt_tokens`` likewise (for the status file's token totals, from
+    # which ``kexpr status`` estimates a cost at the operator's price): a count only.
+    prompt_tokens: int | None = field(default=None, compare=False)
     # Whether the request was handed to the transport (with time left): the one
     # fact `calls` in the worker status counts. A content result was
     # sent; a timeout may or may not have been.
@@ -178,10 +181,9 @@ class ProviderResult:
             raise ValueError("only a content result carries content")
         elif self.outcome is Outcome.CREDENTIAL_UNAVAILABLE and self.sent:
             raise ValueError("no key, no request")
-        if self.completion_tokens is not None and (
-            type(self.completion_tokens) is not int or self.completion_tokens < 0
-        ):
-            raise TypeError("completion_tokens is a non-negative int or None")
+        for tokens in (self.completion_tokens, self.prompt_tokens):
+            if tokens is not None and (type(tokens) is not int or tokens < 0):
+                raise TypeError("token counts are non-negative ints or None")
 
 
 def build_client(*, http_client: httpx.Client | None = None) -> openai.OpenAI | None:
@@ -319,11 +321,17 @@ def call_once(
             return ProviderResult(current.refused or _map_failure(exc), sent=current.sent)
         content = _extract_content(completion)
         tokens = _completion_tokens(completion)
+        prompt = _usage_count(completion, "prompt_tokens")
         if content is None:
             return ProviderResult(
-                Outcome.INVALID_RESPONSE, sent=current.sent, completion_tokens=tokens
+                Outcome.INVALID_RESPONSE,
+                sent=current.sent,
+                completion_tokens=tokens,
+                prompt_tokens=prompt,
             )
-        return ProviderResult(None, content, sent=True, completion_tokens=tokens)
+        return ProviderResult(
+            None, content, sent=True, completion_tokens=tokens, prompt_tokens=prompt
+        )
 
 
 def call_with_deadline(
@@ -522,9 +530,14 @@ def _completion_tokens(completion: object) -> int | None:
     """``usage.completion_tokens`` of a returned completion when it is a
     non-negative int, else None. Checked like `_extract_content`: the SDK does not
     validate, so a missing attribute or a wrong type reads as None."""
+    return _usage_count(completion, "completion_tokens")
+
+
+def _usage_count(completion: object, name: str) -> int | None:
+    """``usage.<name>`` when it is a non-negative int, else None."""
     if not isinstance(completion, ChatCompletion):
         return None
-    n: object = getattr(getattr(completion, "usage", None), "completion_tokens", None)
+    n: object = getattr(getattr(completion, "usage", None), name, None)
     return n if type(n) is int and n >= 0 else None
 
 

@@ -93,9 +93,19 @@ class Quarantine:
         self.refusing: str | None = None
         self._tree: dict[str, FileId] | None = None
         self._sharing: Sharing | None = None
+        # The last operator's clear (`kexpr.worker.resume`), for the status file.
+        self.last_clear: dict[str, object] | None = None
+
+    def resume(self, sharing: Sharing, tree: dict[str, FileId]) -> None:
+        """Leave quarantine: the tree was walked afresh and the journal verified
+        and reloaded (`kexpr.worker.resume` rule 1). Said by the caller."""
+        self._sharing, self._tree = sharing, tree
+        self.reason = None
+        self.journal_ok = True
 
     def enter(self, reason: str) -> None:
-        """Refuse every new attempt until restarted. Enum only, once."""
+        """Refuse every new attempt until restarted or cleared
+        (`kexpr.worker.resume`). Enum only, once."""
         self.journal_ok = False
         if self.reason is None:
             self.reason = reason

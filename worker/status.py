@@ -11,6 +11,13 @@ of the recent past and of the call's margin:
 * ``calls_by_surface`` and ``histogram_edges``: per surface, the calls made, how
   they failed, and the call-time and completion-token histograms
   (`kexpr.worker.histograms`; fixed edges, counts only).
+* ``style_words_by_slot``: per slot of the accepted answers (a public manifest slot
+  id), how many answers and how often each style word of the lexicon was used:
+  what the model writes, without a word of content (`Counters.record_style`).
+* ``tokens_by_surface``: per surface, the prompt and completion tokens the API
+  reported for its calls (``usage``), summed since start: ``kexpr status`` turns
+  them into a cost per day at the price the operator gives.
+* ``running_as_root``: the worker's effective UID is 0 (said on stderr at start too).
 * ``admission``: the provider's estimated speed (`kexpr.worker.speed`), the
   cool-down's state (`kexpr.worker.cooldown`) and, per surface, the requests
   refused for either before a start row. Numbers and enum words only.
@@ -25,13 +32,16 @@ import enum
 import json
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from kexpr.spool.contract import SURFACES
+from kexpr.spool.contract.lexicon import SAFE_STYLE_LEXEMES
+from kexpr.spool.contract.manifest import manifest_for
 from kexpr.spool.fsio import UnsafePath, replace_private
 from kexpr.spool.journal import Finding, format_ts
 from kexpr.spool.layout import DataRoot
@@ -40,6 +50,7 @@ from kexpr.spool.outcomes import ProviderFailure
 from kexpr.worker.histograms import SurfaceCalls, edges_json, new_surfaces
 
 if TYPE_CHECKING:
+    from kexpr.spool.contract import Composition
     from kexpr.worker.parts import Parts
 
 
@@ -81,6 +92,9 @@ FAULT_FOR_REFUSED_APPEND: Final[Mapping[Finding, Fault]] = {
     Finding.SEGMENT_FULL: Fault.SEGMENT_FULL,
 }
 
+
+_LEXICON: Final = frozenset(SAFE_STYLE_LEXEMES)
+_HANGUL_RUN: Final = re.compile("[\uac00-\ud7a3]+")
 
 CounterName: TypeAlias = Literal[
     "claimed",
@@ -197,6 +211,15 @@ class Counters:
     refused_by_surface: dict[str, dict[str, int]] = field(
         default_factory=lambda: {s: {r: 0 for r in REFUSALS} for s in SURFACES}
     )
+    # Per manifest slot id: accepted answers and each lexicon word's uses (words
+    # of `SAFE_STYLE_LEXEMES` only: nothing else is ever counted).
+    style_words_by_slot: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per public surface: usage.prompt_tokens / usage.completion_tokens summed.
+    tokens_by_surface: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {
+            s: {"prompt": 0, "completion": 0, "calls_with_usage": 0} for s in SURFACES
+        }
+    )
     # The `ROLLING` counters over the last minute, on `clock`.
     last_minute: dict[str, RollingCount] = field(
         default_factory=lambda: {name: RollingCount() for name in ROLLING}
@@ -227,6 +250,33 @@ class Counters:
             calls = self.calls_by_surface.get(surface)
             if calls is not None:
                 calls.record(seconds, failure, completion_tokens)
+
+    def record_style(self, composition: Composition) -> None:
+        """The style words of one accepted answer, per slot: only slots the
+        manifest names and only words of the lexicon (the contract accepted the
+        answer, so every word outside a token is one; the filter is the rule)."""
+        with self.lock:
+            for slot in composition.slots:
+                if manifest_for(slot.slot_id) is None:
+                    continue
+                entry = self.style_words_by_slot.setdefault(
+                    slot.slot_id, {"answers": 0, "words": {}}
+                )
+                entry["answers"] += 1
+                words: dict[str, int] = entry["words"]
+                for word in _HANGUL_RUN.findall(slot.generated_ko):
+                    if word in _LEXICON:
+                        words[word] = words.get(word, 0) + 1
+
+    def record_tokens(self, surface: str, prompt: int | None, completion: int | None) -> None:
+        """One call's reported usage (a public surface, else not recorded)."""
+        with self.lock:
+            entry = self.tokens_by_surface.get(surface)
+            if entry is None or (prompt is None and completion is None):
+                return
+            entry["prompt"] += prompt or 0
+            entry["completion"] += completion or 0
+            entry["calls_with_usage"] += 1
 
     def refused(self, outcome: Outcome, surface: str) -> None:
         """One request refused before its start row for the provider's sake (a
@@ -265,6 +315,7 @@ class StatusFile:
     def __init__(self, parts: Parts, *, rehearsal: bool) -> None:
         self._parts = parts
         self._rehearsal = rehearsal
+        self._as_root = os.geteuid() == 0
         self._started_at = format_ts(parts.clock())
         self.state = "starting"
 
@@ -281,6 +332,7 @@ class StatusFile:
                 "heartbeat_at_utc": format_ts(p.clock()),
                 "journal": "verified" if q.journal_ok else "unverified",
                 "quarantine": q.reason,
+                "quarantine_clear": q.last_clear,
                 "clock_step_observed": p.clockwatch.step,
                 "refusing": q.refusing,
                 "unsafe": dict(sorted(c.unsafe.items())),
@@ -290,6 +342,7 @@ class StatusFile:
                 if self._rehearsal
                 else ("present" if p.client is not None else "absent"),
                 "rehearsal": self._rehearsal,
+                "running_as_root": self._as_root,
                 "counters": {
                     **{name: getattr(c, name) for name in get_args(CounterName)},
                     "by_outcome": dict(sorted(c.by_outcome.items())),
@@ -297,6 +350,11 @@ class StatusFile:
                 "last_minute": c.recent(),
                 "calls_by_surface": {s: v.to_json() for s, v in c.calls_by_surface.items()},
                 "histogram_edges": edges_json(),
+                "style_words_by_slot": {
+                    slot: {"answers": v["answers"], "words": dict(sorted(v["words"].items()))}
+                    for slot, v in sorted(c.style_words_by_slot.items())
+                },
+                "tokens_by_surface": {s: dict(v) for s, v in sorted(c.tokens_by_surface.items())},
                 "admission": {
                     "speed": {
                         **p.speed.estimate(p.mono()).to_json(),

@@ -45,6 +45,9 @@ from kexpr.spool.fsio import (
 from kexpr.spool.lifecycle import Actor, File, Move, Where, file_route
 
 DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
+# At the top of a data root while the operator asks a quarantined worker to
+# re-verify and resume (`kexpr.worker.resume`); removed by the worker.
+QUARANTINE_CLEAR_NAME: Final = "quarantine-clear.request"
 
 
 def _computed() -> Any:
@@ -77,6 +80,8 @@ class DataRoot:
     outcomes: Path = _computed()
     quarantine: Path = _computed()
     status_file: Path = _computed()
+    # The operator's one-shot ask to leave quarantine (`kexpr.worker.resume`).
+    quarantine_clear: Path = _computed()
     _tree: tuple[tuple[str, Path], ...] = _computed()
 
     def __post_init__(self) -> None:
@@ -100,6 +105,7 @@ class DataRoot:
             "outcomes": root / "outcomes",
             "quarantine": root / "quarantine",
             "status_file": root / "worker.status.json",
+            "quarantine_clear": root / QUARANTINE_CLEAR_NAME,
         }
         for name, path in paths.items():
             object.__setattr__(self, name, path)

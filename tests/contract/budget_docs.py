@@ -169,7 +169,7 @@ def guide_table() -> str:
         *((f"듀얼 카드, 근거 {n}개", rows[_dual_label(n)]) for n in fitting),
     ]
     lines = [
-        "| 표면(최소 압축 답) | 초당 55토큰 | 초당 77토큰(OpenAI 중앙값) | 초당 110토큰(가장 빠른 공개 수치) |",
+        "| 메시지 유형(최소 압축 답) | 초당 55토큰 | 초당 77토큰(OpenAI 중앙값) | 초당 110토큰(가장 빠른 공개 수치) |",
         "|---|---|---|---|",
     ]
     nothing = f"호출 없음(`{NOTHING_TO_STYLE}`)"

@@ -153,6 +153,13 @@ def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> 
     assert "⟦…⟧ marks the slot text" in out.stdout
     assert "rehearsal: the built-in model answered (100000 tokens/s after 0 s" in out.stdout
     assert "[example, replayed]" not in out.stdout
+    # What the model wrote, content-free: the same style view as `kexpr status`.
+    tail = out.stdout[out.stdout.index("style words the accepted answers used, per slot") :]
+    style = [line for line in tail.splitlines()[1:] if line.strip()]
+    assert style[0].startswith("style       ") and "daily.status" in tail
+    for line in style:
+        words = re.findall(r"([가-힣]+) [0-9]+", line.split("answers:")[1])
+        assert words and set(words) <= set(SAFE_STYLE_LEXEMES), line
     # What it wrote is marked, in its own root (the given root is untouched), and
     # every selected body was reported.
     assert not data_root.exists()

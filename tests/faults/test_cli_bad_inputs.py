@@ -260,6 +260,7 @@ PATH_ARGS: list[PathArg] = [
     PathArg("journal stats --data-root {p}", "--data-root", "data_root"),
     PathArg("journal prune --data-root {p}", "--data-root", "data_root"),
     PathArg("journal quarantine --segment 2026-11-30 --data-root {p}", "--data-root", "data_root"),
+    PathArg("quarantine clear --data-root {p}", "--data-root", "data_root"),
     PathArg("systemd-units --instance x --dest {p}", "--dest", "dest"),
     PathArg("run --data-root {bad}/unused --ssl-cert-file {p}", "--ssl-cert-file", "file"),
     PathArg("supervise --data-root {bad}/unused --ssl-cert-file {p}", "--ssl-cert-file", "file"),
@@ -377,7 +378,7 @@ def test_every_path_argument_refuses_bad_input_in_one_true_line(
 
 
 def _two_words(argv: list[str]) -> bool:
-    return argv[0] in ("contract", "surfaces", "glossary", "identity", "journal")
+    return argv[0] in ("contract", "surfaces", "glossary", "identity", "journal", "quarantine")
 
 
 def test_the_matrix_covers_every_command() -> None:

@@ -308,6 +308,10 @@ BODY = format_daily(
 @pytest.fixture
 def used_root(data_root: Path, fake_api: FakeOpenAI) -> Path:
     """A data root after real traffic: one shadow presentation through the worker."""
+    return _traffic(data_root, fake_api)
+
+
+def _traffic(data_root: Path, fake_api: FakeOpenAI) -> Path:
     fake_api.behaviour = compose_reply(default_style)
     sup = start_supervisor(data_root, fake=fake_api)
     coord = KoreanExpressionCoordinator(
@@ -337,6 +341,30 @@ def test_data_root_after_real_traffic_is_clean(used_root: Path) -> None:
     assert code == 0, human
     check = report["checks"][0]  # type: ignore[index]
     assert check["info"]["journal_attempts"] == 1 and check["info"]["sharing"] == "private"
+
+
+def test_a_shared_group_root_as_the_worker_made_it_is_clean(
+    data_root: Path, fake_api: FakeOpenAI
+) -> None:
+    """The documented shared-group layout (``install -d -m 2770 -g <group>``): the
+    worker creates the journal segment 0660 in the group, and the audit reported
+    it as ``journal_writable_by_others`` (exit 1) on a root nobody had touched."""
+    data_root.mkdir(mode=0o700)
+    os.chown(data_root, -1, os.getegid())
+    os.chmod(data_root, 0o2770)
+    _traffic(data_root, fake_api)
+    segment = next(DataRoot(data_root).outcomes.glob("*.jsonl"))
+    assert oct(os.lstat(segment).st_mode & 0o7777) == oct(0o660)
+    code, report, human = audit("--data-root", data_root)
+    assert code == 0, human
+    assert check_of(report, "data_root")["info"]["sharing"] == "shared_group"
+    # Still a finding there: a journal file "other" may write.
+    os.chmod(segment, 0o662)
+    code, report, _ = audit("--data-root", data_root)
+    assert code == 1
+    assert ("data_root", "journal_writable_by_others", f"outcomes/{segment.name}") in findings(
+        report
+    )
 
 
 def test_data_root_tampering_is_found(used_root: Path, tmp_path: Path) -> None:

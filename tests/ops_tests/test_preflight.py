@@ -390,3 +390,83 @@ def test_the_gateway_side_install_stays_light() -> None:
     extras = project["optional-dependencies"]
     assert any(d.startswith("ruamel.yaml") for d in extras["ops"])
     assert "kexpr[ops]" in extras["test"]
+
+
+# ------------------------------------------------------------------ as the host loads it
+
+HOST_BLOCK = (
+    "      korean_expression_postprocessor:\n"
+    "        schema_version: korean-expression-v4\n"
+    "        mode: shadow\n"
+    "        surfaces: {{daily: {daily}, weekly: false, adaptive_operator: false}}\n"
+    "        timeout_seconds: 3\n"
+    "        provider:\n"
+    "          provider_id: openai-direct\n"
+    "          transport: chat_completions\n"
+    "          endpoint: https://api.openai.com/v1\n"
+    "          model: gpt-4.1-mini\n"
+)
+
+
+def _host_decision(text: str) -> tuple[bool, str, bool]:
+    """What the gateway decides: the shim's parser on the host's PyYAML data."""
+    import yaml
+
+    from gateway_shim.config import KoreanExpressionConfig
+
+    extra = yaml.safe_load(text)["platforms"]["telegram"]["extra"]
+    config = KoreanExpressionConfig.from_extra(extra)
+    return config.valid, config.mode.value, config.daily
+
+
+# Every spelling PyYAML's SafeLoader resolves to a boolean, and ones it does not.
+@pytest.mark.parametrize(
+    "word",
+    ["yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"]
+    + ["true", "True", "TRUE", "false", "False", "FALSE", "y", "n", "Y", "N", "1", "0"],
+)
+def test_preflight_judges_a_value_as_the_hosts_yaml_loader_reads_it(word: str) -> None:
+    """Hermes loads config.yaml with PyYAML (YAML 1.1): `daily: yes` is true there,
+    and the gateway runs daily; preflight must not say FAIL for it (it did: its
+    YAML 1.2 reading made `yes` a string)."""
+    text = config_with(HOST_BLOCK.format(daily=word))
+    valid, mode, daily = _host_decision(text)
+    result = preflight_text(text)
+    assert result.passed is valid, (word, result.problems)
+    if valid:
+        assert result.postprocessor["mode"] == mode == "shadow"
+        assert result.postprocessor["surfaces"]["daily"] is daily
+    else:
+        assert result.postprocessor["block"] == "invalid"
+
+
+def test_preflight_says_what_the_host_reads_for_a_yaml11_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(config_with(HOST_BLOCK.format(daily="yes")))
+    out = kexpr("preflight", path)
+    assert out.returncode == 0, out.stdout
+    assert "PyYAML safe_load, YAML 1.1" in out.stdout
+    assert "surfaces daily" in out.stdout
+    assert (
+        "NOTE yaml11_boolean:true at platforms.telegram.extra.korean_expression_postprocessor"
+        ".surfaces.daily (the host reads this value as true" in out.stdout
+    )
+    report = json.loads(kexpr("preflight", path, "--json").stdout)
+    assert report["loader"] == "pyyaml-safe_load-yaml-1.1"
+    (result,) = report["results"]
+    assert result["verdict"] == "pass"
+    assert result["notes"] == [
+        {
+            "diagnostic": "yaml11_boolean",
+            "where": "platforms.telegram.extra.korean_expression_postprocessor.surfaces.daily",
+            "detail": "true",
+        }
+    ]
+    # A spelled-out true says nothing.
+    assert preflight_text(config_with(HOST_BLOCK.format(daily="true"))).notes == []
+
+
+def test_a_repeated_key_still_fails_though_the_host_would_read_the_last() -> None:
+    text = config_with(HOST_BLOCK.format(daily="true")) + "platforms: {}\n"
+    (problem,) = preflight_text(text).problems
+    assert problem.diagnostic is Diagnostic.YAML_ERROR

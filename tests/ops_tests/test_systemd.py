@@ -153,3 +153,28 @@ def test_sysusers_and_tmpfiles_name_the_same_user_and_group() -> None:
     assert (
         "SupplementaryGroups=kexpr-spool" in dropin and "UnsetEnvironment=OPENAI_API_KEY" in dropin
     )
+
+
+@needs_analyze
+def test_the_status_check_timer_and_its_service_verify(scratch_root: Path) -> None:
+    for name in ("kexpr-status@.service", "kexpr-status@.timer"):
+        shutil.copy(UNITS / name, scratch_root / "etc/systemd/system" / name)
+    for unit in ("kexpr-status@physique-coach.service", "kexpr-status@physique-coach.timer"):
+        out = analyze("verify", f"--root={scratch_root}", unit)
+        assert out.returncode == 0 and out.stderr.strip() == "", (unit, out.stderr)
+
+
+def test_the_status_check_runs_status_json_on_the_instances_data_root() -> None:
+    """docs/systemd.md "Alerting": the unit fails exactly when `kexpr status` exits
+    non-zero (a oneshot's failure), on the same data root the worker serves."""
+    service = (UNITS / "kexpr-status@.service").read_text()
+    worker = (UNITS / WORKER_UNIT).read_text()
+    (exec_start,) = [ln for ln in service.splitlines() if ln.startswith("ExecStart=")]
+    root = "/var/lib/kexpr/%i/korean-expression-v1"
+    assert exec_start == f"ExecStart={EXEC} status --data-root {root} --json"
+    assert f"--data-root {root}" in worker
+    assert "Type=oneshot" in service and "User=kexpr-worker" in service
+    timer = (UNITS / "kexpr-status@.timer").read_text()
+    assert "OnUnitActiveSec=1min" in timer
+    docs = (REPO / "docs" / "systemd.md").read_text("utf-8")
+    assert "kexpr-status@.service" in docs and "kexpr-status@.timer" in docs

@@ -305,3 +305,42 @@ def test_verify_a_shared_group_root(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 1 and out["findings"] == [
         {"finding": "bad_mode", "where": "spool/requests/" + "a" * 32 + ".json"}
     ]
+
+
+def test_verify_knows_every_file_the_product_writes_into_the_data_root(
+    root: DataRoot, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A rehearsal root with the operator's glossary installed: the guide tells the
+    operator to create or expect both files, and verify listed each as
+    ``unexpected_entry``."""
+    from kexpr.ops.glossary_cli import cli as glossary
+    from kexpr.spool.rehearsal import mark_rehearsal_root
+
+    intact(root)
+    mark_rehearsal_root(root)
+    glossary_file = tmp_path / "operator-glossary.json"
+    glossary_file.write_text(
+        json.dumps(
+            {
+                "version": "kexpr-dual-glossary-v1",
+                "decisions": {"P_DUAL_DECISION_KEEP_TARGET": "현재 목표 섭취량 유지"},
+                "reasons": {"P_DUAL_REASON_TREND_SHORT": "체중 추세를 판단할 기간이 짧습니다."},
+            },
+            ensure_ascii=False,
+        ),
+        "utf-8",
+    )
+    assert glossary(["install", str(glossary_file), "--data-root", str(root.root)]) == 0
+    capsys.readouterr()
+    assert {"rehearsal.marker", "operator-glossary.json"} <= set(os.listdir(root.root))
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 0 and out["findings"] == []
+    assert out["notices"] == []
+
+
+def test_verify_and_audit_know_the_same_top_level_files(root: DataRoot) -> None:
+    from kexpr.ops._audit_data_root import _TOP_LEVEL
+    from kexpr.ops.journal_cli import ROOT_FILES
+
+    dirs = {p.name for p in root.product_dirs() if p.parent == root.root}
+    assert set(ROOT_FILES) == _TOP_LEVEL - dirs

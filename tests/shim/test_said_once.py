@@ -1,0 +1,181 @@
+"""Nothing fails silently in the gateway (coordinator rule 14): each reason the
+coordinator cannot serve is ONE WARNING on ``kexpr.shim``, once per change and not
+per presentation, naming the reason in enum words and never a path or a value.
+
+Before, a typo in the data root, a symlinked root and an ``identity.key`` of the
+wrong mode gave ``spool_unavailable`` with no log line at all, an unreadable
+glossary made dual cards canonical in silence, and an unknown adaptive surface was
+said only at DEBUG."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from reference_host.samples import callback_data, dual_card, session
+from reference_host.scripted_worker import heartbeat
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
+
+from gateway_shim import DUAL_SURFACE, KoreanExpressionCoordinator, Mode, Outcome
+from kexpr.spool.layout import DataRoot
+
+ROUNDS = 3  # presentations per case: said once, however many
+
+
+def _records(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "kexpr.shim" and r.levelno == level]
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return _records(caplog, logging.WARNING)
+
+
+def _present_daily(coord: KoreanExpressionCoordinator, n: int = ROUNDS) -> list[Outcome]:
+    return [
+        coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{i}").outcome
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _hear_the_shim(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="kexpr")
+
+
+def _no_path_in(messages: list[str], *paths: Path) -> None:
+    for m in messages:
+        for p in paths:
+            assert str(p) not in m and p.name not in m, m
+
+
+def test_a_data_root_that_cannot_exist_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A typo'd path whose parent cannot hold it (here a file: refused even to root)."""
+    blocker = tmp_path / "kexpr-typo"
+    blocker.write_text("")
+    root = blocker / "korean-expression-v1"
+    coord = coordinator(root, Mode.SHADOW)
+    try:
+        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    assert _warnings(caplog) == ["spool_unavailable reason=data_root_missing unsafe=none"]
+    _no_path_in(_warnings(caplog), root)
+
+
+def test_a_symlinked_data_root_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = tmp_path / "real"
+    DataRoot(real).ensure()
+    link = tmp_path / "korean-expression-v1"
+    link.symlink_to(real)
+    coord = coordinator(link, Mode.SHADOW)
+    try:
+        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    assert _warnings(caplog) == ["spool_unavailable reason=data_root_symlink unsafe=symlink"]
+    _no_path_in(_warnings(caplog), real, link)
+
+
+def test_an_unsafe_data_root_is_said_once_with_its_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "korean-expression-v1"
+    root.mkdir()
+    os.chmod(root, 0o755)  # neither private (0700) nor the shared group's 2770
+    coord = coordinator(root, Mode.SHADOW)
+    try:
+        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    assert _warnings(caplog) == ["spool_unavailable reason=data_root_unsafe unsafe=bad_mode"]
+
+
+def test_an_identity_key_of_the_wrong_mode_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = DataRoot(tmp_path / "korean-expression-v1")
+    root.ensure()
+    root.identity_key.write_bytes(os.urandom(32))
+    os.chmod(root.identity_key, 0o644)
+    coord = coordinator(root.root, Mode.SHADOW)
+    try:
+        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    assert _warnings(caplog) == ["spool_unavailable reason=identity_key_unusable unsafe=bad_mode"]
+
+
+def test_fixed_is_said_once_at_info_and_a_new_fault_is_said_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once per change: broken (WARNING), fixed (INFO ``spool_available`` on the
+    first request written), broken again (WARNING again)."""
+    root = DataRoot(tmp_path / "korean-expression-v1")
+    root.ensure()
+    root.identity_key.write_bytes(os.urandom(32))
+    os.chmod(root.identity_key, 0o644)
+    coord = coordinator(root.root, Mode.SHADOW)
+    try:
+        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        os.chmod(root.identity_key, 0o600)
+        with ScriptedWorker(root, accepted()):
+            assert _present_daily(coord) == [Outcome.SHADOW_SELECTED] * ROUNDS
+            assert _records(caplog, logging.INFO).count("spool_available") == 1
+            os.chmod(root.requests, 0o755)
+            assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    assert _warnings(caplog) == [
+        "spool_unavailable reason=identity_key_unusable unsafe=bad_mode",
+        "spool_unavailable reason=data_root_unsafe unsafe=bad_mode",
+    ]
+
+
+def test_an_unreadable_glossary_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = DataRoot(tmp_path / "korean-expression-v1")
+    root.ensure()
+    glossary = root.root / "operator-glossary.json"
+    glossary.write_bytes(b"{not json")
+    os.chmod(glossary, 0o600)
+    heartbeat(root)
+    coord = coordinator(root.root, Mode.SHADOW, adaptive_operator=True)
+    s = session()
+    try:
+        outcomes = [
+            coord.present_adaptive(
+                dual_card(s), callback_data=callback_data(s), surface=DUAL_SURFACE
+            ).outcome
+            for _ in range(ROUNDS)
+        ]
+    finally:
+        coord.close()
+    assert outcomes == [Outcome.INELIGIBLE] * ROUNDS
+    assert _warnings(caplog) == ["glossary_unusable problem=not_json"]
+
+
+def test_an_unknown_adaptive_surface_is_a_warning_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "korean-expression-v1"
+    coord = coordinator(root, Mode.SHADOW, adaptive_operator=True)
+    s = session()
+    try:
+        outcomes = [
+            coord.present_adaptive(
+                dual_card(s), callback_data=callback_data(s), surface="adaptive.dualcoach.card.v1"
+            ).outcome
+            for _ in range(ROUNDS)
+        ]
+    finally:
+        coord.close()
+    assert outcomes == [Outcome.INELIGIBLE] * ROUNDS
+    assert _warnings(caplog) == ["unknown_surface"]
+    assert not any("dualcoach" in m for m in _records(caplog, logging.DEBUG) + _warnings(caplog))
