@@ -364,6 +364,7 @@ def spend_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
     out["capped"] = out["last_hour"] >= out["per_hour"] or out["today"] >= out["per_day"]
     out["rate_threshold"] = rate_threshold(median)
     out["unusual"] = unusual_rate(out["last_hour"], median)
+    return out
 
 
 def style_figures(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

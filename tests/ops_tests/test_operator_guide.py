@@ -290,9 +290,19 @@ def test_every_figure_is_the_constant_it_names() -> None:
     assert "최근 24개" in budget and "6개 미만" in budget and "10분 넘게" in budget
     assert "5번 연속" in budget and "30초 동안" in budget
     from kexpr.spool.contract import SAFE_STYLE_LEXEMES
+    from kexpr.spool.contract.fit import FIT, OPEN_FAMILY_FIT
     from kexpr.worker._transport import BODY_CAP_BYTES
 
-    assert len(SAFE_STYLE_LEXEMES) == 20 and "문체 어휘 20개" in section("한눈에 보기")
+    # The fit table's words (design §6.1): three, and the seventeen others never.
+    used = {
+        s.lexeme
+        for cells in (*FIT.values(), *OPEN_FAMILY_FIT.values())
+        for c in cells.values()
+        for s in c
+    }
+    assert used == {"그리고", "먼저", "이어서"} and len(SAFE_STYLE_LEXEMES) - len(used) == 17
+    words = section("메시지 유형 네 가지")
+    assert "쓰이는 말은 셋뿐입니다" in words and "나머지 열일곱 단어" in words
     assert BODY_CAP_BYTES == 48 * 1024 and "48 KiB를 넘음" in section("문제 해결")
     codes = {c.name: c.value for c in ExitCode}
     assert (codes["UNSUPPORTED_DEPENDENCY"], codes["NOT_UNDUMPABLE"]) == (69, 71)

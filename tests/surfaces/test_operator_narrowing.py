@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from adaptive_support import CALLBACK, TH_ADAPTIVE_BODY, payload
 
 from gateway_shim.operator_glossary import (
     SHIPPED_DUAL_GLOSSARY,
@@ -16,7 +17,6 @@ from gateway_shim.operator_glossary import (
 from gateway_shim.surfaces.adaptive import parse_adaptive
 from gateway_shim.surfaces.card import CardOrigin
 from kexpr.ops.glossary_cli import style_words
-from tests.surfaces.adaptive_support import CALLBACK, TH_ADAPTIVE_BODY, payload
 
 VERSION = "kexpr-dual-glossary-v1"
 
