@@ -29,7 +29,11 @@ from __future__ import annotations
 from typing import Final
 
 from kexpr.spool.contract import ALL_SEMANTIC_IDS, CONTRACT_VERSION, SAFE_STYLE_LEXEMES
-from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+from kexpr.spool.contract.manifest import (
+    DUAL_DECISION_ID_PATTERN,
+    DUAL_REASON_ID_PATTERN,
+    OPEN_ID_MAX_CHARS,
+)
 
 __all__ = ["INVALID_EXAMPLES", "SYSTEM_INSTRUCTION", "VALID_EXAMPLES"]
 
@@ -170,8 +174,8 @@ def _build() -> str:
         f"  {semantic_ids}",
         (
             "Capsules for adaptive.dualcoachtest.card.v1 may also carry operator IDs"
-            f" matching {DUAL_DECISION_ID_PATTERN} or {DUAL_REASON_ID_PATTERN};"
-            " treat them exactly like the IDs above."
+            f" matching {DUAL_DECISION_ID_PATTERN} or {DUAL_REASON_ID_PATTERN}"
+            f" (at most {OPEN_ID_MAX_CHARS} characters); treat them exactly like the IDs above."
         ),
     )
     return "\n".join(lines)

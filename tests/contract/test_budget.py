@@ -31,7 +31,12 @@ from kexpr.spool.contract.budget import (
     minimal_answer,
     slots_token_bound,
 )
-from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+from kexpr.spool.contract.manifest import (
+    DUAL_DECISION_ID_PATTERN,
+    DUAL_REASON_ID_PATTERN,
+    OPEN_ID_MAX_CHARS,
+    OPEN_ID_MAX_WORD,
+)
 
 SHAPES = list(shipped_shapes())
 DUAL = "adaptive.dualcoachtest.card.v1"
@@ -138,10 +143,10 @@ def test_the_bound_holds_for_every_key(key: str, shape: tuple[str, tuple]) -> No
 
 
 operator_decisions = st.from_regex(DUAL_DECISION_ID_PATTERN, fullmatch=True).filter(
-    lambda s: len(s) <= 400
+    lambda s: len(s) <= OPEN_ID_MAX_CHARS
 )
 operator_reasons = st.from_regex(DUAL_REASON_ID_PATTERN, fullmatch=True).filter(
-    lambda s: len(s) <= 400
+    lambda s: len(s) <= OPEN_ID_MAX_CHARS
 )
 
 
@@ -163,6 +168,44 @@ def test_the_bound_holds_for_operator_ids_of_any_length(
     assert sum(count(p) for p in _split(answer)) == count(answer)
     bound = answer_token_bound(c)
     assert bound is not None and bound >= count(answer)
+
+
+def _dual_bound(decision: str, reasons: list[str]) -> int | None:
+    return slots_token_bound(
+        DUAL,
+        (
+            slot_policy("adaptive.dual.judgment", (decision,)),
+            *(slot_policy(f"adaptive.dual.review.{i + 1}", (r,)) for i, r in enumerate(reasons)),
+        ),
+    )
+
+
+def _worst_id(prefix: str, chars: int) -> str:
+    """A grammatical ID of ``chars`` characters whose every piece is off the
+    table (each character costs one token in the bound): 12-letter words."""
+    out = (prefix + "_".join(["Q" * OPEN_ID_MAX_WORD] * 8))[:chars]
+    return out[:-2] + "_Q" if out.endswith("_") else out
+
+
+def test_the_open_id_length_is_what_the_budget_carries() -> None:
+    """manifest Rule 6: at `OPEN_ID_MAX_CHARS`, a card of its decision and two
+    review reasons fits whatever grammatical IDs it carries (the costliest are
+    those whose pieces the table does not list); one character more per ID
+    would not. So the grammar alone keeps every such card eligible."""
+    decision = _worst_id("P_DUAL_DECISION_", OPEN_ID_MAX_CHARS)
+    reason = _worst_id("P_DUAL_REASON_", OPEN_ID_MAX_CHARS)
+    assert len(decision) == len(reason) == OPEN_ID_MAX_CHARS
+    bound = _dual_bound(decision, [reason, reason])
+    assert bound is not None and bound <= ANSWER_BUDGET_TOKENS < bound + 3
+
+
+@DERANDOMIZED
+@given(decision=operator_decisions, reasons=st.lists(operator_reasons, min_size=0, max_size=2))
+def test_every_grammatical_card_of_up_to_two_reasons_fits(
+    decision: str, reasons: list[str]
+) -> None:
+    bound = _dual_bound(decision, reasons)
+    assert bound is not None and bound <= ANSWER_BUDGET_TOKENS
 
 
 def test_which_shipped_shapes_fit() -> None:
