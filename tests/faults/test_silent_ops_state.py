@@ -241,3 +241,50 @@ def test_a_rehearsal_refuses_an_unsupported_dependency_like_the_real_worker(
         )
         assert (done.returncode, done.stderr.splitlines()) == (69, [expected]), extra
     assert not data_root.exists()  # nothing was started
+
+
+@pytest.mark.e2e
+def test_a_real_worker_without_its_key_says_so_once(data_root: Path) -> None:
+    from kexpr.worker.daemon import wait_ready
+
+    root = DataRoot(data_root)
+    root.ensure()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kexpr.worker", "--data-root", str(data_root)],
+        env=ENV,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_ready(root, 30.0)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert err.splitlines() == [
+        "kexpr worker: no credential: OPENAI_API_KEY is not set;"
+        " every request is answered credential_unavailable"
+    ]
+
+
+def test_a_read_only_or_full_journal_file_system_is_named(
+    root: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`journal_space_problem`'s two answers (the full one is also produced for
+    real on a tmpfs above; a read-only mount needs one made for the test)."""
+    from kexpr.ops import status_cli
+
+    real = os.statvfs(root.outcomes)
+
+    def fake(flag: int, blocks: int):  # type: ignore[no-untyped-def]
+        values = list(real)
+        values[4] = blocks  # f_bavail
+        values[8] = flag  # f_flag
+        return os.statvfs_result(values)
+
+    assert status_cli.journal_space_problem(root) is None
+    monkeypatch.setattr(os, "statvfs", lambda _p: fake(os.ST_RDONLY, real.f_bavail))
+    assert status_cli.journal_space_problem(root) == "read_only"
+    monkeypatch.setattr(os, "statvfs", lambda _p: fake(0, 0))
+    assert status_cli.journal_space_problem(root) == "no_space"
