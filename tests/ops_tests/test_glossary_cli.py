@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from ops_support import kexpr
 
 from gateway_shim.operator_glossary import SHIPPED_DUAL_GLOSSARY, glossary_for_data_root

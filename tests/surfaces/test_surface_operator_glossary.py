@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adaptive_support import OPERATOR_FILE
 from hypothesis import given
 from hypothesis import strategies as st
-from adaptive_support import OPERATOR_FILE
 
 from gateway_shim.operator_glossary import (
     GLOSSARY_FILE_NAME,
