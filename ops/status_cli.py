@@ -452,14 +452,14 @@ def collect(
         worker = None
     glossary = glossary_status(root)
     verdict = _verdict(worker, supervisor, stale_after_s)
-    problem: str | None = None
+    reason: str | None = None
     if verdict is HealthVerdict.HEALTHY:
-        verdict, problem = _serving_problem(root, worker, glossary)
+        verdict, reason = _serving_problem(root, worker, glossary)
     elif verdict is HealthVerdict.NO_CREDENTIAL:
-        problem = "credential_absent"
+        reason = "credential_absent"
     elif verdict is HealthVerdict.JOURNAL_UNWRITABLE:
-        problem = "journal_append_undone"
-    return StatusReport(verdict, worker, supervisor, problem, glossary=glossary)
+        reason = "journal_append_undone"
+    return StatusReport(verdict, worker, supervisor, reason, glossary=glossary)
 
 
 def journal_space_problem(root: DataRoot) -> str | None:
