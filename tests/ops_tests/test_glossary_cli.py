@@ -290,3 +290,11 @@ def test_a_file_the_gateway_cannot_read_back_is_removed_and_refused(
     assert code == 2 and json.loads(out)["problem"] == "gateway_cannot_read"
     assert err.endswith("(gateway_cannot_read)\n")
     assert not (data_root / "operator-glossary.json").exists()
+
+
+def test_every_refusal_has_its_words() -> None:
+    from gateway_shim.operator_glossary import GlossaryProblem
+    from kexpr.ops.glossary_cli import INSTALL_WORDS, WORDS, InstallProblem
+
+    assert set(WORDS) == set(GlossaryProblem)
+    assert set(INSTALL_WORDS) == set(InstallProblem)
