@@ -21,6 +21,10 @@ A set-up that fails says why as one `SpoolProblem` (`SetupFailed`, an ``OSError`
 like every failure it wraps): the data root missing, a symlink, unsafe (with the
 `UnsafeReason`), not permitted, or the identity key unusable. The coordinator
 logs it once per change; the words are enums, never a path or a value.
+
+The observer itself is shared by every coordinator of this process on the same ``responses/`` (`gateway_shim._watch`):
+the hold keeps a `Lease` of it, released by `close` (or the coordinator's
+finalizer: `wait=False`).
 """
 
 from __future__ import annotations
@@ -37,12 +41,8 @@ from typing import Final
 from watchdog.observers.api import BaseObserver
 
 from gateway_shim._identity_store import Identity, load_identity, record_changed
-from gateway_shim._responses import (
-    ResponseWaiters,
-    forget_inherited,
-    stop_watching,
-    watch_responses,
-)
+from gateway_shim._responses import ResponseWaiters
+from gateway_shim._watch import Lease, acquire
 from gateway_shim.identity import IdentityProblem, IdentityRefused
 from kexpr.spool import log
 from kexpr.spool.fsio import FileId, UnsafePath, UnsafeReason, check_dir, pin_moved, repin
@@ -117,7 +117,7 @@ class DataRootHold:
         # (spool.lifecycle rule 6).
         self._clock = clock
         self._waiters = waiters
-        self._observer: BaseObserver | None = None
+        self._observer: Lease | None = None
         self._setup_lock = threading.Lock()
         self.identity: Identity | None = None
         # Rule 14: the refusal last said (None: the identity was served).
@@ -163,7 +163,7 @@ class DataRootHold:
             self.identity = None
             self._root_id = None
         if observer is not None:
-            stop_watching(observer)
+            observer.release()
 
     def ensure_started(self) -> Identity:
         """Set the spool up where it is not: directories, the identity, the
@@ -212,12 +212,12 @@ class DataRootHold:
     def _start_watcher(self) -> bool:
         """Start the observer on ``responses/`` as it is now (lock held)."""
         try:
-            watched = _dir_id(self.root.responses)
-            self._observer = watch_responses(self._waiters, self.root.responses)
+            lease = acquire(self.root.responses, self._waiters)
         except (OSError, RuntimeError):
             self._watcher_failed()
             return False
-        self._watched = watched
+        self._observer = lease
+        self._watched = lease.dir_id
         self._watcher_started()
         return True
 
@@ -229,7 +229,7 @@ class DataRootHold:
         re-established at once; if that fails, ``watching`` turns False (said
         once, `_watcher_failed`) and a new watcher is tried `WATCHER_RETRY_S`
         later. Called by the shared re-check scan; never raises."""
-        lost: BaseObserver | None = None
+        lost: Lease | None = None
         with self._setup_lock:
             if self._closed or self.identity is None:
                 return
@@ -238,15 +238,16 @@ class DataRootHold:
                 if self._may_try_watcher():
                     self._start_watcher()
                 return
-            reason = _watch_lost(observer, self._watched, self.root.responses)
+            reason = _watch_lost(observer.observer, self._watched, self.root.responses)
             if reason is None:
                 return
             log.event(_log, logging.WARNING, "watch_lost", reason=reason)
             lost, self._observer = observer, None
+            # Given back first: the shared watch that died is then replaced for
+            # every coordinator, not kept alive by this one (`gateway_shim._watch`).
+            lost.release()
             if self._start_watcher():
                 log.event(_log, logging.INFO, "watch_reestablished")
-        if lost is not None:
-            stop_watching(lost)
 
     def _may_try_watcher(self) -> bool:
         failed = self._watch_failed_at
@@ -265,23 +266,23 @@ class DataRootHold:
             self.watching = True
             log.event(_log, logging.INFO, "watcher_restored")
 
-    def close(self) -> None:
-        """Stop the observer; nothing starts again (rule 11). Idempotent."""
+    def close(self, *, wait: bool = True) -> None:
+        """Give the watch back (the last share stops it); nothing starts again
+        (rule 11). Idempotent. ``wait=False``: from a finalizer, no join."""
         with self._setup_lock:
             self._closed = True
             observer, self._observer = self._observer, None
         if observer is not None:
-            stop_watching(observer)
+            observer.release(wait=wait)
 
     def after_fork_in_child(self) -> None:
         """Rule 12, in the child right after ``os.fork``: forget the parent's
-        observer without stopping it (that would unwatch the parent); the
+        watch without giving it back or stopping it (that would unwatch the
+        parent; `gateway_shim._watch` forgets each shared observer once); the
         child starts its own on first use. The key and the root's identity
         stay valid (same files)."""
         self._setup_lock = threading.Lock()
-        observer, self._observer = self._observer, None
-        if observer is not None:
-            forget_inherited(observer)
+        self._observer = None
 
 
 class WatchLost(enum.Enum):

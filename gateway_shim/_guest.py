@@ -53,15 +53,16 @@ class OwnExecutor:
             except RuntimeError as e:  # shut down, or the interpreter is exiting
                 raise ExecutorClosed from e
 
-    def close(self) -> None:
-        """Stop the threads; queued work is cancelled. Idempotent."""
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the threads; queued work is cancelled. Idempotent. ``wait=False``
+        (a finalizer): the idle threads end on their own at once."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:
             # Called from one of its own threads it must not wait for itself.
             own = threading.current_thread().name.startswith("kexpr-shim")
-            pool.shutdown(wait=not own, cancel_futures=True)
+            pool.shutdown(wait=wait and not own, cancel_futures=True)
 
     def after_fork_in_child(self) -> None:
         # The parent's threads do not exist here: a fresh pool on first use.

@@ -130,14 +130,15 @@ class ResponseWaiters(FileSystemEventHandler):
         for wake in wakes:
             _call(wake)
 
-    def close(self) -> None:
-        """Stop the scan (bounded join); idempotent."""
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the scan (bounded join; ``wait=False``, a finalizer: none, the
+        thread ends on its own at once); idempotent."""
         with self._lock:
             self._closed = True
             thread, self._thread = self._thread, None
         self._stop.set()
         self._work.set()
-        if thread is not None and thread is not threading.current_thread():
+        if wait and thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
 
     def after_fork_in_child(self) -> None:
@@ -229,8 +230,9 @@ def _call(wake: Wake) -> None:
         pass
 
 
-def watch_responses(waiters: ResponseWaiters, responses: Path) -> BaseObserver:
-    """Start a daemon observer that wakes ``waiters`` on arrivals in ``responses``.
+def watch_responses(handler: FileSystemEventHandler, responses: Path) -> BaseObserver:
+    """Start a daemon observer that hands ``handler`` the arrivals in ``responses``
+    (the shared watch's fan-out, `gateway_shim._watch`).
     Raises ``OSError`` when no inotify instance can be had (``EMFILE``: the
     per-user limit) and ``RuntimeError`` when its threads cannot be started."""
     observer = Observer()
@@ -239,7 +241,7 @@ def watch_responses(waiters: ResponseWaiters, responses: Path) -> BaseObserver:
         # closes and removals of every response read (ours and the
         # other shims'), which would each cost the observer's threads.
         observer.schedule(
-            waiters,
+            handler,
             str(responses),
             recursive=False,
             event_filter=[FileCreatedEvent, FileMovedEvent],
@@ -254,13 +256,15 @@ def watch_responses(waiters: ResponseWaiters, responses: Path) -> BaseObserver:
     return observer
 
 
-def stop_watching(observer: BaseObserver) -> None:
-    """Stop the observer and its inotify reader; never raises."""
+def stop_watching(observer: BaseObserver, *, wait: bool = True) -> None:
+    """Stop the observer and its inotify reader; never raises. ``wait=False``:
+    the observer's own thread is not joined (it ends on its own at once; the
+    inotify descriptor and its reader are gone when ``stop`` returns)."""
     try:
         # stop() also stops the inotify reader the constructor started, even
         # for an observer whose own thread never started (then: no join).
         observer.stop()
-        if observer.is_alive():
+        if wait and observer.is_alive():
             observer.join(timeout=5)
     except (OSError, RuntimeError):
         pass

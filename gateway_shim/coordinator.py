@@ -55,6 +55,13 @@ Rules:
    flight ends ``closed`` at once; `close` stops every thread and watch the
    coordinator started (observer, telemetry, executor) and is idempotent.
    `report` still writes the report of a candidate handed out before.
+   A coordinator the host drops without `close` releases the same when it is
+   collected: no thread it started holds it (they hold its parts, never the
+   coordinator), and a `weakref.finalize` gives back its watch and stops its
+   threads without joining any (it may run on any thread, at any collection).
+   The watch of ``responses/`` is shared by every coordinator of the process on
+   that directory (`gateway_shim._watch`): one inotify instance, not one per
+   coordinator, released with its last user.
 12. A guest in a forking, limited host: in a child of
    ``os.fork`` the coordinator forgets its parent's observer, executor,
    telemetry thread, waiters and awaited attempts without stopping any
@@ -127,6 +134,7 @@ import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Coroutine, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -482,6 +490,11 @@ class KoreanExpressionCoordinator:
         self._executor = OwnExecutor()
         self._awaiting = AwaitingReports(monotonic)
         self._closed = False
+        # Rule 11: dropped without `close`, it still releases what it started.
+        self._finalizer = weakref.finalize(
+            self, _release, self._hold, self._waiters, self._executor, self._telemetry
+        )
+        self._finalizer.atexit = False
         track(self)
 
     # ------------------------------------------------------------------ public
@@ -627,11 +640,10 @@ class KoreanExpressionCoordinator:
         """Stop every thread and watch this coordinator started; later
         presentations are ``closed`` (rule 11). Idempotent."""
         self._closed = True
+        self._finalizer.detach()
         self._hold.close()
         self._waiters.wake_all()
-        self._waiters.close()
-        self._executor.close()
-        self._telemetry.close()
+        _release(self._hold, self._waiters, self._executor, self._telemetry, wait=True)
 
     # ------------------------------------------------------- the host's inputs
 
@@ -1158,6 +1170,30 @@ class KoreanExpressionCoordinator:
         self._executor.after_fork_in_child()
         self._telemetry.after_fork_in_child()
         self._awaiting.after_fork_in_child()
+
+
+def _release(
+    hold: DataRootHold,
+    waiters: ResponseWaiters,
+    executor: OwnExecutor,
+    telemetry: Telemetry,
+    *,
+    wait: bool = False,
+) -> None:
+    """Rule 11: give back the watch, stop the scan, the executor and the
+    telemetry thread. From `close` (``wait``: each thread joined, bounded) or
+    from the finalizer of a coordinator the host dropped (no join: it runs on
+    whichever thread collected it). Idempotent; never raises."""
+    for stop in (
+        functools.partial(hold.close, wait=wait),
+        functools.partial(waiters.close, wait=wait),
+        functools.partial(executor.close, wait=wait),
+        functools.partial(telemetry.close, wait=wait),
+    ):
+        try:
+            stop()
+        except Exception:  # noqa: BLE001 - a release must finish whatever one part did
+            pass
 
 
 # Outcomes after which the data root's identity is checked again (rule 10).

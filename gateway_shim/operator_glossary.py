@@ -24,9 +24,15 @@ Rules (each failure is a `GlossaryError` with a `GlossaryProblem` enum, never co
    ``·`` (U+00B7, as in the host's ``수정 전·후``); so no digit, Latin letter, bracket,
    ``[[``, comma, quote, control or line break (the lexicon audit of every expansion),
    at most 120 characters, and at least one word that is not a style lexeme.
-3. IDs: ``P_DUAL_DECISION_[A-Z0-9_]+`` / ``P_DUAL_REASON_[A-Z0-9_]+`` (the manifest's
-   open families, `kexpr.spool.contract.manifest` Rule 5), at most 64 of each in the file
-   (the shipped texts come on top). IDs and
+3. IDs are generic types, never fields: an ID travels in the capsule to the worker and
+   the model, its text never does. The grammar is the manifest's open families'
+   (`kexpr.spool.contract.manifest` Rules 5, 6), each rule refused with its own
+   reason (`id_problem`): the family's prefix (``P_DUAL_DECISION_`` /
+   ``P_DUAL_REASON_``: ``id_malformed``), no digit (``id_digit``), upper-case words
+   joined by single ``_`` (``id_not_upper_words``), no word longer than the longest
+   word of a shipped ID (``id_word_too_long``), at most `OPEN_ID_MAX_CHARS`
+   characters (``id_too_long``: what the answer budget can carry). At most 64 of
+   each family in the file (the shipped texts come on top). IDs and
    texts are unique across the shipped entries and the file (a shipped ID or text
    may not be redefined); duplicate JSON keys are an error.
 3a. A file valid for an earlier release stays valid, meaning the same: the shipped
@@ -78,7 +84,14 @@ from typing import Final
 
 from gateway_shim.glossary import GLOSSARY, RETIRED_SHIPPED_IDS
 from kexpr.spool.contract import SAFE_STYLE_LEXEMES
-from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+from kexpr.spool.contract.manifest import (
+    DUAL_DECISION_ID_PATTERN,
+    DUAL_DECISION_PREFIX,
+    DUAL_REASON_ID_PATTERN,
+    DUAL_REASON_PREFIX,
+    OPEN_ID_MAX_CHARS,
+    OPEN_ID_MAX_WORD,
+)
 from kexpr.spool.fsio import UnsafePath, read_bounded, read_private
 
 __all__ = [
@@ -90,6 +103,7 @@ __all__ = [
     "GlossaryProblem",
     "audit_text",
     "glossary_for_data_root",
+    "id_problem",
     "load_operator_glossary",
     "parse_operator_glossary",
 ]
@@ -105,8 +119,10 @@ _REASON_RE: Final = re.compile(DUAL_REASON_ID_PATTERN)
 _TEXT_RE: Final = re.compile("[\uac00-\ud7a3]+(?:[ \u00b7][\uac00-\ud7a3]+)*")
 _WORD_SPLIT_RE: Final = re.compile("[ \u00b7]")
 _STYLE_WORDS: Final = frozenset(SAFE_STYLE_LEXEMES)
-_DECISION_PREFIX: Final = "P_DUAL_DECISION_"
-_REASON_PREFIX: Final = "P_DUAL_REASON_"
+_DECISION_PREFIX: Final = DUAL_DECISION_PREFIX
+_REASON_PREFIX: Final = DUAL_REASON_PREFIX
+# Rule 3: what an ID after its prefix may be made of, and how.
+_UPPER_WORDS_RE: Final = re.compile("[A-Z]+(?:_[A-Z]+)*")
 
 
 def _shipped_count(prefix: str) -> int:
@@ -129,6 +145,13 @@ class GlossaryProblem(enum.StrEnum):
     WRONG_VERSION = "wrong_version"
     TOO_MANY_ENTRIES = "too_many_entries"
     ID_MALFORMED = "id_malformed"
+    ID_TOO_LONG = "id_too_long"
+    ID_DIGIT = "id_digit"
+    ID_NOT_UPPER_WORDS = "id_not_upper_words"
+    ID_WORD_TOO_LONG = "id_word_too_long"
+    # ``kexpr glossary check``/``install``: a card of the decision and up to two
+    # reasons would not fit the answer budget (`kexpr.ops.glossary_cli`).
+    ID_OVER_BUDGET = "id_over_budget"
     ID_DUPLICATE = "id_duplicate"
     TEXT_NOT_STRING = "text_not_string"
     TEXT_NOT_NFC = "text_not_nfc"
@@ -144,6 +167,27 @@ class GlossaryError(Exception):
     def __init__(self, problem: GlossaryProblem) -> None:
         super().__init__(problem.value)
         self.problem: Final = problem
+
+
+def id_problem(semantic_id: object, prefix: str) -> GlossaryProblem | None:
+    """Rule 3 on an ID of the family ``prefix``; None if it is one. The first
+    rule it breaks, in this order: prefix, length, digit, words, word length."""
+    if not isinstance(semantic_id, str) or not semantic_id.startswith(prefix):
+        return GlossaryProblem.ID_MALFORMED
+    if len(semantic_id) > OPEN_ID_MAX_CHARS:
+        return GlossaryProblem.ID_TOO_LONG
+    rest = semantic_id[len(prefix) :]
+    if any(c in "0123456789" for c in rest):
+        return GlossaryProblem.ID_DIGIT
+    if _UPPER_WORDS_RE.fullmatch(rest) is None:
+        return GlossaryProblem.ID_NOT_UPPER_WORDS
+    if max(len(word) for word in rest.split("_")) > OPEN_ID_MAX_WORD:
+        return GlossaryProblem.ID_WORD_TOO_LONG
+    # The manifest's own pattern says the same (a test holds them together).
+    pattern = _DECISION_RE if prefix == _DECISION_PREFIX else _REASON_RE
+    if pattern.fullmatch(semantic_id) is None:
+        return GlossaryProblem.ID_MALFORMED
+    return None
 
 
 def audit_text(expansion: str) -> GlossaryProblem | None:
@@ -182,17 +226,15 @@ class DualGlossary:
     def __post_init__(self) -> None:
         decisions = dict(self.decisions)
         reasons = dict(self.reasons)
-        for family, pattern, prefix in (
-            (decisions, _DECISION_RE, _DECISION_PREFIX),
-            (reasons, _REASON_RE, _REASON_PREFIX),
-        ):
+        for family, prefix in ((decisions, _DECISION_PREFIX), (reasons, _REASON_PREFIX)):
             # Rule 3: the operator's own entries are bounded; the shipped texts
             # come on top (the file check in `_family` is the same boundary).
             if len(family) > MAX_ENTRIES_PER_FAMILY + _shipped_count(prefix):
                 raise GlossaryError(GlossaryProblem.TOO_MANY_ENTRIES)
             for semantic_id, text in family.items():
-                if not isinstance(semantic_id, str) or pattern.fullmatch(semantic_id) is None:
-                    raise GlossaryError(GlossaryProblem.ID_MALFORMED)
+                problem = id_problem(semantic_id, prefix)
+                if problem is not None:
+                    raise GlossaryError(problem)
                 problem = audit_text(text)
                 if problem is not None:
                     raise GlossaryError(problem)

@@ -76,14 +76,15 @@ class Telemetry:
             self._pending += 1
         self._q.put(event)
 
-    def close(self) -> None:
-        """Deliver what is queued, then stop the thread (bounded). Idempotent."""
+    def close(self, *, wait: bool = True) -> None:
+        """Deliver what is queued, then stop the thread (bounded; ``wait=False``,
+        a finalizer: not awaited, the thread ends after the queue). Idempotent."""
         with self._lock:
             self._closed = True
             thread, self._thread = self._thread, None
         if thread is not None:
             self._q.put(None)
-            if thread is not threading.current_thread():
+            if wait and thread is not threading.current_thread():
                 thread.join(timeout=5)
 
     def after_fork_in_child(self) -> None:

@@ -15,7 +15,14 @@ HealthVerdict (exit code):
   ``worker_not_running`` / ``crash_loop`` / ``fatal`` / ``quarantined`` (the worker
   is up but refuses every new attempt: journal unverified) / ``refusing`` (up,
   journal verified, new attempts refused for the reason shown, e.g.
-  ``segment_full``) / ``expiring`` (up, but in the last minute at least
+  ``segment_full``) / ``no_credential`` (a real worker, not a rehearsal, that
+  has no key: every request is ``credential_unavailable``) /
+  ``journal_unwritable`` (the journal cannot be appended: the worker's last
+  append was refused and undone, ``append_undone``; or the journal's file system
+  is read-only or out of space, ``read_only`` / ``no_space``) /
+  ``glossary_unusable`` (the gateway cannot use the operator glossary: a file
+  its user could not read, ``unreadable <reason>``, or one that is not valid,
+  ``invalid <problem>``: every dual card is then canonical) / ``expiring`` (up, but in the last minute at least
   `EXPIRING_MIN` requests expired before the worker reached them or were reached
   with too little time left to answer, and they were more than half of the
   requests it claimed: the host is getting canonical answers
@@ -120,6 +127,10 @@ class HealthVerdict(enum.StrEnum):
     # Up, but the gateway refuses to present: its identity key is missing or is
     # not the recorded one beside a journal with rows (gateway_shim.identity).
     IDENTITY_MISMATCH = "identity_mismatch"
+    # Up, but a real worker without its key: every request credential_unavailable.
+    NO_CREDENTIAL = "no_credential"
+    # Up, but the journal cannot be appended (refused append; read-only or full).
+    JOURNAL_UNWRITABLE = "journal_unwritable"
     # Up, but most requests of the last minute expired before the worker reached
     # them (at least EXPIRING_MIN): the host gets canonical answers for them.
     EXPIRING = "expiring"
@@ -129,6 +140,8 @@ class HealthVerdict(enum.StrEnum):
     # Up, but the last hour's start rows are far above the profile's history
     # (kexpr.worker.spend rule 6): a host presenting new artifacts in a loop.
     UNUSUAL_RATE = "unusual_rate"
+    # Up, but the gateway cannot use the operator glossary (dual cards canonical).
+    GLOSSARY_UNUSABLE = "glossary_unusable"
     STATUS_UNREADABLE = "status_unreadable"
 
 
@@ -156,7 +169,8 @@ class StatusReport:
     supervisor: ProcessStatus | None
     problem: str | None = None
     # The dual glossary in force (`glossary_status`): "shipped <sha256>",
-    # "operator <sha256>" or "invalid <problem>". Digests and enums, no text.
+    # "operator <sha256>", "invalid <problem>" or "unreadable <reason>" (as the
+    # gateway's user reads it). Digests and enums, no text.
     glossary: str | None = None
     # What a gateway would do with the data root's identity (`identity_report`).
     identity: IdentityReport | None = None
@@ -593,56 +607,95 @@ def _collect(
                 HealthVerdict.STATUS_UNREADABLE, None, supervisor, f"worker_{e.problem.value}"
             )
         worker = None
+    glossary = glossary_status(root)
     identity = identity_report(root)
     verdict = _verdict(worker, supervisor, stale_after_s)
+    reason: str | None = None
+    if verdict is HealthVerdict.HEALTHY:
+        verdict, reason = _serving_problem(root, worker, glossary)
+    elif verdict is HealthVerdict.NO_CREDENTIAL:
+        reason = "credential_absent"
+    elif verdict is HealthVerdict.JOURNAL_UNWRITABLE:
+        reason = "journal_append_undone"
     # The worker is up and serving: the gateway's refusal is the news (it makes
     # every presentation canonical; ranked with a quarantine).
     if identity.finding and verdict in _UP:
-        verdict = HealthVerdict.IDENTITY_MISMATCH
-    return StatusReport(
-        verdict,
-        worker,
-        supervisor,
-        glossary=glossary_status(root),
-        identity=identity,
-    )
+        verdict, reason = HealthVerdict.IDENTITY_MISMATCH, None
+    return StatusReport(verdict, worker, supervisor, reason, glossary=glossary, identity=identity)
+
+
+def journal_space_problem(root: DataRoot) -> str | None:
+    """``read_only`` / ``no_space`` when no journal row could be appended on the
+    journal's file system now (less room than two rows: a start row and its
+    terminal row), else None. A file system that cannot be asked: None (the
+    worker's own refused append says it, `HealthVerdict.JOURNAL_UNWRITABLE`)."""
+    from kexpr.spool.journal import MAX_ROW_BYTES
+
+    try:
+        fs = os.statvfs(root.outcomes)
+    except OSError:
+        return None
+    if fs.f_flag & os.ST_RDONLY:
+        return "read_only"
+    if fs.f_bavail * fs.f_frsize < 2 * MAX_ROW_BYTES:
+        return "no_space"
+    return None
+
+
+def _serving_problem(
+    root: DataRoot, worker: ProcessStatus | None, glossary: str
+) -> tuple[HealthVerdict, str | None]:
+    """A worker otherwise healthy: is the journal's file system writable, and can
+    the gateway use the glossary?"""
+    if worker is not None and (space := journal_space_problem(root)) is not None:
+        return HealthVerdict.JOURNAL_UNWRITABLE, f"journal_{space}"
+    if glossary.startswith(("invalid ", "unreadable ")):
+        return HealthVerdict.GLOSSARY_UNUSABLE, "glossary_" + glossary.split(" ", 1)[1]
+    return HealthVerdict.HEALTHY, None
 
 
 _UP: Final = frozenset(
     {
         HealthVerdict.QUARANTINED,
+        HealthVerdict.JOURNAL_UNWRITABLE,
         HealthVerdict.REFUSING,
+        HealthVerdict.NO_CREDENTIAL,
         HealthVerdict.SPEND_CAPPED,
         HealthVerdict.EXPIRING,
         HealthVerdict.UNUSUAL_RATE,
+        HealthVerdict.GLOSSARY_UNUSABLE,
         HealthVerdict.HEALTHY,
     }
 )
 
 
 def glossary_status(root: DataRoot) -> str:
-    """The dual glossary in force for ``root``, as the shim would load it.
-
-    Read no-follow and bounded like every status file (the owner/mode rules are
-    the shim's own, `gateway_shim.operator_glossary`, and `kexpr audit`'s)."""
-    from gateway_shim.operator_glossary import (
-        GLOSSARY_FILE_NAME,
-        MAX_FILE_BYTES,
-        SHIPPED_DUAL_GLOSSARY,
-        GlossaryError,
-        parse_operator_glossary,
-    )
+    """The dual glossary in force for ``root``, as the shim would load it: read
+    by the shim's own rules (no-follow, regular, owner and mode as the data
+    root's other files, bounded), with ownership judged for the data root's
+    gateway user, whoever runs ``status`` (`kexpr.ops._gateway_view`). A file
+    the gateway's user could not read is ``unreadable <reason>`` (the reason of
+    `kexpr.spool.fsio.UnsafeReason`, or ``io_error``); one it reads but refuses
+    is ``invalid <problem>``."""
+    from gateway_shim.operator_glossary import GlossaryError, GlossaryProblem
+    from kexpr.ops._gateway_view import gateway_user, read_as_gateway
+    from kexpr.spool.fsio import UnsafePath
 
     try:
-        data = read_nofollow(root.root / GLOSSARY_FILE_NAME, max_bytes=MAX_FILE_BYTES)
-    except ReadRefused as e:
-        if e.problem is ReadProblem.MISSING:
-            return f"shipped {SHIPPED_DUAL_GLOSSARY.digest()}"
-        return f"invalid {e.problem.value}"
+        user = gateway_user(root)
+    except UnsafePath as e:
+        return f"unreadable {e.reason.value}"
+    except OSError:
+        return "unreadable io_error"
     try:
-        return f"operator {parse_operator_glossary(data).digest()}"
+        glossary = read_as_gateway(root, user)
     except GlossaryError as e:
+        if e.problem in (GlossaryProblem.UNSAFE_FILE, GlossaryProblem.UNREADABLE):
+            cause = e.__cause__
+            reason = cause.reason.value if isinstance(cause, UnsafePath) else "io_error"
+            return f"unreadable {reason}"
         return f"invalid {e.problem.value}"
+    return f"{'operator' if glossary.operator else 'shipped'} {glossary.digest()}"
 
 
 def _verdict(
@@ -669,8 +722,12 @@ def _verdict(
         return HealthVerdict.STATUS_UNREADABLE
     if worker.fields["journal"] != "verified" or worker.fields["quarantine"] is not None:
         return HealthVerdict.QUARANTINED
+    if worker.fields["refusing"] == "append_undone":
+        return HealthVerdict.JOURNAL_UNWRITABLE
     if worker.fields["refusing"] is not None:
         return HealthVerdict.REFUSING
+    if worker.fields["credential"] == "absent" and not worker.fields["rehearsal"]:
+        return HealthVerdict.NO_CREDENTIAL
     spend = worker.fields["spend"]
     if spend.get("capped"):
         return HealthVerdict.SPEND_CAPPED

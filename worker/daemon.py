@@ -208,6 +208,17 @@ class Worker:
         terminalize what died with a previous worker and apply retention."""
         p = self.parts
         p.client = self._client_factory()
+        if p.client is None and not self.rehearsal:
+            # Invariant 3: served (each request journals credential_unavailable,
+            # zero HTTP), but never silently: one line, a WARNING, and the
+            # status's ``credential: absent`` makes `kexpr status` not healthy.
+            print(
+                "kexpr worker: no credential: OPENAI_API_KEY is not set;"
+                " every request is answered credential_unavailable",
+                file=sys.stderr,
+                flush=True,
+            )
+            log.event(_log, logging.WARNING, "worker_no_credential")
         if p.client is not None:
             # Zero requests: the SDK imports its resource modules on first
             # attribute access (~0.3–1 s here); pay that before "ready", not

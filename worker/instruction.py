@@ -41,6 +41,11 @@ from kexpr.spool.contract.fit import (
     SentenceKind,
     Style,
 )
+from kexpr.spool.contract.manifest import (
+    DUAL_DECISION_ID_PATTERN,
+    DUAL_REASON_ID_PATTERN,
+    OPEN_ID_MAX_CHARS,
+)
 
 __all__ = ["INVALID_EXAMPLES", "SYSTEM_INSTRUCTION", "VALID_EXAMPLES"]
 
@@ -215,7 +220,8 @@ def _build() -> str:
         (
             "The IDs above are every ID a capsule may contain; capsules for"
             " adaptive.dualcoachtest.card.v1 may also carry operator IDs of the two"
-            " families. Echo every ID, never expand it."
+            f" families ({DUAL_DECISION_ID_PATTERN} and {DUAL_REASON_ID_PATTERN}, at most"
+            f" {OPEN_ID_MAX_CHARS} characters). Echo every ID, never expand it."
         ),
     )
     return "\n".join(lines)

@@ -17,7 +17,9 @@ Start-up order, each step a precondition of the next (design §9, §10):
    A rehearsal (``--rehearsal``, `kexpr.worker.rehearsal`) also refuses
    ``OPENAI_API_KEY`` itself and every proxy or CA variable: it reads no key. Then
    refuse httpx/httpcore outside the tested ranges (`kexpr.worker.dependencies`:
-   one line, exit 69, never restarted), before either is imported.
+   one line, exit 69, never restarted), before either is imported: a rehearsal
+   too (its model, `kexpr.worker.rehearsal`, imports both: its ``--tokens-per-second``
+   / ``--first-token-seconds`` are read only after the check).
 3. Fork the journal verifier (`kexpr.worker.preload`: the child verifies on the other
    core while this process imports the SDK; its result is re-checked, never
    trusted blindly).
@@ -191,7 +193,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.tokens_per_second is not None or args.first_token_seconds is not None
     ):
         parser.error("--tokens-per-second and --first-token-seconds need --rehearsal")
-    pace = _pace(parser, args) if args.rehearsal else None
     log.configure(args.verbose)
     if not make_undumpable():
         # Fail closed before anything uses the key (enum diagnostic only).
@@ -221,6 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     wrong = unsupported()
     if wrong:
         return _refuse_dependency(", ".join(wrong))
+    # The rehearsal model imports httpx and the transport: only now, after the
+    # check, and refused the same way if that import fails (never a traceback
+    # and a restart loop where the real worker says one line and exits 69).
+    try:
+        pace = _pace(parser, args) if args.rehearsal else None
+    except (ImportError, AttributeError):
+        return _refuse_dependency("import failed")
     # Before the SDK import and before any thread: the journal is verified in a
     # forked child on the other core meanwhile (worker.preload; never trusted
     # blindly: the parent re-checks every file, else loads by itself).

@@ -82,7 +82,8 @@ class Quarantine:
     """Rule 6's state: whether the journal verified, why the worker is in
     quarantine (an enum value, or None) until restarted, and why new attempts
     are refused while the journal is fine (``segment_full``: spool.journal
-    rule 8; cleared by the next start row). Also the data root's directories
+    rule 8; ``append_undone``: the last append could not be made and was
+    undone; either cleared by the next start row). Also the data root's directories
     as checked at start-up, against which every scan checks the tree."""
 
     def __init__(self, root: DataRoot, counters: Counters) -> None:
@@ -130,6 +131,11 @@ class Quarantine:
             self.enter(reason)
         elif fault is not None:
             self._counters.fault(fault)
+            if fault is Fault.APPEND_UNDONE:
+                # The journal could not be appended (no space, no quota, an I/O
+                # error; undone): said in the status until an append succeeds
+                # again (the next start row), so `kexpr status` is not healthy.
+                self.refusing = Fault.APPEND_UNDONE.value
         elif isinstance(e, Quarantined):
             self.journal_ok = False
 

@@ -31,8 +31,13 @@ from kexpr.spool.contract.budget import (
     minimal_generated,
     slots_token_bound,
 )
-from kexpr.spool.contract.fit import compositions
-from kexpr.spool.contract.manifest import DUAL_DECISION_ID_PATTERN, DUAL_REASON_ID_PATTERN
+from kexpr.spool.contract.fit import compositions, slot_styleable
+from kexpr.spool.contract.manifest import (
+    DUAL_DECISION_ID_PATTERN,
+    DUAL_REASON_ID_PATTERN,
+    OPEN_ID_MAX_CHARS,
+    OPEN_ID_MAX_WORD,
+)
 
 SHAPES = list(shipped_shapes())
 DUAL = "adaptive.dualcoachtest.card.v1"
@@ -149,10 +154,10 @@ def test_the_bound_holds_for_every_key(key: str, shape: tuple[str, tuple]) -> No
 
 
 operator_decisions = st.from_regex(DUAL_DECISION_ID_PATTERN, fullmatch=True).filter(
-    lambda s: len(s) <= 400
+    lambda s: len(s) <= OPEN_ID_MAX_CHARS
 )
 operator_reasons = st.from_regex(DUAL_REASON_ID_PATTERN, fullmatch=True).filter(
-    lambda s: len(s) <= 400
+    lambda s: len(s) <= OPEN_ID_MAX_CHARS
 )
 
 
@@ -177,6 +182,53 @@ def test_a_slot_without_a_composition_has_no_bound() -> None:
     ):
         assert slots_token_bound(DUAL, (slot_policy(slot_id, (ident,)),)) is None
         assert minimal_generated(slot_policy(slot_id, (ident,))) == ""
+
+
+def _dual_bound(decision: str, reasons: list[str]) -> int | None:
+    """The card's bound as the shim asks it: only the slots the fit table lets be
+    styled (design §6.1: the decision and the first review line are locked); a
+    card with none is never sent (0: nothing to carry)."""
+    slots = tuple(
+        p
+        for p in (
+            slot_policy("adaptive.dual.judgment", (decision,)),
+            *(slot_policy(f"adaptive.dual.review.{i + 1}", (r,)) for i, r in enumerate(reasons)),
+        )
+        if slot_styleable(p.slot_id, p.semantic_ids)
+    )
+    return slots_token_bound(DUAL, slots) if slots else 0
+
+
+def _worst_id(prefix: str, chars: int) -> str:
+    """A grammatical ID of ``chars`` characters whose every piece is off the
+    table (each character costs one token in the bound): 12-letter words."""
+    out = (prefix + "_".join(["Q" * OPEN_ID_MAX_WORD] * 8))[:chars]
+    return out[:-2] + "_Q" if out.endswith("_") else out
+
+
+def test_the_open_id_length_is_what_the_budget_carries() -> None:
+    """manifest Rule 6: at `OPEN_ID_MAX_CHARS`, a card of its decision and up to
+    three review reasons fits whatever grammatical IDs it carries (the costliest
+    are those whose pieces the table does not list): only the lines after the
+    first are asked (the fit table). With four such reasons it does not: so the
+    grammar alone keeps every card the operator's glossary check insists on (two
+    reasons) eligible, with one reason to spare."""
+    decision = _worst_id("P_DUAL_DECISION_", OPEN_ID_MAX_CHARS)
+    reason = _worst_id("P_DUAL_REASON_", OPEN_ID_MAX_CHARS)
+    assert len(decision) == len(reason) == OPEN_ID_MAX_CHARS
+    three = _dual_bound(decision, [reason] * 3)
+    four = _dual_bound(decision, [reason] * 4)
+    assert three is not None and four is not None
+    assert three <= ANSWER_BUDGET_TOKENS < four
+
+
+@DERANDOMIZED
+@given(decision=operator_decisions, reasons=st.lists(operator_reasons, min_size=0, max_size=2))
+def test_every_grammatical_card_of_up_to_two_reasons_fits(
+    decision: str, reasons: list[str]
+) -> None:
+    bound = _dual_bound(decision, reasons)
+    assert bound is not None and bound <= ANSWER_BUDGET_TOKENS
 
 
 def test_which_shipped_shapes_fit() -> None:

@@ -399,8 +399,8 @@ def test_manifest_is_the_plan_table() -> None:
         ),
     }
     assert {p: row.open_id_pattern for p, row in MANIFEST.items() if row.open_id_pattern} == {
-        "adaptive.dual.judgment": "P_DUAL_DECISION_[A-Z0-9_]+",
-        "adaptive.dual.review.N": "P_DUAL_REASON_[A-Z0-9_]+",
+        "adaptive.dual.judgment": "P_DUAL_DECISION_[A-Z]{1,12}(?:_[A-Z]{1,12})*",
+        "adaptive.dual.review.N": "P_DUAL_REASON_[A-Z]{1,12}(?:_[A-Z]{1,12})*",
     }
     with pytest.raises(TypeError):
         MANIFEST["x"] = MANIFEST["daily.status"]  # type: ignore[index]
@@ -409,10 +409,25 @@ def test_manifest_is_the_plan_table() -> None:
 # -- the open dual families (manifest Rule 5) ---------------------------------------------
 
 
+def test_the_open_grammar_takes_every_shipped_id_and_ids_up_to_its_bounds() -> None:
+    from gateway_shim.glossary import RETIRED_SHIPPED_IDS
+    from kexpr.spool.contract.manifest import OPEN_ID_MAX_CHARS, OPEN_ID_MAX_WORD
+
+    assert (OPEN_ID_MAX_CHARS, OPEN_ID_MAX_WORD) == (48, 12)
+    for semantic_id in (*RETIRED_SHIPPED_IDS, *RETIRED_SHIPPED_IDS.values()):
+        row = "adaptive.dual.judgment" if "DECISION" in semantic_id else "adaptive.dual.review.1"
+        assert slot_policy(row, [semantic_id]).semantic_ids == (semantic_id,)
+    longest = "P_DUAL_DECISION_" + "ABCDEFGHIJKL_ABCDEFGHIJKL_ABCDEF"
+    assert len(longest) == OPEN_ID_MAX_CHARS
+    assert slot_policy("adaptive.dual.judgment", [longest]).semantic_ids == (longest,)
+    with pytest.raises(CapsuleError):
+        slot_policy("adaptive.dual.judgment", [longest + "G"])
+
+
 def test_open_family_ids_make_policies_and_capsules() -> None:
-    judgment = slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_OPERATOR_TEXT_2"])
+    judgment = slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_OPERATOR_TEXT_B"])
     review = slot_policy("adaptive.dual.review.9", ["P_DUAL_REASON_COOLDOWN"])
-    assert judgment.allowed_predicate_ids == ("P_DUAL_DECISION_OPERATOR_TEXT_2",)
+    assert judgment.allowed_predicate_ids == ("P_DUAL_DECISION_OPERATOR_TEXT_B",)
     assert review.required_placeholder_tokens == ("[[P:01]]",)
     capsule = Capsule.from_json(
         Capsule(
@@ -444,6 +459,14 @@ def test_open_family_ids_make_policies_and_capsules() -> None:
         ("adaptive.dual.judgment", ["P_DUAL_DECISION_"]),
         ("adaptive.dual.judgment", ["P_DUAL_DECISION_A", "P_DUAL_DECISION_B"]),
         ("adaptive.dual.judgment", ["P_DUAL_DECISION_X\n"]),
+        # Rule 6: generic types, never fields (what an older shim's capsule may carry).
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_KIM_MINJI_01012345678"]),
+        ("adaptive.dual.review.1", ["P_DUAL_REASON_DAY2"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_A__B"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_A_"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_ABCDEFGHIJKLM"]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_" + "_".join(["ABCDEFGHIJKL"] * 3)]),
+        ("adaptive.dual.judgment", ["P_DUAL_DECISION_" + "A" * 4000]),
         ("weekly.rationale", ["P_DUAL_REASON_COOLDOWN"]),
     ],
 )

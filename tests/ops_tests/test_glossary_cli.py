@@ -4,8 +4,10 @@ digests, counts and enum problems only — never a text."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 from ops_support import kexpr
 
 from gateway_shim.operator_glossary import SHIPPED_DUAL_GLOSSARY, glossary_for_data_root
@@ -128,3 +130,171 @@ def test_audit_knows_the_installed_glossary(tmp_path: Path, data_root: Path) -> 
     (data_root / "other.json").write_text("{}")
     findings = [item.finding for item in audit_data_root(data_root).findings]
     assert AuditFinding.UNEXPECTED_FILE in findings
+
+
+# ------------------------------------------- IDs are generic types, not fields
+
+
+def _glossary_with(decisions: dict[str, str] | None = None, reasons: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return {
+        "version": "kexpr-dual-glossary-v1",
+        "decisions": decisions or {},
+        "reasons": reasons or {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        # The issue's ID: a name and a phone number, which would go to the model.
+        (
+            _glossary_with({"P_DUAL_DECISION_KIM_MINJI_01012345678": "현재 목표 섭취량 유지"}),
+            "id_digit",
+        ),
+        # 4,000 characters: every dual card would have gone ineligible, silently.
+        (_glossary_with({"P_DUAL_DECISION_" + "A" * 4000: "현재 목표 섭취량 유지"}), "id_too_long"),
+        (_glossary_with(reasons={"P_DUAL_REASON_Trend": "짧습니다."}), "id_not_upper_words"),
+        (_glossary_with(reasons={"P_DUAL_REASON_ABCDEFGHIJKLM": "짧습니다."}), "id_word_too_long"),
+    ],
+    ids=["digits", "4000_chars", "lower_case", "long_word"],
+)
+@pytest.mark.parametrize("command", ["check", "install"])
+def test_an_id_outside_the_grammar_is_refused_with_one_line_naming_the_rule(
+    tmp_path: Path, data_root: Path, document: dict[str, object], problem: str, command: str
+) -> None:
+    DataRoot(data_root).ensure()
+    source = _file(tmp_path, document)
+    extra = ["--data-root", str(data_root)] if command == "install" else []
+    done = kexpr("glossary", command, source, *extra)
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {"valid": False, "problem": problem}
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"kexpr glossary {command}: FILE {source}: ")
+    assert line.endswith(f" ({problem})")
+    assert "KIM" not in done.stdout + done.stderr and "0101" not in done.stdout + done.stderr
+    assert not (data_root / "operator-glossary.json").exists()
+
+
+def test_ids_that_would_make_small_cards_ineligible_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grammar's length keeps a card of its decision and two reasons within
+    the budget (tests/contract/test_budget.py); the command checks the budget
+    itself too, so a budget that moved could not let such a glossary through. A
+    smaller budget stands in for one that moved: the same file is then refused,
+    not merely reported ``"fits": false``."""
+    from kexpr.ops import glossary_cli
+    from kexpr.spool.contract import budget
+
+    source = _file(tmp_path, GLOSSARY)
+    assert glossary_cli.cli(["check", str(source)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(budget, "ANSWER_BUDGET_TOKENS", 180)
+    assert glossary_cli.cli(["check", str(source)]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"valid": False, "problem": "id_over_budget"}
+    assert err.endswith("(id_over_budget)\n") and err.count("\n") == 1
+
+
+# ------------------------------------------- install writes what the gateway reads
+
+
+def _chown_tree(path: Path, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid)
+    for sub in path.rglob("*"):
+        os.chown(sub, uid, gid, follow_symlinks=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a data root another user owns needs root")
+@pytest.mark.parametrize("sharing", ["private", "shared_group"])
+def test_root_installs_as_the_data_roots_gateway_user(tmp_path: Path, sharing: str) -> None:
+    """Run as root on a data root its gateway (another user) owns: the file is
+    that user's, in the root's mode, and reads as the gateway reads it. Before,
+    a shared-group root got a root-owned 0660 file the gateway refused
+    (``wrong_owner``): every dual card silently canonical, ``status`` all well."""
+    from kexpr.ops._gateway_view import gateway_user, read_as_gateway
+
+    gateway, group = 65534, 65534
+    parent = tmp_path / "pub"
+    parent.mkdir(mode=0o755)
+    parent.chmod(0o755)
+    root = DataRoot(parent / "root")
+    if sharing == "shared_group":
+        root.root.mkdir(mode=0o700)
+        os.chown(root.root, gateway, group)
+        root.root.chmod(0o2770)
+    root.ensure()
+    _chown_tree(root.root, gateway, group)
+    done = kexpr("glossary", "install", _file(tmp_path, GLOSSARY), "--data-root", root.root)
+    assert done.returncode == 0, done.stderr
+    installed = root.root / "operator-glossary.json"
+    st = installed.stat()
+    assert st.st_uid == gateway
+    assert st.st_mode & 0o7777 == (0o600 if sharing == "private" else 0o660)
+    if sharing == "shared_group":
+        assert st.st_gid == group
+    user = gateway_user(DataRoot(root.root))
+    assert user.uid == gateway
+    assert read_as_gateway(DataRoot(root.root), user).digest() == json.loads(done.stdout)["digest"]
+
+
+def test_another_user_is_refused_with_one_line_and_nothing_left(
+    tmp_path: Path,
+    data_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A user who is neither the gateway's nor root, on a private root: the
+    shim would refuse the file, so install refuses (one line, exit 2)."""
+    from kexpr.ops import glossary_cli
+
+    DataRoot(data_root).ensure()
+    real = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: real + 4242)
+    code = glossary_cli.cli(
+        ["install", str(_file(tmp_path, GLOSSARY)), "--data-root", str(data_root)]
+    )
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert json.loads(out)["problem"] == "wrong_owner" and json.loads(out)["installed"] is False
+    (line,) = err.splitlines()
+    assert line.startswith(f"kexpr glossary install: --data-root {data_root}: ")
+    assert line.endswith("(wrong_owner)")
+    assert not (data_root / "operator-glossary.json").exists()
+
+
+def test_a_file_the_gateway_cannot_read_back_is_removed_and_refused(
+    tmp_path: Path,
+    data_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gateway_shim.operator_glossary import GlossaryError, GlossaryProblem
+    from kexpr.ops import glossary_cli
+
+    DataRoot(data_root).ensure()
+    calls = []
+    real = glossary_cli.read_as_gateway
+
+    def read(root: DataRoot, user: object):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) > 1:  # the read-back after the install
+            raise GlossaryError(GlossaryProblem.UNSAFE_FILE)
+        return real(root, user)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(glossary_cli, "read_as_gateway", read)
+    code = glossary_cli.cli(
+        ["install", str(_file(tmp_path, GLOSSARY)), "--data-root", str(data_root)]
+    )
+    out, err = capsys.readouterr()
+    assert code == 2 and json.loads(out)["problem"] == "gateway_cannot_read"
+    assert err.endswith("(gateway_cannot_read)\n")
+    assert not (data_root / "operator-glossary.json").exists()
+
+
+def test_every_refusal_has_its_words() -> None:
+    from gateway_shim.operator_glossary import GlossaryProblem
+    from kexpr.ops.glossary_cli import INSTALL_WORDS, WORDS, InstallProblem
+
+    assert set(WORDS) == set(GlossaryProblem)
+    assert set(INSTALL_WORDS) == set(InstallProblem)

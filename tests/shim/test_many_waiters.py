@@ -202,18 +202,20 @@ def test_a_lost_watch_that_cannot_be_had_again_says_so_once_then_retries(
         assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="a").outcome is (
             Outcome.ACCEPTED
         )
-        real = _data_root.watch_responses
+        from gateway_shim import _watch
+
+        real = _watch.watch_responses
 
         def exhausted(*a: Any) -> Any:
             raise OSError(24, "EMFILE")
 
-        monkeypatch.setattr(_data_root, "watch_responses", exhausted)
+        monkeypatch.setattr(_watch, "watch_responses", exhausted)
         _replace(root, "moved")
         for i in range(3):  # waits on the re-check; watching is False
             cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"b{i}")
             assert cand.outcome is Outcome.ACCEPTED
         assert coord.watching is False
-        monkeypatch.setattr(_data_root, "watch_responses", real)
+        monkeypatch.setattr(_watch, "watch_responses", real)
         monkeypatch.setattr(_data_root, "WATCHER_RETRY_S", 0.0)
         coord._waiters.scan_once()  # the next pass retries
         assert coord.watching is True

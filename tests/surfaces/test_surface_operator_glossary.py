@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from adaptive_support import OPERATOR_FILE
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway_shim.operator_glossary import (
     GLOSSARY_FILE_NAME,
@@ -71,7 +73,26 @@ def test_valid_file_adds_to_the_shipped_texts() -> None:
         (encode(with_entries(version="v2")), P.WRONG_VERSION),
         (encode(with_entries(decisions=[])), P.NOT_OBJECT),
         (encode(with_entries(decisions={"P_DUAL_REASON_X": "가나"})), P.ID_MALFORMED),
-        (encode(with_entries(decisions={"P_DUAL_DECISION_lower": "가나"})), P.ID_MALFORMED),
+        (encode(with_entries(decisions={"P_DUAL_DECISION_lower": "가나"})), P.ID_NOT_UPPER_WORDS),
+        # IDs are generic types, never fields: each rule of the grammar by name.
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_KIM_MINJI_01012345678": "가나"})),
+            P.ID_DIGIT,
+        ),
+        (encode(with_entries(reasons={"P_DUAL_REASON_DAY2": "가나."})), P.ID_DIGIT),
+        (encode(with_entries(decisions={"P_DUAL_DECISION_" + "A" * 4000: "가나"})), P.ID_TOO_LONG),
+        (
+            encode(with_entries(decisions={"P_DUAL_DECISION_" + "_".join(["ABCD"] * 7): "가나"})),
+            P.ID_TOO_LONG,
+        ),
+        (encode(with_entries(reasons={"P_DUAL_REASON_A__B": "가나."})), P.ID_NOT_UPPER_WORDS),
+        (encode(with_entries(reasons={"P_DUAL_REASON_AB_": "가나."})), P.ID_NOT_UPPER_WORDS),
+        (encode(with_entries(reasons={"P_DUAL_REASON_": "가나."})), P.ID_NOT_UPPER_WORDS),
+        (encode(with_entries(reasons={"P_DUAL_REASON_KIM-MINJI": "가나."})), P.ID_NOT_UPPER_WORDS),
+        (
+            encode(with_entries(reasons={"P_DUAL_REASON_ABCDEFGHIJKLM": "가나."})),
+            P.ID_WORD_TOO_LONG,
+        ),
         (
             encode(
                 with_entries(
@@ -145,8 +166,9 @@ def test_a_file_may_hold_64_decisions_and_64_reasons_besides_the_shipped_texts()
     """Rule 3's "at most 64 of each" is the file's own entries: the shipped public
     texts do not eat into the operator's budget (one boundary, in both checks)."""
     texts = _distinct_texts(128)
-    decisions = {f"P_DUAL_DECISION_X{i}": texts[i] for i in range(64)}
-    reasons = {f"P_DUAL_REASON_X{i}": texts[64 + i] + "." for i in range(64)}
+    names = [f"X_{chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(64)]
+    decisions = {f"P_DUAL_DECISION_{n}": texts[i] for i, n in enumerate(names)}
+    reasons = {f"P_DUAL_REASON_{n}": texts[64 + i] + "." for i, n in enumerate(names)}
     g = parse_operator_glossary(encode(with_entries(decisions=decisions, reasons=reasons)))
     assert len(g.decisions) == 64 + len(SHIPPED_DUAL_GLOSSARY.decisions)
     assert len(g.reasons) == 64 + len(SHIPPED_DUAL_GLOSSARY.reasons)
@@ -246,3 +268,21 @@ def test_a_path_the_kernel_cannot_open_or_read_is_unreadable(tmp_path: Path) -> 
     with pytest.raises(GlossaryError) as e:
         load_operator_glossary("/proc/self/mem")
     assert e.value.problem is P.UNREADABLE
+
+
+@given(st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ_0129a-", min_size=0, max_size=60))
+def test_the_glossary_grammar_is_the_capsules(rest: str) -> None:
+    """An ID the glossary accepts is exactly one the capsule accepts (manifest
+    Rule 6): the operator learns every refusal at ``glossary check``, never at
+    the worker."""
+    from gateway_shim.operator_glossary import id_problem
+    from kexpr.spool.contract.manifest import MANIFEST
+
+    for prefix, row in (
+        ("P_DUAL_DECISION_", MANIFEST["adaptive.dual.judgment"]),
+        ("P_DUAL_REASON_", MANIFEST["adaptive.dual.review.N"]),
+    ):
+        semantic_id = prefix + rest
+        assert (id_problem(semantic_id, prefix) is None) == (
+            row.open_branch([semantic_id]) is not None
+        )

@@ -16,11 +16,21 @@ Rule 5: the two dual slots are *open families*. The host's decision and review-r
         texts are private to its deployed profile (docs/host-formats-adaptive.md); kexpr
         ships the public ones as `branches` and the operator adds the rest in the shim's
         operator glossary (`gateway_shim.operator_glossary`). So a dual row also accepts
-        any single-ID branch whose ID fully matches its `open_id_pattern`
-        (`P_DUAL_DECISION_[A-Z0-9_]+` / `P_DUAL_REASON_[A-Z0-9_]+`): an uppercase enum name,
-        never customer text. Which IDs exist on a host is the shim's glossary's business;
-        the IDs travel to the worker inside the capsule (each slot's allowed IDs), and the
-        Korean texts never leave the shim.
+        any single-ID branch whose ID is of its open family (Rule 6). Which IDs exist on
+        a host is the shim's glossary's business; the IDs travel to the worker inside the
+        capsule (each slot's allowed IDs) and on to the model, and the Korean texts never
+        leave the shim.
+Rule 6: an open family's ID is a generic type, never a field: its family's prefix, then
+        upper-case words joined by single ``_`` (`DUAL_DECISION_ID_PATTERN` /
+        `DUAL_REASON_ID_PATTERN`): no digit (a phone number, a date, a count), no
+        lower case, no word longer than the longest word of a shipped ID
+        (`OPEN_ID_MAX_WORD`, ``INSUFFICIENT``; checked at import), and at most
+        `OPEN_ID_MAX_CHARS` characters in all: what the answer budget can carry
+        (`kexpr.spool.contract.budget`, docs/budget.md: a card with its decision and two
+        review reasons fits whatever IDs of this length it carries, each of their
+        characters counted as a token; tests/contract/test_budget.py proves it). The
+        capsule refuses any other ID, so the worker never sends one to the model; the
+        operator glossary refuses it first, with the rule's own reason.
 """
 
 from __future__ import annotations
@@ -68,6 +78,7 @@ class SlotManifest:
             self.open_id_pattern is not None
             and len(ids) == 1
             and isinstance(ids[0], str)
+            and len(ids[0]) <= OPEN_ID_MAX_CHARS
             and re.fullmatch(self.open_id_pattern, ids[0]) is not None
         ):
             return (ids[0],)
@@ -105,8 +116,14 @@ _DUAL_REASONS: Final = (
     "P_DUAL_REASON_EDIT",
     "P_DUAL_REASON_LATEST",
 )
-DUAL_DECISION_ID_PATTERN: Final = r"P_DUAL_DECISION_[A-Z0-9_]+"
-DUAL_REASON_ID_PATTERN: Final = r"P_DUAL_REASON_[A-Z0-9_]+"
+# Rule 6: the open families' grammar.
+OPEN_ID_MAX_CHARS: Final = 48
+OPEN_ID_MAX_WORD: Final = 12
+_WORDS: Final = rf"[A-Z]{{1,{OPEN_ID_MAX_WORD}}}(?:_[A-Z]{{1,{OPEN_ID_MAX_WORD}}})*"
+DUAL_DECISION_PREFIX: Final = "P_DUAL_DECISION_"
+DUAL_REASON_PREFIX: Final = "P_DUAL_REASON_"
+DUAL_DECISION_ID_PATTERN: Final = DUAL_DECISION_PREFIX + _WORDS
+DUAL_REASON_ID_PATTERN: Final = DUAL_REASON_PREFIX + _WORDS
 
 MANIFEST: Final[Mapping[str, SlotManifest]] = MappingProxyType(
     {
@@ -235,6 +252,10 @@ def _check_manifest() -> None:
             len(b) == 1 and row.open_branch(b) == b for b in row.branches
         ):
             raise AssertionError("an open family's shipped branches are its own IDs")
+    # Rule 6: no open ID's word is longer than the longest word of a shipped ID.
+    longest = max(len(w) for i in ALL_SEMANTIC_IDS for w in i.split("_"))
+    if longest != OPEN_ID_MAX_WORD:
+        raise AssertionError("OPEN_ID_MAX_WORD is the longest word of a shipped ID")
 
 
 _check_manifest()
