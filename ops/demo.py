@@ -497,6 +497,7 @@ def outcome_legend(*, timeout_s: float, wait_s: float) -> dict[str, str]:
         "credential_unavailable": "the worker has no OPENAI_API_KEY: no request was made, canonical body",
         "disabled": "the config block or this surface is off: canonical, nothing written",
         "ineligible": "this body has no slot kexpr may style (or is not the host's format): canonical, no call",
+        "nothing_to_style": "the host's format, but no style word fits any of its sentences: canonical, nothing written",
         "timeout": f"no valid answer within the call's {timeout_s:g} s (timeout_seconds; "
         f"the request waits {wait_s:g} s in all): canonical",
         "provider_error": "the provider call failed (never retried): canonical",

@@ -182,11 +182,15 @@ def prices(glossary: DualGlossary) -> dict[str, object]:
         # The costliest card of n reasons: the costliest IDs (the dearest repeated
         # when the glossary has fewer than n). Only the slots the fit table lets be
         # styled are asked (design §6.1: the decision and the first review line are
-        # locked); a card with none is sent nowhere ("styled": false).
+        # locked); a card with none is sent nowhere ("styled": false). A locked
+        # line costs nothing, so the dearest IDs go on the lines that are asked.
         chosen = [reasons[k] if k < len(reasons) else reasons[0] for k in range(n)]
+        lines = [review_slot_id(k + 1) for k in range(n)]
+        asked = [s for s in lines if slot_styleable(s, (reasons[0],))]
+        on_line = dict(zip(asked + [s for s in lines if s not in asked], chosen, strict=True))
         candidates = (
             slot_policy("adaptive.dual.judgment", (decision,)),
-            *(slot_policy(review_slot_id(k + 1), (r,)) for k, r in enumerate(chosen)),
+            *(slot_policy(s, (on_line[s],)) for s in lines),
         )
         slots = tuple(p for p in candidates if slot_styleable(p.slot_id, p.semantic_ids))
         if not slots:

@@ -68,6 +68,7 @@ from kexpr.ops.readers import (
 from kexpr.spool.canonical import format_ts
 from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
+from kexpr.spool.contract.fit import slot_styleable
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME, is_rehearsal_root
 from kexpr.worker.histograms import CALL_BUDGET_S
@@ -229,6 +230,9 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
     def branches(pattern: str) -> tuple[tuple[str, ...], ...]:
         return MANIFEST[pattern].branches
 
+    def asked(*slots: SlotPolicy) -> tuple[SlotPolicy, ...]:
+        return tuple(p for p in slots if slot_styleable(p.slot_id, p.semantic_ids))
+
     Variants = list[tuple[str, tuple[SlotPolicy, ...]]]
     daily: Variants = [
         ("daily.v1", (slot_policy("daily.status", b),)) for b in branches("daily.status")
@@ -247,18 +251,27 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
         ("weekly reports", weekly),
         ("physique cards", physique),
     ]
-    # A dual card asks only for its review lines after the first: the decision
-    # label and the first line take no style word (the fit table, design §6.1),
-    # so a card with fewer than two reasons is never sent (``nothing_to_style``).
-    for n in range(2, 10):
-        variants: Variants = [
-            (
-                "adaptive.dualcoachtest.card.v1",
-                tuple(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(1, n)),
+    for n in range(0, 10):
+        # Only the slots the fit table lets be styled are asked (the decision and
+        # the first review line are locked, design §6.1); a card with none is
+        # never sent (nothing_to_style), so it is no shape of a call.
+        cards = [
+            asked(
+                slot_policy("adaptive.dual.judgment", d),
+                *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(n)),
             )
+            for d in branches("adaptive.dual.judgment")
             for r in branches("adaptive.dual.review.N")
         ]
-        out.append((f"dual cards with {n} reasons", variants))
+        variants: Variants = [("adaptive.dualcoachtest.card.v1", c) for c in cards if c]
+        if not variants:
+            continue
+        name = (
+            "dual cards with a decision only"
+            if n == 0
+            else (f"dual cards with {n} reason{'s' if n > 1 else ''}")
+        )
+        out.append((name, variants))
     return out
 
 

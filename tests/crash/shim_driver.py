@@ -47,8 +47,8 @@ BODY = format_daily(
     digestion="정상",
     water="2.1L",
 )
-# The fake's valid composition is `fakeapi.default_style`: "차분히, [[P:01]]."
-SELECTED = BODY.replace(STATUS, "차분히, " + STATUS)
+# The fake's valid composition is `fakeapi.default_style`: "그리고 [[P:01]]."
+SELECTED = BODY.replace(STATUS, "그리고 " + STATUS)
 
 _out = threading.Lock()
 

@@ -63,7 +63,7 @@ BODY = render_daily(
 )
 EVENT_ID = "evt-7f3a9c-finalized-0001"
 EXPECTED_SELECTED = BODY.replace(
-    "저장된 오늘 기록을 확인했습니다.", "차분히, 저장된 오늘 기록을 확인했습니다."
+    "저장된 오늘 기록을 확인했습니다.", "그리고 저장된 오늘 기록을 확인했습니다."
 )
 
 
@@ -109,7 +109,7 @@ def worker(data_root: Path, fake_api: FakeOpenAI) -> Iterator[RunningWorker]:
 def test_enabled_accepted_composition_is_selected(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
-    fake_api.behaviour = compose_reply(lambda capsule: {"daily.status": "차분히, [[P:01]]."})
+    fake_api.behaviour = compose_reply(lambda capsule: {"daily.status": "그리고 [[P:01]]."})
     coord = coordinator(data_root, Mode.ENABLED)
     try:
         cand = present(coord)

@@ -99,9 +99,16 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
     assert samples(got) == EXPECTED_SAMPLES
     # Enabled: the terminal is the demo's publication, so the model's words show.
     assert all(r[2:4] == ["accepted", "selected"] for r in got)
-    # The fake's default style, in the slot, between the marks.
-    assert [r[4] for r in got][0] == "⟦차분히, 저장된 오늘 기록을 확인했습니다.⟧"
-    assert all(r[4].startswith("⟦차분히, ") and r[4].endswith("⟧") for r in got)
+    # The fake's default style (the fit table's composition with the most words),
+    # in the slot, between the marks: each sample's first styled sentence takes
+    # its own cell's word (daily and the dual review line 그리고, weekly's first
+    # line 먼저 with its comma, the physique instruction 먼저 without).
+    assert [r[4] for r in got][0] == "⟦그리고 저장된 오늘 기록을 확인했습니다.⟧"
+    firsts = ["그리고 ", "그리고 ", "먼저, ", "그리고 ", "먼저 "]
+    assert len(got) == len(firsts)
+    for r, first in zip(got, firsts, strict=True):
+        assert r[4].startswith("⟦" + first) and r[4].endswith("⟧"), r[0]
+        assert r[4][len("⟦" + first)] not in " ,"  # one word, then the sentence
     legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
     assert legend[0].split()[0] == "accepted"
     assert "live call:" not in out.stdout and "rehearsal" not in out.stdout  # a real call
@@ -111,11 +118,9 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
     capsules = [r.capsule for r in fake_api.requests]
     assert sorted(c["surface"] for c in capsules if c) == sorted(s for s, _ in EXPECTED_SAMPLES)
     (dual,) = [c for c in capsules if c and c["surface"] == "adaptive.dualcoachtest.card.v1"]
-    assert [s["slot_id"] for s in dual["slots"]] == [
-        "adaptive.dual.judgment",
-        "adaptive.dual.review.1",
-        "adaptive.dual.review.2",
-    ]
+    # The judgment and the first review line are locked (no word fits them): the
+    # card with two reasons asks for its second review line alone.
+    assert [s["slot_id"] for s in dual["slots"]] == ["adaptive.dual.review.2"]
     assert all(r.headers["authorization"] == "Bearer sk-demo" for r in fake_api.requests)
 
 
@@ -130,8 +135,6 @@ FAST = ("--tokens-per-second", "100000", "--first-token-seconds", "0")
 
 def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> None:
     """Issue 24 items 1 and 5: no key, no network, and the model's words marked."""
-    from kexpr.spool.contract import SAFE_STYLE_LEXEMES
-
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     out = run_job(data_root, env, *FAST)
     assert out.returncode == 0, out.stderr
@@ -144,12 +147,17 @@ def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> 
     for r in got:
         slot = r[4]
         assert slot.startswith("⟦") and slot.endswith("⟧") and slot.count("⟦") == 1
-        assert slot[1:].split()[0].rstrip(",") in SAFE_STYLE_LEXEMES
-    # The first slot of each sample: the host's own sentence, styled.
+    # The first line of each sample's first slot: the host's own sentence, with the
+    # one word its fit-table cell allows. A one-sentence slot always carries it;
+    # weekly's first line may stand bare (the rehearsal picks among the table's
+    # compositions, and some style only the second sentence).
     texts = [r[4] for r in got]
-    assert texts[0].endswith(" 저장된 오늘 기록을 확인했습니다.⟧")
-    assert texts[3].endswith(" 순응도 근거 충돌로 조정 보류⟧")
-    assert texts[4].endswith(" 제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.⟧")
+    assert texts[0] == "⟦그리고 저장된 오늘 기록을 확인했습니다.⟧"
+    assert texts[1] == "⟦그리고 일부 항목이 기록되지 않아 저장된 내용만 안내합니다.⟧"
+    weekly = "체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다."
+    assert texts[2] in ("⟦먼저, " + weekly + "⟧", "⟦" + weekly + "⟧")
+    assert texts[3] == "⟦그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다.⟧"
+    assert texts[4] == "⟦먼저 제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.⟧"
     assert "⟦…⟧ marks the slot text" in out.stdout
     assert "rehearsal: the built-in model answered (100000 tokens/s after 0 s" in out.stdout
     assert "[example, replayed]" not in out.stdout

@@ -215,7 +215,7 @@ CASES: dict[str, Case] = {
         present=lambda c, tag: c.present_daily(
             DAILY_BODY, facts=DailyFacts(complete=True), finalized_event_id=f"evt-e2e-{tag}"
         ),
-        selected=lambda tag: DAILY_BODY.replace("저장된 오늘", "차분히, 저장된 오늘"),
+        selected=lambda tag: DAILY_BODY.replace("저장된 오늘", "그리고 저장된 오늘"),
         canonical=lambda tag: DAILY_BODY,
     ),
     "weekly.v1": Case(
@@ -229,19 +229,16 @@ CASES: dict[str, Case] = {
     ),
     "adaptive.dualcoachtest.card.v1": Case(
         present=_present_adaptive(_dual),
-        selected=lambda tag: (
-            _dual_text(tag)
-            .replace("현재 판단: ", "현재 판단: 차분히, ")
-            .replace("\n같은 날짜의", "\n차분히, 같은 날짜의")
-            .replace("\n최신 확정", "\n차분히, 최신 확정")
-        ),
+        # The judgment and the first review line are locked (no word fits them):
+        # only the second review line is styled.
+        selected=lambda tag: _dual_text(tag).replace("\n최신 확정", "\n그리고 최신 확정"),
         canonical=_dual_text,
         recheck=_recheck(_dual),
     ),
     "adaptive.physique.card.v1": Case(
         present=_present_adaptive(_physique),
         selected=lambda tag: _projection(_physique_text(tag)).replace(
-            "\n" + REVIEW_SENTENCE, "\n차분히, " + REVIEW_SENTENCE
+            "\n" + REVIEW_SENTENCE, "\n먼저 " + REVIEW_SENTENCE
         ),
         canonical=lambda tag: _projection(_physique_text(tag)),
         recheck=_recheck(_physique),

@@ -99,8 +99,11 @@ DUAL_REASONS: Final = (
     "같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.",
     "최신 확정 기록을 기준으로 다시 계산해야 합니다.",
 )
-# Every reason vector the shipped glossary allows: none, one, both, both reversed.
-_REASON_SETS: Final = ((), DUAL_REASONS[:1], DUAL_REASONS[1:], DUAL_REASONS, DUAL_REASONS[::-1])
+# Every reason vector of the shipped glossary that is asked: both, both reversed.
+# The fit table locks the decision and the first review line, so a card of no or
+# one reason has nothing to style (`nothing_to_style`, no request): it is no call
+# of a proof that every artifact is one call, shadow_selected.
+_REASON_SETS: Final = (DUAL_REASONS, DUAL_REASONS[::-1])
 
 
 class HostCallForbidden(AssertionError):

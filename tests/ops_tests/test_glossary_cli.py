@@ -31,30 +31,38 @@ def test_check_valid_file(tmp_path: Path) -> None:
     done = kexpr("glossary", "check", _file(tmp_path, GLOSSARY))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    # Each ID's price (the budget module's bound) and, per number
-    # of review reasons, the costliest card's minimal answer against the budget.
+    # Each ID's price (the budget module's bound) and, per number of review
+    # reasons, the costliest card's minimal answer against the budget. The fit
+    # table locks the decision and the first review line (design §6.1): they are
+    # never asked and cost nothing, so the costliest card puts the dearest IDs on
+    # lines 2..n, and a card of 0 or 1 reason is not styled at all.
     from kexpr.spool.contract import slot_policy
     from kexpr.spool.contract.budget import id_token_bound, slots_token_bound
 
     ids = ["P_DUAL_DECISION_HOLD", "P_DUAL_DECISION_KEEP_TARGET", "P_DUAL_REASON_EDIT"]
     ids += ["P_DUAL_REASON_LATEST", "P_DUAL_REASON_TREND_SHORT"]
     by_cost = ["P_DUAL_REASON_TREND_SHORT", "P_DUAL_REASON_LATEST", "P_DUAL_REASON_EDIT"]
+    assert [id_token_bound(i) for i in by_cost] == [13, 6, 5]
 
-    def card(n: int) -> int | None:
-        reasons = [by_cost[k] if k < 3 else by_cost[0] for k in range(n)]
-        return slots_token_bound(
+    def card(n: int) -> dict[str, object]:
+        if n < 2:
+            return {"reasons": n, "styled": False, "bound": None, "fits": True}
+        asked = [by_cost[k] if k < 3 else by_cost[0] for k in range(n - 1)]
+        bound = slots_token_bound(
             "adaptive.dualcoachtest.card.v1",
-            (
-                slot_policy("adaptive.dual.judgment", ("P_DUAL_DECISION_KEEP_TARGET",)),
-                *(
-                    slot_policy(f"adaptive.dual.review.{k + 1}", (r,))
-                    for k, r in enumerate(reasons)
-                ),
-            ),
+            tuple(slot_policy(f"adaptive.dual.review.{k + 2}", (r,)) for k, r in enumerate(asked)),
         )
+        assert bound is not None
+        return {"reasons": n, "styled": True, "bound": bound, "fits": bound <= 297}
 
-    cards = [{"reasons": n, "bound": card(n), "fits": card(n) <= 297} for n in range(5)]  # type: ignore[operator]
-    assert [c["fits"] for c in cards] == [True, True, True, True, False]
+    cards = [card(n) for n in range(7)]
+    assert [c["fits"] for c in cards] == [True] * 6 + [False]
+    assert [c["bound"] for c in cards[2:4]] == [114, 160]  # TREND_SHORT on line 2
+    style_words = {
+        "adaptive.dual.judgment": {i: [] for i in ids[:2]},
+        "adaptive.dual.review.1": {i: [] for i in ids[2:]},
+        "adaptive.dual.review.N (N > 1)": {i: ["그리고"] for i in ids[2:]},
+    }
     assert out == {
         "valid": True,
         "problem": None,
@@ -69,6 +77,7 @@ def test_check_valid_file(tmp_path: Path) -> None:
         "id_tokens": {i: id_token_bound(i) for i in ids},
         "dual_cards": cards,
         "answer_budget_tokens": 297,
+        "style_words": style_words,
     }
     assert out["shipped_decisions"] + out["operator_decisions"] == out["decisions"]
     assert out["shipped_reasons"] + out["operator_reasons"] == out["reasons"]

@@ -315,13 +315,16 @@ def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
     assert dual.to_json()["refused"] == {"provider_too_slow": 4, "provider_cooling_down": 0}
     verdicts = {v.shape: v.verdict for v in shape_verdicts(0.7, 77.0)}
     assert verdicts["daily cards"] == verdicts["physique cards"] == "styled"
-    # Only review lines after the first are asked (the fit table): a 2-reason card
-    # is one short slot and arrives; from 4 reasons on it cannot at this speed.
-    assert verdicts["dual cards with 2 reasons"] == "styled"
+    # The fit table locks the decision and the first review line: a card of 0 or 1
+    # reason is never sent (no shape of a call), one of n asks for lines 2..n, so
+    # the ~200-token card that is too slow here is the one with 4 reasons.
+    dual_shapes = [s for s in verdicts if s.startswith("dual cards")]
+    assert dual_shapes == [f"dual cards with {n} reasons" for n in range(2, 7)]
+    assert verdicts["dual cards with 3 reasons"] == "styled"
     assert verdicts["dual cards with 4 reasons"] == "not_styled"
-    assert "dual cards with 1 reason" not in verdicts  # nothing to style: never sent
     text = render(report)
     assert "dual cards with 4 reasons are not styled at this provider's speed" in text
+    assert "dual cards with 3 reasons are not styled" not in text
     assert "daily cards are not styled" not in text
     assert report.to_json()["call_figures"]["speed"]["tokens_per_s"] == 77.0
     # At the fastest published rate every eligible shape is styled.

@@ -152,7 +152,7 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
 
 
 def _completion(capsule: dict[str, Any], tokens: int | None) -> dict[str, Any]:
-    body: dict[str, Any] = completion(composition_for(capsule, "차분히, [[P:01]]."))
+    body: dict[str, Any] = completion(composition_for(capsule, "그리고 [[P:01]]."))
     if tokens is not None:
         body["usage"] = {"prompt_tokens": 300, "completion_tokens": tokens, "total_tokens": 0}
     return body

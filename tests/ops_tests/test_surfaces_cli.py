@@ -313,12 +313,18 @@ def test_a_dual_decision_only_the_operator_glossary_maps_needs_that_glossary(
     )
     code, answers, _ = _run(["--jsonl", "-", "--glossary", str(glossary)], _jsonl([request]))
     assert (code, answers[0]["eligible"], answers[0]["roundtrip"]) == (EXIT_ELIGIBLE, True, True)
-    judgment = answers[0]["slots"][0]
-    assert judgment == {
-        "slot_id": "adaptive.dual.judgment",
-        "predicate_ids": ["P_DUAL_DECISION_TREND_HOLD"],
-        "action_ids": [],
-    }
+    # The decision is mapped (else ineligible, above) but its slot is locked: no
+    # style word fits a label's value (design §6.1), so it is never asked and the
+    # card's only slot is its second review line.
+    assert answers[0]["slots"] == [
+        {
+            "slot_id": "adaptive.dual.review.2",
+            "predicate_ids": ["P_DUAL_REASON_LATEST"],
+            "action_ids": [],
+            "words": [["그리고"]],
+            "compositions": 1,
+        }
+    ]
 
 
 @pytest.mark.parametrize(
@@ -418,7 +424,9 @@ def test_single_form_human_readable_eligible_names_the_slots_and_the_roundtrip(
     assert out.splitlines() == [
         "weekly.v1: eligible",
         "  slot weekly.interpretation: P_WEEKLY_IN_GOAL (6 tokens) P_WEEKLY_KEEP_BASIS (7 tokens)",
+        "    words before each sentence: '먼저,'; '그리고'|'이어서,' (5 compositions)",
         "  slot weekly.rationale: A_WEEKLY_KEEP_BASELINE (6 tokens)",
+        "    words before each sentence: '그리고' (1 compositions)",
         "  roundtrip: yes",
         f"  answer: at most {bound} tokens (o200k_base) of the 297-token budget: fits",
     ]

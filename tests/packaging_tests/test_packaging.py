@@ -85,7 +85,7 @@ def test_console_script_dispatches(tmp_path: Path) -> None:
                 "predicate_ids": ["P_DAILY_COMPLETE"],
                 "action_ids": [],
                 "placeholder_tokens": ["[[P:01]]"],
-                "generated_ko": "하나씩 순서대로, [[P:01]].",
+                "generated_ko": "그리고 [[P:01]].",
             }
         ],
     }

@@ -159,7 +159,7 @@ def test_verify_does_not_count_an_open_attempts_accepted_answer_as_leftover(
         artifact_key=AKEYS[1],
         slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
     )
-    composition = answer_document(capsule, {"daily.status": "차분히, [[P:01]]."})
+    composition = answer_document(capsule, {"daily.status": "그리고 [[P:01]]."})
     raw = {
         "spool_version": SPOOL_VERSION,
         "request_id": "c" * 32,

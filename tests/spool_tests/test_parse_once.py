@@ -53,7 +53,7 @@ def _capsule() -> Capsule:
 
 def _composition() -> Composition:
     return composition_from_object(
-        answer_document(_capsule(), {"daily.status": "차분히, [[P:01]]."})
+        answer_document(_capsule(), {"daily.status": "그리고 [[P:01]]."})
     )
 
 

@@ -50,7 +50,7 @@ def test_accepted_composition_is_answered_and_awaits_report(root, provider, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     r = response(root, rid(1))
     assert r.status is ResponseStatus.ACCEPTED and r.composition is not None
-    assert r.composition.slots[0].generated_ko == "차분히, [[P:01]]."
+    assert r.composition.slots[0].generated_ko == "그리고 [[P:01]]."
     assert len(provider.calls) == 1
     assert outcomes(root) == [None]  # open: the shim owns the outcome now
     assert not (root.claimed / f"{rid(1)}.json").exists()

@@ -62,7 +62,7 @@ CONTENT = json.dumps(
                 "predicate_ids": ["P_DAILY_COMPLETE"],
                 "action_ids": [],
                 "placeholder_tokens": ["[[P:01]]"],
-                "generated_ko": "차분히, [[P:01]].",
+                "generated_ko": "그리고 [[P:01]].",
             }
         ],
     },
@@ -770,19 +770,27 @@ def test_instruction_is_static_and_mentions_json() -> None:
 
 def test_instruction_lists_ids_and_lexicon_but_no_expansion() -> None:
     from gateway_shim.glossary import GLOSSARY
-
-    assert " ".join(sorted(ALL_SEMANTIC_IDS)) in SYSTEM_INSTRUCTION
-    assert " ".join(SAFE_STYLE_LEXEMES) in SYSTEM_INSTRUCTION
-    # The only Korean the model is shown is the lexicon and the words of the invalid
-    # examples (a lexeme with a particle): every Hangul run is one of those, so no
-    # glossary expansion (customer-visible canonical text) can be in there.
+    from kexpr.spool.contract.fit import FIT, OPEN_FAMILY_FIT
     from kexpr.worker.instruction import INVALID_EXAMPLES
 
+    # Every shipped ID, sorted, heads one line of the fit table the instruction lists.
+    listed = re.findall(r"^  ([A-Z][A-Z0-9_]+): ", SYSTEM_INSTRUCTION, flags=re.MULTILINE)
+    assert listed == sorted(ALL_SEMANTIC_IDS)
+    # The only Korean the model is shown is the table's words and the words of the
+    # invalid examples (a lexicon word the table excludes there, a lexeme with a
+    # particle): every Hangul run is one of those, so no glossary expansion
+    # (customer-visible canonical text) can be in there.
+    table = {
+        style.lexeme
+        for cells in (*FIT.values(), *OPEN_FAMILY_FIT.values())
+        for styles in cells.values()
+        for style in styles
+    }
     runs = re.findall(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]+", SYSTEM_INSTRUCTION)
-    assert runs
+    assert table and table <= set(runs) and table <= set(SAFE_STYLE_LEXEMES)
     wrong = {w for _, _, text, _ in INVALID_EXAMPLES for w in re.findall(r"[\uac00-\ud7a3]+", text)}
-    assert wrong - set(SAFE_STYLE_LEXEMES) == {"지금은"}
-    assert set(runs) <= set(SAFE_STYLE_LEXEMES) | wrong
+    assert wrong - set(SAFE_STYLE_LEXEMES) == {"그리고는"}
+    assert set(runs) <= table | wrong
     assert "저장된 오늘 기록을 확인했습니다" not in SYSTEM_INSTRUCTION
     assert set(GLOSSARY) == set(ALL_SEMANTIC_IDS)
     for expansion in GLOSSARY.values():

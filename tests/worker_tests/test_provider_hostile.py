@@ -297,7 +297,7 @@ def test_a_connection_whose_body_overran_its_length_is_never_reused(
     the overrun connection is not reused: the next call opens its own and gets
     the upstream's real answer."""
     first, second = _capsule("1" * 64), _capsule("2" * 64)
-    body = _completion_bytes(first, "차분히, [[P:01]].")
+    body = _completion_bytes(first, "그리고 [[P:01]].")
     smuggled_body = _completion_bytes(second, "몰래, [[P:01]].")
     smuggled = (
         b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
@@ -338,7 +338,7 @@ def test_a_connection_whose_body_overran_its_length_is_never_reused(
         two = call_with_deadline(client, second, seconds=DEADLINE_S)
     finally:
         client.close()
-    assert one.outcome is None and one.content is not None and "차분히" in one.content
+    assert one.outcome is None and one.content is not None and "그리고" in one.content
     assert two.outcome is None and two.content is not None
     assert "몰래" not in two.content  # not the smuggled answer
     assert json.loads(two.content)["artifact_key"] == "2" * 64

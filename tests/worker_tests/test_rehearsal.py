@@ -4,8 +4,10 @@ supervisor's and the ops tools' side. Time is an injected clock: no timed test."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,6 @@ from fakeapi.generation import count_tokens
 from kexpr.ops import promotion
 from kexpr.ops.supervisor import WorkerSpec, worker_command, worker_environment
 from kexpr.spool.contract import (
-    SAFE_STYLE_LEXEMES,
     Capsule,
     Verdict,
     check_generated,
@@ -26,6 +27,13 @@ from kexpr.spool.contract import (
     manifest_for,
 )
 from kexpr.spool.contract.budget import text_token_bound
+from kexpr.spool.contract.fit import (
+    FIT,
+    OPEN_FAMILY_FIT,
+    Style,
+    compositions,
+    slot_styleable,
+)
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import Outcome
 from kexpr.spool.rehearsal import (
@@ -70,6 +78,10 @@ class Counting(RehearsalTransport):
         return super().handle_request(request)
 
 
+# A style run in a composition: its word, then "," or nothing, then the token.
+_RUN = re.compile(r"([\uac00-\ud7a3]+)(,?) \[\[")
+
+
 def _surface(slot_id: str) -> str:
     row = manifest_for(slot_id)
     assert row is not None
@@ -89,26 +101,50 @@ def test_the_default_pace_is_the_published_median() -> None:
 
 
 def test_every_answer_is_accepted_and_the_lexemes_vary() -> None:
-    firsts: set[str] = set()
+    """Rule 3: each slot's text is one of the fit table's compositions for it,
+    stable for one artifact and varied across artifacts: over the shapes, every
+    word of the table is used, with its join, and a slot that accepts several
+    compositions gets more than one."""
+    used: set[Style] = set()
     shapes = [DAILY, WEEKLY, PHYSIQUE, DUAL]
-    shapes += [capsule(_surface(p.slot_id), p) for p in all_policies()]
+    # Every styleable (slot, branch) alone; the locked dual slots are never asked.
+    shapes += [
+        capsule(_surface(p.slot_id), p)
+        for p in all_policies()
+        if slot_styleable(p.slot_id, p.semantic_ids)
+    ]
     for n, cap in enumerate(shapes):
-        for i in range(8):
-            c = keyed(cap, os.urandom(32).hex() if i else f"{n:064x}")
+        # Fixed keys (the variety below is a fact of them, not of chance), then random.
+        keys = [hashlib.sha256(f"{n}:{i}".encode()).hexdigest() for i in range(8)]
+        keys += [os.urandom(32).hex() for _ in range(2)]
+        picked: dict[str, set[str]] = {p.slot_id: set() for p in cap.slots}
+        for i, key in enumerate(keys):
+            c = keyed(cap, key)
             answer = compose(c)
             assert judge(c, answer).verdict is Verdict.ACCEPTED, answer
+            assert compose(c) == answer  # stable for one artifact
             # Its own style, not the minimal answer it falls back to: every slot's
-            # text passes the grammar by itself.
+            # text is a composition of the table, with at least one word.
             doc = json.loads(answer)
             for slot, out in zip(c.slots, doc["slots"], strict=True):
-                assert check_generated(slot, out["generated_ko"]) is None
-                lexemes = [w.rstrip(",") for w in out["generated_ko"].split() if "[[" not in w]
-                assert 1 <= len(lexemes) <= slot.max_style_lexemes
-            assert compose(c) == answer  # stable for one artifact
-            doc = json.loads(answer)
-            first = doc["slots"][0]["generated_ko"].split()[0].rstrip(",")
-            firsts.add(first)
-    assert firsts <= set(SAFE_STYLE_LEXEMES) and len(firsts) >= 10
+                text = out["generated_ko"]
+                assert text in compositions(slot.slot_id, slot.semantic_ids), text
+                assert check_generated(slot, text) is None
+                runs = _RUN.findall(text)
+                assert 1 <= len(runs) <= slot.max_style_lexemes
+                if i < 8:
+                    picked[slot.slot_id].add(text)
+                    used |= {Style(word, comma=comma == ",") for word, comma in runs}
+        for slot in cap.slots:
+            if len(compositions(slot.slot_id, slot.semantic_ids)) > 1:
+                assert len(picked[slot.slot_id]) > 1, slot.slot_id
+    table = {
+        style
+        for cells in (*FIT.values(), *OPEN_FAMILY_FIT.values())
+        for styles in cells.values()
+        for style in styles
+    }
+    assert used == table and len(table) == 4
 
 
 def test_the_budget_bound_never_counts_fewer_tokens_than_the_encoding() -> None:
@@ -293,7 +329,7 @@ def test_the_live_proof_never_counts_a_rehearsal(
     ],
 )
 def test_which_shapes_arrive_at_which_pace(pace: Pace, arrive: set[str]) -> None:
-    for cap in (DAILY, WEEKLY, PHYSIQUE, DUAL):  # DUAL: a decision and two reasons
+    for cap in (DAILY, WEEKLY, PHYSIQUE, DUAL):  # DUAL: four reasons, lines 2-4 asked
         for _ in range(3):
             c = keyed(cap, os.urandom(32).hex())
             result = call_once(build_rehearsal_client(Counting(pace, Clock())), c.to_json())

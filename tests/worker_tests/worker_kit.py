@@ -76,7 +76,7 @@ class Provider:
     def __init__(self) -> None:
         self.calls: list[dict[str, object]] = []
         self.reply: Callable[[dict[str, object]], httpx.Response] = lambda capsule: httpx.Response(
-            200, json=completion(composition_for(capsule, "차분히, [[P:01]]."))
+            200, json=completion(composition_for(capsule, "그리고 [[P:01]]."))
         )
         self.on_call: Callable[[], None] = lambda: None
 
