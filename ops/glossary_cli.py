@@ -105,6 +105,7 @@ WORDS: Final[Mapping[GlossaryProblem, str]] = {
     GlossaryProblem.TEXT_FINAL_PERIOD: "a decision with, or a reason without, its final period",
     GlossaryProblem.TEXT_ONLY_STYLE_WORDS: "a text of style words only",
     GlossaryProblem.TEXT_DUPLICATE: "a text defined twice",
+    GlossaryProblem.UNSTYLED_UNKNOWN: "an unstyled entry that is not a reason ID in force, or twice",
 }
 
 
