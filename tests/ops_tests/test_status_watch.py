@@ -52,7 +52,8 @@ def test_the_style_words_the_accepted_answers_used_are_counted_per_slot(
     env,  # type: ignore[no-untyped-def]
 ) -> None:
     """Regression: an operator could not see what the model writes in production."""
-    styles = iter(["차분히, [[P:01]].", "이어서 차분히, [[P:01]].", "차분히, [[P:01]]."])
+    # The fit table's one daily word, and one answer it rejects (never counted).
+    styles = iter(["그리고 [[P:01]].", "차분히, [[P:01]].", "그리고 [[P:01]]."])
     provider.reply = lambda capsule: httpx.Response(
         200,
         json={
@@ -67,7 +68,7 @@ def test_the_style_words_the_accepted_answers_used_are_counted_per_slot(
     w.status.write()
     written = json.loads(root.status_file.read_bytes())
     assert written["style_words_by_slot"] == {
-        "daily.status": {"answers": 3, "words": {"이어서": 1, "차분히": 3}}
+        "daily.status": {"answers": 2, "words": {"그리고": 2}}
     }
     assert written["tokens_by_surface"]["daily.v1"] == {
         "prompt": 2700,
@@ -77,9 +78,9 @@ def test_the_style_words_the_accepted_answers_used_are_counted_per_slot(
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.worker is not None
     assert report.worker.fields["style_words_by_slot"] == {
-        "daily.status": {"answers": 3, "words": {"차분히": 3, "이어서": 1}}
+        "daily.status": {"answers": 2, "words": {"그리고": 2}}
     }
-    assert "style       daily.status  3 answers: 차분히 3  이어서 1" in render(report)
+    assert "style       daily.status  2 answers: 그리고 2" in render(report)
 
 
 def test_a_planted_word_or_slot_is_never_shown(root: DataRoot) -> None:
@@ -175,6 +176,7 @@ def test_status_json_field_names_are_the_documented_ones(root: DataRoot) -> None
     ]
     assert top == sorted(doc) and sorted(doc) == [
         "glossary",
+        "identity",
         "problem",
         "schema",
         "supervisor",
