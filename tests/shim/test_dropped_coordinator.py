@@ -30,7 +30,9 @@ DROPPED = 200
 
 
 def _fds() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
+    """The process's open fds, without the one the listing itself used (closed
+    by the time it returns, so the same count could show another number)."""
+    return {f for f in os.listdir("/proc/self/fd") if os.path.lexists(f"/proc/self/fd/{f}")}
 
 
 def _settle(baseline: set[threading.Thread], within_s: float = 20.0) -> None:
