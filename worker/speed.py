@@ -99,8 +99,9 @@ Rule 9: how fast it follows a change (stated, and measured by the bench, which
         seen by the first call the regime cannot explain (Rule 3: a lone pending
         call can refuse) or by the comparable calls that time out (Rule 4).
 Rule 10: what the status file shows (`SpeedModel.to_json`, numbers only): the
-        regime's slowest rate of Rule 4 and the `QUANTILE` of its calls' first
-        tokens at that rate (a summary line; the decision is the vote), the length
+        regime's slowest rate of Rule 4 and its fastest (the rates its calls
+        allow), the `QUANTILE` of its calls' first tokens at the slowest (a
+        summary line; the decision is the vote), the length
         ratio, the calls and timeouts in the window, the calls of the regime and
         of a pending change, and the bounds refused now with the client's whole
         timeout left (``refused_bounds``: inclusive ranges within the answer
@@ -411,6 +412,11 @@ class Estimate:
         return 1.0 / self.seconds_per_token
 
     @property
+    def tokens_per_s_fastest(self) -> float:
+        """The regime's fastest rate consistent with all its calls (Rule 2)."""
+        return FASTEST_TOKENS_PER_S if self.cold else 1.0 / self.current.lo
+
+    @property
     def first_token_s(self) -> float:
         """The QUANTILE of the regime's first tokens at `seconds_per_token`."""
         arrivals = self.current.arrivals
@@ -496,6 +502,7 @@ class Estimate:
             "state": "cold" if self.cold else "learned",
             "first_token_s": round(self.first_token_s, 3),
             "tokens_per_s": round(self.tokens_per_s, 1),
+            "tokens_per_s_fastest": round(self.tokens_per_s_fastest, 1),
             "overall_tokens_per_s": round(self.overall_tokens_per_s, 1),
             "samples": self.samples,
             "timeouts": self.timeouts,

@@ -76,7 +76,10 @@ def capsule_of(shape: str, akey: str) -> Capsule:
             for i in range(reasons)
         ]
     return Capsule(
-        schema_version="korean-expression-v4", surface=surface, artifact_key=akey, slots=tuple(slots)
+        schema_version="korean-expression-v4",
+        surface=surface,
+        artifact_key=akey,
+        slots=tuple(slots),
     )
 
 
@@ -207,3 +210,55 @@ def test_slow_then_fast_again_the_dual_card_is_readmitted(
     assert t.present("dual2", 0.3, 110.0) is Outcome.ACCEPTED
     assert t.present("dual2", 0.3, 110.0) is Outcome.ACCEPTED
     assert t.w.counters.refused_by_surface[DUAL]["provider_too_slow"] == 1
+
+
+# ------------------------------------------------------------ low traffic
+
+
+def test_one_presentation_every_three_minutes_is_the_cold_start(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    """A profile sends tens of messages a day: at one every three minutes the
+    calls expire (MAX_AGE_S) before the model is warm, and the worker admits as
+    the cold start does: nothing refused for speed, whatever arrived before."""
+    t = Traffic(root, provider, env, gap_s=180.0)
+    shapes = ("daily", "physique", "weekly", "dual1", "dual2")
+    for i in range(25):
+        shape = shapes[i % len(shapes)]
+        outcome = t.present(shape, 0.7, 77.0)
+        assert outcome is (Outcome.ACCEPTED if arrives(shape, 0.7, 77.0) else Outcome.TIMEOUT)
+    assert t.w.counters.provider_too_slow == 0 and t.calls == 25
+    assert t.w.parts.speed.estimate(t.clock.mono).samples * 180.0 <= MAX_AGE_S
+
+
+# ------------------------------------------------------- what the status says
+
+
+def test_the_status_file_names_each_refusal_and_its_estimate(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    """A refused message must not be silent: the status file counts it per
+    surface, keeps the estimate that refused it, the last ten minutes' calls and
+    refusals, and the bounds refused now; and a call that timed out is evidence."""
+    t = Traffic(root, provider, env)
+    for shape in ("daily", "physique", "weekly", "dual1") * 2:
+        t.present(shape, 0.7, 77.0)
+    assert t.present("dual2", 0.7, 77.0) is Outcome.PROVIDER_TOO_SLOW
+    t.w.status.write()
+    admission = json.loads(root.status_file.read_bytes())["admission"]
+    assert admission["refused_by_surface"][DUAL] == {
+        "provider_too_slow": 1,
+        "provider_cooling_down": 0,
+    }
+    last = admission["too_slow_last"][DUAL]
+    assert last["bound"] == bound_of("dual2") and last["evidence"] == "extrapolated"
+    assert last["misses"] > last["fits"] and last["estimate_s"] > last["limit_s"] == 3.0
+    assert admission["last_10_minutes"][DUAL] == {"calls": 2, "provider_too_slow": 1}
+    speed = admission["speed"]
+    assert speed["state"] == "learned" and speed["samples"] == 8 and speed["timeouts"] == 0
+    assert any(lo <= bound_of("dual2") <= hi for lo, hi in speed["refused_bounds"])
+    assert not any(lo <= bound_of("daily") <= hi for lo, hi in speed["refused_bounds"])
+    # A call that does not arrive is evidence too (Rule 1 of kexpr.worker.speed).
+    before = t.w.parts.speed.estimate(t.clock.mono).timeouts
+    assert t.present("dual1", 0.3, 40.0) is Outcome.TIMEOUT  # 4.1 s: cut at 3 s
+    assert t.w.parts.speed.estimate(t.clock.mono).timeouts == before + 1
