@@ -35,38 +35,45 @@ Rule 2: a call's time is its own first token (plus the call's fixed cost), then 
         call's rate varies around the provider's), and never faster than ``1 /
         FASTEST_TOKENS_PER_S``.
 Rule 3: a *regime* is a run of calls that agree on one rate (their ranges of Rule 2
-        have a common point) and one layout (their arrivals' ``completion tokens /
-        bound`` lie within `LAYOUT_SPAN`: compact and pretty-printed answers differ
-        by ~40 %). The calls are read in order. A call the current regime cannot
-        explain is *pending*, with the calls after it that agree with it. Once
+        have a common point), on one layout (their arrivals' ``completion tokens
+        / bound`` lie within `LAYOUT_SPAN`: compact and pretty-printed answers
+        differ by ~40 %) and, once its first token has been steady
+        (`STEADY_CALLS` arrivals within `STEADY_BAND_S` at its rate), on that
+        first token within `FIRST_TOKEN_JUMP_S` (a constant first token can hide
+        a change of rate: 110 tokens/s after 0.9 s, then 55 after 0.5 s). The
+        calls are read in order. A call the current regime cannot explain is
+        *pending*, with the calls after it that agree with it. Once
         `CHANGE_CALLS` pending calls are unexplained by the regime, they are the
-        new regime: the provider's speed or layout changed and the older calls are
-        no longer evidence. A call that contradicts the pending ones while the
+        new regime: the provider's speed or layout changed and the older calls
+        are no longer evidence. A call that contradicts the pending ones while the
         regime explains it shows they were outliers (a slow first connection, a
-        hiccup): those the regime cannot explain are dropped, the others rejoin it.
-        While a change is pending, the pending calls decide once they are
+        hiccup): those the regime cannot explain are dropped, the others rejoin
+        it. While a change is pending, the pending calls decide once they are
         `CHANGE_CALLS` (the newer evidence); a lone pending call can only refuse.
         Calls without an arrival say nothing (Rule 4): a provider that answers
-        nothing is the cool-down's to judge (`kexpr.worker.cooldown`), and a
-        lone timeout is a hiccup until another call agrees with it.
-Rule 4: a refusal needs evidence: the regime's calls vote. The *comparable* calls are
-        those whose bound is within `COMPARABLE_TOKENS` of the request's (its own
-        shape and its neighbours in length). An arrival votes with its time for
-        this answer: a longer answer's (a larger bound) less the tokens it had
-        beyond this answer at the fastest rate (the least time they took), a
-        shorter one's plus the extra tokens at the regime's slowest rate (the least
-        upper bound of Rule 2 over the regime: never an underestimate within the
-        regime). It votes *fits* when that time plus `ROOM_S` is within the time
-        the request has. A timeout no longer than the request (its bound at most
-        the request's) votes *does not fit* if it ran about as long as the request
-        may; a longer one says nothing. Without a comparable call, every arrival of
-        the regime and every timeout no longer than the request vote (an
-        extrapolation). A regime without an arrival does not vote. The request is refused only when more vote *does not fit*
-        than *fits*: an answer no longer than one that arrived with room is
-        refused only when as many comparable calls did not arrive; a short answer
-        is judged by the short calls' own times, whatever the long ones' first
-        tokens were; a long one by how many of the regime's calls, each with its
-        own first token, would have delivered it.
+        nothing is the cool-down's to judge (`kexpr.worker.cooldown`), and a lone
+        timeout is a hiccup until another call agrees with it.
+Rule 4: a refusal needs evidence: the regime's calls vote. The *comparable* calls
+        are the newest `COMPARABLE_VOTES` of those whose bound is within
+        `COMPARABLE_TOKENS` of the request's: its own shape and its neighbours in
+        length; the newest, so that a change the regime could not see still shows
+        in the shape's own calls within a few of them. An arrival votes with its
+        time for this answer: a longer answer's (a larger bound) less the tokens it
+        had beyond this answer at the fastest rate (the least time they took), a
+        shorter one's plus the extra tokens at the regime's slowest rate (the
+        least upper bound of Rule 2 over the regime: never an underestimate within
+        the regime). It votes *fits* when that time plus `ROOM_S` is within the
+        time the request has. A timeout no longer than the request (its bound at
+        most the request's) votes *does not fit* if it ran about as long as the
+        request may; a longer one says nothing. Without a comparable call, every
+        arrival of the regime and every timeout no longer than the request vote
+        (an extrapolation). A regime without an arrival does not vote. The request
+        is refused only when more vote *does not fit* than *fits*: an answer no
+        longer than one that arrived with room is refused only when as many
+        comparable calls did not arrive; a short answer is judged by the short
+        calls' own times, whatever the long ones' first tokens were; a long one by
+        how many of the regime's calls, each with its own first token, would have
+        delivered it.
 Rule 5: the latest evidence first. A request the vote refuses is still called when
         the newest `LATEST_CALLS` calls, read as a regime of their own (Rule 3),
         each vote *fits* (Rule 4, at their own slowest rate): then there is no
@@ -169,6 +176,18 @@ COMPARABLE_TOKENS: Final = 24
 # Rule 4: what a repeat of the same call may take longer: the host's part of a
 # call varied by 0.07 s on the bench (0.02-0.09 s).
 ROOM_S: Final = 0.07
+# Rule 3: a regime's first token is steady once 6 of its arrivals are within
+# 0.2 s of each other at its rate (a provider whose first token does not vary
+# much, as the bench's fake; with the published spread of 0.6 s this is rare);
+# then a call 0.15 s beyond that range is one the regime cannot explain (at 77
+# tokens/s the daily card's 82 tokens shift by 0.33 s at 110, by 0.43 s at 55).
+STEADY_CALLS: Final = 6
+STEADY_BAND_S: Final = 0.2
+FIRST_TOKEN_JUMP_S: Final = 0.15
+# Rule 4: the newest 4 comparable calls vote: enough that one unlucky first token
+# does not decide, few enough that a change the regime could not see shows in
+# the shape's own calls within a few of them.
+COMPARABLE_VOTES: Final = 4
 # Rule 5: the newest two calls.
 LATEST_CALLS: Final = 2
 # A call's answer can arrive only within the client's timeout (the plan's
@@ -265,6 +284,9 @@ class Regime:
     # (None: no arrival).
     ratio_q: float | None = None
     extra_q: float = 0.0
+    # Rule 3: (rate, lowest, highest first token at that rate) while its first
+    # token has been steady; None otherwise.
+    steady: tuple[float, float, float] | None = None
 
     def explains(self, c: Call) -> bool:
         lo, hi = c.rates()
@@ -272,6 +294,11 @@ class Regime:
             return False
         if c.arrived and max(self.ratio_hi, c.ratio) - min(self.ratio_lo, c.ratio) > LAYOUT_SPAN:
             return False
+        if c.arrived and self.steady is not None:
+            rate, first_lo, first_hi = self.steady
+            first = c.seconds - rate * c.tokens
+            if not first_lo - FIRST_TOKEN_JUMP_S <= first <= first_hi + FIRST_TOKEN_JUMP_S:
+                return False
         return True
 
     def joined(self, c: Call) -> Regime:
@@ -288,14 +315,16 @@ class Regime:
                 self.extra_q,
             )
         arrivals = [x for x in calls if x.arrived]
+        j_lo, j_hi = max(self.lo, lo), min(self.hi, hi)
         return Regime(
             calls,
-            max(self.lo, lo),
-            min(self.hi, hi),
+            j_lo,
+            j_hi,
             min(self.ratio_lo, c.ratio),
             max(self.ratio_hi, c.ratio),
             _nearest_rank(sorted(x.ratio for x in arrivals), QUANTILE),
             _nearest_rank(sorted(float(x.tokens - x.bound) for x in arrivals), QUANTILE),
+            _steady(arrivals, j_lo, j_hi),
         )
 
     @property
@@ -319,6 +348,8 @@ class Regime:
         if math.isinf(self.hi):  # no arrival: an outage is the cool-down's to judge
             return Verdict(True, Evidence.NONE, limit_s=limit_s)
         near = [c for c in self.calls if abs(c.bound - bound) <= COMPARABLE_TOKENS]
+        if len(near) > COMPARABLE_VOTES:
+            near = sorted(near, key=lambda c: c.at)[-COMPARABLE_VOTES:]
         evidence = Evidence.COMPARABLE if near else Evidence.EXTRAPOLATED
         voters = near or [c for c in self.calls if c.tokens or c.bound <= bound]
         tokens = self.answer_tokens(bound)
@@ -352,6 +383,24 @@ class Regime:
             _median(times) if times else None,
             limit_s,
         )
+
+
+def _steady(arrivals: list[Call], lo: float, hi: float) -> tuple[float, float, float] | None:
+    """Rule 3: the rate and the first-token range of ``arrivals`` if their first
+    token has been steady (at least `STEADY_CALLS`, within `STEADY_BAND_S` at the
+    rate their shortest and longest calls give), else None."""
+    if len(arrivals) < STEADY_CALLS:
+        return None
+    short = min(arrivals, key=lambda x: x.tokens)
+    long = max(arrivals, key=lambda x: x.tokens)
+    if long.tokens - short.tokens >= 32:
+        rate = (long.seconds - short.seconds) / (long.tokens - short.tokens)
+    else:
+        rate = hi
+    rate = min(max(rate, lo), hi)
+    firsts = [x.seconds - rate * x.tokens for x in arrivals]
+    first_lo, first_hi = min(firsts), max(firsts)
+    return (rate, first_lo, first_hi) if first_hi - first_lo <= STEADY_BAND_S else None
 
 
 def regimes(calls: Iterable[Call]) -> tuple[Regime, Regime | None]:

@@ -33,6 +33,7 @@ from worker_tests.worker_kit import (
     rid,
 )
 
+from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
 from kexpr.spool.contract import MANIFEST, Capsule, slot_policy
 from kexpr.spool.contract.budget import SDK_TIMEOUT_S, answer_token_bound
 from kexpr.spool.fsio import publish
@@ -258,6 +259,10 @@ def test_the_status_file_names_each_refusal_and_its_estimate(
     assert speed["state"] == "learned" and speed["samples"] == 8 and speed["timeouts"] == 0
     assert any(lo <= bound_of("dual2") <= hi for lo, hi in speed["refused_bounds"])
     assert not any(lo <= bound_of("daily") <= hi for lo, hi in speed["refused_bounds"])
+    # Fields are only added: the shim's heartbeat read still finds it serving.
+    t.w.status.state = "ready"
+    t.w.status.write()
+    assert WorkerHeartbeat(root).liveness() is Liveness.SERVING
     # A call that does not arrive is evidence too (Rule 1 of kexpr.worker.speed).
     before = t.w.parts.speed.estimate(t.clock.mono).timeouts
     assert t.present("dual1", 0.3, 40.0) is Outcome.TIMEOUT  # 4.1 s: cut at 3 s

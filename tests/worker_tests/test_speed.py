@@ -261,6 +261,40 @@ def test_a_slowdown_refuses_the_long_shapes_at_the_first_slow_call() -> None:
     assert c.admits(DAILY)
 
 
+def test_a_steady_first_token_does_not_hide_a_slowdown() -> None:
+    """110 tokens/s after 0.9 s, every shape (the 3-reason card times out): then
+    55 after 0.5 s. A 55 tokens/s daily card (2.2 s) is one a 110 tokens/s call
+    could be with a 1.4 s first token... but this regime's first token has been
+    0.9 s: the call is a change, and alone it already refuses the weekly report
+    (0.5 + 168/55 = 3.6 s), whose own calls all arrived at 110."""
+    c = Clocked()
+    for shape in SHAPES * 2:
+        c.call(shape, 0.9, 110.0)
+    assert c.m.estimate(c.now).current.steady is not None
+    assert c.admits(WEEKLY)
+    c.call(DAILY, 0.5, 55.0)
+    v = c.m.admit(c.now, WEEKLY, LEFT)
+    assert not v.admitted and v.evidence is Evidence.CHANGE_PENDING
+    assert c.admits(DAILY) and c.admits(PHYSIQUE)
+
+
+def test_the_newest_comparable_calls_vote() -> None:
+    """A change the regime cannot see (here: none of the short calls shows it)
+    still shows in the shape's own calls: six old arrivals of the weekly report
+    are outvoted by its three newest timeouts."""
+    c = Clocked()
+    for _ in range(6):
+        c.call(DAILY, 0.3, 77.0)
+        c.call(WEEKLY, 0.3, 77.0)
+    for _ in range(3):
+        assert c.admits(WEEKLY)  # the older arrivals still outvote
+        c.m.timed_out(c.now, CALL_LIMIT_S, WEEKLY)
+        c.now += 1.0
+        c.call(DAILY, 0.3, 77.0)
+    v = c.m.admit(c.now, WEEKLY, LEFT)
+    assert not v.admitted and (v.fits, v.misses) == (1, 3)
+
+
 def test_a_lone_timeout_is_a_hiccup_and_timeouts_alone_are_the_cool_downs() -> None:
     """One timeout among daily cards that arrive refuses nothing; a provider that
     only times out leaves the model without an arrival to vote with: the
