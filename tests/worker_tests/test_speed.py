@@ -176,8 +176,10 @@ def test_comparable_calls_that_did_not_arrive_outvote_one_that_did() -> None:
     for _ in range(2):
         c.m.timed_out(c.now, CALL_LIMIT_S, DUAL2)
         c.now += 1.0
-        c.call(DAILY, 0.3, 77.0)
-        c.call(PHYSIQUE, 0.3, 77.0)
+        # (after a 0.5 s first token the two newest calls do not say it fits:
+        # Rule 5 does not re-admit it)
+        c.call(DAILY, 0.5, 77.0)
+        c.call(PHYSIQUE, 0.5, 77.0)
     v = c.m.admit(c.now, DUAL2, LEFT)
     assert not v.admitted and (v.fits, v.misses) == (1, 2)
     assert c.admits(DAILY) and c.admits(WEEKLY) and c.admits(DUAL1)
