@@ -375,7 +375,7 @@ def run(quick: bool, seed: int = 33) -> dict[str, Any]:
     announce.phase(
         "admission",
         "the speed model against a simulated paced provider (injected clock): interleaved first tokens at 77 and 110 t/s",
-        "5 s" if quick else "20 s",
+        "10 s" if quick else "1 min",
     )
     t0 = time.monotonic()
     all_shapes = shapes(20 if quick else 100, seed)

@@ -462,7 +462,7 @@ def measure(
 
 def run(work: Path, quick: bool) -> dict[str, Any]:
     """The phase: the token table, then every speed against the real worker."""
-    announce.phase("time budget", f"token table, then a supervised worker against the fake model at {len(speeds(quick))} speeds, real host bodies in shadow mode", "40 s" if quick else "2.5 min")  # fmt: skip
+    announce.phase("time budget", f"token table, then a supervised worker against the fake model at {len(speeds(quick))} speeds, real host bodies in shadow mode", "40 s" if quick else "3.5 min")  # fmt: skip
     load_start = os.getloadavg()
     all_cases = cases()
     table = [token_row(c, 20 if quick else 200) for c in all_cases]

@@ -344,7 +344,7 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
             for surface in SURFACES
             if (v := _too_slow_verdict(last.get(surface))) is not None
         }
-    recent = raw.get("last_10_minutes")
+    recent = raw.get("last_ten_minutes")
     if isinstance(recent, Mapping):
         per_recent: dict[str, dict[str, int]] = {}
         for surface in SURFACES:
@@ -353,7 +353,7 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
                 got = {w: _int(rec.get(w)) for w in RECENT_ADMISSION}
                 if all(c is not None for c in got.values()):
                     per_recent[surface] = {w: c for w, c in got.items() if c is not None}
-        out["last_10_minutes"] = per_recent
+        out["last_ten_minutes"] = per_recent
     return out
 
 
@@ -600,7 +600,7 @@ def speed_refusals(admission: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     """The surfaces whose speed refusals of the last ten minutes make the
     `HealthVerdict.SPEED_REFUSALS` finding: surface -> (refused, calls)."""
     out: dict[str, tuple[int, int]] = {}
-    for surface, rec in (admission.get("last_10_minutes") or {}).items():
+    for surface, rec in (admission.get("last_ten_minutes") or {}).items():
         refused, calls = rec["provider_too_slow"], rec["calls"]
         share = refused_share(refused, calls)
         if refused >= REFUSED_MIN and share is not None and share > REFUSED_SHARE:
@@ -761,7 +761,7 @@ def render_admission(figures: Mapping[str, Any]) -> list[str]:
     refused = {
         s: v for s, v in (figures.get("refused_by_surface") or {}).items() if any(v.values())
     }
-    recent = figures.get("last_10_minutes") or {}
+    recent = figures.get("last_ten_minutes") or {}
     last = figures.get("too_slow_last") or {}
     if refused:
         lines.append(

@@ -16,7 +16,7 @@ of the recent past and of the call's margin:
   refused for either before a start row; (``too_slow_last``) the verdict of the
   last speed refusal: the bound refused, the evidence word, the calls that voted
   it fits and does not, their median estimate and the time it had; and
-  (``last_10_minutes``) per surface the calls made and the speed refusals of the
+  (``last_ten_minutes``) per surface the calls made and the speed refusals of the
   last ten minutes. Numbers and enum words only. Readers of the older file keep
   working: fields are only ever added.
 """
@@ -126,7 +126,7 @@ REFUSALS: Final[tuple[Refusal, ...]] = get_args(Refusal)
 
 
 # The admission's refusals and calls per surface over the last ten minutes
-# (``admission.last_10_minutes``): the speed model's own memory
+# (``admission.last_ten_minutes``): the speed model's own memory
 # (`kexpr.worker.speed.MAX_AGE_S`), so that ``kexpr status`` judges the refused
 # share on what the worker refuses now, not on an hour long gone.
 RECENT_ADMISSION_SLOT_S: Final = 10  # 60 slots of 10 s: ten minutes
@@ -350,7 +350,7 @@ class StatusFile:
                         s: dict(v) for s, v in sorted(c.refused_by_surface.items())
                     },
                     "too_slow_last": {s: dict(v) for s, v in sorted(c.too_slow_last.items())},
-                    "last_10_minutes": c.recent_by_surface(),
+                    "last_ten_minutes": c.recent_by_surface(),
                 },
             }
         try:

@@ -490,7 +490,7 @@ def _admission(recent: dict[str, dict[str, object]], **speed: object) -> dict[st
                     "limit_s": 3.0,
                 }
             },
-            "last_10_minutes": recent,
+            "last_ten_minutes": recent,
         }
     }
 
@@ -546,7 +546,7 @@ def test_an_older_workers_admission_record_is_still_read(root: DataRoot) -> None
     assert report.worker is not None
     admission = report.worker.fields["admission"]
     assert admission["speed"]["tokens_per_s"] == 77.0 and "refused_bounds" not in admission["speed"]
-    assert "too_slow_last" not in admission and "last_10_minutes" not in admission
+    assert "too_slow_last" not in admission and "last_ten_minutes" not in admission
     assert "77 tokens/s" in render(report)
 
 
@@ -562,7 +562,7 @@ def test_planted_speed_figures_are_dropped_not_echoed(root: DataRoot) -> None:
     assert (
         "refused_bounds" not in figures["speed"] and "tokens_per_s_fastest" not in figures["speed"]
     )
-    assert figures["too_slow_last"] == {} and figures["last_10_minutes"] == {}
+    assert figures["too_slow_last"] == {} and figures["last_ten_minutes"] == {}
     for bad in ([[1, 2], [2, 3]], [[0, 5]], [[1, 400]], [[1]], "x", [[True, 2]]):
         speed["refused_bounds"] = bad
         assert "refused_bounds" not in admission_figures(planted)["speed"], bad
