@@ -65,6 +65,8 @@ from kexpr.ops.readers import (
     ReadRefused,
     verify_journal,
 )
+from kexpr.ops.status_cli import REFUSED_MIN, REFUSED_SHARE, refused_share
+from kexpr.ops.status_cli import _verdict_words as _verdict_words
 from kexpr.spool.canonical import format_ts
 from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
@@ -124,9 +126,38 @@ class SurfaceEvidence:
     p95_completion_tokens: int | None = None
     call_margin: str = STATUS_MISSING  # a histograms.Margin value, or the status problem
     # Refused before a start row (no row, no call: not in the journal, so not a
-    # failure of the gate), from the status file since the worker started.
+    # failure of the gate), from the status file since the worker started, with
+    # the last speed refusal's estimate (`kexpr.ops.status_cli.admission_figures`).
     refused_too_slow: int | None = None
     refused_cooling_down: int | None = None
+    too_slow_last: Mapping[str, Any] | None = None
+
+    @property
+    def refused(self) -> int | None:
+        if self.refused_too_slow is None or self.refused_cooling_down is None:
+            return None
+        return self.refused_too_slow + self.refused_cooling_down
+
+    @property
+    def refused_share(self) -> float | None:
+        """The refused share of the surface's requests that reached the worker's
+        admission (refused or called), since the worker started."""
+        if self.refused is None or self.calls_measured is None:
+            return None
+        return refused_share(self.refused, self.calls_measured)
+
+    @property
+    def refusals_main_reason(self) -> bool:
+        """Whether refusals are the main reason the surface is not styled: at
+        least `REFUSED_MIN` of them, more than `REFUSED_SHARE` of its requests,
+        and more than its calls that failed (`kexpr.ops.status_cli`'s level)."""
+        share, refused = self.refused_share, self.refused
+        if share is None or refused is None or refused < REFUSED_MIN:
+            return False
+        return share > REFUSED_SHARE and refused > sum(self.call_failures.values())
+
+    # The surface's calls that failed, by provider failure word (status file).
+    call_failures: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def timeout_share(self) -> float | None:
@@ -159,6 +190,9 @@ class SurfaceEvidence:
             "refused": {
                 "provider_too_slow": self.refused_too_slow,
                 "provider_cooling_down": self.refused_cooling_down,
+                "share": None if (share := self.refused_share) is None else round(share, 4),
+                "main_reason_not_styled": self.refusals_main_reason,
+                "last_too_slow": None if self.too_slow_last is None else dict(self.too_slow_last),
             },
         }
 
@@ -176,11 +210,15 @@ class CallFigures:
     admission: Mapping[str, Any] = field(default_factory=dict)
 
     def excluded(self) -> list[ShapeVerdict]:
-        """The shipped shapes at the worker's estimated speed (`shape_verdicts`);
-        [] while the speed is not learned (cold start: nothing is refused)."""
+        """The shipped shapes at the worker's estimated speed: by the bounds the
+        worker refuses now (``refused_bounds``, its own verdicts), or from an
+        older worker's figures by its old line (`shape_verdicts`); [] while the
+        speed is not learned (cold start: nothing is refused)."""
         speed = self.admission.get("speed")
         if speed is None or speed["state"] != "learned":
             return []
+        if speed.get("refused_bounds") is not None:
+            return refused_shape_verdicts(speed["refused_bounds"])
         return shape_verdicts(
             speed["first_token_s"],
             speed["tokens_per_s"],
@@ -306,6 +344,22 @@ def shape_verdicts(
     return out
 
 
+def refused_shape_verdicts(refused_bounds: Sequence[tuple[int, int]]) -> list[ShapeVerdict]:
+    """Each eligible shipped shape against the bounds the worker refuses now
+    (inclusive ranges, `kexpr.worker.speed` Rule 10): ``styled`` when no variant's
+    bound is refused, ``some`` when some are, ``not_styled`` when all are."""
+    out = []
+    for name, variants in _shipped_shapes():
+        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
+        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
+        if not bounds:
+            continue  # over the budget: never sent, at any speed (docs/budget.md)
+        refused = [any(lo <= b <= hi for lo, hi in refused_bounds) for b in bounds]
+        verdict = "not_styled" if all(refused) else "some" if any(refused) else "styled"
+        out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class FlagGate:
     flag: str
@@ -401,6 +455,8 @@ def evaluate(
                 call_margin=figures.source if measured is None else measured["margin"],
                 refused_too_slow=_refused(figures, surface, "provider_too_slow"),
                 refused_cooling_down=_refused(figures, surface, "provider_cooling_down"),
+                too_slow_last=(figures.admission.get("too_slow_last") or {}).get(surface),
+                call_failures={} if measured is None else dict(measured["failures"]),
             )
         )
     by_surface = {e.surface: e.gate for e in evidence}
@@ -541,12 +597,16 @@ def _render_refusals(report: PromotionReport) -> list[str]:
         "",
         "refused before a start row (no row, no call; not failures, not in the gate),"
         " from worker.status.json since worker start:",
-        f"refused {'surface':<32}{'too slow':>9}{'cooling':>9}",
+        f"refused {'surface':<32}{'too slow':>9}{'cooling':>9}{'share':>8}",
     ]
     for s in report.surfaces:
         slow = "-" if s.refused_too_slow is None else str(s.refused_too_slow)
         cool = "-" if s.refused_cooling_down is None else str(s.refused_cooling_down)
-        lines.append(f"refused {s.surface:<32}{slow:>9}{cool:>9}")
+        share = "-" if (r := s.refused_share) is None else f"{100 * r:.0f}%"
+        main = "  refusals are the main reason it is not styled" if s.refusals_main_reason else ""
+        lines.append(f"refused {s.surface:<32}{slow:>9}{cool:>9}{share:>8}{main}")
+        if s.too_slow_last is not None:
+            lines.append(f"          last too slow: {_verdict_words(s.too_slow_last)}")
     speed = figures.admission.get("speed")
     if speed is None:
         lines.append("speed: unknown (no readable worker.status.json)")

@@ -36,7 +36,11 @@ HealthVerdict (exit code):
   / ``identity_mismatch`` (the worker is
   up, but the data root's ``identity.key`` is missing or is not the recorded
   key beside a journal with rows: every presentation is refused canonical,
-  `kexpr.ops.identity_cli`) (1).
+  `kexpr.ops.identity_cli`)
+  / ``speed_refusals`` (up, but in the last
+  ten minutes at least `REFUSED_MIN` requests of one surface were refused for the
+  provider's speed, and they were more than `REFUSED_SHARE` of that surface's
+  requests that reached the admission: those messages are not styled) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is unusable
   (``data_root_<problem>``, `kexpr.ops.inputs`: missing, not a directory, a
@@ -80,6 +84,7 @@ from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
 from kexpr.ops.supervisor import ChildState, supervisor_status_path
 from kexpr.spool.canonical import parse_ts
 from kexpr.spool.contract import SURFACES
+from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import PROVIDER_FAILURES
 from kexpr.worker.histograms import (
@@ -90,8 +95,9 @@ from kexpr.worker.histograms import (
     margin,
     upper_edge,
 )
+from kexpr.worker.speed import Evidence
 from kexpr.worker.spend import CAP_RANGE, rate_threshold, unusual_rate
-from kexpr.worker.status import REFUSALS, ROLLING
+from kexpr.worker.status import RECENT_ADMISSION, REFUSALS, ROLLING
 
 STALE_AFTER_S: Final = 10.0
 MAX_STATUS_BYTES: Final = 64 * 1024
@@ -106,6 +112,15 @@ _FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
 # which most requests expire does (a measured burst of 1,000 artifacts from 20
 # gateway processes: 204 start rows, 55 of them after the deadline).
 EXPIRING_MIN: Final = 5
+# `HealthVerdict.SPEED_REFUSALS`: a surface whose requests are refused for the
+# provider's speed (``provider_too_slow``) more than one time in five over the last
+# ten minutes, at least 5 of them. The speed model refuses only on evidence that an
+# answer cannot arrive (`kexpr.worker.speed`), so such a share is a provider too
+# slow for that shape, and the operator enabled styling that does nothing for it:
+# worth saying, never silent. A share, not a count, so a busy worker's few edge
+# refusals are not a finding; a floor, so one or two refusals are not either.
+REFUSED_SHARE: Final = 0.2
+REFUSED_MIN: Final = 5
 
 
 class HealthVerdict(enum.StrEnum):
@@ -142,6 +157,9 @@ class HealthVerdict(enum.StrEnum):
     UNUSUAL_RATE = "unusual_rate"
     # Up, but the gateway cannot use the operator glossary (dual cards canonical).
     GLOSSARY_UNUSABLE = "glossary_unusable"
+    # Up, but one surface's requests were mostly refused for the provider's
+    # speed over the last ten minutes (at least REFUSED_MIN, above REFUSED_SHARE).
+    SPEED_REFUSALS = "speed_refusals"
     STATUS_UNREADABLE = "status_unreadable"
 
 
@@ -331,6 +349,14 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
                 "samples": samples,
                 "length_ratio": None if ratio is None else float(ratio),
             }
+            # Added later: absent from an older worker's file (then not shown).
+            for name in ("timeouts", "regime_calls", "change_pending"):
+                if (n := _int(speed.get(name))) is not None:
+                    out["speed"][name] = n
+            if (fastest := _number(speed.get("tokens_per_s_fastest"), 100_000.0)) is not None:
+                out["speed"]["tokens_per_s_fastest"] = fastest
+            if (bounds := _refused_bounds(speed.get("refused_bounds"))) is not None:
+                out["speed"]["refused_bounds"] = bounds
     cool = raw.get("cooldown")
     if isinstance(cool, Mapping) and cool.get("state") in ("closed", "open", "probing"):
         figures = {
@@ -353,6 +379,65 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
                 if all(c is not None for c in counts.values()):
                     per[surface] = {w: c for w, c in counts.items() if c is not None}
         out["refused_by_surface"] = per
+    last = raw.get("too_slow_last")
+    if isinstance(last, Mapping):
+        out["too_slow_last"] = {
+            surface: v
+            for surface in SURFACES
+            if (v := _too_slow_verdict(last.get(surface))) is not None
+        }
+    recent = raw.get("last_ten_minutes")
+    if isinstance(recent, Mapping):
+        per_recent: dict[str, dict[str, int]] = {}
+        for surface in SURFACES:
+            rec = recent.get(surface)
+            if isinstance(rec, Mapping):
+                got = {w: _int(rec.get(w)) for w in RECENT_ADMISSION}
+                if all(c is not None for c in got.values()):
+                    per_recent[surface] = {w: c for w, c in got.items() if c is not None}
+        out["last_ten_minutes"] = per_recent
+    return out
+
+
+_EVIDENCE_WORDS: Final = frozenset(e.value for e in Evidence)
+
+
+def _too_slow_verdict(v: object) -> dict[str, Any] | None:
+    """One surface's last speed refusal (`kexpr.worker.speed.Verdict` and its
+    bound), validated; None when anything in it is not what the worker writes."""
+    if not isinstance(v, Mapping) or v.get("evidence") not in _EVIDENCE_WORDS:
+        return None
+    bound, fits, misses = _int(v.get("bound")), _int(v.get("fits")), _int(v.get("misses"))
+    limit = _number(v.get("limit_s"), 60.0)
+    estimate = v.get("estimate_s")
+    known = estimate is None or _number(estimate, 3600.0) is not None
+    if None in (bound, fits, misses, limit) or not known:
+        return None
+    return {
+        "bound": bound,
+        "evidence": v["evidence"],
+        "fits": fits,
+        "misses": misses,
+        "estimate_s": None if estimate is None else float(estimate),
+        "limit_s": limit,
+    }
+
+
+def _refused_bounds(v: object) -> list[tuple[int, int]] | None:
+    """The speed estimate's ``refused_bounds``: ascending, disjoint inclusive
+    ranges of bounds within the answer budget; None when absent or malformed."""
+    if not isinstance(v, list) or len(v) > ANSWER_BUDGET_TOKENS:
+        return None
+    out: list[tuple[int, int]] = []
+    for r in v:
+        if not isinstance(r, list) or len(r) != 2:
+            return None
+        lo, hi = _int(r[0]), _int(r[1])
+        if lo is None or hi is None or not 1 <= lo <= hi <= ANSWER_BUDGET_TOKENS:
+            return None
+        if out and lo <= out[-1][1]:
+            return None
+        out.append((lo, hi))
     return out
 
 
@@ -663,6 +748,7 @@ _UP: Final = frozenset(
         HealthVerdict.SPEND_CAPPED,
         HealthVerdict.EXPIRING,
         HealthVerdict.UNUSUAL_RATE,
+        HealthVerdict.SPEED_REFUSALS,
         HealthVerdict.GLOSSARY_UNUSABLE,
         HealthVerdict.HEALTHY,
     }
@@ -739,7 +825,27 @@ def _verdict(
         return HealthVerdict.EXPIRING
     if spend.get("unusual"):
         return HealthVerdict.UNUSUAL_RATE
+    if speed_refusals(worker.fields["admission"]):
+        return HealthVerdict.SPEED_REFUSALS
     return HealthVerdict.HEALTHY
+
+
+def refused_share(refused: int, calls: int) -> float | None:
+    """The share of a surface's requests that reached the admission (refused or
+    called) that were refused; None without any."""
+    return None if refused + calls == 0 else refused / (refused + calls)
+
+
+def speed_refusals(admission: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """The surfaces whose speed refusals of the last ten minutes make the
+    `HealthVerdict.SPEED_REFUSALS` finding: surface -> (refused, calls)."""
+    out: dict[str, tuple[int, int]] = {}
+    for surface, rec in (admission.get("last_ten_minutes") or {}).items():
+        refused, calls = rec["provider_too_slow"], rec["calls"]
+        share = refused_share(refused, calls)
+        if refused >= REFUSED_MIN and share is not None and share > REFUSED_SHARE:
+            out[surface] = (refused, calls)
+    return out
 
 
 def render(report: StatusReport) -> str:
@@ -906,12 +1012,21 @@ def render_admission(figures: Mapping[str, Any]) -> list[str]:
             if speed["state"] == "cold"
             else f"from the last {speed['samples']} calls"
         )
+        fastest = speed.get("tokens_per_s_fastest")
+        rate = f"{speed['tokens_per_s']:.0f}" + ("" if fastest is None else f"-{fastest:.0f}")
         lines.append(
             f"speed       first token {speed['first_token_s']:.2f} s"
-            f"  {speed['tokens_per_s']:.0f} tokens/s"
+            f"  {rate} tokens/s"
             f" (overall {speed['overall_tokens_per_s']:.0f} after 0.3 s)"
             f"  answers {_ratio(speed['length_ratio'])} of their bound  ({how})"
         )
+        if "regime_calls" in speed:
+            pending = speed.get("change_pending", 0)
+            lines.append(
+                f"            {speed['regime_calls']} calls at this speed,"
+                f" {speed.get('timeouts', 0)} timeouts in the window"
+                + (f", a change pending ({pending} calls)" if pending else "")
+            )
     cool = figures.get("cooldown")
     if cool is not None:
         state = cool["state"]
@@ -923,16 +1038,43 @@ def render_admission(figures: Mapping[str, Any]) -> list[str]:
             f"provider    {state}  failures in a row {cool['failures_in_a_row']}"
             f"/{cool['threshold']}  cool-downs {cool['cool_downs']}  probes {cool['probes']}"
         )
+    if speed is not None and speed.get("refused_bounds") is not None:
+        bounds = speed["refused_bounds"]
+        said = ", ".join(f"{lo}-{hi}" if lo != hi else str(lo) for lo, hi in bounds)
+        lines.append(
+            "            refused now (capsule bounds, whole deadline left): " + (said or "none")
+        )
     refused = {
         s: v for s, v in (figures.get("refused_by_surface") or {}).items() if any(v.values())
     }
+    recent = figures.get("last_ten_minutes") or {}
+    last = figures.get("too_slow_last") or {}
     if refused:
-        lines.append(f"refused     {'surface':<32}{'too slow':>9}{'cooling':>9}  (no row, no call)")
+        lines.append(
+            f"refused     {'surface':<32}{'too slow':>9}{'cooling':>9}"
+            f"  {'last 10 min':<14}  (no row, no call)"
+        )
         for surface, v in refused.items():
+            r = recent.get(surface)
+            share = None if r is None else refused_share(r["provider_too_slow"], r["calls"])
+            ten = (
+                "-"
+                if r is None
+                else f"{r['provider_too_slow']}/{r['provider_too_slow'] + r['calls']}"
+            )
+            ten += "" if share is None else f" {100 * share:.0f}%"
             lines.append(
                 f"            {surface:<32}{v['provider_too_slow']:>9}"
-                f"{v['provider_cooling_down']:>9}"
+                f"{v['provider_cooling_down']:>9}  {ten:<14}"
             )
+            if surface in last:
+                lines.append(f"              last too slow: {_verdict_words(last[surface])}")
+    for surface, (n, calls) in speed_refusals(figures).items():
+        lines.append(
+            f"finding     {surface}: {n} of {n + calls} requests in the last 10 min refused for"
+            f" the provider's speed (more than {REFUSED_SHARE:.0%}): those messages are not"
+            " styled (docs/budget.md §7)"
+        )
     return lines
 
 
@@ -954,6 +1096,15 @@ def render_spend(figures: Mapping[str, Any]) -> list[str]:
         f"  refused {figures['refused']}{capped}",
         f"history     {history}; far above from {figures['rate_threshold']} an hour{unusual}",
     ]
+
+
+def _verdict_words(v: Mapping[str, Any]) -> str:
+    """One speed refusal's estimate, in words (validated numbers only)."""
+    estimate = "-" if v["estimate_s"] is None else f"{v['estimate_s']:.2f} s"
+    return (
+        f"bound {v['bound']}, estimated {estimate} against {v['limit_s']:.2f} s"
+        f" ({v['evidence']}: {v['fits']} calls say it fits, {v['misses']} that it does not)"
+    )
 
 
 def cli(argv: list[str]) -> int:

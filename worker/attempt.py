@@ -216,9 +216,8 @@ def _start(
             # The same shape at the provider's measured speed, and the provider's
             # cool-down: no row and no call for an answer that cannot arrive, or
             # for a provider that keeps failing (docs/lifecycle.md, docs/budget.md).
-            refusal, probe = _provider_refusal(p, bound, until)
+            refusal, probe = _provider_refusal(p, bound, until, capsule.surface)
             if refusal is not None:
-                p.counters.refused(refusal, capsule.surface)
                 return _refuse(p, req, refusal, reservation)
             # The call's thread is started (or taken idle) before the start row:
             # at a thread limit (RLIMIT_NPROC, TasksMax=) it cannot start, and
@@ -287,20 +286,25 @@ def _refuse(
 
 
 def _provider_refusal(
-    p: Parts, bound: int, until: float
+    p: Parts, bound: int, until: float, surface: str
 ) -> tuple[Literal[Outcome.PROVIDER_COOLING_DOWN, Outcome.PROVIDER_TOO_SLOW] | None, bool]:
     """The provider's two refusals before the start row, after the fastest-rate
     rule (caller holds the journal lock): the cool-down (kexpr.worker.cooldown),
-    then the measured speed (kexpr.worker.speed). (refusal, None) or (None,
+    then the measured speed (kexpr.worker.speed). (refusal, False) or (None,
     whether this request's call is the cool-down's probe). The probe is taken
-    last, so it is never spent on a request that the speed refuses."""
+    last, so it is never spent on a request that the speed refuses. A refusal is
+    counted for its surface, a speed refusal with the verdict that caused it."""
     now = p.mono()
     if p.cooldown.cooling(now):
+        p.counters.refused(Outcome.PROVIDER_COOLING_DOWN, surface)
         return Outcome.PROVIDER_COOLING_DOWN, False
-    if not p.speed.admit(now, bound, until - PUBLISH_MARGIN_S - now):
+    verdict = p.speed.admit(now, bound, until - PUBLISH_MARGIN_S - now)
+    if not verdict.admitted:
+        p.counters.refused(Outcome.PROVIDER_TOO_SLOW, surface, bound=bound, verdict=verdict)
         return Outcome.PROVIDER_TOO_SLOW, False
     admitted = p.cooldown.admit(now)
     if admitted is Pass.REFUSE:  # a call thread opened the cool-down meanwhile
+        p.counters.refused(Outcome.PROVIDER_COOLING_DOWN, surface)
         return Outcome.PROVIDER_COOLING_DOWN, False
     return None, admitted is Pass.PROBE
 
@@ -342,10 +346,13 @@ def _run_attempt(
                 p.counters.record_tokens(
                     capsule.surface, result.prompt_tokens, result.completion_tokens
                 )
-                # The provider's speed and health, learned from the calls alone.
+                # The provider's speed and health, learned from the calls alone:
+                # an answer's time and length, and a call that did not arrive.
                 bound = answer_token_bound(capsule)
                 if result.outcome is None and bound is not None:
                     p.speed.observe(now, took, result.completion_tokens, bound)
+                elif result.outcome is Outcome.TIMEOUT and bound is not None:
+                    p.speed.timed_out(now, took, bound)
                 p.cooldown.observe(now, rec.attempt_id, result.outcome)
             else:
                 p.cooldown.give_back(p.mono(), rec.attempt_id)

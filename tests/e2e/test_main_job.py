@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeOpenAI
 
+from kexpr.spool.contract import SAFE_STYLE_LEXEMES
 from kexpr.spool.outcomes import CANDIDATE_OUTCOMES
 
 pytestmark = pytest.mark.e2e

@@ -312,7 +312,13 @@ def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
     report = evaluate(records, now=NOW, call_figures=figures)
     dual = next(s for s in report.surfaces if s.surface == DUAL)
     assert dual.failures == {} and dual.refused_too_slow == 4
-    assert dual.to_json()["refused"] == {"provider_too_slow": 4, "provider_cooling_down": 0}
+    assert dual.to_json()["refused"] == {
+        "provider_too_slow": 4,
+        "provider_cooling_down": 0,
+        "share": None,  # no call figures in this status: no share
+        "main_reason_not_styled": False,
+        "last_too_slow": None,
+    }
     verdicts = {v.shape: v.verdict for v in shape_verdicts(0.7, 77.0)}
     assert verdicts["daily cards"] == verdicts["physique cards"] == "styled"
     # The fit table locks the decision and the first review line: a card of 0 or 1
@@ -329,3 +335,67 @@ def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
     assert report.to_json()["call_figures"]["speed"]["tokens_per_s"] == 77.0
     # At the fastest published rate every eligible shape is styled.
     assert {v.verdict for v in shape_verdicts(0.3, 110.0)} == {"styled"}
+
+
+def test_the_shapes_not_styled_are_the_workers_own_refused_bounds() -> None:
+    """With the worker's refused bounds in the status file, the report names the
+    shapes by the worker's own verdicts (not by a line of its own); and says when
+    refusals are the main reason a surface is not styled."""
+    from kexpr.ops.promotion import STATUS_READ, CallFigures, refused_shape_verdicts, render
+    from kexpr.ops.status_cli import admission_figures
+
+    verdicts = {v.shape: v.verdict for v in refused_shape_verdicts([(187, 297)])}
+    assert verdicts["daily cards"] == verdicts["dual cards with 1 reason"] == "styled"
+    assert verdicts["dual cards with 2 reasons"] == "not_styled"
+    # weekly reports span bounds 162-171: only the longer are refused at 165-297
+    assert {v.shape: v.verdict for v in refused_shape_verdicts([(165, 297)])}[
+        "weekly reports"
+    ] == "some"
+    admission = admission_figures(
+        {
+            "admission": {
+                "speed": {
+                    "state": "learned",
+                    "first_token_s": 0.5,
+                    "tokens_per_s": 70.0,
+                    "overall_tokens_per_s": 60.0,
+                    "samples": 20,
+                    "length_ratio": 0.95,
+                    "refused_bounds": [[187, 297]],
+                },
+                "refused_by_surface": {
+                    s: {"provider_too_slow": 12 if s == DUAL else 0, "provider_cooling_down": 0}
+                    for s in (DAILY, WEEKLY, DUAL, PHYSIQUE)
+                },
+                "too_slow_last": {
+                    DUAL: {
+                        "bound": 198,
+                        "evidence": "comparable",
+                        "fits": 1,
+                        "misses": 3,
+                        "estimate_s": 3.1,
+                        "limit_s": 3.0,
+                    }
+                },
+            }
+        }
+    )
+    calls = {"calls": 6, "failures": {"timeout": 1}, "margin": "within_budget"}
+    measured = {DUAL: {**calls, "p95_call_s": 2.75, "p95_completion_tokens": 192}}
+    figures = CallFigures(STATUS_READ, None, measured, admission)
+    report = evaluate([rec(DUAL) for _ in range(3)], now=NOW, call_figures=figures)
+    dual = next(s for s in report.surfaces if s.surface == DUAL)
+    assert dual.refused_share == 12 / 18 and dual.refusals_main_reason
+    out = dual.to_json()["refused"]
+    assert out["main_reason_not_styled"] is True and out["share"] == round(12 / 18, 4)
+    assert out["last_too_slow"]["bound"] == 198
+    text = render(report)
+    assert "refusals are the main reason it is not styled" in text
+    assert "last too slow: bound 198, estimated 3.10 s against 3.00 s" in text
+    assert "dual cards with 2 reasons are not styled at this provider's speed" in text
+    assert "dual cards with 1 reason are not styled" not in text
+    # More failed calls than refusals: refusals are not the main reason.
+    many = {DUAL: {**measured[DUAL], "failures": {"timeout": 13}, "calls": 20}}
+    report = evaluate([], now=NOW, call_figures=CallFigures(STATUS_READ, None, many, admission))
+    dual = next(s for s in report.surfaces if s.surface == DUAL)
+    assert dual.refused_share == 12 / 32 and not dual.refusals_main_reason

@@ -531,3 +531,117 @@ def test_a_planted_spend_record_is_dropped_not_echoed(root: DataRoot, spend: obj
     report = collect(root, now=NOW, alive=lambda pid: True)
     assert report.verdict is HealthVerdict.HEALTHY
     assert "spend " not in render(report) and "sk-planted" not in render(report)
+
+
+# ------------------------------------------- refusals for speed are a finding
+
+DUAL = "adaptive.dualcoachtest.card.v1"
+
+
+def _admission(recent: dict[str, dict[str, object]], **speed: object) -> dict[str, Any]:
+    return {
+        "admission": {
+            "speed": {
+                "state": "learned",
+                "first_token_s": 0.5,
+                "tokens_per_s": 70.0,
+                "tokens_per_s_fastest": 93.0,
+                "overall_tokens_per_s": 60.0,
+                "samples": 20,
+                "length_ratio": 0.95,
+                "timeouts": 1,
+                "regime_calls": 18,
+                "change_pending": 0,
+                "refused_bounds": [[187, 297]],
+                **speed,
+            },
+            "refused_by_surface": {
+                s: {"provider_too_slow": r["provider_too_slow"], "provider_cooling_down": 0}
+                for s, r in recent.items()
+            },
+            "too_slow_last": {
+                DUAL: {
+                    "bound": 198,
+                    "evidence": "extrapolated",
+                    "fits": 4,
+                    "misses": 14,
+                    "estimate_s": 3.204,
+                    "limit_s": 3.0,
+                }
+            },
+            "last_ten_minutes": recent,
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("refused", "calls", "verdict"),
+    [
+        (12, 3, HealthVerdict.SPEED_REFUSALS),  # most of the dual cards refused
+        (6, 20, HealthVerdict.SPEED_REFUSALS),  # 23 %: above one in five
+        (5, 20, HealthVerdict.HEALTHY),  # 20 %: not above it
+        (4, 0, HealthVerdict.HEALTHY),  # below the floor of 5
+    ],
+)
+def test_a_surface_mostly_refused_for_speed_is_a_finding(
+    root: DataRoot, refused: int, calls: int, verdict: HealthVerdict
+) -> None:
+    """Regression: a refused message is canonical, and the status said healthy
+    while the operator's enabled styling did nothing for a surface."""
+    recent: dict[str, dict[str, object]] = {DUAL: {"calls": calls, "provider_too_slow": refused}}
+    _write(root.status_file, {**_worker(), **_admission(recent)})
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert report.verdict is verdict and EXIT[verdict] == (
+        0 if verdict is HealthVerdict.HEALTHY else 1
+    )
+    text = render(report)
+    assert ("finding     " + DUAL in text) is (verdict is HealthVerdict.SPEED_REFUSALS)
+    # Beside the refusals: the estimate that caused the last one, and the bounds
+    # refused now.
+    assert "last too slow: bound 198, estimated 3.20 s against 3.00 s" in text
+    assert "(extrapolated: 4 calls say it fits, 14 that it does not)" in text
+    assert "refused now (capsule bounds, whole deadline left): 187-297" in text
+    assert "70-93 tokens/s" in text and "18 calls at this speed, 1 timeouts" in text
+
+
+def test_an_older_workers_admission_record_is_still_read(root: DataRoot) -> None:
+    """The status file only gains fields: one without them is shown as before."""
+    old = {
+        "admission": {
+            "speed": {
+                "state": "learned",
+                "first_token_s": 0.7,
+                "tokens_per_s": 77.0,
+                "overall_tokens_per_s": 60.0,
+                "samples": 24,
+                "length_ratio": 0.9,
+            },
+            "refused_by_surface": {DUAL: {"provider_too_slow": 9, "provider_cooling_down": 0}},
+        }
+    }
+    _write(root.status_file, {**_worker(), **old})
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert report.verdict is HealthVerdict.HEALTHY
+    assert report.worker is not None
+    admission = report.worker.fields["admission"]
+    assert admission["speed"]["tokens_per_s"] == 77.0 and "refused_bounds" not in admission["speed"]
+    assert "too_slow_last" not in admission and "last_ten_minutes" not in admission
+    assert "77 tokens/s" in render(report)
+
+
+def test_planted_speed_figures_are_dropped_not_echoed(root: DataRoot) -> None:
+    from kexpr.ops.status_cli import admission_figures
+
+    planted = _admission({DUAL: {"calls": "김민지", "provider_too_slow": 3}})
+    speed = planted["admission"]["speed"]
+    speed["refused_bounds"] = [[200, 100]]
+    speed["tokens_per_s_fastest"] = "sk-planted"
+    planted["admission"]["too_slow_last"][DUAL]["evidence"] = "sk-planted"
+    figures = admission_figures(planted)
+    assert (
+        "refused_bounds" not in figures["speed"] and "tokens_per_s_fastest" not in figures["speed"]
+    )
+    assert figures["too_slow_last"] == {} and figures["last_ten_minutes"] == {}
+    for bad in ([[1, 2], [2, 3]], [[0, 5]], [[1, 400]], [[1]], "x", [[True, 2]]):
+        speed["refused_bounds"] = bad
+        assert "refused_bounds" not in admission_figures(planted)["speed"], bad

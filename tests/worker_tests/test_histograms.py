@@ -179,3 +179,12 @@ def test_a_failed_call_reports_no_tokens() -> None:
     assert provider.ProviderResult(Outcome.TIMEOUT).completion_tokens is None
     with pytest.raises(TypeError):
         provider.ProviderResult(Outcome.TIMEOUT, completion_tokens=-1)
+
+
+def test_a_rolling_count_of_ten_second_slots_spans_ten_minutes() -> None:
+    r = RollingCount(10)
+    r.add(1000.0, 2)
+    r.add(1595.0)
+    assert r.total(1599.9) == 3  # the slots (99, 159]: 100 and 159 count
+    assert r.total(1600.0) == 1
+    assert r.total(2200.0) == 0
