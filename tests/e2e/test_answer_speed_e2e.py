@@ -72,8 +72,9 @@ def test_compact_daily_answer_arrives_at_the_fastest_published_speed(
         coord.close()
     [written] = fake_api.model_answers
     assert written.artifact_key == cand.artifact_key and written.finish_reason == "stop"
-    # The compact minimal daily answer is ~100 tokens: ~1.2 s of the 3 s at this speed.
-    assert 80 <= written.completion_tokens <= 130
+    # The compact daily answer is ~85 tokens (it depends on the random key's split:
+    # docs/budget.md): ~1.1 s of the 3 s at this speed.
+    assert 70 <= written.completion_tokens <= 130
     assert written.seconds == pytest.approx(0.3 + written.completion_tokens / 110.0)
     assert written.seconds < SDK_TIMEOUT_S - 1.0
     # The host waited for the model (a lower bound: the fake held its reply that long).

@@ -21,7 +21,7 @@ from kexpr.spool.journal import Journal, SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
 
-STAND_IN = "P_DUAL_DECISION_KEEP_TARGET"
+STAND_IN = "P_DUAL_REASON_KEEP_TARGET"
 
 
 def _request(root: DataRoot, n: int, semantic_id: str) -> str:
@@ -40,7 +40,7 @@ def _request(root: DataRoot, n: int, semantic_id: str) -> str:
             schema_version="korean-expression-v4",
             surface="adaptive.dualcoachtest.card.v1",
             artifact_key=f"{n:032x}",
-            slots=(slot_policy("adaptive.dual.judgment", [STAND_IN]),),
+            slots=(slot_policy("adaptive.dual.review.2", [STAND_IN]),),
         ),
     )
     data = req.to_bytes().replace(STAND_IN.encode(), semantic_id.encode())
@@ -63,9 +63,9 @@ def _answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, object
 @pytest.mark.parametrize(
     "semantic_id",
     [
-        "P_DUAL_DECISION_KIM_MINJI_01012345678",
-        "P_DUAL_DECISION_" + "A" * 4000,
-        "P_DUAL_DECISION_" + "_".join(["ABCDEFGHIJKL"] * 3),
+        "P_DUAL_REASON_KIM_MINJI_01012345678",
+        "P_DUAL_REASON_" + "A" * 4000,
+        "P_DUAL_REASON_" + "_".join(["ABCDEFGHIJKL"] * 3),
     ],
     ids=["digits", "4000_chars", "49_chars"],
 )
