@@ -306,7 +306,8 @@ def _human(surface: str, result: CheckResult) -> str:
         priced = [f"{i} ({id_token_bound(i)} tokens)" for i in predicates + actions]
         lines.append(f"  slot {slot_id}: {' '.join(priced)}")
         runs = ["|".join(repr(w) for w in sentence) or "-" for sentence in words]
-        lines.append(f"    words before each sentence: {'; '.join(runs)} ({n} compositions)")
+        plural = "composition" if n == 1 else "compositions"
+        lines.append(f"    words before each sentence: {'; '.join(runs)} ({n} {plural})")
     lines.append(f"  roundtrip: {'yes' if result.roundtrip else 'NO'}")
     lines.append(_answer_line(result))
     return "\n".join(lines)

@@ -426,7 +426,7 @@ def test_single_form_human_readable_eligible_names_the_slots_and_the_roundtrip(
         "  slot weekly.interpretation: P_WEEKLY_IN_GOAL (6 tokens) P_WEEKLY_KEEP_BASIS (7 tokens)",
         "    words before each sentence: '먼저,'; '그리고'|'이어서,' (5 compositions)",
         "  slot weekly.rationale: A_WEEKLY_KEEP_BASELINE (6 tokens)",
-        "    words before each sentence: '그리고' (1 compositions)",
+        "    words before each sentence: '그리고' (1 composition)",
         "  roundtrip: yes",
         f"  answer: at most {bound} tokens (o200k_base) of the 297-token budget: fits",
     ]
