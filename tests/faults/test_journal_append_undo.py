@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from conftest import mounted_tmpfs, start_supervised_worker
+from spool_kit import await_answer, write_request
 
 from kexpr.spool import journal as journal_mod
 from kexpr.spool.journal import (
@@ -163,41 +164,6 @@ def test_emfile_opening_the_segment_is_refused_not_a_conflict(
 # ------------------------------------------------------------- real processes
 
 
-def _request(root: DataRoot, n: int) -> str:
-    from kexpr.spool.contract import Capsule, slot_policy
-    from kexpr.spool.fsio import publish
-    from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
-
-    rid = f"{n:032x}"
-    now = dt.datetime.now(dt.UTC)
-    req = SpoolRequest(
-        spool_version=SPOOL_VERSION,
-        request_id=rid,
-        submitted_at_utc=format_ts(now),
-        deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
-        mode=SpoolMode.SHADOW,
-        capsule=Capsule(
-            schema_version="korean-expression-v4",
-            surface="daily.v1",
-            artifact_key=f"{n:032x}",
-            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
-        ),
-    )
-    publish(root.tmp, root.requests / f"{rid}.json", req.to_bytes())
-    return rid
-
-
-def _answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, object]:
-    path = root.responses / f"{rid}.json"
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            return json.loads(path.read_bytes())  # type: ignore[no-any-return]
-        except (FileNotFoundError, ValueError):
-            time.sleep(0.02)
-    raise AssertionError("no response")
-
-
 def _status(root: DataRoot) -> dict[str, Any]:
     return json.loads(root.status_file.read_bytes())  # type: ignore[no-any-return]
 
@@ -220,7 +186,7 @@ def test_a_real_short_write_is_undone_and_the_worker_serves_once_space_returns(
     try:
         pid = _status(root)["pid"]
         assert isinstance(pid, int)
-        first = _answer(root, _request(root, 1))
+        first = await_answer(root, write_request(root, 1))
         assert first["outcome"] == "credential_unavailable"
         size = _segment_of_today(root).stat().st_size
         # Room for less than one more row in the segment (SIGXFSZ is ignored by
@@ -228,7 +194,7 @@ def test_a_real_short_write_is_undone_and_the_worker_serves_once_space_returns(
         limit = size + 200
         resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
         try:
-            second = _answer(root, _request(root, 2))
+            second = await_answer(root, write_request(root, 2))
             assert (second["status"], second["outcome"]) == (
                 ResponseStatus.CANONICAL.value,
                 Outcome.JOURNAL_UNAVAILABLE.value,
@@ -242,7 +208,7 @@ def test_a_real_short_write_is_undone_and_the_worker_serves_once_space_returns(
                 pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
             )
         # Space is back: the same worker, not quarantined, journals the next one.
-        third = _answer(root, _request(root, 3))
+        third = await_answer(root, write_request(root, 3))
         assert third["outcome"] == "credential_unavailable"
         assert len(Journal(root, create_lock=False).load().by_attempt) == 2
         end = time.monotonic() + 10

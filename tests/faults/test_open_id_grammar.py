@@ -6,57 +6,17 @@ grammar allowed digits and any length, and such an ID went to the model."""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import time
 from pathlib import Path
 
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
+from spool_kit import await_answer, write_request
 
-from kexpr.spool.contract import Capsule, slot_policy
-from kexpr.spool.fsio import publish
-from kexpr.spool.journal import Journal, SpoolMode, format_ts
-from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
+from kexpr.spool.contract import slot_policy
+from kexpr.spool.journal import Journal
 
 STAND_IN = "P_DUAL_REASON_KEEP_TARGET"
-
-
-def _request(root: DataRoot, n: int, semantic_id: str) -> str:
-    """A dual request issuing ``semantic_id``, written byte for byte as an older
-    shim would (the stand-in ID replaced in the serialized request: today's
-    models refuse to build it)."""
-    rid = f"{n:032x}"
-    now = dt.datetime.now(dt.UTC)
-    req = SpoolRequest(
-        spool_version=SPOOL_VERSION,
-        request_id=rid,
-        submitted_at_utc=format_ts(now),
-        deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
-        mode=SpoolMode.SHADOW,
-        capsule=Capsule(
-            schema_version="korean-expression-v4",
-            surface="adaptive.dualcoachtest.card.v1",
-            artifact_key=f"{n:032x}",
-            slots=(slot_policy("adaptive.dual.review.2", [STAND_IN]),),
-        ),
-    )
-    data = req.to_bytes().replace(STAND_IN.encode(), semantic_id.encode())
-    publish(root.tmp, root.requests / f"{rid}.json", data)
-    return rid
-
-
-def _answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, object]:
-    path = root.responses / f"{rid}.json"
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            return json.loads(path.read_bytes())  # type: ignore[no-any-return]
-        except (FileNotFoundError, ValueError):
-            time.sleep(0.02)
-    raise AssertionError("no response")
 
 
 @pytest.mark.e2e
@@ -75,7 +35,17 @@ def test_a_real_worker_refuses_an_open_id_outside_the_grammar(
     worker = start_supervised_worker(data_root, fake_api)
     root = worker.root
     try:
-        refused = _answer(root, _request(root, 1, semantic_id))
+        refused = await_answer(
+            root,
+            write_request(
+                root,
+                1,
+                surface="adaptive.dualcoachtest.card.v1",
+                # Swapped in as an older shim would write it: today's models refuse it.
+                slot=slot_policy("adaptive.dual.review.2", [STAND_IN]),
+                replace=(STAND_IN, semantic_id),
+            ),
+        )
         assert (refused["status"], refused["outcome"]) == ("canonical", "invalid_request")
         assert fake_api.requests == []  # nothing went to the model
         assert Journal(root, create_lock=False).load().by_attempt == {}  # no row

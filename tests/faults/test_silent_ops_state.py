@@ -6,7 +6,6 @@ and exit 69. Before, each of these was ``healthy`` (or a traceback)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import resource
@@ -18,13 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import mounted_tmpfs, start_supervised_worker
 from fakeapi import FakeOpenAI
+from spool_kit import await_answer, write_request
 
 from gateway_shim.identity import load_or_create_key
-from kexpr.spool.contract import Capsule, slot_policy
-from kexpr.spool.fsio import publish
-from kexpr.spool.journal import SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
 
@@ -39,37 +35,6 @@ def status(data_root: Path) -> tuple[int, dict[str, object]]:
         check=False,
     )
     return done.returncode, json.loads(done.stdout)
-
-
-def _request(root: DataRoot, n: int) -> str:
-    rid = f"{n:032x}"
-    now = dt.datetime.now(dt.UTC)
-    req = SpoolRequest(
-        spool_version=SPOOL_VERSION,
-        request_id=rid,
-        submitted_at_utc=format_ts(now),
-        deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
-        mode=SpoolMode.SHADOW,
-        capsule=Capsule(
-            schema_version="korean-expression-v4",
-            surface="daily.v1",
-            artifact_key=f"{n:032x}",
-            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
-        ),
-    )
-    publish(root.tmp, root.requests / f"{rid}.json", req.to_bytes())
-    return rid
-
-
-def _answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, object]:
-    path = root.responses / f"{rid}.json"
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            return json.loads(path.read_bytes())  # type: ignore[no-any-return]
-        except (FileNotFoundError, ValueError):
-            time.sleep(0.02)
-    raise AssertionError("no response")
 
 
 @pytest.mark.e2e
@@ -109,13 +74,13 @@ def test_a_journal_that_cannot_be_appended_is_not_healthy(data_root: Path) -> No
     # (without it status would name the identity first: gateway_shim.identity).
     load_or_create_key(root)
     try:
-        assert _answer(root, _request(root, 1))["outcome"] == "credential_unavailable"
+        assert await_answer(root, write_request(root, 1))["outcome"] == "credential_unavailable"
         pid = json.loads(root.status_file.read_bytes())["pid"]
         (segment,) = root.outcomes.iterdir()
         limit = segment.stat().st_size + 200
         resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
         try:
-            assert _answer(root, _request(root, 2))["outcome"] == "journal_unavailable"
+            assert await_answer(root, write_request(root, 2))["outcome"] == "journal_unavailable"
         finally:
             # Lifted at once: the status file (larger than the limit) is written
             # again, and says what the worker met.
@@ -134,7 +99,7 @@ def test_a_journal_that_cannot_be_appended_is_not_healthy(data_root: Path) -> No
             "journal_unwritable",
             "journal_append_undone",
         )
-        assert _answer(root, _request(root, 3))["outcome"] == "credential_unavailable"
+        assert await_answer(root, write_request(root, 3))["outcome"] == "credential_unavailable"
         end = time.monotonic() + 10
         while (
             json.loads(root.status_file.read_bytes()).get("refusing") is not None

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faults.test_journal_append_undo import _answer, _request
+from spool_kit import await_answer, write_request
 
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.daemon import wait_ready
@@ -55,7 +55,7 @@ def test_usr1_usr2_and_hup_leave_the_worker_serving(data_root: Path, stop: signa
         while time.monotonic() < end and proc.poll() is None:
             time.sleep(0.05)
         assert proc.poll() is None
-        assert _answer(root, _request(root, 1))["outcome"] == "credential_unavailable"
+        assert await_answer(root, write_request(root, 1))["outcome"] == "credential_unavailable"
         status = json.loads(root.status_file.read_bytes())
         assert status["pid"] == proc.pid and status["state"] == "ready"
         proc.send_signal(stop)

@@ -76,7 +76,6 @@ __all__ = [
     "Style",
     "cell",
     "compositions",
-    "kind_of",
     "position_of",
     "slot_cells",
     "slot_styleable",
@@ -247,15 +246,6 @@ def cell(semantic_id: str, position: Position) -> frozenset[Style]:
         family = _open_family(semantic_id)
         cells = _UNSTYLED if family is None else OPEN_FAMILY_FIT[family]
     return cells[position]
-
-
-def kind_of(semantic_id: str) -> SentenceKind | None:
-    """What the sentence of ``semantic_id`` is (None: an ID the table does not know)."""
-    kind = SENTENCE_KINDS.get(semantic_id)
-    if kind is None:
-        family = _open_family(semantic_id)
-        kind = None if family is None else OPEN_FAMILY_KINDS[family]
-    return kind
 
 
 def slot_cells(slot_id: str, semantic_ids: Sequence[str]) -> tuple[frozenset[Style], ...]:

@@ -1,0 +1,62 @@
+"""What the real-process tests share: a request written as a shim writes
+it, and a wait for the worker's answer (event-free poll, bounded)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+
+from kexpr.spool.contract import Capsule, SlotPolicy, slot_policy
+from kexpr.spool.fsio import publish
+from kexpr.spool.journal import SpoolMode, format_ts
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
+
+DAILY_SLOT = slot_policy("daily.status", ["P_DAILY_COMPLETE"])
+
+
+def write_request(
+    root: DataRoot,
+    n: int,
+    *,
+    surface: str = "daily.v1",
+    slot: SlotPolicy = DAILY_SLOT,
+    replace: tuple[str, str] | None = None,
+) -> str:
+    """Request ``n`` (its id and artifact key are ``n`` as 32 hex), shadow mode,
+    4 s deadline; ``replace``: (old, new) bytes swapped in the serialized request,
+    for what today's models refuse to build (an older shim's request)."""
+    rid = f"{n:032x}"
+    now = dt.datetime.now(dt.UTC)
+    req = SpoolRequest(
+        spool_version=SPOOL_VERSION,
+        request_id=rid,
+        submitted_at_utc=format_ts(now),
+        deadline_at_utc=format_ts(now + dt.timedelta(seconds=4)),
+        mode=SpoolMode.SHADOW,
+        capsule=Capsule(
+            schema_version="korean-expression-v4",
+            surface=surface,
+            artifact_key=rid,
+            slots=(slot,),
+        ),
+    )
+    data = req.to_bytes()
+    if replace is not None:
+        data = data.replace(replace[0].encode(), replace[1].encode())
+    publish(root.tmp, root.requests / f"{rid}.json", data)
+    return rid
+
+
+def await_answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, object]:
+    """The worker's response to ``rid`` once it is there (AssertionError after
+    ``timeout`` seconds)."""
+    path = root.responses / f"{rid}.json"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            return json.loads(path.read_bytes())  # type: ignore[no-any-return]
+        except (FileNotFoundError, ValueError):
+            time.sleep(0.02)
+    raise AssertionError("no response")
