@@ -75,12 +75,13 @@ TICK_S = 0.01
 # no 2 s one; this is the same server with the same composition).
 _FAKE = textwrap.dedent(
     """
-    import json, os, signal, sys, threading
+    import json, os, signal, sys
     from pathlib import Path
+    from kexpr.worker.signalstop import SignalStop
     from fakeapi.replies import compose_reply, default_style
     from fakeapi.server import FakeOpenAI
     d, delay = Path(sys.argv[1]), float(sys.argv[2])
-    stop = threading.Event()
+    stop = SignalStop()  # set by the handler: no lock
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     log = d / "requests.jsonl"
     log.touch()

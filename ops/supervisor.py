@@ -25,7 +25,9 @@ the loop in `Supervisor.run` only carries it out):
    ``StartLimitBurst``/``StartLimitIntervalSec`` do the same for the unit).
 4. Graceful stop (SIGTERM/SIGINT to the supervisor): SIGTERM to the worker, which
    stops claiming and lets a call in flight finish or reach its 4 s deadline;
-   SIGKILL only after `STOP_GRACE_S`, which is longer than that deadline.
+   SIGKILL only after `STOP_GRACE_S`, which is longer than that deadline. The
+   handler only sets a `kexpr.worker.signalstop.SignalStop`, which takes no lock
+   (a `threading.Event` can hang the process that waits on it).
 5. The data root: the supervisor applies the worker's own
    path rules before *every* start. The path is `kexpr.spool.layout.DataRoot`'s,
    computed once (the ancestors above the root resolved as the worker does,
@@ -83,7 +85,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -94,6 +95,7 @@ from kexpr.spool import log
 from kexpr.spool.canonical import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.exitcodes import ExitCode
+from kexpr.worker.signalstop import SignalStop
 from kexpr.worker.spend import SpendCaps
 
 KEY_VARIABLE: Final = "OPENAI_API_KEY"
@@ -370,7 +372,8 @@ class Supervisor:
         self._clock = clock
         self._grace = stop_grace_s
         self.tracker = RestartTracker(policy or RestartPolicy())
-        self.stop = threading.Event()
+        # Set by the SIGTERM/SIGINT handler: no lock taken (worker.signalstop rule 1).
+        self.stop = SignalStop()
         self.child: Child | None = None
         self.restarts = 0
         self.last_exit: int | None = None

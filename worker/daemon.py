@@ -79,6 +79,7 @@ from kexpr.worker.preload import Preload
 from kexpr.worker.provider import build_client
 from kexpr.worker.quarantine import JOURNAL_ERRORS, RESOURCE_ERRNOS
 from kexpr.worker.reports import REPORT_GROUP_MAX
+from kexpr.worker.signalstop import StopRequest
 from kexpr.worker.spend import SpendCaps
 from kexpr.worker.status import Counters, Fault, StatusFile, wait_ready
 
@@ -155,14 +156,14 @@ class Worker:
 
     # ------------------------------------------------------------------ running
 
-    def run(self, stop: threading.Event) -> ExitCode:
+    def run(self, stop: StopRequest) -> ExitCode:
         try:
             return self._run(stop)
         finally:
             if self._preload is not None:
                 self._preload.discard()
 
-    def _run(self, stop: threading.Event) -> ExitCode:
+    def _run(self, stop: StopRequest) -> ExitCode:
         if hazardous_environment(self._environ):
             return ExitCode.HAZARDOUS_ENVIRONMENT
         if self.rehearsal and rehearsal_hazards(self._environ):
@@ -253,7 +254,7 @@ class Worker:
             scan.scan_reports(p)
         housekeeping.sweep(p)
 
-    def serve(self, stop: threading.Event) -> ExitCode:
+    def serve(self, stop: StopRequest) -> ExitCode:
         """Under ``worker.lock``: prepare, then scan on every wake and on the
         rescan timer until ``stop``."""
         warn_if_root()

@@ -35,7 +35,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -46,6 +45,7 @@ from kexpr.worker.dependencies import SUPPORTED, requirement, unsupported
 from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.preload import start as start_preload
+from kexpr.worker.signalstop import SignalStop
 from kexpr.worker.spend import CAP_RANGE, DEFAULT_PER_DAY, DEFAULT_PER_HOUR, SpendCaps
 
 if TYPE_CHECKING:
@@ -243,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             preload.discard()
         return _refuse_dependency("import failed")
 
-    stop = threading.Event()
+    # A handler takes no lock (worker.signalstop rule 1).
+    stop = SignalStop()
 
     def on_signal(signum: int, frame: object) -> None:
         stop.set()

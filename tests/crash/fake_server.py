@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from types import FrameType
 
@@ -32,6 +31,8 @@ from fakeapi import (
     error_reply,
     invalid_style,
 )
+
+from kexpr.worker.signalstop import SignalStop
 
 
 def answer(req: RecordedRequest) -> FakeReply:
@@ -57,7 +58,7 @@ def main() -> int:
     p.add_argument("--dir", required=True, type=Path)
     a = p.parse_args()
     a.dir.mkdir(parents=True, exist_ok=True)
-    stop = threading.Event()
+    stop = SignalStop()  # set by the handler: no lock (kexpr.worker.signalstop)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()

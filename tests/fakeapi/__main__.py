@@ -21,9 +21,10 @@ import argparse
 import json
 import os
 import signal
-import threading
 from pathlib import Path
 from types import FrameType
+
+from kexpr.worker.signalstop import SignalStop
 
 from .generation import FakeModel
 from .modes import MODES, behaviour_for_mode
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     directory: Path = args.dir
     directory.mkdir(parents=True, exist_ok=True)
 
-    stop = threading.Event()
+    stop = SignalStop()  # set by the handler: no lock (kexpr.worker.signalstop)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()

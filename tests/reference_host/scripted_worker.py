@@ -9,11 +9,12 @@ ever saw stays in ``requests`` so tests can count spool traffic.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -78,6 +79,9 @@ class ScriptedWorker:
         self._seen: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        # Held through each pass (heartbeat, listing, answers): `quiet` takes it, so
+        # a test counting the process's descriptors never counts one of this thread's.
+        self._io = threading.Lock()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> Self:
@@ -89,6 +93,12 @@ class ScriptedWorker:
         self._stop.set()
         self._thread.join(5)
 
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """No pass runs (no file of this thread open) until the block ends."""
+        with self._io:
+            yield
+
     def calls_for(self, artifact_key: str | None) -> int:
         with self._lock:
             return sum(1 for r in self.requests if r["capsule"]["artifact_key"] == artifact_key)
@@ -96,17 +106,18 @@ class ScriptedWorker:
     def _loop(self) -> None:
         beat = time.monotonic()
         while not self._stop.wait(self.poll):
-            if time.monotonic() - beat >= 1.0:
-                heartbeat(self.root)
-                beat = time.monotonic()
-            for path in sorted(self.root.requests.glob("*.json")):
-                raw = path.read_bytes()
-                parse_request(raw)  # the shim only ever writes valid requests
-                request = json.loads(raw)
-                path.unlink()
-                if self._stop.wait(self.delay):
-                    return
-                self._answer(request)
+            with self._io:
+                if time.monotonic() - beat >= 1.0:
+                    heartbeat(self.root)
+                    beat = time.monotonic()
+                for path in sorted(self.root.requests.glob("*.json")):
+                    raw = path.read_bytes()
+                    parse_request(raw)  # the shim only ever writes valid requests
+                    request = json.loads(raw)
+                    path.unlink()
+                    if self._stop.wait(self.delay):
+                        return
+                    self._answer(request)
 
     def _answer(self, request: dict[str, Any]) -> None:
         capsule = request["capsule"]
