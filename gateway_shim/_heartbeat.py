@@ -7,7 +7,8 @@ would be written. Private to `gateway_shim.coordinator`; its rule 13 applies:
   and mode as the data root allows, bounded), is the worker's status schema,
   says ``state: ready``, and was written (its mtime, the kernel's clock, so a
   worker's injected clock does not matter) no more than `STALE_AFTER_S` from
-  this process's wall clock, either way.
+  this process's wall clock, either way. The file's format, its size cap and
+  the bound are `kexpr.spool.status`'s.
 - Anything else is **not serving**: no file (no worker has ever served this
   data root), ``starting`` / ``stopping`` / ``stopped``, a heartbeat older
   than the bound (a worker killed or stuck), a file that cannot be read or
@@ -33,7 +34,6 @@ file is logged or kept but the verdict.
 from __future__ import annotations
 
 import enum
-import json
 import os
 import threading
 import time
@@ -42,12 +42,14 @@ from typing import Final
 
 from kexpr.spool.fsio import read_private_identified
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.status import (
+    MAX_STATUS_BYTES,
+    STALE_AFTER_S,
+    StatusRefused,
+    parse_status,
+)
 
-STALE_AFTER_S: Final = 10.0
-MAX_STATUS_BYTES: Final = 64 * 1024
-STATUS_SCHEMA: Final = "kexpr-worker-status-v1"
 _READ_TRIES: Final = 3
-SERVING_STATE: Final = "ready"
 
 
 class Liveness(enum.Enum):
@@ -126,12 +128,9 @@ class WorkerHeartbeat:
 
 def _judge(data: bytes) -> Liveness:
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
+        status = parse_status(data)
+    except StatusRefused:
         return Liveness.UNREADABLE
-    if not isinstance(doc, dict) or doc.get("schema") != STATUS_SCHEMA:
+    if not status.current or status.state is None:
         return Liveness.UNREADABLE
-    state = doc.get("state")
-    if not isinstance(state, str):
-        return Liveness.UNREADABLE
-    return Liveness.SERVING if state == SERVING_STATE else Liveness.NOT_READY
+    return Liveness.SERVING if status.ready else Liveness.NOT_READY

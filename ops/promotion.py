@@ -63,6 +63,7 @@ from kexpr.ops.readers import (
     JournalRecord,
     ReadProblem,
     ReadRefused,
+    read_worker_status,
     verify_journal,
 )
 from kexpr.ops.status_cli import REFUSED_MIN, REFUSED_SHARE, refused_share
@@ -479,20 +480,19 @@ def _refused(figures: CallFigures, surface: str, word: str) -> int | None:
 def read_call_figures(root: DataRoot) -> CallFigures:
     """The status file's figures, read no-follow and bounded and validated exactly
     as ``kexpr status`` does; a missing or unreadable file is said as such."""
-    from kexpr.ops.status_cli import _TS, _load, admission_figures, call_figures
+    from kexpr.ops.status_cli import admission_figures, call_figures
 
     try:
-        obj = _load(root.status_file)
+        status = read_worker_status(root)
     except ReadRefused as e:
         return CallFigures(
             STATUS_MISSING if e.problem is ReadProblem.MISSING else STATUS_UNREADABLE
         )
-    started = obj.get("started_at_utc")
     return CallFigures(
         STATUS_READ,
-        started if isinstance(started, str) and _TS.fullmatch(started) else None,
-        call_figures(obj),
-        admission_figures(obj),
+        status.started_at_utc,
+        call_figures(status.document),
+        admission_figures(status.document),
     )
 
 

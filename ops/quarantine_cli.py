@@ -20,6 +20,7 @@ or no worker, 2 usage or no data root to read.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import re
@@ -30,32 +31,26 @@ from pathlib import Path
 from typing import Any, Final
 
 from kexpr.ops.inputs import data_root_problem, refuse
-from kexpr.ops.readers import ReadRefused, read_nofollow
-from kexpr.spool.canonical import parse_ts
+from kexpr.ops.readers import ReadRefused, read_worker_status
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from kexpr.spool.status import READY, STALE_AFTER_S, WorkerStatus
 from kexpr.worker.resume import request_bytes
 
 PROG: Final = "kexpr quarantine clear"
-MAX_STATUS_BYTES: Final = 64 * 1024
 POLL_S: Final = 0.2
 _ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
 
 
-def _status(root: DataRoot) -> dict[str, Any] | None:
+def _status(root: DataRoot) -> WorkerStatus | None:
     try:
-        doc = json.loads(read_nofollow(root.status_file, max_bytes=MAX_STATUS_BYTES))
-    except (ReadRefused, ValueError):
+        return read_worker_status(root)
+    except ReadRefused:
         return None
-    return doc if isinstance(doc, dict) else None
 
 
-def _age_s(doc: dict[str, Any]) -> float | None:
-    try:
-        beat = parse_ts(doc["heartbeat_at_utc"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return time.time() - beat.timestamp()
+def _age_s(status: WorkerStatus) -> float | None:
+    return status.heartbeat_age_s(dt.datetime.fromtimestamp(time.time(), dt.UTC))
 
 
 def _word(value: object) -> str | None:
@@ -89,19 +84,22 @@ def cli(argv: list[str]) -> int:
         "--wait", type=float, default=10.0, help="seconds to wait for the answer (default 10)"
     )
     clear.add_argument(
-        "--stale-after", type=float, default=10.0, help="a heartbeat older than this: no worker"
+        "--stale-after",
+        type=float,
+        default=STALE_AFTER_S,
+        help="a heartbeat older than this: no worker",
     )
     clear.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     if (problem := data_root_problem(a.data_root)) is not None:
         return refuse(PROG, "--data-root", a.data_root, problem, json_out=a.json)
     root = DataRoot(a.data_root)
-    doc = _status(root)
-    age = None if doc is None else _age_s(doc)
-    if doc is None or age is None or age > a.stale_after or doc.get("state") != "ready":
+    status = _status(root)
+    age = None if status is None else _age_s(status)
+    if status is None or age is None or age > a.stale_after or status.state != READY:
         _say({"result": "no_worker", "was": None, "why": None}, a.json)
         return 1
-    was = _word(doc.get("quarantine"))
+    was = _word(status.document.get("quarantine"))
     if was is None:
         _say({"result": "not_quarantined", "was": None, "why": None}, a.json)
         return 0
@@ -127,8 +125,8 @@ def cli(argv: list[str]) -> int:
     deadline = time.monotonic() + a.wait
     while time.monotonic() < deadline:
         time.sleep(POLL_S)
-        doc = _status(root)
-        answer = None if doc is None else doc.get("quarantine_clear")
+        status = _status(root)
+        answer = None if status is None else status.document.get("quarantine_clear")
         if isinstance(answer, dict) and answer.get("nonce") == nonce:
             result = {
                 "result": "cleared" if answer.get("result") == "cleared" else "refused",

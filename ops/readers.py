@@ -33,6 +33,7 @@ from typing import Any
 from kexpr.spool.errors import ReasonError
 from kexpr.spool.fsio import UnsafePath, read_bounded
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.status import MAX_STATUS_BYTES, StatusRefused, WorkerStatus, parse_status
 
 
 class ReadProblem(enum.StrEnum):
@@ -68,6 +69,17 @@ def read_nofollow(path: os.PathLike[str] | str, *, max_bytes: int) -> bytes:
         raise ReadRefused(ReadProblem.IO_ERROR) from e
     finally:
         os.close(fd)
+
+
+def read_worker_status(root: DataRoot) -> WorkerStatus:
+    """The worker's status file read no-follow and bounded, parsed by its one
+    parser (`kexpr.spool.status`); a document that does not parse is
+    ``io_error``, as any other unusable read."""
+    data = read_nofollow(root.status_file, max_bytes=MAX_STATUS_BYTES)
+    try:
+        return parse_status(data)
+    except StatusRefused as e:
+        raise ReadRefused(ReadProblem.IO_ERROR) from e
 
 
 def _problem(e: OSError) -> ReadProblem:

@@ -75,8 +75,9 @@ class ExampleResponder:
         """A ``ready`` heartbeat, as the worker writes it: the shim writes a request
         only while one says a worker serves the root (coordinator rule 13)."""
         from kexpr.spool.fsio import replace_private
+        from kexpr.spool.status import READY, STATUS_SCHEMA
 
-        doc = {"schema": "kexpr-worker-status-v1", "state": "ready", "pid": os.getpid()}
+        doc = {"schema": STATUS_SCHEMA, "state": READY, "pid": os.getpid()}
         replace_private(self.root.status_file, json.dumps(doc).encode("utf-8"))
 
     def __exit__(

@@ -80,13 +80,17 @@ from pathlib import Path
 from typing import Any, Final
 
 from kexpr.ops.identity_cli import IdentityReport, identity_report, render_line
-from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
+from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow, read_worker_status
 from kexpr.ops.supervisor import ChildState, supervisor_status_path
 from kexpr.spool.canonical import parse_ts
 from kexpr.spool.contract import SURFACES
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import PROVIDER_FAILURES
+from kexpr.spool.status import MAX_STATUS_BYTES as MAX_STATUS_BYTES
+from kexpr.spool.status import STALE_AFTER_S as STALE_AFTER_S
+from kexpr.spool.status import WORKER_STATES as WORKER_STATES
+from kexpr.spool.status import WorkerStatus
 from kexpr.worker.histograms import (
     CALL_BUDGET_S,
     FIGURES,
@@ -99,11 +103,7 @@ from kexpr.worker.speed import Evidence
 from kexpr.worker.spend import CAP_RANGE, rate_threshold, unusual_rate
 from kexpr.worker.status import RECENT_ADMISSION, REFUSALS, ROLLING
 
-STALE_AFTER_S: Final = 10.0
-MAX_STATUS_BYTES: Final = 64 * 1024
-WORKER_STATES: Final = frozenset({"starting", "ready", "stopping", "stopped"})
 SUPERVISOR_STATES: Final = frozenset(s.value for s in ChildState)
-_TS: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
 _FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
 # `HealthVerdict.EXPIRING`: at least this many requests expired in the last minute, and
@@ -239,12 +239,17 @@ def _enum(v: object, allowed: frozenset[str] | None = None) -> str:
 
 
 def _age(v: object, now: dt.datetime) -> float | None:
-    if not isinstance(v, str) or not _TS.fullmatch(v):
+    if not isinstance(v, str):
         return None
-    return (now - parse_ts(v)).total_seconds()
+    try:
+        return (now - parse_ts(v)).total_seconds()
+    except ValueError:
+        return None
 
 
 def _load(path: Path) -> dict[str, Any]:
+    """The supervisor's status file as a JSON object (the worker's has its own
+    parser, `kexpr.ops.readers.read_worker_status`)."""
     data = read_nofollow(path, max_bytes=MAX_STATUS_BYTES)
     try:
         obj = json.loads(data.decode("utf-8"))
@@ -579,9 +584,8 @@ def _process(
     )
 
 
-def _worker(
-    obj: Mapping[str, Any], now: dt.datetime, alive: Callable[[int], bool]
-) -> ProcessStatus:
+def _worker(status: WorkerStatus, now: dt.datetime, alive: Callable[[int], bool]) -> ProcessStatus:
+    obj = status.document
     counters_in = obj.get("counters")
     counters: dict[str, Any] = {}
     if isinstance(counters_in, Mapping):
@@ -622,7 +626,7 @@ def _worker(
             # What the model writes, content-free: style words per slot.
             "style_words_by_slot": style_figures(obj),
             "tokens_by_surface": token_figures(obj),
-            "started_age_s": _age(obj.get("started_at_utc"), now),
+            "started_age_s": status.started_age_s(now),
         },
     )
 
@@ -685,7 +689,7 @@ def _collect(
                 HealthVerdict.STATUS_UNREADABLE, None, None, f"supervisor_{e.problem.value}"
             )
     try:
-        worker = _worker(_load(root.status_file), now, alive)
+        worker = _worker(read_worker_status(root), now, alive)
     except ReadRefused as e:
         if e.problem is not ReadProblem.MISSING:
             return StatusReport(

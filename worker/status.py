@@ -52,6 +52,7 @@ from kexpr.spool.journal import Finding, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import Outcome
 from kexpr.spool.outcomes import ProviderFailure
+from kexpr.spool.status import READY, STATUS_SCHEMA, StatusRefused, parse_status
 from kexpr.worker.histograms import SurfaceCalls, edges_json, new_surfaces
 from kexpr.worker.speed import Verdict
 
@@ -378,7 +379,7 @@ class StatusFile:
         speed = p.speed.to_json(p.mono())
         with c.lock:
             status = {
-                "schema": "kexpr-worker-status-v1",
+                "schema": STATUS_SCHEMA,
                 "pid": os.getpid(),
                 "state": self.state,
                 "started_at_utc": self._started_at,
@@ -435,10 +436,10 @@ def wait_ready(
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         try:
-            status = json.loads(root.status_file.read_bytes())
-            if status.get("state") == "ready" and (pid is None or status.get("pid") == pid):
+            status = parse_status(root.status_file.read_bytes())
+            if status.state == READY and (pid is None or status.pid == pid):
                 return True
-        except (OSError, ValueError):
+        except (OSError, StatusRefused):
             pass
         time.sleep(poll_s)
     return False

@@ -67,7 +67,7 @@ def verify_segment_bytes(
     sha256 = hashlib.sha256
     hours, hour_ok = _HOURS, _hour_ok
     by_attempt, by_artifact, sealed = index.by_attempt, index.by_artifact, index.sealed
-    legal, modes, record = _LEGAL_TERMINAL, _MODE_BY_VALUE, _record
+    legal, modes = _LEGAL_TERMINAL, _MODE_BY_VALUE
     ident_hex = DEDUPE_KEY_HEX
     new_record = object.__new__
     (
@@ -87,12 +87,8 @@ def verify_segment_bytes(
     # row, and at the end; until then these ids and keys are absent from `index`.
     pending: dict[str, list[Any]] = {}
     keys: set[str] = set()
-    # Start hours judged for this segment: a real hour *of this day* (`_hour_ok`).
+    # Start hours judged for this segment: a real hour *of this day* (`_start_hour_ok`).
     day_hours: dict[str, bool] = {}
-
-    def start_hour_ok(hour: str) -> bool:
-        ok = day_hours[hour] = hour_ok(hour) and hour[:10] == segment
-        return ok
 
     size, pos = len(data), 0  # every row before `pos` has been judged
     while pos < size:
@@ -125,7 +121,7 @@ def verify_segment_bytes(
                 and int(seq2_s) == seq + 2
                 and prev_d == prev
                 and (done := legal.get((mode, outcome))) is not None
-                and (day_hours.get(started_h) or start_hour_ok(started_h))
+                and (day_hours.get(started_h) or _start_hour_ok(started_h, segment, day_hours))
                 and (hours.get(deadline_h) or hour_ok(deadline_h))
                 and (hours.get(fin_h) or hour_ok(fin_h))
                 and aid not in pending
@@ -158,88 +154,11 @@ def verify_segment_bytes(
                 seq, prev, pos = seq + 2, digest2, end
                 continue
         m = match_row(text, pos)
-        if m is not None:
-            (
-                akey,
-                aid,
-                deadline,
-                deadline_h,
-                fin_h,
-                mode,
-                outcome,
-                prev_d,
-                digest,
-                seq_s,
-                started,
-                started_h,
-                state,
-                surface,
-            ) = m.groups()
-            cut, end = m.start(_ROW_DIGEST) - _DIGEST_PREFIX, m.end()
-            if (
-                int(seq_s) == seq + 1
-                and prev_d == prev
-                and sha256(data[pos:cut] + data[cut + _DIGEST_MEMBER : end - 1]).hexdigest()
-                == digest
-            ):
-                if state == "attempt_started":
-                    if (
-                        fin_h is None
-                        and outcome == "attempt_started"
-                        and (day_hours.get(started_h) or start_hour_ok(started_h))
-                        and (hours.get(deadline_h) or hour_ok(deadline_h))
-                        and aid not in pending
-                        and aid not in by_attempt
-                        and (ident := akey[:ident_hex]) not in keys
-                        and ident not in by_artifact
-                        and ident not in sealed
-                    ):
-                        pending[aid] = [akey, surface, mode, started, deadline, None]
-                        keys.add(ident)
-                        seq, prev, pos = seq + 1, digest, end
-                        continue
-                elif (
-                    fin_h is not None
-                    and (done := legal.get((mode, outcome))) is not None
-                    and (hours.get(fin_h) or hour_ok(fin_h))
-                ):
-                    # started/deadline equal to the start row's, already judged.
-                    start = pending.get(aid)
-                    if start is not None:
-                        if (
-                            start[5] is None
-                            and akey == start[0]
-                            and surface == start[1]
-                            and mode == start[2]
-                            and started == start[3]
-                            and deadline == start[4]
-                        ):
-                            start[5] = done
-                            seq, prev, pos = seq + 1, digest, end
-                            continue
-                    elif (
-                        (folded := local.get(aid)) is not None
-                        and folded.outcome is None
-                        and akey == folded.artifact_key
-                        and surface == folded.surface
-                        and mode == folded.mode
-                        and started == folded.started_at_utc
-                        and deadline == folded.deadline_at_utc
-                    ):
-                        # Already in `index`: replacing the value keeps its place.
-                        rec = record(
-                            aid,
-                            akey,
-                            folded.surface,
-                            folded.mode,
-                            folded.started_at_utc,
-                            folded.deadline_at_utc,
-                            segment,
-                            done,
-                        )
-                        local[aid] = by_attempt[aid] = by_artifact[akey[:ident_hex]] = rec
-                        seq, prev, pos = seq + 1, digest, end
-                        continue
+        if m is not None and _single_row(
+            m, data, pos, seq, prev, segment, pending, keys, local, index, day_hours
+        ):
+            seq, prev, pos = seq + 1, m.group(_ROW_DIGEST), m.end()
+            continue
         # Not a row the fast path vouches for: the reference judges it.
         _fold(pending, keys, segment, local, index)
         nl = data.index(b"\n", pos)
@@ -247,6 +166,113 @@ def verify_segment_bytes(
         pos = nl + 1
     _fold(pending, keys, segment, local, index)
     return seq, prev
+
+
+def _single_row(
+    m: re.Match[str],
+    data: bytes,
+    pos: int,
+    seq: int,
+    prev: str,
+    segment: str,
+    pending: dict[str, list[Any]],
+    keys: set[str],
+    local: dict[str, AttemptRecord],
+    index: Index,
+    day_hours: dict[str, bool],
+) -> bool:
+    """Does the fast path vouch for this one row (`_FAST_ROW` matched at ``pos``)?
+    If so it is folded in (a start row into ``pending``, a terminal row into its
+    start's pending entry or its folded record); if not, nothing changed and the
+    reference judges it."""
+    (
+        akey,
+        aid,
+        deadline,
+        deadline_h,
+        fin_h,
+        mode,
+        outcome,
+        prev_d,
+        digest,
+        seq_s,
+        started,
+        started_h,
+        state,
+        surface,
+    ) = m.groups()
+    cut, end = m.start(_ROW_DIGEST) - _DIGEST_PREFIX, m.end()
+    if not (
+        int(seq_s) == seq + 1
+        and prev_d == prev
+        and hashlib.sha256(data[pos:cut] + data[cut + _DIGEST_MEMBER : end - 1]).hexdigest()
+        == digest
+    ):
+        return False
+    if state == "attempt_started":
+        if not (
+            fin_h is None
+            and outcome == "attempt_started"
+            and (day_hours.get(started_h) or _start_hour_ok(started_h, segment, day_hours))
+            and (_HOURS.get(deadline_h) or _hour_ok(deadline_h))
+            and aid not in pending
+            and aid not in index.by_attempt
+            and (ident := akey[:DEDUPE_KEY_HEX]) not in keys
+            and ident not in index.by_artifact
+            and ident not in index.sealed
+        ):
+            return False
+        pending[aid] = [akey, surface, mode, started, deadline, None]
+        keys.add(ident)
+        return True
+    if not (
+        fin_h is not None
+        and (done := _LEGAL_TERMINAL.get((mode, outcome))) is not None
+        and (_HOURS.get(fin_h) or _hour_ok(fin_h))
+    ):
+        return False
+    # The terminal of an open attempt whose start is pending or folded, with the
+    # start row's fields (its started/deadline already judged).
+    fields_ = [akey, surface, mode, started, deadline]
+    start = pending.get(aid)
+    if start is not None:
+        if start[5] is not None or start[:5] != fields_:
+            return False
+        start[5] = done
+        return True
+    folded = local.get(aid)
+    if (
+        folded is None
+        or folded.outcome is not None
+        or fields_
+        != [
+            folded.artifact_key,
+            folded.surface,
+            folded.mode,
+            folded.started_at_utc,
+            folded.deadline_at_utc,
+        ]
+    ):
+        return False
+    # Already in `index`: replacing the value keeps its place.
+    rec = _record(
+        aid,
+        akey,
+        folded.surface,
+        folded.mode,
+        folded.started_at_utc,
+        folded.deadline_at_utc,
+        segment,
+        done,
+    )
+    local[aid] = index.by_attempt[aid] = index.by_artifact[akey[:DEDUPE_KEY_HEX]] = rec
+    return True
+
+
+def _start_hour_ok(hour: str, segment: str, day_hours: dict[str, bool]) -> bool:
+    """A start row's hour: a real hour *of this segment's day* (memoised per segment)."""
+    ok = day_hours[hour] = _hour_ok(hour) and hour[:10] == segment
+    return ok
 
 
 def _fold(

@@ -190,6 +190,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def _write_and_close(fd: int, data: bytes, *, durable: bool) -> None:
+    """A new file's whole content, fsync-ed when ``durable``; ``fd`` is closed
+    either way (the caller removes the file if this raises)."""
+    try:
+        _write_all(fd, data)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 # ---------------------------------------------------------------- public API
 
 
@@ -326,12 +337,7 @@ def publish(tmp_dir: Path, final_path: Path, data: bytes, *, durable: bool = Tru
     with _Dir(tmp_dir) as tmp, _Dir(final_path.parent) as final:
         fd = _create_staging(tmp, final, staging)
         try:
-            try:
-                _write_all(fd, data)
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            _write_and_close(fd, data, durable=durable)
             os.link(
                 staging,
                 final_path.name,
@@ -514,11 +520,7 @@ def create_private_file(tmp_dir: Path, path: Path, data: bytes) -> None:
     with _Dir(tmp_dir) as tmp, _Dir(path.parent) as final:
         fd, _ = _open_leaf(tmp, staging, _OPEN_CREATE, mode=PRIVATE_FILE_MODE, exclusive=True)
         try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _write_and_close(fd, data, durable=True)
             os.link(
                 staging, path.name, src_dir_fd=tmp.fd, dst_dir_fd=final.fd, follow_symlinks=False
             )
@@ -595,12 +597,7 @@ def replace_private(
         mode = PRIVATE_FILE_MODE if exclusive else final.sharing.file_mode
         fd, _ = _open_leaf(final, staging, _OPEN_CREATE, mode=mode, exclusive=exclusive)
         try:
-            try:
-                _write_all(fd, data)
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            _write_and_close(fd, data, durable=durable)
             os.rename(staging, final_path.name, src_dir_fd=final.fd, dst_dir_fd=final.fd)
             if durable:
                 final.fsync()

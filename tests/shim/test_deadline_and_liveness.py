@@ -29,12 +29,12 @@ from gateway_shim import (
     Outcome,
     exact_block,
 )
-from gateway_shim._heartbeat import STALE_AFTER_S
 from gateway_shim._identity_store import Identity
 from gateway_shim.coordinator import MAX_WAIT as WAIT
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
+from kexpr.spool.status import STALE_AFTER_S
 
 T0 = dt.datetime(2026, 12, 2, 3, 0, 0, 123456, tzinfo=dt.UTC)
 
