@@ -182,9 +182,9 @@ from gateway_shim.surfaces.daily import DailyFacts, parse_daily
 from gateway_shim.surfaces.weekly import parse_weekly
 from gateway_shim.telemetry import Telemetry, TelemetrySink
 from kexpr.spool import log
+from kexpr.spool.canonical import format_ts
 from kexpr.spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
 from kexpr.spool.fsio import publish, read_private
-from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT, Actor, File, Move, SpoolMode
 from kexpr.spool.messages import (
