@@ -31,7 +31,7 @@ from gateway_shim.operator_glossary import DualGlossary
 from gateway_shim.surfaces import Ineligible, IneligibleReason, RenderError
 from gateway_shim.surfaces.adaptive import adaptive_card, parse_adaptive
 from gateway_shim.surfaces.card import CardOrigin
-from kexpr.spool.journal import canonical_json
+from kexpr.spool.canonical import canonical_json
 from kexpr.spool.outcomes import Outcome
 
 BINDING_DIGEST_VERSION: Final = "kexpr-binding-v1"

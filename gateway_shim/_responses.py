@@ -18,6 +18,7 @@ observer).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -35,9 +36,12 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
+from kexpr.spool import log
 from kexpr.spool.fsio import list_dir, unlink_quiet
 
 Wake = Callable[[], None]
+# Content-free records (spool.log): the re-check's own faults.
+_log = log.logger("shim")
 # The safety re-check's period: one listing of responses/ for all waiters.
 RECHECK_S: Final = 0.25
 # An entry is dropped this long after its deadline whatever its waiter did.
@@ -88,6 +92,9 @@ class ResponseWaiters(FileSystemEventHandler):
         self._responses = responses
         self._clock = clock
         self.on_tick: Callable[[], None] | None = None
+        # The re-check's survived faults: counted, each kind said once.
+        self._scan_faults = 0
+        self._faults_said: set[str] = set()
         self._init_state()
 
     def _init_state(self) -> None:
@@ -196,7 +203,22 @@ class ResponseWaiters(FileSystemEventHandler):
             try:
                 self.scan_once()
             except Exception:  # noqa: BLE001 - the one scan must outlive any fault
-                pass
+                # Kept broad: this thread is every waiter's safety net, so no
+                # fault may end it; each one is counted and said (once per run).
+                self._fault("recheck_failed")
+
+    @property
+    def scan_faults(self) -> int:
+        """How many faults the shared re-check caught and survived."""
+        return self._scan_faults
+
+    def _fault(self, word: str) -> None:
+        """A fault the re-check survived: counted; said once per kind at
+        WARNING on ``kexpr.shim`` (a fixed word, no content)."""
+        self._scan_faults += 1
+        if word not in self._faults_said:
+            self._faults_said.add(word)
+            log.event(_log, logging.WARNING, word)
 
     def scan_once(self) -> None:
         """One pass: list ``responses/`` once, wake every waiter whose file is
@@ -206,7 +228,8 @@ class ResponseWaiters(FileSystemEventHandler):
             try:
                 tick()
             except Exception:  # noqa: BLE001 - the scan must outlive any fault
-                pass
+                # Kept broad for the same reason: counted and said, never raised.
+                self._fault("watch_check_failed")
         try:
             present: set[str] | None = set(list_dir(self._responses))
         except OSError:  # UnsafePath included

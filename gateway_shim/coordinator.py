@@ -111,9 +111,15 @@ Rules:
    ``unknown_surface`` (the host named an adaptive surface kexpr does not know:
    its cards are canonical). Rule 13's ``worker_unavailable`` and the config's
    ``config_inexact`` are the other two.
+16. A report that could not be written is visible: `report` returns False
+   (True once written), the coordinator's `reports_unwritten` counts it (the
+   shim's own ``shadow_selected`` / ``validation_rejected`` reports too). No
+   record of its own: a data root that refuses writes is rule 15's
+   ``spool_unavailable`` at the next presentation. The worker still ends such
+   an attempt ``claim_expired_canonical`` after the commit grace.
 
 The code is split by seam, every public name staying importable from here:
-this module holds the coordinator class (rules 1-7, 9, 11);
+this module holds the coordinator class (rules 1-7, 9, 11, 15, 16);
 `gateway_shim._candidate` the candidate and outcome types and their maps;
 `gateway_shim._binding` the host integration contract (rule 8);
 `gateway_shim._responses` the response waiters and the observer (rule 4);
@@ -182,9 +188,9 @@ from gateway_shim.surfaces.daily import DailyFacts, parse_daily
 from gateway_shim.surfaces.weekly import parse_weekly
 from gateway_shim.telemetry import Telemetry, TelemetrySink
 from kexpr.spool import log
+from kexpr.spool.canonical import format_ts
 from kexpr.spool.contract import CONTRACT_VERSION, Capsule, Verdict, judge
 from kexpr.spool.fsio import publish, read_private
-from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT, Actor, File, Move, SpoolMode
 from kexpr.spool.messages import (
@@ -489,6 +495,9 @@ class KoreanExpressionCoordinator:
         self._surface_said = _Said()
         self._executor = OwnExecutor()
         self._awaiting = AwaitingReports(monotonic)
+        # Rule 16: reports that could not be written.
+        self._unwritten_lock = threading.Lock()
+        self._reports_unwritten = 0
         self._closed = False
         # Rule 11: dropped without `close`, it still releases what it started.
         self._finalizer = weakref.finalize(
@@ -503,6 +512,12 @@ class KoreanExpressionCoordinator:
     def closed(self) -> bool:
         """True after `close` (rule 11)."""
         return self._closed
+
+    @property
+    def reports_unwritten(self) -> int:
+        """How many reports (the host's, and the shim's own shadow and rejection
+        reports) could not be written since this coordinator was built (rule 16)."""
+        return self._reports_unwritten
 
     @property
     def watching(self) -> bool:
@@ -608,7 +623,7 @@ class KoreanExpressionCoordinator:
             log.event(_log, logging.INFO, "glossary_usable")
         return glossary
 
-    def report(self, candidate: PresentationCandidate, outcome: HostOutcome | str) -> None:
+    def report(self, candidate: PresentationCandidate, outcome: HostOutcome | str) -> bool:
         """The host's result for an enabled-mode selected candidate (design §4).
 
         ``Outcome.SELECTED`` only after the durable write / Telegram edit
@@ -618,6 +633,10 @@ class KoreanExpressionCoordinator:
         the worker's commit grace; anything else is a programming error:
         `ValueError` with the reason ``not_host_outcome`` or
         ``report_not_expected`` (never the input).
+
+        Returns True when the report was written; False when it could not be
+        (rule 16: the attempt will end ``claim_expired_canonical`` after the
+        commit grace; `reports_unwritten` counts it).
         """
         try:
             host = host_outcome(outcome)
@@ -634,7 +653,7 @@ class KoreanExpressionCoordinator:
             attempt_id, expected = None, False
         if attempt_id is None or not expected:
             raise ValueError("report_not_expected")
-        self._write_report(attempt_id, host)
+        return self._write_report(attempt_id, host)
 
     def close(self) -> None:
         """Stop every thread and watch this coordinator started; later
@@ -1150,7 +1169,8 @@ class KoreanExpressionCoordinator:
             Outcome.ACCEPTED, attempt_id=attempt_id, rendered=rendered, generated=generated
         )
 
-    def _write_report(self, attempt_id: str, outcome: ReportOutcome) -> None:
+    def _write_report(self, attempt_id: str, outcome: ReportOutcome) -> bool:
+        """Publish one report (rule 16); False when it could not be written."""
         try:
             report = SpoolReport(
                 spool_version=SPOOL_VERSION, attempt_id=attempt_id, outcome=outcome
@@ -1158,8 +1178,12 @@ class KoreanExpressionCoordinator:
             reports = _place(self.root, File.REPORT, Move.PUBLISH)
             publish(self.root.tmp, reports / f"{attempt_id}.json", report.to_bytes())
         except (OSError, ValueError):
-            # The worker terminalizes an unreported attempt after COMMIT_GRACE.
-            pass
+            # Rule 16: the worker terminalizes an unreported attempt after
+            # COMMIT_GRACE; the host is told now, and the count shows it.
+            with self._unwritten_lock:
+                self._reports_unwritten += 1
+            return False
+        return True
 
     def _after_fork_in_child(self) -> None:
         """Rule 12 (`gateway_shim._guest.track`): forget the parent's threads,
@@ -1170,6 +1194,7 @@ class KoreanExpressionCoordinator:
         self._executor.after_fork_in_child()
         self._telemetry.after_fork_in_child()
         self._awaiting.after_fork_in_child()
+        self._unwritten_lock = threading.Lock()
 
 
 def _release(

@@ -69,6 +69,7 @@ from pydantic import (
     model_validator,
 )
 
+from kexpr.spool.canonical import canonical_json
 from kexpr.spool.contract import (
     ARTIFACT_KEY_HEX,
     LEGACY_ARTIFACT_KEY_HEX,
@@ -76,7 +77,6 @@ from kexpr.spool.contract import (
     Composition,
 )
 from kexpr.spool.contract._strictjson import StrictJsonError, read_object
-from kexpr.spool.journal import canonical_json
 from kexpr.spool.lifecycle import SpoolMode
 from kexpr.spool.outcomes import ReportOutcome, ResponseOutcome
 
