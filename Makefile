@@ -68,14 +68,14 @@ typecheck: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
-# The shim as a guest of an asyncio host (issue 20): 100 concurrent apresent_*
+# The shim as a guest of an asyncio host: 100 concurrent apresent_*
 # with the worker down and with a 2 s provider, while the host's own
 # getaddrinfo/to_thread run; `BASELINE=1` adds the old to_thread shape.
 .PHONY: bench-guest
 bench-guest: $(VENV)/.installed-test
 	$(BIN)/python bench/guest.py $(if $(BASELINE),--baseline,)
 
-# Fuzzing (issue 7): the generative properties at 10**5 examples each and the
+# Fuzzing: the generative properties at 10**5 examples each and the
 # end-to-end redaction proofs at 500 per surface (Hypothesis profile `fuzz`,
 # tests/adversarial/hypothesis_profiles.py; about an hour on two shared cores), then
 # coverage-guided fuzzing of judge() with atheris for FUZZ_SECONDS (fuzz/fuzz_judge.py).
@@ -93,7 +93,7 @@ fuzz: $(VENV)/.installed-fuzz
 	nice $(BIN)/python fuzz/fuzz_judge.py var/fuzz/corpus fuzz/corpus/judge -dict=fuzz/judge.dict \
 		-max_len=17408 -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=var/fuzz/artifacts/ -print_final_stats=1
 
-# Crash campaign (issue 4): real supervisor/worker/shim processes, SIGKILLed at
+# Crash campaign: real supervisor/worker/shim processes, SIGKILLed at
 # random phases, invariants after every round; the counts are the last line.
 # `make test` runs a short one (tests/crash/test_crash_campaign.py).
 # MAX_SECONDS=1800 starts no round after that (the counts say how many ran).

@@ -1,4 +1,4 @@
-"""The fuzz target: ``kexpr.spool.contract.judge(capsule, raw)`` on arbitrary input (issue 7).
+"""The fuzz target: ``kexpr.spool.contract.judge(capsule, raw)`` on arbitrary input.
 
 A *crash* is any exception other than a verdict, **or** a verdict that disagrees with
 the independent oracle (``tests/adversarial/oracle.py``: a regular expression built

@@ -84,9 +84,8 @@ RESPONSE_RESERVE_BYTES: Final = 512
 # and a result concluded later is discarded as late (``timeout``, counted
 # ``late_for_publish``; never a second call). Measured by bench/publish_margin.py
 # through the real watcher path on this project's shared 2-core machine
-# (docs/performance.md, "Publish margin"): the chain takes p50 7 ms / p99 26 ms
-# alone and p50 17 ms / p99 68 ms with 8 answers published at once (the
-# worker's call pool); 100 ms is that p99 with headroom for a loaded host, and
+# (docs/performance.md, "Publish margin"): 100 ms covers the p99 of 8 answers
+# published at once (the worker's call pool) with headroom for a loaded host, and
 # costs the call 2.5 % of its 4 s.
 PUBLISH_MARGIN_S: Final = 0.1
 
@@ -395,7 +394,10 @@ def _abandon(
                 )
     except JOURNAL_ERRORS as e:
         p.quarantine.failed(e)
-    except Exception:  # noqa: BLE001 -- the fault is already counted; see finally
+    except Exception:  # noqa: BLE001 -- the fault that brought us here is already counted
+        # (the caller's ATTEMPT_ERROR or respond_failed); a second failure while ending
+        # the attempt is the same fault, and the finally below lets the next
+        # presentation expire it.
         pass
     finally:
         if not answered:

@@ -300,7 +300,7 @@ class Worker:
                 scan.scan(p, pool, walk=due, reports=due)
                 # Housekeeping on the timer, not on every wake: the sweep takes the
                 # journal lock and the status file is a heartbeat. Done per wake,
-                # both sat on the hot path of every artifact (bench/run.py profile).
+                # both sat on the hot path of every artifact (`make bench`'s profile).
                 if due:
                     housekeeping.sweep(p)
                     self.status.write()

@@ -52,8 +52,9 @@ class _InboxWatch:
     construction until `stop`.
 
     Not an `Observer`: the observer's emitter and dispatcher threads, its event
-    objects and its move pairing cost ~1.6 ms of the worker's CPU per artifact
-    and two thread hand-offs per wake (docs/performance.md, finding P). The
+    objects and its move pairing cost the worker CPU on every artifact and two
+    thread hand-offs per wake (docs/performance.md, "The figures behind the code's
+    comments"). The
     observer's 500 ms hold of an unmatched ``IN_MOVED_FROM`` (design §4 trap 1, the
     reason the whole tree was watched) cannot occur: nothing here pairs moves,
     and a move out of an inbox is not in the mask.

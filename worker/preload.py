@@ -1,8 +1,8 @@
 """Journal verification beside the SDK import (worker start-up).
 
 A worker is ready only once its dedupe index is rebuilt from the verified journal
-(36 days of segments: ~0.35 s here) *and* the SDK is imported with its resources
-loaded (~0.7 s here, `import openai` alone ~0.55 s). Both are CPU-bound Python, so
+*and* the SDK is imported with its resources loaded (docs/performance.md, "The
+figures behind the code's comments", has both times). Both are CPU-bound Python, so
 one process does them one after the other. `start` forks a child *before* the SDK
 import; the child verifies the journal (`kexpr.spool.journal.Journal.export_verified`)
 on the second core and writes the result to a pipe; the parent imports, then
@@ -37,7 +37,7 @@ from typing import Final
 from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
 
-# Longer than any sane verification (a full 36-day journal takes ~0.4 s here);
+# Far longer than any sane verification of a full 36-day journal;
 # past it the parent stops waiting, kills the child and loads by itself.
 RESULT_TIMEOUT_S: Final = 30.0
 

@@ -271,11 +271,9 @@ def wire_kwargs(capsule_json: str) -> dict[str, object]:
 
     Why: openai 2.24.0's ``create`` runs ``maybe_transform`` over its typed
     arguments, which walks every message against the ``CompletionCreateParams``
-    TypedDict union graph — 0.5-0.7 ms of GIL-holding CPU per call to return our
-    plain ``{"role": str, "content": str}`` dicts unchanged (measured:
-    ``maybe_transform`` of :func:`request_kwargs` 675 µs, 194 µs with
-    ``messages=[]``; ``call_once`` CPU over ``httpx.MockTransport`` ~1.7 → ~1.2 ms
-    median, a paired saving of 0.5-0.6 ms per call).
+    TypedDict union graph — GIL-holding CPU on every call to return our plain
+    ``{"role": str, "content": str}`` dicts unchanged (measured: docs/performance.md,
+    "The figures behind the code's comments").
     ``extra_body`` is not transformed: ``_base_client._build_request`` merges it
     into the transformed body afterwards, ``{**json_data, **extra_json}``, a
     shallow merge in which a key already present keeps its position and takes
@@ -285,8 +283,8 @@ def wire_kwargs(capsule_json: str) -> dict[str, object]:
     Hypothesis-generated capsules in tests/worker_tests/test_provider.py. The same
     fix as the host project's (NousResearch/hermes-agent PR #112231, issue #111723).
 
-    ``response_format`` stays typed: moving it too (same bytes) saved only ~35 µs
-    per call (~3 %; paired median, quartiles 13-83 µs) and needs a placeholder the
+    ``response_format`` stays typed: moving it too (same bytes) saves next to
+    nothing (the same table) and needs a placeholder the
     SDK's types do not allow (``None`` or ``{}``), which a lost merge would send as
     a plausible request without JSON mode, where a lost ``messages`` sends an empty
     conversation the API refuses.
@@ -429,8 +427,9 @@ class CallThread:
 class _CallThreads:
     """Daemon threads kept for the next call.
 
-    Starting a thread per call cost 0.5–1 ms of hand-offs per artifact under
-    load (``Thread.start`` waits for the new thread to run; bench/run.py). The
+    Starting a thread per call costs hand-offs on every artifact under load
+    (``Thread.start`` waits for the new thread to run; measured by ``make bench``,
+    docs/performance.md, "The figures behind the code's comments"). The
     semantics are those of a new daemon thread per call: a call *never* waits
     for a thread — with none idle, a new one is started at once — so a hung call
     cannot delay another, and a thread still running a late call is simply not

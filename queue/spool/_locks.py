@@ -157,8 +157,8 @@ class HeldFlock(_LockContext):
     path is *detected*, and the worker's tree check quarantines it.
 
     Why not `ProductLock` for the journal: it re-walks the path twice and
-    opens the file on every acquire — 115–470 µs, three or four
-    times per artifact (docs/performance.md, finding D); this costs one
+    opens the file on every acquire, three or four times per artifact
+    (docs/performance.md, "The figures behind the code's comments"); this costs one
     ``flock`` and one ``lstat``. Both lock the same inode with ``flock(2)``, so
     a `HeldFlock` in the worker and a `ProductLock` in an ops tool exclude each
     other. Re-entrant per object (a depth count); callers order their threads

@@ -589,8 +589,8 @@ def replace_private(
 
     Staged in the final file's own directory, never in ``spool/tmp``: a rename
     *out of* the watched spool tree is an unmatched ``IN_MOVED_FROM`` that
-    watchdog holds for 500 ms, delaying every later event (design §4 trap 1;
-    measured by bench/run.py as a 500 ms stall per heartbeat).
+    watchdog holds back, delaying every later event (design §4 trap 1;
+    docs/performance.md, "The figures behind the code's comments").
     """
     staging = f".{final_path.name}.{os.getpid()}.{os.urandom(6).hex()}"
     with _Dir(final_path.parent) as final:

@@ -1,6 +1,6 @@
 """`kexpr supervise --rehearsal` end to end: real processes
 (supervisor -> worker, the built-in model behind the SDK's transport hook, no key,
-no network) and an asyncio host wired as the README says (`apresent_*`, report
+no network) and an asyncio host wired as docs/wiring.md says (`apresent_*`, report
 after the edit). What it writes is marked; nothing counts it."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ WEEKLY = host_bodies().weekly
 
 
 async def host(data_root: Path, mode: Mode, run: str) -> list[tuple[PresentationCandidate, str]]:
-    """A host as the README wires one: the block under platforms.telegram.extra,
+    """A host as docs/wiring.md wires one: the block under platforms.telegram.extra,
     one coordinator, `apresent_*` from the handlers, the edit, then the report."""
     extra = {"korean_expression_postprocessor": exact_block(mode, daily=True, weekly=True)}
     config = KoreanExpressionConfig.from_extra(extra)

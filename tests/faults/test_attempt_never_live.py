@@ -98,7 +98,7 @@ class InlinePool:
     def submit(self, fn: Callable[[], None]) -> None:
         try:
             fn()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - recorded, asserted by the tests
             self.raised.append(e)
 
 

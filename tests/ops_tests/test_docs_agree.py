@@ -1,8 +1,8 @@
 """The documents say what the code does, where they could drift:
-the README's commands table is `kexpr --help`'s commands; its "gateway-only install"
-sentence names the commands that need an extra; the Korean guide's calls are the
-README's; the goldens' README runs its examples the way `kexpr surfaces check`
-takes them."""
+docs/cli.md's commands table is `kexpr --help`'s commands; the README's "gateway-only
+install" sentence names the commands that need an extra; the Korean guide's calls are
+those of docs/wiring.md; the goldens' README runs its examples the way
+`kexpr surfaces check` takes them."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ from kexpr.ops.cli import COMMANDS, REQUIRES, main
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text("utf-8")
+CLI_DOC = (REPO / "docs" / "cli.md").read_text("utf-8")
+# The short version of the wiring: the three calls a host makes.
+WIRING = (REPO / "docs" / "wiring.md").read_text("utf-8")
 GUIDE = (REPO / "docs" / "operator-guide.ko.md").read_text("utf-8")
 GOLDENS = REPO / "tests" / "surfaces" / "goldens"
 
@@ -40,8 +43,8 @@ def help_commands(capsys: pytest.CaptureFixture[str]) -> set[str]:
     return {line.split()[0] for line in listed if line.startswith("  ") and line.strip()}
 
 
-def test_the_readme_commands_table_is_kexpr_help(capsys: pytest.CaptureFixture[str]) -> None:
-    table = _section(README, "Commands")
+def test_the_cli_docs_commands_table_is_kexpr_help(capsys: pytest.CaptureFixture[str]) -> None:
+    table = _section(CLI_DOC, "Commands")
     rows = re.findall(r"^\| `kexpr (?:-\S+ )*([a-z][a-z-]*)", table, re.MULTILINE)
     assert len(rows) == len(set(rows)), "a command listed twice"
     assert set(rows) == help_commands(capsys) == set(COMMANDS)
@@ -112,7 +115,7 @@ def test_every_other_command_starts_in_a_gateway_only_install(tmp_path: Path) ->
     assert ast.literal_eval(done.stdout.strip().splitlines()[-1]) == dict.fromkeys(others, 0)
 
 
-# --- the Korean guide's calls are the README's -------------------------------------
+# --- the Korean guide's calls are the wiring's --------------------------------------
 
 
 def _call(source: str) -> tuple[str, int, frozenset[str]]:
@@ -126,14 +129,14 @@ def _call(source: str) -> tuple[str, int, frozenset[str]]:
 
 def _readme_calls() -> dict[str, tuple[str, int, frozenset[str]]]:
     calls = {}
-    for m in re.finditer(r"coord\.(a?present_[a-z]+)\(", README):
+    for m in re.finditer(r"coord\.(a?present_[a-z]+)\(", WIRING):
         depth, i = 0, m.end() - 1
         while True:
-            depth += {"(": 1, ")": -1}.get(README[i], 0)
+            depth += {"(": 1, ")": -1}.get(WIRING[i], 0)
             if depth == 0:
                 break
             i += 1
-        text = "\n".join(line.split("#")[0] for line in README[m.start() : i + 1].splitlines())
+        text = "\n".join(line.split("#")[0] for line in WIRING[m.start() : i + 1].splitlines())
         calls[m.group(1)] = _call(text)
     return calls
 
@@ -148,10 +151,10 @@ def test_the_korean_guides_calls_are_the_readmes() -> None:
     assert len(calls) >= 3
     for span in calls:
         name, positional, keywords = _call(span)
-        assert name in readme, span  # the async call the README shows, never the sync twin
+        assert name in readme, span  # the async call docs/wiring.md shows, never the sync twin
         r_name, r_positional, r_keywords = readme[name]
         assert positional == r_positional, span
-        # Every keyword the README passes; beyond it only a documented option.
+        # Every keyword docs/wiring.md passes; beyond it only a documented option.
         assert r_keywords <= keywords, span
     for span in spans:
         for name in re.findall(r"\b(a?present_[a-z]+)\b", span):

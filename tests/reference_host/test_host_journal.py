@@ -1,7 +1,7 @@
-"""The journal ends with what the host did, per surface ("the README's call
+"""The journal ends with what the host did, per surface ("docs/wiring.md's call
 sites report"; docs/lifecycle.md §1 "Who sends the report, and when").
 
-The reference hosts follow the README's call sites: daily reports after the edit,
+The reference hosts follow docs/wiring.md's call sites: daily reports after the edit,
 weekly after the reservation, adaptive after ``mark_publish_pending``; a failed edit
 is ``publication_failed``, a failed durable write ``commit_failed``. Here against
 the real worker (``kexpr supervise`` and a loopback fake of the API, one stack for
@@ -191,12 +191,12 @@ def test_adaptive_ends_with_the_pending_write(
     assert ended_with(stack, before) == ["attempt_started", expected]
 
 
-# -------------------------------------------------- the README's call sites
+# ------------------------------------------- the call sites of docs/wiring.md
 
 
 def _call_site(surface: str) -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    section = readme[readme.index("**3. The call sites**") :]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "wiring.md").read_text("utf-8")
+    section = doc[doc.index("**3. The call sites**") :]
     section = section[: section.index("\nEach surface's exact format")]
     start = section.index(f"- **{surface}**")
     end = section.find("\n- **", start + 1)
@@ -218,7 +218,7 @@ def _call_site(surface: str) -> str:
 def test_the_readme_call_site_reports_after_the_durable_write(
     surface: str, durable: str, failure: str
 ) -> None:
-    """What the reference hosts above do is what the README tells a host to do:
+    """What the reference hosts above do is what docs/wiring.md tells a host to do:
     ``selected`` after the durable write or edit, the failure word when it fails."""
     site = _call_site(surface)
     assert durable in site
