@@ -104,7 +104,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None  # xdist's own choice
     from xdist.scheduler import LoadGroupScheduling
 
-    class ModuleGroups(LoadGroupScheduling):  # type: ignore[misc]
+    class ModuleGroups(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
             return module if module in ONE_WORKER_MODULES else str(super()._split_scope(nodeid))

@@ -56,7 +56,7 @@ def await_answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, o
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
-            return json.loads(path.read_bytes())  # type: ignore[no-any-return]
+            return json.loads(path.read_bytes())
         except (FileNotFoundError, ValueError):
             time.sleep(0.02)
     raise AssertionError("no response")

@@ -60,7 +60,7 @@ class Shim:
 
     def line(self) -> dict[str, Any]:
         assert self.p.stdout is not None
-        return json.loads(self.p.stdout.readline())  # type: ignore[no-any-return]
+        return json.loads(self.p.stdout.readline())
 
     def close(self) -> None:
         if self.p.stdin is not None:

@@ -255,7 +255,7 @@ def test_spool_and_journal_hold_no_customer_values(
     seen: list[bytes] = []
     original = fake_api.behaviour
 
-    def capture(req):  # type: ignore[no-untyped-def]
+    def capture(req):
         # Snapshot the spool while the worker is mid-call: the claimed request exists.
         seen.extend(p.read_bytes() for p in (data_root / "spool").rglob("*.json"))
         return original(req)

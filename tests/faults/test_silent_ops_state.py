@@ -248,7 +248,7 @@ def test_a_read_only_or_full_journal_file_system_is_named(
 
     real = os.statvfs(root.outcomes)
 
-    def fake(flag: int, blocks: int):  # type: ignore[no-untyped-def]
+    def fake(flag: int, blocks: int):
         values = list(real)
         values[4] = blocks  # f_bavail
         values[8] = flag  # f_flag

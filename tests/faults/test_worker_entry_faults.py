@@ -63,7 +63,7 @@ def _scan(w: Worker, pool: cf.ThreadPoolExecutor) -> None:
 
 def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
     root, provider, env, pool
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     bad = submit(root, clock, akey="b" * 32, rid=rid(1))
@@ -89,7 +89,7 @@ def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
 
 def test_eio_on_one_claim_rename_answers_that_request_canonical(
     root, provider, env, pool, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     bad = submit(root, clock, akey="b" * 32, rid=rid(1))
@@ -115,7 +115,7 @@ def test_eio_on_one_claim_rename_answers_that_request_canonical(
 @pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE, errno.ENOMEM])
 def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
     root, provider, env, pool, monkeypatch, code
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     good = submit(root, clock, rid=rid(2))
@@ -140,7 +140,7 @@ def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
 
 def test_emfile_listing_reports_backs_off_instead_of_quarantine(
     root, provider, env, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     w = make_worker(root, provider, Clock(), env)
 
     def failing(path: Path) -> list[str]:
@@ -154,14 +154,14 @@ def test_emfile_listing_reports_backs_off_instead_of_quarantine(
 
 def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
     root, provider, env, pool, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     good = submit(root, clock, rid=rid(2))
     real = scan.read_private_identified
     failures = [OSError(errno.EMFILE, "injected")]
 
-    def reading(path: Path, **kw: object):  # type: ignore[no-untyped-def]
+    def reading(path: Path, **kw: object):
         if failures:
             raise failures.pop()
         return real(path, **kw)  # type: ignore[arg-type]
@@ -175,7 +175,7 @@ def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
     assert response(root, good).status is ResponseStatus.ACCEPTED
 
 
-def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     rid1 = submit(root, clock, rid=rid(1))
@@ -191,7 +191,7 @@ def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:  
 
 def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(
     root, provider, env, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     import threading
 
     clock = Clock()

@@ -122,7 +122,7 @@ def test_the_glossary_names_every_word_the_tools_print() -> None:
     glossary = section("용어와 도구가 출력하는 영어 단어")
     shown = set(re.findall(r"`([a-z0-9_]+)`", glossary))
     for enum in (HealthVerdict, SpoolProblem, Margin, ClearResult, UnsafeReason):
-        missing = {m.value for m in enum} - shown  # type: ignore[attr-defined]
+        missing = {m.value for m in enum} - shown
         assert not missing, (enum.__name__, missing)
     assert {ClearRefusal.CALLS_IN_FLIGHT.value, "not_quarantined", "no_worker"} <= shown
     for word in (

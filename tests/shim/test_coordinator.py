@@ -338,7 +338,7 @@ def test_response_for_another_request_is_canonical(root: DataRoot) -> None:
         return None  # type: ignore[return-value]
 
     coord = coordinator(root.root)
-    with ScriptedWorker(root, answer):  # type: ignore[arg-type]
+    with ScriptedWorker(root, answer):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
     assert cand.outcome is Outcome.INVALID_RESPONSE
@@ -410,7 +410,7 @@ def test_telemetry_exact_fields_and_sink_failure_ignored(root: DataRoot) -> None
     events: list[dict[str, str]] = []
     got = threading.Event()
 
-    def sink(ev):  # type: ignore[no-untyped-def]
+    def sink(ev):
         events.append(dict(ev))
         got.set()
         raise RuntimeError("sink broken")

@@ -47,7 +47,7 @@ def root(tmp_path: Path) -> DataRoot:
     [status("canonical", "no_time_to_answer"), accepted()],
     ids=["canonical", "accepted"],
 )
-def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, answer) -> None:  # type: ignore[no-untyped-def]
+def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, answer) -> None:
     clocks = Clocks()
     sink = Sink()
     coord = make(root, clocks, telemetry=sink)
@@ -100,7 +100,7 @@ def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, 
 )
 def test_a_read_that_runs_after_the_wait_ended_only_collects(
     root: DataRoot, answer, kept: bool
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The read had started when the deadline passed and the wait took the
     conclusion: the read concludes nothing (no candidate, no telemetry, no
     report) and collects the answer as `_conclude` would a late one."""

@@ -185,7 +185,7 @@ class Shim:
         self.proc.stdin.flush()
         out = self.proc.stdout.readline()
         assert out, "the old shim died"
-        return json.loads(out)  # type: ignore[no-any-return]
+        return json.loads(out)
 
     def close(self) -> None:
         if self.proc.stdin is not None:
