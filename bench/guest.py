@@ -55,7 +55,8 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
     announce.start("bench/guest.py", "four scenarios, 4 s waits", "30 s (40 s with --baseline)")
     announce.phase("import", "kexpr and the bench's round-trip module", "2-5 s")
 
-from run import BODY, DAILY, pct, supervised_worker  # noqa: E402
+from figures import BODY, DAILY, pct  # noqa: E402
+from run import supervised_worker  # noqa: E402
 
 from gateway_shim import (  # noqa: E402
     KoreanExpressionConfig,

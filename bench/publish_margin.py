@@ -232,7 +232,7 @@ def burst(work: Path, processes: int, per_process: int) -> dict[str, Any]:
         ]
         shim: Counter[str] = Counter()
         for p in procs:
-            out, _ = p.communicate(120)
+            out, _ = p.communicate(timeout=120)
             shim.update(json.loads(out.decode().strip().splitlines()[-1]))
         # Two rescan ticks: the status file is the worker's heartbeat.
         time.sleep(2.5)
@@ -286,8 +286,8 @@ def _unused_answers(root: Path) -> list[float]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--shim":
-        _, _, root, n, tag, start_at = sys.argv
-        shim_process(Path(root), int(n), tag, float(start_at))
+        _, _, root, per_process, tag, start_at = sys.argv
+        shim_process(Path(root), int(per_process), tag, float(start_at))
         return 0
     p = argparse.ArgumentParser(prog="bench/publish_margin.py")
     p.add_argument("--quick", action="store_true")

@@ -61,7 +61,7 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
 
 import admission  # noqa: E402  (bench/, this script's own directory)
 import time_budget  # noqa: E402
-from figures import (  # noqa: E402  (bench/; guest.py imports them from here)
+from figures import (  # noqa: E402  (bench/, this script's own directory)
     BODY,
     DAILY,
     UNCAPPED,
@@ -459,8 +459,8 @@ def build_journal(root: DataRoot, days: int, per_day: int) -> None:
                     "finalized_at_utc": fin,
                     "previous_row_digest": prev,
                 }
-                row["row_digest"] = hashlib.sha256(canonical_json(row).encode()).hexdigest()
-                prev = row["row_digest"]
+                prev = hashlib.sha256(canonical_json(row).encode()).hexdigest()
+                row["row_digest"] = prev
                 lines.append(canonical_json(row))
         path = root.outcomes / f"{day:%Y-%m-%d}.jsonl"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -438,7 +438,7 @@ def measure(
     for case in chosen:
         got = results[case.label]
         outcomes = Counter(o for o, _, _ in got)
-        seconds = [s for _, _, s in got]
+        took = [s for _, _, s in got]
         written = [tokens[k] for _, k, _ in got if k in tokens]
         called = {r.artifact_key for r in fake.requests if r.artifact_key}
         rows.append(
@@ -452,8 +452,8 @@ def measure(
                 "refused": outcomes[Outcome.PROVIDER_TOO_SLOW.value],
                 "in_time": outcomes[Outcome.SHADOW_SELECTED.value] / len(got),
                 "outcomes": dict(outcomes),
-                "p50_s": pct(seconds, 50),
-                "p95_s": pct(seconds, 95),
+                "p50_s": pct(took, 50),
+                "p95_s": pct(took, 95),
                 "tokens_p50": pct([float(t) for t in written], 50) if written else None,
             }
         )
