@@ -11,12 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import journal_rows, start_supervised_worker
+from kit.poll import poll, wait_file
 
 from gateway_shim import (
     CandidateStatus,
@@ -140,22 +140,11 @@ async def host(data_root: Path, mode: Mode, run: str) -> list[tuple[Presentation
     return published
 
 
-def wait_file(path: Path, timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def wait_terminal(root: Path, n: int, timeout: float = 30.0) -> list[dict[str, object]]:
-    end = time.monotonic() + timeout
-    while True:
-        rows = [r for r in journal_rows(root) if r["state"] == "finalized"]
-        if len(rows) >= n or time.monotonic() > end:
-            return rows
-        time.sleep(0.05)
+    def terminal() -> list[dict[str, object]]:
+        return [r for r in journal_rows(root) if r["state"] == "finalized"]
+
+    return poll(terminal, lambda rows: len(rows) >= n, timeout)
 
 
 def test_rehearsal_shadow_and_enabled_end_to_end(

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from conftest import mounted_tmpfs, start_supervised_worker
-from spool_kit import await_answer, write_request
+from kit.spool import await_answer, write_request
 
 from kexpr.spool import journal as journal_mod
 from kexpr.spool.journal import (

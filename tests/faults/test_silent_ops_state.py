@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import mounted_tmpfs, start_supervised_worker
 from fakeapi import FakeOpenAI
-from spool_kit import await_answer, write_request
+from kit.spool import await_answer, write_request
 
 from gateway_shim.identity import load_or_create_key
 from kexpr.spool.layout import DataRoot

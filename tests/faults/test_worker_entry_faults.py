@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
+from kit.poll import wait_file
 from worker_tests.worker_kit import (
     Clock,
     make_worker,
@@ -244,15 +245,6 @@ def _request_bytes(akey: str, rid_: str) -> bytes:
     ).to_bytes()
 
 
-def _wait_file(p: Path, timeout: float = 20.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if p.exists():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 @pytest.mark.e2e
 def test_a_planted_claim_directory_does_not_crash_loop_the_real_worker(
     data_root: Path, fake_api: FakeOpenAI
@@ -263,9 +255,9 @@ def test_a_planted_claim_directory_does_not_crash_loop_the_real_worker(
         pid = json.loads(root.status_file.read_bytes())["pid"]
         os.mkdir(root.claimed / f"{rid(1)}.json", 0o700)
         publish(root.tmp, root.requests / f"{rid(1)}.json", _request_bytes("b" * 32, rid(1)))
-        assert _wait_file(root.responses / f"{rid(1)}.json")
+        assert wait_file(root.responses / f"{rid(1)}.json")
         publish(root.tmp, root.requests / f"{rid(2)}.json", _request_bytes("c" * 32, rid(2)))
-        assert _wait_file(root.responses / f"{rid(2)}.json")
+        assert wait_file(root.responses / f"{rid(2)}.json")
         got = json.loads((root.responses / f"{rid(2)}.json").read_bytes())
         assert got["status"] == "accepted"
         end = time.monotonic() + 10

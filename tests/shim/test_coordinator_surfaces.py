@@ -76,11 +76,6 @@ def bind(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
-
-
-@pytest.fixture
 def coords(root: DataRoot) -> Iterator[list[KoreanExpressionCoordinator]]:
     made: list[KoreanExpressionCoordinator] = []
     yield made

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from pathlib import Path
 
 import pytest
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, status
-from shim.test_deadline_and_liveness import Clocks, make
 
 from gateway_shim import CandidateStatus, Outcome, PresentationCandidate
 from gateway_shim._guest import MAX_WORKERS
 from gateway_shim.coordinator import _Pending, _Wait
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, status
+from shim.test_deadline_and_liveness import Clocks, make
 
 LEFT_S = 0.3  # what the test leaves of the wait once the answer is published
 
@@ -35,11 +34,6 @@ class Sink:
 
     def __call__(self, event: dict[str, object]) -> None:
         self.events.append(event)
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
 
 
 @pytest.mark.parametrize(

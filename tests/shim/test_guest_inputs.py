@@ -31,7 +31,6 @@ from reference_host.samples import (
     dual_card,
     session,
 )
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted
 
 from gateway_shim import (
     CandidateStatus,
@@ -50,6 +49,7 @@ from gateway_shim import (
 from gateway_shim.surfaces import Ineligible, IneligibleReason
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import HOST_OUTCOMES
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted
 
 SETTINGS = settings(
     max_examples=60,

@@ -543,6 +543,7 @@ def test_a_refusal_is_said_once_per_change_and_its_end_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from reference_host.scripted_worker import heartbeat
+
     from shim.test_coordinator import BODY, FACTS, ScriptedWorker, coordinator, status
 
     caplog.set_level(logging.DEBUG, logger="kexpr")

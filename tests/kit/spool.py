@@ -1,5 +1,6 @@
-"""What the real-process tests share: a request written as a shim writes
-it, and a wait for the worker's answer (event-free poll, bounded)."""
+"""A request written as a shim writes it, and a wait for the worker's answer
+(event-free poll, bounded): for the tests that drive a real worker process by
+its spool alone, without a coordinator."""
 
 from __future__ import annotations
 
