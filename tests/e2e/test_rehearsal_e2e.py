@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import journal_rows, start_supervised_worker
 from kit.poll import poll, wait_file
+from kit.supervisor import start_supervisor, stop_supervisor
 
 from gateway_shim import (
     CandidateStatus,
@@ -55,19 +55,12 @@ def kexpr(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 def supervise_rehearsal(
     data_root: Path, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kexpr.ops.cli",
-            "supervise",
-            "--rehearsal",
-            "--data-root",
-            str(data_root),
-            *extra,
-        ],
+    return start_supervisor(
+        data_root,
+        key=None,
+        args=("--rehearsal", *extra),
         env=env or ENV,
-        stdin=subprocess.DEVNULL,
+        wait=False,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -75,13 +68,7 @@ def supervise_rehearsal(
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_supervisor(proc)
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
