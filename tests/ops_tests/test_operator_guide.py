@@ -364,27 +364,17 @@ def test_the_surfaces_check_statement_is_what_each_form_prints(tmp_path: Path) -
     """The human single-message form prices each ID; the --jsonl line does not."""
     import json
 
-    from gateway_shim import format_daily
+    from kit.bodies import DAILY_BODY
 
-    body = format_daily(
-        weight="70kg",
-        intake="2,000kcal",
-        macros="탄수화물 250g · 단백질 120g · 지방 60g",
-        training="걷기",
-        sleep="7시간",
-        condition="3/5",
-        digestion="정상",
-        water="2L",
-    )
     text = tmp_path / "body.txt"
-    text.write_text(body, "utf-8")
+    text.write_text(DAILY_BODY, "utf-8")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["surfaces", "check", "--surface", "daily.v1", str(text)]) == 0
     assert "P_DAILY_COMPLETE (" in out.getvalue() and "tokens" in out.getvalue()
     assert "answer: at most" in out.getvalue()
     jsonl = tmp_path / "m.jsonl"
-    jsonl.write_text(json.dumps({"surface": "daily.v1", "body": body}) + "\n", "utf-8")
+    jsonl.write_text(json.dumps({"surface": "daily.v1", "body": DAILY_BODY}) + "\n", "utf-8")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         main(["surfaces", "check", "--jsonl", str(jsonl)])

@@ -28,16 +28,7 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from kit.poll import until
-from worker_tests.upgrade_kit import (
-    OldRelease,
-    Shim,
-    final_outcomes,
-    imports,
-    release_source,
-    scratch_venv,
-    start_worker,
-    stop_worker,
-)
+from worker_tests import upgrade_kit as up
 
 from kexpr.spool.layout import DataRoot
 
@@ -46,22 +37,24 @@ PREVIOUS = "e598171"
 
 
 @pytest.fixture(scope="module")
-def old_release(tmp_path_factory: pytest.TempPathFactory) -> OldRelease:
-    scratch, src = release_source(PREVIOUS, tmp_path_factory, "previous-release")
+def old_release(tmp_path_factory: pytest.TempPathFactory) -> up.OldRelease:
+    scratch, src = up.release_source(PREVIOUS, tmp_path_factory, "previous-release")
     # Its import names are the old top-level worker, gateway_shim and spool.
-    python = scratch_venv(scratch, src, src / "queue")
-    out = imports(
+    python = up.scratch_venv(scratch, src, src / "queue")
+    out = up.imports(
         python, scratch, "import worker.daemon, gateway_shim, spool; print(spool.__file__)"
     )
     assert out.startswith(str(src))
-    return OldRelease(python, scratch)
+    return up.OldRelease(python, scratch)
 
 
 @pytest.fixture
-def shim_and_root(old_release: OldRelease, data_root: Path) -> Iterator[tuple[Shim, DataRoot]]:
+def shim_and_root(
+    old_release: up.OldRelease, data_root: Path
+) -> Iterator[tuple[up.Shim, DataRoot]]:
     root = DataRoot(data_root)
     root.ensure()
-    shim = Shim(old_release, root)
+    shim = up.Shim(old_release, root)
     try:
         yield shim, root
     finally:
@@ -70,13 +63,13 @@ def shim_and_root(old_release: OldRelease, data_root: Path) -> Iterator[tuple[Sh
 
 @pytest.mark.e2e
 def test_the_previous_release_then_todays_worker_journals_what_the_host_published(
-    old_release: OldRelease,
-    shim_and_root: tuple[Shim, DataRoot],
+    old_release: up.OldRelease,
+    shim_and_root: tuple[up.Shim, DataRoot],
     fake_api: FakeOpenAI,
 ) -> None:
     shim, root = shim_and_root
     fake_api.behaviour = compose_reply(default_style)
-    old = start_worker(old_release.python, "worker", root, fake_api, old_release.cwd)
+    old = up.start_worker(old_release.python, "worker", root, fake_api, old_release.cwd)
     try:
         # A: accepted; the host publishes it during the upgrade (below).
         a = shim.ask("present a enabled")
@@ -93,15 +86,15 @@ def test_the_previous_release_then_todays_worker_journals_what_the_host_publishe
             (root.responses / n).exists() for n in os.listdir(root.responses) if n.endswith(".json")
         )
     finally:
-        stop_worker(old)  # stopped for the upgrade
+        up.stop_worker(old)  # stopped for the upgrade
     # The host's reports land while no worker runs.
     assert shim.ask("report a selected") == {"reported": "selected"}
     assert shim.ask("report b publication_failed") == {"reported": "publication_failed"}
-    assert final_outcomes(root)[c["attempt_id"]] == "shadow_selected"
+    assert up.final_outcomes(root)[c["attempt_id"]] == "shadow_selected"
 
-    new = start_worker(Path(sys.executable), "kexpr.worker", root, fake_api, old_release.cwd)
+    new = up.start_worker(Path(sys.executable), "kexpr.worker", root, fake_api, old_release.cwd)
     try:
-        final = final_outcomes(root)
+        final = up.final_outcomes(root)
         # What the host really published, not claim_expired_canonical + an orphan.
         assert final[a["attempt_id"]] == "selected"
         assert final[b["attempt_id"]] == "publication_failed"
@@ -117,8 +110,8 @@ def test_the_previous_release_then_todays_worker_journals_what_the_host_publishe
         e = shim.ask("present e enabled")
         assert e["outcome"] == "accepted"
         assert shim.ask("report e selected") == {"reported": "selected"}
-        assert until(lambda: final_outcomes(root).get(e["attempt_id"]) == "selected", 15.0)
+        assert until(lambda: up.final_outcomes(root).get(e["attempt_id"]) == "selected", 15.0)
         # One wire request per artifact, ever: five artifacts, five requests.
         assert len(fake_api.requests) == 5
     finally:
-        stop_worker(new)
+        up.stop_worker(new)
