@@ -57,7 +57,8 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy alone: --strict over the product packages and mypy-tests.ini over tests/
+# mypy alone: --strict over the product packages, mypy-tests.ini over tests/ and
+# mypy-scripts.ini (--strict) over bench/ and fuzz/
 # (both also run inside `make test`: tests/packaging_tests/test_typecheck.py).
 .PHONY: typecheck
 typecheck: $(VENV)/.installed-test

@@ -1,5 +1,5 @@
 """What the benches share: the host-shaped daily body they present and the
-percentile their figures are read at."""
+percentiles their figures are read at."""
 
 from __future__ import annotations
 
@@ -22,6 +22,16 @@ DAILY = DailyFacts(complete=True)
 # product, far past a profile's spend bound (docs/cli.md, "The spend bound"),
 # which they do not measure: their workers are started with the widest caps.
 UNCAPPED = ("--max-calls-per-hour", "100000", "--max-calls-per-day", "100000")
+
+
+def summary(
+    xs: list[float], percentiles: tuple[float, ...] = (50, 90, 99), scale: float = 1.0
+) -> dict[str, float]:
+    """``xs`` times ``scale`` at each percentile (``p50``, ``p999`` for 99.9), then its
+    largest value and its count."""
+    scaled = [x * scale for x in xs]
+    out = {f"p{p:g}".replace(".", ""): pct(scaled, p) for p in percentiles}
+    return {**out, "max": max(scaled), "n": float(len(scaled))}
 
 
 def pct(xs: list[float], p: float) -> float:

@@ -55,7 +55,9 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
     announce.start("bench/guest.py", "four scenarios, 4 s waits", "30 s (40 s with --baseline)")
     announce.phase("import", "kexpr and the bench's round-trip module", "2-5 s")
 
-from run import BODY, DAILY, pct, supervised_worker  # noqa: E402
+from figures import BODY, DAILY, pct  # noqa: E402
+from kit.poll import wait_file  # noqa: E402  (tests/)
+from run import supervised_worker  # noqa: E402
 
 from gateway_shim import (  # noqa: E402
     KoreanExpressionConfig,
@@ -107,10 +109,7 @@ def slow_fake(workdir: Path, delay: float) -> Iterator[dict[str, Any]]:
         stdout=subprocess.DEVNULL,
     )
     try:
-        for _ in range(400):
-            if (d / "fake.json").exists():
-                break
-            time.sleep(0.025)
+        wait_file(d / "fake.json", 10.0, 0.025)
         yield json.loads((d / "fake.json").read_text())
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -30,15 +30,13 @@ import concurrent.futures as cf
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +45,8 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
 from fakeapi import FakeOpenAI, FakeReply  # noqa: E402
 from fakeapi.replies import capsule_of, compose, default_style, error_reply  # noqa: E402
-from figures import BODY, UNCAPPED, pct  # noqa: E402  (bench/)
+from figures import BODY, UNCAPPED, summary  # noqa: E402  (bench/)
+from kit.supervisor import supervised  # noqa: E402  (tests/)
 
 from gateway_shim import (  # noqa: E402
     DailyFacts,
@@ -74,14 +73,7 @@ KEY = "sk-bench-publish-margin"
 
 
 def summary_ms(xs: list[float]) -> dict[str, float]:
-    ms = [x * 1000 for x in xs]
-    return {
-        "p50": pct(ms, 50),
-        "p99": pct(ms, 99),
-        "p999": pct(ms, 99.9),
-        "max": max(ms),
-        "n": float(len(ms)),
-    }
+    return summary(xs, (50, 99, 99.9), scale=1000)
 
 
 # ------------------------------------------------------------------- 1. the chain
@@ -180,23 +172,9 @@ def shim_process(root: Path, n: int, tag: str, start_at: float) -> None:
     print(json.dumps(dict(outcomes)))
 
 
-@contextmanager
-def supervised_worker(root: Path, fake: FakeOpenAI) -> Iterator[None]:
-    from kexpr.worker.daemon import wait_ready
-
-    DataRoot(root).ensure()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-    env["OPENAI_API_KEY"] = KEY
-    cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root)]
-    cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file), *UNCAPPED]
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-    try:
-        if not wait_ready(DataRoot(root), 30):
-            raise SystemExit("worker did not become ready")
-        yield
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+def supervised_worker(root: Path, fake: FakeOpenAI) -> AbstractContextManager[object]:
+    """``kexpr supervise`` with the bench's key, the fake's proxy and the widest caps."""
+    return supervised(root, fake=fake, key=KEY, args=UNCAPPED, stop_timeout=30)
 
 
 def _random_delay(req: Any) -> FakeReply:
@@ -232,7 +210,7 @@ def burst(work: Path, processes: int, per_process: int) -> dict[str, Any]:
         ]
         shim: Counter[str] = Counter()
         for p in procs:
-            out, _ = p.communicate(120)
+            out, _ = p.communicate(timeout=120)
             shim.update(json.loads(out.decode().strip().splitlines()[-1]))
         # Two rescan ticks: the status file is the worker's heartbeat.
         time.sleep(2.5)
@@ -286,8 +264,8 @@ def _unused_answers(root: Path) -> list[float]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--shim":
-        _, _, root, n, tag, start_at = sys.argv
-        shim_process(Path(root), int(n), tag, float(start_at))
+        _, _, root, per_process, tag, start_at = sys.argv
+        shim_process(Path(root), int(per_process), tag, float(start_at))
         return 0
     p = argparse.ArgumentParser(prog="bench/publish_margin.py")
     p.add_argument("--quick", action="store_true")

@@ -61,12 +61,14 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
 
 import admission  # noqa: E402  (bench/, this script's own directory)
 import time_budget  # noqa: E402
-from figures import (  # noqa: E402  (bench/; guest.py imports them from here)
+from figures import (  # noqa: E402  (bench/, this script's own directory)
     BODY,
     DAILY,
     UNCAPPED,
-    pct,
+    summary,
 )
+from kit.poll import wait_file  # noqa: E402  (tests/)
+from kit.supervisor import Proxy, supervised  # noqa: E402
 
 from gateway_shim import (  # noqa: E402
     KoreanExpressionConfig,
@@ -95,16 +97,6 @@ from kexpr.spool.layout import DataRoot  # noqa: E402
 KEY = "sk-bench"
 
 
-def summary(xs: list[float]) -> dict[str, float]:
-    return {
-        "p50": pct(xs, 50),
-        "p90": pct(xs, 90),
-        "p99": pct(xs, 99),
-        "max": max(xs),
-        "n": float(len(xs)),
-    }
-
-
 # --------------------------------------------------------------------- processes
 
 
@@ -121,10 +113,7 @@ def fake_api(workdir: Path) -> Iterator[dict[str, Any]]:
     )
     try:
         info_path = d / "fake.json"
-        for _ in range(400):
-            if info_path.exists():
-                break
-            time.sleep(0.025)
+        wait_file(info_path, 10.0, 0.025)
         info = json.loads(info_path.read_text())
         info["requests_log"] = str(d / "requests.jsonl")
         info["pid"] = proc.pid
@@ -135,36 +124,11 @@ def fake_api(workdir: Path) -> Iterator[dict[str, Any]]:
 
 
 @contextmanager
-def supervised_worker(root: Path, fake: dict[str, Any]) -> Iterator[subprocess.Popen[bytes]]:
-    from kexpr.worker.daemon import wait_ready
-
-    DataRoot(root).ensure()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "OPENAI_API_KEY": KEY,
-    }
-    cmd = [
-        sys.executable,
-        "-m",
-        "kexpr.ops.cli",
-        "supervise",
-        "--data-root",
-        str(root),
-        "--https-proxy",
-        fake["proxy_url"],
-        "--ssl-cert-file",
-        fake["ca_file"],
-        *UNCAPPED,
-    ]
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-    try:
-        if not wait_ready(DataRoot(root), 30):
-            raise SystemExit("worker did not become ready")
+def supervised_worker(root: Path, fake: dict[str, Any]) -> Iterator[subprocess.Popen[Any]]:
+    """``kexpr supervise`` with the bench's key, the fake's proxy and the widest caps."""
+    egress = Proxy(fake["proxy_url"], Path(fake["ca_file"]))
+    with supervised(root, fake=egress, key=KEY, args=UNCAPPED, stop_timeout=30) as proc:
         yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -459,8 +423,8 @@ def build_journal(root: DataRoot, days: int, per_day: int) -> None:
                     "finalized_at_utc": fin,
                     "previous_row_digest": prev,
                 }
-                row["row_digest"] = hashlib.sha256(canonical_json(row).encode()).hexdigest()
-                prev = row["row_digest"]
+                prev = hashlib.sha256(canonical_json(row).encode()).hexdigest()
+                row["row_digest"] = prev
                 lines.append(canonical_json(row))
         path = root.outcomes / f"{day:%Y-%m-%d}.jsonl"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

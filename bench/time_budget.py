@@ -50,15 +50,14 @@ import hashlib
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +70,7 @@ from admission import TARGET_READMIT  # noqa: E402  (bench/)
 from fakeapi import FakeModel, FakeOpenAI, Layout, brief_style, compose_reply  # noqa: E402
 from fakeapi.generation import count_tokens, render_answer  # noqa: E402
 from figures import UNCAPPED, pct  # noqa: E402  (bench/)
+from kit.supervisor import supervised  # noqa: E402  (tests/)
 
 from gateway_shim import (  # noqa: E402
     DUAL_SURFACE,
@@ -302,27 +302,9 @@ def token_row(case: Case, keys: int) -> dict[str, Any]:
 # --------------------------------------------------------------------- processes
 
 
-@contextmanager
-def supervised_worker(root: Path, fake: FakeOpenAI) -> Iterator[None]:
+def supervised_worker(root: Path, fake: FakeOpenAI) -> AbstractContextManager[object]:
     """``kexpr supervise`` as bench/run.py starts it (the key, the proxy and the CA)."""
-    from kexpr.worker.daemon import wait_ready
-
-    DataRoot(root).ensure()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "OPENAI_API_KEY": KEY,
-    }
-    cmd = [sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root)]
-    cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file), *UNCAPPED]
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-    try:
-        if not wait_ready(DataRoot(root), 30):
-            raise SystemExit("worker did not become ready")
-        yield
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+    return supervised(root, fake=fake, key=KEY, args=UNCAPPED, stop_timeout=30)
 
 
 def install_glossary(root: Path, work: Path) -> None:
@@ -438,7 +420,7 @@ def measure(
     for case in chosen:
         got = results[case.label]
         outcomes = Counter(o for o, _, _ in got)
-        seconds = [s for _, _, s in got]
+        took = [s for _, _, s in got]
         written = [tokens[k] for _, k, _ in got if k in tokens]
         called = {r.artifact_key for r in fake.requests if r.artifact_key}
         rows.append(
@@ -452,8 +434,8 @@ def measure(
                 "refused": outcomes[Outcome.PROVIDER_TOO_SLOW.value],
                 "in_time": outcomes[Outcome.SHADOW_SELECTED.value] / len(got),
                 "outcomes": dict(outcomes),
-                "p50_s": pct(seconds, 50),
-                "p95_s": pct(seconds, 95),
+                "p50_s": pct(took, 50),
+                "p95_s": pct(took, 95),
                 "tokens_p50": pct([float(t) for t in written], 50) if written else None,
             }
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -26,11 +27,11 @@ CORPUS = HERE / "corpus" / "judge"
 DICTIONARY = HERE / "judge.dict"
 
 
-def _doc(index: int, *generated: str, **dumps: object) -> bytes:
+def _doc(index: int, *generated: str, **dumps: Any) -> bytes:
     cap = CAPSULES[index]
     return json.dumps(
         response(cap, *(generated or GOOD[cap])), ensure_ascii=False, **dumps
-    ).encode()  # type: ignore[arg-type]
+    ).encode()
 
 
 def seeds() -> dict[str, bytes]:

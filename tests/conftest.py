@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,11 +15,9 @@ from typing import Any
 import pytest
 from fakeapi import FakeOpenAI
 from hypothesis import HealthCheck, settings
+from kit.supervisor import TEST_KEY, start_supervisor, stop_supervisor
 
 from kexpr.spool.layout import DataRoot
-from kexpr.worker.daemon import wait_ready
-
-TEST_KEY = "sk-test-kexpr-0000"
 
 # Hypothesis' defaults, less the two checks that measure the machine instead of the
 # code: a 200 ms deadline per example and the "input generation is slow" health
@@ -104,7 +101,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None  # xdist's own choice
     from xdist.scheduler import LoadGroupScheduling
 
-    class ModuleGroups(LoadGroupScheduling):  # type: ignore[misc]
+    class ModuleGroups(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
             return module if module in ONE_WORKER_MODULES else str(super()._split_scope(nodeid))
@@ -139,14 +136,7 @@ class RunningWorker:
     supervisor: subprocess.Popen[bytes]
 
     def stop(self) -> int:
-        if self.supervisor.poll() is None:
-            self.supervisor.send_signal(signal.SIGTERM)
-            try:
-                self.supervisor.wait(20)
-            except subprocess.TimeoutExpired:
-                self.supervisor.kill()
-                self.supervisor.wait()
-        return self.supervisor.returncode
+        return stop_supervisor(self.supervisor)
 
 
 def start_supervised_worker(
@@ -163,19 +153,8 @@ def start_supervised_worker(
     dependency-range tests); ``args``: more of the operator's options."""
     root = DataRoot(data_root)
     root.ensure()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-    if key is not None:
-        env["OPENAI_API_KEY"] = key
-    cmd = [python, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(data_root)]
-    if fake is not None:
-        cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]
-    cmd += args
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-    running = RunningWorker(root, proc)
-    if not wait_ready(root, 30.0):
-        running.stop()
-        raise AssertionError("worker did not become ready")
-    return running
+    proc = start_supervisor(data_root, fake=fake, key=key, python=python, args=args)
+    return RunningWorker(root, proc)
 
 
 @pytest.fixture

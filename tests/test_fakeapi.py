@@ -502,7 +502,7 @@ def test_fake_model_refuses_impossible_speeds() -> None:
         {"layout": "spaced"},
     ):
         with pytest.raises(ValueError):
-            FakeModel(**kwargs)  # type: ignore[arg-type]
+            FakeModel(**kwargs)
     assert FakeModel().seconds(10_000) == 0.0  # the instant model
     assert FakeModel(first_token_s=0.3, tokens_per_s=110.0).seconds(297) == pytest.approx(3.0)
 

@@ -131,3 +131,22 @@ def _has_xdist() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("xdist") is not None
+
+
+def test_the_placement_rule_names_every_test_folder() -> None:
+    """tests/README.md's table places a test by folder: every folder that holds a
+    test module has its row, each row is a folder that exists, and every test
+    path the README gives as an example is a real file or folder."""
+    readme = (REPO / "tests" / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(tests/[a-z0-9_]+/)` \|", readme, re.M))
+    folders = {
+        f"tests/{p.parent.relative_to(REPO / 'tests').parts[0]}/"
+        for p in (REPO / "tests").rglob("test_*.py")
+        if p.parent != REPO / "tests"
+    }
+    assert rows == folders
+    named = set(re.findall(r"`(tests/[\w/]+(?:\.py|/))`", readme))
+    named |= {f"tests/{p}" for p in re.findall(r"`([a-z0-9_]+/\w+\.py)`", readme)}
+    named = {p for p in named if not p.startswith("tests/tests/")}
+    missing = [p for p in sorted(named) if "<" not in p and not (REPO / p).exists()]
+    assert missing == []

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.bodies import DAILY_BODY, DAILY_FACTS
 from reference_host.scripted_worker import ScriptedWorker
 
 from adversarial.builders import DAILY, capsule_dict, response
@@ -30,13 +31,11 @@ from adversarial.oracle import slot_ok
 from adversarial.test_adversarial_attacks import ATTACKS
 from gateway_shim import (
     CandidateStatus,
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     Outcome,
     exact_block,
-    format_daily,
 )
 from gateway_shim.surfaces import RenderError
 from gateway_shim.surfaces.daily import parse_daily
@@ -45,11 +44,7 @@ from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report
 
-BODY = format_daily(
-    weight="70kg", intake="2,000kcal", macros="탄수화물 250g · 단백질 120g · 지방 60g",
-    training="걷기", sleep="7시간", condition="3/5", digestion="정상", water="2L",
-)  # fmt: skip
-FACTS = DailyFacts(complete=True)
+BODY, FACTS = DAILY_BODY, DAILY_FACTS
 GOOD_TEXT = "그리고 [[P:01]]."  # the fit table's one word before the daily status
 ATTEMPT = "a" * 32
 

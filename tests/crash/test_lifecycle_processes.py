@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from conftest import TEST_KEY, RunningWorker, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style
+from kit.poll import until
 
 from gateway_shim.identity import artifact_key, load_or_create_key
 from kexpr.spool.fsio import publish
@@ -60,7 +61,7 @@ class Shim:
 
     def line(self) -> dict[str, Any]:
         assert self.p.stdout is not None
-        return json.loads(self.p.stdout.readline())  # type: ignore[no-any-return]
+        return json.loads(self.p.stdout.readline())
 
     def close(self) -> None:
         if self.p.stdin is not None:
@@ -126,15 +127,6 @@ def _outcomes(root: DataRoot) -> list[str | None]:
     return [r.outcome.value if r.outcome else None for r in idx.by_attempt.values()]
 
 
-def _until(pred: Callable[[], bool], timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
-
-
 def _akey(root: DataRoot, event: str) -> str:
     return artifact_key(load_or_create_key(root), ("daily.v1", event))
 
@@ -185,8 +177,8 @@ def test_why2_a_report_after_a_worker_restart_is_journaled_as_reported(
         assert got["outcome"] == "accepted" and got["status"] == "selected"
         _kill_and_wait_restart(w)
         assert shim.line()["kind"] == "reported"
-        assert _until(lambda: _outcomes(w.root) == ["selected"], 10), _outcomes(w.root)
-        assert _until(lambda: not os.listdir(w.root.responses), 5)
+        assert until(lambda: _outcomes(w.root) == ["selected"], 10), _outcomes(w.root)
+        assert until(lambda: not os.listdir(w.root.responses), 5)
         assert os.listdir(w.root.reports) == []
         assert len(fake_api.requests) == 1
     finally:
@@ -223,11 +215,11 @@ def test_why3_a_report_whose_row_cannot_be_written_is_kept_for_the_next_worker(
             except (OSError, ValueError):
                 return False
 
-        assert _until(quarantined, 10)
+        assert until(quarantined, 10)
         assert os.listdir(w.root.reports) == [f"{reported['attempt_id']}.json"]
         assert _outcomes(w.root) == [None]
         _kill_and_wait_restart(w)
-        assert _until(lambda: _outcomes(w.root) == ["selected"], 10), _outcomes(w.root)
+        assert until(lambda: _outcomes(w.root) == ["selected"], 10), _outcomes(w.root)
         assert os.listdir(w.root.reports) == []
     finally:
         w.stop()
@@ -250,8 +242,8 @@ def test_responses_nobody_collects_are_removed(data_root: Path, fake_api: FakeOp
                 "capsule": {},
             }
             publish(w.root.tmp, w.root.requests / f"{rid}.json", json.dumps(junk).encode())
-        assert _until(lambda: len(os.listdir(w.root.responses)) == 40, 10)
-        assert _until(lambda: os.listdir(w.root.responses) == [], RESPONSE_TTL.total_seconds() + 10)
+        assert until(lambda: len(os.listdir(w.root.responses)) == 40, 10)
+        assert until(lambda: os.listdir(w.root.responses) == [], RESPONSE_TTL.total_seconds() + 10)
         assert fake_api.requests == []
     finally:
         w.stop()
@@ -307,7 +299,7 @@ def test_why4_a_real_worker_under_a_stepped_clock(
         shim = shim_factory()
         shim.send(id=1, event="evt-why4", mode="shadow", host="selected")
         assert shim.line()["outcome"] == "shadow_selected"
-        assert _until(lambda: _outcomes(root) == ["shadow_selected"], 10)
+        assert until(lambda: _outcomes(root) == ["shadow_selected"], 10)
         stamp.write_text(f"{step}\n")
         time.sleep(3)  # a few rescan ticks under the stepped clock
         shim.send(id=2, event="evt-why4-new", mode="shadow", host="selected")
@@ -320,7 +312,7 @@ def test_why4_a_real_worker_under_a_stepped_clock(
         assert status["clock_step_observed"] is True
         assert os.listdir(root.outcomes)
         assert fake_api.count_for(_akey(root, "evt-why4")) == 1
-        assert _until(lambda: os.listdir(root.responses) == [], RESPONSE_TTL.total_seconds() + 5)
+        assert until(lambda: os.listdir(root.responses) == [], RESPONSE_TTL.total_seconds() + 5)
     finally:
         worker.send_signal(signal.SIGTERM)
         try:

@@ -42,7 +42,7 @@ def _shim(root: Path) -> subprocess.Popen[str]:
 
 def _line(p: subprocess.Popen[str]) -> dict[str, Any]:
     assert p.stdout is not None
-    return json.loads(p.stdout.readline())  # type: ignore[no-any-return]
+    return json.loads(p.stdout.readline())
 
 
 @pytest.mark.parametrize("mode", ["shadow", "enabled"])

@@ -11,7 +11,6 @@ the worker's own status to say it is over, never for a guessed time.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from conftest import RunningWorker
 from e2e.e2e_support import host_example, supervised
 from fakeapi import FakeOpenAI, brief_style, compose_reply, error_reply
 from fakeapi.replies import FakeReply, RecordedRequest
+from kit.poll import poll
 
 from gateway_shim import (
     CandidateStatus,
@@ -54,12 +54,7 @@ def cooldown(data_root: Path) -> dict[str, Any]:
 
 
 def wait_cooldown(data_root: Path, predicate: Any, timeout: float) -> dict[str, Any]:
-    end = time.monotonic() + timeout
-    while True:
-        state = cooldown(data_root)
-        if predicate(state) or time.monotonic() > end:
-            return state
-        time.sleep(0.2)
+    return poll(lambda: cooldown(data_root), predicate, timeout, 0.2)
 
 
 def test_a_failing_provider_cools_down_without_requests_then_probes(

@@ -19,6 +19,7 @@ from fakeapi import (
     default_style,
     invalid_style,
 )
+from kit.poll import poll
 from reference_host.host_render import render_daily
 
 from gateway_shim import (
@@ -89,12 +90,7 @@ def present_once(root: Path, mode: Mode) -> PresentationCandidate:
 
 def wait_rows(root: Path, pred: object, timeout: float = 10.0) -> list[dict[str, object]]:
     assert callable(pred)
-    end = time.monotonic() + timeout
-    while True:
-        rows = journal_rows(root)
-        if pred(rows) or time.monotonic() > end:
-            return rows
-        time.sleep(0.05)
+    return poll(lambda: journal_rows(root), pred, timeout)
 
 
 def terminal(rows: list[dict[str, object]]) -> list[object]:
@@ -255,7 +251,7 @@ def test_spool_and_journal_hold_no_customer_values(
     seen: list[bytes] = []
     original = fake_api.behaviour
 
-    def capture(req):  # type: ignore[no-untyped-def]
+    def capture(req):
         # Snapshot the spool while the worker is mid-call: the claimed request exists.
         seen.extend(p.read_bytes() for p in (data_root / "spool").rglob("*.json"))
         return original(req)

@@ -28,7 +28,6 @@ import datetime as dt
 import json
 import logging
 import secrets
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from conftest import RunningWorker, journal_rows, start_supervised_worker
 from e2e.e2e_support import supervised
 from e2e.test_daily_e2e import BODY
 from fakeapi import FakeOpenAI, compose_reply, default_style
+from kit.poll import until
 from ops_tests.ops_support import kexpr
 from spool_tests.journal_support import hand_rows, write_segment
 
@@ -82,10 +82,11 @@ def present_all(root: Path, events: Sequence[str]) -> list[PresentationCandidate
 def wait_terminal(root: Path, n: int, timeout: float = 20.0) -> None:
     """Until ``n`` attempts are terminal (shadow reports are journaled on the
     worker's tick): a re-presentation then meets a finished attempt."""
-    end = time.monotonic() + timeout
-    while sum(r["state"] == "finalized" for r in journal_rows(root)) < n:
-        assert time.monotonic() < end, "the shadow reports were not journaled"
-        time.sleep(0.05)
+
+    def finalized() -> bool:
+        return sum(r["state"] == "finalized" for r in journal_rows(root)) >= n
+
+    assert until(finalized, timeout), "the shadow reports were not journaled"
 
 
 def outcomes(cands: Sequence[PresentationCandidate]) -> set[Outcome]:

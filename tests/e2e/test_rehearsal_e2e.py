@@ -8,15 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import journal_rows, start_supervised_worker
+from kit.poll import poll, wait_file
+from kit.supervisor import start_supervisor, stop_supervisor
 
 from gateway_shim import (
     CandidateStatus,
@@ -55,19 +55,12 @@ def kexpr(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 def supervise_rehearsal(
     data_root: Path, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kexpr.ops.cli",
-            "supervise",
-            "--rehearsal",
-            "--data-root",
-            str(data_root),
-            *extra,
-        ],
+    return start_supervisor(
+        data_root,
+        key=None,
+        args=("--rehearsal", *extra),
         env=env or ENV,
-        stdin=subprocess.DEVNULL,
+        wait=False,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -75,13 +68,7 @@ def supervise_rehearsal(
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_supervisor(proc)
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
@@ -140,22 +127,11 @@ async def host(data_root: Path, mode: Mode, run: str) -> list[tuple[Presentation
     return published
 
 
-def wait_file(path: Path, timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def wait_terminal(root: Path, n: int, timeout: float = 30.0) -> list[dict[str, object]]:
-    end = time.monotonic() + timeout
-    while True:
-        rows = [r for r in journal_rows(root) if r["state"] == "finalized"]
-        if len(rows) >= n or time.monotonic() > end:
-            return rows
-        time.sleep(0.05)
+    def terminal() -> list[dict[str, object]]:
+        return [r for r in journal_rows(root) if r["state"] == "finalized"]
+
+    return poll(terminal, lambda rows: len(rows) >= n, timeout)
 
 
 def test_rehearsal_shadow_and_enabled_end_to_end(

@@ -11,7 +11,6 @@ in this process, the loopback fake behind the HTTPS proxy and test CA
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from conftest import RunningWorker, journal_rows, start_supervised_worker
 from e2e.e2e_support import host_example
 from fakeapi import FakeOpenAI, brief_style, compose_reply
+from kit.poll import poll
 
 from gateway_shim import (
     CandidateStatus,
@@ -58,12 +58,7 @@ def wait_status(
 ) -> StatusReport:
     """The worker rewrites its status on every tick (1 s): the first report for
     which ``predicate`` holds, or the last one after ``timeout``."""
-    end = time.monotonic() + timeout
-    while True:
-        report = collect(DataRoot(data_root))
-        if predicate(report) or time.monotonic() > end:
-            return report
-        time.sleep(0.2)
+    return poll(lambda: collect(DataRoot(data_root)), predicate, timeout, 0.2)
 
 
 def test_a_host_presenting_new_artifacts_in_a_loop_gets_the_cap_of_calls(

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from conftest import mounted_tmpfs, start_supervised_worker
-from spool_kit import await_answer, write_request
+from kit.spool import await_answer, write_request
 
 from kexpr.spool import journal as journal_mod
 from kexpr.spool.journal import (
@@ -54,7 +54,7 @@ def journal(tmp_path: Path) -> Journal:
     return j
 
 
-def _start(j: Journal, n: int, at: dt.datetime = T0):  # type: ignore[no-untyped-def]
+def _start(j: Journal, n: int, at: dt.datetime = T0):
     with j.locked():
         return j.append_start(
             artifact_key=f"{n:032x}",
@@ -165,7 +165,7 @@ def test_emfile_opening_the_segment_is_refused_not_a_conflict(
 
 
 def _status(root: DataRoot) -> dict[str, Any]:
-    return json.loads(root.status_file.read_bytes())  # type: ignore[no-any-return]
+    return json.loads(root.status_file.read_bytes())
 
 
 def _segment_of_today(root: DataRoot) -> Path:

@@ -108,7 +108,7 @@ def test_a_fifo_planted_as_the_response_under_an_unsafe_folder_is_canonical(
         os.mkfifo(root.responses / f"{req['request_id']}.json", 0o600)
         os.chmod(root.responses, 0o755)  # and the folder turns unsafe
 
-    with ScriptedWorker(root, plant_fifo):  # type: ignore[arg-type]
+    with ScriptedWorker(root, plant_fifo):
         t0 = time.monotonic()
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
     _check(cand, t0)

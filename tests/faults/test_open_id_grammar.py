@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
-from spool_kit import await_answer, write_request
+from kit.spool import await_answer, write_request
 
 from kexpr.spool.contract import slot_policy
 from kexpr.spool.journal import Journal

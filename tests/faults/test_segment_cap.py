@@ -42,7 +42,7 @@ def small_cap(monkeypatch: pytest.MonkeyPatch) -> int:
     return CAP
 
 
-def _start(j: Journal, n: int):  # type: ignore[no-untyped-def]
+def _start(j: Journal, n: int):
     with j.locked():
         return j.append_start(
             artifact_key=f"{n:032x}",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import mounted_tmpfs, start_supervised_worker
 from fakeapi import FakeOpenAI
-from spool_kit import await_answer, write_request
+from kit.spool import await_answer, write_request
 
 from gateway_shim.identity import load_or_create_key
 from kexpr.spool.layout import DataRoot
@@ -248,7 +248,7 @@ def test_a_read_only_or_full_journal_file_system_is_named(
 
     real = os.statvfs(root.outcomes)
 
-    def fake(flag: int, blocks: int):  # type: ignore[no-untyped-def]
+    def fake(flag: int, blocks: int):
         values = list(real)
         values[4] = blocks  # f_bavail
         values[8] = flag  # f_flag

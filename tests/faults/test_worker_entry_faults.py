@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
+from kit.poll import wait_file
 from worker_tests.worker_kit import (
     Clock,
     make_worker,
@@ -63,7 +64,7 @@ def _scan(w: Worker, pool: cf.ThreadPoolExecutor) -> None:
 
 def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
     root, provider, env, pool
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     bad = submit(root, clock, akey="b" * 32, rid=rid(1))
@@ -89,7 +90,7 @@ def test_a_directory_at_the_claim_target_answers_only_that_request_canonical(
 
 def test_eio_on_one_claim_rename_answers_that_request_canonical(
     root, provider, env, pool, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     bad = submit(root, clock, akey="b" * 32, rid=rid(1))
@@ -115,7 +116,7 @@ def test_eio_on_one_claim_rename_answers_that_request_canonical(
 @pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE, errno.ENOMEM])
 def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
     root, provider, env, pool, monkeypatch, code
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     good = submit(root, clock, rid=rid(2))
@@ -140,7 +141,7 @@ def test_resource_exhaustion_while_listing_backs_off_and_the_next_scan_serves(
 
 def test_emfile_listing_reports_backs_off_instead_of_quarantine(
     root, provider, env, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     w = make_worker(root, provider, Clock(), env)
 
     def failing(path: Path) -> list[str]:
@@ -154,14 +155,14 @@ def test_emfile_listing_reports_backs_off_instead_of_quarantine(
 
 def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
     root, provider, env, pool, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     good = submit(root, clock, rid=rid(2))
     real = scan.read_private_identified
     failures = [OSError(errno.EMFILE, "injected")]
 
-    def reading(path: Path, **kw: object):  # type: ignore[no-untyped-def]
+    def reading(path: Path, **kw: object):
         if failures:
             raise failures.pop()
         return real(path, **kw)  # type: ignore[arg-type]
@@ -175,7 +176,7 @@ def test_emfile_while_reading_a_claimed_request_leaves_it_for_the_next_scan(
     assert response(root, good).status is ResponseStatus.ACCEPTED
 
 
-def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     rid1 = submit(root, clock, rid=rid(1))
@@ -191,7 +192,7 @@ def test_an_error_answering_one_entry_is_counted(root, provider, env) -> None:  
 
 def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(
     root, provider, env, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     import threading
 
     clock = Clock()
@@ -244,15 +245,6 @@ def _request_bytes(akey: str, rid_: str) -> bytes:
     ).to_bytes()
 
 
-def _wait_file(p: Path, timeout: float = 20.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if p.exists():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 @pytest.mark.e2e
 def test_a_planted_claim_directory_does_not_crash_loop_the_real_worker(
     data_root: Path, fake_api: FakeOpenAI
@@ -263,9 +255,9 @@ def test_a_planted_claim_directory_does_not_crash_loop_the_real_worker(
         pid = json.loads(root.status_file.read_bytes())["pid"]
         os.mkdir(root.claimed / f"{rid(1)}.json", 0o700)
         publish(root.tmp, root.requests / f"{rid(1)}.json", _request_bytes("b" * 32, rid(1)))
-        assert _wait_file(root.responses / f"{rid(1)}.json")
+        assert wait_file(root.responses / f"{rid(1)}.json")
         publish(root.tmp, root.requests / f"{rid(2)}.json", _request_bytes("c" * 32, rid(2)))
-        assert _wait_file(root.responses / f"{rid(2)}.json")
+        assert wait_file(root.responses / f"{rid(2)}.json")
         got = json.loads((root.responses / f"{rid(2)}.json").read_bytes())
         assert got["status"] == "accepted"
         end = time.monotonic() + 10

@@ -69,7 +69,7 @@ def test_rehearsal_fails_on_a_single_rejected_composition(
     seen: list[str] = []
     good, bad = compose_reply(default_style), compose_reply(invalid_style)
 
-    def behaviour(req):  # type: ignore[no-untyped-def]
+    def behaviour(req):
         seen.append(req.artifact_key or "")
         return bad(req) if len(seen) == 2 else good(req)
 
@@ -145,10 +145,10 @@ def test_a_summary_without_the_workers_figures_does_not_pass() -> None:
     status = {"calls_by_surface": {case.surface: calls.to_json()}, "histogram_edges": edges_json()}
     with_figures = summarize(
         (case,), 2, results, rows, "clean", figures=call_figures(status), **common
-    )  # type: ignore[arg-type]
+    )
     assert with_figures["passed"], with_figures
     assert with_figures["surfaces"][case.surface]["margin"]["p95_call_s"] == 0.5
-    without = summarize((case,), 2, results, rows, "clean", figures={}, **common)  # type: ignore[arg-type]
+    without = summarize((case,), 2, results, rows, "clean", figures={}, **common)
     assert not without["passed"]
     assert without["surfaces"][case.surface]["margin"]["calls_measured"] is None
 

@@ -7,13 +7,15 @@ import datetime as dt
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from kit.poll import until
+from kit.supervisor import TEST_KEY, Egress, stop_supervisor
+from kit.supervisor import start_supervisor as start
 
 from kexpr.spool.journal import Event, Journal, Outcome, Phase, SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
@@ -48,13 +50,7 @@ class Supervised:
         return int(json.loads(self.root.status_file.read_bytes())["pid"])
 
     def stop(self, timeout: float = 20) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_supervisor(self.proc, timeout)
         if self.proc.stderr is not None and not self.proc.stderr.closed:
             self.stderr = self.proc.stderr.read()
             self.proc.stderr.close()
@@ -64,29 +60,23 @@ class Supervised:
 def start_supervisor(
     data_root: Path,
     *,
-    key: str | None = "sk-test-kexpr-0000",
+    key: str | None = TEST_KEY,
     extra_args: Sequence[str] = (),
-    fake: object | None = None,
+    fake: Egress | None = None,
     group: int | None = None,
     wait: bool = True,
 ) -> Supervised:
     """``kexpr supervise`` as an operator runs it, optionally under another group."""
-    env = dict(CLEAN_ENV)
-    if key is not None:
-        env["OPENAI_API_KEY"] = key
-    cmd = [
-        sys.executable,
-        "-m",
-        "kexpr.ops.cli",
-        "supervise",
-        "--data-root",
-        str(data_root),
-        *extra_args,
-    ]
-    if fake is not None:
-        cmd += ["--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file)]  # type: ignore[attr-defined]
-    proc = subprocess.Popen(
-        cmd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, group=group
+    proc = start(
+        data_root,
+        fake=fake,
+        key=key,
+        args=extra_args,
+        env=CLEAN_ENV,
+        wait=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        group=group,
     )
     sup = Supervised(DataRoot(data_root), proc)
     if wait and not wait_ready(sup.root, 30.0):
@@ -96,16 +86,9 @@ def start_supervisor(
 
 
 def wait_for(pred: object, timeout: float = 20.0, step: float = 0.05) -> bool:
+    """`kit.poll.until`, a status or journal file read mid-replace counting as "not yet"."""
     assert callable(pred)
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if pred():
-                return True
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(step)
-    return False
+    return until(pred, timeout, step, tolerate=(OSError, ValueError, KeyError))
 
 
 @dataclass(frozen=True)

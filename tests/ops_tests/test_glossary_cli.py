@@ -144,7 +144,7 @@ def test_audit_knows_the_installed_glossary(tmp_path: Path, data_root: Path) -> 
 # ------------------------------------------- IDs are generic types, not fields
 
 
-def _glossary_with(decisions: dict[str, str] | None = None, reasons: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def _glossary_with(decisions: dict[str, str] | None = None, reasons: dict[str, str] | None = None):
     return {
         "version": "kexpr-dual-glossary-v1",
         "decisions": decisions or {},
@@ -286,7 +286,7 @@ def test_a_file_the_gateway_cannot_read_back_is_removed_and_refused(
     calls = []
     real = glossary_cli.read_as_gateway
 
-    def read(root: DataRoot, user: object):  # type: ignore[no-untyped-def]
+    def read(root: DataRoot, user: object):
         calls.append(1)
         if len(calls) > 1:  # the read-back after the install
             raise GlossaryError(GlossaryProblem.UNSAFE_FILE)

@@ -15,32 +15,21 @@ from typing import Any
 import pytest
 from conftest import journal_rows
 from fakeapi import FakeOpenAI, compose_reply, default_style
+from kit.bodies import DAILY_BODY, DAILY_FACTS
 from ops_support import start_supervisor, wait_for
 
 from gateway_shim import (
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     Outcome,
     PresentationCandidate,
     exact_block,
-    format_daily,
 )
 from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
-
-BODY = format_daily(
-    weight="70kg",
-    intake="2,000kcal",
-    macros="탄수화물 250g · 단백질 120g · 지방 60g",
-    training="걷기",
-    sleep="7시간",
-    condition="3/5",
-    digestion="정상",
-)
 
 
 def _present_in_thread(
@@ -53,7 +42,7 @@ def _present_in_thread(
         try:
             out.append(
                 coord.present_daily(
-                    BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-graceful-1"
+                    DAILY_BODY, facts=DAILY_FACTS, finalized_event_id="evt-graceful-1"
                 )
             )
         finally:

@@ -122,7 +122,7 @@ def test_the_glossary_names_every_word_the_tools_print() -> None:
     glossary = section("용어와 도구가 출력하는 영어 단어")
     shown = set(re.findall(r"`([a-z0-9_]+)`", glossary))
     for enum in (HealthVerdict, SpoolProblem, Margin, ClearResult, UnsafeReason):
-        missing = {m.value for m in enum} - shown  # type: ignore[attr-defined]
+        missing = {m.value for m in enum} - shown
         assert not missing, (enum.__name__, missing)
     assert {ClearRefusal.CALLS_IN_FLIGHT.value, "not_quarantined", "no_worker"} <= shown
     for word in (
@@ -364,27 +364,17 @@ def test_the_surfaces_check_statement_is_what_each_form_prints(tmp_path: Path) -
     """The human single-message form prices each ID; the --jsonl line does not."""
     import json
 
-    from gateway_shim import format_daily
+    from kit.bodies import DAILY_BODY
 
-    body = format_daily(
-        weight="70kg",
-        intake="2,000kcal",
-        macros="탄수화물 250g · 단백질 120g · 지방 60g",
-        training="걷기",
-        sleep="7시간",
-        condition="3/5",
-        digestion="정상",
-        water="2L",
-    )
     text = tmp_path / "body.txt"
-    text.write_text(body, "utf-8")
+    text.write_text(DAILY_BODY, "utf-8")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["surfaces", "check", "--surface", "daily.v1", str(text)]) == 0
     assert "P_DAILY_COMPLETE (" in out.getvalue() and "tokens" in out.getvalue()
     assert "answer: at most" in out.getvalue()
     jsonl = tmp_path / "m.jsonl"
-    jsonl.write_text(json.dumps({"surface": "daily.v1", "body": body}) + "\n", "utf-8")
+    jsonl.write_text(json.dumps({"surface": "daily.v1", "body": DAILY_BODY}) + "\n", "utf-8")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         main(["surfaces", "check", "--jsonl", str(jsonl)])

@@ -129,7 +129,7 @@ def problem_texts(result: object) -> list[str]:
             block_yaml(provider=_provider(endpoint="https://api.openai.com/v1/")),
             "fail",
             "provider_disallowed",
-        ),  # type: ignore[dict-item]
+        ),
     ],
 )
 def test_the_block_is_judged_by_the_shims_own_parser(

@@ -177,7 +177,7 @@ def test_an_unverified_journal_is_no_evidence(data_root: Path) -> None:
 # ---------------------------------------------- the margin
 
 
-def _status_doc(seconds: dict[str, list[float]], started: str = "2026-11-30T08:00:00.000000Z"):  # type: ignore[no-untyped-def]
+def _status_doc(seconds: dict[str, list[float]], started: str = "2026-11-30T08:00:00.000000Z"):
     """A worker status file whose histograms hold ``seconds`` per surface (each
     call 100 completion tokens), as the worker writes it."""
     from kexpr.worker.histograms import edges_json, new_surfaces

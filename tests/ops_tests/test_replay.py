@@ -14,7 +14,7 @@ from kexpr.ops.replay import ExampleResponder, load_examples, mark_slots, replay
 SURFACES = {"daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"}
 
 
-def first_per_surface():  # type: ignore[no-untyped-def]
+def first_per_surface():
     seen: dict[str, object] = {}
     for s in _samples():
         seen.setdefault(s.surface, s)

@@ -49,7 +49,7 @@ def _status(**extra: object) -> dict[str, object]:
 def test_the_style_words_the_accepted_answers_used_are_counted_per_slot(
     root: DataRoot,
     provider,
-    env,  # type: ignore[no-untyped-def]
+    env,
 ) -> None:
     """Regression: an operator could not see what the model writes in production."""
     # The fit table's one daily word, and one answer it rejects (never counted).

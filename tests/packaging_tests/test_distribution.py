@@ -116,6 +116,7 @@ def test_the_sdist_holds_the_tests_docs_and_license(built: Built) -> None:
         "MANIFEST.in",
         ".ci/run",
         "mypy-tests.ini",
+        "mypy-scripts.ini",
         "docs/cli.md",
         "docs/systemd.md",
         "docs/operator-guide.ko.md",

@@ -1,4 +1,5 @@
-"""mypy --strict over the product packages (STYLE.md habits), as part of make test.
+"""mypy --strict over the product packages (STYLE.md habits), as part of make test;
+mypy over tests/ (mypy-tests.ini) and --strict over bench/ and fuzz/ (mypy-scripts.ini).
 
 The packages install as `gateway_shim` and `kexpr.{spool,worker,ops}` (pyproject
 `package-dir`); mypy cannot follow setuptools' editable finder, so it checks a tree
@@ -57,3 +58,10 @@ def test_tests_typecheck(tmp_path: Path) -> None:
     with the product packages' real types from the same installed-layout tree."""
     tree = installed_layout(tmp_path / "tree")
     assert mypy("mypy-tests.ini", REPO / "tests", cwd=REPO, mypypath=tree) == ""
+
+
+def test_bench_and_fuzz_typecheck_strict(tmp_path: Path) -> None:
+    """mypy --strict over the scripts beside the suite (mypy-scripts.ini): bench/ and
+    fuzz/, with the test modules they import (the fake API, the adversarial builders)."""
+    tree = installed_layout(tmp_path / "tree")
+    assert mypy("mypy-scripts.ini", REPO / "bench", REPO / "fuzz", cwd=REPO, mypypath=tree) == ""

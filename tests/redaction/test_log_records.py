@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
 import re
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
+from kit.supervisor import start_supervisor
 from reference_host.samples import CUSTOMER_VALUES
 
 from gateway_shim import (
@@ -178,24 +178,6 @@ def test_records_of_a_real_run_are_whitelisted(
 ) -> None:
     fake_api.behaviour = compose_reply(default_style)
     DataRoot(data_root).ensure()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "OPENAI_API_KEY": KEY,
-    }
-    cmd = [
-        sys.executable,
-        "-m",
-        "kexpr.ops.cli",
-        "-vv",
-        "supervise",
-        "--data-root",
-        str(data_root),
-        "--https-proxy",
-        fake_api.proxy_url,
-        "--ssl-cert-file",
-        str(fake_api.ca_file),
-    ]
     records: list[logging.LogRecord] = []
 
     class Keep(logging.Handler):
@@ -207,8 +189,14 @@ def test_records_of_a_real_run_are_whitelisted(
     top.addHandler(handler)
     top.setLevel(logging.DEBUG)
     with open(tmp_path / "stderr.txt", "wb") as err:
-        sup = subprocess.Popen(
-            cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
+        sup = start_supervisor(
+            data_root,
+            fake=fake_api,
+            key=KEY,
+            cli_args=("-vv",),
+            wait=False,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
         )
     try:
         assert wait_ready(DataRoot(data_root), 30.0)

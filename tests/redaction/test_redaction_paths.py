@@ -32,12 +32,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +48,8 @@ from adversarial.strategies import composition_of
 from fakeapi import FakeOpenAI, FakeReply, capsule_of, chat_completion, error_reply
 from hypothesis import given
 from hypothesis import strategies as st
+from kit.poll import until
+from kit.supervisor import start_supervisor, stop_supervisor
 
 import gateway_shim.coordinator as coordinator_module
 from gateway_shim import (
@@ -69,7 +68,6 @@ from kexpr.spool.journal import JOURNAL_SCHEMA, ROW_FIELDS, Journal, Outcome
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report, parse_request, parse_response
 from kexpr.spool.outcomes import CANDIDATE_OUTCOMES
-from kexpr.worker.daemon import wait_ready
 from kexpr.worker.instruction import SYSTEM_INSTRUCTION
 from redaction import material
 from redaction.leaks import HEX32, find_leak, minimal_pieces, scan_text_of, static_text
@@ -141,34 +139,11 @@ def _start_supervisor(tmp: Path, root: Path, fake: FakeOpenAI) -> subprocess.Pop
     """``kexpr supervise`` as an operator runs it (tests/conftest.py), with its stdout
     and stderr — and the worker's, which it inherits — captured to files."""
     DataRoot(root).ensure()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "OPENAI_API_KEY": API_KEY,
-    }
-    cmd = [
-        sys.executable, "-m", "kexpr.ops.cli", "supervise", "--data-root", str(root),
-        "--https-proxy", fake.proxy_url, "--ssl-cert-file", str(fake.ca_file),
-        # Hundreds of fresh artifacts in minutes: past the default spend bound,
-        # which this proof is not about (tests/worker_tests/test_spend.py is).
-        "--max-calls-per-hour", "100000", "--max-calls-per-day", "100000",
-    ]  # fmt: skip
+    # Hundreds of fresh artifacts in minutes: past the default spend bound,
+    # which this proof is not about (tests/worker_tests/test_spend.py is).
+    uncapped = ("--max-calls-per-hour", "100000", "--max-calls-per-day", "100000")
     with open(tmp / "stdout.txt", "wb") as out, open(tmp / "stderr.txt", "wb") as err:
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-    if not wait_ready(DataRoot(root), 30.0):
-        _stop(proc)
-        raise AssertionError("worker did not become ready")
-    return proc
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        return start_supervisor(root, fake=fake, key=API_KEY, args=uncapped, stdout=out, stderr=err)
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +195,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         finally:
             for coordinator in world.coordinators.values():
                 coordinator.close()
-            _stop(supervisor)
+            stop_supervisor(supervisor)
             root_logger.removeHandler(logs)
             root_logger.setLevel(old_level)
     # Every run leaves a journal that verifies (hash chain, schema, transitions).
@@ -482,14 +457,11 @@ def _journal_rows(root: Path) -> list[dict[str, Any]]:
 
 
 def _wait_terminal(root: Path, attempt_id: str, timeout: float = 10.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if any(
-            r["attempt_id"] == attempt_id and r["state"] == "finalized" for r in _journal_rows(root)
-        ):
-            return
-        time.sleep(0.01)
-    raise AssertionError("no terminal journal row for the attempt")
+    def terminal() -> bool:
+        rows = _journal_rows(root)
+        return any(r["attempt_id"] == attempt_id and r["state"] == "finalized" for r in rows)
+
+    assert until(terminal, timeout, 0.01), "no terminal journal row for the attempt"
 
 
 def _check_capsule(capsule: dict[str, Any], artifact_key: str | None) -> None:

@@ -9,7 +9,6 @@ import logging
 from pathlib import Path
 
 import pytest
-from shim.test_config import mutated
 
 from gateway_shim.config import (
     ConfigDiagnostic,
@@ -21,6 +20,7 @@ from gateway_shim.config import (
 )
 from gateway_shim.coordinator import KoreanExpressionCoordinator
 from kexpr.ops.preflight import preflight_text
+from shim.test_config import mutated
 
 SENTINEL = "sk-SENTINEL-never-logged-0000"
 

@@ -12,11 +12,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.bodies import DAILY_BODY
 from reference_host.scripted_worker import heartbeat
 
 from gateway_shim import (
@@ -27,7 +28,6 @@ from gateway_shim import (
     Mode,
     Outcome,
     exact_block,
-    format_daily,
 )
 from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.fsio import publish
@@ -35,16 +35,7 @@ from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report, parse_request
 from kexpr.spool.outcomes import HOST_OUTCOMES
 
-BODY = format_daily(
-    weight="70kg",
-    intake="2,000kcal",
-    macros="탄수화물 250g · 단백질 120g · 지방 60g",
-    training="걷기",
-    sleep="7시간",
-    condition="3/5",
-    digestion="정상",
-    water="2L",
-)
+BODY = DAILY_BODY
 SELECTED = BODY.replace("저장된 오늘 기록을", "그리고 저장된 오늘 기록을")
 FACTS = DailyFacts(complete=True)
 
@@ -132,11 +123,6 @@ def coordinator(
     return KoreanExpressionCoordinator(
         KoreanExpressionConfig.from_block(exact_block(mode, **surfaces)), root
     )
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Iterator[DataRoot]:
-    yield DataRoot(tmp_path / "root")
 
 
 def files_under(path: Path) -> list[Path]:
@@ -338,7 +324,7 @@ def test_response_for_another_request_is_canonical(root: DataRoot) -> None:
         return None  # type: ignore[return-value]
 
     coord = coordinator(root.root)
-    with ScriptedWorker(root, answer):  # type: ignore[arg-type]
+    with ScriptedWorker(root, answer):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
     coord.close()
     assert cand.outcome is Outcome.INVALID_RESPONSE
@@ -410,7 +396,7 @@ def test_telemetry_exact_fields_and_sink_failure_ignored(root: DataRoot) -> None
     events: list[dict[str, str]] = []
     got = threading.Event()
 
-    def sink(ev):  # type: ignore[no-untyped-def]
+    def sink(ev):
         events.append(dict(ev))
         got.set()
         raise RuntimeError("sink broken")

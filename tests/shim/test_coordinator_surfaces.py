@@ -76,11 +76,6 @@ def bind(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
-
-
-@pytest.fixture
 def coords(root: DataRoot) -> Iterator[list[KoreanExpressionCoordinator]]:
     made: list[KoreanExpressionCoordinator] = []
     yield made
@@ -705,12 +700,19 @@ def test_async_twins(root: DataRoot, coords: list[KoreanExpressionCoordinator]) 
 
 
 def test_exported_members() -> None:
-    assert set(gateway_shim.__all__) >= {
+    """The host's API, pinned by equality: a name added to or dropped from
+    ``gateway_shim.__all__`` is a change this list must make too."""
+    for name in gateway_shim.__all__:
+        assert hasattr(gateway_shim, name), name
+    assert set(gateway_shim.__all__) == {
         "ADAPTIVE_UNKNOWN_SURFACE",
         "CandidateOutcome",
         "CandidateStatus",
         "CardOrigin",
+        "ConfigDiagnostic",
+        "DailyFacts",
         "HostOutcome",
+        "Mode",
         "Outcome",
         "DUAL_SURFACE",
         "DualGlossary",
@@ -723,14 +725,19 @@ def test_exported_members() -> None:
         "RevalidationReason",
         "WeeklyInterpretation",
         "WeeklyJudgment",
+        "WeeklyRationale",
         "binding_digest",
         "card_payload",
+        "exact_block",
+        "format_daily",
         "format_dual_body",
+        "format_weekly",
         "load_operator_glossary",
         "parse_adaptive",
         "presented_host_text",
         "revalidate",
     }
+    assert len(gateway_shim.__all__) == len(set(gateway_shim.__all__))
     assert not {"AdaptiveBinding", "DualFacts", "DualDecision", "DualReason"} & set(
         gateway_shim.__all__
     )

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from reference_host.scripted_worker import heartbeat
-from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted
 
 from gateway_shim import (
     CandidateStatus,
@@ -35,6 +34,7 @@ from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
 from kexpr.spool.status import STALE_AFTER_S
+from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted
 
 T0 = dt.datetime(2026, 12, 2, 3, 0, 0, 123456, tzinfo=dt.UTC)
 
@@ -75,11 +75,6 @@ def slow_set_up(coord: KoreanExpressionCoordinator, clocks: Clocks, seconds: flo
         return real()
 
     coord._hold.ensure_started = slow  # type: ignore[method-assign]
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
 
 
 def request_files(root: DataRoot) -> list[Path]:

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from pathlib import Path
 
 import pytest
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, status
-from shim.test_deadline_and_liveness import Clocks, make
 
 from gateway_shim import CandidateStatus, Outcome, PresentationCandidate
 from gateway_shim._guest import MAX_WORKERS
 from gateway_shim.coordinator import _Pending, _Wait
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, status
+from shim.test_deadline_and_liveness import Clocks, make
 
 LEFT_S = 0.3  # what the test leaves of the wait once the answer is published
 
@@ -37,17 +36,12 @@ class Sink:
         self.events.append(event)
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
-
-
 @pytest.mark.parametrize(
     "answer",
     [status("canonical", "no_time_to_answer"), accepted()],
     ids=["canonical", "accepted"],
 )
-def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, answer) -> None:  # type: ignore[no-untyped-def]
+def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, answer) -> None:
     clocks = Clocks()
     sink = Sink()
     coord = make(root, clocks, telemetry=sink)
@@ -100,7 +94,7 @@ def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, 
 )
 def test_a_read_that_runs_after_the_wait_ended_only_collects(
     root: DataRoot, answer, kept: bool
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The read had started when the deadline passed and the wait took the
     conclusion: the read concludes nothing (no candidate, no telemetry, no
     report) and collects the answer as `_conclude` would a late one."""

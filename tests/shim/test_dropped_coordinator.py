@@ -15,16 +15,14 @@ import os
 import threading
 import time
 import weakref
-from pathlib import Path
 
-import pytest
 from reference_host.scripted_worker import ScriptedWorker
-from shim.test_coordinator import BODY, FACTS, coordinator
-from shim.test_guest_process import OBSERVER_THREADS, _wake_via_watcher, inotify_instances
 
 from gateway_shim import Outcome
 from gateway_shim._watch import shared_watches
 from kexpr.spool.layout import DataRoot
+from shim.test_coordinator import BODY, FACTS, coordinator
+from shim.test_guest_process import OBSERVER_THREADS, _wake_via_watcher, inotify_instances
 
 DROPPED = 200
 
@@ -41,11 +39,6 @@ def _settle(baseline: set[threading.Thread], within_s: float = 20.0) -> None:
     end = time.monotonic() + within_s
     for t in set(threading.enumerate()) - baseline:
         t.join(max(0.0, end - time.monotonic()))
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
 
 
 def test_dropped_coordinators_leave_no_thread_fd_or_inotify_instance(root: DataRoot) -> None:

@@ -57,11 +57,6 @@ def bind() -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
-
-
 class Events:
     """The coordinator's telemetry events, as the host's sink receives them."""
 

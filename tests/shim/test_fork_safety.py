@@ -15,15 +15,14 @@ import select
 import signal
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
 
 from gateway_shim import KoreanExpressionCoordinator, Outcome
 from kexpr.spool import _walk
 from kexpr.spool.layout import DataRoot
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
 
 # A child that has not presented by then hangs (its wait is 4 s).
 CHILD_BOUND_S = 30.0
@@ -37,11 +36,6 @@ LOCKS: dict[str, Callable[[KoreanExpressionCoordinator], Any]] = {
     "awaiting_lock": lambda c: c._awaiting._lock,
     "heartbeat_lock": lambda c: c._heartbeat._lock,
 }
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
 
 
 def fork_and_present(coord: KoreanExpressionCoordinator, event_id: str) -> tuple[int, int]:

@@ -31,7 +31,6 @@ from reference_host.samples import (
     dual_card,
     session,
 )
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted
 
 from gateway_shim import (
     CandidateStatus,
@@ -50,6 +49,7 @@ from gateway_shim import (
 from gateway_shim.surfaces import Ineligible, IneligibleReason
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import HOST_OUTCOMES
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted
 
 SETTINGS = settings(
     max_examples=60,
@@ -355,7 +355,7 @@ def test_report_of_a_str_subclass_id_is_the_documented_value_error(
     """Only an exact ``str`` id; a subclass never reaches the table."""
     root = tmp_path / "r"
     with pytest.raises(ValueError) as e:
-        coordinator(root).report(foreign_candidate(attempt_id), outcome)  # type: ignore[arg-type]
+        coordinator(root).report(foreign_candidate(attempt_id), outcome)
     assert type(e.value) is ValueError and str(e.value) == "report_not_expected"
     assert not root.exists()
 

@@ -14,13 +14,18 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from reference_host.scripted_worker import heartbeat
+
+from gateway_shim import CandidateStatus, KoreanExpressionCoordinator, Mode, Outcome
+from kexpr.spool.fsio import publish
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.messages import parse_request
 from shim.test_coordinator import (
     BODY,
     FACTS,
@@ -31,11 +36,6 @@ from shim.test_coordinator import (
     coordinator,
     status,
 )
-
-from gateway_shim import CandidateStatus, KoreanExpressionCoordinator, Mode, Outcome
-from kexpr.spool.fsio import publish
-from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import parse_request
 
 # The observer's threads: its own, its emitter's and its inotify reader's.
 OBSERVER_THREADS = 3
@@ -55,11 +55,6 @@ def inotify_instances() -> int:
 
 def threads() -> set[threading.Thread]:
     return set(threading.enumerate())
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Iterator[DataRoot]:
-    yield DataRoot(tmp_path / "root")
 
 
 @pytest.fixture(autouse=True)

@@ -131,7 +131,7 @@ def test_gateways_starting_at_once_all_get_the_one_key(tmp_path: Path) -> None:
         for t in threads:
             t.join()
         assert len(keys) == 6 and all(isinstance(k, bytes) and len(k) == 32 for k in keys), keys
-        assert len(set(keys)) == 1  # type: ignore[arg-type]
+        assert len(set(keys)) == 1
 
 
 def test_the_key_is_never_visible_half_written(
@@ -348,7 +348,7 @@ def test_gateways_starting_at_once_record_the_one_key(tmp_path: Path) -> None:
             t.start()
         for t in threads:
             t.join()
-        assert len(set(keys)) == 1 and isinstance(keys[0], bytes), keys  # type: ignore[arg-type]
+        assert len(set(keys)) == 1 and isinstance(keys[0], bytes), keys
         assert _record(root)["fingerprint"] == fingerprint(keys[0])
 
 
@@ -543,6 +543,7 @@ def test_a_refusal_is_said_once_per_change_and_its_end_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from reference_host.scripted_worker import heartbeat
+
     from shim.test_coordinator import BODY, FACTS, ScriptedWorker, coordinator, status
 
     caplog.set_level(logging.DEBUG, logger="kexpr")

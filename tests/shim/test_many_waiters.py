@@ -12,26 +12,20 @@ import asyncio
 import datetime as dt
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 from reference_host.scripted_worker import heartbeat
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
-from shim.test_deadline_and_liveness import Clocks, make
-from shim.test_guest_process import GatedResponder, _wake_via_watcher, request_files
 
 from gateway_shim import Outcome, _data_root, _responses
 from gateway_shim import coordinator as coord_module
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import CandidateOutcome
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Iterator[DataRoot]:
-    yield DataRoot(tmp_path / "root")
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
+from shim.test_deadline_and_liveness import Clocks, make
+from shim.test_guest_process import GatedResponder, _wake_via_watcher, request_files
 
 
 @pytest.fixture(autouse=True)

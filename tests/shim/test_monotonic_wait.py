@@ -12,11 +12,8 @@ import asyncio
 import datetime as dt
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted
-from shim.test_deadline_and_liveness import T0, request_files
 
 from gateway_shim import (
     KoreanExpressionConfig,
@@ -29,6 +26,8 @@ from gateway_shim import (
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
+from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted
+from shim.test_deadline_and_liveness import T0, request_files
 
 HOUR = dt.timedelta(hours=1)
 
@@ -58,11 +57,6 @@ def present(coord: KoreanExpressionCoordinator, asyncio_host: bool) -> Presentat
     if asyncio_host:
         return asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="e"))
     return coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> DataRoot:
-    return DataRoot(tmp_path / "root")
 
 
 HOSTS = pytest.mark.parametrize("asyncio_host", [False, True], ids=["present", "apresent"])

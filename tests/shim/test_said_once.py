@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from reference_host.samples import callback_data, dual_card, session
 from reference_host.scripted_worker import heartbeat
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
 
 from gateway_shim import DUAL_SURFACE, KoreanExpressionCoordinator, Mode, Outcome
 from kexpr.spool.layout import DataRoot
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
 
 ROUNDS = 3  # presentations per case: said once, however many
 

@@ -12,7 +12,7 @@ def test_six_fields_exactly() -> None:
     got: list[dict[str, str]] = []
     done = threading.Event()
 
-    def sink(ev):  # type: ignore[no-untyped-def]
+    def sink(ev):
         got.append(dict(ev))
         done.set()
 
@@ -25,7 +25,7 @@ def test_six_fields_exactly() -> None:
 def test_raising_sink_is_ignored() -> None:
     calls = threading.Event()
 
-    def sink(ev):  # type: ignore[no-untyped-def]
+    def sink(ev):
         calls.set()
         raise RuntimeError("sink down")
 

@@ -180,7 +180,7 @@ def _segment(journal: Journal) -> bytes:
     return (journal._root.outcomes / "2026-11-30.jsonl").read_bytes()
 
 
-def _rewrite(data: bytes, mutate) -> bytes:  # type: ignore[no-untyped-def]
+def _rewrite(data: bytes, mutate) -> bytes:
     rows = [json.loads(x) for x in data.split(b"\n")[:-1]]
     mutate(rows)
     return b"".join((canonical_json(r) + "\n").encode() for r in rows)
@@ -195,7 +195,7 @@ def _rechain(rows: list[dict[str, object]]) -> None:
         prev = str(r["row_digest"])
 
 
-def _set(field: str, value: object, *, row: int = 0, rechain: bool = True):  # type: ignore[no-untyped-def]
+def _set(field: str, value: object, *, row: int = 0, rechain: bool = True):
     def m(rows: list[dict[str, object]]) -> None:
         rows[row][field] = value
         if rechain:
@@ -267,7 +267,7 @@ CORRUPTIONS = [
 @pytest.mark.parametrize(
     ("name", "corrupt", "finding"), CORRUPTIONS, ids=[c[0] for c in CORRUPTIONS]
 )
-def test_corruption_is_detected(journal: Journal, name: str, corrupt, finding: Finding) -> None:  # type: ignore[no-untyped-def]
+def test_corruption_is_detected(journal: Journal, name: str, corrupt, finding: Finding) -> None:
     data = corrupt(_segment(journal))
     with pytest.raises(JournalUnverified) as e:
         verify_segment_bytes(data, "2026-11-30", Index())
@@ -528,7 +528,7 @@ MORE_CORRUPTIONS = [
 )
 def test_more_corruption_is_detected(
     journal: Journal, name: str, corrupt, finding: Finding
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     data = corrupt(_segment(journal))
     with pytest.raises(JournalUnverified) as e:
         verify_segment_bytes(data, "2026-11-30", Index())

@@ -248,7 +248,7 @@ class Fallbacks:
         return self.lines
 
     def __exit__(self, *exc: object) -> None:
-        journal_module._slow_row = self._reference  # type: ignore[assignment]
+        journal_module._slow_row = self._reference
 
 
 def fast_fallbacks(data: bytes, seg: str = DAY, context: Index | None = None) -> list[bytes]:

@@ -39,7 +39,7 @@ S = dt.timedelta(seconds=1)
 
 
 @pytest.mark.parametrize(("key", "nxt"), sorted(TRANSITIONS.items(), key=str))
-def test_every_transition_row_is_taken_with_each_outcome_it_allows(key, nxt) -> None:  # type: ignore[no-untyped-def]
+def test_every_transition_row_is_taken_with_each_outcome_it_allows(key, nxt) -> None:
     phase, event = key
     for mode in SpoolMode:
         allowed = EVENT_OUTCOMES.get(event)
@@ -104,7 +104,7 @@ DEAD_OPEN = Held(Phase.OPEN, live=False, starter=None, until=10.0)
         (None, None, "r1", Answer.EXPIRE_CANONICAL),
     ],
 )
-def test_answer_existing(outcome, held, asker, answer) -> None:  # type: ignore[no-untyped-def]
+def test_answer_existing(outcome, held, asker, answer) -> None:
     assert lc.answer_existing(outcome, held, asker, 0.0) is answer
 
 
@@ -136,7 +136,7 @@ def test_inherited_attempts_are_answered_or_lost_from_the_spool() -> None:
         (None, AWAITING, 10.0, True),
     ],
 )
-def test_expiry_due(outcome, held, now, due) -> None:  # type: ignore[no-untyped-def]
+def test_expiry_due(outcome, held, now, due) -> None:
     assert lc.expiry_due(outcome, held, now) is due
 
 
@@ -162,7 +162,7 @@ def test_expiry_due(outcome, held, now, due) -> None:  # type: ignore[no-untyped
         (None, SpoolMode.ENABLED, AWAITING, Outcome.TIMEOUT, 0.0, Inadmissible.WRONG_OUTCOME),
     ],
 )
-def test_report_admissible(outcome, mode, held, reported, now, verdict) -> None:  # type: ignore[no-untyped-def]
+def test_report_admissible(outcome, mode, held, reported, now, verdict) -> None:
     assert lc.report_admissible(outcome, mode, held, reported, now) is verdict
 
 
@@ -210,7 +210,7 @@ def test_report_admissible(outcome, mode, held, reported, now, verdict) -> None:
         ),
     ],
 )
-def test_conclude(failed, rejected, late, quarantined, expected) -> None:  # type: ignore[no-untyped-def]
+def test_conclude(failed, rejected, late, quarantined, expected) -> None:
     c = lc.conclude(failed, rejected, late=late, quarantined=quarantined)
     assert (c.event, c.outcome, c.reply) == expected
     for mode in SpoolMode:  # every conclusion is a legal step from OPEN
@@ -232,7 +232,7 @@ def test_conclude(failed, rejected, late, quarantined, expected) -> None:  # typ
         (40 * 86400.0, Admission.CLOCK_SKEW),
     ],
 )
-def test_admit_request_trusts_another_process_wall_clock_within_the_skew(age_s, admission) -> None:  # type: ignore[no-untyped-def]
+def test_admit_request_trusts_another_process_wall_clock_within_the_skew(age_s, admission) -> None:
     assert lc.admit_request(T, T + 4 * S, T + dt.timedelta(seconds=age_s)) is admission
 
 
@@ -255,7 +255,7 @@ def test_remaining_budget_is_bounded_by_the_wait() -> None:
         (86400.0 + 60.0, 86400.0, True),
     ],
 )
-def test_step_observed(wall, mono, step) -> None:  # type: ignore[no-untyped-def]
+def test_step_observed(wall, mono, step) -> None:
     assert lc.step_observed(wall, mono) is step
 
 
@@ -263,7 +263,7 @@ def test_step_observed(wall, mono, step) -> None:  # type: ignore[no-untyped-def
 
 
 @pytest.mark.parametrize(("key", "row"), sorted(SPOOL_FILE_MOVES.items(), key=str))
-def test_every_spool_file_move_is_allowed_to_its_actor_only(key, row) -> None:  # type: ignore[no-untyped-def]
+def test_every_spool_file_move_is_allowed_to_its_actor_only(key, row) -> None:
     file, move = key
     _, to, actor = row
     assert lc.file_move(file, move, actor) is to
@@ -273,7 +273,7 @@ def test_every_spool_file_move_is_allowed_to_its_actor_only(key, row) -> None:  
 
 
 @pytest.mark.parametrize(("key", "row"), sorted(SPOOL_FILE_MOVES.items(), key=str))
-def test_the_data_root_routes_every_move_by_the_table(key, row, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_data_root_routes_every_move_by_the_table(key, row, tmp_path) -> None:
     from kexpr.spool.layout import DataRoot
 
     root = DataRoot(tmp_path / "root")
@@ -329,11 +329,11 @@ def test_every_spool_file_is_published_by_one_side_and_removed_by_a_rule() -> No
         (False, False, File.ANSWER),
     ],
 )
-def test_answer_file(accepted, open_, file) -> None:  # type: ignore[no-untyped-def]
+def test_answer_file(accepted, open_, file) -> None:
     assert lc.answer_file(accepted, open_) is file
 
 
-def test_a_request_whose_claim_failed_is_removed_from_requests_by_the_worker(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_request_whose_claim_failed_is_removed_from_requests_by_the_worker(tmp_path) -> None:
     # The worker answers canonical a request it could not rename into claimed/
     # and removes it from requests/ (it was never claimed); the shim may not.
     from kexpr.spool.layout import DataRoot

@@ -83,7 +83,7 @@ def test_a_retired_shipped_name_stays_reserved(retired: str) -> None:
             family: {retired: text},
             **({"reasons": {}} if family == "decisions" else {"decisions": {}}),
         }
-    )  # type: ignore[arg-type]
+    )
     with pytest.raises(GlossaryError) as e:
         parse_operator_glossary(data)
     assert e.value.problem is GlossaryProblem.ID_DUPLICATE

@@ -163,7 +163,7 @@ class Traffic:
         publish(self.root.tmp, self.root.claimed / f"{request_id}.json", req.to_bytes())
         self.w.handle_claimed(f"{request_id}.json")
         self.clock.advance(self.gap_s)
-        return response(self.root, request_id).outcome  # type: ignore[no-any-return]
+        return response(self.root, request_id).outcome
 
     @property
     def calls(self) -> int:

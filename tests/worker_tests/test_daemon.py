@@ -44,7 +44,7 @@ from kexpr.worker.provider import build_client
 from kexpr.worker.status import wait_ready
 
 
-def test_accepted_composition_is_answered_and_awaits_report(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_accepted_composition_is_answered_and_awaits_report(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
@@ -56,7 +56,7 @@ def test_accepted_composition_is_answered_and_awaits_report(root, provider, env)
     assert not (root.claimed / f"{rid(1)}.json").exists()
 
 
-def test_report_terminalizes_accepted_attempt(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_report_terminalizes_accepted_attempt(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
@@ -76,7 +76,7 @@ def test_report_terminalizes_accepted_attempt(root, provider, env) -> None:  # t
 )
 def test_report_that_contradicts_the_mode_is_ignored(
     root, provider, env, report_outcome, mode
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1), mode=mode)}.json")
@@ -88,7 +88,7 @@ def test_report_that_contradicts_the_mode_is_ignored(
     assert w.counters.orphan_reports == 1
 
 
-def test_report_for_unknown_attempt_is_ignored(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_report_for_unknown_attempt_is_ignored(root, provider, env) -> None:
     w = make_worker(root, provider, Clock(), env)
     rep = SpoolReport(spool_version=SPOOL_VERSION, attempt_id="c" * 32, outcome=Outcome.SELECTED)
     publish(root.tmp, root.reports / f"{'c' * 32}.json", rep.to_bytes())
@@ -96,7 +96,7 @@ def test_report_for_unknown_attempt_is_ignored(root, provider, env) -> None:  # 
     assert outcomes(root) == [] and w.counters.orphan_reports == 1
 
 
-def test_commit_grace_terminalizes_unreported_attempt(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_commit_grace_terminalizes_unreported_attempt(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
@@ -108,7 +108,7 @@ def test_commit_grace_terminalizes_unreported_attempt(root, provider, env) -> No
     assert outcomes(root) == ["claim_expired_canonical"]
 
 
-def test_same_artifact_while_accepted_is_already_attempted(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_same_artifact_while_accepted_is_already_attempted(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
@@ -122,7 +122,7 @@ def test_same_artifact_while_accepted_is_already_attempted(root, provider, env) 
     assert len(provider.calls) == 1
 
 
-def test_same_artifact_after_terminal_is_already_attempted(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_same_artifact_after_terminal_is_already_attempted(root, provider, env) -> None:
     clock = Clock()
     provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
     w = make_worker(root, provider, clock, env)
@@ -135,7 +135,7 @@ def test_same_artifact_after_terminal_is_already_attempted(root, provider, env) 
     assert outcomes(root) == ["provider_error"]
 
 
-def test_a_lost_attempt_is_canonical_for_every_request_after_a_restart(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_lost_attempt_is_canonical_for_every_request_after_a_restart(root, provider, env) -> None:
     """A worker died during its call (start row, no response).
     The restarted worker knows from the spool that the call died with it: the
     attempt ends claim_expired_canonical at start-up, and every request for the
@@ -166,7 +166,7 @@ def test_a_lost_attempt_is_canonical_for_every_request_after_a_restart(root, pro
     assert provider.calls == [] and w2.counters.in_flight == 0
 
 
-def test_in_flight_only_to_another_request_while_the_live_owner_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_in_flight_only_to_another_request_while_the_live_owner_calls(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     seen: list[ResponseStatus] = []
@@ -182,7 +182,7 @@ def test_in_flight_only_to_another_request_while_the_live_owner_calls(root, prov
     assert len(provider.calls) == 1
 
 
-def test_an_answered_attempt_keeps_its_report_window_across_a_restart(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_an_answered_attempt_keeps_its_report_window_across_a_restart(root, provider, env) -> None:
     """The accepted response in responses/ is the attempt's
     durable AWAITING_REPORT; a report arriving after the restart is journaled."""
     clock = Clock()
@@ -198,7 +198,7 @@ def test_an_answered_attempt_keeps_its_report_window_across_a_restart(root, prov
     assert list(root.responses.iterdir()) == [] and list(root.reports.iterdir()) == []
 
 
-def test_expired_request_is_dropped_without_row_or_call(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_expired_request_is_dropped_without_row_or_call(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     name = f"{submit(root, clock, rid=rid(1))}.json"
@@ -209,7 +209,7 @@ def test_expired_request_is_dropped_without_row_or_call(root, provider, env) -> 
     assert not (root.claimed / name).exists()
 
 
-def test_late_result_is_discarded_as_timeout(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_late_result_is_discarded_as_timeout(root, provider, env) -> None:
     clock = Clock()
     provider.on_call = lambda: clock.advance(5)  # the answer arrives after the deadline
     w = make_worker(root, provider, clock, env)
@@ -243,7 +243,7 @@ def test_late_result_is_discarded_as_timeout(root, provider, env) -> None:  # ty
         ),
     ],
 )
-def test_failures_are_terminal_canonical_with_one_call(root, provider, env, reply, outcome) -> None:  # type: ignore[no-untyped-def]
+def test_failures_are_terminal_canonical_with_one_call(root, provider, env, reply, outcome) -> None:
     clock = Clock()
     provider.reply = reply
     w = make_worker(root, provider, clock, env)
@@ -255,7 +255,7 @@ def test_failures_are_terminal_canonical_with_one_call(root, provider, env, repl
     assert len(provider.calls) == 1
 
 
-def test_no_key_is_credential_unavailable_zero_http(root, provider) -> None:  # type: ignore[no-untyped-def]
+def test_no_key_is_credential_unavailable_zero_http(root, provider) -> None:
     clock = Clock()
     w = Worker(root, environ={}, client_factory=lambda: None, clock=clock)
     w.prepare()
@@ -264,7 +264,7 @@ def test_no_key_is_credential_unavailable_zero_http(root, provider) -> None:  # 
     assert outcomes(root) == ["credential_unavailable"] and provider.calls == []
 
 
-def test_unverified_journal_means_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_unverified_journal_means_zero_calls(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.parts.quarantine.journal_ok = False
@@ -298,7 +298,7 @@ def test_unverified_journal_means_zero_calls(root, provider, env) -> None:  # ty
         "fullwidth_digits",
     ],
 )
-def test_invalid_request_gets_canonical_and_no_call(root, provider, env, mutate) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_request_gets_canonical_and_no_call(root, provider, env, mutate) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     name = f"{submit(root, clock, rid=rid(1))}.json"
@@ -311,7 +311,7 @@ def test_invalid_request_gets_canonical_and_no_call(root, provider, env, mutate)
     assert provider.calls == [] and outcomes(root) == []
 
 
-def test_request_id_must_match_file_name(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_request_id_must_match_file_name(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     submit(root, clock, rid=rid(1))
@@ -321,7 +321,7 @@ def test_request_id_must_match_file_name(root, provider, env) -> None:  # type: 
     assert provider.calls == []
 
 
-def test_symlinked_request_is_refused(root, provider, env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_symlinked_request_is_refused(root, provider, env, tmp_path: Path) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     submit(root, clock, rid=rid(1))
@@ -333,7 +333,7 @@ def test_symlinked_request_is_refused(root, provider, env, tmp_path: Path) -> No
     assert provider.calls == []
 
 
-def test_concurrent_requests_for_one_artifact_make_one_call(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_requests_for_one_artifact_make_one_call(root, provider, env) -> None:
     clock = Clock()
     gate = threading.Event()
     provider.on_call = lambda: gate.wait(5) and None
@@ -357,7 +357,7 @@ def test_concurrent_requests_for_one_artifact_make_one_call(root, provider, env)
     assert len(provider.calls) == 1
 
 
-def test_hazardous_environment_refuses_to_start(root) -> None:  # type: ignore[no-untyped-def]
+def test_hazardous_environment_refuses_to_start(root) -> None:
     for env in (
         {"OPENAI_BASE_URL": "https://evil"},
         {"SSLKEYLOGFILE": "/tmp/k"},
@@ -367,7 +367,7 @@ def test_hazardous_environment_refuses_to_start(root) -> None:  # type: ignore[n
         assert w.run(threading.Event()) is ExitCode.HAZARDOUS_ENVIRONMENT
 
 
-def test_second_worker_on_one_data_root_refuses(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_second_worker_on_one_data_root_refuses(root, provider, env) -> None:
     stop = threading.Event()
     first = Worker(root, environ=env, client_factory=lambda: None, rescan_interval_s=0.05)
     t = threading.Thread(target=first.run, args=(stop,))
@@ -381,7 +381,7 @@ def test_second_worker_on_one_data_root_refuses(root, provider, env) -> None:  #
         t.join(10)
 
 
-def test_status_file_holds_no_content(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_status_file_holds_no_content(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
@@ -404,7 +404,7 @@ def _no_leaked_threads() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "bad_mode", "directory", "oversized", "wrong_owner"])
-def test_unsafe_request_file_is_canonical_with_zero_calls(root, provider, env, kind) -> None:  # type: ignore[no-untyped-def]
+def test_unsafe_request_file_is_canonical_with_zero_calls(root, provider, env, kind) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     path = root.claimed / f"{rid(1)}.json"
@@ -438,7 +438,7 @@ def test_unsafe_request_file_is_canonical_with_zero_calls(root, provider, env, k
         assert not os.path.lexists(path)
 
 
-def test_symlinked_request_is_counted_by_reason(root, provider, env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_symlinked_request_is_counted_by_reason(root, provider, env, tmp_path: Path) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     submit(root, clock, rid=rid(1))
@@ -452,7 +452,7 @@ def test_symlinked_request_is_counted_by_reason(root, provider, env, tmp_path: P
     assert status(root)["unsafe"] == {"symlink": 1}
 
 
-def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     w.handle_claimed(f"{submit(root, clock, rid=rid(1), mode='enabled')}.json")
@@ -464,7 +464,7 @@ def test_unsafe_report_is_ignored_and_counted(root, provider, env) -> None:  # t
     assert outcomes(root) == [None] and w.counters.unsafe == {"bad_mode": 1}
 
 
-def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, env) -> None:
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     w1.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
@@ -490,7 +490,7 @@ def test_torn_tail_at_start_up_quarantines_without_truncating(root, provider, en
 
 def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_again(
     root, provider, env
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     w1.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")  # accepted, open
@@ -511,7 +511,7 @@ def test_after_the_operator_quarantines_the_segment_sealed_artifacts_never_call_
 @pytest.mark.parametrize("where", ["spool", "claimed", "outcomes"])
 def test_directory_swapped_after_start_up_quarantines(
     root, provider, env, tmp_path: Path, where: str, walk: bool
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     target = {"spool": root.spool, "claimed": root.claimed, "outcomes": root.outcomes}[where]
@@ -531,7 +531,7 @@ def test_directory_swapped_after_start_up_quarantines(
 @pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
 def test_directory_replaced_by_a_symlink_quarantines(
     root, provider, env, tmp_path: Path, walk: bool
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     os.rename(root.outcomes, tmp_path / "real")
@@ -544,7 +544,7 @@ def test_directory_replaced_by_a_symlink_quarantines(
 
 
 @pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
-def test_directory_re_moded_after_start_up_quarantines(root, provider, env, walk: bool) -> None:  # type: ignore[no-untyped-def]
+def test_directory_re_moded_after_start_up_quarantines(root, provider, env, walk: bool) -> None:
     w = make_worker(root, provider, Clock(), env)
     os.chmod(root.reports, 0o755)
     w.parts.quarantine.check_tree(walk=walk)
@@ -552,14 +552,14 @@ def test_directory_re_moded_after_start_up_quarantines(root, provider, env, walk
 
 
 @pytest.mark.parametrize("walk", [True, False], ids=["walk", "glance"])
-def test_directory_removed_after_start_up_quarantines(root, provider, env, walk: bool) -> None:  # type: ignore[no-untyped-def]
+def test_directory_removed_after_start_up_quarantines(root, provider, env, walk: bool) -> None:
     w = make_worker(root, provider, Clock(), env)
     os.rmdir(root.reports)
     w.parts.quarantine.check_tree(walk=walk)
     assert w.quarantine == "io_error" and not w.journal_ok
 
 
-def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
@@ -576,7 +576,7 @@ def test_segment_swapped_under_the_worker_quarantines_with_zero_calls(root, prov
     assert seg.read_bytes() == data
 
 
-def test_swapped_journal_lock_quarantines_with_zero_calls(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_swapped_journal_lock_quarantines_with_zero_calls(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     os.rename(root.journal_lock, root.root / "old.lock")
@@ -587,7 +587,7 @@ def test_swapped_journal_lock_quarantines_with_zero_calls(root, provider, env) -
     assert w.quarantine == "lock_unsafe" and provider.calls == []
 
 
-def test_quarantine_while_a_call_runs_delivers_nothing(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_quarantine_while_a_call_runs_delivers_nothing(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     provider.on_call = lambda: w.parts.quarantine.enter("inode_changed")
@@ -597,7 +597,7 @@ def test_quarantine_while_a_call_runs_delivers_nothing(root, provider, env) -> N
     assert outcomes(root) == ["claim_expired_canonical"] and len(provider.calls) == 1
 
 
-def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env) -> None:
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     w1.handle_claimed(
@@ -622,7 +622,7 @@ def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env
 
 def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(
     root, provider, env
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(days=400))
     w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")  # awaiting report
@@ -636,7 +636,7 @@ def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(
     assert w.counters.by_outcome == {"claim_expired_canonical": 1}
 
 
-def test_retention_runs_before_a_new_attempt(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_retention_runs_before_a_new_attempt(root, provider, env) -> None:
     clock = Clock()
     provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
     w = make_worker(root, provider, clock, env)
@@ -660,7 +660,7 @@ def test_commit_grace_is_ten_minutes() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a shared group root is set up with chown")
-def test_worker_serves_a_shared_group_root(tmp_path: Path, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_worker_serves_a_shared_group_root(tmp_path: Path, provider, env) -> None:
     d = tmp_path / "shared"
     d.mkdir()
     os.chown(d, -1, 65534)
@@ -682,7 +682,7 @@ def test_worker_serves_a_shared_group_root(tmp_path: Path, provider, env) -> Non
 
 def test_observer_past_the_deadline_leaves_the_terminal_row_to_the_running_owner(
     root, provider, env
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A second request arrives after the deadline while the owner's call is still
     concluding: in_flight (no row, no call); the owner writes the one terminal row."""
     clock = Clock()
@@ -735,7 +735,7 @@ def _report(root: DataRoot, attempt: str, outcome: ReportOutcome) -> str:
 
 def test_reports_are_journaled_as_one_group_with_one_fsync(
     root, provider, env, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     attempts = _accepted(w, root, clock, 4)
@@ -750,7 +750,7 @@ def test_reports_are_journaled_as_one_group_with_one_fsync(
     assert list(root.reports.iterdir()) == []
 
 
-def test_an_orphan_in_a_group_is_counted_and_the_rest_are_journaled(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_an_orphan_in_a_group_is_counted_and_the_rest_are_journaled(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     attempts = _accepted(w, root, clock, 3)
@@ -768,7 +768,7 @@ def test_an_orphan_in_a_group_is_counted_and_the_rest_are_journaled(root, provid
     assert list(root.reports.iterdir()) == []
 
 
-def test_a_report_waits_for_the_timer_scan_and_a_wake_scan_leaves_it(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_waits_for_the_timer_scan_and_a_wake_scan_leaves_it(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     (attempt,) = _accepted(w, root, clock, 1)
@@ -782,7 +782,7 @@ def test_a_report_waits_for_the_timer_scan_and_a_wake_scan_leaves_it(root, provi
     assert outcomes(root) == ["selected"] and not (root.reports / f"{attempt}.json").exists()
 
 
-def test_a_failed_group_append_quarantines_and_journals_nothing(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_group_append_quarantines_and_journals_nothing(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     attempts = _accepted(w, root, clock, 2)
@@ -794,7 +794,7 @@ def test_a_failed_group_append_quarantines_and_journals_nothing(root, provider, 
     assert w.counters.reports == 0
 
 
-def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provider, env) -> None:
     stop = threading.Event()
     client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(provider.handler)))
     w = Worker(root, environ=env, client_factory=lambda: client, rescan_interval_s=3600)
@@ -827,7 +827,7 @@ def test_stop_journals_the_reports_that_arrived_since_the_last_tick(root, provid
     assert list(root.reports.iterdir()) == []
 
 
-def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, env) -> None:
     """The worker died before its tick: the next one journals the shim's outcome
     before its start-up sweep, instead of expiring the attempt."""
     clock = Clock()
@@ -843,7 +843,7 @@ def test_a_report_a_dead_worker_left_is_journaled_at_start_up(root, provider, en
 
 def test_a_report_left_while_no_worker_ran_is_evidence_even_past_commit_grace(
     root, provider, env
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A report on disk for an open attempt proves the host
     published. Written while no worker ran (stopped for an upgrade longer than
     the grace), its lateness is the worker's: it is journaled, not orphaned."""
@@ -859,7 +859,7 @@ def test_a_report_left_while_no_worker_ran_is_evidence_even_past_commit_grace(
 
 def test_a_report_arriving_past_commit_grace_while_the_worker_runs_is_an_orphan(
     root, provider, env
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     (attempt,) = _accepted(w, root, clock, 1)
@@ -871,7 +871,7 @@ def test_a_report_arriving_past_commit_grace_while_the_worker_runs_is_an_orphan(
     assert outcomes(root) == ["claim_expired_canonical"]
 
 
-def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider, env) -> None:
     clock = Clock()
     w1 = make_worker(root, provider, clock, env)
     (attempt,) = _accepted(w1, root, clock, 1, mode="shadow")
@@ -883,7 +883,7 @@ def test_a_left_report_that_contradicts_the_mode_is_still_refused(root, provider
 
 def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_response_goes(
     root, provider, env
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     clock = Clock()
     w1 = make_worker(root, provider, clock, env, commit_grace=dt.timedelta(seconds=60))
     _accepted(w1, root, clock, 1)
@@ -899,7 +899,7 @@ def test_an_answered_attempt_without_a_report_expires_after_grace_and_its_respon
 
 def test_a_report_whose_row_fails_stays_for_the_next_worker(
     root, provider, env, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The terminal row's append fails (ENOSPC): the worker
     quarantines and keeps the report; the next worker journals it."""
     clock = Clock()
@@ -920,7 +920,7 @@ def test_a_report_whose_row_fails_stays_for_the_next_worker(
     assert list(root.reports.iterdir()) == []
 
 
-def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, tmp_path) -> None:
     w = make_worker(root, provider, Clock(), env)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
@@ -932,7 +932,7 @@ def test_an_unsafe_reports_folder_at_the_tick_quarantines(root, provider, env, t
 
 def test_a_reports_listing_that_fails_quarantines_io_error(
     root, provider, env, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
 
     w = make_worker(root, provider, Clock(), env)
 
@@ -947,7 +947,7 @@ def test_a_reports_listing_that_fails_quarantines_io_error(
 # ----------------------------------------------------------------- clock steps
 
 
-def test_a_request_outside_the_skew_bound_is_canonical_with_no_call(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_request_outside_the_skew_bound_is_canonical_with_no_call(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     clock.step(-3600)  # the worker's wall clock goes back an hour
@@ -965,7 +965,7 @@ def test_a_request_outside_the_skew_bound_is_canonical_with_no_call(root, provid
     assert list(root.responses.iterdir()) == []
 
 
-def test_a_clock_step_back_during_the_call_cannot_extend_its_budget(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_clock_step_back_during_the_call_cannot_extend_its_budget(root, provider, env) -> None:
     clock = Clock()
 
     def slow_and_stepped() -> None:
@@ -980,7 +980,7 @@ def test_a_clock_step_back_during_the_call_cannot_extend_its_budget(root, provid
     assert not (root.responses / f"{rid(1)}.json").exists()
 
 
-def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provider, env) -> None:
     clock = Clock()
     provider.reply = lambda capsule: httpx.Response(500, json={"error": {"message": "x"}})
     w = make_worker(root, provider, clock, env)
@@ -1002,7 +1002,7 @@ def test_a_forty_day_step_never_empties_the_journal_nor_calls_twice(root, provid
     assert len(provider.calls) == 1 and os.listdir(root.outcomes) == ["2026-11-30.jsonl"]
 
 
-def test_retention_never_removes_the_segment_of_the_newest_row(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_retention_never_removes_the_segment_of_the_newest_row(root, provider, env) -> None:
     """A worker *started* with a clock 40 days ahead has observed no step; the
     newest segment still stays."""
     clock = Clock()

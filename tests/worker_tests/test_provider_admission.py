@@ -153,7 +153,7 @@ def test_a_shape_too_slow_for_the_measured_speed_gets_no_row_and_no_call(
     speed = written["speed"]
     assert isinstance(speed, dict) and speed["state"] == "learned"
     assert speed["samples"] == MIN_SAMPLES + 1 and speed["first_token_s"] >= 0.3
-    assert written["refused_by_surface"] == {  # type: ignore[comparison-overlap]
+    assert written["refused_by_surface"] == {
         s: {"provider_cooling_down": 0, "provider_too_slow": 1 if s == DUAL else 0}
         for s in sorted(w.counters.refused_by_surface)
     }

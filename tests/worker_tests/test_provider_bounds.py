@@ -121,7 +121,7 @@ def test_the_cap_is_the_contract_limit_twice_plus_the_envelope() -> None:
 
 
 @pytest.mark.parametrize("announced", [True, False])
-def test_a_body_of_exactly_the_cap_is_read(connect, announced: bool) -> None:  # type: ignore[no-untyped-def]
+def test_a_body_of_exactly_the_cap_is_read(connect, announced: bool) -> None:
     body = _padded(BODY_CAP_BYTES)
     headers = {"content-type": "application/json"}
 
@@ -137,7 +137,7 @@ def test_a_body_of_exactly_the_cap_is_read(connect, announced: bool) -> None:  #
 
 
 @pytest.mark.parametrize("announced", [True, False])
-def test_one_byte_over_the_cap_is_invalid_response(connect, announced: bool) -> None:  # type: ignore[no-untyped-def]
+def test_one_byte_over_the_cap_is_invalid_response(connect, announced: bool) -> None:
     body = _padded(BODY_CAP_BYTES + 1)
     pulled = Pulled(iter([body[:BODY_CAP_BYTES], body[BODY_CAP_BYTES:]]))
 
@@ -163,7 +163,7 @@ class _Sync(httpx.SyncByteStream):
         yield from self._body
 
 
-def test_an_endless_body_is_read_no_further_than_the_cap(connect) -> None:  # type: ignore[no-untyped-def]
+def test_an_endless_body_is_read_no_further_than_the_cap(connect) -> None:
     pulled = Pulled(endless(4096))
     client, seen = connect(
         lambda request: httpx.Response(
@@ -177,7 +177,7 @@ def test_an_endless_body_is_read_no_further_than_the_cap(connect) -> None:  # ty
     assert BODY_CAP_BYTES < pulled.bytes <= BODY_CAP_BYTES + 4096
 
 
-def test_an_error_status_with_an_endless_body_is_bounded_too(connect) -> None:  # type: ignore[no-untyped-def]
+def test_an_error_status_with_an_endless_body_is_bounded_too(connect) -> None:
     pulled = Pulled(endless(4096))
     client, seen = connect(lambda request: httpx.Response(500, stream=_Sync(pulled)))
     result = call_once(client, CAPSULE)
@@ -188,7 +188,7 @@ def test_an_error_status_with_an_endless_body_is_bounded_too(connect) -> None:  
 # --- encodings ----------------------------------------------------------------------
 
 
-def test_identity_is_asked_for(connect) -> None:  # type: ignore[no-untyped-def]
+def test_identity_is_asked_for(connect) -> None:
     client, seen = connect(lambda request: httpx.Response(200, content=COMPLETION))
     assert call_once(client, CAPSULE).outcome is None
     (request,) = seen
@@ -196,7 +196,7 @@ def test_identity_is_asked_for(connect) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd", "GZIP", "identity, gzip"])
-def test_an_encoded_body_is_refused_unread(connect, encoding: str) -> None:  # type: ignore[no-untyped-def]
+def test_an_encoded_body_is_refused_unread(connect, encoding: str) -> None:
     # A gzip bomb is refused at its headers: nothing is inflated, nothing is read.
     pulled = Pulled(iter([gzip.compress(COMPLETION)]))
     client, seen = connect(
@@ -210,12 +210,12 @@ def test_an_encoded_body_is_refused_unread(connect, encoding: str) -> None:  # t
 
 
 @pytest.mark.parametrize("headers", [{}, {"content-encoding": "identity"}])
-def test_an_identity_body_is_read(connect, headers: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_an_identity_body_is_read(connect, headers: dict[str, str]) -> None:
     client, _ = connect(lambda request: httpx.Response(200, content=COMPLETION, headers=headers))
     assert call_once(client, CAPSULE).content == CONTENT
 
 
-def test_a_redirect_is_one_request(connect) -> None:  # type: ignore[no-untyped-def]
+def test_a_redirect_is_one_request(connect) -> None:
     location = {"location": "https://api.openai.com/v1/chat/completions"}
     client, seen = connect(lambda request: httpx.Response(307, headers=location))
     result = call_once(client, CAPSULE)
@@ -241,10 +241,10 @@ def test_bounds_are_installed_once(monkeypatch: pytest.MonkeyPatch) -> None:
         http_client.close()
 
 
-def test_the_client_sends_nothing_outside_a_call(connect) -> None:  # type: ignore[no-untyped-def]
+def test_the_client_sends_nothing_outside_a_call(connect) -> None:
     client, seen = connect(lambda request: httpx.Response(200, content=COMPLETION))
     with pytest.raises(openai.APIConnectionError):
-        client.chat.completions.create(**provider.wire_kwargs(CAPSULE))  # type: ignore[call-overload]
+        client.chat.completions.create(**provider.wire_kwargs(CAPSULE))
     assert seen == []
 
 
@@ -260,14 +260,14 @@ def test_a_call_past_its_deadline_or_cut_is_never_sent() -> None:
 
 
 @pytest.mark.parametrize("seconds", [0.0, -1.0])
-def test_no_time_left_is_not_sent(connect, seconds: float) -> None:  # type: ignore[no-untyped-def]
+def test_no_time_left_is_not_sent(connect, seconds: float) -> None:
     client, seen = connect(lambda request: httpx.Response(200, content=COMPLETION))
     result = call_with_deadline(client, CAPSULE, seconds=seconds)
     assert (result.outcome, result.sent) == (Outcome.TIMEOUT, False)
     assert seen == []
 
 
-def test_a_timeout_after_the_send_is_sent(connect) -> None:  # type: ignore[no-untyped-def]
+def test_a_timeout_after_the_send_is_sent(connect) -> None:
     release = threading.Event()
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -284,7 +284,7 @@ def test_a_timeout_after_the_send_is_sent(connect) -> None:  # type: ignore[no-u
 
 
 def test_a_thread_that_cannot_start_sends_nothing(
-    connect,  # type: ignore[no-untyped-def]
+    connect,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     client, seen = connect(lambda request: httpx.Response(200, content=COMPLETION))

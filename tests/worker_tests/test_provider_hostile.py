@@ -29,6 +29,7 @@ from conftest import RunningWorker, journal_rows, start_supervised_worker
 from fakeapi import FakeOpenAI, FakeReply, compose_reply, default_style
 from fakeapi.hostile import HOSTILE_MODES, HostileReply, Tally, hostile_behaviour
 from fakeapi.replies import chat_completion, compose
+from kit.poll import poll
 from reference_host.host_render import render_daily
 
 from gateway_shim import (
@@ -212,12 +213,10 @@ def _present(root: Path, event_id: str) -> Outcome:
 
 
 def _wait_terminal(root: Path, n: int, timeout: float) -> list[object]:
-    end = time.monotonic() + timeout
-    while True:
-        done = [r["outcome"] for r in journal_rows(root) if r["state"] == "finalized"]
-        if len(done) >= n or time.monotonic() > end:
-            return done
-        time.sleep(0.02)
+    def done() -> list[object]:
+        return [r["outcome"] for r in journal_rows(root) if r["state"] == "finalized"]
+
+    return poll(done, lambda outcomes: len(outcomes) >= n, timeout, 0.02)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def ask(root: DataRoot, data: bytes | None = None) -> None:
     publish(root.tmp, root.quarantine_clear, request_bytes(NONCE) if data is None else data)
 
 
-def test_a_fixed_mode_slip_is_cleared_and_the_worker_serves_again(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_fixed_mode_slip_is_cleared_and_the_worker_serves_again(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     os.chmod(root.outcomes, 0o755)  # the operator's slip
@@ -52,7 +52,7 @@ def test_a_fixed_mode_slip_is_cleared_and_the_worker_serves_again(root, provider
     assert w.quarantine is None
 
 
-def test_a_cause_still_there_refuses_the_clear(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_cause_still_there_refuses_the_clear(root, provider, env) -> None:
     w = make_worker(root, provider, Clock(), env)
     os.chmod(root.reports, 0o755)
     w.parts.quarantine.check_tree(walk=True)
@@ -63,7 +63,7 @@ def test_a_cause_still_there_refuses_the_clear(root, provider, env) -> None:  # 
     assert not root.quarantine_clear.exists()  # one-shot: asked again after the fix
 
 
-def test_a_journal_that_does_not_verify_refuses_the_clear(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_journal_that_does_not_verify_refuses_the_clear(root, provider, env) -> None:
     clock = Clock()
     w = make_worker(root, provider, clock, env)
     w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")
@@ -79,7 +79,7 @@ def test_a_journal_that_does_not_verify_refuses_the_clear(root, provider, env) -
     assert w.quarantine == "io_error"
 
 
-def test_no_clear_beside_a_call_in_flight(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_no_clear_beside_a_call_in_flight(root, provider, env) -> None:
     w = make_worker(root, provider, Clock(), env)
     w.parts.quarantine.enter("inode_changed")
     assert w.parts.attempts.take("x.json")
@@ -89,7 +89,7 @@ def test_no_clear_beside_a_call_in_flight(root, provider, env) -> None:  # type:
     assert w.quarantine == "inode_changed"
 
 
-def test_a_malformed_ask_is_refused_and_removed(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_ask_is_refused_and_removed(root, provider, env) -> None:
     w = make_worker(root, provider, Clock(), env)
     w.parts.quarantine.enter("inode_changed")
     ask(root, json.dumps({"schema": resume.CLEAR_SCHEMA, "nonce": "김민지"}).encode())
@@ -101,7 +101,7 @@ def test_a_malformed_ask_is_refused_and_removed(root, provider, env) -> None:  #
     assert not root.quarantine_clear.exists() and w.quarantine == "inode_changed"
 
 
-def test_outside_quarantine_the_ask_is_not_even_looked_at(root, provider, env) -> None:  # type: ignore[no-untyped-def]
+def test_outside_quarantine_the_ask_is_not_even_looked_at(root, provider, env) -> None:
     w = make_worker(root, provider, Clock(), env)
     ask(root)
     assert clear_if_asked(w.parts) is None

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from spool_kit import await_answer, write_request
+from kit.spool import await_answer, write_request
 
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.daemon import wait_ready

@@ -21,21 +21,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
-from worker_tests.test_upgrade import (
-    _SHIM,
+from kit.poll import until
+from worker_tests.upgrade_kit import (
+    SHIM,
     OldRelease,
     Shim,
-    _final,
-    _stop,
-    _until,
-    _worker,
+    final_outcomes,
+    imports,
     release_source,
+    scratch_venv,
+    start_worker,
+    stop_worker,
 )
 
 from kexpr.spool.layout import DataRoot
@@ -53,32 +54,14 @@ def release_before_the_key(tmp_path_factory: pytest.TempPathFactory) -> OldRelea
     (names / "gateway_shim").symlink_to(src / "gateway_shim")
     for name, folder in (("spool", "queue/spool"), ("worker", "worker"), ("ops", "ops")):
         (names / "kexpr" / name).symlink_to(src / folder)
-    venv = scratch / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    deps = sysconfig.get_paths()["purelib"]
-    Path(site, "previous_release.pth").write_text(f"{names}\n{deps}\n")
-    check = subprocess.run(
-        [
-            str(python),
-            "-c",
-            "import kexpr.worker.daemon, gateway_shim, kexpr.spool.messages as m;"
-            " print(m.__file__, m.SPOOL_VERSION)",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-        cwd=scratch,
+    python = scratch_venv(scratch, names)
+    out = imports(
+        python,
+        scratch,
+        "import kexpr.worker.daemon, gateway_shim, kexpr.spool.messages as m;"
+        " print(m.__file__, m.SPOOL_VERSION)",
     )
-    assert check.returncode == 0, check.stderr[-2000:]
-    assert check.stdout.startswith(str(names)) and "kexpr-spool-v2" in check.stdout
+    assert out.startswith(str(names)) and "kexpr-spool-v2" in out
     return OldRelease(python, scratch)
 
 
@@ -87,7 +70,7 @@ class NewShim(Shim):
 
     def __init__(self, cwd: Path, root: DataRoot) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SHIM, str(root.root)],
+            [sys.executable, "-c", SHIM, str(root.root)],
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -129,33 +112,33 @@ def test_attempts_journaled_under_64_hex_keys_are_never_attempted_again(
     shim, root = old_shim_and_root
     fake_api.behaviour = compose_reply(default_style)
     cwd = release_before_the_key.cwd
-    old = _worker(release_before_the_key.python, "kexpr.worker", root, fake_api, cwd)
+    old = start_worker(release_before_the_key.python, "kexpr.worker", root, fake_api, cwd)
     try:
         a = shim.ask("present a enabled")  # accepted, then reported selected
         assert shim.ask("report a selected") == {"reported": "selected"}
         b = shim.ask("present b shadow")  # the shim reports shadow_selected itself
         c = shim.ask("present c enabled")  # answered, its report not written yet
         assert [x["outcome"] for x in (a, b, c)] == ["accepted", "shadow_selected", "accepted"]
-        assert _until(lambda: _final(root).get(a["attempt_id"]) == "selected")
-        assert _until(lambda: _final(root).get(b["attempt_id"]) == "shadow_selected")
+        assert until(lambda: final_outcomes(root).get(a["attempt_id"]) == "selected")
+        assert until(lambda: final_outcomes(root).get(b["attempt_id"]) == "shadow_selected")
     finally:
-        _stop(old)  # stopped for the upgrade
+        stop_worker(old)  # stopped for the upgrade
     keys = _keys(root)
     assert {len(k) for k in keys.values()} == {64}  # the old release's whole HMAC
-    assert _final(root)[c["attempt_id"]] is None  # open: answered, not reported
+    assert final_outcomes(root)[c["attempt_id"]] is None  # open: answered, not reported
     assert len(fake_api.requests) == 3
 
-    new = _worker(Path(sys.executable), "kexpr.worker", root, fake_api, cwd)
+    new = start_worker(Path(sys.executable), "kexpr.worker", root, fake_api, cwd)
     try:
         # The old shim still runs (the host not restarted yet): its report of the
         # answered attempt is journaled, and a new artifact of its is served in
         # its protocol, echoing its 64-hex key (it re-validates the echo).
         assert shim.ask("report c selected") == {"reported": "selected"}
-        assert _until(lambda: _final(root).get(c["attempt_id"]) == "selected")
+        assert until(lambda: final_outcomes(root).get(c["attempt_id"]) == "selected")
         d = shim.ask("present d enabled")
         assert d["outcome"] == "accepted"
         assert shim.ask("report d selected") == {"reported": "selected"}
-        assert _until(lambda: _final(root).get(d["attempt_id"]) == "selected")
+        assert until(lambda: final_outcomes(root).get(d["attempt_id"]) == "selected")
         assert len(_keys(root)[d["attempt_id"]]) == 64
         assert len(fake_api.requests) == 4
         shim.close()
@@ -173,7 +156,7 @@ def test_attempts_journaled_under_64_hex_keys_are_never_attempted_again(
         # One wire request per artifact, ever: five artifacts, five requests.
         assert len(fake_api.requests) == 5
     finally:
-        _stop(new)
+        stop_worker(new)
     # Every row of both releases verifies together.
     from kexpr.spool.journal import Journal
 

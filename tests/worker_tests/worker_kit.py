@@ -132,7 +132,7 @@ def submit(
     return rid
 
 
-def response(root: DataRoot, rid: str):  # type: ignore[no-untyped-def]
+def response(root: DataRoot, rid: str):
     return parse_response((root.responses / f"{rid}.json").read_bytes())
 
 
@@ -147,7 +147,7 @@ def rid(n: int) -> str:
 
 
 def status(root: DataRoot) -> dict[str, object]:
-    return json.loads(root.status_file.read_bytes())  # type: ignore[no-any-return]
+    return json.loads(root.status_file.read_bytes())
 
 
 def raw_segment(root: DataRoot, day: str = "2026-11-30") -> bytes:

@@ -1,5 +1,6 @@
-"""What the real-process tests share: a request written as a shim writes
-it, and a wait for the worker's answer (event-free poll, bounded)."""
+"""A request written as a shim writes it, and a wait for the worker's answer
+(event-free poll, bounded): for the tests that drive a real worker process by
+its spool alone, without a coordinator."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def await_answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, o
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
-            return json.loads(path.read_bytes())  # type: ignore[no-any-return]
+            return json.loads(path.read_bytes())
         except (FileNotFoundError, ValueError):
             time.sleep(0.02)
     raise AssertionError("no response")

@@ -1,0 +1,8 @@
+"""What the tests and the benches share (tests/README.md, "The shared kit").
+
+- `kit.poll`: wait, bounded, for a condition another process makes true;
+- `kit.spool`: a request written as a shim writes it, and the worker's answer;
+- `kit.supervisor`: ``kexpr supervise`` started and stopped as an operator does;
+- `kit.bodies`: the host-shaped daily body most presentations use.
+
+bench/ puts tests/ on sys.path first, so it imports these as the tests do."""
