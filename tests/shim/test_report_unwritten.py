@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
 
 from gateway_shim import Mode, Outcome
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report
+from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
 
 
 @pytest.fixture
