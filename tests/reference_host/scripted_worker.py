@@ -115,9 +115,13 @@ class ScriptedWorker:
                     parse_request(raw)  # the shim only ever writes valid requests
                     request = json.loads(raw)
                     path.unlink()
+                    self._claimed(request)
                     if self._stop.wait(self.delay):
                         return
                     self._answer(request)
+
+    def _claimed(self, request: dict[str, Any]) -> None:
+        """Called as each request is claimed, before ``delay``: nothing here."""
 
     def _answer(self, request: dict[str, Any]) -> None:
         capsule = request["capsule"]

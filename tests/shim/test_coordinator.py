@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from kit.bodies import DAILY_BODY
-from reference_host.scripted_worker import heartbeat
+from reference_host.scripted_worker import ScriptedWorker as ReferenceWorker
 
 from gateway_shim import (
     CandidateStatus,
@@ -32,7 +32,7 @@ from gateway_shim import (
 from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.messages import parse_report, parse_request
+from kexpr.spool.messages import parse_report
 from kexpr.spool.outcomes import HOST_OUTCOMES
 
 BODY = DAILY_BODY
@@ -74,46 +74,23 @@ def status(st: str, outcome: str) -> Answer:
     }
 
 
-class ScriptedWorker:
-    """Answers each request in ``requests/`` with ``answer(request)`` after ``delay``;
-    keeps a ``ready`` heartbeat while it runs, like the worker (rule 13)."""
+class ScriptedWorker(ReferenceWorker):
+    """The reference host's scripted worker (its claim loop and heartbeat), answering
+    each request with ``answer(request)`` as given, to the byte, after ``delay``."""
 
     def __init__(self, root: DataRoot, answer: Answer, delay: float = 0.0) -> None:
-        self.root, self.answer, self.delay = root, answer, delay
-        self.requests: list[dict[str, Any]] = []
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._loop, daemon=True)
+        super().__init__(root, delay=delay)
+        self.answer = answer
 
-    def __enter__(self) -> ScriptedWorker:
-        heartbeat(self.root)
-        self._t.start()
-        return self
+    def _claimed(self, request: dict[str, Any]) -> None:
+        self.requests.append(request)
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._t.join(5)
-
-    def _loop(self) -> None:
-        beat = time.monotonic()
-        while not self._stop.wait(0.01):
-            if time.monotonic() - beat >= 1.0:
-                heartbeat(self.root)
-                beat = time.monotonic()
-            for p in sorted(self.root.requests.glob("*.json")):
-                raw = p.read_bytes()
-                parse_request(raw)  # the shim only ever writes valid requests
-                req = json.loads(raw)
-                p.unlink()
-                self.requests.append(req)
-                if self._stop.wait(self.delay):
-                    return
-                out = self.answer(req)
-                if out is None:
-                    continue
-                data = (
-                    out if isinstance(out, bytes) else json.dumps(out, ensure_ascii=False).encode()
-                )
-                publish(self.root.tmp, self.root.responses / f"{req['request_id']}.json", data)
+    def _answer(self, request: dict[str, Any]) -> None:
+        out = self.answer(request)
+        if out is None:
+            return
+        data = out if isinstance(out, bytes) else json.dumps(out, ensure_ascii=False).encode()
+        publish(self.root.tmp, self.root.responses / f"{request['request_id']}.json", data)
 
 
 def coordinator(
