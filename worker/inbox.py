@@ -30,7 +30,9 @@ class _Wake:
     """Called by watchdog's inotify reader thread (its ``WatchCallback``); it only
     wakes the scanner. The scanner, not the events, is the source of truth
     (design §4 trap 2): it lists the folders, at start-up, on every wake and on the
-    rescan timer. A queue overflow and a removed watch wake it too.
+    rescan timer. A queue overflow, the events it lost and a removed watch wake
+    it too: every member of watchdog's ``WatchCallback`` protocol wakes it (the
+    reader thread calls each; one missing would end that thread).
     """
 
     def __init__(self, event: threading.Event) -> None:
@@ -43,6 +45,9 @@ class _Wake:
         self._event.set()
 
     def on_queue_overflow(self) -> None:
+        self._event.set()
+
+    def on_events_lost(self) -> None:
         self._event.set()
 
 

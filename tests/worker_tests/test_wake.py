@@ -57,6 +57,9 @@ class Sentinel:
     def on_queue_overflow(self) -> None:
         pass
 
+    def on_events_lost(self) -> None:
+        pass
+
 
 def _settle(watch: _InboxWatch, root: DataRoot) -> None:
     sentinel = Sentinel()
@@ -149,7 +152,17 @@ def test_every_callback_of_the_reader_wakes() -> None:
     wake.on_event(InotifyEvent(wd, InotifyConstants.IN_CREATE, 0, b"x.json"))
     wake.on_watch_deleted(wd)
     wake.on_queue_overflow()  # design §4 trap 2: the scanner lists the folders
-    assert counter.n == 3
+    wake.on_events_lost()  # called after every callback's on_queue_overflow
+    assert counter.n == 4
+
+
+def test_the_wake_implements_every_callback_of_the_reader() -> None:
+    """The reader thread calls each member of watchdog's ``WatchCallback`` on
+    every callback it holds: one the wake lacks would end that thread."""
+    from watchdog.observers.inotify_c import WatchCallback
+
+    wanted = {name for name in vars(WatchCallback) if name.startswith("on_")}
+    assert wanted and wanted <= set(vars(_Wake))
 
 
 def test_an_inbox_that_is_a_symlink_is_not_watched(
