@@ -22,7 +22,7 @@ from gateway_shim import Outcome
 from gateway_shim._watch import shared_watches
 from kexpr.spool.layout import DataRoot
 from shim.test_coordinator import BODY, FACTS, coordinator
-from shim.test_guest_process import OBSERVER_THREADS, _wake_via_watcher, inotify_instances
+from shim.test_guest_process import _wake_via_watcher, inotify_instances, observer_threads
 
 DROPPED = 200
 
@@ -81,7 +81,7 @@ def test_live_coordinators_of_one_data_root_share_one_watch(root: DataRoot) -> N
             )
         assert inotify_instances() == inotify + 1 and shared_watches() == 1
         started = {t for t in set(threading.enumerate()) - threads if "recheck" not in t.name}
-        assert len(started) == OBSERVER_THREADS  # one observer; a scan per coordinator
+        assert len(started) == observer_threads()  # one observer; a scan per coordinator
         # Every coordinator is woken by the one watcher; dropping all but one
         # keeps the watch for the last, closing it releases it.
         assert all(_wake_via_watcher(c, root, f"{i:032x}") for i, c in enumerate(live))
