@@ -1,12 +1,13 @@
-"""The coordinator's footprint in the host's process: its executor and the fork hook.
+"""The coordinator's footprint in the host's process: its executor, its release
+and the fork hook.
 
 Holds `OwnExecutor` (the small thread pool on which an asyncio presentation
 does its blocking file work, so that no thread of the host loop's *default*
-executor is ever held by kexpr) and `track` (the
-`os.register_at_fork` hook that lets each live coordinator reset itself in a
-forked child before any other code runs there). Private to
-`gateway_shim.coordinator`; its rules 11 (closed stays closed) and 12 (fork)
-apply.
+executor is ever held by kexpr), `release` (what ``close`` and the finalizer of
+a dropped coordinator stop) and `track` (the `os.register_at_fork` hook that
+lets each live coordinator reset itself in a forked child before any other code
+runs there). Private to `gateway_shim.coordinator`; its rules 11 (closed stays
+closed) and 12 (fork) apply.
 
 The pool is bounded (`MAX_WORKERS` threads, started on demand, stopped by
 `close`): a presentation's file work is short (a walk, one write, one read
@@ -16,6 +17,7 @@ themselves hold no thread at all (they are awaitables woken from the watcher).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -23,8 +25,12 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final, Protocol, TypeVar
 
+from kexpr.spool import log
+
 MAX_WORKERS: Final = 2
 T = TypeVar("T")
+
+_log = log.logger("shim")
 
 
 class ExecutorClosed(Exception):
@@ -70,11 +76,44 @@ class OwnExecutor:
         self._pool = None
 
 
+class Stoppable(Protocol):
+    def close(self, *, wait: bool = ...) -> None: ...
+
+
+def release(*parts: Stoppable, wait: bool = False) -> None:
+    """Rule 11: stop every part a coordinator started (its watch, its re-check
+    scan, its executor, its telemetry thread), in that order. From ``close``
+    (``wait``: each thread joined, bounded) or from the finalizer of a
+    coordinator the host dropped (no join: it runs on whichever thread collected
+    it). Idempotent; never raises: a part that failed is counted and said once,
+    after the others were stopped."""
+    failed = 0
+    for part in parts:
+        try:
+            part.close(wait=wait)
+        except Exception:  # noqa: BLE001 - a release must finish whatever one part did; counted
+            failed += 1
+    if failed:
+        try:
+            log.event(_log, logging.WARNING, "release_incomplete", parts=failed)
+        except Exception:  # noqa: BLE001 - counted above; at interpreter exit logging may be gone
+            pass
+
+
 class ForkAware(Protocol):
     def _after_fork_in_child(self) -> None: ...
 
 
 _live: weakref.WeakSet[ForkAware] = weakref.WeakSet()
+
+# Faults survived in a forked child's hooks (this one's and `gateway_shim._watch`'s):
+# counted here, not said from the hook (it runs before anything else in the child).
+fork_faults = 0
+
+
+def count_fork_fault() -> None:
+    global fork_faults
+    fork_faults += 1
 
 
 def track(obj: ForkAware) -> None:
@@ -88,8 +127,8 @@ def _after_fork_in_child() -> None:
     for obj in list(_live):
         try:
             obj._after_fork_in_child()
-        except Exception:  # noqa: BLE001 - a child must never die in kexpr's hook
-            pass
+        except Exception:  # noqa: BLE001 - a child must never die in kexpr's hook; counted
+            count_fork_fault()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

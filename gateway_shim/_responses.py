@@ -205,16 +205,17 @@ class ResponseWaiters(FileSystemEventHandler):
             except Exception:  # noqa: BLE001 - the one scan must outlive any fault
                 # Kept broad: this thread is every waiter's safety net, so no
                 # fault may end it; each one is counted and said (once per run).
-                self._fault("recheck_failed")
+                self.fault("recheck_failed")
 
     @property
     def scan_faults(self) -> int:
-        """How many faults the shared re-check caught and survived."""
+        """How many faults the shared re-check, and the watch's hand-off to these
+        waiters (`gateway_shim._watch`), caught and survived."""
         return self._scan_faults
 
-    def _fault(self, word: str) -> None:
-        """A fault the re-check survived: counted; said once per kind at
-        WARNING on ``kexpr.shim`` (a fixed word, no content)."""
+    def fault(self, word: str) -> None:
+        """A fault the re-check or the watch's hand-off survived: counted; said
+        once per kind at WARNING on ``kexpr.shim`` (a fixed word, no content)."""
         self._scan_faults += 1
         if word not in self._faults_said:
             self._faults_said.add(word)
@@ -229,7 +230,7 @@ class ResponseWaiters(FileSystemEventHandler):
                 tick()
             except Exception:  # noqa: BLE001 - the scan must outlive any fault
                 # Kept broad for the same reason: counted and said, never raised.
-                self._fault("watch_check_failed")
+                self.fault("watch_check_failed")
         try:
             present: set[str] | None = set(list_dir(self._responses))
         except OSError:  # UnsafePath included

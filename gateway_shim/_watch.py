@@ -41,6 +41,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver
 
+from gateway_shim._guest import count_fork_fault
 from gateway_shim._responses import (
     ResponseWaiters,
     forget_inherited,
@@ -75,7 +76,8 @@ class _FanOut(FileSystemEventHandler):
             try:
                 waiters.on_any_event(event)
             except Exception:  # noqa: BLE001 - one coordinator's fault is not another's
-                pass
+                # Counted and said once by that coordinator's re-check (`scan_faults`).
+                waiters.fault("wake_failed")
 
 
 @dataclass(slots=True, eq=False)
@@ -164,8 +166,8 @@ def _after_fork_in_child() -> None:
     for shared in inherited:
         try:
             forget_inherited(shared.observer)
-        except Exception:  # noqa: BLE001 - a child must never die in kexpr's hook
-            pass
+        except Exception:  # noqa: BLE001 - a child must never die in kexpr's hook; counted
+            count_fork_fault()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -3,9 +3,9 @@
 No text, prompt, response, placeholder, semantic ID, artifact key, raw ID, value,
 exception message, provider, model, destination or length (design §8).
 The sink is the host's; it is called on a daemon thread so that a sink that
-blocks cannot delay a presentation, and an exception it raises is swallowed —
-the one deliberate swallow in this product (a host's sink must never break a
-presentation). The thread starts with the first event, `close` stops it (a
+blocks cannot delay a presentation, and an exception it raises is swallowed
+and counted (`Telemetry.sink_faults`): a host's sink must never break a
+presentation. The thread starts with the first event, `close` stops it (a
 host that recreates coordinators must not accumulate threads), and a forked child starts its own
 (the parent's does not exist there).
 """
@@ -51,6 +51,9 @@ class Telemetry:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
+        # Events the host's sink raised on: counted, never raised (rule 6 of
+        # the coordinator: a sink that raises or blocks is ignored).
+        self.sink_faults = 0
 
     def emit(self, *, surface: str, mode: str, outcome: str, seconds: float) -> None:
         if self._sink is None:
@@ -105,5 +108,5 @@ class Telemetry:
                 self._pending -= 1
             try:
                 sink(event)
-            except Exception:  # noqa: BLE001 - a host sink may never break a presentation
-                pass
+            except Exception:  # noqa: BLE001 - a host sink may never break a presentation; counted
+                self.sink_faults += 1

@@ -19,7 +19,7 @@ from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
 from shim.test_coordinator import BODY, FACTS, coordinator
 
-import gateway_shim.coordinator as coord_mod
+import gateway_shim._setup as setup_mod
 from kexpr.spool.outcomes import Outcome
 
 pytestmark = pytest.mark.e2e
@@ -44,7 +44,7 @@ def _new_volume(parent: Path) -> None:
 def test_a_gateway_follows_its_data_root_to_a_new_volume(
     data_root: Path, fake_api: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(coord_mod, "MAX_WAIT", dt.timedelta(seconds=2))
+    monkeypatch.setattr(setup_mod, "MAX_WAIT", dt.timedelta(seconds=2))
     w = start_supervised_worker(data_root, fake_api)
     coord = coordinator(data_root)
     parent = data_root.parent

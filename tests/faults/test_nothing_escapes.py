@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted, coordinator
 from worker_tests.worker_kit import Provider
 
-import gateway_shim.coordinator as coord_mod
-from gateway_shim import CandidateStatus, Mode, Outcome
+import gateway_shim._setup as setup_mod
+from gateway_shim import CandidateStatus, Mode, Outcome, PresentationCandidate
 from kexpr.spool.layout import DataRoot
 from kexpr.worker.daemon import Worker
 from kexpr.worker.provider import build_client
@@ -51,11 +51,11 @@ BOUND_S = 3.0
 def short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     import datetime as dt
 
-    monkeypatch.setattr(coord_mod, "MAX_WAIT", dt.timedelta(seconds=WAIT_S))
+    monkeypatch.setattr(setup_mod, "MAX_WAIT", dt.timedelta(seconds=WAIT_S))
 
 
 def _check(cand: object, t0: float) -> None:
-    assert isinstance(cand, coord_mod.PresentationCandidate)
+    assert isinstance(cand, PresentationCandidate)
     assert time.monotonic() - t0 <= WAIT_S + BOUND_S
     if cand.status is CandidateStatus.SELECTED:
         assert cand.outcome is Outcome.ACCEPTED and cand.body == SELECTED

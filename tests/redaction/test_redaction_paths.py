@@ -51,7 +51,8 @@ from hypothesis import strategies as st
 from kit.poll import until
 from kit.supervisor import start_supervisor, stop_supervisor
 
-import gateway_shim.coordinator as coordinator_module
+import gateway_shim._conclusion as shim_conclusion
+import gateway_shim._setup as shim_setup
 from gateway_shim import (
     DailyFacts,
     KoreanExpressionConfig,
@@ -162,8 +163,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             tmp=tmp, root=root, fake=fake, supervisor=supervisor, logs=logs, coordinators={}
         )
 
-        original_publish = coordinator_module.publish
-        original_read = coordinator_module.read_private
+        original_publish = shim_setup.publish
+        original_read = shim_conclusion.read_private
 
         def publish(tmp_dir: Path, dest: Path, data: bytes, *args: Any, **kwargs: Any) -> Any:
             with world.lock:
@@ -176,8 +177,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                 world.read.append(bytes(data))
             return data
 
-        mp.setattr(coordinator_module, "publish", publish)
-        mp.setattr(coordinator_module, "read_private", read_private)
+        # Every file the shim writes (requests, its own and the host's reports) and
+        # every answer it reads.
+        mp.setattr(shim_setup, "publish", publish)
+        mp.setattr(shim_conclusion, "publish", publish)
+        mp.setattr(shim_conclusion, "read_private", read_private)
 
         def sink(event: Any) -> None:
             with world.lock:

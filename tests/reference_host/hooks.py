@@ -1,14 +1,16 @@
-"""A coordinator with a hook between candidate creation and the host's locks.
+"""Coordinators with test hooks.
 
-Tests only: the plan's race test needs a barrier "after candidate creation and
+Tests only. The plan's race test needs a barrier "after candidate creation and
 before acquiring the service locks"; `WatchedCoordinator` runs ``hook(candidate)`` right
 after ``apresent_adaptive`` made its candidate, inside the handler, on its event loop.
+`NoPresentation` fails the test if the host presents through it at all (a restart
+or a recovery must send what was pinned, not present again).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from gateway_shim import KoreanExpressionCoordinator, PresentationCandidate
 
@@ -21,3 +23,28 @@ class WatchedCoordinator(KoreanExpressionCoordinator):
         if self.hook is not None:
             self.hook(cand)
         return cand
+
+
+class NoPresentation(KoreanExpressionCoordinator):
+    """Every entry point fails the test: nothing may present through it."""
+
+    def _refuse(self) -> NoReturn:
+        raise AssertionError("the host presented where it must not")
+
+    def present_daily(self, *args: Any, **kwargs: Any) -> PresentationCandidate:
+        self._refuse()
+
+    async def apresent_daily(self, *args: Any, **kwargs: Any) -> PresentationCandidate:
+        self._refuse()
+
+    def present_weekly(self, *args: Any, **kwargs: Any) -> PresentationCandidate:
+        self._refuse()
+
+    async def apresent_weekly(self, *args: Any, **kwargs: Any) -> PresentationCandidate:
+        self._refuse()
+
+    def present_adaptive(self, *args: Any, **kwargs: Any) -> PresentationCandidate:
+        self._refuse()
+
+    async def apresent_adaptive(self, *args: Any, **kwargs: Any) -> PresentationCandidate:
+        self._refuse()

@@ -40,7 +40,7 @@ from reference_host.adaptive import (
     StaleAuthority,
 )
 from reference_host.bot import Message, RecordingQuery
-from reference_host.hooks import WatchedCoordinator
+from reference_host.hooks import NoPresentation, WatchedCoordinator
 from reference_host.samples import (
     DUAL_SURFACE,
     PHYSIQUE_SURFACE,
@@ -558,11 +558,6 @@ def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
 
 
 # --- recovery -----------------------------------------------------------------------
-
-
-class NoPresentation(KoreanExpressionCoordinator):
-    def _present(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
-        raise AssertionError("recovery must not present")
 
 
 @pytest.mark.parametrize("card", ["dual", "physique"])

@@ -17,6 +17,7 @@ from gateway_shim import (
     Outcome,
 )
 from kexpr.spool.layout import DataRoot
+from reference_host.hooks import NoPresentation
 from reference_host.samples import (
     SCHEDULE,
     WEEKLY_BODY,
@@ -54,13 +55,6 @@ def renders(
 
 def must_not_render() -> Mapping[str, object]:
     raise AssertionError("a prepared receipt must be handled before any report rendering")
-
-
-class NoPresentation(KoreanExpressionCoordinator):
-    """A coordinator that fails the test if anything presents through it."""
-
-    def _present(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
-        raise AssertionError("the restart path must not present")
 
 
 def restarted_coordinator(root: DataRoot) -> KoreanExpressionCoordinator:

@@ -382,9 +382,10 @@ def test_telemetry_exact_fields_and_sink_failure_ignored(root: DataRoot) -> None
     coord = KoreanExpressionCoordinator(cfg, root.root, telemetry=sink)
     with ScriptedWorker(root, accepted()):
         cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-secret")
-    coord.close()
+    coord.close()  # delivers what is queued, then joins the sink's thread
     assert cand.outcome is Outcome.SHADOW_SELECTED
     assert got.wait(5)
+    assert coord._telemetry.sink_faults == 1  # swallowed, and counted
     assert events[0] == {
         "event": "korean_expression.presentation",
         "contract_version": "korean-expression-v4",

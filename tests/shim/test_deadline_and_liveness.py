@@ -29,7 +29,7 @@ from gateway_shim import (
     exact_block,
 )
 from gateway_shim._identity_store import Identity
-from gateway_shim.coordinator import MAX_WAIT as WAIT
+from gateway_shim._setup import MAX_WAIT as WAIT
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT

@@ -19,7 +19,8 @@ import pytest
 
 from gateway_shim import CandidateStatus, Outcome, PresentationCandidate
 from gateway_shim._guest import MAX_WORKERS
-from gateway_shim.coordinator import _Pending, _Wait
+from gateway_shim._presentation import Pending, Wait
+from gateway_shim._specs import daily_spec
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
 from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, status
@@ -102,15 +103,15 @@ def test_a_read_that_runs_after_the_wait_ended_only_collects(
     sink = Sink()
     coord = make(root, clocks, telemetry=sink)
     with ScriptedWorker(root, answer) as w:
-        spec = lambda: coord._daily_spec(BODY, finalized_event_id="e", facts=FACTS)  # noqa: E731
-        step = coord._begin(spec, lambda: None, coord._called())
-        assert isinstance(step, _Pending)
+        spec = lambda: daily_spec(BODY, finalized_event_id="e", facts=FACTS)  # noqa: E731
+        step = coord._setup.begin(spec, lambda: None, coord._presenter.called())
+        assert isinstance(step, Pending)
         for _ in range(1000):
             if step.response_path.exists():
                 break
             threading.Event().wait(0.01)
-    assert step.concluder.take()  # the wait's deadline passed first
-    assert coord._read_and_conclude(step) is _Wait.EXPIRED
+    assert step.take_conclusion()  # the wait's deadline passed first
+    assert coord._presenter.read_and_conclude(step) is Wait.EXPIRED
     assert step.response_path.exists() is kept
     assert sink.events == [] and list(root.reports.iterdir()) == []
     assert len(w.requests) == 1

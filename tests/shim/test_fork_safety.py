@@ -34,7 +34,8 @@ LOCKS: dict[str, Callable[[KoreanExpressionCoordinator], Any]] = {
     "executor_lock": lambda c: c._executor._lock,
     "telemetry_lock": lambda c: c._telemetry._lock,
     "awaiting_lock": lambda c: c._awaiting._lock,
-    "heartbeat_lock": lambda c: c._heartbeat._lock,
+    "heartbeat_lock": lambda c: c._setup.heartbeat._lock,
+    "spool_said_lock": lambda c: c._setup.spool_said._lock,
 }
 
 
@@ -129,3 +130,42 @@ def test_forks_while_many_threads_present_leave_children_that_present(root: Data
     assert errors == []
     assert None not in outcomes, outcomes  # no child hung
     assert set(outcomes) <= {"accepted", "timeout"}
+
+
+def test_a_reset_that_fails_in_the_child_is_counted_and_the_others_still_run(
+    root: DataRoot,
+) -> None:
+    """The fork hook survives a part whose reset raises (a child must never die
+    in kexpr's hook): the fault is counted (`_guest.fork_faults`), and the
+    coordinators after it are still reset, so the child presents."""
+    from gateway_shim import _guest
+
+    class Broken:
+        def _after_fork_in_child(self) -> None:
+            raise RuntimeError("reset failed")
+
+    broken = Broken()
+    _guest.track(broken)  # reset in the child beside the coordinator, in any order
+    coord = coordinator(root.root)
+    with ScriptedWorker(root, accepted()):
+        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="p").outcome is (
+            Outcome.ACCEPTED
+        )
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 1
+            try:
+                os.close(r)
+                cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="c")
+                os.write(w, json.dumps([_guest.fork_faults, cand.outcome.value]).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        before = _guest.fork_faults
+        out = child_outcome(pid, r)
+    coord.close()
+    del broken
+    assert out == [before + 1, "accepted"]
+    assert _guest.fork_faults == before  # counted in the child only

@@ -96,7 +96,7 @@ def long_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     Nothing here measures time."""
     import datetime as dt
 
-    from gateway_shim import coordinator as module
+    from gateway_shim import _setup as module
 
     monkeypatch.setattr(module, "MAX_WAIT", dt.timedelta(seconds=30))
 
@@ -191,7 +191,7 @@ def test_apresent_never_uses_the_default_executor(
 ) -> None:
     import datetime as dt
 
-    from gateway_shim import coordinator as module
+    from gateway_shim import _setup as module
 
     if answer is None:  # the down case times out, after a short wait
         monkeypatch.setattr(module, "MAX_WAIT", dt.timedelta(seconds=0.6))
@@ -462,3 +462,40 @@ def test_a_cancelled_apresent_leaves_no_waiter_behind(root: DataRoot, when: str)
     asyncio.run(main())
     coord.close()  # waits for a set-up still running on the executor
     assert coord._waiters._wakes == {}
+
+
+def test_a_waiter_table_that_raises_on_a_wake_is_counted_and_the_others_are_woken(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The shared watch hands each event to every coordinator's waiters
+    (`gateway_shim._watch`): one that raises does not keep the event from the
+    others and does not end the observer's thread; its fault is counted in its
+    own `scan_faults` and said once (``wake_failed``)."""
+    import time
+
+    from watchdog.events import FileCreatedEvent
+
+    from gateway_shim._responses import ResponseWaiters
+    from gateway_shim._watch import _FanOut
+
+    class Broken(ResponseWaiters):
+        def on_any_event(self, event: object) -> None:
+            raise RuntimeError("wake failed")
+
+    woken: list[object] = []
+
+    class Healthy(ResponseWaiters):
+        def on_any_event(self, event: object) -> None:
+            woken.append(event)
+
+    caplog.set_level(logging.WARNING, logger="kexpr.shim")
+    broken, healthy = Broken(tmp_path, time.monotonic), Healthy(tmp_path, time.monotonic)
+    fan = _FanOut()
+    fan.add(broken)
+    fan.add(healthy)
+    for i in range(3):
+        fan.on_any_event(FileCreatedEvent(str(tmp_path / f"{i}.json")))
+    assert len(woken) == 3
+    assert broken.scan_faults == 3 and healthy.scan_faults == 0
+    said = [r.getMessage() for r in caplog.records if r.name == "kexpr.shim"]
+    assert said == ["wake_failed"]

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 from reference_host.scripted_worker import heartbeat
 
-from gateway_shim import Outcome, _data_root, _responses
-from gateway_shim import coordinator as coord_module
+from gateway_shim import Outcome, _data_root, _responses, _setup, _waits
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import CandidateOutcome
 from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
@@ -31,7 +30,7 @@ from shim.test_guest_process import GatedResponder, _wake_via_watcher, request_f
 @pytest.fixture(autouse=True)
 def long_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 30 s wait: every wait here ends on its answer long before."""
-    monkeypatch.setattr(coord_module, "MAX_WAIT", dt.timedelta(seconds=30))
+    monkeypatch.setattr(_setup, "MAX_WAIT", dt.timedelta(seconds=30))
 
 
 class Counter:
@@ -56,7 +55,7 @@ def test_waiters_read_their_file_once_and_the_recheck_is_one_scan(
     """Before: every waiter re-read its response every 0.25 s while the watcher
     worked (2,000 waiters: 8,000 reads/s on the executor set-up queued behind)."""
     reads, scans, listings = Counter(), Counter(), Counter()
-    monkeypatch.setattr(coord_module, "_try_read", reads.wrap(coord_module._try_read))
+    monkeypatch.setattr(_waits, "try_read", reads.wrap(_waits.try_read))
     monkeypatch.setattr(
         _responses.ResponseWaiters,
         "scan_once",
@@ -125,7 +124,7 @@ def test_waits_whose_loop_was_stopped_and_closed_leave_no_entry(root: DataRoot) 
         loop.run_until_complete(published())
         loop.close()  # stopped and closed, the task never cancelled
     assert len(coord._waiters) == 20
-    clocks.advance(coord_module.MAX_WAIT.total_seconds() + _responses.EXPIRY_GRACE_S + 1)
+    clocks.advance(_setup.MAX_WAIT.total_seconds() + _responses.EXPIRY_GRACE_S + 1)
     coord._waiters.scan_once()  # what the shared scan does every 0.25 s
     assert len(coord._waiters) == 0
     coord.close()

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 import gateway_shim
-from gateway_shim import coordinator
+from gateway_shim import _candidate
 from kexpr.spool.contract import Verdict
 from kexpr.spool.lifecycle import EVENT_OUTCOMES, Event
 from kexpr.spool.messages import (
@@ -130,8 +130,8 @@ def test_the_verdict_map_is_total() -> None:
 
 
 def test_publishable_is_total_over_statuses() -> None:
-    assert set(coordinator._PUBLISHABLE) == set(ResponseStatus)
-    assert [s for s, ok in coordinator._PUBLISHABLE.items() if not ok] == [ResponseStatus.IN_FLIGHT]
+    assert set(_candidate._PUBLISHABLE) == set(ResponseStatus)
+    assert [s for s, ok in _candidate._PUBLISHABLE.items() if not ok] == [ResponseStatus.IN_FLIGHT]
 
 
 @pytest.mark.parametrize("outcome", sorted(Outcome), ids=str)
@@ -177,6 +177,7 @@ def test_a_response_file_holds_only_a_response_word(outcome: Outcome) -> None:
 def test_the_lifecycle_doc_table_is_the_code() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text("utf-8")
     section = doc[doc.index("## 4. One outcome vocabulary") :]
+    section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
     lines = [ln for ln in section.splitlines() if ln.startswith("| word |")]
     assert len(lines) == 1
     header = [c.strip() for c in lines[0].strip("|").split("|")][1:]
