@@ -316,6 +316,6 @@ def test_a_call_that_does_not_fit_raises_at_the_call(root: DataRoot) -> None:
     with pytest.raises(TypeError):
         coord.present_daily(BODY)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        coord.apresent_daily(BODY, finalized_event_id="e", bogus=1)  # type: ignore[call-arg]
+        coord.apresent_daily(BODY, finalized_event_id="e", bogus=1)  # type: ignore[call-arg,unused-coroutine]
     coord.close()
     assert not root.root.exists()
