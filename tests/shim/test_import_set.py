@@ -29,6 +29,7 @@ LOADED = frozenset(
         "gateway_shim.identity",
         "gateway_shim.operator_glossary",
         "gateway_shim.surfaces",
+        "gateway_shim.surfaces._card_layout",
         "gateway_shim.surfaces._characters",
         "gateway_shim.surfaces._model",
         "gateway_shim.surfaces._reasons",
