@@ -18,6 +18,7 @@ LOADED = frozenset(
         "gateway_shim._binding",
         "gateway_shim._candidate",
         "gateway_shim._data_root",
+        "gateway_shim._dual_glossary",
         "gateway_shim._guest",
         "gateway_shim._heartbeat",
         "gateway_shim._identity_store",
