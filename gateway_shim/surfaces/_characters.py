@@ -4,6 +4,10 @@ Rule 5 of the surface model (`gateway_shim.surfaces._model`) — Telegram counts
 UTF-16 code units, not code points: an astral character (most emoji) is two units.
 Every length and offset of the model is in UTF-16 units, and no body longer than
 ``TELEGRAM_MAX_UTF16`` is canonical or rendered.
+
+``has_category`` finds the characters that break a line or control a client
+(``LINE_BREAK_OR_CONTROL``): none stands inside a line of a rendered slot (the
+model's Rule 4) or of a body (`gateway_shim.surfaces._text`).
 """
 
 from __future__ import annotations
@@ -11,9 +15,19 @@ from __future__ import annotations
 import unicodedata
 from typing import Final
 
-__all__ = ["TELEGRAM_MAX_UTF16", "has_line_break_or_control", "utf16_len", "utf16_slice"]
+__all__ = [
+    "LINE_BREAK_OR_CONTROL",
+    "TELEGRAM_MAX_UTF16",
+    "has_category",
+    "utf16_len",
+    "utf16_slice",
+]
 
 TELEGRAM_MAX_UTF16: Final = 4096
+
+# Cc covers LF, CR, tab, NEL (U+0085) and the other C0/C1 controls; Zl/Zp are
+# U+2028/U+2029, which Telegram clients and str.splitlines also treat as line breaks.
+LINE_BREAK_OR_CONTROL: Final = frozenset({"Cc", "Zl", "Zp"})
 
 
 def utf16_len(s: str) -> int:
@@ -30,11 +44,12 @@ def utf16_slice(encoded: bytes, start: int, end: int) -> str:
     return encoded[2 * start : 2 * end].decode("utf-16-le", "surrogatepass")
 
 
-def has_line_break_or_control(s: str) -> bool:
-    # Cc covers LF, CR, tab, NEL (U+0085); Zl/Zp are U+2028/U+2029, which Telegram
-    # clients and str.splitlines also treat as line breaks. Fast path, exact:
-    # str.isprintable() is False for every character of category C* or Z* but the
-    # ASCII space (Python documents this), so printable text has none of them.
-    if s.isprintable():
+def has_category(text: str, categories: frozenset[str]) -> bool:
+    """Whether a character of ``text`` is of one of ``categories``: Unicode general
+    categories C* or Z* other than Zs (``LINE_BREAK_OR_CONTROL``, say)."""
+    # Fast path, exact: str.isprintable() is False for every character of category
+    # C* or Z* but the ASCII space (Python documents this), so printable text has
+    # none of them. Other text is checked per character.
+    if text.isprintable():
         return False
-    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in s)
+    return any(unicodedata.category(c) in categories for c in text)

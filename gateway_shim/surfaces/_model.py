@@ -38,8 +38,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gateway_shim.surfaces._characters import (
+    LINE_BREAK_OR_CONTROL,
     TELEGRAM_MAX_UTF16,
-    has_line_break_or_control,
+    has_category,
     utf16_len,
     utf16_slice,
 )
@@ -209,7 +210,9 @@ class CanonicalSurface:
             text = slot.expand(generated_ko)
             # Rule 4/4a: the slot's own lines, each free of any other line break.
             lines = text.split("\n")
-            if len(lines) != slot.line_count or any(map(has_line_break_or_control, lines)):
+            if len(lines) != slot.line_count or any(
+                has_category(line, LINE_BREAK_OR_CONTROL) for line in lines
+            ):
                 raise RenderError(RenderReason.LAYOUT_CHANGED)
             expanded.append(text)
         rendered = self._assemble(tuple(expanded))
