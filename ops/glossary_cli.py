@@ -25,7 +25,7 @@ it: the fit table, design §6.1; an operator ID takes its family's cell).
 
 
 IDs travel to the model, texts never do: an ID is a generic type, never a field
-(`gateway_shim.operator_glossary` rule 3: no digit, upper-case words, no word
+(`gateway_shim._dual_glossary` rule 3: no digit, upper-case words, no word
 longer than a shipped ID's longest, at most 48 characters). A file that breaks
 a rule is refused with one line naming it (``id_digit``, ``id_too_long`` ...),
 and so is one whose IDs would make a card of its decision and up to two review

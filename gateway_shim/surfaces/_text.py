@@ -1,7 +1,4 @@
-"""Text rules shared by the weekly and adaptive adapters (design §7). Pure.
-
-The daily adapter predates this module and keeps its own copies; these are the
-same rules, written once for the three later surfaces:
+"""Text rules shared by the surface adapters (design §7). Pure.
 
 - A body is UTF-8-encodable text, LF line ends, no trailing newline,
   no control / line-separator / lone-surrogate character except the LF itself,
@@ -20,11 +17,11 @@ Every failure is ``Ineligible`` with an enum reason, never content.
 from __future__ import annotations
 
 import itertools
-import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
 from gateway_shim.glossary import GLOSSARY
+from gateway_shim.surfaces._characters import LINE_BREAK_OR_CONTROL, has_category
 from gateway_shim.surfaces._model import (
     TELEGRAM_MAX_UTF16,
     Ineligible,
@@ -42,18 +39,12 @@ BULLET: Final = "- "
 LABEL_SEPARATOR: Final = ": "
 BLANK: Final = "\n\n"
 
-# Cc: LF, CR, tab, NEL and the other C0/C1 controls; Cs: lone surrogates; Zl/Zp:
-# U+2028/U+2029, which clients and str.splitlines treat as line breaks.
-_FORBIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cs", "Zl", "Zp"})
+# The line breaks and controls, and Cs: lone surrogates.
+_FORBIDDEN_CATEGORIES: Final = LINE_BREAK_OR_CONTROL | {"Cs"}
 
 
 def has_forbidden_char(text: str) -> bool:
-    # Fast path, exact: str.isprintable() is False for every character of Unicode
-    # category C* or Z* but the ASCII space (Python documents this), so printable text
-    # has none of the forbidden categories. Other text is checked per character.
-    if text.isprintable():
-        return False
-    return any(unicodedata.category(c) in _FORBIDDEN_CATEGORIES for c in text)
+    return has_category(text, _FORBIDDEN_CATEGORIES)
 
 
 def is_line_text(text: object) -> bool:

@@ -14,16 +14,11 @@ docs/host-formats-adaptive.md) publishes, for a fresh card, exactly::
       "buttons":  [{"label": str, "callback_data": "an1:<24 hex>:<action>"}, ...]
     }
 
-    HEADER   = "테스트 전용 · 고객: {customer_label} · KST day: {kst_day}
-                · revision: {revision} · state: {state}"          (one line)
-    PROGRESS = PROGRESS_LINES[state], or "현재 상태: {state}"
-
-The buttons are the state's exact (label, action) list (``STATE_BUTTONS``); the
-``일정 확정``/``schedule_confirm`` button may lead the list of ``proposed``,
-``edited`` and ``released`` (the host shows it only when schedule confirmation is
-enabled). The payload has no surface, session or card kind: the surface is the
-deployed profile's (dualcoachtest or physique-coach), and the session id is in
-the ``callback_data`` of the button the operator pressed (``parse_callback``).
+The HEADER and PROGRESS lines and the buttons of each state are laid out as
+`gateway_shim.surfaces._card_layout` says (re-exported here). The payload has no
+surface, session or card kind: the surface is the deployed profile's
+(dualcoachtest or physique-coach), and the session id is in the ``callback_data``
+of the button the operator pressed (``parse_callback``).
 
 Rule 1 — only a ``status == "card"`` payload from a fresh callback is eligible.
 Recovery republishes a persisted payload unchanged (never expressed), and every
@@ -48,6 +43,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from gateway_shim.surfaces._card_layout import (
+    CALLBACK_RE,
+    ENVELOPE_MARKER,
+    PROGRESS_LINES,
+    SCHEDULE_CONFIRM_BUTTON,
+    STATE_BUTTONS,
+    expected_buttons,
+    header_line,
+    parse_callback,
+    progress_line,
+)
 from gateway_shim.surfaces._model import Ineligible, IneligibleReason
 from gateway_shim.surfaces._text import is_line_text
 
@@ -77,14 +83,8 @@ DUAL_SURFACE: Final = "adaptive.dualcoachtest.card.v1"
 PHYSIQUE_SURFACE: Final = "adaptive.physique.card.v1"
 ADAPTIVE_SURFACES: Final[tuple[str, ...]] = (DUAL_SURFACE, PHYSIQUE_SURFACE)
 FRESH_CARD_STATUS: Final = "card"
-ENVELOPE_MARKER: Final = "테스트 전용"
 MAX_LABEL_CHARS: Final = 64
 
-# N:_ADAPTIVE_CALLBACK_RE at the pin.
-CALLBACK_RE: Final = re.compile(
-    r"an1:([a-f0-9]{24}):(select|create|view|edit_note|hold|release|approve|"
-    r"schedule_confirm|activate|delivery_enable|delivery_revoke|send|reconcile|back)"
-)
 _DIGEST_RE: Final = re.compile(r"[0-9a-f]{64}")
 _DAY_RE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
@@ -93,49 +93,6 @@ _PAYLOAD_KEYS: Final = frozenset(
 )
 _ENVELOPE_KEYS: Final = frozenset({"marker", "customer_label", "kst_day", "revision", "state"})
 _BUTTON_KEYS: Final = frozenset({"label", "callback_data"})
-
-# N:_operator_card_envelope, progress line per state.
-PROGRESS_LINES: Final[Mapping[str, str]] = {
-    "proposed": "진행 1/4 · 제안 검토 중 · 다음: 승인하기",
-    "edited": "진행 1/4 · 메모 수정됨 · 다음: 승인하기",
-    "released": "진행 1/4 · 보류 해제됨 · 다음: 승인하기",
-    "held": "검토 보류 중 · 다음: 검토 다시 시작",
-    "approved": "진행 2/4 · 승인 완료 · 다음: 활성화하기",
-    "activated": "진행 3/4 · 활성화 완료 · 다음: 고객 전송 허용",
-    "delivery_enabled": "진행 4/4 · 전송 허용됨 · 다음: 고객에게 전송",
-    "delivery_revoked": "안전 잠금 · 고객 전송 비활성화 · 다음: 고객 전송 다시 허용",
-}
-_OTHER_STATE_PREFIX: Final = "현재 상태: "
-
-_VIEW: Final = ("고급 · 내용 보기", "view")
-_BACK: Final = ("이전", "back")
-# N:_card_buttons: (label, action) per state, in display order.
-STATE_BUTTONS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
-    **{
-        state: (
-            ("1/4 승인하기", "approve"),
-            _VIEW,
-            ("고급 · 메모 수정", "edit_note"),
-            ("고급 · 보류", "hold"),
-            _BACK,
-        )
-        for state in ("proposed", "edited", "released")
-    },
-    "held": (("검토 다시 시작", "release"), _VIEW, _BACK),
-    "approved": (("2/4 활성화하기", "activate"), _VIEW, _BACK),
-    "activated": (("3/4 고객 전송 허용", "delivery_enable"), _VIEW, _BACK),
-    "delivery_enabled": (
-        ("4/4 고객에게 전송", "send"),
-        ("고급 · 전송 권한 회수", "delivery_revoke"),
-        ("고급 · 전송 기록 확인", "reconcile"),
-        _VIEW,
-        _BACK,
-    ),
-    "delivery_revoked": (("고객 전송 다시 허용", "delivery_enable"), _VIEW, _BACK),
-}
-_OTHER_STATE_BUTTONS: Final = (_VIEW, _BACK)
-SCHEDULE_CONFIRM_BUTTON: Final = ("일정 확정", "schedule_confirm")
-_SCHEDULE_CONFIRM_STATES: Final = frozenset({"proposed", "edited", "released"})
 
 # Statuses the gateway publishes besides "card" (docs/host-formats-adaptive.md §5).
 _STATUS_REASONS: Final[Mapping[str, IneligibleReason]] = {
@@ -203,35 +160,6 @@ class AdaptiveCard:
     # HEADER "\n" PROGRESS "\n\n": the locked prefix of ``text``.
     envelope_text: str
     body: str
-
-
-def header_line(label: str, kst_day: str, revision: int, state: str) -> str:
-    return (
-        f"{ENVELOPE_MARKER} · 고객: {label} · KST day: {kst_day} · revision: {revision}"
-        f" · state: {state}"
-    )
-
-
-def progress_line(state: str) -> str:
-    return PROGRESS_LINES.get(state, _OTHER_STATE_PREFIX + state)
-
-
-def expected_buttons(state: str, *, schedule_confirm: bool = False) -> tuple[tuple[str, str], ...]:
-    """The (label, action) list the host renders for ``state``."""
-    buttons = STATE_BUTTONS.get(state, _OTHER_STATE_BUTTONS)
-    if schedule_confirm and state in _SCHEDULE_CONFIRM_STATES:
-        return (SCHEDULE_CONFIRM_BUTTON, *buttons)
-    return buttons
-
-
-def parse_callback(callback_data: object) -> tuple[str, str]:
-    """``an1:<session>:<action>`` → (session id, action), else ``Ineligible``."""
-    if not isinstance(callback_data, str):
-        raise Ineligible(IneligibleReason.CALLBACK_MALFORMED)
-    match = CALLBACK_RE.fullmatch(callback_data)
-    if match is None:
-        raise Ineligible(IneligibleReason.CALLBACK_MALFORMED)
-    return match.group(1), match.group(2)
 
 
 def card_payload(

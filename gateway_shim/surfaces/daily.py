@@ -51,16 +51,16 @@ from dataclasses import dataclass
 from typing import Final
 
 from gateway_shim.glossary import GLOSSARY
-from gateway_shim.surfaces._model import (
-    CanonicalSurface,
-    Ineligible,
-    IneligibleReason,
-    Locked,
-    Placeholder,
-    ProseSlot,
-    SlotRef,
+from gateway_shim.surfaces._model import CanonicalSurface, Ineligible, IneligibleReason
+from gateway_shim.surfaces._text import (
+    BLANK,
+    BULLET,
+    SegmentBuilder,
+    check_body,
+    is_line_text,
+    paragraphs,
+    typed_slot,
 )
-from gateway_shim.surfaces._text import BLANK, BULLET, check_body, is_line_text, paragraphs
 
 __all__ = [
     "ACTIONS_HEADING",
@@ -114,7 +114,6 @@ _WATER_SUFFIX: Final = " 이상 유지"
 
 _COMPLETE_ID: Final = "P_DAILY_COMPLETE"
 _PARTIAL_ID: Final = "P_DAILY_PARTIAL"
-_TOKEN: Final = "[[P:01]]"
 # title, facts, status, heading, actions.
 _PARAGRAPHS: Final = 5
 
@@ -230,25 +229,13 @@ def parse_daily(body: str, facts: DailyFacts | None = None) -> CanonicalSurface:
         raise Ineligible(IneligibleReason.HOST_FACTS_MISMATCH)
 
     # The status is the whole third paragraph, located by position, never by
-    # searching for its text.
-    status_id = _status_id(complete)
-    slot = ProseSlot(
-        slot_id=SLOT_ID,
-        placeholders=(
-            Placeholder(token=_TOKEN, semantic_id=status_id, expansion=GLOSSARY[status_id]),
-        ),
-        canonical_text=status,
-    )
-    return CanonicalSurface(
-        surface=SURFACE,
-        body=body,
-        slots=(slot,),
-        segments=(
-            Locked(title + BLANK + fact_block + BLANK),
-            SlotRef(0),
-            Locked(BLANK + heading + BLANK + actions),
-        ),
-    )
+    # searching for its text; its typed text is the paragraph (Rule 2).
+    built = SegmentBuilder()
+    built.lock(title + BLANK + fact_block + BLANK)
+    built.slot(typed_slot(SLOT_ID, (_status_id(complete),)))
+    built.lock(BLANK + heading + BLANK + actions)
+    slots, segments = built.build()
+    return CanonicalSurface(surface=SURFACE, body=body, slots=slots, segments=segments)
 
 
 def _parse_facts(paragraph: str) -> bool:

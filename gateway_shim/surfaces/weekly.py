@@ -45,7 +45,7 @@ every usable change line is added: seven or more bullets are a real host body.
 Only the Telegram limit bounds them.
 
 Two slots, in body order: ``weekly.interpretation`` (two tokens; its canonical
-text is two lines, one sentence each, ``_model`` Rule 4a) and
+text is two lines, one sentence each, ``_slots`` Rule 4a) and
 ``weekly.rationale`` (one token, the last paragraph). Everything else is locked.
 The weekly host pins the final body in its scheduled-delivery ledger before
 sending; a restart never re-presents it (plan "Weekly pin-before-send and
