@@ -69,7 +69,7 @@ typecheck: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
-# The shim as a guest of an asyncio host: 100 concurrent apresent_*
+# The shim as a guest of an asyncio host: 2,000 concurrent apresent_*
 # with the worker down and with a 2 s provider, while the host's own
 # getaddrinfo/to_thread run; `BASELINE=1` adds the old to_thread shape.
 .PHONY: bench-guest
