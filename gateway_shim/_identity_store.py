@@ -229,9 +229,7 @@ class RotationProblem(enum.StrEnum):
 
 
 class RotationRefused(ReasonError[RotationProblem]):
-    @property
-    def problem(self) -> RotationProblem:
-        return self.reason
+    """Why ``kexpr identity rotate`` did not rotate; the enum only."""
 
 
 @dataclass(frozen=True, slots=True)
