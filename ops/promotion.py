@@ -314,6 +314,19 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
     return out
 
 
+def _eligible_bounds() -> list[tuple[str, list[int]]]:
+    """Each shipped shape by name with its variants' bounds that are within the
+    answer budget; a shape with none is left out (over the budget: never sent,
+    at any speed, docs/budget.md)."""
+    out = []
+    for name, variants in _shipped_shapes():
+        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
+        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
+        if bounds:
+            out.append((name, bounds))
+    return out
+
+
 def shape_verdicts(
     first_token_s: float,
     tokens_per_s: float,
@@ -325,20 +338,16 @@ def shape_verdicts(
     the bound and the style words),
     against the client's timeout with the full deadline left: the worker's own
     rule (`kexpr.worker.speed.SpeedModel.fits`)."""
+
+    def fits(b: int) -> bool:
+        n = b + STYLE_TOKENS if length_ratio is None else math.ceil(b * length_ratio)
+        t = first_token_s + n / tokens_per_s
+        if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
+            t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
+        return t <= CALL_LIMIT_S
+
     out = []
-    for name, variants in _shipped_shapes():
-        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
-        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
-        if not bounds:
-            continue  # over the budget: never sent, at any speed (docs/budget.md)
-
-        def fits(b: int) -> bool:
-            n = b + STYLE_TOKENS if length_ratio is None else math.ceil(b * length_ratio)
-            t = first_token_s + n / tokens_per_s
-            if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
-                t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
-            return t <= CALL_LIMIT_S
-
+    for name, bounds in _eligible_bounds():
         fit = [fits(b) for b in bounds]
         verdict = "styled" if all(fit) else "some" if any(fit) else "not_styled"
         out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
@@ -350,11 +359,7 @@ def refused_shape_verdicts(refused_bounds: Sequence[tuple[int, int]]) -> list[Sh
     (inclusive ranges, `kexpr.worker.speed` Rule 10): ``styled`` when no variant's
     bound is refused, ``some`` when some are, ``not_styled`` when all are."""
     out = []
-    for name, variants in _shipped_shapes():
-        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
-        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
-        if not bounds:
-            continue  # over the budget: never sent, at any speed (docs/budget.md)
+    for name, bounds in _eligible_bounds():
         refused = [any(lo <= b <= hi for lo, hi in refused_bounds) for b in bounds]
         verdict = "not_styled" if all(refused) else "some" if any(refused) else "styled"
         out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
