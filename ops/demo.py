@@ -69,7 +69,8 @@ REHEARSAL_SUFFIX: Final = "-rehearsal"
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from kexpr.ops.argtypes import add_worker_options, float_range
+    from kexpr.ops.argtypes import add_worker_options
+    from kexpr.spool.ranges import float_range
     from kexpr.spool.rehearsal import FIRST_TOKEN_S_RANGE, TOKENS_PER_S_RANGE
 
     p = argparse.ArgumentParser(prog="kexpr run")

@@ -646,7 +646,7 @@ def cli(argv: list[str]) -> int:
         "rehearsal data root)",
     )
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    from kexpr.ops.argtypes import int_range
+    from kexpr.spool.ranges import int_range
 
     p.add_argument(
         "--days",

@@ -87,6 +87,7 @@ from kexpr.spool.contract import SURFACES
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import PROVIDER_FAILURES
+from kexpr.spool.ranges import within
 from kexpr.spool.status import MAX_STATUS_BYTES as MAX_STATUS_BYTES
 from kexpr.spool.status import STALE_AFTER_S as STALE_AFTER_S
 from kexpr.spool.status import WORKER_STATES as WORKER_STATES
@@ -323,7 +324,7 @@ def _number(v: object, hi: float) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     f = float(v)
-    return f if math.isfinite(f) and 0 <= f <= hi else None
+    return f if within(f, (0.0, hi)) else None
 
 
 def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -1114,8 +1115,8 @@ def _verdict_words(v: Mapping[str, Any]) -> str:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from kexpr.ops.argtypes import float_range
     from kexpr.spool.layout import DEFAULT_DATA_ROOT
+    from kexpr.spool.ranges import float_range
 
     p = argparse.ArgumentParser(
         prog="kexpr status", description="worker state and counters (no content)"
