@@ -377,14 +377,7 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
             out["cooldown"] = {"state": cool["state"], **figures}
     refused = raw.get("refused_by_surface")
     if isinstance(refused, Mapping):
-        per: dict[str, dict[str, int]] = {}
-        for surface in SURFACES:
-            rec = refused.get(surface)
-            if isinstance(rec, Mapping):
-                counts = {w: _int(rec.get(w)) for w in REFUSALS}
-                if all(c is not None for c in counts.values()):
-                    per[surface] = {w: c for w, c in counts.items() if c is not None}
-        out["refused_by_surface"] = per
+        out["refused_by_surface"] = _surface_counts(refused, REFUSALS)
     last = raw.get("too_slow_last")
     if isinstance(last, Mapping):
         out["too_slow_last"] = {
@@ -394,14 +387,20 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
         }
     recent = raw.get("last_ten_minutes")
     if isinstance(recent, Mapping):
-        per_recent: dict[str, dict[str, int]] = {}
-        for surface in SURFACES:
-            rec = recent.get(surface)
-            if isinstance(rec, Mapping):
-                got = {w: _int(rec.get(w)) for w in RECENT_ADMISSION}
-                if all(c is not None for c in got.values()):
-                    per_recent[surface] = {w: c for w, c in got.items() if c is not None}
-        out["last_ten_minutes"] = per_recent
+        out["last_ten_minutes"] = _surface_counts(recent, RECENT_ADMISSION)
+    return out
+
+
+def _surface_counts(raw: Mapping[Any, Any], names: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """Per public surface, the counts ``names`` of its record, in that order; a
+    surface whose record is not a mapping or lacks one of them is left out."""
+    out: dict[str, dict[str, int]] = {}
+    for surface in SURFACES:
+        rec = raw.get(surface)
+        if isinstance(rec, Mapping):
+            counts = {name: _int(rec.get(name)) for name in names}
+            if all(c is not None for c in counts.values()):
+                out[surface] = {name: c for name, c in counts.items() if c is not None}
     return out
 
 
@@ -503,15 +502,7 @@ def token_figures(obj: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     raw = obj.get("tokens_by_surface")
     if not isinstance(raw, Mapping):
         return {}
-    out: dict[str, dict[str, int]] = {}
-    for surface in SURFACES:
-        rec = raw.get(surface)
-        if not isinstance(rec, Mapping):
-            continue
-        counts = {k: _int(rec.get(k)) for k in ("prompt", "completion", "calls_with_usage")}
-        if all(v is not None for v in counts.values()):
-            out[surface] = {k: v for k, v in counts.items() if v is not None}
-    return out
+    return _surface_counts(raw, ("prompt", "completion", "calls_with_usage"))
 
 
 @dataclass(frozen=True, slots=True)
