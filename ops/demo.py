@@ -202,7 +202,8 @@ def run_main_job(
 def print_style_words(root: DataRoot) -> None:
     """What the model wrote, content-free: the `kexpr status` style lines, from the
     status file the worker wrote as it stopped (words of the lexicon only)."""
-    from kexpr.ops.status_cli import collect, render_style
+    from kexpr.ops._status_read import collect
+    from kexpr.ops._status_render import render_style
 
     report = collect(root)
     if report.worker is None:
