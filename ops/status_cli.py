@@ -77,30 +77,21 @@ import json
 import sys
 from pathlib import Path
 
-from kexpr.ops._status_figures import Price, admission_figures, call_figures, spend_figures
-from kexpr.ops._status_read import StatusReport, collect, journal_space_problem
-from kexpr.ops._status_render import render
-from kexpr.ops._status_verdicts import EXIT, EXPIRING_MIN, HealthVerdict
+# The command's names, importable from here (explicit re-exports): the report and
+# how it is collected and printed, its verdicts, and the figures other tools read too.
+from kexpr.ops._status_figures import Price as Price
+from kexpr.ops._status_figures import admission_figures as admission_figures
+from kexpr.ops._status_figures import call_figures as call_figures
+from kexpr.ops._status_figures import spend_figures as spend_figures
+from kexpr.ops._status_read import StatusReport as StatusReport
+from kexpr.ops._status_read import collect as collect
+from kexpr.ops._status_read import journal_space_problem as journal_space_problem
+from kexpr.ops._status_render import render as render
+from kexpr.ops._status_verdicts import EXIT as EXIT
+from kexpr.ops._status_verdicts import EXPIRING_MIN as EXPIRING_MIN
+from kexpr.ops._status_verdicts import HealthVerdict as HealthVerdict
 from kexpr.spool.layout import DataRoot
-from kexpr.spool.status import STALE_AFTER_S
-
-# The command's names, importable from here: the report and how it is collected
-# and printed, its verdicts, and the validated figures other tools read too.
-__all__ = [
-    "EXIT",
-    "EXPIRING_MIN",
-    "STALE_AFTER_S",
-    "HealthVerdict",
-    "Price",
-    "StatusReport",
-    "admission_figures",
-    "call_figures",
-    "cli",
-    "collect",
-    "journal_space_problem",
-    "render",
-    "spend_figures",
-]
+from kexpr.spool.status import STALE_AFTER_S as STALE_AFTER_S
 
 
 def cli(argv: list[str]) -> int:
