@@ -36,7 +36,9 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from gateway_shim.identity import (
@@ -131,39 +133,41 @@ def _read(root: DataRoot) -> _Found:
     return _Found(key, record, record_id, sealed)
 
 
-def journal_has_rows(root: DataRoot) -> bool:
-    """Does the journal (live or quarantined) hold anything? Names and sizes
-    only; anything but an empty regular file counts (module header)."""
+def _journal_names(root: DataRoot) -> Iterator[tuple[Path, str]]:
+    """Each name in ``outcomes/`` and ``quarantine/``, with its directory; a
+    directory that does not exist has none (any other failure is raised)."""
     for d in (root.outcomes, root.quarantine):
         try:
             names = list_dir(d)
         except FileNotFoundError:
             continue
         for name in names:
-            try:
-                st = os.stat(d / name, follow_symlinks=False)
-            except FileNotFoundError:
-                continue  # removed by retention meanwhile
-            if not stat.S_ISREG(st.st_mode) or st.st_size > 0:
-                return True
+            yield d, name
+
+
+def journal_has_rows(root: DataRoot) -> bool:
+    """Does the journal (live or quarantined) hold anything? Names and sizes
+    only; anything but an empty regular file counts (module header)."""
+    for d, name in _journal_names(root):
+        try:
+            st = os.stat(d / name, follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # removed by retention meanwhile
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 0:
+            return True
     return False
 
 
 def oldest_segment(root: DataRoot) -> dt.date | None:
     """The oldest day of a live or quarantined journal segment, by name."""
     days: list[dt.date] = []
-    for d in (root.outcomes, root.quarantine):
-        try:
-            names = list_dir(d)
-        except FileNotFoundError:
-            continue
-        for name in names:
-            m = _SEGMENT_DAY.fullmatch(name)
-            if m is not None:
-                try:
-                    days.append(dt.date.fromisoformat(m.group(1)))
-                except ValueError:
-                    continue
+    for _, name in _journal_names(root):
+        m = _SEGMENT_DAY.fullmatch(name)
+        if m is not None:
+            try:
+                days.append(dt.date.fromisoformat(m.group(1)))
+            except ValueError:
+                continue
     return min(days, default=None)
 
 
@@ -229,9 +233,7 @@ class RotationProblem(enum.StrEnum):
 
 
 class RotationRefused(ReasonError[RotationProblem]):
-    @property
-    def problem(self) -> RotationProblem:
-        return self.reason
+    """Why ``kexpr identity rotate`` did not rotate; the enum only."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,10 +154,6 @@ class IdentityProblem(enum.StrEnum):
 class IdentityRefused(ReasonError[IdentityProblem]):
     """The data root's identity cannot be trusted (rule 3). No content."""
 
-    @property
-    def problem(self) -> IdentityProblem:
-        return self.reason
-
 
 class Recorded(enum.Enum):
     """What ``identity.fingerprint`` says of the key at hand."""

@@ -198,8 +198,8 @@ def _info(v: object) -> str:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from kexpr.ops.argtypes import int_range
     from kexpr.ops.cli import missing_packages
+    from kexpr.spool.ranges import int_range
 
     p = argparse.ArgumentParser(
         prog="kexpr audit",

@@ -69,7 +69,8 @@ REHEARSAL_SUFFIX: Final = "-rehearsal"
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from kexpr.ops.argtypes import add_worker_options, float_range
+    from kexpr.ops.argtypes import add_worker_options
+    from kexpr.spool.ranges import float_range
     from kexpr.spool.rehearsal import FIRST_TOKEN_S_RANGE, TOKENS_PER_S_RANGE
 
     p = argparse.ArgumentParser(prog="kexpr run")
@@ -201,7 +202,8 @@ def run_main_job(
 def print_style_words(root: DataRoot) -> None:
     """What the model wrote, content-free: the `kexpr status` style lines, from the
     status file the worker wrote as it stopped (words of the lexicon only)."""
-    from kexpr.ops.status_cli import collect, render_style
+    from kexpr.ops._status_read import collect
+    from kexpr.ops._status_render import render_style
 
     report = collect(root)
     if report.worker is None:

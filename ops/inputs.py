@@ -73,10 +73,6 @@ WORDS: Final[dict[Problem, str]] = {
 class InputRefused(ReasonError[Problem]):
     """A path argument that cannot be used; the enum only, never content."""
 
-    @property
-    def problem(self) -> Problem:
-        return self.reason
-
 
 def shown(path: os.PathLike[str] | str) -> str:
     """The path as the operator typed it; escaped if it is not printable."""

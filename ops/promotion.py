@@ -33,7 +33,7 @@ changing them (the plan's gate is the one above):
   the gate's own evidence.
 - **p95 call time** against the 3 s budget (and p95 completion tokens), from the
   worker's status file (``worker.status.json``, `kexpr.worker.histograms`), read
-  and validated as ``kexpr status`` reads it (`kexpr.ops.status_cli.call_figures`).
+  and validated as ``kexpr status`` reads it (`kexpr.ops._status_figures.call_figures`).
   Not from the journal: a row has no call time — ``started_at_utc`` is written
   before the call, and an accepted attempt's terminal row is written when the
   host's report arrives, so row timestamps measure the host, not the model. Not
@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from kexpr.ops._status_render import verdict_words
+from kexpr.ops._status_verdicts import REFUSED_MIN, REFUSED_SHARE, refused_share
 from kexpr.ops.readers import (
     JournalCheck,
     JournalRecord,
@@ -66,8 +68,6 @@ from kexpr.ops.readers import (
     read_worker_status,
     verify_journal,
 )
-from kexpr.ops.status_cli import REFUSED_MIN, REFUSED_SHARE, refused_share
-from kexpr.ops.status_cli import _verdict_words as _verdict_words
 from kexpr.spool.canonical import format_ts
 from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
@@ -128,7 +128,7 @@ class SurfaceEvidence:
     call_margin: str = STATUS_MISSING  # a histograms.Margin value, or the status problem
     # Refused before a start row (no row, no call: not in the journal, so not a
     # failure of the gate), from the status file since the worker started, with
-    # the last speed refusal's estimate (`kexpr.ops.status_cli.admission_figures`).
+    # the last speed refusal's estimate (`kexpr.ops._status_figures.admission_figures`).
     refused_too_slow: int | None = None
     refused_cooling_down: int | None = None
     too_slow_last: Mapping[str, Any] | None = None
@@ -151,7 +151,7 @@ class SurfaceEvidence:
     def refusals_main_reason(self) -> bool:
         """Whether refusals are the main reason the surface is not styled: at
         least `REFUSED_MIN` of them, more than `REFUSED_SHARE` of its requests,
-        and more than its calls that failed (`kexpr.ops.status_cli`'s level)."""
+        and more than its calls that failed (`kexpr.ops._status_verdicts`'s level)."""
         share, refused = self.refused_share, self.refused
         if share is None or refused is None or refused < REFUSED_MIN:
             return False
@@ -201,12 +201,12 @@ class SurfaceEvidence:
 @dataclass(frozen=True, slots=True)
 class CallFigures:
     """The worker status file's per-surface call figures, as validated by
-    `kexpr.ops.status_cli.call_figures`, and where they came from."""
+    `kexpr.ops._status_figures.call_figures`, and where they came from."""
 
     source: str  # STATUS_READ, STATUS_MISSING or STATUS_UNREADABLE
     worker_started_at_utc: str | None = None
     surfaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # `kexpr.ops.status_cli.admission_figures`: the estimated speed, the
+    # `kexpr.ops._status_figures.admission_figures`: the estimated speed, the
     # cool-down and the per-surface refusals ({} when unknown).
     admission: Mapping[str, Any] = field(default_factory=dict)
 
@@ -314,6 +314,19 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
     return out
 
 
+def _eligible_bounds() -> list[tuple[str, list[int]]]:
+    """Each shipped shape by name with its variants' bounds that are within the
+    answer budget; a shape with none is left out (over the budget: never sent,
+    at any speed, docs/budget.md)."""
+    out = []
+    for name, variants in _shipped_shapes():
+        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
+        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
+        if bounds:
+            out.append((name, bounds))
+    return out
+
+
 def shape_verdicts(
     first_token_s: float,
     tokens_per_s: float,
@@ -325,20 +338,16 @@ def shape_verdicts(
     the bound and the style words),
     against the client's timeout with the full deadline left: the worker's own
     rule (`kexpr.worker.speed.SpeedModel.fits`)."""
+
+    def fits(b: int) -> bool:
+        n = b + STYLE_TOKENS if length_ratio is None else math.ceil(b * length_ratio)
+        t = first_token_s + n / tokens_per_s
+        if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
+            t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
+        return t <= CALL_LIMIT_S
+
     out = []
-    for name, variants in _shipped_shapes():
-        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
-        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
-        if not bounds:
-            continue  # over the budget: never sent, at any speed (docs/budget.md)
-
-        def fits(b: int) -> bool:
-            n = b + STYLE_TOKENS if length_ratio is None else math.ceil(b * length_ratio)
-            t = first_token_s + n / tokens_per_s
-            if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
-                t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
-            return t <= CALL_LIMIT_S
-
+    for name, bounds in _eligible_bounds():
         fit = [fits(b) for b in bounds]
         verdict = "styled" if all(fit) else "some" if any(fit) else "not_styled"
         out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
@@ -350,11 +359,7 @@ def refused_shape_verdicts(refused_bounds: Sequence[tuple[int, int]]) -> list[Sh
     (inclusive ranges, `kexpr.worker.speed` Rule 10): ``styled`` when no variant's
     bound is refused, ``some`` when some are, ``not_styled`` when all are."""
     out = []
-    for name, variants in _shipped_shapes():
-        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
-        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
-        if not bounds:
-            continue  # over the budget: never sent, at any speed (docs/budget.md)
+    for name, bounds in _eligible_bounds():
         refused = [any(lo <= b <= hi for lo, hi in refused_bounds) for b in bounds]
         verdict = "not_styled" if all(refused) else "some" if any(refused) else "styled"
         out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
@@ -480,7 +485,7 @@ def _refused(figures: CallFigures, surface: str, word: str) -> int | None:
 def read_call_figures(root: DataRoot) -> CallFigures:
     """The status file's figures, read no-follow and bounded and validated exactly
     as ``kexpr status`` does; a missing or unreadable file is said as such."""
-    from kexpr.ops.status_cli import admission_figures, call_figures
+    from kexpr.ops._status_figures import admission_figures, call_figures
 
     try:
         status = read_worker_status(root)
@@ -606,7 +611,7 @@ def _render_refusals(report: PromotionReport) -> list[str]:
         main = "  refusals are the main reason it is not styled" if s.refusals_main_reason else ""
         lines.append(f"refused {s.surface:<32}{slow:>9}{cool:>9}{share:>8}{main}")
         if s.too_slow_last is not None:
-            lines.append(f"          last too slow: {_verdict_words(s.too_slow_last)}")
+            lines.append(f"          last too slow: {verdict_words(s.too_slow_last)}")
     speed = figures.admission.get("speed")
     if speed is None:
         lines.append("speed: unknown (no readable worker.status.json)")
@@ -641,7 +646,7 @@ def cli(argv: list[str]) -> int:
         "rehearsal data root)",
     )
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    from kexpr.ops.argtypes import int_range
+    from kexpr.spool.ranges import int_range
 
     p.add_argument(
         "--days",

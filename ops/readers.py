@@ -46,9 +46,7 @@ class ReadProblem(enum.StrEnum):
 
 
 class ReadRefused(ReasonError[ReadProblem]):
-    @property
-    def problem(self) -> ReadProblem:
-        return self.reason
+    """A file these readers refuse (rules 1-2); the enum only, never content."""
 
 
 def read_nofollow(path: os.PathLike[str] | str, *, max_bytes: int) -> bytes:

@@ -537,7 +537,8 @@ class Supervisor:
 def cli(argv: list[str]) -> int:
     import argparse
 
-    from kexpr.ops.argtypes import add_worker_options, float_range, int_range
+    from kexpr.ops.argtypes import add_worker_options
+    from kexpr.spool.ranges import float_range, int_range
 
     defaults = RestartPolicy()
     p = argparse.ArgumentParser(prog="kexpr supervise")

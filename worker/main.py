@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Final
 
 from kexpr.spool import log
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
+from kexpr.spool.ranges import int_range
 from kexpr.worker.dependencies import SUPPORTED, requirement, unsupported
 from kexpr.worker.environment import hazardous_environment, rehearsal_hazards
 from kexpr.worker.exitcodes import ExitCode
@@ -127,18 +128,6 @@ def _pace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pace:
         parser.error("--tokens-per-second or --first-token-seconds out of range")
 
 
-def _cap(text: str) -> int:
-    """A spend cap from the command line: an integer in `CAP_RANGE`."""
-    lo, hi = CAP_RANGE
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text[:32]!r}") from None
-    if not lo <= value <= hi:
-        raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}")
-    return value
-
-
 def _refuse_dependency(what: str) -> int:
     """The one line of an unsupported dependency, and its exit code."""
     ranges = ", ".join(requirement(name) for name in SUPPORTED)
@@ -175,15 +164,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     # The spend bound (kexpr.worker.spend): attempts started, each at most one
     # paid call, per rolling hour and per UTC day.
+    cap = int_range(*CAP_RANGE)
     parser.add_argument(
         "--max-calls-per-hour",
-        type=_cap,
+        type=cap,
         default=DEFAULT_PER_HOUR,
         help=f"paid calls in any rolling hour (default {DEFAULT_PER_HOUR}; docs/cli.md)",
     )
     parser.add_argument(
         "--max-calls-per-day",
-        type=_cap,
+        type=cap,
         default=DEFAULT_PER_DAY,
         help=f"paid calls in one UTC day (default {DEFAULT_PER_DAY}; docs/cli.md)",
     )

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -64,6 +63,7 @@ from kexpr.spool.contract import (
 from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.contract.budget import minimal_answer, text_token_bound
 from kexpr.spool.contract.fit import compositions
+from kexpr.spool.ranges import within
 from kexpr.spool.rehearsal import (
     DEFAULT_FIRST_TOKEN_S,
     DEFAULT_TOKENS_PER_S,
@@ -96,11 +96,9 @@ class Pace:
     first_token_s: float = DEFAULT_FIRST_TOKEN_S
 
     def __post_init__(self) -> None:
-        lo, hi = TOKENS_PER_S_RANGE
-        if not (math.isfinite(self.tokens_per_s) and lo <= self.tokens_per_s <= hi):
+        if not within(self.tokens_per_s, TOKENS_PER_S_RANGE):
             raise ValueError("tokens_per_s")
-        lo, hi = FIRST_TOKEN_S_RANGE
-        if not (math.isfinite(self.first_token_s) and lo <= self.first_token_s <= hi):
+        if not within(self.first_token_s, FIRST_TOKEN_S_RANGE):
             raise ValueError("first_token_s")
 
     def seconds(self, tokens: int) -> float:

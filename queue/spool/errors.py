@@ -17,8 +17,13 @@ R = TypeVar("R", bound=enum.Enum)
 
 
 class ReasonError(Exception, Generic[R]):
-    """Raised with one enum member; ``str(e)`` is its value, ``e.reason`` the member."""
+    """Raised with one enum member; ``str(e)`` is its value, ``e.reason`` (or
+    ``e.problem``, the name the refusals of paths and identities use) the member."""
 
     def __init__(self, reason: R) -> None:
         super().__init__(reason.value)
         self.reason: Final[R] = reason
+
+    @property
+    def problem(self) -> R:
+        return self.reason

@@ -76,22 +76,37 @@ _REJECTED: Final[Mapping[Reason, Judgement]] = MappingProxyType(
 )
 
 
+def _first_mismatch(*echoes: tuple[object, object, Reason]) -> Reason | None:
+    """The reason of the first ``(echoed, expected, reason)`` whose two differ."""
+    return next((reason for echoed, expected, reason in echoes if echoed != expected), None)
+
+
 def _echo_reason(capsule: Capsule, composition: Composition) -> Reason | None:
-    if composition.schema_version != capsule.schema_version:
-        return Reason.SCHEMA_VERSION_MISMATCH
-    if composition.surface != capsule.surface:
-        return Reason.SURFACE_MISMATCH
-    if composition.artifact_key != capsule.artifact_key:
-        return Reason.ARTIFACT_KEY_MISMATCH
-    if tuple(s.slot_id for s in composition.slots) != tuple(p.slot_id for p in capsule.slots):
-        return Reason.SLOT_MISMATCH
+    """Rule 2 step 3: the document's echoes, then each slot's, in that order."""
+    reason = _first_mismatch(
+        (composition.schema_version, capsule.schema_version, Reason.SCHEMA_VERSION_MISMATCH),
+        (composition.surface, capsule.surface, Reason.SURFACE_MISMATCH),
+        (composition.artifact_key, capsule.artifact_key, Reason.ARTIFACT_KEY_MISMATCH),
+        (
+            tuple(s.slot_id for s in composition.slots),
+            tuple(p.slot_id for p in capsule.slots),
+            Reason.SLOT_MISMATCH,
+        ),
+    )
+    if reason is not None:
+        return reason
     for slot, policy in zip(composition.slots, capsule.slots, strict=True):
-        if slot.predicate_ids != policy.allowed_predicate_ids:
-            return Reason.PREDICATE_IDS_MISMATCH
-        if slot.action_ids != policy.allowed_action_ids:
-            return Reason.ACTION_IDS_MISMATCH
-        if slot.placeholder_tokens != policy.required_placeholder_tokens:
-            return Reason.PLACEHOLDER_TOKENS_MISMATCH
+        reason = _first_mismatch(
+            (slot.predicate_ids, policy.allowed_predicate_ids, Reason.PREDICATE_IDS_MISMATCH),
+            (slot.action_ids, policy.allowed_action_ids, Reason.ACTION_IDS_MISMATCH),
+            (
+                slot.placeholder_tokens,
+                policy.required_placeholder_tokens,
+                Reason.PLACEHOLDER_TOKENS_MISMATCH,
+            ),
+        )
+        if reason is not None:
+            return reason
     return None
 
 
