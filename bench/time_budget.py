@@ -263,12 +263,14 @@ def cases() -> list[Case]:
 
 
 def eligibility(case: Case) -> str:
-    """``eligible`` or the shim's ineligible reason (the parse, then the budget)."""
+    """``eligible``, the shim's ineligible reason (the parse, then the budget), or
+    ``nothing_to_style`` when the fit table locked every slot (the shim asks nothing)."""
     try:
-        case.parse().require_answer_budget()
+        surface = case.parse()
+        surface.require_answer_budget()
     except Ineligible as exc:
         return str(exc.reason.value)
-    return "eligible"
+    return "eligible" if surface.slots else "nothing_to_style"
 
 
 def token_row(case: Case, keys: int) -> dict[str, Any]:
@@ -276,6 +278,9 @@ def token_row(case: Case, keys: int) -> dict[str, Any]:
     random artifact keys (an HMAC key is uniform hex), and the shim's bound."""
     surface = case.parse()
     slots = tuple(s.policy() for s in surface.slots)
+    if not slots:  # nothing to ask: no capsule, no answer
+        none = dict.fromkeys(("compact_min", "compact_max", "pretty_min", "pretty_max", "bound"))
+        return {"case": case.label, **none, "eligible": eligibility(case)}
     compact: list[int] = []
     pretty: list[int] = []
     for _ in range(keys):
@@ -694,12 +699,14 @@ def render(result: dict[str, Any]) -> str:
         f"  {'case':<22} {'compact':>9} {'pretty':>9} {'bound':>5}  shim",
     ]
     for r in result["tokens"]:
-        compact = f"{r['compact_min']}-{r['compact_max']}"
-        pretty = f"{r['pretty_min']}-{r['pretty_max']}"
-        out.append(f"  {r['case']:<22} {compact:>9} {pretty:>9} {r['bound']:>5}  {r['eligible']}")
+        compact = "-" if r["bound"] is None else f"{r['compact_min']}-{r['compact_max']}"
+        pretty = "-" if r["bound"] is None else f"{r['pretty_min']}-{r['pretty_max']}"
+        bound = "-" if r["bound"] is None else r["bound"]
+        out.append(f"  {r['case']:<22} {compact:>9} {pretty:>9} {bound:>5}  {r['eligible']}")
     shut = ", ".join(f"{r['case']}: {'/'.join(r['outcomes'])}" for r in result["over_budget"])
     out.append(
-        f"  over budget, presented once each: {shut or '-'}; requests {result['over_budget_requests']}"
+        f"  not asked (over budget or nothing to style), presented once each: {shut or '-'};"
+        f" requests {result['over_budget_requests']}"
     )
     out.append(
         f"  {'case':<22} {'first':>5} {'tok/s':>5} {'layout':<7} {'in time':>7}"

@@ -117,3 +117,16 @@ def test_the_shipped_and_retired_id_costs_quoted_are_measured() -> None:
     for old, new in RETIRED_SHIPPED_IDS.items():
         assert f"`{new}` ({count(new)}" in budget
         assert f"`{old}` ({count(old)})" in budget
+
+
+def test_the_bench_token_table_has_a_row_for_every_case_its_verdict_the_docs() -> None:
+    """`make bench`'s time budget starts with this table: a card the fit table
+    leaves nothing to style has a row with no answer (there is no capsule to
+    count), and every row's verdict is the one docs/performance.md shows."""
+    import time_budget  # bench/ (budget_docs puts it on the path)
+
+    verdicts = {label: verdict for label, _row, verdict in budget_docs._bench_rows()}
+    for case in time_budget.cases():
+        row = time_budget.token_row(case, 1)
+        assert row["eligible"] == verdicts[case.label]
+        assert (row["bound"] is None) == (verdicts[case.label] == "nothing_to_style")
