@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gateway_shim import KoreanExpressionCoordinator, Outcome
+from gateway_shim import KoreanExpressionCoordinator, Outcome, PresentationCandidate
 from kexpr.spool import _walk
 from kexpr.spool.layout import DataRoot
 from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
@@ -39,8 +39,13 @@ LOCKS: dict[str, Callable[[KoreanExpressionCoordinator], Any]] = {
 }
 
 
-def fork_and_present(coord: KoreanExpressionCoordinator, event_id: str) -> tuple[int, int]:
-    """Fork; the child presents once and writes its outcome. (pid, read end)."""
+def fork_and_present(
+    coord: KoreanExpressionCoordinator,
+    event_id: str,
+    said: Callable[[PresentationCandidate], object] = lambda cand: cand.outcome.value,
+) -> tuple[int, int]:
+    """Fork; the child presents once and writes ``said(candidate)`` (its outcome).
+    (pid, read end)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
@@ -48,7 +53,7 @@ def fork_and_present(coord: KoreanExpressionCoordinator, event_id: str) -> tuple
         try:
             os.close(r)
             cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=event_id)
-            os.write(w, json.dumps(cand.outcome.value).encode())
+            os.write(w, json.dumps(said(cand)).encode())
             code = 0
         finally:
             os._exit(code)
@@ -56,8 +61,9 @@ def fork_and_present(coord: KoreanExpressionCoordinator, event_id: str) -> tuple
     return pid, r
 
 
-def child_outcome(pid: int, r: int) -> str | None:
-    """The child's outcome, or None if it did not present within the bound."""
+def child_outcome(pid: int, r: int) -> object:
+    """What the child wrote (its outcome), or None if it did not present within
+    the bound."""
     try:
         ready, _, _ = select.select([r], [], [], CHILD_BOUND_S)
         data = os.read(r, 4096) if ready else b""
@@ -151,18 +157,7 @@ def test_a_reset_that_fails_in_the_child_is_counted_and_the_others_still_run(
         assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="p").outcome is (
             Outcome.ACCEPTED
         )
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child
-            code = 1
-            try:
-                os.close(r)
-                cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="c")
-                os.write(w, json.dumps([_guest.fork_faults, cand.outcome.value]).encode())
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
+        pid, r = fork_and_present(coord, "c", lambda cand: [_guest.fork_faults, cand.outcome.value])
         before = _guest.fork_faults
         out = child_outcome(pid, r)
     coord.close()
