@@ -11,9 +11,10 @@ Rules:
 
 1. **One inotify instance per directory, not per coordinator.** A host that builds
    a coordinator per message (or per chat) on one data root must not take one
-   inotify instance and three threads each: the per-user limit is 128 instances
-   (past it every presentation falls back to the 0.25 s re-check, and a worker of
-   the same user loses its own watch). The key is the ``responses/`` path *and*
+   inotify instance and three threads each (four from watchdog 7.1, which adds a
+   dispatcher): the per-user limit is 128 instances (past it every presentation
+   falls back to the 0.25 s re-check, and a worker of the same user loses its own
+   watch). The key is the ``responses/`` path *and*
    its (device, inode): a directory replaced at its path is another watch.
 2. **Reference-counted.** Each `acquire` is one `Lease`; the observer is stopped
    when its last lease is released (a coordinator's ``close``, or the finalizer
