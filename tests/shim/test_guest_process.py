@@ -499,3 +499,34 @@ def test_a_waiter_table_that_raises_on_a_wake_is_counted_and_the_others_are_woke
     assert broken.scan_faults == 3 and healthy.scan_faults == 0
     said = [r.getMessage() for r in caplog.records if r.name == "kexpr.shim"]
     assert said == ["wake_failed"]
+
+
+def test_a_part_that_fails_to_stop_does_not_keep_the_others_running(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`close` and the finalizer stop every part (`gateway_shim._guest.release`):
+    one whose ``close`` raises is counted and said once (``release_incomplete``),
+    and the parts after it are still stopped, never raised into the host."""
+    from gateway_shim._guest import release
+
+    stopped: list[tuple[str, bool]] = []
+
+    class Part:
+        def __init__(self, name: str, fails: bool = False) -> None:
+            self.name, self.fails = name, fails
+
+        def close(self, *, wait: bool = False) -> None:
+            if self.fails:
+                raise OSError("close failed")
+            stopped.append((self.name, wait))
+
+    caplog.set_level(logging.WARNING, logger="kexpr.shim")
+    release(
+        Part("watch", fails=True), Part("scan"), Part("executor", fails=True), Part("telemetry")
+    )
+    assert stopped == [("scan", False), ("telemetry", False)]
+    said = [r.getMessage() for r in caplog.records if r.name == "kexpr.shim"]
+    assert said == ["release_incomplete parts=2"]
+    stopped.clear()
+    release(Part("watch"), wait=True)  # from close: each part joined
+    assert stopped == [("watch", True)]
