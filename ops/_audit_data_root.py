@@ -40,12 +40,11 @@ from kexpr.ops.identity_cli import identity_report
 from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
-from kexpr.spool.fsio import group_member_uids
+from kexpr.spool.fsio import group_member_uids, staged_final
 from kexpr.spool.layout import QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 
 _HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
-_STAGING: Final = re.compile(r"\.[0-9a-z._]{1,80}\.[0-9]{1,10}\.[0-9a-f]{12}")
 _TOP_LEVEL: Final = frozenset(
     {
         "identity.key",
@@ -70,7 +69,9 @@ _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "
 _SEGMENT: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.jsonl")
 _QUARANTINED: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.[1-9][0-9]{0,5}\.jsonl")
 # Private to the gateway in either sharing mode (`kexpr.spool.fsio` rule 3).
-_PRIVATE_FILES: Final = frozenset({("identity.key",), ("identity.sealed",)})
+_PRIVATE_NAMES: Final = frozenset({"identity.key", "identity.sealed"})
+# Scanned for redaction, besides every spool message.
+_STATUS_NAMES: Final = frozenset({"worker.status.json", SUPERVISOR_STATUS_NAME})
 SHARED_DIR_MODE: Final = 0o2770
 SHARED_FILE_MODES: Final = frozenset({0o660, 0o640, 0o600})
 
@@ -80,11 +81,11 @@ def display_path(rel: tuple[str, ...]) -> str:
     component (which could carry content) is replaced by ``<unrecognized>``."""
     shown = []
     for part in rel:
+        final = staged_final(part) or part
         ok = (
-            part in _TOP_LEVEL
+            final in _TOP_LEVEL
             or part in _SPOOL_DIRS
-            or _HEX32_JSON.fullmatch(part)
-            or _STAGING.fullmatch(part)
+            or _HEX32_JSON.fullmatch(final)
             or _SEGMENT.fullmatch(part)
             or _QUARANTINED.fullmatch(part)
         )
@@ -92,16 +93,32 @@ def display_path(rel: tuple[str, ...]) -> str:
     return "/".join(shown) or "."
 
 
+def _staged(rel: tuple[str, ...]) -> bool:
+    """A staging file where the product writes them: ``spool/tmp`` and, for the
+    files replaced in place, the top level (`kexpr.spool.fsio.staged_final`)."""
+    return (len(rel) == 1 or rel[:2] == ("spool", "tmp")) and staged_final(rel[-1]) is not None
+
+
+def _final_name(rel: tuple[str, ...]) -> str:
+    """What the entry at ``rel`` is or, being written, will be: a staging file is
+    judged as the file it becomes."""
+    return (staged_final(rel[-1]) if _staged(rel) else None) or rel[-1]
+
+
 def _expected_name(rel: tuple[str, ...]) -> bool:
     if len(rel) == 1:
-        return rel[0] in _TOP_LEVEL
+        # The heartbeats and identity files are replaced through a staging file
+        # beside them (`kexpr.spool.fsio.replace_private`).
+        return _final_name(rel) in _TOP_LEVEL
     if rel[0] == "spool":
         if len(rel) == 2:
             return rel[1] in _SPOOL_DIRS
         if len(rel) == 3:
-            return bool(
-                _STAGING.fullmatch(rel[2]) if rel[1] == "tmp" else _HEX32_JSON.fullmatch(rel[2])
-            )
+            if rel[1] != "tmp":
+                return bool(_HEX32_JSON.fullmatch(rel[2]))
+            # Messages and the files `publish`/`create_private_file` stage here.
+            final = _final_name(rel)
+            return _staged(rel) and (final in _TOP_LEVEL or bool(_HEX32_JSON.fullmatch(final)))
         return False
     if rel[0] == "outcomes":
         return len(rel) == 2 and bool(_SEGMENT.fullmatch(rel[1]))
@@ -110,15 +127,39 @@ def _expected_name(rel: tuple[str, ...]) -> bool:
     return False
 
 
+def _judged(rel: tuple[str, ...]) -> bool:
+    """Whether the redaction scan reads the entry at ``rel``: everything in the
+    spool but the staging files of what is not a message (an identity key), the
+    status files, and the staging files of those."""
+    final = _final_name(rel)
+    if rel[0] == "spool":
+        return not _staged(rel) or bool(_HEX32_JSON.fullmatch(final))
+    return len(rel) == 1 and final in _STATUS_NAMES
+
+
 def _walk(top: Path) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
-    """Every entry under ``top`` (lstat; symlinks are reported, never followed)."""
+    """Every entry under ``top`` (lstat; symlinks are reported, never followed).
+
+    The root may be live: between listing a folder and examining an entry, the
+    worker or a gateway may move or remove it (a request claimed, a response
+    taken). An entry gone meanwhile was consumed, not unreadable, and is skipped,
+    as `_scan_file` skips a file consumed before it is read. Any other error
+    propagates (the check is then unusable)."""
     stack: list[tuple[str, ...]] = [()]
     while stack:
         rel = stack.pop()
-        with os.scandir(top.joinpath(*rel)) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        try:
+            with os.scandir(top.joinpath(*rel)) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            if not rel:
+                raise
+            continue
         for entry in entries:
-            st = entry.stat(follow_symlinks=False)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
             sub = (*rel, entry.name)
             yield sub, st
             if stat.S_ISDIR(st.st_mode):
@@ -168,10 +209,14 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
         return result
     for rel, st in entries:
         rules.check(result, rel, st)
-        if stat.S_ISREG(st.st_mode) and (
-            rel[0] == "spool" or rel[-1] in ("worker.status.json", SUPERVISOR_STATUS_NAME)
-        ):
-            _scan_file(result, root.root, rel, display_path(rel))
+        if stat.S_ISREG(st.st_mode) and _judged(rel):
+            _scan_file(
+                result,
+                root.root,
+                rel,
+                display_path(rel),
+                being_written=_staged(rel),
+            )
     result.info["owners"] = sorted(owners)
     try:
         journal = verify_journal(root)
@@ -235,7 +280,7 @@ class _Rules:
             result.add(AuditFinding.GROUP_MISMATCH, shown)
         if st.st_uid not in self.owners:
             result.add(AuditFinding.WRONG_OWNER, shown)
-        if rel in _PRIVATE_FILES and perms & 0o077:
+        if (len(rel) == 1 or _staged(rel)) and _final_name(rel) in _PRIVATE_NAMES and perms & 0o077:
             result.add(AuditFinding.IDENTITY_KEY_SHARED, shown)
         # Journal files are their owner's to write. In the shared-group layout the
         # worker itself creates them 0660 in the root's group (the gateway's and

@@ -37,7 +37,12 @@ _MESSAGE_DIRS: Final = frozenset(
 )
 
 
-def _scan_file(result: CheckResult, root: Path, rel: tuple[str, ...], shown: str) -> None:
+def _scan_file(
+    result: CheckResult, root: Path, rel: tuple[str, ...], shown: str, *, being_written: bool
+) -> None:
+    """Judge one file. ``being_written``: a staging file (`kexpr.spool.fsio.staged_final`),
+    which a reader can meet at any point of its writing: not JSON yet is not a
+    finding, and what was written of it is judged (`_written_strings`)."""
     from kexpr.spool.contract.lexicon import SAFE_STYLE_LEXEMES
 
     try:
@@ -46,14 +51,18 @@ def _scan_file(result: CheckResult, root: Path, rel: tuple[str, ...], shown: str
         if e.problem is not ReadProblem.MISSING:  # consumed meanwhile: not a finding
             result.add(AuditFinding.SPOOL_MALFORMED, shown)
         return
+    if being_written:
+        # A reservation (`kexpr.spool.fsio.reserve`) is allocated before it is
+        # written: until its writer truncates it, what follows the text is zeros.
+        data = data.rstrip(b"\0")
     try:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        obj = None
-        if rel[:2] != ("spool", "tmp"):  # a staging file may be half-written
+        if not being_written:
             result.add(AuditFinding.SPOOL_MALFORMED, shown)
-        # Still scan the raw text: a half-written file can leak as well as a whole one.
-        _scan_string(result, shown, data.decode("utf-8", "replace"), frozenset(SAFE_STYLE_LEXEMES))
+        # Still scan it: a half-written file can leak as well as a whole one.
+        for s in _written_strings(data.decode("utf-8", "replace")):
+            _scan_string(result, shown, s, frozenset(SAFE_STYLE_LEXEMES))
         return
     if rel[:2] in _MESSAGE_DIRS and not _parses_as(rel[1], data):
         result.add(AuditFinding.SPOOL_MALFORMED, shown)
@@ -76,6 +85,41 @@ def _parses_as(folder: str, data: bytes) -> bool:
     except (MessageError, ValueError):
         return False
     return True
+
+
+_LITERAL: Final = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_STRUCTURE: Final = re.compile(r"[\s,:\[\]{}]+")
+_JSON_SCALAR: Final = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?|true|false|null")
+
+
+def _written_strings(text: str) -> Iterator[str]:
+    """What is judged of a file that is not (or not yet) JSON, as a whole file's
+    strings are: every complete string literal, decoded; every word outside the
+    literals but JSON's own numbers and keywords (a file that is not JSON at all
+    is all such words); and what was written of an unterminated last literal,
+    without its last word (a writer may be in the middle of it: a cut timestamp
+    or lexeme is not a finding, a whole word before it is judged)."""
+
+    def outside(part: str) -> Iterator[str]:
+        for word in _STRUCTURE.split(part):
+            if word and not _JSON_SCALAR.fullmatch(word):
+                yield word
+
+    end = 0
+    for m in _LITERAL.finditer(text):
+        yield from outside(text[end : m.start()])
+        end = m.end()
+        try:
+            yield json.loads(m.group(0))
+        except ValueError:
+            yield m.group(1)  # not a valid literal: its raw text is judged
+    tail = text[end:]
+    opened = tail.find('"')
+    if opened < 0:
+        yield from outside(tail)
+        return
+    yield from outside(tail[:opened])
+    yield " ".join(tail[opened + 1 :].split()[:-1])
 
 
 def _strings(obj: object) -> Iterator[str]:

@@ -52,6 +52,7 @@ from kexpr.spool.fsio import (
     list_dir,
     make_flock,
     read_private,
+    staged_final,
 )
 from kexpr.spool.journal import (
     Finding,
@@ -88,8 +89,6 @@ ROOT_FILES: Final = {
     QUARANTINE_CLEAR_NAME: False,
 }
 _SPOOL_NAME: Final = re.compile(r"[0-9a-f]{32}\.json")
-# `kexpr.spool.fsio.publish` / `replace_private` staging: ".<final name>.<pid>.<12 hex>".
-_STAGING_NAME: Final = re.compile(r"\.[0-9a-z._]+\.[0-9]+\.[0-9a-f]{12}")
 
 
 @dataclass(slots=True)
@@ -142,13 +141,17 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
     for name in sorted(names):
         if name in product:
             continue
-        if name not in ROOT_FILES:
+        # A root file being replaced is staged beside it (`kexpr.spool.fsio.replace_private`).
+        final = staged_final(name) or name
+        if final not in ROOT_FILES:
             rep.notice("unexpected_entry", name)
             continue
         try:
-            check_file(root.root / name, exclusive=ROOT_FILES[name])
+            check_file(root.root / name, exclusive=ROOT_FILES[final])
         except UnsafePath as e:
             rep.finding(e.reason.value, name)
+        except FileNotFoundError:
+            pass  # a staging file renamed into place meanwhile
         except OSError as e:
             rep.finding(_os_reason(e), name)
     for d in root.spool_dirs():
@@ -159,8 +162,11 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
             continue  # already reported as a directory finding
         for name in sorted(entries):
             where = f"{rel}/{name}"
-            expected = _STAGING_NAME if d == root.tmp else _SPOOL_NAME
-            if not expected.fullmatch(name):
+            # In tmp/: a staging file (`kexpr.spool.fsio.staged_final`) of anything.
+            expected = (
+                staged_final(name) is not None if d == root.tmp else _SPOOL_NAME.fullmatch(name)
+            )
+            if not expected:
                 rep.notice("unexpected_entry", where)
             try:
                 check_file(d / name)

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -156,6 +157,7 @@ __all__ = [
     "repin",
     "reserve",
     "sharing_of",
+    "staged_final",
     "unlink_if_same",
     "unlink_quiet",
 ]
@@ -308,6 +310,21 @@ def _staging_name(final_path: Path, mark: str) -> str:
     """A staging name in tmp/ no other process or call picks: the final name,
     ``mark``, this pid and 48 random bits."""
     return f".{final_path.name}{mark}{os.getpid()}.{os.urandom(6).hex()}"
+
+
+_STAGED: Final = re.compile(
+    r"\.(?P<final>[0-9a-z._-]{1,80}?)(?:\.reserve)?\.[0-9]{1,10}\.[0-9a-f]{12}"
+)
+
+
+def staged_final(name: str) -> str | None:
+    """The final name a staging file of this module will be published, moved
+    or renamed to (`_staging_name`, `replace_private`, `create_private_file`:
+    ``.<final name>[.reserve].<pid>.<12 hex>``), or None if ``name`` is not one.
+    For readers of a live data root (`kexpr audit`, `kexpr journal verify`),
+    which meet such files while they are being written."""
+    m = _STAGED.fullmatch(name)
+    return None if m is None else m["final"]
 
 
 def _create_staging(tmp: _Dir, final: _Dir, staging: str) -> int:

@@ -479,6 +479,15 @@ def rehearsal_evidence(data_root: Path, status: Mapping[str, Any]) -> bool:
     return found
 
 
+def _audit_reasons(audit: Mapping[str, Any]) -> list[str]:
+    reasons = []
+    for c in audit.get("checks", []):
+        if c.get("unusable"):
+            reasons.append(f"{c.get('check')}: unusable {c['unusable']}")
+        reasons += [f"{c.get('check')}: {f.get('finding')}" for f in c.get("findings", [])]
+    return sorted(reasons)
+
+
 def summarize(
     cases: tuple[SurfaceCase, ...],
     count: int,
@@ -550,6 +559,9 @@ def summarize(
         "audit": audit if isinstance(audit, str) else audit.get("verdict"),
         "audit_worker_checked": not isinstance(audit, str)
         and any(c.get("check") == "worker_process" for c in audit.get("checks", [])),
+        # Why the audit was not clean, as its enums (never a detail): a failed proof
+        # says which check and which reason.
+        "audit_reasons": [] if isinstance(audit, str) else _audit_reasons(audit),
     }
     if wire is not None:
         keys = [_artifact_key(b) for b in wire]

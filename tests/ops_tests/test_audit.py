@@ -367,6 +367,150 @@ def test_a_shared_group_root_as_the_worker_made_it_is_clean(
     )
 
 
+def test_an_entry_consumed_while_the_audit_walks_is_skipped_not_unusable(
+    used_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit runs beside a live worker and gateways: a request claimed or a
+    folder emptied between the listing and the look is consumed, not unreadable.
+    It made the whole data-root check unusable (``data_root_unreadable``)."""
+    from kexpr.ops._audit_data_root import audit_data_root
+
+    root = DataRoot(used_root)
+    planted = root.spool / "requests" / ("c" * 32 + ".json")
+    planted.write_bytes(b"{}")
+    planted.chmod(0o600)
+    real_scandir = os.scandir
+    gone: list[str] = []
+
+    class Listed:
+        def __init__(self, entries: list[os.DirEntry[str]]) -> None:
+            self.entries = entries
+
+        def __enter__(self) -> Iterator[os.DirEntry[str]]:
+            return iter(self.entries)
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    def scandir(path: Any) -> Any:
+        with real_scandir(path) as it:
+            entries = list(it)
+        here = Path(path)
+        if here == root.spool / "requests":  # claimed after the listing
+            planted.unlink()
+            gone.append("file")
+        if here == root.spool:  # a folder gone after its parent was listed
+            (root.spool / "tmp").rmdir()
+            gone.append("folder")
+        return Listed(entries)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = audit_data_root(used_root)
+    monkeypatch.undo()
+    assert sorted(gone) == ["file", "folder"]
+    assert result.unusable is None, result.unusable
+    assert result.findings == []
+    assert result.info["journal_attempts"] == 1
+
+
+STAGED = json.dumps(
+    {
+        "schema": "korean-expression-v4",
+        "request_id": "4b716e26f5f8304806a1274b8f183852",
+        "created_at_utc": "2026-12-04T10:00:00.000000Z",
+        "style": "차분히",
+    },
+    ensure_ascii=False,
+).encode("utf-8")
+OPEN_STYLE = STAGED.index("차분히".encode())  # just inside the style literal's opening quote
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        pytest.param(b"\0" * 4096, id="reserved-not-written"),
+        pytest.param(STAGED + b"\0" * 4096, id="written-not-truncated"),
+        pytest.param(STAGED[: STAGED.index(b"00.000000Z")], id="cut-in-a-timestamp"),
+        pytest.param(STAGED[: STAGED.index(b"6e26f5")], id="cut-in-an-id"),
+        pytest.param(STAGED[: STAGED.index("히".encode()) + 1], id="cut-in-a-lexeme"),
+        pytest.param(STAGED[: STAGED.index(b"created")], id="cut-in-a-key"),
+    ],
+)
+def test_a_staging_file_being_written_is_not_a_finding(used_root: Path, written: bytes) -> None:
+    """A live spool's tmp/ holds files being written: a reservation is allocated
+    (zeros) before its text, and a reader can see any prefix of the text. None
+    of that is a leak; the audit called every such file ``spool_digits``."""
+    from kexpr.ops._audit_data_root import audit_data_root
+
+    staged = (
+        DataRoot(used_root).spool / "tmp" / f".{'4b716e26' * 4}.json.reserve.18086.d6e369ca9f4e"
+    )
+    staged.write_bytes(written)
+    staged.chmod(0o600)
+    result = audit_data_root(used_root)
+    assert result.unusable is None and result.findings == []
+
+
+@pytest.mark.parametrize(
+    ("written", "finding"),
+    [
+        (STAGED[:OPEN_STYLE] + f"{CUSTOMER[0]} 님 차".encode(), "spool_unexpected_hangul"),
+        (STAGED[:OPEN_STYLE] + f"{CUSTOMER[1]} 차분".encode(), "spool_digits"),
+        (f"{CUSTOMER[0]} {CUSTOMER[1]}".encode(), "spool_digits"),
+        (f"{CUSTOMER[1]} {CUSTOMER[0]}".encode(), "spool_unexpected_hangul"),
+        (b'{"n": 12, "t": "\\u' + b"\0" * 8 + b'", "x": 7.2kg}', "spool_digits"),
+    ],
+)
+def test_what_was_written_of_a_staging_file_is_judged(
+    used_root: Path, written: bytes, finding: str
+) -> None:
+    """Only the word a writer may be in the middle of is spared: every whole
+    word written before it, in a literal or outside one, is judged."""
+    from kexpr.ops._audit_data_root import audit_data_root
+
+    staged = DataRoot(used_root).spool / "tmp" / f".{'ab' * 16}.json.7.0123456789ab"
+    staged.write_bytes(written)
+    staged.chmod(0o600)
+    result = audit_data_root(used_root)
+    assert result.unusable is None
+    assert finding in {f.finding.value for f in result.findings}
+
+
+def test_the_staging_files_of_a_live_root_are_judged_as_what_they_become(
+    used_root: Path,
+) -> None:
+    """A heartbeat or an identity file is replaced through a staging file beside
+    it; the identity key is created through one in ``tmp/``, and so are the
+    glossary and the quarantine ask, whose names hold a hyphen. The audit called
+    each an ``unexpected_file`` and read the key's random bytes as ``spool_digits``."""
+    from kexpr.ops._audit_data_root import audit_data_root
+
+    root = DataRoot(used_root)
+    staged = {
+        root.root / ".worker.status.json.7.0123456789ab": b'{"schema": "kexpr-worker-stat',
+        root.root / ".identity.key.7.0123456789ab": bytes(range(48, 80)),
+        root.tmp / ".identity.key.8.0123456789ab": bytes(range(48, 80)),
+        root.tmp / ".operator-glossary.json.7.0123456789ab": b"{",
+        root.tmp / ".quarantine-clear.request.7.0123456789ab": b"{",
+    }
+    for path, data in staged.items():
+        path.write_bytes(data)
+        path.chmod(0o600)
+    result = audit_data_root(used_root)
+    assert result.unusable is None and result.findings == [], result.findings
+    # Judged as what they become: a key shared with the group, a status that leaks.
+    (root.tmp / ".identity.key.8.0123456789ab").chmod(0o640)
+    (root.root / ".worker.status.json.7.0123456789ab").write_text(
+        f'{{"note": "{CUSTOMER[0]} 님 차', "utf-8"
+    )
+    got = {(f.finding.value, f.detail) for f in audit_data_root(used_root).findings}
+    assert got == {
+        ("identity_key_shared", "spool/tmp/.identity.key.8.0123456789ab"),
+        ("bad_mode", "spool/tmp/.identity.key.8.0123456789ab"),
+        ("spool_unexpected_hangul", ".worker.status.json.7.0123456789ab"),
+    }
+
+
 def test_data_root_tampering_is_found(used_root: Path, tmp_path: Path) -> None:
     root = DataRoot(used_root)
     os.chmod(root.identity_key, 0o640)

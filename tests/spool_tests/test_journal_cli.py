@@ -338,6 +338,32 @@ def test_verify_knows_every_file_the_product_writes_into_the_data_root(
     assert out["notices"] == []
 
 
+def test_verify_knows_the_staging_files_of_a_live_root(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Met while they are written: the heartbeats are replaced through a staging
+    file beside them, and ``tmp/`` stages files whose names hold a hyphen (the
+    glossary, the quarantine ask). Verify listed them as ``unexpected_entry``."""
+    intact(root)
+    staged = [
+        root.root / ".worker.status.json.7.0123456789ab",
+        root.root / ".identity.key.7.0123456789ab",
+        root.tmp / ".operator-glossary.json.7.0123456789ab",
+        root.tmp / ".quarantine-clear.request.7.0123456789ab",
+        root.tmp / f".{'ab' * 16}.json.reserve.7.0123456789ab",
+    ]
+    for path in staged:
+        path.write_bytes(b"{")
+        path.chmod(0o600)
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert code == 0 and out["findings"] == [] and out["notices"] == []
+    (root.root / ".worker.status.json.7.01234567").write_bytes(b"{")  # not a staging name
+    code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert out["notices"] == [
+        {"notice": "unexpected_entry", "where": ".worker.status.json.7.01234567"}
+    ]
+
+
 def test_verify_and_audit_know_the_same_top_level_files(root: DataRoot) -> None:
     from kexpr.ops._audit_data_root import _TOP_LEVEL
     from kexpr.ops.journal_cli import ROOT_FILES
