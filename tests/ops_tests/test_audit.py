@@ -425,55 +425,43 @@ STAGED = json.dumps(
 OPEN_STYLE = STAGED.index("차분히".encode())  # just inside the style literal's opening quote
 
 
-@pytest.mark.parametrize(
-    "written",
-    [
-        pytest.param(b"\0" * 4096, id="reserved-not-written"),
-        pytest.param(STAGED + b"\0" * 4096, id="written-not-truncated"),
-        pytest.param(STAGED[: STAGED.index(b"00.000000Z")], id="cut-in-a-timestamp"),
-        pytest.param(STAGED[: STAGED.index(b"6e26f5")], id="cut-in-an-id"),
-        pytest.param(STAGED[: STAGED.index("히".encode()) + 1], id="cut-in-a-lexeme"),
-        pytest.param(STAGED[: STAGED.index(b"created")], id="cut-in-a-key"),
-    ],
-)
-def test_a_staging_file_being_written_is_not_a_finding(used_root: Path, written: bytes) -> None:
+# What a reader of a live tmp/ can meet of a message being written: none is a leak.
+BEING_WRITTEN = {
+    "reserved, not written": b"\0" * 4096,
+    "written, not truncated": STAGED + b"\0" * 4096,
+    "cut in a timestamp": STAGED[: STAGED.index(b"00.000000Z")],
+    "cut in an ID": STAGED[: STAGED.index(b"6e26f5")],
+    "cut in a lexeme": STAGED[: STAGED.index("히".encode()) + 1],
+    "cut in a key": STAGED[: STAGED.index(b"created")],
+}
+# What was written before the cut is judged: only the word being written is spared.
+WRITTEN_LEAKS = [
+    (STAGED[:OPEN_STYLE] + f"{CUSTOMER[0]} 님 차".encode(), "spool_unexpected_hangul"),
+    (STAGED[:OPEN_STYLE] + f"{CUSTOMER[1]} 차분".encode(), "spool_digits"),
+    (f"{CUSTOMER[0]} {CUSTOMER[1]}".encode(), "spool_digits"),
+    (f"{CUSTOMER[1]} {CUSTOMER[0]}".encode(), "spool_unexpected_hangul"),
+    (b'{"n": 12, "t": "\\u' + b"\0" * 8 + b'", "x": 7.2kg}', "spool_digits"),
+]
+
+
+def test_a_staging_file_being_written_is_judged_by_what_was_written(used_root: Path) -> None:
     """A live spool's tmp/ holds files being written: a reservation is allocated
-    (zeros) before its text, and a reader can see any prefix of the text. None
-    of that is a leak; the audit called every such file ``spool_digits``."""
+    (zeros) before its text, and a reader can see any prefix of the text. The
+    audit called every such file ``spool_digits``. Every whole word written
+    before the cut, in a literal or outside one, is still judged."""
     from kexpr.ops._audit_data_root import audit_data_root
 
-    staged = (
-        DataRoot(used_root).spool / "tmp" / f".{'4b716e26' * 4}.json.reserve.18086.d6e369ca9f4e"
-    )
-    staged.write_bytes(written)
-    staged.chmod(0o600)
-    result = audit_data_root(used_root)
-    assert result.unusable is None and result.findings == []
-
-
-@pytest.mark.parametrize(
-    ("written", "finding"),
-    [
-        (STAGED[:OPEN_STYLE] + f"{CUSTOMER[0]} 님 차".encode(), "spool_unexpected_hangul"),
-        (STAGED[:OPEN_STYLE] + f"{CUSTOMER[1]} 차분".encode(), "spool_digits"),
-        (f"{CUSTOMER[0]} {CUSTOMER[1]}".encode(), "spool_digits"),
-        (f"{CUSTOMER[1]} {CUSTOMER[0]}".encode(), "spool_unexpected_hangul"),
-        (b'{"n": 12, "t": "\\u' + b"\0" * 8 + b'", "x": 7.2kg}', "spool_digits"),
-    ],
-)
-def test_what_was_written_of_a_staging_file_is_judged(
-    used_root: Path, written: bytes, finding: str
-) -> None:
-    """Only the word a writer may be in the middle of is spared: every whole
-    word written before it, in a literal or outside one, is judged."""
-    from kexpr.ops._audit_data_root import audit_data_root
-
-    staged = DataRoot(used_root).spool / "tmp" / f".{'ab' * 16}.json.7.0123456789ab"
-    staged.write_bytes(written)
-    staged.chmod(0o600)
-    result = audit_data_root(used_root)
-    assert result.unusable is None
-    assert finding in {f.finding.value for f in result.findings}
+    staged = DataRoot(used_root).tmp / f".{'4b716e26' * 4}.json.reserve.18086.d6e369ca9f4e"
+    for case, written in BEING_WRITTEN.items():
+        staged.write_bytes(written)
+        staged.chmod(0o600)
+        result = audit_data_root(used_root)
+        assert result.unusable is None and result.findings == [], case
+    for written, finding in WRITTEN_LEAKS:
+        staged.write_bytes(written)
+        result = audit_data_root(used_root)
+        assert result.unusable is None
+        assert finding in {f.finding.value for f in result.findings}, written
 
 
 def test_the_staging_files_of_a_live_root_are_judged_as_what_they_become(
