@@ -38,7 +38,10 @@ the loop in `Supervisor.run` only carries it out):
    the previous worker ran in (device, inode) is refused: the supervisor exits
    `ExitCode.UNSAFE_DATA_ROOT` (74) with the enum diagnostic
    ``unsafe_data_root``, never a crash loop. A missing root at the first start
-   is the worker's to create.
+   is created by the supervisor with the worker's own first step
+   (`kexpr.spool.layout.DataRoot.ensure`, private, as the same user), so that
+   its identity is known before any worker runs: learnt later, it could be a
+   directory swapped in after the worker made the root.
 
 6. Resource limits: the worker starts with ``RLIMIT_AS`` (address
    space) and ``RLIMIT_NPROC`` (tasks) lowered, soft = hard, so it cannot raise
@@ -386,17 +389,24 @@ class Supervisor:
 
     def check_data_root(self, *, restart: bool) -> str | None:
         """Rule 5: None if a worker may start on the data root, else the
-        refusal's enum. Also records the root's identity."""
+        refusal's enum. Also records the root's identity, before the first
+        worker starts: a root missing then is created here, by the worker's own
+        first step (`DataRoot.ensure`, as the same user), not left to the
+        worker, after which a swap could be taken for the root it made."""
         from kexpr.spool.fsio import UnsafePath, check_tree
 
         try:
-            _, ids = check_tree(self._root.root, ())
-        except FileNotFoundError:
-            if restart or self._root_id is not None:
-                return "data_root_missing"
-            return None  # the first worker creates it (and checks it)
+            try:
+                _, ids = check_tree(self._root.root, ())
+            except FileNotFoundError:
+                if restart or self._root_id is not None:
+                    return "data_root_missing"
+                self._root.ensure()
+                _, ids = check_tree(self._root.root, ())
         except UnsafePath as e:
             return e.reason.value
+        except FileNotFoundError:
+            return "data_root_missing"
         except OSError:
             return "io_error"
         ident = (ids["."].dev, ids["."].ino)
@@ -434,11 +444,7 @@ class Supervisor:
             while child.poll() is None:
                 if self.stop.wait(_POLL_S):
                     return self._terminate_child()
-                if self._root_id is None:
-                    # The first worker has created the root by now, or soon.
-                    self.check_data_root(restart=False)
-                # Beat every HEARTBEAT_S, and retry at once while the worker has
-                # not yet created the data root (the first writes fail).
+                # Beat every HEARTBEAT_S, and retry at once after a write that failed.
                 if not self._status_ok or self._clock() - self._beat >= HEARTBEAT_S:
                     self._set(ChildState.RUNNING)
             code = child.poll()
