@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from kit.supervisor import ExitedChild
 from ops_tests.ops_support import kexpr, start_supervisor, wait_for
 
 from kexpr.ops.supervisor import RestartPolicy, Supervisor, WorkerSpec, worker_command
@@ -70,19 +71,6 @@ def test_a_swapped_data_root_is_refused_at_the_restart(data_root: Path, swap: st
         sup.stop()
 
 
-class _Exited:
-    """A worker that has already exited with ``code``."""
-
-    def __init__(self, code: int) -> None:
-        self.code, self.pid = code, 0
-
-    def poll(self) -> int:
-        return self.code
-
-    def send_signal(self, sig: int) -> None:
-        raise AssertionError("an exited worker is never signalled")
-
-
 def test_a_root_swapped_right_after_the_first_worker_made_it_is_refused(data_root: Path) -> None:
     """The first worker made the missing root; the supervisor learnt its identity
     only at a later poll, so a swap before that poll was taken for the root
@@ -91,15 +79,15 @@ def test_a_root_swapped_right_after_the_first_worker_made_it_is_refused(data_roo
     the first worker starts."""
     spawned: list[int] = []
 
-    def spawn() -> _Exited:
+    def spawn() -> ExitedChild:
         spawned.append(1)
         if len(spawned) > 1:
-            return _Exited(int(ExitCode.HAZARDOUS_ENVIRONMENT))  # a second start: stop
+            return ExitedChild(int(ExitCode.HAZARDOUS_ENVIRONMENT))  # a second start: stop
         # The worker: its root is there; it is swapped, and the worker killed.
         assert (data_root / "outcomes").is_dir()
         os.rename(data_root, data_root.with_name("moved"))
         data_root.mkdir(mode=0o700)
-        return _Exited(-int(signal.SIGKILL))
+        return ExitedChild(-int(signal.SIGKILL))
 
     sup = Supervisor(
         WorkerSpec(data_root), {}, policy=RestartPolicy(backoff_start_s=0.01), spawn=spawn

@@ -22,6 +22,29 @@ from kexpr.worker.daemon import wait_ready
 TEST_KEY = "sk-test-kexpr-0000"
 
 
+class ExitedChild:
+    """A worker (`kexpr.ops.supervisor.Child`) that has already exited with
+    ``code``, for a `Supervisor` given ``spawn=``: never signalled, never killed."""
+
+    _pids = iter(range(40000, 50000))
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+        self.pid = next(self._pids)
+
+    def poll(self) -> int:
+        return self.code
+
+    def send_signal(self, sig: int) -> None:
+        raise AssertionError("an exited child is never signalled")
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.code
+
+    def kill(self) -> None:
+        raise AssertionError("an exited child is never killed")
+
+
 class Egress(Protocol):
     """Where the worker's calls go: the fake API's CONNECT proxy and its CA."""
 

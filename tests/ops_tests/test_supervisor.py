@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import start_supervised_worker
+from kit.supervisor import ExitedChild
 from ops_support import NOGROUP, kexpr, start_supervisor, wait_for
 
 from kexpr.ops.supervisor import (
@@ -200,36 +201,14 @@ def test_fatal_exits_are_never_restarted() -> None:
     )
 
 
-class _DeadChild:
-    """A child that has already exited with ``code``."""
-
-    _pids = iter(range(40000, 50000))
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-        self.pid = next(self._pids)
-
-    def poll(self) -> int:
-        return self.code
-
-    def send_signal(self, sig: int) -> None:
-        raise AssertionError("a dead child is never signalled")
-
-    def wait(self, timeout: float | None = None) -> int:
-        return self.code
-
-    def kill(self) -> None:
-        raise AssertionError("a dead child is never killed")
-
-
 def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(
     data_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     DataRoot(data_root).ensure()
-    spawned: list[_DeadChild] = []
+    spawned: list[ExitedChild] = []
 
-    def spawn() -> _DeadChild:
-        spawned.append(_DeadChild(1))
+    def spawn() -> ExitedChild:
+        spawned.append(ExitedChild(1))
         return spawned[-1]
 
     sup = Supervisor(
@@ -259,7 +238,7 @@ def test_supervisor_loop_stops_on_a_crash_loop_and_records_it(
 
 def test_supervisor_loop_stops_at_once_on_a_fatal_exit(data_root: Path) -> None:
     sup = Supervisor(
-        WorkerSpec(data_root), {}, spawn=lambda: _DeadChild(int(ExitCode.HAZARDOUS_ENVIRONMENT))
+        WorkerSpec(data_root), {}, spawn=lambda: ExitedChild(int(ExitCode.HAZARDOUS_ENVIRONMENT))
     )
     assert sup.run() == int(ExitCode.HAZARDOUS_ENVIRONMENT)
     assert sup.restarts == 0
