@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gateway_shim.operator_glossary import GLOSSARY_FILE_NAME
+from kexpr.ops._audit_data_root import display_path
 from kexpr.ops.inputs import data_root_problem
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import (
@@ -144,7 +145,9 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
         # A root file being replaced is staged beside it (`kexpr.spool.fsio.replace_private`).
         final = staged_final(name) or name
         if final not in ROOT_FILES:
-            rep.notice("unexpected_entry", name)
+            # Named as the audit names it: a name the product did not make could
+            # carry content, and is printed as <unrecognized>.
+            rep.notice("unexpected_entry", display_path((name,)))
             continue
         try:
             check_file(root.root / name, exclusive=ROOT_FILES[final])
@@ -155,13 +158,13 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
         except OSError as e:
             rep.finding(_os_reason(e), name)
     for d in root.spool_dirs():
-        rel = str(d.relative_to(root.root))
+        parts = d.relative_to(root.root).parts
         try:
             entries = list_dir(d)
         except OSError:
             continue  # already reported as a directory finding
         for name in sorted(entries):
-            where = f"{rel}/{name}"
+            where = display_path((*parts, name))
             # In tmp/: a staging file (`kexpr.spool.fsio.staged_final`) of anything.
             expected = (
                 staged_final(name) is not None if d == root.tmp else _SPOOL_NAME.fullmatch(name)

@@ -359,9 +359,30 @@ def test_verify_knows_the_staging_files_of_a_live_root(
     assert code == 0 and out["findings"] == [] and out["notices"] == []
     (root.root / ".worker.status.json.7.01234567").write_bytes(b"{")  # not a staging name
     code, out = run(capsys, "verify", "--data-root", str(root.root))
+    assert out["notices"] == [{"notice": "unexpected_entry", "where": "<unrecognized>"}]
+
+
+def test_verify_names_an_entry_it_does_not_know_without_its_name(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name the product did not make could carry content: verify printed it
+    as it was; it is named as the audit names it (`display_path`)."""
+    intact(root)
+    leak = "김민지 72.4kg"
+    (root.root / leak).write_text("x")
+    (root.requests / leak).write_text("x")
+    (root.requests / leak).chmod(0o644)
+    (root.tmp / leak).write_text("x")
+    code = cli(["verify", "--data-root", str(root.root), "--json"])
+    text = capsys.readouterr().out
+    assert leak not in text and "김민지" not in text and "72.4" not in text
+    out = json.loads(text)
+    assert code == 1
     assert out["notices"] == [
-        {"notice": "unexpected_entry", "where": ".worker.status.json.7.01234567"}
+        {"notice": "unexpected_entry", "where": w}
+        for w in ("<unrecognized>", "spool/requests/<unrecognized>", "spool/tmp/<unrecognized>")
     ]
+    assert {"finding": "bad_mode", "where": "spool/requests/<unrecognized>"} in out["findings"]
 
 
 def test_verify_and_audit_know_the_same_top_level_files(root: DataRoot) -> None:
