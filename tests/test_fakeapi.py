@@ -247,12 +247,14 @@ def test_slow_reply_times_out_client_and_shutdown_stays_quick(fake: FakeOpenAI) 
     started = time.monotonic()
     with worker_like_client(timeout=1.0) as client, pytest.raises(openai.APITimeoutError):
         create(client)
-    assert 0.9 <= time.monotonic() - started < 3.0
+    # Bounds against the 5 s reply, not timing targets (a loaded machine is slow):
+    # the client gave up at its own timeout, and close did not wait the reply out.
+    assert 0.9 <= time.monotonic() - started < 4.5
     assert len(fake.requests) == 1  # recorded on arrival, before the delay
 
     started = time.monotonic()
     fake.close()  # the delayed reply is still pending: close must interrupt it
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 4.0
 
 
 # 5 -------------------------------------------------------------------------------

@@ -571,7 +571,8 @@ def test_call_threads_are_kept_and_a_hung_call_never_delays_another(
         assert call_with_deadline(client, CAPSULE, seconds=0.2).outcome is Outcome.TIMEOUT
         started = time.monotonic()
         assert call_with_deadline(client, CAPSULE, seconds=5.0).outcome is None
-        assert time.monotonic() - started < 2.0  # a correctness bound, not a benchmark
+        # A correctness bound, not a benchmark: far below the hung call's 10 s.
+        assert time.monotonic() - started < 5.0
     finally:
         release.set()
         _join_call_threads()
@@ -596,9 +597,10 @@ def test_deadline_returns_timeout_and_discards_the_late_result(
         started = time.monotonic()
         result = call_with_deadline(client, CAPSULE, seconds=0.3)
         elapsed = time.monotonic() - started
-        # A correctness bound (the caller is not held by the slow call), not a benchmark.
+        # A correctness bound (the caller is not held by the slow call's 10 s), not a
+        # benchmark.
         assert result == ProviderResult(Outcome.TIMEOUT, sent=True)
-        assert elapsed < 2.0
+        assert elapsed < 5.0
         assert entered.is_set()
         assert len(recorder.requests) == 1
     finally:
