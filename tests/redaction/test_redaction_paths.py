@@ -557,6 +557,33 @@ class Marks:
             )  # fmt: skip
 
 
+# A staging file (``.<final name>[.reserve].<pid>.<12 hex>``): a heartbeat or a
+# message being written, which a reader can meet half-written (its JSON numbers and
+# timestamps then read as raw text, where a short customer piece such as "2.2" is
+# found by chance) or as a reservation's zeros before its text.
+_STAGING = re.compile(r"\.[0-9a-z._-]+?(\.reserve)?\.[0-9]+\.[0-9a-f]{12}")
+
+
+def _settled(path: Path, patience_s: float = 2.0) -> bytes | None:
+    """``path``'s bytes, or None once it is gone. A staging file that is not JSON
+    yet is read again until it is whole or moved into place (a writer needs
+    microseconds); one still not whole after ``patience_s`` is scanned as it is."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        if not _STAGING.fullmatch(path.name) or time.monotonic() >= deadline:
+            return data
+        try:
+            json.loads(data.rstrip(b"\0"))
+        except ValueError:
+            time.sleep(0.01)
+            continue
+        return data.rstrip(b"\0")
+
+
 def _artifacts(world: World, before: Marks) -> list[tuple[str, bytes | str]]:
     """Everything the product wrote, sent or logged since ``before``, by kind."""
     with world.lock:
@@ -572,10 +599,9 @@ def _artifacts(world: World, before: Marks) -> list[tuple[str, bytes | str]]:
         out += [("log line", line) for line in world.logs.lines[before.logs :]]
     for path in world.root.rglob("*"):
         if path.is_file() and path.name != "identity.key":
-            try:
-                out.append((f"data root file {path.relative_to(world.root)}", path.read_bytes()))
-            except FileNotFoundError:
-                continue  # a spool file the worker or the shim consumed meanwhile
+            data = _settled(path)
+            if data is not None:  # None: a spool file the worker or the shim consumed meanwhile
+                out.append((f"data root file {path.relative_to(world.root)}", data))
     out.append(("process output", world.process_output()))
     return out
 
