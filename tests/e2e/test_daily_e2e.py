@@ -20,6 +20,7 @@ from fakeapi import (
     invalid_style,
 )
 from kit.poll import poll
+from kit.spool import files_bytes
 from reference_host.host_render import render_daily
 
 from gateway_shim import (
@@ -235,7 +236,7 @@ def test_no_key_is_credential_unavailable_with_zero_requests(
 
 def assert_no_customer_bytes(root: Path, fake: FakeOpenAI) -> None:
     """No customer value in any file under the data root, nor on the wire."""
-    blobs = [p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name != "identity.key"]
+    blobs = files_bytes(root, skip=["identity.key"])
     blobs += [r.body for r in fake.requests]
     for value in (*CUSTOMER_VALUES, EVENT_ID, BODY):
         needle = value.encode("utf-8")

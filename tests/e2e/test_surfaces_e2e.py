@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from conftest import RunningWorker, journal_rows, start_supervised_worker
 from fakeapi import FakeOpenAI, compose_reply, default_style, invalid_style
+from kit.spool import files_bytes
 from reference_host.adaptive import AdaptiveGatewayHost, AdaptiveOperatorService
 from reference_host.bot import RecordingQuery
 from reference_host.hooks import WatchedCoordinator
@@ -247,9 +248,7 @@ CASES: dict[str, Case] = {
 
 
 def assert_no_customer_bytes(stack: Stack) -> None:
-    blobs = [
-        p.read_bytes() for p in stack.root.rglob("*") if p.is_file() and p.name != "identity.key"
-    ]
+    blobs = files_bytes(stack.root, skip=["identity.key"])
     blobs += [r.body for r in stack.fake.requests]
     for value in (*CUSTOMER_VALUES, *SESSION_IDS, "evt-e2e", "sched-e2e", "coach-1", "테스트 전용"):
         needle = value.encode("utf-8")

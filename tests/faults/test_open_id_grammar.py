@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
-from kit.spool import await_answer, write_request
+from kit.spool import await_answer, files_bytes, write_request
 
 from kexpr.spool.contract import slot_policy
 from kexpr.spool.journal import Journal
@@ -49,8 +49,6 @@ def test_a_real_worker_refuses_an_open_id_outside_the_grammar(
         assert (refused["status"], refused["outcome"]) == ("canonical", "invalid_request")
         assert fake_api.requests == []  # nothing went to the model
         assert Journal(root, create_lock=False).load().by_attempt == {}  # no row
-        assert semantic_id[16:].encode() not in b"".join(
-            p.read_bytes() for p in root.root.rglob("*") if p.is_file()
-        )
+        assert semantic_id[16:].encode() not in b"".join(files_bytes(root.root))
     finally:
         assert worker.stop() == 0

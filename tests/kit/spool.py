@@ -1,12 +1,15 @@
 """A request written as a shim writes it, and a wait for the worker's answer
 (event-free poll, bounded): for the tests that drive a real worker process by
-its spool alone, without a coordinator."""
+its spool alone, without a coordinator. And the bytes of every file under a
+live data root, for the tests that search them."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import time
+from collections.abc import Iterable
+from pathlib import Path
 
 from kexpr.spool.contract import Capsule, SlotPolicy, slot_policy
 from kexpr.spool.fsio import publish
@@ -61,3 +64,19 @@ def await_answer(root: DataRoot, rid: str, timeout: float = 20.0) -> dict[str, o
         except (FileNotFoundError, ValueError):
             time.sleep(0.02)
     raise AssertionError("no response")
+
+
+def files_bytes(top: Path, *, skip: Iterable[str] = ()) -> list[bytes]:
+    """The bytes of every file under ``top`` but those named in ``skip``. The root
+    may be live: a file consumed, or a staging file renamed, between the listing
+    and the read is not there to search, and is left out."""
+    skipped = frozenset(skip)
+    blobs = []
+    for p in top.rglob("*"):
+        if p.name in skipped or not p.is_file():
+            continue
+        try:
+            blobs.append(p.read_bytes())
+        except FileNotFoundError:
+            continue
+    return blobs
