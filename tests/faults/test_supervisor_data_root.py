@@ -95,3 +95,27 @@ def test_a_root_swapped_right_after_the_first_worker_made_it_is_refused(data_roo
     assert not data_root.exists()
     assert sup.run() == int(ExitCode.UNSAFE_DATA_ROOT)
     assert len(spawned) == 1 and not (data_root / "outcomes").exists()
+
+
+def test_a_missing_root_the_supervisor_cannot_make_is_refused_before_any_worker(
+    data_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first start's `DataRoot.ensure` refusing (the worker's own rules) is the
+    supervisor's refusal: exit 74 with the reason, and no worker is started."""
+    from kexpr.spool.fsio import UnsafePath, UnsafeReason
+    from kexpr.spool.layout import DataRoot
+
+    def refuse(self: DataRoot) -> None:
+        raise UnsafePath(UnsafeReason.BAD_MODE)
+
+    monkeypatch.setattr(DataRoot, "ensure", refuse)
+    spawned: list[int] = []
+
+    def spawn() -> ExitedChild:
+        spawned.append(1)
+        return ExitedChild(0)
+
+    sup = Supervisor(WorkerSpec(data_root), {}, spawn=spawn)
+    assert sup.run() == int(ExitCode.UNSAFE_DATA_ROOT)
+    assert spawned == [] and not data_root.exists()
+    assert "kexpr supervise: unsafe_data_root: bad_mode" in capsys.readouterr().err
