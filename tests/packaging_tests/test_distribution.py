@@ -130,6 +130,8 @@ def test_the_sdist_holds_the_tests_docs_and_license(built: Built) -> None:
         "ops/examples/model-responses.json",
         "queue/spool/py.typed",
         "fuzz/judge.dict",
+        "reading/verdicts.json",
+        "reading/sheets/sheet-1.md",
     ):
         assert name in names, name
     assert not any(n.startswith(("var/", ".venv/")) or "__pycache__" in n for n in names)

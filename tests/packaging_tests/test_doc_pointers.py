@@ -16,7 +16,18 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Only the project's own top-level folders: the host's files (`gateway/platforms/…`)
 # and system paths (`/etc/kexpr/…`) are not ours to check.
-ROOTS = ("gateway_shim", "worker", "queue", "ops", "bench", "fuzz", "tests", "docs", ".ci")
+ROOTS = (
+    "gateway_shim",
+    "worker",
+    "queue",
+    "ops",
+    "bench",
+    "fuzz",
+    "reading",
+    "tests",
+    "docs",
+    ".ci",
+)
 SPAN = re.compile(r"`([^`\s]+)`")
 PATH = re.compile(rf"^(?:{'|'.join(re.escape(r) for r in ROOTS)})/[\w./-]*$")
 DOTTED = re.compile(r"^(?:kexpr|gateway_shim)(?:\.\w+)+$")

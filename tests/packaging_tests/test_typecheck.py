@@ -61,7 +61,8 @@ def test_tests_typecheck(tmp_path: Path) -> None:
 
 
 def test_bench_and_fuzz_typecheck_strict(tmp_path: Path) -> None:
-    """mypy --strict over the scripts beside the suite (mypy-scripts.ini): bench/ and
-    fuzz/, with the test modules they import (the fake API, the adversarial builders)."""
+    """mypy --strict over the scripts beside the suite (mypy-scripts.ini): bench/,
+    fuzz/ and reading/, with the test modules they import (the fake API, the adversarial builders)."""
     tree = installed_layout(tmp_path / "tree")
-    assert mypy("mypy-scripts.ini", REPO / "bench", REPO / "fuzz", cwd=REPO, mypypath=tree) == ""
+    scripts = (REPO / "bench", REPO / "fuzz", REPO / "reading")
+    assert mypy("mypy-scripts.ini", *scripts, cwd=REPO, mypypath=tree) == ""
