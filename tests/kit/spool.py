@@ -17,15 +17,19 @@ from kexpr.spool.journal import SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
 
-DAILY_SLOT = slot_policy("daily.status", ["P_DAILY_COMPLETE"])
+# The one slot the fit table styles (design §6.1): the weekly interpretation whose
+# goal range is missing (branch I2).
+STYLED_SLOT = slot_policy(
+    "weekly.interpretation", ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
+)
 
 
 def write_request(
     root: DataRoot,
     n: int,
     *,
-    surface: str = "daily.v1",
-    slot: SlotPolicy = DAILY_SLOT,
+    surface: str = "weekly.v1",
+    slot: SlotPolicy = STYLED_SLOT,
     replace: tuple[str, str] | None = None,
 ) -> str:
     """Request ``n`` (its id and artifact key are ``n`` as 32 hex), shadow mode,

@@ -26,8 +26,11 @@ Rule 2: the default is NONE. A word is in a cell only if a reader of that
         sentence takes exactly the sentence's claim from it, with a different flow.
         Every entry and every exclusion has its reason in design §6.1 (one per word
         class, one per exception). A sentence with no words in any cell is never
-        styled; a slot none of whose sentences can take a word is not offered to
-        the model at all (`slot_styleable`; the shim keeps it locked).
+        styled. A slot is offered to the model only if its cells leave it a
+        choice, at least `MIN_CHOICES` compositions (`slot_styleable`): a slot with
+        none has nothing to ask, and a slot with one would buy, with a call and a
+        wait, a constant the code knows beforehand (the plan's "code-selected
+        wrapper"; design §6.1). Otherwise the shim keeps the slot locked.
 Rule 3: at most `MAX_LEXEMES_PER_SENTENCE` word before a sentence. Stacked
         connectives (`그리고 이어서`, `먼저 우선`) say nothing a single one does not, and
         read as filler. The plan's `max_style_lexemes` stays the slot's upper bound.
@@ -38,6 +41,11 @@ Rule 4: an open family's ID (an operator's `P_DUAL_DECISION_*` / `P_DUAL_REASON_
 Rule 5: pure and total. Every function is a function of its arguments: no I/O, no
         clock; an ID the table does not know has no cell (the empty set), so an
         unknown ID can only make a composition fail, never pass.
+Rule 6: a word is in a cell only with the blind readers' verdict (design §6.2):
+        whole host messages with that word before that sentence read at least as
+        well as the host's own text to every counted reader, and none finds a change
+        of meaning (`reading/verdicts.json`; `tests/contract/test_reading_review.py`
+        ties every non-empty cell to it).
 
 Because every cell is finite and a sentence takes at most one word, the set of
 compositions a slot accepts is finite: `compositions` lists them all. The rehearsal
@@ -68,6 +76,7 @@ from .reasons import Reason
 __all__ = [
     "FIT",
     "MAX_LEXEMES_PER_SENTENCE",
+    "MIN_CHOICES",
     "OPEN_FAMILY_FIT",
     "OPEN_FAMILY_KINDS",
     "SENTENCE_KINDS",
@@ -75,6 +84,7 @@ __all__ = [
     "SentenceKind",
     "Style",
     "cell",
+    "composition_count",
     "compositions",
     "position_of",
     "slot_cells",
@@ -84,6 +94,8 @@ __all__ = [
 
 # Rule 3.
 MAX_LEXEMES_PER_SENTENCE: Final = 1
+# Rule 2: a slot is offered to the model only with a choice of compositions.
+MIN_CHOICES: Final = 2
 
 
 class Position(enum.StrEnum):
@@ -136,11 +148,9 @@ class SentenceKind(enum.StrEnum):
 
 _NONE: Final[frozenset[Style]] = frozenset()
 
-# The words of the table (design §6.1 gives each class its reason).
-_AND: Final = Style("그리고", comma=False)  # additive conjunction (§6.1 a)
-_FIRST_OF_RUN: Final = Style("먼저", comma=True)  # the first of the run's sentences (§6.1 b)
-_NEXT: Final = Style("이어서", comma=True)  # the text goes on (§6.1 c)
-_FIRST_THEN: Final = Style("먼저", comma=False)  # "first X, then Y" of one sentence (§6.1 d)
+# The words of the table (design §6.1 gives each its reason, §6.2 its readers' verdicts).
+_BUT: Final = Style("다만", comma=True)  # a reservation after a finding (§6.1 a)
+_BUT_NO_COMMA: Final = Style("다만", comma=False)  # the same, run on (§6.1 a)
 
 
 def _cells(
@@ -151,41 +161,37 @@ def _cells(
 
 _UNSTYLED: Final = _cells()
 
-# Rule 1/2: every shipped ID. design §6.1 gives the reason of every cell.
+# Rule 1/2: every shipped ID. design §6.1 gives the reason of every cell, and
+# reading/verdicts.json the blind readers' verdict on it (Rule 6).
 FIT: Final[Mapping[str, Mapping[Position, frozenset[Style]]]] = MappingProxyType(
     {
-        # daily.status — one sentence right after the fact lines: 그리고 joins it to
-        # them; nothing follows it in the slot for an order word to announce (§6.1 a, b).
-        "P_DAILY_COMPLETE": _cells(first=frozenset({_AND})),
-        "P_DAILY_PARTIAL": _cells(first=frozenset({_AND})),
-        # weekly.interpretation — two lines: the first announced as the first of the
-        # two (먼저,; not 그리고, which would then stand twice in one slot), the second
-        # joined or continued.
-        "P_WEEKLY_TREND_UNAVAILABLE": _cells(first=frozenset({_FIRST_OF_RUN})),
-        "P_WEEKLY_TREND_OBSERVED": _cells(first=frozenset({_FIRST_OF_RUN})),
-        "P_WEEKLY_IN_GOAL": _cells(first=frozenset({_FIRST_OF_RUN})),
-        "P_WEEKLY_OUT_OF_GOAL": _cells(first=frozenset({_FIRST_OF_RUN})),
-        # Actions with a time clause of their own (`…된 뒤`, `다음 기록에서`): 이어서
-        # would say "right after that" against it (§6.1 c, exception).
-        "A_WEEKLY_RECHECK_AFTER_RECORD": _cells(later=frozenset({_AND})),
-        "A_WEEKLY_RECHECK_INPUT": _cells(later=frozenset({_AND})),
-        "A_WEEKLY_HOLD_FOR_MISSING_GOAL": _cells(later=frozenset({_AND, _NEXT})),
-        "P_WEEKLY_KEEP_BASIS": _cells(later=frozenset({_AND, _NEXT})),
-        # weekly.rationale — the last paragraph, right after the action lines: 그리고
-        # joins it to them (§6.1 a).
-        "A_WEEKLY_KEEP_BASELINE": _cells(first=frozenset({_AND})),
-        "A_WEEKLY_REVIEW_ADJUSTMENT": _cells(first=frozenset({_AND})),
-        "P_WEEKLY_RECORDS_INSUFFICIENT": _cells(first=frozenset({_AND})),
-        # adaptive.dual.judgment — a label's value (`현재 판단: …`), a noun phrase:
-        # nothing may stand between a label and its value (§6.1 e). The review
-        # lines: the first right under its heading takes nothing; each later line
-        # may be joined to the line before (§6.1 a, e).
+        # daily.status: every word read worse than the host's sentence (§6.2).
+        "P_DAILY_COMPLETE": _UNSTYLED,
+        "P_DAILY_PARTIAL": _UNSTYLED,
+        # weekly.interpretation: the goal-missing branch's hold follows a finding it
+        # qualifies ("the difference was checked; but with no target range the
+        # adjustment is held"): 다만 names that relation, with or without its comma.
+        # Every other line read worse with any word (§6.2).
+        "P_WEEKLY_TREND_UNAVAILABLE": _UNSTYLED,
+        "P_WEEKLY_TREND_OBSERVED": _UNSTYLED,
+        "P_WEEKLY_IN_GOAL": _UNSTYLED,
+        "P_WEEKLY_OUT_OF_GOAL": _UNSTYLED,
+        "A_WEEKLY_RECHECK_AFTER_RECORD": _UNSTYLED,
+        "A_WEEKLY_RECHECK_INPUT": _UNSTYLED,
+        "A_WEEKLY_HOLD_FOR_MISSING_GOAL": _cells(later=frozenset({_BUT, _BUT_NO_COMMA})),
+        "P_WEEKLY_KEEP_BASIS": _UNSTYLED,
+        # weekly.rationale: every word read worse (§6.2).
+        "A_WEEKLY_KEEP_BASELINE": _UNSTYLED,
+        "A_WEEKLY_REVIEW_ADJUSTMENT": _UNSTYLED,
+        "P_WEEKLY_RECORDS_INSUFFICIENT": _UNSTYLED,
+        # adaptive.dual.judgment: a label's value, a noun phrase: nothing may stand
+        # between a label and its value (§6.1 e). The review lines: every word read
+        # worse (§6.2).
         "P_DUAL_DECISION_HOLD": _UNSTYLED,
-        "P_DUAL_REASON_EDIT": _cells(later=frozenset({_AND})),
-        "P_DUAL_REASON_LATEST": _cells(later=frozenset({_AND})),
-        # adaptive.physique.review_instruction — "check …, then decide", right under
-        # its heading: 먼저 restates the order the sentence itself gives (§6.1 d).
-        "A_OPERATOR_REVIEW_DECISION": _cells(first=frozenset({_FIRST_THEN})),
+        "P_DUAL_REASON_EDIT": _UNSTYLED,
+        "P_DUAL_REASON_LATEST": _UNSTYLED,
+        # adaptive.physique.review_instruction: 먼저 read worse (§6.2).
+        "A_OPERATOR_REVIEW_DECISION": _UNSTYLED,
     }
 )
 
@@ -194,7 +200,7 @@ FIT: Final[Mapping[str, Mapping[Position, frozenset[Style]]]] = MappingProxyType
 OPEN_FAMILY_FIT: Final[Mapping[str, Mapping[Position, frozenset[Style]]]] = MappingProxyType(
     {
         DUAL_DECISION_ID_PATTERN: _UNSTYLED,
-        DUAL_REASON_ID_PATTERN: _cells(later=frozenset({_AND})),
+        DUAL_REASON_ID_PATTERN: _UNSTYLED,
     }
 )
 
@@ -253,9 +259,19 @@ def slot_cells(slot_id: str, semantic_ids: Sequence[str]) -> tuple[frozenset[Sty
     return tuple(cell(i, position_of(slot_id, n)) for n, i in enumerate(semantic_ids))
 
 
+def composition_count(cells: Sequence[frozenset[Style]]) -> int:
+    """How many compositions a slot of these sentence cells accepts: each sentence
+    carries no word or one of its cell's, and at least one carries a word."""
+    count = 1
+    for c in cells:
+        count *= len(c) + 1
+    return count - 1
+
+
 def slot_styleable(slot_id: str, semantic_ids: Sequence[str]) -> bool:
-    """True when some sentence of the slot can take a word (Rule 2)."""
-    return any(slot_cells(slot_id, semantic_ids))
+    """True when the slot leaves the model a choice: at least `MIN_CHOICES`
+    compositions (Rule 2)."""
+    return composition_count(slot_cells(slot_id, semantic_ids)) >= MIN_CHOICES
 
 
 def compositions(slot_id: str, semantic_ids: Sequence[str]) -> tuple[str, ...]:
