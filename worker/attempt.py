@@ -209,7 +209,7 @@ def _start(
             # cap no row and no call (kexpr.worker.spend). Judged before the
             # provider's admission, so that a refusal here never takes the
             # cool-down's or the speed model's probe.
-            if not p.spend.admit(p.clock()):
+            if not p.spend.admit(p.clock(), p.mono()):
                 p.counters.bump("spend_cap_reached")
                 return _refuse(p, req, Outcome.SPEND_CAP_REACHED, reservation)
             # The same shape at the provider's measured speed, and the provider's
@@ -236,7 +236,7 @@ def _start(
                 started_at=p.clock(),
                 deadline_at_utc=req.deadline_at_utc,
             )
-            p.spend.started(rec.started_at_utc, p.clock())
+            p.spend.started(rec.attempt_id, rec.started_at_utc, p.clock(), p.mono())
             if probe:
                 p.cooldown.bind_probe(rec.attempt_id)
             p.attempts.held[rec.attempt_id] = Held(Phase.OPEN, live=True, starter=rid, until=until)

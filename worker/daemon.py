@@ -242,7 +242,7 @@ class Worker:
             p.quarantine.journal_ok = True
             # The spend bound counts the journal's start rows, not this
             # process's memory: a restart does not reset it (worker.spend rule 2).
-            p.spend.seed(p.journal.index, p.clock())
+            p.spend.seed(p.journal.index, p.clock(), p.mono(), step=p.clockwatch.steps)
         except JOURNAL_ERRORS as e:
             # Fail closed: answer every request canonical, zero calls, zero rows.
             p.quarantine.failed(e)

@@ -1,6 +1,8 @@
 """The worker's housekeeping on its rescan timer: expiry (`kexpr.spool.lifecycle.
 expiry_due`), retention (`kexpr.spool.journal` rule 7) unless a wall-clock step was
-observed (`kexpr.spool.lifecycle` rule 7), and uncollected responses (RESPONSE_TTL).
+observed (`kexpr.spool.lifecycle` rule 7), the spend count derived again from the
+journal after each observed step (`kexpr.worker.spend` rule 2), and uncollected
+responses (RESPONSE_TTL).
 """
 
 from __future__ import annotations
@@ -21,23 +23,27 @@ if TYPE_CHECKING:
 
 class ClockWatch:
     """kexpr.spool.lifecycle rule 7: a wall clock that diverged from the monotonic
-    one since start-up is a step; ``step`` is sticky for this process's life."""
+    one since start-up is a step; ``step`` is sticky for this process's life.
+    ``steps`` counts every step: each is measured from the reading at which the
+    previous one was seen, so a step back after a step forward is a second one."""
 
-    __slots__ = ("_clock", "_mono", "_mono0", "_wall0", "step")
+    __slots__ = ("_clock", "_mono", "_mono0", "_wall0", "step", "steps")
 
     def __init__(self, clock: Callable[[], dt.datetime], monotonic: Callable[[], float]) -> None:
         self._clock, self._mono = clock, monotonic
         self._wall0, self._mono0 = clock(), monotonic()
         self.step = False
+        self.steps = 0
 
     def observe(self) -> bool:
         """True once a step was observed (then retention stops)."""
-        if not self.step:
-            wall = (self._clock() - self._wall0).total_seconds()
-            mono = self._mono() - self._mono0
-            if step_observed(wall, mono):
-                self.step = True
+        now, mono = self._clock(), self._mono()
+        if step_observed((now - self._wall0).total_seconds(), mono - self._mono0):
+            if not self.step:
                 print("kexpr worker: clock_step_observed", file=sys.stderr, flush=True)
+            self.step = True
+            self.steps += 1
+            self._wall0, self._mono0 = now, mono
         return self.step
 
 
@@ -55,9 +61,20 @@ def sweep(p: Parts) -> None:
             for rec in list(j.index.open_attempts()):
                 if expiry_due(rec.outcome, p.attempts.held.get(rec.attempt_id), mono):
                     expire(p, rec)
+            recount_after_step(p, j)
             retain(p, j)
     except JOURNAL_ERRORS as e:
         p.quarantine.failed(e)
+
+
+def recount_after_step(p: Parts, j: Journal) -> None:
+    """After every observed wall-clock step (caller holds the lock): the spend
+    count derived again from the journal's start rows (`kexpr.worker.spend`
+    rule 2), so that no row it forgot under the old reading of the clock is
+    missing under the new one."""
+    steps = p.clockwatch.steps
+    if steps != p.spend.derived_at_step:
+        p.spend.seed(j.index, p.clock(), p.mono(), step=steps)
 
 
 def retain_if_due(p: Parts, j: Journal) -> None:

@@ -7,8 +7,10 @@ Rules:
 
 1. A clear is the start-up's own checks, run again: the full no-symlink walk of
    the data root (remembered afresh, as at start-up) and a full verification of
-   the journal that rebuilds the dedupe index from the verified segments. Only
-   if both pass does the worker leave quarantine; a cause that is still there
+   the journal that rebuilds the dedupe index from the verified segments and
+   derives the spend count from its start rows (`kexpr.worker.spend` rule 2:
+   a clear frees no budget; a worker that started in quarantine counted
+   nothing until here). Only if both pass does the worker leave quarantine; a cause that is still there
    refuses the clear with its enum word, and the worker stays in quarantine.
    Nothing is repaired, truncated or skipped: what a restart would refuse, a
    clear refuses.
@@ -128,6 +130,9 @@ def clear_if_asked(p: Parts) -> ClearAnswer | None:
         return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, e.finding.value))
     except OSError:
         return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, ClearRefusal.IO_ERROR))
+    # The spend count is derived again from the journal just verified: a clear
+    # never hands out budget the journal has spent (worker.spend rule 2).
+    p.spend.seed(p.journal.index, p.clock(), p.mono(), step=p.clockwatch.steps)
     q.resume(sharing, tree)
     return _said(ClearAnswer(nonce, ClearResult.CLEARED, was, None))
 

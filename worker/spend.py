@@ -15,20 +15,32 @@ Rule 1: what is counted is the start row (``attempt_started``). Every wire
         calls (an attempt without a key, or whose call never left the process,
         is counted and cost nothing).
 Rule 2: the count comes from the journal, never from this process's memory
-        alone: at start-up it is read off the verified index's start rows (the
-        rows the dedupe is rebuilt from), then every start row this worker
-        appends is added, under the journal lock. A restart, a crash or a
-        second worker later on the same data root does not reset it. An
-        artifact found in a quarantined file (its rows set aside, its day
-        known, not its time) counts in that UTC day, not in any hour.
-Rule 3: the windows are on the wall clock, the clock the rows are stamped with
-        (the worker's injected ``clock``): the rolling hour is every start row
-        stamped after ``now - 1 h``; the UTC day every start row stamped at or
-        after today's 00:00 UTC. Neither has an upper bound: a row stamped after
-        ``now`` (the wall clock stepped back) still counts, and rows are kept a
-        day longer than either window needs, so a step back of up to a day
-        never frees budget. A step forward frees the hour early; the worker
-        reports such a step (``clock_step_observed``).
+        alone: it is derived from the verified index's start rows (the rows the
+        dedupe is rebuilt from) at start-up, again after an operator's clear
+        (`kexpr.worker.resume`) and again after every wall-clock step the worker
+        observes (`kexpr.worker.housekeeping.ClockWatch`); between derivations
+        every start row this worker appends is added, under the journal lock.
+        A restart, a crash, a clear or a second worker later on the same data
+        root does not reset it; what memory forgets is only what no window can
+        hold again, and a derivation puts back whatever the journal holds. An
+        artifact found in a quarantined file (its rows set aside, its day known,
+        not its time) counts in that UTC day, not in any hour.
+Rule 3: every counted start row has two times: its stamp (the wall clock the
+        rows are stamped with, the worker's injected ``clock``) and its place on
+        this process's monotonic clock (``mono``): the monotonic reading when
+        this worker appended it, or, for a row this process did not write, the
+        reading when it was first derived less its age on the wall clock (never
+        less than zero, and measured against the earlier of the wall clock and
+        the wall clock as carried forward on the monotonic one since this bound
+        first read the time). A row counts in a window when either time puts it
+        there: the rolling hour holds every row stamped after ``now - 1 h`` or
+        placed after ``mono - 1 h``; the UTC day every row stamped at or after
+        today's 00:00 UTC or placed after the last 00:00 UTC of the carried-
+        forward clock. Neither window has an upper bound: a row stamped after
+        ``now`` (the wall clock stepped back) still counts. So a step of the
+        wall clock, either way and of any size, frees no budget: a step forward
+        leaves every row's place where it was, a step back leaves every stamp.
+        The worker reports a step (``clock_step_observed``).
 Rule 4: admission (`SpendBound.admit`) is judged under the journal lock, right
         before the start row, beside the speed and cool-down admission
         (`kexpr.worker.attempt`): when either window already holds its cap, the
@@ -55,7 +67,6 @@ Rule 6: the profile's history (``kexpr status``'s ``unusual_rate``): the start
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import enum
 import logging
@@ -67,7 +78,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kexpr.spool import log
-from kexpr.spool.canonical import format_ts
+from kexpr.spool.canonical import format_ts, parse_ts
 from kexpr.spool.journal import RETENTION_DAYS, Index
 
 # The defaults, stated. A Hermes profile sends tens of messages a day, each at
@@ -89,6 +100,7 @@ RATE_FACTOR: Final = 10
 RATE_FLOOR: Final = 30
 
 HOUR: Final = dt.timedelta(hours=1)
+DAY: Final = dt.timedelta(days=1)
 _HOUR_KEY: Final = len("YYYY-MM-DDTHH")
 _log = log.logger("worker")
 
@@ -131,27 +143,72 @@ def unusual_rate(last_hour: int, baseline: float) -> bool:
     return last_hour >= rate_threshold(baseline)
 
 
-def _day_start(now: dt.datetime) -> str:
-    return format_ts(dt.datetime.combine(now.date(), dt.time(), dt.UTC))
+def _midnight(now: dt.datetime) -> dt.datetime:
+    return dt.datetime.combine(now.date(), dt.time(), dt.UTC)
 
 
 def _keep_from(now: dt.datetime) -> str:
-    """The oldest start row kept (Rule 3): a day before either window's start."""
-    day_start = dt.datetime.combine(now.date(), dt.time(), dt.UTC)
-    return format_ts(min(day_start, now - HOUR) - dt.timedelta(days=1))
+    """The oldest stamp kept (Rule 3): a day before either window's start."""
+    return format_ts(min(_midnight(now), now - HOUR) - DAY)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One counted start row: its stamp and its place on the monotonic clock."""
+
+    stamp: str
+    place: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Edges:
+    """Where the windows start at one reading of both clocks (Rule 3)."""
+
+    hour_stamp: str
+    hour_place: float
+    day_stamp: str
+    day_place: float
+    keep_stamp: str
+    keep_place: float
+    days: frozenset[str]
+
+    @classmethod
+    def at(cls, now: dt.datetime, mono: float, carried: dt.datetime) -> _Edges:
+        since_midnight = (carried - _midnight(carried)).total_seconds()
+        return cls(
+            hour_stamp=format_ts(now - HOUR),
+            hour_place=mono - HOUR.total_seconds(),
+            day_stamp=format_ts(_midnight(now)),
+            day_place=mono - since_midnight,
+            keep_stamp=_keep_from(now),
+            keep_place=mono - (DAY + HOUR).total_seconds(),
+            days=frozenset({now.date().isoformat(), carried.date().isoformat()}),
+        )
+
+    def kept(self, row: _Row) -> bool:
+        return row.stamp >= self.keep_stamp or row.place >= self.keep_place
+
+    def in_hour(self, row: _Row) -> bool:
+        return row.stamp > self.hour_stamp or row.place > self.hour_place
+
+    def in_day(self, row: _Row) -> bool:
+        return row.stamp >= self.day_stamp or row.place >= self.day_place
 
 
 class SpendBound:
     """The counts of Rules 2 and 3, the admission of Rule 4 and the warnings of
     Rule 5. The call threads admit and add under the journal lock; the status
-    writer reads: every access holds ``_lock``."""
+    writer reads: every access holds ``_lock``. Every method takes both clocks'
+    readings: ``now`` (wall, UTC) and ``mono`` (monotonic seconds)."""
 
     def __init__(self, caps: SpendCaps | None = None) -> None:
         self.caps = caps if caps is not None else SpendCaps()
         self._lock = threading.Lock()
-        # Start rows' ``started_at_utc`` (fixed-width, so text order is time
-        # order) since the older of the hour's and the day's start: sorted.
-        self._recent: list[str] = []
+        # The first reading of both clocks: the wall clock carried forward on
+        # the monotonic one from here (Rule 3) cannot step.
+        self._anchor: tuple[dt.datetime, float] | None = None
+        # The start rows either window may still hold, by attempt id (Rule 3).
+        self._rows: dict[str, _Row] = {}
         # Rule 2: artifacts of quarantined files, per UTC day (time unknown).
         self._sealed: dict[str, int] = {}
         # Rule 6: start rows per clock hour ("YYYY-MM-DDTHH").
@@ -159,35 +216,54 @@ class SpendBound:
         self._near: set[Window] = set()
         self._reached: set[Window] = set()
         self.refused = 0
+        # The count of wall-clock steps observed when the rows were last derived.
+        self.derived_at_step = 0
 
     # -- the journal's rows (Rule 2) -----------------------------------------
 
-    def seed(self, index: Index, now: dt.datetime) -> None:
-        """Count the verified journal's start rows (caller: start-up, after the
-        index was loaded). Replaces whatever was counted before."""
-        cutoff = _keep_from(now)
+    def _carried(self, now: dt.datetime, mono: float) -> dt.datetime:
+        """The wall clock carried forward on the monotonic clock (caller holds
+        ``_lock``)."""
+        if self._anchor is None:
+            self._anchor = (now, mono)
+        wall0, mono0 = self._anchor
+        return wall0 + dt.timedelta(seconds=mono - mono0)
+
+    def seed(self, index: Index, now: dt.datetime, mono: float, *, step: int = 0) -> None:
+        """Derive the count from the verified journal's start rows (callers:
+        start-up, an operator's clear, an observed clock step; ``step`` is the
+        steps observed so far). A row counted before keeps its place; a row not
+        counted before is placed at its age on the earlier of the two wall
+        clocks, never below zero (Rule 3)."""
         with self._lock:
+            carried = self._carried(now, mono)
+            earlier = min(now, carried)
+            oldest = min(_keep_from(now), _keep_from(earlier))
+            before = self._rows
+            rows: dict[str, _Row] = {}
             self._hours = {}
-            recent: list[str] = []
             for rec in index.by_attempt.values():
-                self._add_hour(rec.started_at_utc)
-                if rec.started_at_utc >= cutoff:
-                    recent.append(rec.started_at_utc)
-            recent.sort()
-            self._recent = recent
+                stamp = rec.started_at_utc
+                self._add_hour(stamp)
+                known = before.get(rec.attempt_id)
+                if known is not None and known.stamp == stamp:
+                    rows[rec.attempt_id] = known
+                elif stamp >= oldest:
+                    rows[rec.attempt_id] = _Row(stamp, mono - _age_s(stamp, earlier))
+            self._rows = rows
             self._sealed = {}
             for day in index.sealed.values():
                 self._sealed[day] = self._sealed.get(day, 0) + 1
-            self._near.clear()
-            self._reached.clear()
-            self._judge(now)
+            self.derived_at_step = step
+            self._judge(now, mono)
 
-    def started(self, started_at_utc: str, now: dt.datetime) -> None:
+    def started(self, attempt_id: str, started_at_utc: str, now: dt.datetime, mono: float) -> None:
         """One start row this worker appended (caller holds the journal lock)."""
         with self._lock:
-            bisect.insort(self._recent, started_at_utc)
+            self._carried(now, mono)
+            self._rows[attempt_id] = _Row(started_at_utc, mono)
             self._add_hour(started_at_utc)
-            self._judge(now)
+            self._judge(now, mono)
 
     def _add_hour(self, started_at_utc: str) -> None:
         key = started_at_utc[:_HOUR_KEY]
@@ -195,30 +271,30 @@ class SpendBound:
 
     # -- the windows (Rule 3) ---------------------------------------------------
 
-    def _counts(self, now: dt.datetime) -> dict[Window, int]:
+    def _counts(self, now: dt.datetime, mono: float) -> dict[Window, int]:
         """Caller holds ``_lock``. Forgets what neither window can hold again."""
-        day_start = _day_start(now)
-        hour_start = format_ts(now - HOUR)
-        recent = self._recent
-        del recent[: bisect.bisect_left(recent, _keep_from(now))]
+        edges = _Edges.at(now, mono, self._carried(now, mono))
+        gone = [k for k, row in self._rows.items() if not edges.kept(row)]
+        for k in gone:
+            del self._rows[k]
+        rows = self._rows.values()
         return {
-            Window.HOUR: len(recent) - bisect.bisect_right(recent, hour_start),
-            Window.DAY: len(recent)
-            - bisect.bisect_left(recent, day_start)
-            + self._sealed.get(day_start[:10], 0),
+            Window.HOUR: sum(1 for row in rows if edges.in_hour(row)),
+            Window.DAY: sum(1 for row in rows if edges.in_day(row))
+            + sum(self._sealed.get(day, 0) for day in edges.days),
         }
 
-    def counts(self, now: dt.datetime) -> dict[Window, int]:
+    def counts(self, now: dt.datetime, mono: float) -> dict[Window, int]:
         with self._lock:
-            return self._counts(now)
+            return self._counts(now, mono)
 
     # -- admission and warnings (Rules 4 and 5) ---------------------------------
 
-    def admit(self, now: dt.datetime) -> bool:
+    def admit(self, now: dt.datetime, mono: float) -> bool:
         """Whether one more start row is within both caps (caller holds the
         journal lock). A refusal is counted and warned (Rule 5)."""
         with self._lock:
-            counts = self._judge(now)
+            counts = self._judge(now, mono)
             full = [w for w in Window if counts[w] >= self.caps.cap(w)]
             if not full:
                 return True
@@ -229,10 +305,10 @@ class SpendBound:
                     _warn("spend_cap_reached", w, counts[w], self.caps.cap(w))
             return False
 
-    def _judge(self, now: dt.datetime) -> dict[Window, int]:
+    def _judge(self, now: dt.datetime, mono: float) -> dict[Window, int]:
         """Re-arm and raise the warnings of Rule 5 for the counts now (caller
         holds ``_lock``)."""
-        counts = self._counts(now)
+        counts = self._counts(now, mono)
         for w in Window:
             cap, n = self.caps.cap(w), counts[w]
             if n <= REARM_SHARE * cap:
@@ -259,9 +335,9 @@ class SpendBound:
             return 0.0, 0
         return float(statistics.median(active)), len(active)
 
-    def to_json(self, now: dt.datetime) -> dict[str, object]:
+    def to_json(self, now: dt.datetime, mono: float) -> dict[str, object]:
         """The status file's ``spend`` record: numbers only."""
-        counts = self.counts(now)
+        counts = self.counts(now, mono)
         median, hours = self.baseline(now)
         return {
             "per_hour": self.caps.per_hour,
@@ -273,6 +349,15 @@ class SpendBound:
             "history_hours": hours,
             "hourly_median": median,
         }
+
+
+def _age_s(stamp: str, now: dt.datetime) -> float:
+    """How long before ``now`` a row was stamped; zero for a stamp at or after
+    ``now`` (and for one that does not parse: fail closed, it counts)."""
+    try:
+        return max(0.0, (now - parse_ts(stamp)).total_seconds())
+    except ValueError:
+        return 0.0
 
 
 def _warn(event: str, window: Window, count: int, cap: int) -> None:

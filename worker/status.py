@@ -418,7 +418,7 @@ class StatusFile:
                     "too_slow_last": {s: dict(v) for s, v in sorted(c.too_slow_last.items())},
                     "last_ten_minutes": c.recent_by_surface(),
                 },
-                "spend": p.spend.to_json(p.clock()),
+                "spend": p.spend.to_json(p.clock(), p.mono()),
             }
         try:
             replace_private(

@@ -47,10 +47,29 @@ def bound(per_hour: int = 1000, per_day: int = 10_000) -> SpendBound:
     return SpendBound(SpendCaps(per_hour=per_hour, per_day=per_day))
 
 
-def start_at(b: SpendBound, *instants: dt.datetime) -> None:
+def mono(t: dt.datetime) -> float:
+    """The monotonic reading at wall instant ``t`` of a clock that never stepped."""
+    return (t - T0).total_seconds()
+
+
+def admit(b: SpendBound, t: dt.datetime) -> bool:
+    return b.admit(t, mono(t))
+
+
+def counts(b: SpendBound, t: dt.datetime) -> dict[Window, int]:
+    return b.counts(t, mono(t))
+
+
+_attempts = itertools.count(1)
+
+
+def start_at(b: SpendBound, *instants: dt.datetime, at: float | None = None) -> None:
+    """Start rows stamped ``instants``, on a clock that never stepped (``at``:
+    the monotonic reading instead, for a wall clock that did)."""
     for t in instants:
-        assert b.admit(t)
-        b.started(format_ts(t), t)
+        m = mono(t) if at is None else at
+        assert b.admit(t, m)
+        b.started(f"{next(_attempts):032x}", format_ts(t), t, m)
 
 
 # ------------------------------------------------------------------ the caps
@@ -105,13 +124,13 @@ def test_the_new_word_is_a_response_word() -> None:
 def test_the_rolling_hour_is_every_start_row_stamped_after_now_minus_one_hour() -> None:
     b = bound(per_hour=3)
     start_at(b, minutes(0), minutes(20), minutes(40))
-    assert b.counts(minutes(40)) == {HOUR: 3, DAY: 3}
+    assert counts(b, minutes(40)) == {HOUR: 3, DAY: 3}
     just_before = minutes(60) - dt.timedelta(microseconds=1)
-    assert not b.admit(just_before)
+    assert not admit(b, just_before)
     # At exactly one hour the first row is no longer "after now - 1 h".
-    assert b.counts(minutes(60))[HOUR] == 2
-    assert b.admit(minutes(60))
-    assert b.counts(minutes(100))[HOUR] == 0
+    assert counts(b, minutes(60))[HOUR] == 2
+    assert admit(b, minutes(60))
+    assert counts(b, minutes(100))[HOUR] == 0
 
 
 def test_the_utc_day_starts_at_midnight_and_the_rolling_hour_crosses_it() -> None:
@@ -119,34 +138,34 @@ def test_the_utc_day_starts_at_midnight_and_the_rolling_hour_crosses_it() -> Non
     midnight = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
     b = bound(per_hour=1000, per_day=3)
     start_at(b, late, minutes(10, late), minutes(20, late))
-    assert not b.admit(midnight - dt.timedelta(microseconds=1))
-    assert b.counts(midnight) == {HOUR: 3, DAY: 0}
-    assert b.admit(midnight)
+    assert not admit(b, midnight - dt.timedelta(microseconds=1))
+    assert counts(b, midnight) == {HOUR: 3, DAY: 0}
+    assert admit(b, midnight)
     # The hourly cap does not reset at midnight: its window is rolling.
     b = bound(per_hour=3, per_day=1000)
     start_at(b, late, minutes(10, late), minutes(20, late))
-    assert not b.admit(midnight)
-    assert b.admit(minutes(60, late))
+    assert not admit(b, midnight)
+    assert admit(b, minutes(60, late))
 
 
 def test_a_step_back_of_the_wall_clock_frees_no_budget() -> None:
     b = bound(per_hour=2, per_day=1000)
     start_at(b, minutes(60), minutes(70))  # 10:00 and 10:10
-    assert not b.admit(minutes(70))
-    assert b.admit(minutes(200))  # 12:20: both rows are out of the hour
-    # The clock steps back to 09:30: the rows stamped later still count.
-    assert b.counts(minutes(30)) == {HOUR: 2, DAY: 2}
-    assert not b.admit(minutes(30))
+    assert not admit(b, minutes(70))
+    # At 10:20 the wall clock steps back to 09:30 (the monotonic clock goes
+    # on): the rows stamped later still count.
+    assert b.counts(minutes(30), mono(minutes(80))) == {HOUR: 2, DAY: 2}
+    assert not b.admit(minutes(30), mono(minutes(80)))
 
 
 def test_a_quarantined_files_artifacts_count_in_their_day_not_in_an_hour() -> None:
     index = Index(sealed={"a" * 32: "2026-11-30", "b" * 32: "2026-11-29"})
     b = bound(per_hour=1, per_day=2)
-    b.seed(index, T0)
-    assert b.counts(T0) == {HOUR: 0, DAY: 1}
+    b.seed(index, T0, mono(T0))
+    assert counts(b, T0) == {HOUR: 0, DAY: 1}
     start_at(b, T0)
-    assert b.counts(T0) == {HOUR: 1, DAY: 2}
-    assert not b.admit(minutes(61))  # the day is full, the hour is not
+    assert counts(b, T0) == {HOUR: 1, DAY: 2}
+    assert not admit(b, minutes(61))  # the day is full, the hour is not
 
 
 def _record(n: int, started: dt.datetime) -> AttemptRecord:
@@ -173,9 +192,9 @@ def index_of(*instants: dt.datetime) -> Index:
 def test_the_count_is_read_off_the_journals_start_rows() -> None:
     index = index_of(minutes(-120), minutes(-30), minutes(-10))
     b = bound(per_hour=2)
-    b.seed(index, T0)
-    assert b.counts(T0) == {HOUR: 2, DAY: 3}
-    assert not b.admit(T0)
+    b.seed(index, T0, mono(T0))
+    assert counts(b, T0) == {HOUR: 2, DAY: 3}
+    assert not admit(b, T0)
 
 
 # ------------------------------------------------------- the WARNING (Rule 5)
@@ -191,8 +210,8 @@ def test_a_warning_once_near_the_cap_and_once_at_it(
     assert caplog.records == []
     start_at(b, minutes(7))
     start_at(b, minutes(8), minutes(9))  # 9 and 10: no second warning
-    assert not b.admit(minutes(10))
-    assert not b.admit(minutes(11))  # the second refusal: no second warning
+    assert not admit(b, minutes(10))
+    assert not admit(b, minutes(11))  # the second refusal: no second warning
     assert b.refused == 2
     assert [(r.levelno, r.name, r.getMessage()) for r in caplog.records] == [
         (logging.WARNING, "kexpr.worker", "spend_cap_near window=hour started=8 cap=10"),
@@ -212,13 +231,13 @@ def test_a_count_that_hovers_at_the_threshold_warns_once_then_rearms_at_half(
     start_at(b, *(minutes(i) for i in range(8)))  # 8 in the hour: warned
     # The first row ages out (7), a new one comes (8): still one warning.
     start_at(b, minutes(60.5))
-    assert b.counts(minutes(60.5))[HOUR] == 8
+    assert counts(b, minutes(60.5))[HOUR] == 8
     assert len(caplog.records) == 1
     # The hour drains to half the cap or less: re-armed; the next crossing warns.
-    assert b.counts(minutes(64.5))[HOUR] == 4
+    assert counts(b, minutes(64.5))[HOUR] == 4
     start_at(b, minutes(64.5))  # judged at 4 (re-armed), then 5
     start_at(b, minutes(64.6), minutes(64.7), minutes(64.8))
-    assert b.counts(minutes(64.8))[HOUR] == 8
+    assert counts(b, minutes(64.8))[HOUR] == 8
     assert [r.getMessage() for r in caplog.records] == [
         "spend_cap_near window=hour started=8 cap=10",
         "spend_cap_near window=hour started=8 cap=10",
@@ -254,9 +273,9 @@ def test_the_baseline_is_the_median_of_the_active_hours_before_the_last_hour() -
     # The two clock hours the rolling last hour overlaps are left out.
     last_hour = [minutes(-49)] * 40 + [minutes(5)] * 40
     b = bound()
-    b.seed(index_of(*history, *last_hour), minutes(10))
+    b.seed(index_of(*history, *last_hour), minutes(10), mono(minutes(10)))
     assert b.baseline(minutes(10)) == (3.0, 3)
-    assert b.counts(minutes(10))[HOUR] == 80
+    assert counts(b, minutes(10))[HOUR] == 80
     assert unusual_rate(80, 3.0)
     assert bound().baseline(T0) == (0.0, 0)
 
@@ -318,7 +337,7 @@ def test_a_restart_counts_the_journal_not_the_memory(
         assert response(root, present(w, root, clock, n)).outcome is Outcome.ACCEPTED
     # A new worker on the same data root (a restart): the three rows still count.
     again = make_worker(root, provider, clock, env, spend=caps)
-    assert again.parts.spend.counts(clock.now) == {HOUR: 3, DAY: 3}
+    assert again.parts.spend.counts(clock.now, clock.mono) == {HOUR: 3, DAY: 3}
     assert response(root, present(again, root, clock, 4)).outcome is Outcome.SPEND_CAP_REACHED
     assert len(provider.calls) == 3 and start_rows(root) == 3
 
@@ -335,4 +354,4 @@ def test_the_daily_cap_resets_at_midnight_utc_on_the_workers_clock(
     assert clock.now.date() == dt.date(2026, 12, 1)
     assert response(root, present(w, root, clock, 3)).outcome is Outcome.ACCEPTED
     assert len(provider.calls) == 3
-    assert w.parts.spend.counts(clock.now) == {HOUR: 3, DAY: 1}
+    assert w.parts.spend.counts(clock.now, clock.mono) == {HOUR: 3, DAY: 1}
