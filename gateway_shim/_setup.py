@@ -179,7 +179,7 @@ class SetUp:
 
     def worker_serving(self) -> bool:
         """Rule 13: is a worker serving the data root? A change is said once
-        (logger ``kexpr.shim``, enum words only)."""
+        (logger ``kexpr.shim``: enum words, and the data root's own path)."""
         liveness = self.heartbeat.liveness()
         serving = liveness is Liveness.SERVING
         if serving != self._worker_seen_serving:
@@ -187,7 +187,15 @@ class SetUp:
             if serving:
                 log.event(_log, logging.INFO, "worker_serving")
             else:
-                log.event(_log, logging.WARNING, "worker_unavailable", reason=liveness)
+                # The root named: a worker serving another root (or a root that
+                # did not exist, a typo the set-up just made) is told apart here.
+                log.event(
+                    _log,
+                    logging.WARNING,
+                    "worker_unavailable",
+                    reason=liveness,
+                    data_root=log.OperatorPath(str(self.root.root)),
+                )
         return serving
 
     def _publish(

@@ -85,12 +85,13 @@ Rules:
    (``prior_artifact_keys``), so a rotation never makes an artifact new.
 15. Nothing fails silently: each reason the coordinator cannot serve is one
    WARNING on the ``kexpr.shim`` logger, said once per change (not per
-   presentation), in enum words only, never a path or a value:
+   presentation), in enum words only, never a value; the one path said is the
+   data root's own (operator configuration, `kexpr.spool.log.OperatorPath`):
    ``spool_unavailable reason=<SpoolProblem> unsafe=<UnsafeReason|none>``
    (``spool_available`` at INFO once a request is written again),
    ``glossary_unusable problem=<GlossaryProblem>`` (``glossary_usable`` when it
    reads again), ``unknown_surface`` (an adaptive surface kexpr does not know),
-   ``worker_unavailable reason=...`` (rule 13; ``worker_serving``),
+   ``worker_unavailable reason=... data_root=<path>`` (rule 13; ``worker_serving``),
    ``identity_mismatch reason=...`` (rule 14; ``identity_restored``) and the
    config's ``config_inexact``.
 16. A report that could not be written is visible: `report` returns False

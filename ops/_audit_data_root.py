@@ -15,9 +15,13 @@ journal chain (design §10; the sharing rules of `kexpr.spool.fsio`, rule 3).
   identity as a gateway would judge it (`kexpr.ops.identity_cli.identity_report`:
   a key missing or not the recorded one beside a journal with rows is the finding
   ``identity_mismatch``, its detail the reason; files this user cannot read are
-  said in ``info.identity`` as ``unchecked``); and a redaction scan of every
-  spool and status file: no digit outside an ID, timestamp, token or version,
-  and no Hangul word outside the style lexicon (`kexpr.ops._audit_redaction`).
+  said in ``info.identity`` as ``unchecked``); a staging-style name accepted only
+  where the product writes that staging file, and only while young
+  (`kexpr.ops._audit_staging`; an old one is ``stale_staging_file``); and a
+  redaction scan of every spool and status file, of the staging files of
+  those, and of every file whose name the product does not give there: no
+  digit outside an ID, timestamp, token or version, and no Hangul word outside
+  the style lexicon (`kexpr.ops._audit_redaction`).
 
 Rule of `kexpr.ops.audit` that applies here: a path is printed only as product-generated
 names (`display_path`); any other component could carry content.
@@ -28,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +41,12 @@ from typing import Final
 from gateway_shim.operator_glossary import GLOSSARY_FILE_NAME
 from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Unusable
 from kexpr.ops._audit_redaction import _scan_file
+from kexpr.ops._audit_staging import is_stale, staged_as
 from kexpr.ops.identity_cli import identity_report
 from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
-from kexpr.spool.fsio import group_member_uids, staged_final
+from kexpr.spool.fsio import group_member_uids
 from kexpr.spool.layout import QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
 
@@ -77,48 +83,39 @@ SHARED_FILE_MODES: Final = frozenset({0o660, 0o640, 0o600})
 
 
 def display_path(rel: tuple[str, ...]) -> str:
-    """A relative path fit to print: product-generated names only; any other
-    component (which could carry content) is replaced by ``<unrecognized>``."""
-    shown = []
-    for part in rel:
-        final = staged_final(part) or part
-        ok = (
-            final in _TOP_LEVEL
-            or part in _SPOOL_DIRS
-            or _HEX32_JSON.fullmatch(final)
-            or _SEGMENT.fullmatch(part)
-            or _QUARANTINED.fullmatch(part)
-        )
-        shown.append(part if ok else "<unrecognized>")
+    """A relative path fit to print: each component a name the product gives an
+    entry at that place (`_expected_name`); from the first that is not, every
+    component is ``<unrecognized>`` (a name the product did not make could
+    carry content, and so could anything below it)."""
+    shown: list[str] = []
+    for i, part in enumerate(rel):
+        known = len(shown) == i and _expected_name(rel[: i + 1])
+        shown.append(part if known else "<unrecognized>")
+        if not known:
+            shown.extend("<unrecognized>" for _ in rel[i + 1 :])
+            break
     return "/".join(shown) or "."
 
 
-def _staged(rel: tuple[str, ...]) -> bool:
-    """A staging file where the product writes them: ``spool/tmp`` and, for the
-    files replaced in place, the top level (`kexpr.spool.fsio.staged_final`)."""
-    return (len(rel) == 1 or rel[:2] == ("spool", "tmp")) and staged_final(rel[-1]) is not None
-
-
 def _final_name(rel: tuple[str, ...]) -> str:
-    """What the entry at ``rel`` is or, being written, will be: a staging file is
-    judged as the file it becomes."""
-    return (staged_final(rel[-1]) if _staged(rel) else None) or rel[-1]
+    """What the entry at ``rel`` is or, being written, will be: a staging file
+    the product writes there (`kexpr.ops._audit_staging`) is judged as the file
+    it becomes."""
+    return staged_as(rel) or rel[-1]
 
 
 def _expected_name(rel: tuple[str, ...]) -> bool:
+    """Whether the product gives an entry at ``rel`` this name (a staging file
+    by its name and place, whatever its age)."""
     if len(rel) == 1:
-        # The heartbeats and identity files are replaced through a staging file
-        # beside them (`kexpr.spool.fsio.replace_private`).
-        return _final_name(rel) in _TOP_LEVEL
+        return rel[0] in _TOP_LEVEL or staged_as(rel) is not None
     if rel[0] == "spool":
         if len(rel) == 2:
             return rel[1] in _SPOOL_DIRS
-        if len(rel) == 3:
-            if rel[1] != "tmp":
-                return bool(_HEX32_JSON.fullmatch(rel[2]))
-            # Messages and the files `publish`/`create_private_file` stage here.
-            final = _final_name(rel)
-            return _staged(rel) and (final in _TOP_LEVEL or bool(_HEX32_JSON.fullmatch(final)))
+        if len(rel) == 3 and rel[1] in _SPOOL_DIRS:
+            if rel[1] == "tmp":
+                return staged_as(rel) is not None
+            return bool(_HEX32_JSON.fullmatch(rel[2]))
         return False
     if rel[0] == "outcomes":
         return len(rel) == 2 and bool(_SEGMENT.fullmatch(rel[1]))
@@ -128,12 +125,15 @@ def _expected_name(rel: tuple[str, ...]) -> bool:
 
 
 def _judged(rel: tuple[str, ...]) -> bool:
-    """Whether the redaction scan reads the entry at ``rel``: everything in the
+    """Whether the redaction scan reads the entry at ``rel``: every file in the
     spool but the staging files of what is not a message (an identity key), the
-    status files, and the staging files of those."""
+    status files and the staging files of those, and every file whose name the
+    product does not give there (what it is, not what it is called, decides)."""
+    if not _expected_name(rel):
+        return True
     final = _final_name(rel)
     if rel[0] == "spool":
-        return not _staged(rel) or bool(_HEX32_JSON.fullmatch(final))
+        return staged_as(rel) is None or bool(_HEX32_JSON.fullmatch(final))
     return len(rel) == 1 and final in _STATUS_NAMES
 
 
@@ -202,6 +202,7 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
         pass
     rules = _Rules(owners=owners, gid=top.st_gid, shared=shared)
     rules.check(result, (), top)
+    now = time.time()
     try:
         entries = list(_walk(root.root))
     except OSError:
@@ -209,13 +210,20 @@ def audit_data_root(path: Path, extra_owners: Iterable[int] = ()) -> CheckResult
         return result
     for rel, st in entries:
         rules.check(result, rel, st)
-        if stat.S_ISREG(st.st_mode) and _judged(rel):
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        # Only a young staging file is being written; an old one is judged whole.
+        staging = staged_as(rel) is not None
+        stale = staging and is_stale(st, now)
+        if stale:
+            result.add(AuditFinding.STALE_STAGING_FILE, display_path(rel))
+        if _judged(rel):
             _scan_file(
                 result,
                 root.root,
                 rel,
                 display_path(rel),
-                being_written=_staged(rel),
+                being_written=staging and not stale,
             )
     result.info["owners"] = sorted(owners)
     try:
@@ -280,7 +288,7 @@ class _Rules:
             result.add(AuditFinding.GROUP_MISMATCH, shown)
         if st.st_uid not in self.owners:
             result.add(AuditFinding.WRONG_OWNER, shown)
-        if (len(rel) == 1 or _staged(rel)) and _final_name(rel) in _PRIVATE_NAMES and perms & 0o077:
+        if rel and _expected_name(rel) and _final_name(rel) in _PRIVATE_NAMES and perms & 0o077:
             result.add(AuditFinding.IDENTITY_KEY_SHARED, shown)
         # Journal files are their owner's to write. In the shared-group layout the
         # worker itself creates them 0660 in the root's group (the gateway's and

@@ -44,6 +44,9 @@ class AuditFinding(enum.StrEnum):
     IDENTITY_MISMATCH = "identity_mismatch"
     JOURNAL_WRITABLE_BY_OTHERS = "journal_writable_by_others"
     JOURNAL_UNVERIFIED = "journal_unverified"
+    # A staging file older than `kexpr.ops._audit_staging.STAGING_MAX_AGE_S`:
+    # no longer being written (a killed writer's, or put there).
+    STALE_STAGING_FILE = "stale_staging_file"
     SPOOL_MALFORMED = "spool_malformed"
     SPOOL_DIGITS = "spool_digits"
     SPOOL_UNEXPECTED_HANGUL = "spool_unexpected_hangul"

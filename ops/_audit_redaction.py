@@ -40,9 +40,10 @@ _MESSAGE_DIRS: Final = frozenset(
 def _scan_file(
     result: CheckResult, root: Path, rel: tuple[str, ...], shown: str, *, being_written: bool
 ) -> None:
-    """Judge one file. ``being_written``: a staging file (`kexpr.spool.fsio.staged_final`),
-    which a reader can meet at any point of its writing: not JSON yet is not a
-    finding, and what was written of it is judged (`_written_strings`)."""
+    """Judge one file. ``being_written``: a young staging file
+    (`kexpr.ops._audit_staging`), which a reader can meet at any point of its
+    writing: not JSON yet is not a finding, and what was written of it is judged
+    (`_written_strings`). Any other file is judged whole."""
     from kexpr.spool.contract.lexicon import SAFE_STYLE_LEXEMES
 
     try:
@@ -61,7 +62,7 @@ def _scan_file(
         if not being_written:
             result.add(AuditFinding.SPOOL_MALFORMED, shown)
         # Still scan it: a half-written file can leak as well as a whole one.
-        for s in _written_strings(data.decode("utf-8", "replace")):
+        for s in _written_strings(data.decode("utf-8", "replace"), cut=being_written):
             _scan_string(result, shown, s, frozenset(SAFE_STYLE_LEXEMES))
         return
     if rel[:2] in _MESSAGE_DIRS and not _parses_as(rel[1], data):
@@ -92,13 +93,15 @@ _STRUCTURE: Final = re.compile(r"[\s,:\[\]{}]+")
 _JSON_SCALAR: Final = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?|true|false|null")
 
 
-def _written_strings(text: str) -> Iterator[str]:
+def _written_strings(text: str, *, cut: bool) -> Iterator[str]:
     """What is judged of a file that is not (or not yet) JSON, as a whole file's
     strings are: every complete string literal, decoded; every word outside the
     literals but JSON's own numbers and keywords (a file that is not JSON at all
-    is all such words); and what was written of an unterminated last literal,
-    without its last word (a writer may be in the middle of it: a cut timestamp
-    or lexeme is not a finding, a whole word before it is judged)."""
+    is all such words); and what was written of an unterminated last literal.
+    ``cut`` (a file being written): without that literal's last word (a writer
+    may be in the middle of it: a cut timestamp or lexeme is not a finding, a
+    whole word before it is judged). Otherwise nobody is writing it, and the
+    last word is judged too."""
 
     def outside(part: str) -> Iterator[str]:
         for word in _STRUCTURE.split(part):
@@ -119,7 +122,8 @@ def _written_strings(text: str) -> Iterator[str]:
         yield from outside(tail)
         return
     yield from outside(tail[:opened])
-    yield " ".join(tail[opened + 1 :].split()[:-1])
+    words = tail[opened + 1 :].split()
+    yield " ".join(words[:-1] if cut else words)
 
 
 def _strings(obj: object) -> Iterator[str]:

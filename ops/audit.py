@@ -16,6 +16,8 @@ The checks live beside what they are about; this module runs them and reports:
   journal chain.
 - `kexpr.ops._audit_redaction`: the redaction scan of every spool and status file under
   ``--data-root``.
+- `kexpr.ops._audit_staging`: which staging files the product writes where, and for
+  how long one is being written (shared with ``kexpr journal verify``).
 
 Their names stay importable from here.
 """

@@ -36,12 +36,14 @@ import os
 import re
 import stat
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from gateway_shim.operator_glossary import GLOSSARY_FILE_NAME
 from kexpr.ops._audit_data_root import display_path
+from kexpr.ops._audit_staging import is_stale, staged_as
 from kexpr.ops.inputs import data_root_problem
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import (
@@ -53,7 +55,6 @@ from kexpr.spool.fsio import (
     list_dir,
     make_flock,
     read_private,
-    staged_final,
 )
 from kexpr.spool.journal import (
     Finding,
@@ -139,24 +140,18 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
     except OSError:
         names = []
     product = {p.name for p in root.product_dirs() if p.parent == root.root}
+    now = time.time()
     for name in sorted(names):
         if name in product:
             continue
-        # A root file being replaced is staged beside it (`kexpr.spool.fsio.replace_private`).
-        final = staged_final(name) or name
-        if final not in ROOT_FILES:
+        # A root file being replaced is staged beside it (`kexpr.ops._audit_staging`).
+        final = name if name in ROOT_FILES else staged_as((name,))
+        if final is None or final not in ROOT_FILES:
             # Named as the audit names it: a name the product did not make could
             # carry content, and is printed as <unrecognized>.
             rep.notice("unexpected_entry", display_path((name,)))
             continue
-        try:
-            check_file(root.root / name, exclusive=ROOT_FILES[final])
-        except UnsafePath as e:
-            rep.finding(e.reason.value, name)
-        except FileNotFoundError:
-            pass  # a staging file renamed into place meanwhile
-        except OSError as e:
-            rep.finding(_os_reason(e), name)
+        _check_file(rep, root, (name,), now, exclusive=ROOT_FILES[final])
     for d in root.spool_dirs():
         parts = d.relative_to(root.root).parts
         try:
@@ -165,21 +160,37 @@ def _audit_tree(root: DataRoot, rep: Report) -> str | None:
             continue  # already reported as a directory finding
         for name in sorted(entries):
             where = display_path((*parts, name))
-            # In tmp/: a staging file (`kexpr.spool.fsio.staged_final`) of anything.
+            # In tmp/: the staging files the product writes there (`kexpr.ops._audit_staging`).
             expected = (
-                staged_final(name) is not None if d == root.tmp else _SPOOL_NAME.fullmatch(name)
+                staged_as((*parts, name)) is not None
+                if d == root.tmp
+                else _SPOOL_NAME.fullmatch(name)
             )
             if not expected:
                 rep.notice("unexpected_entry", where)
-            try:
-                check_file(d / name)
-            except UnsafePath as e:
-                rep.finding(e.reason.value, where)
-            except FileNotFoundError:
-                pass  # consumed meanwhile by the worker or the shim
-            except OSError as e:
-                rep.finding(_os_reason(e), where)
+            _check_file(rep, root, (*parts, name), now)
     return "shared_group" if sharing.shared else "private"
+
+
+def _check_file(
+    rep: Report, root: DataRoot, rel: tuple[str, ...], now: float, *, exclusive: bool = False
+) -> None:
+    """`kexpr.spool.fsio` rules 1-3 for the file at ``rel``, and a staging file's
+    age: one no longer being written is the notice ``stale_staging_file``. Gone
+    meanwhile (a staging file renamed into place, a message consumed) is not a
+    finding."""
+    where = display_path(rel)
+    path = root.root.joinpath(*rel)
+    try:
+        check_file(path, exclusive=exclusive)
+        if staged_as(rel) is not None and is_stale(os.lstat(path), now):
+            rep.notice("stale_staging_file", where)
+    except UnsafePath as e:
+        rep.finding(e.reason.value, where)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        rep.finding(_os_reason(e), where)
 
 
 def verify(root: DataRoot) -> tuple[bool, dict[str, Any]]:

@@ -114,6 +114,7 @@ from kexpr.spool._walk import _pins as _pins
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "PID_MAX_LIMIT",
     "PRIVATE",
     "PRIVATE_DIR_MODE",
     "PRIVATE_FILE_MODE",
@@ -312,19 +313,25 @@ def _staging_name(final_path: Path, mark: str) -> str:
     return f".{final_path.name}{mark}{os.getpid()}.{os.urandom(6).hex()}"
 
 
+# The largest pid Linux can give (``PID_MAX_LIMIT`` on 64-bit, the ceiling of
+# /proc/sys/kernel/pid_max): a staging name's pid is never longer or larger.
+PID_MAX_LIMIT: Final = 4_194_304
 _STAGED: Final = re.compile(
-    r"\.(?P<final>[0-9a-z._-]{1,80}?)(?:\.reserve)?\.[0-9]{1,10}\.[0-9a-f]{12}"
+    r"\.(?P<final>[0-9a-z._-]{1,80}?)(?:\.reserve)?\.(?P<pid>[1-9][0-9]{0,6})\.[0-9a-f]{12}"
 )
 
 
 def staged_final(name: str) -> str | None:
     """The final name a staging file of this module will be published, moved
     or renamed to (`_staging_name`, `replace_private`, `create_private_file`:
-    ``.<final name>[.reserve].<pid>.<12 hex>``), or None if ``name`` is not one.
-    For readers of a live data root (`kexpr audit`, `kexpr journal verify`),
-    which meet such files while they are being written."""
+    ``.<final name>[.reserve].<pid>.<12 hex>``, the pid a real one: no leading
+    zero, at most `PID_MAX_LIMIT`), or None if ``name`` is not one. The shape
+    only: which final names the product stages where, and for how long, is its
+    readers' to judge (`kexpr.ops._audit_staging`)."""
     m = _STAGED.fullmatch(name)
-    return None if m is None else m["final"]
+    if m is None or int(m["pid"]) > PID_MAX_LIMIT:
+        return None
+    return m["final"]
 
 
 def _create_staging(tmp: _Dir, final: _Dir, staging: str) -> int:

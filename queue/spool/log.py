@@ -3,8 +3,10 @@
 Rules, the same as telemetry's:
 
 1. A record is an event name (a fixed identifier) and fields whose values are
-   enum members, integers, floats, booleans, None, or a `known` product constant.
-   Never a body, a value, a name, a date, a raw ID, a key, a prompt or a response.
+   enum members, integers, floats, booleans, None, a `known` product constant,
+   or an `OperatorPath` (a path the operator configured, never one derived from
+   data). Never a body, a value, a name, a date, a raw ID, a key, a prompt or a
+   response.
    `event` enforces it when it formats: an event name that is not an identifier,
    or a value of any other type, is written as ``<refused>`` — fail closed, the
    record is still emitted so the refusal is visible.
@@ -23,6 +25,7 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import quote
 
 TOP: Final = "kexpr"
 REFUSED: Final = "<refused>"
@@ -45,7 +48,18 @@ def known(value: str, allowed: Collection[str]) -> Known:
     return Known(value if value in allowed else "other")
 
 
-Field = enum.Enum | Known | int | float | bool | None
+@dataclass(frozen=True, slots=True)
+class OperatorPath:
+    """A path from the operator's own configuration (the data root a host gave
+    its coordinator): configuration, not data, so a record may name it. Shown
+    percent-encoded (`urllib.parse.quote`, ``/`` kept): one token without a
+    space, control or non-ASCII character, so the record stays one line of
+    ``k=v`` pairs, and an ordinary path reads as it was configured."""
+
+    value: str
+
+
+Field = enum.Enum | Known | OperatorPath | int | float | bool | None
 
 
 def logger(name: str) -> logging.Logger:
@@ -65,6 +79,8 @@ def _shown(value: object) -> str:
         )
     if isinstance(value, Known):
         return value.value
+    if isinstance(value, OperatorPath):
+        return quote(value.value, safe="/")
     if isinstance(value, int | float):
         return repr(value)
     return REFUSED

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -497,6 +498,146 @@ def test_the_staging_files_of_a_live_root_are_judged_as_what_they_become(
         ("bad_mode", "spool/tmp/.identity.key.8.0123456789ab"),
         ("spool_unexpected_hangul", ".worker.status.json.7.0123456789ab"),
     }
+
+
+# A customer's name and phone number, and staging-style names to hide them under.
+PHONE = "010-4821-7365"
+THREE_DAYS = 3 * 86400
+# Cut inside one word, as a writer killed mid-write would leave it: the scan of
+# a file being written spares a cut last word, so only its age can tell.
+CUT = f'{{"style": "{CUSTOMER[0]}{PHONE.replace("-", "")}'.encode()
+WHOLE = f'{{"note": "{CUSTOMER[0]} {PHONE}"}}'.encode()
+# (where, name, content, what the audit finds); `shown` is where it names it.
+PLANTED = [
+    (("spool", "tmp"), ".outcomes.48213.d15ea5edbeef", WHOLE, "unexpected_file"),
+    (("spool", "tmp"), ".outcomes.1234567890.d15ea5edbeef", WHOLE, "unexpected_file"),
+    ((), ".spool.48213.d15ea5edbeef", WHOLE, "unexpected_file"),
+    (("spool", "tmp"), f".{'c0ffee00' * 4}.json.1234567890.d15ea5edbeef", CUT, "unexpected_file"),
+    (("spool", "requests"), f".{'c0ffee00' * 4}.json.48213.d15ea5edbeef", CUT, "unexpected_file"),
+    (("spool", "tmp"), f".{'c0ffee01' * 4}.json.39.d15ea5edbeef", CUT, "stale_staging_file"),
+    ((), ".worker.status.json.39.d15ea5edbeef", CUT, "stale_staging_file"),
+]
+STALE_SHOWN = {
+    f"spool/tmp/.{'c0ffee01' * 4}.json.39.d15ea5edbeef",
+    ".worker.status.json.39.d15ea5edbeef",
+}
+
+
+def _plant(root: Path, where: tuple[str, ...], name: str, data: bytes, age: float) -> Path:
+    path = root.joinpath(*where, name)
+    path.write_bytes(data)
+    path.chmod(0o600)
+    then = time.time() - age
+    os.utime(path, (then, then))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("where", "name", "data", "finding"),
+    PLANTED,
+    ids=[
+        "tmp-outcomes",
+        "tmp-outcomes-10-digit-pid",
+        "top-spool",
+        "tmp-message-10-digit-pid",
+        "requests-message-staging",
+        "tmp-message-stale",
+        "top-heartbeat-stale",
+    ],
+)
+def test_a_staging_style_name_is_accepted_only_where_and_while_the_product_writes_it(
+    used_root: Path, where: tuple[str, ...], name: str, data: bytes, finding: str
+) -> None:
+    """A staging name of a file the product never stages there, with a pid no
+    process can have, or outside ``spool/tmp/`` (but a heartbeat's, beside it)
+    is an unexpected file; one three days old (or dated ahead) is no longer
+    being written. Either way its content is judged whole. Each was ``clean``:
+    judged by the name it claims, or spared its cut last word."""
+    from kexpr.ops._audit_data_root import audit_data_root
+
+    for age in (THREE_DAYS, -THREE_DAYS):
+        path = _plant(used_root, where, name, data, age)
+        result = audit_data_root(used_root)
+        path.unlink()
+        got = {f.finding.value for f in result.findings}
+        assert result.unusable is None
+        assert finding in got and "spool_digits" in got, (age, got)
+        shown = {f.detail for f in result.findings}
+        if finding == "unexpected_file":
+            assert all(d.endswith("<unrecognized>") for d in shown), shown
+        else:
+            assert shown <= STALE_SHOWN, shown
+    if finding == "stale_staging_file":  # young: being written, as before
+        path = _plant(used_root, where, name, data, 1.0)
+        assert audit_data_root(used_root).findings == []
+
+
+def test_a_customer_under_staging_style_names_makes_the_audit_fail_and_prints_none_of_it(
+    used_root: Path,
+) -> None:
+    """Every planted file at once, three days old, through the command: exit 1
+    in both outputs, and not one byte of an unrecognized name or of any
+    content, neither the name, the phone number's digits nor a planted pid."""
+    for where, name, data, _ in PLANTED:
+        _plant(used_root, where, name, data, THREE_DAYS)
+    human = kexpr("audit", "--data-root", used_root)
+    js = kexpr("audit", "--data-root", used_root, "--json")
+    assert human.returncode == js.returncode == 1, human.stdout
+    report = json.loads(js.stdout)
+    assert report["verdict"] == "findings"
+    got = {(f, d) for _, f, d in findings(report)}
+    assert {("stale_staging_file", d) for d in STALE_SHOWN} <= got
+    assert {
+        ("unexpected_file", "<unrecognized>"),
+        ("unexpected_file", "spool/tmp/<unrecognized>"),
+    } <= got
+    assert ("unexpected_file", "spool/requests/<unrecognized>") in got
+    # The JSON escapes Hangul: searched decoded too. The root's own path is the
+    # operator's (pytest's numbered folder), not a planted byte.
+    decoded = json.dumps(report, ensure_ascii=False)
+    text = human.stdout + human.stderr + js.stdout + js.stderr + decoded
+    text = text.replace(str(used_root), "<root>")
+    hidden = (CUSTOMER[0], PHONE, "4821", "7365", "48213", "1234567890", "c0ffee00")
+    for needle in (*hidden, ".outcomes", ".spool"):
+        assert needle not in text, needle
+
+
+def test_display_path_names_only_what_the_product_writes_at_that_place() -> None:
+    """A staging shape is shown only for a file the product stages there, with
+    a pid a process can have (Linux: at most 4194304); a 10-digit "pid" was
+    shown, digits and all. Below an unrecognized name nothing is shown."""
+    from kexpr.spool.fsio import PID_MAX_LIMIT, staged_final
+
+    msg = f".{'ab' * 16}.json"
+    hexes = "0123456789ab"
+    assert staged_final(f"{msg}.{PID_MAX_LIMIT}.{hexes}") == msg[1:]
+    for pid in ("1234567890", str(PID_MAX_LIMIT + 1), "0123", "0", "12345678"):
+        assert staged_final(f"{msg}.{pid}.{hexes}") is None, pid
+    shown = {
+        ("spool", "tmp", f"{msg}.7.{hexes}"),
+        ("spool", "tmp", f"{msg}.reserve.{PID_MAX_LIMIT}.{hexes}"),
+        ("spool", "tmp", f".identity.key.7.{hexes}"),
+        (f".identity.sealed.7.{hexes}",),
+        (f".supervisor.status.json.7.{hexes}",),
+    }
+    unrecognized = {
+        ("spool", "tmp", f"{msg}.1234567890.{hexes}"),
+        ("spool", "tmp", f".outcomes.7.{hexes}"),
+        ("spool", "tmp", f".identity.sealed.7.{hexes}"),  # never staged in tmp/
+        ("spool", "tmp", f".identity.key.reserve.7.{hexes}"),  # only an answer is reserved
+        ("spool", "requests", f"{msg}.7.{hexes}"),
+        ("spool", "requests", "identity.key"),
+        ("outcomes", f".2026-11-30.jsonl.7.{hexes}"),
+        (f".spool.7.{hexes}",),
+        (f".journal.lock.7.{hexes}",),
+        (f"{msg}.7.{hexes}",),
+        (f".worker.status.json.1234567890.{hexes}",),
+    }
+    for rel in shown:
+        assert display_path(rel) == "/".join(rel)
+    for rel in unrecognized:
+        assert display_path(rel) == "/".join((*rel[:-1], "<unrecognized>")), rel
+    assert display_path((CUSTOMER[0], "spool", "tmp")) == "/".join(["<unrecognized>"] * 3)
 
 
 def test_data_root_tampering_is_found(used_root: Path, tmp_path: Path) -> None:

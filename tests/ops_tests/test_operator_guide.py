@@ -134,6 +134,7 @@ def test_the_glossary_names_every_word_the_tools_print() -> None:
         "unknown_surface",
         "journal_writable_by_others",
         "unexpected_entry",
+        "stale_staging_file",
         "running_as_root",
     ):
         assert word in shown, word

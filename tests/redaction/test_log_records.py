@@ -43,6 +43,8 @@ RECORD = re.compile(
 )
 STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} ")
 VALUE = re.compile(r"-?[0-9]+(\.[0-9]+)?|true|false|none|other|[a-z][a-z0-9_.]*")
+# `kexpr.spool.log.OperatorPath`, percent-encoded.
+OPERATOR_PATH = re.compile(r"/[A-Za-z0-9/%._~-]*")
 
 
 def _product_words() -> set[str]:
@@ -83,7 +85,10 @@ def assert_whitelisted(lines: list[str], words: set[str]) -> list[tuple[str, str
         m = RECORD.fullmatch(STAMP.sub("", line, count=1))
         assert m, line
         fields = dict(pair.split("=", 1) for pair in m.group(4).split())
-        for value in fields.values():
+        for key, value in fields.items():
+            if key == "data_root":  # the operator's configured path (`log.OperatorPath`)
+                assert OPERATOR_PATH.fullmatch(value), line
+                continue
             assert VALUE.fullmatch(value), line
             assert re.fullmatch(r"-?[0-9.]+|true|false|none|other", value) or value in words, line
         out.append((m.group(2), m.group(3), fields))
@@ -121,6 +126,7 @@ def test_event_refuses_anything_but_enum_words_numbers_and_booleans(
             flag=True,
             gone=None,
             surface=log.known("daily.v1", {"daily.v1"}),
+            data_root=log.OperatorPath("/srv/kexpr x/\n데이터"),
         )
         log.event(
             logger,
@@ -133,7 +139,8 @@ def test_event_refuses_anything_but_enum_words_numbers_and_booleans(
         )
         log.event(logger, logging.INFO, CUSTOMER_VALUES[0])
     assert [r.getMessage() for r in caplog.records] == [
-        "ok_event mode=shadow n=3 flag=true gone=none surface=daily.v1",
+        "ok_event mode=shadow n=3 flag=true gone=none surface=daily.v1"
+        " data_root=/srv/kexpr%20x/%0A%EB%8D%B0%EC%9D%B4%ED%84%B0",
         "leaky text=<refused> raw=<refused> path=<refused> surface=other",
         "<refused>",
     ]

@@ -15,6 +15,7 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from conftest import start_supervised_worker
@@ -163,7 +164,8 @@ def test_no_worker_ever_is_worker_unavailable_at_once_with_no_request(
     assert [e["outcome"] for e in events] == ["worker_unavailable"] * 2
     assert {e["latency_bucket"] for e in events} == {"lt_100ms"}  # the fake clocks never moved
     said = [r.getMessage() for r in caplog.records if r.name == "kexpr.shim"]
-    assert said.count("worker_unavailable reason=absent") == 1  # said once
+    named = f"data_root={quote(str(root.root))}"  # the operator's own path
+    assert said.count(f"worker_unavailable reason=absent {named}") == 1  # said once
 
 
 @pytest.mark.parametrize("state", ["starting", "stopping", "stopped", "quarantined"])
@@ -235,10 +237,11 @@ def test_the_first_presentation_after_the_worker_is_back_is_served(
     assert again.outcome is Outcome.WORKER_UNAVAILABLE
     said = [r.getMessage() for r in caplog.records if r.name == "kexpr.shim"]
     said = [m for m in said if m.startswith("worker_")]
+    named = f"data_root={quote(str(root.root))}"
     assert said == [
-        "worker_unavailable reason=not_ready",
+        f"worker_unavailable reason=not_ready {named}",
         "worker_serving",
-        "worker_unavailable reason=not_ready",
+        f"worker_unavailable reason=not_ready {named}",
     ]
 
 

@@ -1,6 +1,8 @@
-"""Nothing fails silently in the gateway (coordinator rule 14): each reason the
+"""Nothing fails silently in the gateway (coordinator rule 15): each reason the
 coordinator cannot serve is ONE WARNING on ``kexpr.shim``, once per change and not
-per presentation, naming the reason in enum words and never a path or a value.
+per presentation, naming the reason in enum words and never a value; the one path
+a warning names is the data root's own (operator configuration, not data), in
+``worker_unavailable``.
 
 Before, a typo in the data root, a symlinked root and an ``identity.key`` of the
 wrong mode gave ``spool_unavailable`` with no log line at all, an unreadable
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import pytest
 from reference_host.samples import callback_data, dual_card, session
@@ -64,6 +67,48 @@ def test_a_data_root_that_cannot_exist_is_said_once(
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_missing unsafe=none"]
     _no_path_in(_warnings(caplog), root)
+
+
+def test_a_data_root_that_did_not_exist_is_named_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A typo'd path the gateway may create: it makes an empty root there, where
+    no worker serves, and every presentation is ``worker_unavailable``. The
+    warning said only ``reason=absent``, and the operator guide's remedy (match
+    the worker's ``--data-root`` to the host's path) needs the host's path: the
+    warning names it, once, as configured (`kexpr.spool.log.OperatorPath`)."""
+    root = tmp_path / "kexpr-typo" / "korean-expression-v1"
+    coord = coordinator(root, Mode.SHADOW)
+    try:
+        assert _present_daily(coord) == [Outcome.WORKER_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    named = f"data_root={quote(str(DataRoot(root).root))}"
+    assert _warnings(caplog) == [f"worker_unavailable reason=absent {named}"]
+    (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert record.name == "kexpr.shim"
+    assert record.kexpr_fields == {  # type: ignore[attr-defined]
+        "reason": "absent",
+        "data_root": quote(str(DataRoot(root).root)),
+    }
+
+
+def test_a_data_root_path_is_said_on_one_line_as_configured(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A path with a space, a newline or Hangul in it cannot forge or break a
+    record: percent-encoded, one token, and what was configured decodes back."""
+    root = tmp_path / "kexpr\nworker_serving x=1" / "데이터"
+    coord = coordinator(root, Mode.SHADOW)
+    try:
+        assert _present_daily(coord, 1) == [Outcome.WORKER_UNAVAILABLE]
+    finally:
+        coord.close()
+    (said,) = _warnings(caplog)
+    assert "\n" not in said and "데이터" not in said
+    event, reason, named = said.split(" ")
+    assert (event, reason) == ("worker_unavailable", "reason=absent")
+    assert unquote(named.removeprefix("data_root=")) == str(DataRoot(root).root)
 
 
 def test_a_symlinked_data_root_is_said_once(

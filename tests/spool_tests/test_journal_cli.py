@@ -362,6 +362,50 @@ def test_verify_knows_the_staging_files_of_a_live_root(
     assert out["notices"] == [{"notice": "unexpected_entry", "where": "<unrecognized>"}]
 
 
+def test_verify_accepts_a_staging_name_only_where_and_while_the_product_writes_it(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A staging shape was accepted for any final name, anywhere a staging file
+    may be, with any "pid" of up to 10 digits, and a finding on such a file
+    printed its name as it was: digits and all. Now each is an unexpected entry
+    named ``<unrecognized>``, in the human report and the JSON alike; and a
+    staging file the product does write there, three days old, is the notice
+    ``stale_staging_file``."""
+    intact(root)
+    hexes = "d15ea5edbeef"
+    planted = [
+        root.root / f".identity.key.1234567890.{hexes}",  # no pid has 10 digits
+        root.root / f".spool.48213.{hexes}",  # never staged at the top
+        root.root / f".journal.lock.48213.{hexes}",  # never replaced
+        root.tmp / f".outcomes.48213.{hexes}",  # never staged in tmp/
+        root.tmp / f".{'c0ffee00' * 4}.json.1234567890.{hexes}",
+        root.requests / f".{'c0ffee00' * 4}.json.48213.{hexes}",  # staged only in tmp/
+    ]
+    for path in planted:
+        path.write_text('{"note": "김민지 010-4821-7365"}', "utf-8")
+        path.chmod(0o644)  # a finding on it printed its name
+    stale = root.tmp / f".{'c0ffee01' * 4}.json.39.{hexes}"
+    stale.write_bytes(b"{")
+    stale.chmod(0o600)
+    then = dt.datetime.now(dt.UTC).timestamp() - 3 * 86400
+    os.utime(stale, (then, then))
+    code = cli(["verify", "--data-root", str(root.root), "--json"])
+    text = capsys.readouterr().out
+    out = json.loads(text)
+    assert code == 1 and out["ok"] is False
+    cli(["verify", "--data-root", str(root.root)])
+    captured = capsys.readouterr()
+    text += captured.out + captured.err + json.dumps(out, ensure_ascii=False)
+    for needle in ("1234567890", "48213", "c0ffee00", ".outcomes", ".spool", ".journal.lock"):
+        assert needle not in text, needle
+    unrecognized = {"<unrecognized>", "spool/tmp/<unrecognized>", "spool/requests/<unrecognized>"}
+    assert {(n["notice"], n["where"]) for n in out["notices"]} == {
+        *(("unexpected_entry", w) for w in unrecognized),
+        ("stale_staging_file", f"spool/tmp/{stale.name}"),
+    }
+    assert {f["where"] for f in out["findings"]} <= unrecognized
+
+
 def test_verify_names_an_entry_it_does_not_know_without_its_name(
     root: DataRoot, capsys: pytest.CaptureFixture[str]
 ) -> None:
