@@ -49,6 +49,7 @@ from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import group_member_uids
 from kexpr.spool.layout import QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
+from kexpr.spool.retention import RECORD_NAME as RETENTION_RECORD
 
 _HEX32_JSON: Final = re.compile(r"[0-9a-f]{32}\.json")
 _TOP_LEVEL: Final = frozenset(
@@ -63,6 +64,8 @@ _TOP_LEVEL: Final = frozenset(
         "quarantine",
         "worker.status.json",
         SUPERVISOR_STATUS_NAME,
+        # Retention's record of the last wall time seen (kexpr.spool.retention).
+        RETENTION_RECORD,
         # The operator's dual glossary (gateway_shim.operator_glossary), optional.
         GLOSSARY_FILE_NAME,
         # A rehearsal root's marker (kexpr.spool.rehearsal).

@@ -170,6 +170,11 @@ def _worker(status: WorkerStatus, now: dt.datetime, alive: Callable[[int], bool]
             "rehearsal": obj.get("rehearsal") is True,
             # spool.lifecycle rule 7: retention is off for this worker's life.
             "clock_step_observed": obj.get("clock_step_observed") is True,
+            # spool.journal rule 7a: why retention removes nothing now; absent
+            # (an older worker) or null: nothing said.
+            "retention_held": None
+            if obj.get("retention_held") is None
+            else as_enum(obj.get("retention_held")),
             "counters": counters,
             # The ROLLING counters over the last 60 s (worker.status.RollingCount).
             "last_minute": _last_minute(obj.get("last_minute")),

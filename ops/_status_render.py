@@ -45,6 +45,8 @@ def render(report: StatusReport) -> str:
             )
         if f["clock_step_observed"]:
             lines.append("clock       wall-clock step observed: retention off until restart")
+        if f["retention_held"] is not None:
+            lines.append(f"retention   held: {f['retention_held']} (no segment is removed)")
         if f["quarantine"] is not None or f["unsafe"]:
             unsafe = "  ".join(f"{k} {v}" for k, v in f["unsafe"].items()) or "none"
             lines.append(f"quarantine  {f['quarantine'] or '-'}  unsafe paths: {unsafe}")

@@ -16,7 +16,9 @@ attempt id.
                segments that have aged out; ``--apply`` removes them (directory
                fsynced). A segment with an open attempt is kept: the worker
                terminalizes it first. Never writes a row. Exit 1 if the journal
-               does not verify.
+               does not verify, or while retention is held (`kexpr.spool.retention`:
+               the clock, the journal's newest row and the worker's record
+               ``retention.json`` disagree; the finding is the hold's reason).
 ``quarantine`` the documented operator action for a torn tail (`kexpr.spool.journal`
                "Torn tail"), with the worker stopped: sets the segment aside
                unchanged under ``quarantine/``. Dry run unless ``--apply``.
@@ -61,6 +63,7 @@ from kexpr.spool.journal import (
     Index,
     Journal,
     JournalUnverified,
+    RetentionHeld,
     audit_journal,
 )
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, QUARANTINE_CLEAR_NAME, DataRoot
@@ -72,6 +75,8 @@ from kexpr.spool.messages import (
     parse_response,
 )
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
+from kexpr.spool.retention import RECORD_NAME as RETENTION_RECORD
+from kexpr.spool.retention import RecordUnreadable, offline_hold, read_record
 
 # What may sit at the top of a data root (files; directories are `product_dirs`):
 # every file the product itself writes there, each checked by the same rules.
@@ -83,6 +88,8 @@ ROOT_FILES: Final = {
     "worker.lock": False,
     "worker.status.json": False,
     SUPERVISOR_STATUS_NAME: False,
+    # Retention's record (`kexpr.spool.retention`): timestamps and an enum.
+    RETENTION_RECORD: False,
     # A rehearsal root's marker (`kexpr.spool.rehearsal`), written before its first row.
     REHEARSAL_MARKER: False,
     # The operator's dual glossary, from `kexpr glossary install` (the data root's file mode).
@@ -278,9 +285,23 @@ def stats(root: DataRoot) -> tuple[bool, dict[str, Any]]:
     }
 
 
-def prune(root: DataRoot, *, apply: bool, today: dt.date) -> tuple[bool, dict[str, Any]]:
+def prune(root: DataRoot, *, apply: bool, now: dt.datetime) -> tuple[bool, dict[str, Any]]:
+    """Only when the clock, the journal and the worker's retention record agree
+    (`kexpr.spool.retention.offline_hold`); else the hold's reason, nothing removed."""
+
+    def hold(j: Journal) -> RetentionHeld | None:
+        try:
+            record = read_record(root)
+        except (OSError, RecordUnreadable):
+            record = None
+        held = offline_hold(record, now, j.newest_start())
+        return None if held is None else RetentionHeld(held.value)
+
+    today = now.date()
     try:
-        removable, kept_open = Journal(root, create_lock=False).prune(today, apply=apply)
+        removable, kept_open = Journal(root, create_lock=False).prune(today, apply=apply, hold=hold)
+    except RetentionHeld as e:
+        return False, {"ok": False, "findings": [{"finding": e.reason, "where": RETENTION_RECORD}]}
     except JournalUnverified as e:
         where = f"outcomes/{e.segment}.jsonl" if e.segment else "outcomes"
         return False, {"ok": False, "findings": [{"finding": e.finding.value, "where": where}]}
@@ -403,7 +424,7 @@ def cli(argv: list[str]) -> int:
         elif a.command == "stats":
             ok, out = stats(root)
         elif a.command == "prune":
-            ok, out = prune(root, apply=a.apply, today=dt.datetime.now(dt.UTC).date())
+            ok, out = prune(root, apply=a.apply, now=dt.datetime.now(dt.UTC))
         else:
             if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", a.segment):
                 p.error("--segment must be YYYY-MM-DD")

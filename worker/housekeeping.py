@@ -1,6 +1,7 @@
 """The worker's housekeeping on its rescan timer: expiry (`kexpr.spool.lifecycle.
 expiry_due`), retention (`kexpr.spool.journal` rule 7) unless a wall-clock step was
-observed (`kexpr.spool.lifecycle` rule 7), the spend count derived again from the
+observed (`kexpr.spool.lifecycle` rule 7) or while the clock, the journal and the
+retention record disagree (`kexpr.spool.journal` rule 7a), the spend count derived again from the
 journal after each observed step (`kexpr.worker.spend` rule 2), and uncollected
 responses (RESPONSE_TTL).
 """
@@ -86,8 +87,10 @@ def retain_if_due(p: Parts, j: Journal) -> None:
 def retain(p: Parts, j: Journal) -> None:
     """Rule 7 (caller holds the lock): terminalize open attempts in expiring
     segments ``claim_expired_canonical``, then remove those segments whole.
-    Never after a wall-clock step (spool.lifecycle rule 7)."""
-    if p.clockwatch.observe():
+    Never after a wall-clock step (spool.lifecycle rule 7), and only when the
+    clock, the journal and the retention record agree (spool.journal rule 7a,
+    `kexpr.worker.retention_guard`)."""
+    if p.retention.look(j.newest_start(), step=p.clockwatch.observe()) is not None:
         return
     today = p.clock().date()
     for day in j.expired(today):

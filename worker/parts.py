@@ -21,6 +21,7 @@ from kexpr.worker.housekeeping import ClockWatch
 from kexpr.worker.outbox import Outbox
 from kexpr.worker.quarantine import Quarantine
 from kexpr.worker.reports import KeptReports
+from kexpr.worker.retention_guard import RetentionGuard
 from kexpr.worker.speed import SpeedModel
 from kexpr.worker.spend import SpendBound, SpendCaps
 from kexpr.worker.status import Counters
@@ -40,6 +41,8 @@ class Parts:
     quarantine: Quarantine
     outbox: Outbox
     clockwatch: ClockWatch
+    # Whether retention may remove anything (spool.journal rule 7a).
+    retention: RetentionGuard
     attempts: HeldAttempts = field(default_factory=HeldAttempts)
     # Admission at the provider's real speed and the provider cool-down
     # (kexpr.worker.speed, kexpr.worker.cooldown): in memory, on ``mono``.
@@ -76,5 +79,6 @@ class Parts:
             quarantine=quarantine,
             outbox=Outbox(root, counters, quarantine, monotonic),
             clockwatch=ClockWatch(clock, monotonic),
+            retention=RetentionGuard(root, clock, monotonic),
             spend=SpendBound(spend),
         )

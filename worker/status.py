@@ -388,6 +388,8 @@ class StatusFile:
                 "quarantine": q.reason,
                 "quarantine_clear": q.last_clear,
                 "clock_step_observed": p.clockwatch.step,
+                # Why retention removes nothing now (spool.journal rule 7a), or None.
+                "retention_held": None if p.retention.hold is None else p.retention.hold.value,
                 "refusing": q.refusing,
                 "unsafe": dict(sorted(c.unsafe.items())),
                 "faults": dict(sorted(c.faults.items())),

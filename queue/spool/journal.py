@@ -45,6 +45,10 @@ the whole-root audit and the operator's torn-tail command `kexpr.spool._journal_
    the retention window (design §4). The segment holding the newest row is never
    removed, and a worker that observed a wall-clock step runs no retention
    (`kexpr.spool.lifecycle` rule 7).
+7a. A segment is never removed on the word of one process's clock alone: the
+   clock, the journal's newest row and the data root's retention record must
+   agree, and after a step nobody can explain nothing is removed for
+   `RETENTION_DAYS` + 1 days (`kexpr.spool.retention`).
 
 8. Segment size: the writer never makes a segment the
    reader refuses (`MAX_SEGMENT_BYTES`). Every open attempt of a segment holds
@@ -70,7 +74,7 @@ import datetime as dt
 import errno
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -157,6 +161,8 @@ class Journal:
         )
         self._tails: dict[str, _Tail] = {}
         self.index = Index()
+        # `newest_start`'s answer for one index: computed once per load.
+        self._newest: tuple[Index, str | None] | None = None
 
     # -- reading ---------------------------------------------------------------
 
@@ -324,6 +330,8 @@ class Journal:
         )
         self._append(self._row(rec, State.ATTEMPT_STARTED, Outcome.ATTEMPT_STARTED, None))
         self.index.put(rec)
+        if self._newest is not None and self._newest[0] is self.index:
+            self._newest = (self.index, max(started, self._newest[1] or started))
         return rec
 
     def append_terminal(
@@ -386,6 +394,15 @@ class Journal:
         days = set(self._tails) | set(self.index.sealed.values())
         return any(segment_date(d) < cutoff for d in days)
 
+    def newest_start(self) -> dt.datetime | None:
+        """The newest ``started_at_utc`` in the loaded journal, None if it has no
+        row (rule 7a's first witness). Caller holds `locked()`."""
+        if self._newest is None or self._newest[0] is not self.index:
+            newest = max((r.started_at_utc for r in self.index.by_attempt.values()), default=None)
+            self._newest = (self.index, newest)
+        newest = self._newest[1]
+        return None if newest is None else parse_ts(newest)
+
     def open_in(self, segment: str) -> list[AttemptRecord]:
         return [r for r in self.index.open_attempts() if r.segment == segment]
 
@@ -424,12 +441,22 @@ class Journal:
             self.index.drop_segment(day)
         return removed, kept
 
-    def prune(self, today: dt.date, *, apply: bool) -> tuple[list[str], list[str]]:
+    def prune(
+        self,
+        today: dt.date,
+        *,
+        apply: bool,
+        hold: Callable[[Journal], RetentionHeld | None] | None = None,
+    ) -> tuple[list[str], list[str]]:
         """`kexpr journal prune`: under the lock, verify everything, then list
         (dry run) or remove the expired segments without open attempts. Never
-        writes a row: open attempts are left to the worker (rule 7)."""
+        writes a row: open attempts are left to the worker (rule 7). ``hold``,
+        asked after the load: a `RetentionHeld` it returns is raised (rule 7a)."""
         with self.locked():
             self.index, self._tails = self._load_unlocked()
+            held = None if hold is None else hold(self)
+            if held is not None:
+                raise held
             expired = self.expired(today)
             newest = max(self._tails, default=None)
             kept = [d for d in expired if self.open_in(d) or d == newest]
@@ -461,6 +488,14 @@ class Journal:
             "finalized_at_utc": finalized,
             "previous_row_digest": ZERO_DIGEST,
         }
+
+
+class RetentionHeld(Exception):
+    """Rule 7a: retention removes nothing now; ``reason`` is an enum value."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 # Errors of ``open`` that leave every segment exactly as it was (rule 4a). Not
@@ -548,6 +583,7 @@ __all__ = [
     "Outcome",
     "Phase",
     "QuarantinedFile",
+    "RetentionHeld",
     "State",
     "UnsafePath",
     "UnsafeReason",

@@ -19,6 +19,7 @@ path is never assembled by hand elsewhere::
     quarantine/YYYY-MM-DD.N.jsonl   torn segments set aside by an operator
                                     (`kexpr journal quarantine`), read for dedupe only
     worker.status.json
+    retention.json        the last wall time retention saw (`kexpr.spool.retention`)
 
 Every directory is 0700 (private) or, when the worker runs under its own UID,
 02770 with one shared group (`kexpr.spool.fsio`, rule 3): the data root's own mode

@@ -105,6 +105,22 @@ def test_an_observed_clock_step_is_shown(root: DataRoot) -> None:
     assert "clock" not in render(collect(root, now=NOW, alive=lambda p: True))
 
 
+def test_a_held_retention_is_shown_with_its_reason(root: DataRoot) -> None:
+    """spool.journal rule 7a: the reason is an enum; a status file without the
+    field (an older worker) reads cleanly and says nothing about retention."""
+    _write(root.status_file, {**_worker(), "retention_held": "clock_ahead_of_record"})
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert report.verdict is HealthVerdict.HEALTHY
+    assert "retention   held: clock_ahead_of_record (no segment is removed)" in render(report)
+    _write(root.status_file, {**_worker(), "retention_held": "김민지 010-1234"})
+    assert "김민지" not in render(collect(root, now=NOW, alive=lambda p: True))
+    legacy = _worker()
+    legacy.pop("retention_held", None)
+    _write(root.status_file, legacy)
+    report = collect(root, now=NOW, alive=lambda p: True)
+    assert report.verdict is HealthVerdict.HEALTHY and "retention" not in render(report)
+
+
 def test_stale_after_is_the_operators_choice(root: DataRoot) -> None:
     _write(root.status_file, _worker(age=8))
     assert collect(root, now=NOW, alive=lambda p: True).verdict is HealthVerdict.HEALTHY

@@ -17,6 +17,7 @@ from spool_tests.journal_support import hand_rows, write_segment
 from kexpr.ops.journal_cli import cli
 from kexpr.spool.fsio import make_flock, publish
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.retention import Record, write_record
 
 AKEYS = ("1" * 64, "3" * 64, "5" * 64)
 AIDS = ("2" * 32, "4" * 32, "6" * 32)
@@ -200,13 +201,55 @@ def test_prune_is_a_dry_run_by_default_and_keeps_open_attempts(
     write_segment(root, f"{older}.jsonl", hand_rows(AKEYS[0], AIDS[0], older, ["timeout"]))
     write_segment(root, f"{old}.jsonl", hand_rows(AKEYS[1], AIDS[1], old, []))  # open
     write_segment(root, f"{edge}.jsonl", hand_rows(AKEYS[2], AIDS[2], edge, ["timeout"]))
+    _agreeing_clock(root)
     code, out = run(capsys, "prune", "--data-root", str(root.root))
     assert code == 0 and out["would_remove"] == [older] and out["kept_open"] == [old]
-    assert len(os.listdir(root.outcomes)) == 3
+    assert len(os.listdir(root.outcomes)) == 4
     code, out = run(capsys, "prune", "--data-root", str(root.root), "--apply")
     assert code == 0 and out["removed"] == [older]
-    assert sorted(os.listdir(root.outcomes)) == [f"{old}.jsonl", f"{edge}.jsonl"]
+    assert sorted(os.listdir(root.outcomes)) == sorted(
+        [f"{old}.jsonl", f"{edge}.jsonl", f"{_yesterday()}.jsonl"]
+    )
     assert not root.journal_lock.exists() or os.stat(root.journal_lock).st_uid == os.geteuid()
+
+
+def _yesterday() -> str:
+    """A day whose rows (`hand_rows` stamps 10:00) are always under two days old."""
+    return (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
+
+
+def _agreeing_clock(root: DataRoot) -> None:
+    """What a running worker leaves: a recent row and its retention record."""
+    day = _yesterday()
+    write_segment(root, f"{day}.jsonl", hand_rows("7" * 64, "8" * 32, day, ["timeout"]))
+    write_record(root, Record(dt.datetime.now(dt.UTC).replace(microsecond=0)))
+
+
+@pytest.mark.parametrize(
+    ("record", "finding"),
+    [
+        (None, "record_unreadable"),
+        (dt.timedelta(days=-40), "clock_ahead_of_record"),
+        (dt.timedelta(days=40), "clock_behind_record"),
+    ],
+)
+def test_prune_removes_nothing_unless_the_clock_agrees_with_the_record(
+    root: DataRoot,
+    capsys: pytest.CaptureFixture[str],
+    record: dt.timedelta | None,
+    finding: str,
+) -> None:
+    """A segment is never removed on the word of the operator's clock alone
+    (`kexpr.spool.retention`): no record, or a record far from now, holds."""
+    older = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=41)).isoformat()
+    write_segment(root, f"{older}.jsonl", hand_rows(AKEYS[0], AIDS[0], older, ["timeout"]))
+    day = _yesterday()
+    write_segment(root, f"{day}.jsonl", hand_rows(AKEYS[1], AIDS[1], day, ["timeout"]))
+    if record is not None:
+        write_record(root, Record(dt.datetime.now(dt.UTC).replace(microsecond=0) + record))
+    code, out = run(capsys, "prune", "--data-root", str(root.root), "--apply")
+    assert code == 1 and out["findings"] == [{"finding": finding, "where": "retention.json"}]
+    assert len(os.listdir(root.outcomes)) == 2
 
 
 def test_prune_refuses_an_unverified_journal(

@@ -37,6 +37,7 @@ from kexpr.spool.messages import (
     SpoolReport,
 )
 from kexpr.spool.outcomes import Outcome, ReportOutcome
+from kexpr.spool.retention import Hold
 from kexpr.worker import housekeeping, listing, reports, scan
 from kexpr.worker.daemon import Worker
 from kexpr.worker.exitcodes import ExitCode
@@ -604,6 +605,7 @@ def test_retention_terminalizes_then_removes_an_aged_segment(root, provider, env
         f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json"
     )  # open (awaiting report)
     clock.advance(35 * 86400)  # 2027-01-04: 2026-11-30 is exactly 35 completed days old
+    housekeeping.sweep(w1.parts)  # w1 ran all along: its retention record says now
     w2 = make_worker(root, provider, clock, env)
     assert outcomes(root) == ["claim_expired_canonical"]  # restart after expiry
     assert (root.outcomes / "2026-11-30.jsonl").exists()  # still inside the window
@@ -628,12 +630,18 @@ def test_retention_terminalizes_an_open_attempt_before_its_segment_ages_out(
     w.handle_claimed(f"{submit(root, clock, akey='1' * 32, rid=rid(1))}.json")  # awaiting report
     clock.advance(36 * 86400)
     before = raw_segment(root)
+    housekeeping.sweep(w.parts)
+    # The journal's newest row is 36 days old: retention holds (spool.journal
+    # rule 7a), so nothing is terminalized or removed.
+    assert outcomes(root) == [None] and w.parts.retention.hold is Hold.JOURNAL_STALE
+    # A new row: the journal agrees with the clock again.
+    w.handle_claimed(f"{submit(root, clock, akey='2' * 32, rid=rid(2))}.json")
     housekeeping.sweep(w.parts)  # the grace has not passed, but the segment is leaving the window
-    # Terminalized first; the segment stays while it holds the newest row.
-    assert outcomes(root) == ["claim_expired_canonical"]
+    # Terminalized first, then removed whole.
     rows = [json.loads(x) for x in before.split(b"\n") if x]
     assert len(rows) == 1  # we saw only the start row before the sweep
     assert w.counters.by_outcome == {"claim_expired_canonical": 1}
+    assert os.listdir(root.outcomes) == ["2027-01-05.jsonl"]
 
 
 def test_retention_runs_before_a_new_attempt(root, provider, env) -> None:
