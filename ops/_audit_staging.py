@@ -29,6 +29,7 @@ from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
 from kexpr.spool.fsio import RESERVATION_MARK, staged_final
 from kexpr.spool.layout import QUARANTINE_CLEAR_NAME
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
+from kexpr.spool.retention import RECORD_NAME as RETENTION_RECORD
 
 # A staging file lives for one write (milliseconds) or, an answer's reservation,
 # for one provider call (bounded by the request's deadline, seconds). Ten
@@ -57,6 +58,7 @@ _STAGED_AT_TOP: Final = frozenset(
         "identity.sealed",
         "worker.status.json",
         SUPERVISOR_STATUS_NAME,
+        RETENTION_RECORD,
     }
 )
 
