@@ -5,7 +5,7 @@ and ``kexpr promotion-report`` print some of the same lines."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kexpr.ops._status_figures import ProcessStatus
@@ -94,7 +94,7 @@ def render(report: StatusReport) -> str:
     return "\n".join(lines)
 
 
-def render_left(left: Mapping[str, list[Mapping[str, Any]]]) -> list[str]:
+def render_left(left: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
     """Per surface, what is left to style (`left_to_style`): its asked slots by
     semantic ID, or "nothing to style"."""
     width = max(len(s) for s in left)
