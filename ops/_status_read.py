@@ -79,7 +79,35 @@ class StatusReport:
             "supervisor": proc(self.supervisor),
             "glossary": self.glossary,
             "identity": None if self.identity is None else self.identity.to_json(),
+            "left_to_style": left_to_style(),
         }
+
+
+def left_to_style() -> dict[str, list[dict[str, Any]]]:
+    """Per surface, what the product can still style: each slot and manifest
+    branch (semantic IDs, no text) the fit table leaves a choice
+    (`kexpr.spool.contract.fit.slot_styleable`), with its count of compositions;
+    [] for a surface with nothing to style (`surface_styleable`, design §6.2).
+    From the code alone: the same on every data root."""
+    from kexpr.spool.contract import MANIFEST
+    from kexpr.spool.contract.fit import compositions, slot_styleable, surface_styleable
+
+    surfaces = dict.fromkeys(row.surface for row in MANIFEST.values())
+    out: dict[str, list[dict[str, Any]]] = {}
+    for surface in surfaces:
+        out[surface] = [
+            {
+                "slot_id": slot_id,
+                "ids": list(branch),
+                "compositions": len(compositions(slot_id, branch)),
+            }
+            for row in MANIFEST.values()
+            if row.surface == surface and surface_styleable(surface)
+            for slot_id in row.slot_ids
+            for branch in row.branches
+            if slot_styleable(slot_id, branch)
+        ]
+    return out
 
 
 def pid_alive(pid: int) -> bool:

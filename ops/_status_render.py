@@ -5,11 +5,11 @@ and ``kexpr promotion-report`` print some of the same lines."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kexpr.ops._status_figures import ProcessStatus
-from kexpr.ops._status_read import StatusReport
+from kexpr.ops._status_read import StatusReport, left_to_style
 from kexpr.ops._status_verdicts import REFUSED_SHARE, refused_share, speed_refusals
 from kexpr.ops.identity_cli import render_line
 from kexpr.worker.histograms import CALL_BUDGET_S, FIGURES
@@ -90,9 +90,25 @@ def render(report: StatusReport) -> str:
         lines.append(f"glossary    {report.glossary}")
     if report.identity is not None:
         lines.append(f"identity    {render_line(report.identity)}")
+    lines += render_left(left_to_style())
     verdict = report.verdict.value + (f" ({report.problem})" if report.problem else "")
     lines.append(f"verdict     {verdict}")
     return "\n".join(lines)
+
+
+def render_left(left: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """Per surface, what is left to style (`left_to_style`): its asked slots by
+    semantic ID, or "nothing to style"."""
+    width = max(len(s) for s in left)
+    lines = []
+    for i, (surface, slots) in enumerate(left.items()):
+        head = "left        " if i == 0 else "            "
+        said = "; ".join(
+            f"{s['slot_id']} ({' '.join(s['ids'])}): {s['compositions']} compositions"
+            for s in slots
+        )
+        lines.append(f"{head}{surface:<{width}}  {said or 'nothing to style'}")
+    return lines
 
 
 def render_style(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -7,10 +7,12 @@ Three processes, as in production:
 - the supervisor starts the worker (the only process holding the key);
 - a *gateway* process (``python -m kexpr.ops.demo``) started with an explicit
   environment WITHOUT the key imports `gateway_shim`, presents sample artifacts
-  of all four surfaces (daily complete/partial, weekly, a dualcoachtest card
-  with two review reasons, a physique card) in enabled mode, every surface on
-  (the terminal is its publication: each selected body is printed, then
-  reported ``selected``), and prints a table.
+  of all four surfaces (daily complete/partial, a weekly report whose goal range
+  is missing, a dualcoachtest card with two review reasons, a physique card) in
+  enabled mode, every surface on (the terminal is its publication: each selected
+  body is printed, then reported ``selected``), and prints a table. Only the
+  weekly report has a slot to ask (the fit table, design §6.2): the others are
+  the host's text with the outcome ``nothing_to_style``, no request.
 
 Who answers:
 
@@ -28,7 +30,8 @@ Who answers:
   replayed", never presented as live).
 
 When a model answered, the table shows the selected text of the first slot with
-the slot text between ⟦ and ⟧ (`kexpr.ops.replay.MARK_OPEN`/``MARK_CLOSE``;
+the slot text between ⟦ and ⟧, its lines joined by `LINE_JOIN` (the weekly
+interpretation is two lines, and its style word stands before the second) (`kexpr.ops.replay.MARK_OPEN`/``MARK_CLOSE``;
 every byte outside them is the host's, locked; the samples never contain those
 two characters). The samples are the demo's own synthetic bodies, nothing else.
 A legend explains the outcome column; its numbers (the call's timeout, the
@@ -64,6 +67,8 @@ REPORTS_TIMEOUT_S: Final = 5.0
 REHEARSAL_TOKENS_PER_S: Final = float(FASTEST_TOKENS_PER_S)
 REHEARSAL_FIRST_TOKEN_S: Final = FIRST_TOKEN_S
 REHEARSAL_SUFFIX: Final = "-rehearsal"
+# Between the lines of a slot of several lines, in the table's one-line excerpt.
+LINE_JOIN: Final = " / "
 
 
 def cli(argv: list[str]) -> int:
@@ -298,21 +303,22 @@ def host_bodies() -> HostBodies:
             condition="2/5",
             digestion="기록 없음",
         ),
+        # The goal range missing (branch I2): the one message with a slot to ask.
         weekly=format_weekly(
             recent="72.40kg",
             prior="72.10kg",
             change="+0.42%",
             rate="85.71%",
-            goal_range="+0.10~+0.50%",
-            interpretation=WeeklyInterpretation.IN_GOAL,
-            judgment=WeeklyJudgment.KEEP,
+            goal_range="기록 없음",
+            interpretation=WeeklyInterpretation.GOAL_MISSING,
+            judgment=WeeklyJudgment.RECORDS,
         ),
     )
 
 
 def _samples() -> list[Sample]:
     """The four surfaces, with synthetic data: daily (complete and partial),
-    weekly, a dualcoachtest card with two review reasons, a physique card.
+    weekly with the goal range missing, a dualcoachtest card with two review reasons, a physique card.
     Artifact inputs carry a fresh run token so each run is a new artifact."""
     from gateway_shim import (
         DUAL_SURFACE,
@@ -367,10 +373,10 @@ def _samples() -> list[Sample]:
         daily("daily partial", bodies.daily_partial, is_complete=False, n=2),
         Sample(
             "weekly.v1",
-            "weekly in goal",
+            "weekly, goal missing",
             lambda c: c.present_weekly(
                 bodies.weekly,
-                explicit_fields=("average_weight_kg", "prior_average_weight_kg", "goal_range"),
+                explicit_fields=("average_weight_kg", "prior_average_weight_kg"),
                 schedule_key=f"demo-{run}-weekly",
                 kind="weekly_report",
                 kst_day="2025-11-30",
@@ -428,7 +434,8 @@ def print_table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> No
 
 
 def first_slot_marked(cand: PresentationCandidate) -> str:
-    """The selected body's first slot text between the marks (its first line)."""
+    """The selected body's first slot text between the marks, its lines joined
+    by `LINE_JOIN`."""
     from kexpr.ops.replay import MARK_CLOSE, MARK_OPEN
 
     units = cand.body.encode("utf-16-le")
@@ -436,7 +443,7 @@ def first_slot_marked(cand: PresentationCandidate) -> str:
     for start, end in (*cand.locked_spans_utf16, (len(units) // 2, len(units) // 2)):
         if start > position:
             text = units[2 * position : 2 * start].decode("utf-16-le")
-            return MARK_OPEN + text.split("\n")[0] + MARK_CLOSE
+            return MARK_OPEN + LINE_JOIN.join(text.split("\n")) + MARK_CLOSE
         position = end
     return MARK_OPEN + MARK_CLOSE
 
@@ -499,7 +506,7 @@ def outcome_legend(*, timeout_s: float, wait_s: float) -> dict[str, str]:
         "credential_unavailable": "the worker has no OPENAI_API_KEY: no request was made, canonical body",
         "disabled": "the config block or this surface is off: canonical, nothing written",
         "ineligible": "this body has no slot kexpr may style (or is not the host's format): canonical, no call",
-        "nothing_to_style": "the host's format, but no style word fits any of its sentences: canonical, nothing written",
+        "nothing_to_style": "no style word reads at least as well as the host's own text here: the host's text, no request",
         "timeout": f"no valid answer within the call's {timeout_s:g} s (timeout_seconds; "
         f"the request waits {wait_s:g} s in all): canonical",
         "provider_error": "the provider call failed (never retried): canonical",
@@ -556,7 +563,8 @@ def print_legend(
         print()
         print(
             f"{MARK_OPEN}…{MARK_CLOSE} marks the slot text: the model's composition (its style "
-            "words around the host's own sentences); every other byte is the host's, locked"
+            "words around the host's own sentences; a slot's lines joined by"
+            f" '{LINE_JOIN.strip()}'); every other byte is the host's, locked"
         )
     if rehearsal is not None:
         print(

@@ -17,6 +17,14 @@ The plan's gates, as data (`FLAGS`, `REQUIRED_SELECTED`, `WINDOW_DAYS`):
   ``adaptive_operator``. The shared ``adaptive_operator`` flag covers both card
   schemas, so its gate holds only when *both* adaptive surfaces' gates hold
   ("both adaptive versions must pass independently").
+- A surface with nothing to style (`kexpr.spool.contract.fit.surface_styleable`:
+  no shape of it has a slot the fit table leaves a choice) has its own gate,
+  ``nothing_to_style``: not promotable, whatever its rows say. No style word reads
+  at least as well as the host's own text before any of its sentences (design
+  §6.2), so the plan's gate 2 ("a real model authors … in every requested
+  surface") cannot be met on it with the reviewed lexicon. It is neither a failure
+  nor held; a flag covering such a surface is not promotable either, and the order
+  passes over it (it stays as it is: enabling it would style nothing).
 - A rehearsal data root (``rehearsal.marker``, `kexpr.spool.rehearsal`) is no
   evidence: the built-in model answered, not the provider. Exit 2, no gates,
   and one line that says so (``{"rehearsal": true}`` with ``--json``).
@@ -68,10 +76,11 @@ from kexpr.ops.readers import (
     read_worker_status,
     verify_journal,
 )
+from kexpr.ops.surfaces_cli import NOTHING_TO_STYLE_REASON
 from kexpr.spool.canonical import format_ts
 from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
-from kexpr.spool.contract.fit import slot_styleable
+from kexpr.spool.contract.fit import slot_styleable, surface_styleable
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME, is_rehearsal_root
 from kexpr.worker.histograms import CALL_BUDGET_S
@@ -91,6 +100,12 @@ FLAGS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("weekly", ("weekly.v1",)),
     ("adaptive_operator", ("adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1")),
 )
+# How the report says `Gate.NOTHING_TO_STYLE`, and why (design §6.2).
+NOTHING_TO_STYLE_WORDS: Final = "nothing to style: not promotable"
+GATE_2_UNMET: Final = (
+    'the plan\'s gate 2 ("a real model authors … in every requested surface") cannot be'
+    " met on these surfaces with the reviewed lexicon (docs/design.md §6.2)"
+)
 SELECTED: Final = "shadow_selected"
 TIMEOUT: Final = "timeout"
 # Where the call-time figures came from (`CallFigures.source`).
@@ -100,8 +115,10 @@ STATUS_UNREADABLE: Final = "status_unreadable"
 
 
 class Gate(enum.StrEnum):
-    """A gate's state. Declaration order is severity order (worst first)."""
+    """A gate's state. Declaration order is severity order (worst first):
+    ``nothing_to_style`` first, because no evidence can ever change it."""
 
+    NOTHING_TO_STYLE = "nothing_to_style"
     JOURNAL_INCOMPLETE = "journal_incomplete"
     FAILURES_PRESENT = "failures_present"
     PENDING_ATTEMPTS = "pending_attempts"
@@ -132,6 +149,11 @@ class SurfaceEvidence:
     refused_too_slow: int | None = None
     refused_cooling_down: int | None = None
     too_slow_last: Mapping[str, Any] | None = None
+
+    @property
+    def promotable(self) -> bool:
+        """False when the surface has nothing to style (module docstring)."""
+        return self.gate is not Gate.NOTHING_TO_STYLE
 
     @property
     def refused(self) -> int | None:
@@ -187,6 +209,8 @@ class SurfaceEvidence:
             "pending": self.pending,
             "enabled_attempts": self.enabled_attempts,
             "gate": self.gate.value,
+            "promotable": self.promotable,
+            "reason": None if self.promotable else NOTHING_TO_STYLE_REASON,
             "margin": self.margin_json(),
             "refused": {
                 "provider_too_slow": self.refused_too_slow,
@@ -273,36 +297,50 @@ def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]
         return tuple(p for p in slots if slot_styleable(p.slot_id, p.semantic_ids))
 
     Variants = list[tuple[str, tuple[SlotPolicy, ...]]]
-    daily: Variants = [
-        ("daily.v1", (slot_policy("daily.status", b),)) for b in branches("daily.status")
-    ]
-    weekly: Variants = [
-        ("weekly.v1", (slot_policy("weekly.interpretation", i), slot_policy("weekly.rationale", r)))
-        for i in branches("weekly.interpretation")
-        for r in branches("weekly.rationale")
-    ]
-    physique: Variants = [
-        ("adaptive.physique.card.v1", (slot_policy("adaptive.physique.review_instruction", b),))
-        for b in branches("adaptive.physique.review_instruction")
-    ]
+
+    def sent(surface: str, shapes: list[tuple[SlotPolicy, ...]]) -> Variants:
+        # Only the slots the fit table lets be styled are asked (design §6.1); a
+        # message with none is never sent (nothing_to_style), so it is no shape of
+        # a call.
+        return [(surface, c) for slots in shapes if (c := asked(*slots))]
+
+    daily = sent("daily.v1", [(slot_policy("daily.status", b),) for b in branches("daily.status")])
+    weekly = sent(
+        "weekly.v1",
+        [
+            (slot_policy("weekly.interpretation", i), slot_policy("weekly.rationale", r))
+            for i in branches("weekly.interpretation")
+            for r in branches("weekly.rationale")
+        ],
+    )
+    physique = sent(
+        "adaptive.physique.card.v1",
+        [
+            (slot_policy("adaptive.physique.review_instruction", b),)
+            for b in branches("adaptive.physique.review_instruction")
+        ],
+    )
     out: list[tuple[str, Variants]] = [
-        ("daily cards", daily),
-        ("weekly reports", weekly),
-        ("physique cards", physique),
+        (name, variants)
+        for name, variants in (
+            ("daily cards", daily),
+            ("weekly reports", weekly),
+            ("physique cards", physique),
+        )
+        if variants
     ]
     for n in range(0, 10):
-        # Only the slots the fit table lets be styled are asked (the decision and
-        # the first review line are locked, design §6.1); a card with none is
-        # never sent (nothing_to_style), so it is no shape of a call.
-        cards = [
-            asked(
-                slot_policy("adaptive.dual.judgment", d),
-                *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(n)),
-            )
-            for d in branches("adaptive.dual.judgment")
-            for r in branches("adaptive.dual.review.N")
-        ]
-        variants: Variants = [("adaptive.dualcoachtest.card.v1", c) for c in cards if c]
+        variants = sent(
+            "adaptive.dualcoachtest.card.v1",
+            [
+                (
+                    slot_policy("adaptive.dual.judgment", d),
+                    *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(n)),
+                )
+                for d in branches("adaptive.dual.judgment")
+                for r in branches("adaptive.dual.review.N")
+            ],
+        )
         if not variants:
             continue
         name = (
@@ -372,8 +410,18 @@ class FlagGate:
     surfaces: tuple[str, ...]
     gate: Gate
 
+    @property
+    def promotable(self) -> bool:
+        """False when a surface it covers has nothing to style (module docstring)."""
+        return self.gate is not Gate.NOTHING_TO_STYLE
+
     def to_json(self) -> dict[str, Any]:
-        return {"flag": self.flag, "surfaces": list(self.surfaces), "gate": self.gate.value}
+        return {
+            "flag": self.flag,
+            "surfaces": list(self.surfaces),
+            "gate": self.gate.value,
+            "promotable": self.promotable,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,6 +449,11 @@ class PromotionReport:
             "surfaces": [s.to_json() for s in self.surfaces],
             "flags": [f.to_json() for f in self.flags],
             "order": [name for name, _ in FLAGS],
+            "nothing_to_style": {
+                "surfaces": [s.surface for s in self.surfaces if not s.promotable],
+                "reason": NOTHING_TO_STYLE_REASON,
+                "gate_2": GATE_2_UNMET,
+            },
             "journal": dict(self.journal),
             "call_figures": self.call_figures.to_json(),
         }
@@ -432,7 +485,9 @@ def evaluate(
         pending = len(shadow) - len(done)
         terminal = [r for r in window if r.outcome is not None]
         measured = figures.surfaces.get(surface)
-        if incomplete:
+        if not surface_styleable(surface):
+            gate = Gate.NOTHING_TO_STYLE
+        elif incomplete:
             gate = Gate.JOURNAL_INCOMPLETE
         elif failures:
             gate = Gate.FAILURES_PRESENT
@@ -546,7 +601,7 @@ def render(report: PromotionReport) -> str:
     for s in report.surfaces:
         lines.append(
             f"{s.surface:<32}{s.observations:>7}{s.selected:>10}{sum(s.failures.values()):>10}"
-            f"{s.pending:>9}{s.enabled_attempts:>9}  {s.gate.value}"
+            f"{s.pending:>9}{s.enabled_attempts:>9}  {gate_words(s.gate)}"
         )
     for s in report.surfaces:
         if s.failures:
@@ -580,14 +635,29 @@ def render(report: PromotionReport) -> str:
     lines += ["", f"{'flag':<20}gate"]
     for f in report.flags:
         note = "  (both adaptive surfaces)" if len(f.surfaces) > 1 else ""
-        lines.append(f"{f.flag:<20}{f.gate.value}{note}")
+        lines.append(f"{f.flag:<20}{gate_words(f.gate)}{note}")
     lines += [
         "",
         f"gate: >= {REQUIRED_SELECTED} shadow observations in the window, all shadow_selected, none pending",
         "order: daily -> weekly -> adaptive_operator, one flag at a time; enable a flag only when its gate",
-        "holds and every earlier flag is already enabled. This report enables nothing.",
+        "holds and every earlier promotable flag is already enabled; a flag with nothing to style is",
+        "not promotable and is passed over (it stays as it is). This report enables nothing.",
     ]
+    none = [s.surface for s in report.surfaces if not s.promotable]
+    if none:
+        lines += [
+            "",
+            f"{NOTHING_TO_STYLE_WORDS}: {', '.join(none)}",
+            f"  {NOTHING_TO_STYLE_REASON};",
+            f"  {GATE_2_UNMET}.",
+        ]
     return "\n".join(lines)
+
+
+def gate_words(gate: Gate) -> str:
+    """A gate as the human report says it: `NOTHING_TO_STYLE_WORDS` for a surface
+    or flag with nothing to style, its value otherwise."""
+    return NOTHING_TO_STYLE_WORDS if gate is Gate.NOTHING_TO_STYLE else gate.value
 
 
 def _ratio(r: float | None) -> str:

@@ -239,6 +239,11 @@ def print_replayed(results: Sequence[Replayed]) -> None:
     for r in results:
         print()
         print(f"[example, replayed] {r.surface} · {r.label} · {r.outcome}")
+        if r.outcome == "nothing_to_style":
+            from kexpr.ops.surfaces_cli import NOTHING_TO_STYLE_REASON
+
+            print(f"  the host's text, no request: {NOTHING_TO_STYLE_REASON}")
+            continue
         print("  canonical:")
         print("\n".join("    " + line for line in r.canonical.split("\n")))
         if r.styled is not None:

@@ -22,10 +22,16 @@ Rule 1 — the batch interface is fixed (other tools depend on it). A request li
            {"surface": "adaptive.dualcoachtest.card.v1" | "adaptive.physique.card.v1",
             "payload": {...}, "callback_data": str, "origin": "fresh" | "recovery"}
          and its answer, one JSON object per input line, in input order, is
-           {"eligible": true,  "reason": null,  "slots": [SLOT, ...], "roundtrip": bool}
-           {"eligible": false, "reason": ENUM,  "slots": [],          "roundtrip": null}
+           {"eligible": true,  "reason": null,  "slots": [SLOT, ...], "roundtrip": bool,
+            "nothing_to_style": bool, "nothing_to_style_reason": str | null}
+           {"eligible": false, "reason": ENUM,  "slots": [],          "roundtrip": null,
+            "nothing_to_style": null, "nothing_to_style_reason": null}
          with SLOT = {"slot_id", "predicate_ids", "action_ids"} (the IDs a presentation
-         would issue for that slot, in issued order). A line that is not such a
+         would issue for that slot, in issued order). An eligible body with no slot
+         is the host's format with nothing to ask (`nothing_to_style`: true, and
+         `NOTHING_TO_STYLE_REASON`, one fixed line): a presentation returns it
+         canonical with the outcome `nothing_to_style`, no request. It stays
+         eligible, and its roundtrip is judged as any other. A line that is not such a
          request answers `{"eligible": false, "reason": "invalid_request", ...}`.
          In the batch form every answer also carries `"line": N`, its input line
          number (1-based), so a consumer need not count lines.
@@ -79,6 +85,12 @@ EXIT_INELIGIBLE: Final = 1
 EXIT_UNUSABLE: Final = 2
 MAX_INPUT_BYTES: Final = 16 * 1024 * 1024
 INVALID_REQUEST: Final = "invalid_request"
+# Why an eligible body, or a whole surface, has nothing to style (design §6.2);
+# `kexpr promotion-report`, `kexpr status` and `kexpr run` say the same.
+NOTHING_TO_STYLE_REASON: Final = (
+    "no style word reads at least as well as the host's text before any of its"
+    " sentences (docs/design.md §6.2)"
+)
 ADAPTER_ERROR: Final = "adapter_error"
 
 DAILY: Final = "daily.v1"
@@ -114,6 +126,11 @@ class CheckResult:
     words: tuple[tuple[tuple[str, ...], ...], ...] = ()
     compositions: tuple[int, ...] = ()
 
+    @property
+    def nothing_to_style(self) -> bool | None:
+        """Eligible, but no slot to ask (Rule 1); None when not eligible."""
+        return None if not self.eligible else not self.slots
+
     def to_json_object(self) -> dict[str, object]:
         return {
             "eligible": self.eligible,
@@ -131,6 +148,8 @@ class CheckResult:
                 )
             ],
             "roundtrip": self.roundtrip,
+            "nothing_to_style": self.nothing_to_style,
+            "nothing_to_style_reason": NOTHING_TO_STYLE_REASON if self.nothing_to_style else None,
         }
 
 
@@ -295,10 +314,10 @@ def _human(surface: str, result: CheckResult) -> str:
     from kexpr.spool.contract.budget import id_token_bound
 
     lines = [f"{surface}: eligible"]
-    if not result.slots:
+    if result.nothing_to_style:
         lines[0] += (
-            ", nothing to style: no style word fits any of its sentences (the fit"
-            " table) — the host's canonical text is used, no request"
+            f", nothing to style: {NOTHING_TO_STYLE_REASON} — the host's canonical text"
+            " is used, no request"
         )
     for (slot_id, predicates, actions), words, n in zip(
         result.slots, result.words, result.compositions, strict=True

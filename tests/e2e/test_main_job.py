@@ -34,10 +34,32 @@ SURFACES = ("daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive
 EXPECTED_SAMPLES = [
     ("daily.v1", "daily complete"),
     ("daily.v1", "daily partial"),
-    ("weekly.v1", "weekly in goal"),
+    ("weekly.v1", "weekly, goal missing"),
     ("adaptive.dualcoachtest.card.v1", "dual card, 2 reasons"),
     ("adaptive.physique.card.v1", "physique card"),
 ]
+# The one sample with a slot to ask: the goal-missing weekly report (design §6.2).
+STYLED = 2
+NOTHING = ["nothing_to_style", "canonical"]
+# The host's own text of each sample with nothing to style, as its row shows it.
+CANONICAL_EXCERPTS = {
+    0: "저장된 오늘 기록을 확인했습니다.",
+    1: "일부 항목이 기록되지 않아 저장된 내용만 안내합니다.",
+    3: "현재 판단: 순응도 근거 충돌로 조정 보류",
+    4: "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.",
+}
+WEEKLY_FIRST = "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다."
+WEEKLY_HOLD = "목표 범위가 없어 이번 주 조정 판단은 보류합니다."
+NOTHING_LEGEND = [
+    "nothing_to_style",
+    "no style word reads at least as well as the host's own text here: the host's text, no request",
+]
+
+
+def assert_nothing_to_style_rows(got: list[list[str]]) -> None:
+    """Every sample but the weekly one: the host's text, no request, its excerpt."""
+    for i, excerpt in CANONICAL_EXCERPTS.items():
+        assert got[i][2:] == [*NOTHING, excerpt], got[i]
 
 
 def rows(stdout: str) -> list[list[str]]:
@@ -63,9 +85,11 @@ def test_main_job_without_key_is_canonical(data_root: Path) -> None:
     assert out.returncode == 0, out.stderr
     got = rows(out.stdout)
     assert samples(got) == EXPECTED_SAMPLES
-    assert all(r[2:4] == ["credential_unavailable", "canonical"] for r in got)
+    assert_nothing_to_style_rows(got)
+    assert got[STYLED][2:] == ["credential_unavailable", "canonical", WEEKLY_FIRST]
     legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
-    assert legend[0].split(None, 1) == [
+    assert legend[0].split(None, 1) == NOTHING_LEGEND
+    assert legend[1].split(None, 1) == [
         "credential_unavailable",
         "the worker has no OPENAI_API_KEY: no request was made, canonical body",
     ]
@@ -77,12 +101,16 @@ def test_main_job_without_key_is_canonical(data_root: Path) -> None:
     assert [line.split(" · ")[0].removeprefix("[example, replayed] ") for line in examples] == list(
         SURFACES
     )
-    assert all(line.endswith(" · accepted") for line in examples)
-    assert "not a live call" in out.stdout and out.stdout.count("  styled:") == len(SURFACES)
-    # Each row shows its first slot's canonical sentence.
-    text = out.stdout
-    assert "현재 판단: 순응도 근거 충돌로 조정 보류" in text
-    assert "제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요." in text
+    # The weekly example is accepted; the others have nothing to style, and say why.
+    assert [line.rsplit(" · ", 1)[1] for line in examples] == [
+        "nothing_to_style",
+        "accepted",
+        "nothing_to_style",
+        "nothing_to_style",
+    ]
+    assert "not a live call" in out.stdout and out.stdout.count("  styled:") == 1
+    assert out.stdout.count("  the host's text, no request: no style word reads") == 3
+    assert "⟦" + WEEKLY_FIRST + "\n    다만, " + WEEKLY_HOLD + "⟧" in out.stdout
 
 
 def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeOpenAI) -> None:
@@ -98,30 +126,27 @@ def test_main_job_with_key_reaches_the_provider(data_root: Path, fake_api: FakeO
     assert out.returncode == 0, out.stderr
     got = rows(out.stdout)
     assert samples(got) == EXPECTED_SAMPLES
-    # Enabled: the terminal is the demo's publication, so the model's words show.
-    assert all(r[2:4] == ["accepted", "selected"] for r in got)
-    # The fake's default style (the fit table's composition with the most words),
-    # in the slot, between the marks: each sample's first styled sentence takes
-    # its own cell's word (daily and the dual review line 그리고, weekly's first
-    # line 먼저 with its comma, the physique instruction 먼저 without).
-    assert [r[4] for r in got][0] == "⟦그리고 저장된 오늘 기록을 확인했습니다.⟧"
-    firsts = ["그리고 ", "그리고 ", "먼저, ", "그리고 ", "먼저 "]
-    assert len(got) == len(firsts)
-    for r, first in zip(got, firsts, strict=True):
-        assert r[4].startswith("⟦" + first) and r[4].endswith("⟧"), r[0]
-        assert r[4][len("⟦" + first)] not in " ,"  # one word, then the sentence
+    # Enabled: the terminal is the demo's publication, so the model's words show,
+    # on the one sample with a slot to ask; the others are the host's text.
+    assert_nothing_to_style_rows(got)
+    # The fake's default (the table's first composition, sorted): 다만 before the
+    # hold, the interpretation's second line; its two lines joined in the excerpt.
+    assert got[STYLED][2:] == [
+        "accepted",
+        "selected",
+        "⟦" + WEEKLY_FIRST + " / 다만 " + WEEKLY_HOLD + "⟧",
+    ]
     legend = out.stdout.split("\noutcome:\n", 1)[1].splitlines()
-    assert legend[0].split()[0] == "accepted"
+    assert legend[0].split(None, 1) == NOTHING_LEGEND and legend[1].split()[0] == "accepted"
     assert "live call:" not in out.stdout and "rehearsal" not in out.stdout  # a real call
     assert "[example, replayed]" not in out.stdout  # the live rows show the point
-    assert sorted(str(r["outcome"]) for r in terminal_rows(data_root)) == ["selected"] * 5
-    assert len(fake_api.requests) == len(EXPECTED_SAMPLES)
-    capsules = [r.capsule for r in fake_api.requests]
-    assert sorted(c["surface"] for c in capsules if c) == sorted(s for s, _ in EXPECTED_SAMPLES)
-    (dual,) = [c for c in capsules if c and c["surface"] == "adaptive.dualcoachtest.card.v1"]
-    # The judgment and the first review line are locked (no word fits them): the
-    # card with two reasons asks for its second review line alone.
-    assert [s["slot_id"] for s in dual["slots"]] == ["adaptive.dual.review.2"]
+    assert [str(r["outcome"]) for r in terminal_rows(data_root)] == ["selected"]
+    # One call, for the weekly report's interpretation alone (nothing_to_style makes
+    # no request, and the rationale is locked).
+    assert len(fake_api.requests) == 1
+    (capsule,) = [r.capsule for r in fake_api.requests]
+    assert capsule is not None and capsule["surface"] == "weekly.v1"
+    assert [s["slot_id"] for s in capsule["slots"]] == ["weekly.interpretation"]
     assert all(r.headers["authorization"] == "Bearer sk-demo" for r in fake_api.requests)
 
 
@@ -144,28 +169,22 @@ def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> 
     assert head.startswith("kexpr run: rehearsal (no OPENAI_API_KEY): ") and str(rehearsal) in head
     got = rows(out.stdout)
     assert samples(got) == EXPECTED_SAMPLES
-    assert all(r[2:4] == ["accepted", "selected"] for r in got)
-    for r in got:
-        slot = r[4]
-        assert slot.startswith("⟦") and slot.endswith("⟧") and slot.count("⟦") == 1
-    # The first line of each sample's first slot: the host's own sentence, with the
-    # one word its fit-table cell allows. A one-sentence slot always carries it;
-    # weekly's first line may stand bare (the rehearsal picks among the table's
-    # compositions, and some style only the second sentence).
-    texts = [r[4] for r in got]
-    assert texts[0] == "⟦그리고 저장된 오늘 기록을 확인했습니다.⟧"
-    assert texts[1] == "⟦그리고 일부 항목이 기록되지 않아 저장된 내용만 안내합니다.⟧"
-    weekly = "체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다."
-    assert texts[2] in ("⟦먼저, " + weekly + "⟧", "⟦" + weekly + "⟧")
-    assert texts[3] == "⟦그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다.⟧"
-    assert texts[4] == "⟦먼저 제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.⟧"
+    assert_nothing_to_style_rows(got)
+    # The weekly report's slot, marked: the host's two sentences, one of the table's
+    # two words before the hold (the rehearsal picks among its compositions).
+    assert got[STYLED][2:4] == ["accepted", "selected"]
+    assert got[STYLED][4] in (
+        "⟦" + WEEKLY_FIRST + " / 다만 " + WEEKLY_HOLD + "⟧",
+        "⟦" + WEEKLY_FIRST + " / 다만, " + WEEKLY_HOLD + "⟧",
+    )
     assert "⟦…⟧ marks the slot text" in out.stdout
     assert "rehearsal: the built-in model answered (100000 tokens/s after 0 s" in out.stdout
     assert "[example, replayed]" not in out.stdout
     # What the model wrote, content-free: the same style view as `kexpr status`.
     tail = out.stdout[out.stdout.index("style words the accepted answers used, per slot") :]
     style = [line for line in tail.splitlines()[1:] if line.strip()]
-    assert style[0].startswith("style       ") and "daily.status" in tail
+    assert style[0].startswith("style       ") and "weekly.interpretation" in tail
+    assert "daily.status" not in tail
     for line in style:
         words = re.findall(r"([가-힣]+) [0-9]+", line.split("answers:")[1])
         assert words and set(words) <= set(SAFE_STYLE_LEXEMES), line
@@ -173,7 +192,7 @@ def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> 
     # every selected body was reported.
     assert not data_root.exists()
     assert (rehearsal / "rehearsal.marker").is_file()
-    assert sorted(str(r["outcome"]) for r in terminal_rows(rehearsal)) == ["selected"] * 5
+    assert [str(r["outcome"]) for r in terminal_rows(rehearsal)] == ["selected"]
     report = subprocess.run(
         [sys.executable, "-m", "kexpr.ops.cli", "promotion-report", "--data-root", str(rehearsal)],
         env=env,
@@ -186,7 +205,9 @@ def test_main_job_without_key_rehearses_and_shows_the_words(data_root: Path) -> 
     # Twice in a row: the marked root is reused.
     again = run_job(data_root, env, *FAST)
     assert again.returncode == 0, again.stderr
-    assert all(r[2:4] == ["accepted", "selected"] for r in rows(again.stdout))
+    again_rows = rows(again.stdout)
+    assert_nothing_to_style_rows(again_rows)
+    assert again_rows[STYLED][2:4] == ["accepted", "selected"]
 
 
 def test_the_legend_takes_its_numbers_from_the_config() -> None:

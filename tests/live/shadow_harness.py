@@ -16,7 +16,11 @@ What one run does:
    run as root, so that ``kexpr audit`` can read the worker's dumpability.
 2. Starts a *gateway* process (`shadow_gateway.py`) with a clean environment —
    no key — that presents ``count`` distinct synthetic artifacts per surface
-   through the real shim in ``shadow`` mode. Each surface is one row of `CASES`:
+   with something to style (`PROOF_CASES`) through the real shim in ``shadow``
+   mode. A surface with nothing to style (`NOTHING_TO_STYLE`: no shape of it has a
+   slot the fit table leaves a choice, design §6.2) is never called: the summary
+   says "nothing to style: not promotable" with the reason, neither a failure
+   nor a pass. Each surface is one row of `CASES`:
    how to render its i-th synthetic canonical input and present it. Every host
    sender / editor / reservation / mark-pending entry point (`HostSpy`) raises
    if called; the gateway captures every log record and telemetry event.
@@ -74,9 +78,12 @@ from gateway_shim import (
     format_weekly,
 )
 from gateway_shim.surfaces.card import expected_buttons
+from kexpr.ops.promotion import NOTHING_TO_STYLE_WORDS
+from kexpr.ops.surfaces_cli import NOTHING_TO_STYLE_REASON
+from kexpr.spool.contract.fit import surface_styleable
 
 HERE: Final = Path(__file__).resolve().parent
-COUNT: Final = 12  # distinct synthetic capsules per surface (plan: 12 x 4 = 48)
+COUNT: Final = 12  # distinct synthetic capsules per surface with something to style
 CLEAN_ENV: Final = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 NOGROUP: Final = 65534
 PROOF_WINDOW: Final = dt.timedelta(hours=24)  # plan: within one 24-hour window
@@ -176,17 +183,17 @@ def _daily(coord: KoreanExpressionCoordinator, i: int, run: str) -> Presentation
 
 
 def _weekly(coord: KoreanExpressionCoordinator, i: int, run: str) -> PresentationCandidate:
-    # Host-shaped (docs/host-formats.md); 4 branches x 3 judgments = 12 distinct
-    # slot pairs (the typed rationale follows the judgment).
-    interpretation = list(WeeklyInterpretation)[i % 4]
-    judgment = list(WeeklyJudgment)[(i // 4) % 3]
+    # Host-shaped (docs/host-formats.md): the goal range missing (branch I2), the
+    # one message with a slot to ask (design §6.2); its three judgments and the
+    # values vary, each artifact its own schedule key.
+    judgment = list(WeeklyJudgment)[i % 3]
     body = format_weekly(
         recent="73.10kg",
         prior="72.80kg",
         change=f"+0.{i % 5}1%",
         rate="85.71%" if i % 2 else None,
-        goal_range="+0.10%~+0.50%",
-        interpretation=interpretation,
+        goal_range="기록 없음",
+        interpretation=WeeklyInterpretation.GOAL_MISSING,
         judgment=judgment,
         actions=[
             f"{CUSTOMER_VALUES[i % 2]} 님 평균 섭취 2,240kcal 유지",
@@ -195,7 +202,7 @@ def _weekly(coord: KoreanExpressionCoordinator, i: int, run: str) -> Presentatio
     )
     return coord.present_weekly(
         body,
-        explicit_fields=("average_weight_kg", "prior_average_weight_kg", "goal_range", "actions"),
+        explicit_fields=("average_weight_kg", "prior_average_weight_kg", "actions"),
         schedule_key=f"sched-live-{run}-{i}",
         kind="weekly_report",
         kst_day="2025-12-01",
@@ -267,6 +274,15 @@ CASES: Final[tuple[SurfaceCase, ...]] = (
     SurfaceCase("adaptive.physique.card.v1", "adaptive_operator", _physique),
 )
 
+# Only a surface with something to style is called; the others are said, never
+# counted (kexpr promotion-report says the same).
+PROOF_CASES: Final[tuple[SurfaceCase, ...]] = tuple(
+    c for c in CASES if surface_styleable(c.surface)
+)
+NOTHING_TO_STYLE: Final[tuple[str, ...]] = tuple(
+    c.surface for c in CASES if not surface_styleable(c.surface)
+)
+
 
 # ------------------------------------------------------------------ content checks
 
@@ -335,7 +351,7 @@ def run_proof(
     mode: str,
     https_proxy: str | None = None,
     ssl_cert_file: str | None = None,
-    cases: Iterable[SurfaceCase] = CASES,
+    cases: Iterable[SurfaceCase] = PROOF_CASES,
     count: int = COUNT,
     wire: Callable[[], list[bytes]] | None = None,
 ) -> ProofRun:
@@ -545,6 +561,11 @@ def summarize(
         "histogram_edges": edges_json(),
         "capsules_per_surface": count,
         "surfaces": surfaces,
+        # Never presented, never a failure, never passed (design §6.2).
+        "nothing_to_style": {
+            surface: {"gate": NOTHING_TO_STYLE_WORDS, "reason": NOTHING_TO_STYLE_REASON}
+            for surface in NOTHING_TO_STYLE
+        },
         "host_calls": len(results["host_calls"]),
         "telemetry_events": len(results["telemetry"]),
         "telemetry_content_free": telemetry_content_free(results["telemetry"]),

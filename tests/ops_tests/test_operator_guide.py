@@ -294,16 +294,16 @@ def test_every_figure_is_the_constant_it_names() -> None:
     from kexpr.spool.contract.fit import FIT, OPEN_FAMILY_FIT
     from kexpr.worker._transport import BODY_CAP_BYTES
 
-    # The fit table's words (design §6.1): three, and the seventeen others never.
+    # The fit table's words (design §6.1, §6.2): 다만 alone, and the twenty others never.
     used = {
         s.lexeme
         for cells in (*FIT.values(), *OPEN_FAMILY_FIT.values())
         for c in cells.values()
         for s in c
     }
-    assert used == {"그리고", "먼저", "이어서"} and len(SAFE_STYLE_LEXEMES) - len(used) == 17
+    assert used == {"다만"} and len(SAFE_STYLE_LEXEMES) - len(used) == 20
     words = section("메시지 유형 네 가지")
-    assert "쓰이는 말은 셋뿐입니다" in words and "나머지 열일곱 단어" in words
+    assert "쓰이는 말은 `다만` 하나뿐입니다" in words and "나머지 스무 단어" in words
     assert BODY_CAP_BYTES == 48 * 1024 and "48 KiB를 넘음" in section("문제 해결")
     codes = {c.name: c.value for c in ExitCode}
     assert (codes["UNSUPPORTED_DEPENDENCY"], codes["NOT_UNDUMPABLE"]) == (69, 71)
@@ -365,14 +365,14 @@ def test_the_surfaces_check_statement_is_what_each_form_prints(tmp_path: Path) -
     """The human single-message form prices each ID; the --jsonl line does not."""
     import json
 
-    from kit.bodies import DAILY_BODY
+    from kit.bodies import DAILY_BODY, STYLED_BODY
 
     text = tmp_path / "body.txt"
-    text.write_text(DAILY_BODY, "utf-8")
+    text.write_text(STYLED_BODY, "utf-8")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["surfaces", "check", "--surface", "daily.v1", str(text)]) == 0
-    assert "P_DAILY_COMPLETE (" in out.getvalue() and "tokens" in out.getvalue()
+        assert main(["surfaces", "check", "--surface", "weekly.v1", str(text)]) == 0
+    assert "P_WEEKLY_TREND_OBSERVED (" in out.getvalue() and "tokens" in out.getvalue()
     assert "answer: at most" in out.getvalue()
     jsonl = tmp_path / "m.jsonl"
     jsonl.write_text(json.dumps({"surface": "daily.v1", "body": DAILY_BODY}) + "\n", "utf-8")
@@ -417,15 +417,16 @@ def test_a_spoiled_window_clears_when_the_last_failure_is_older_than_the_window(
 
     def rec(days_ago: float, outcome: str) -> JournalRecord:
         t = (now - dt.timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return JournalRecord("daily.v1", "shadow", t, outcome)
+        # weekly: the one surface with something to style (design §6.2).
+        return JournalRecord("weekly.v1", "shadow", t, outcome)
 
-    def daily(records: list[JournalRecord]) -> str:
-        (s,) = [s for s in evaluate(records, now=now).surfaces if s.surface == "daily.v1"]
+    def weekly(records: list[JournalRecord]) -> str:
+        (s,) = [s for s in evaluate(records, now=now).surfaces if s.surface == "weekly.v1"]
         return s.gate.value
 
     good = [rec(1 + i / 10, "shadow_selected") for i in range(10)]
-    assert daily([*good, rec(13, "timeout")]) == "failures_present"
-    assert daily([*good, rec(15, "timeout")]) == "held"
+    assert weekly([*good, rec(13, "timeout")]) == "failures_present"
+    assert weekly([*good, rec(15, "timeout")]) == "held"
     assert "**마지막 실패가 14일을 넘긴 날**" in section("문제 해결")
 
 

@@ -36,13 +36,12 @@ def gates(records: list[JournalRecord], **kw: object) -> dict[str, str]:
 
 
 def test_ten_of_ten_selected_holds_the_gate() -> None:
-    g = gates([rec(DAILY) for _ in range(10)])
-    assert g[DAILY] == g["daily"] == "held"
-    assert g[WEEKLY] == g["weekly"] == "insufficient_observations"
+    g = gates([rec(WEEKLY) for _ in range(10)])
+    assert g[WEEKLY] == g["weekly"] == "held"
 
 
 def test_nine_is_not_enough() -> None:
-    assert gates([rec(DAILY) for _ in range(9)])["daily"] == "insufficient_observations"
+    assert gates([rec(WEEKLY) for _ in range(9)])["weekly"] == "insufficient_observations"
 
 
 @pytest.mark.parametrize(
@@ -57,40 +56,102 @@ def test_nine_is_not_enough() -> None:
     ],
 )
 def test_any_failure_in_the_window_breaks_the_gate(failure: str) -> None:
-    report = evaluate([*(rec(DAILY) for _ in range(20)), rec(DAILY, failure)], now=NOW)
-    daily = report.surfaces[0]
+    report = evaluate([*(rec(WEEKLY) for _ in range(20)), rec(WEEKLY, failure)], now=NOW)
+    weekly = report.surfaces[1]
     assert (
-        daily.gate is Gate.FAILURES_PRESENT
-        and daily.failures == {failure: 1}
-        and daily.selected == 20
+        weekly.gate is Gate.FAILURES_PRESENT
+        and weekly.failures == {failure: 1}
+        and weekly.selected == 20
     )
 
 
 def test_an_open_attempt_holds_the_gate_back() -> None:
     assert (
-        gates([*(rec(DAILY) for _ in range(10)), rec(DAILY, None)])["daily"] == "pending_attempts"
+        gates([*(rec(WEEKLY) for _ in range(10)), rec(WEEKLY, None)])["weekly"]
+        == "pending_attempts"
     )
 
 
 def test_only_the_window_counts() -> None:
-    old_failure = rec(DAILY, "timeout", days_ago=15)
-    assert gates([*(rec(DAILY) for _ in range(10)), old_failure])["daily"] == "held"
+    old_failure = rec(WEEKLY, "timeout", days_ago=15)
+    assert gates([*(rec(WEEKLY) for _ in range(10)), old_failure])["weekly"] == "held"
     assert (
-        gates([*(rec(DAILY, days_ago=15) for _ in range(10))])["daily"]
+        gates([*(rec(WEEKLY, days_ago=15) for _ in range(10))])["weekly"]
         == "insufficient_observations"
     )
-    assert gates([*(rec(DAILY, days_ago=15) for _ in range(10))], days=16)["daily"] == "held"
+    assert gates([*(rec(WEEKLY, days_ago=15) for _ in range(10))], days=16)["weekly"] == "held"
 
 
 def test_enabled_mode_attempts_are_not_shadow_evidence() -> None:
-    report = evaluate([rec(DAILY, "selected", mode="enabled") for _ in range(10)], now=NOW)
+    report = evaluate([rec(WEEKLY, "selected", mode="enabled") for _ in range(10)], now=NOW)
     assert (
-        report.surfaces[0].gate is Gate.INSUFFICIENT_OBSERVATIONS
-        and report.surfaces[0].enabled_attempts == 10
+        report.surfaces[1].gate is Gate.INSUFFICIENT_OBSERVATIONS
+        and report.surfaces[1].enabled_attempts == 10
     )
 
 
-def test_adaptive_operator_needs_both_adaptive_sets() -> None:
+# ---------------------------------------------- nothing to style
+
+
+def test_a_surface_with_nothing_to_style_is_not_promotable_whatever_its_rows() -> None:
+    """daily, the dual card and the physique card: no shape has a slot the fit table
+    leaves a choice (design §6.2). Their gate is its own state, never held and never
+    a failure, even with ten selected rows (a journal of an earlier table) or a
+    failure among them; and so is the flag that covers them."""
+    from kexpr.spool.contract.fit import surface_styleable
+
+    assert [s for s in (DAILY, WEEKLY, DUAL, PHYSIQUE) if surface_styleable(s)] == [WEEKLY]
+    for records in (
+        [],
+        [rec(s) for s in (DAILY, DUAL, PHYSIQUE) for _ in range(10)],
+        [rec(DAILY, "timeout"), rec(DUAL, None)],
+    ):
+        report = evaluate(records, now=NOW)
+        g = gates(records)
+        for name in (DAILY, DUAL, PHYSIQUE, "daily", "adaptive_operator"):
+            assert g[name] == "nothing_to_style", (name, records)
+        assert g[WEEKLY] == g["weekly"] == "insufficient_observations"
+        out = report.to_json()
+        for surface in out["surfaces"]:
+            assert surface["promotable"] is (surface["surface"] == WEEKLY)
+            assert (surface["reason"] is None) is (surface["surface"] == WEEKLY)
+        assert {f["flag"]: f["promotable"] for f in out["flags"]} == {
+            "daily": False,
+            "weekly": True,
+            "adaptive_operator": False,
+        }
+        assert out["nothing_to_style"]["surfaces"] == [DAILY, DUAL, PHYSIQUE]
+        assert "docs/design.md §6.2" in out["nothing_to_style"]["reason"]
+        assert "gate 2" in out["nothing_to_style"]["gate_2"]
+    # A quarantined day hides evidence; it cannot give a surface something to style.
+    g = gates([], quarantined_days=["2026-11-29"])
+    assert (g[DAILY], g[WEEKLY]) == ("nothing_to_style", "journal_incomplete")
+
+
+def test_the_human_report_says_nothing_to_style_and_why() -> None:
+    from kexpr.ops.promotion import render
+
+    text = render(evaluate([rec(WEEKLY) for _ in range(10)], now=NOW))
+    gate_of = {ln.split()[0]: ln for ln in text.splitlines() if ln.strip()}
+    for name in (DAILY, DUAL, PHYSIQUE, "daily", "adaptive_operator"):
+        assert "nothing to style: not promotable" in gate_of[name], name
+        assert "held" not in gate_of[name] and "failures" not in gate_of[name].split()[-4:]
+    assert gate_of[WEEKLY].endswith("  held") and gate_of["weekly"].startswith("weekly  ")
+    assert (
+        f"nothing to style: not promotable: {DAILY}, {DUAL}, {PHYSIQUE}\n"
+        "  no style word reads at least as well as the host's text before any of its"
+        " sentences (docs/design.md §6.2);\n"
+        '  the plan\'s gate 2 ("a real model authors … in every requested surface") cannot'
+        " be met on these surfaces with the reviewed lexicon (docs/design.md §6.2)."
+    ) in text
+    assert "a flag with nothing to style is\nnot promotable and is passed over" in text
+
+
+def test_adaptive_operator_needs_both_adaptive_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared flag's rule ("both adaptive versions must pass independently"),
+    for a table under which both cards have something to style; under the shipped
+    table neither has, and the flag is not promotable (above)."""
+    monkeypatch.setattr("kexpr.ops.promotion.surface_styleable", lambda surface: True)
     dual_only = [rec(DUAL) for _ in range(10)] + [rec(PHYSIQUE) for _ in range(9)]
     g = gates(dual_only)
     assert g[DUAL] == "held" and g[PHYSIQUE] == "insufficient_observations"
@@ -103,6 +164,9 @@ def test_adaptive_operator_needs_both_adaptive_sets() -> None:
         ]
         == "held"
     )
+    monkeypatch.setattr("kexpr.ops.promotion.surface_styleable", lambda surface: surface != DUAL)
+    both = [rec(DUAL) for _ in range(10)] + [rec(PHYSIQUE) for _ in range(10)]
+    assert gates(both)["adaptive_operator"] == "nothing_to_style"
 
 
 def test_the_order_is_daily_then_weekly_then_adaptive() -> None:
@@ -111,9 +175,9 @@ def test_the_order_is_daily_then_weekly_then_adaptive() -> None:
 
 
 def test_a_quarantined_day_in_the_window_makes_every_gate_incomplete() -> None:
-    records = [rec(DAILY) for _ in range(10)]
-    assert gates(records, quarantined_days=["2026-11-29"])["daily"] == "journal_incomplete"
-    assert gates(records, quarantined_days=["2026-10-01"])["daily"] == "held"
+    records = [rec(WEEKLY) for _ in range(10)]
+    assert gates(records, quarantined_days=["2026-11-29"])["weekly"] == "journal_incomplete"
+    assert gates(records, quarantined_days=["2026-10-01"])["weekly"] == "held"
 
 
 # ------------------------------------------------------------------ the command
@@ -130,9 +194,9 @@ def test_cli_reads_the_real_journal(data_root: Path) -> None:
     build_journal(
         data_root,
         [
+            # Rows of the surfaces with nothing to style (an earlier table's): no gate.
             *rows(DAILY, 10),
             *rows(WEEKLY, 10),
-            rows(WEEKLY, 1, "timeout")[0],
             *rows(DUAL, 10),
             *rows(PHYSIQUE, 10),
         ],
@@ -140,28 +204,41 @@ def test_cli_reads_the_real_journal(data_root: Path) -> None:
     out = kexpr("promotion-report", "--data-root", data_root)
     assert out.returncode == 0
     lines = {ln.split()[0]: ln.split()[1:] for ln in out.stdout.splitlines() if ln.strip()}
-    assert lines[DAILY] == ["10", "10", "0", "0", "0", "held"]
-    assert lines[WEEKLY] == ["11", "10", "1", "0", "0", "failures_present"]
-    assert lines["adaptive_operator"][0] == "held"
+    assert lines[DAILY] == [
+        "10",
+        "10",
+        "0",
+        "0",
+        "0",
+        "nothing",
+        "to",
+        "style:",
+        "not",
+        "promotable",
+    ]
+    assert lines[WEEKLY] == ["10", "10", "0", "0", "0", "held"]
+    assert lines["adaptive_operator"][:5] == ["nothing", "to", "style:", "not", "promotable"]
     report = json.loads(kexpr("promotion-report", "--data-root", data_root, "--json").stdout)
     assert {f["flag"]: f["gate"] for f in report["flags"]} == {
-        "daily": "held",
-        "weekly": "failures_present",
-        "adaptive_operator": "held",
+        "daily": "nothing_to_style",
+        "weekly": "held",
+        "adaptive_operator": "nothing_to_style",
     }
-    assert report["surfaces"][1]["failures"] == {"timeout": 1}
-    assert kexpr("promotion-report", "--data-root", data_root, "--require", "daily").returncode == 0
     assert (
-        kexpr(
-            "promotion-report",
-            "--data-root",
-            data_root,
-            "--require",
-            "daily",
-            "--require",
-            "weekly",
-        ).returncode
-        == 1
+        kexpr("promotion-report", "--data-root", data_root, "--require", "weekly").returncode == 0
+    )
+    for flag in ("daily", "adaptive_operator"):
+        argv = ("--require", "weekly", "--require", flag)
+        assert kexpr("promotion-report", "--data-root", data_root, *argv).returncode == 1
+    # A failure breaks the one promotable gate.
+    build_journal(data_root, [*rows(WEEKLY, 10), rows(WEEKLY, 1, "timeout")[0]])
+    out = kexpr("promotion-report", "--data-root", data_root)
+    lines = {ln.split()[0]: ln.split()[1:] for ln in out.stdout.splitlines() if ln.strip()}
+    assert lines[WEEKLY][-1] == "failures_present"
+    report = json.loads(kexpr("promotion-report", "--data-root", data_root, "--json").stdout)
+    assert report["surfaces"][1]["failures"] == {"timeout": 1}
+    assert (
+        kexpr("promotion-report", "--data-root", data_root, "--require", "weekly").returncode == 1
     )
 
 
@@ -198,19 +275,20 @@ def test_timeout_share_from_the_journal_and_p95_from_the_status() -> None:
     from kexpr.ops.promotion import STATUS_READ, CallFigures
     from kexpr.ops.status_cli import call_figures
 
-    doc = _status_doc({DAILY: [0.4] * 19 + [1.9], WEEKLY: [2.6] * 18 + [3.3, 3.9]})
+    # daily's rows and calls: an earlier table's (its margin is shown all the same).
+    doc = _status_doc({WEEKLY: [0.4] * 19 + [1.9], DAILY: [2.6] * 18 + [3.3, 3.9]})
     figures = CallFigures(STATUS_READ, doc["started_at_utc"], call_figures(doc))
     records = [
-        *(rec(DAILY) for _ in range(10)),
-        *(rec(WEEKLY) for _ in range(6)),
-        *(rec(WEEKLY, "timeout") for _ in range(3)),
-        rec(WEEKLY, "timeout", mode="enabled"),  # the call is the same in either mode
-        rec(WEEKLY, "timeout", days_ago=20),  # outside the window
-        rec(WEEKLY, None),  # open: not a terminal attempt
+        *(rec(WEEKLY) for _ in range(10)),
+        *(rec(DAILY) for _ in range(6)),
+        *(rec(DAILY, "timeout") for _ in range(3)),
+        rec(DAILY, "timeout", mode="enabled"),  # the call is the same in either mode
+        rec(DAILY, "timeout", days_ago=20),  # outside the window
+        rec(DAILY, None),  # open: not a terminal attempt
     ]
     report = evaluate(records, now=NOW, call_figures=figures)
     by = {s.surface: s.margin_json() for s in report.surfaces}
-    assert by[DAILY] == {
+    assert by[WEEKLY] == {
         "terminal_attempts": 10,
         "timeouts": 0,
         "timeout_share": 0.0,
@@ -220,13 +298,13 @@ def test_timeout_share_from_the_journal_and_p95_from_the_status() -> None:
         "call_budget_s": 3.0,
         "call_margin": "within_budget",
     }
-    assert by[WEEKLY]["terminal_attempts"] == 10 and by[WEEKLY]["timeouts"] == 4
-    assert by[WEEKLY]["timeout_share"] == 0.4
+    assert by[DAILY]["terminal_attempts"] == 10 and by[DAILY]["timeouts"] == 4
+    assert by[DAILY]["timeout_share"] == 0.4
     # 19 of 20 at or below 3.5 s: p95 is over the 3 s budget.
-    assert (by[WEEKLY]["p95_call_s"], by[WEEKLY]["call_margin"]) == (3.5, "over_budget")
+    assert (by[DAILY]["p95_call_s"], by[DAILY]["call_margin"]) == (3.5, "over_budget")
     assert by[DUAL]["timeout_share"] is None and by[DUAL]["call_margin"] == "no_calls"
     # The margin is shown, never a gate: the plan's gate is unchanged.
-    assert {s.surface: s.gate.value for s in report.surfaces}[DAILY] == "held"
+    assert {s.surface: s.gate.value for s in report.surfaces}[WEEKLY] == "held"
     assert report.to_json()["call_figures"] == {
         "file": "worker.status.json",
         "source": "read",
@@ -284,8 +362,8 @@ def test_cli_shows_the_margin_from_the_journal_and_the_status_file(data_root: Pa
 
 
 def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
-    """Regression: the report had no refusals, and at 77 tokens/s after
-    0.7 s the operator saw only an adaptive gate that never passed."""
+    """Regression: the report had no refusals, and at a slow provider the operator
+    saw only a gate that never passed."""
     from kexpr.ops.promotion import STATUS_READ, CallFigures, render, shape_verdicts
     from kexpr.ops.status_cli import admission_figures
 
@@ -294,84 +372,101 @@ def test_refusals_are_not_failures_and_the_excluded_shapes_are_named() -> None:
             "admission": {
                 "speed": {
                     "state": "learned",
-                    "first_token_s": 0.7,
-                    "tokens_per_s": 77.0,
-                    "overall_tokens_per_s": 60.0,
+                    "first_token_s": 0.9,
+                    "tokens_per_s": 55.0,
+                    "overall_tokens_per_s": 45.0,
                     "samples": 24,
                     "length_ratio": 1.0,
                 },
                 "refused_by_surface": {
-                    s: {"provider_too_slow": 4 if s == DUAL else 0, "provider_cooling_down": 0}
+                    s: {"provider_too_slow": 4 if s == WEEKLY else 0, "provider_cooling_down": 0}
                     for s in (DAILY, WEEKLY, DUAL, PHYSIQUE)
                 },
             }
         }
     )
     figures = CallFigures(STATUS_READ, None, {}, admission)
-    records = [rec(DUAL) for _ in range(3)]
+    records = [rec(WEEKLY) for _ in range(3)]
     report = evaluate(records, now=NOW, call_figures=figures)
-    dual = next(s for s in report.surfaces if s.surface == DUAL)
-    assert dual.failures == {} and dual.refused_too_slow == 4
-    assert dual.to_json()["refused"] == {
+    weekly = next(s for s in report.surfaces if s.surface == WEEKLY)
+    assert weekly.failures == {} and weekly.refused_too_slow == 4
+    assert weekly.gate is Gate.INSUFFICIENT_OBSERVATIONS
+    assert weekly.to_json()["refused"] == {
         "provider_too_slow": 4,
         "provider_cooling_down": 0,
         "share": None,  # no call figures in this status: no share
         "main_reason_not_styled": False,
         "last_too_slow": None,
     }
-    verdicts = {v.shape: v.verdict for v in shape_verdicts(0.7, 77.0)}
-    assert verdicts["daily cards"] == verdicts["physique cards"] == "styled"
-    # The fit table locks the decision and the first review line: a card of 0 or 1
-    # reason is never sent (no shape of a call), one of n asks for lines 2..n, so
-    # the ~200-token card that is too slow here is the one with 4 reasons.
-    dual_shapes = [s for s in verdicts if s.startswith("dual cards")]
-    assert dual_shapes == [f"dual cards with {n} reasons" for n in range(2, 7)]
-    assert verdicts["dual cards with 3 reasons"] == "styled"
-    assert verdicts["dual cards with 4 reasons"] == "not_styled"
+    # The only shape of a call is the goal-missing weekly report (design §6.2): a
+    # daily summary, a dual card and a physique card are never sent.
+    assert [v.shape for v in shape_verdicts(0.9, 55.0)] == ["weekly reports"]
+    assert {v.shape: v.verdict for v in shape_verdicts(0.9, 55.0)} == {
+        "weekly reports": "not_styled"
+    }
     text = render(report)
-    assert "dual cards with 4 reasons are not styled at this provider's speed" in text
-    assert "dual cards with 3 reasons are not styled" not in text
-    assert "daily cards are not styled" not in text
-    assert report.to_json()["call_figures"]["speed"]["tokens_per_s"] == 77.0
-    # At the fastest published rate every eligible shape is styled.
+    assert "weekly reports are not styled at this provider's speed" in text
+    assert "daily cards" not in text and "dual cards" not in text
+    assert report.to_json()["call_figures"]["speed"]["tokens_per_s"] == 55.0
+    # At 77 tokens/s after 0.7 s, and at the fastest published rate, it is styled.
+    assert {v.verdict for v in shape_verdicts(0.7, 77.0)} == {"styled"}
     assert {v.verdict for v in shape_verdicts(0.3, 110.0)} == {"styled"}
+
+
+def test_a_shape_is_some_when_only_its_shorter_variants_arrive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The verdict of a shape of several bounds (none ships under the table now:
+    the weekly report's variants share one), by the speed line and by the
+    worker's refused bounds alike."""
+    from kexpr.ops import promotion
+
+    monkeypatch.setattr(promotion, "_eligible_bounds", lambda: [("cards", [100, 200])])
+    assert [v.verdict for v in promotion.refused_shape_verdicts([(150, 297)])] == ["some"]
+    assert [v.verdict for v in promotion.refused_shape_verdicts([(50, 297)])] == ["not_styled"]
+    assert [v.verdict for v in promotion.refused_shape_verdicts([(201, 297)])] == ["styled"]
+    assert [v.verdict for v in promotion.shape_verdicts(0.9, 55.0)] == ["some"]
 
 
 def test_the_shapes_not_styled_are_the_workers_own_refused_bounds() -> None:
     """With the worker's refused bounds in the status file, the report names the
     shapes by the worker's own verdicts (not by a line of its own); and says when
     refusals are the main reason a surface is not styled."""
-    from kexpr.ops.promotion import STATUS_READ, CallFigures, refused_shape_verdicts, render
+    from kexpr.ops.promotion import (
+        STATUS_READ,
+        CallFigures,
+        _eligible_bounds,
+        refused_shape_verdicts,
+        render,
+    )
     from kexpr.ops.status_cli import admission_figures
 
-    verdicts = {v.shape: v.verdict for v in refused_shape_verdicts([(187, 297)])}
-    # Under the fit table a card of n reasons asks lines 2..n: 3 reasons ~151
-    # tokens arrive, 4 reasons ~196 are in the refused range.
-    assert verdicts["daily cards"] == verdicts["dual cards with 3 reasons"] == "styled"
-    assert verdicts["dual cards with 4 reasons"] == "not_styled"
-    # weekly reports span bounds 162-171: only the longer are refused at 165-297
-    assert {v.shape: v.verdict for v in refused_shape_verdicts([(165, 297)])}[
-        "weekly reports"
-    ] == "some"
+    (bound,) = {b for _, bounds in _eligible_bounds() for b in bounds}
+    assert {v.shape: v.verdict for v in refused_shape_verdicts([(bound + 1, 297)])} == {
+        "weekly reports": "styled"
+    }
+    assert {v.shape: v.verdict for v in refused_shape_verdicts([(bound, 297)])} == {
+        "weekly reports": "not_styled"
+    }
     admission = admission_figures(
         {
             "admission": {
                 "speed": {
                     "state": "learned",
                     "first_token_s": 0.5,
-                    "tokens_per_s": 70.0,
-                    "overall_tokens_per_s": 60.0,
+                    "tokens_per_s": 40.0,
+                    "overall_tokens_per_s": 35.0,
                     "samples": 20,
                     "length_ratio": 0.95,
-                    "refused_bounds": [[187, 297]],
+                    "refused_bounds": [[bound, 297]],
                 },
                 "refused_by_surface": {
-                    s: {"provider_too_slow": 12 if s == DUAL else 0, "provider_cooling_down": 0}
+                    s: {"provider_too_slow": 12 if s == WEEKLY else 0, "provider_cooling_down": 0}
                     for s in (DAILY, WEEKLY, DUAL, PHYSIQUE)
                 },
                 "too_slow_last": {
-                    DUAL: {
-                        "bound": 198,
+                    WEEKLY: {
+                        "bound": bound,
                         "evidence": "comparable",
                         "fits": 1,
                         "misses": 3,
@@ -383,21 +478,20 @@ def test_the_shapes_not_styled_are_the_workers_own_refused_bounds() -> None:
         }
     )
     calls = {"calls": 6, "failures": {"timeout": 1}, "margin": "within_budget"}
-    measured = {DUAL: {**calls, "p95_call_s": 2.75, "p95_completion_tokens": 192}}
+    measured = {WEEKLY: {**calls, "p95_call_s": 2.75, "p95_completion_tokens": 192}}
     figures = CallFigures(STATUS_READ, None, measured, admission)
-    report = evaluate([rec(DUAL) for _ in range(3)], now=NOW, call_figures=figures)
-    dual = next(s for s in report.surfaces if s.surface == DUAL)
-    assert dual.refused_share == 12 / 18 and dual.refusals_main_reason
-    out = dual.to_json()["refused"]
+    report = evaluate([rec(WEEKLY) for _ in range(3)], now=NOW, call_figures=figures)
+    weekly = next(s for s in report.surfaces if s.surface == WEEKLY)
+    assert weekly.refused_share == 12 / 18 and weekly.refusals_main_reason
+    out = weekly.to_json()["refused"]
     assert out["main_reason_not_styled"] is True and out["share"] == round(12 / 18, 4)
-    assert out["last_too_slow"]["bound"] == 198
+    assert out["last_too_slow"]["bound"] == bound
     text = render(report)
     assert "refusals are the main reason it is not styled" in text
-    assert "last too slow: bound 198, estimated 3.10 s against 3.00 s" in text
-    assert "dual cards with 4 reasons are not styled at this provider's speed" in text
-    assert "dual cards with 3 reasons are not styled" not in text
+    assert f"last too slow: bound {bound}, estimated 3.10 s against 3.00 s" in text
+    assert "weekly reports are not styled at this provider's speed" in text
     # More failed calls than refusals: refusals are not the main reason.
-    many = {DUAL: {**measured[DUAL], "failures": {"timeout": 13}, "calls": 20}}
+    many = {WEEKLY: {**measured[WEEKLY], "failures": {"timeout": 13}, "calls": 20}}
     report = evaluate([], now=NOW, call_figures=CallFigures(STATUS_READ, None, many, admission))
-    dual = next(s for s in report.surfaces if s.surface == DUAL)
-    assert dual.refused_share == 12 / 32 and not dual.refusals_main_reason
+    weekly = next(s for s in report.surfaces if s.surface == WEEKLY)
+    assert weekly.refused_share == 12 / 32 and not weekly.refusals_main_reason

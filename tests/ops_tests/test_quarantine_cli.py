@@ -9,11 +9,10 @@ import os
 from pathlib import Path
 
 from fakeapi import FakeOpenAI, compose_reply, default_style
+from kit.bodies import present_styled
 from ops_support import kexpr, start_supervisor, wait_for
-from shim.test_coordinator import BODY
 
 from gateway_shim import (
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
@@ -35,7 +34,7 @@ def test_clear_after_the_fix_serves_again_without_a_restart(
     sup = start_supervisor(data_root, fake=fake_api)
     root = sup.root
     coord = KoreanExpressionCoordinator(
-        KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True)), data_root
+        KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, weekly=True)), data_root
     )
     try:
         pid = sup.worker_pid()
@@ -44,9 +43,7 @@ def test_clear_after_the_fix_serves_again_without_a_restart(
         os.chmod(root.outcomes, 0o755)
         assert wait_for(lambda: _status(root).get("quarantine") == "bad_mode")
         assert kexpr("status", "--data-root", data_root).returncode == 1
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-q-1"
-        )
+        cand = present_styled(coord, "evt-q-1")
         assert cand.outcome is Outcome.SPOOL_UNAVAILABLE  # the shim checks the same modes
         out = kexpr("quarantine", "clear", "--data-root", data_root)
         assert out.returncode == 1, out.stdout + out.stderr
@@ -56,9 +53,7 @@ def test_clear_after_the_fix_serves_again_without_a_restart(
         assert out.returncode == 0, out.stdout + out.stderr
         assert json.loads(out.stdout) == {"result": "cleared", "was": "bad_mode", "why": None}
         assert kexpr("status", "--data-root", data_root).returncode == 0
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-q-2"
-        )
+        cand = present_styled(coord, "evt-q-2")
         assert cand.outcome is Outcome.SHADOW_SELECTED
         assert sup.worker_pid() == pid  # the same worker: no restart
         assert kexpr("journal", "verify", "--data-root", data_root).returncode == 0

@@ -12,6 +12,8 @@ from kexpr.ops.demo import _samples
 from kexpr.ops.replay import ExampleResponder, load_examples, mark_slots, replay
 
 SURFACES = {"daily.v1", "weekly.v1", "adaptive.dualcoachtest.card.v1", "adaptive.physique.card.v1"}
+# The one surface with a slot to ask (design §6.2): the goal-missing weekly report.
+STYLED = "weekly.v1"
 
 
 def first_per_surface():
@@ -34,27 +36,49 @@ def locked(text: str) -> list[str]:
     return [part.split("⟧")[-1] for part in text.split("⟦")]
 
 
-def test_every_surface_example_is_accepted_and_changes_only_slot_text() -> None:
-    assert set(load_examples()) == SURFACES
+def test_the_styled_example_is_accepted_and_changes_only_slot_text() -> None:
+    assert set(load_examples()) == {STYLED}
     results = replay(first_per_surface())
     assert {r.surface for r in results} == SURFACES
     for r in results:
+        if r.surface != STYLED:
+            # Nothing to style: the host's text, no request, no slot text to mark.
+            assert (r.outcome, r.styled) == ("nothing_to_style", None), r.surface
+            assert "⟦" not in r.canonical, r.surface
+            continue
         assert r.outcome == "accepted" and r.styled is not None, r.surface
         # Same locked bytes in the same places: only the marked runs differ.
         assert locked(r.styled) == locked(r.canonical), r.surface
         assert r.styled != r.canonical and r.styled.count("⟦") == r.canonical.count("⟦") >= 1
+        assert "다만, " in r.styled and "다만" not in r.canonical
+
+
+def test_every_example_answer_is_one_the_fit_table_accepts() -> None:
+    """The hand-written answers follow the table (design §6.1): each is one of its
+    slot's listed compositions for the demo's sample."""
+    from kexpr.spool.contract.fit import compositions
+
+    ids = ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL")
+    for slot_id, generated in load_examples()[STYLED].items():
+        assert generated in compositions(slot_id, ids), slot_id
 
 
 def test_an_example_that_breaks_the_contract_is_canonical(monkeypatch: pytest.MonkeyPatch) -> None:
-    (daily,) = [s for s in first_per_surface() if s[0] == "daily.v1"]
-    monkeypatch.setattr(
-        "kexpr.ops.replay.load_examples",
-        lambda: {"daily.v1": {"daily.status": "오늘은 차분히, [[P:01]]."}},
-    )
-    (r,) = replay([daily])  # 오늘은: not in the lexicon
-    assert (r.outcome, r.styled) == ("validation_rejected", None)
+    (weekly,) = [s for s in first_per_surface() if s[0] == STYLED]
+    bad = {
+        "[[P:01]]. 오늘은 [[A:01]].",  # 오늘은: not in the lexicon
+        "[[P:01]]. 그리고 [[A:01]].",  # a lexicon word outside its cell (style_misfit)
+        "[[P:01]]. [[A:01]].",  # no style word at all
+    }
+    for generated in bad:
+        monkeypatch.setattr(
+            "kexpr.ops.replay.load_examples",
+            lambda g=generated: {STYLED: {"weekly.interpretation": g}},
+        )
+        (r,) = replay([weekly])
+        assert (r.outcome, r.styled) == ("validation_rejected", None), generated
     monkeypatch.setattr("kexpr.ops.replay.load_examples", dict)  # no example for the surface at all
-    (r,) = replay([daily])
+    (r,) = replay([weekly])
     assert r.outcome == "validation_rejected" and r.styled is None
 
 

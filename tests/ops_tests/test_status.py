@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.bodies import STYLED_SURFACE
 from ops_support import kexpr
 from worker_tests.worker_kit import Clock, completion, composition_for, submit
 
@@ -237,7 +238,8 @@ def test_status_shows_each_surfaces_call_time_and_tokens(
         _present(w, root, clock, n)
     assert steps == []
     w.status.write()
-    written = json.loads(root.status_file.read_bytes())["calls_by_surface"]["daily.v1"]
+    # The worker kit's requests: the styled weekly report (the one surface called).
+    written = json.loads(root.status_file.read_bytes())["calls_by_surface"][STYLED_SURFACE]
     # 0.1 s, 2.6 s and 3.2 s: buckets (0, 0.25], (2.5, 2.75], (3.0, 3.5].
     assert [i for i, c in enumerate(written["call_seconds"]) for _ in range(c)] == [0, 10, 12]
     # 150 and 300 tokens: (128, 160] and (297, 320]; the timeout reported none.
@@ -249,15 +251,15 @@ def test_status_shows_each_surfaces_call_time_and_tokens(
     assert report.worker is not None
     figures = report.worker.fields["calls_by_surface"]
     assert set(figures) == {"daily.v1", "weekly.v1", *ADAPTIVE}
-    daily = figures["daily.v1"]
-    assert (daily["calls"], daily["margin"], daily["p95_call_s"]) == (3, "over_budget", 3.5)
-    assert daily["p95_completion_tokens"] == 320
-    assert figures["weekly.v1"]["calls"] == 0 and figures["weekly.v1"]["margin"] == "no_calls"
+    called = figures[STYLED_SURFACE]
+    assert (called["calls"], called["margin"], called["p95_call_s"]) == (3, "over_budget", 3.5)
+    assert called["p95_completion_tokens"] == 320
+    assert figures["daily.v1"]["calls"] == 0 and figures["daily.v1"]["margin"] == "no_calls"
     text = render(report)
-    assert "daily.v1" in text and "over_budget" in text and "<=3.5" in text
+    assert STYLED_SURFACE in text and "over_budget" in text and "<=3.5" in text
     assert "call_seconds" in text and "<=0.25 1  <=2.75 1  <=3.5 1" in text
     assert "completion_tokens" in text and "<=160 1  <=320 1  absent 1" in text
-    out = report.to_json()["worker"]["calls_by_surface"]["daily.v1"]
+    out = report.to_json()["worker"]["calls_by_surface"][STYLED_SURFACE]
     assert out["call_seconds"] == written["call_seconds"]
 
 
@@ -422,8 +424,9 @@ def test_status_shows_the_speed_estimate_the_cool_down_and_the_refusals(
     from kexpr.worker.cooldown import FAILURES_IN_A_ROW
 
     clock = Clock()
-    # Six daily calls at ~77 tokens/s after 0.7 s, then the provider times out.
-    steps: list[Step] = [(0.7 + 104 / 77, 104)] * 6
+    # Six calls at ~110 tokens/s after 0.3 s (fast enough that the learned speed
+    # refuses none), then the provider times out.
+    steps: list[Step] = [(0.3 + 104 / 110, 104)] * 6
     steps += [(3.0, httpx.ReadTimeout)] * FAILURES_IN_A_ROW
     w = _running_worker(root, clock, steps, monkeypatch)
     for n in range(1, 6 + FAILURES_IN_A_ROW + 3):
@@ -436,14 +439,14 @@ def test_status_shows_the_speed_estimate_the_cool_down_and_the_refusals(
     admission = report.worker.fields["admission"]
     assert admission["speed"]["state"] == "learned" and admission["speed"]["samples"] == 6
     assert admission["cooldown"]["state"] == "open"
-    assert admission["refused_by_surface"]["daily.v1"] == {
+    assert admission["refused_by_surface"][STYLED_SURFACE] == {
         "provider_too_slow": 0,
         "provider_cooling_down": 2,
     }
     text = render(report)
     assert "speed       first token" in text and "from the last 6 calls" in text
     assert "provider    cooling down" in text and f"failures in a row 0/{FAILURES_IN_A_ROW}" in text
-    assert "refused     surface" in text and "daily.v1" in text
+    assert "refused     surface" in text and STYLED_SURFACE in text
     out = report.to_json()["worker"]["admission"]
     assert out["cooldown"]["cool_downs"] == 1
 
@@ -661,3 +664,36 @@ def test_planted_speed_figures_are_dropped_not_echoed(root: DataRoot) -> None:
     for bad in ([[1, 2], [2, 3]], [[0, 5]], [[1, 400]], [[1]], "x", [[True, 2]]):
         speed["refused_bounds"] = bad
         assert "refused_bounds" not in admission_figures(planted)["speed"], bad
+
+
+def test_status_says_per_surface_what_is_left_to_style(root: DataRoot) -> None:
+    """From the fit table alone: the goal-missing weekly interpretation (IDs, no
+    text); "nothing to style" for every other surface (design §6.2)."""
+    report = collect(root, alive=lambda p: True)
+    weekly = [
+        {
+            "slot_id": "weekly.interpretation",
+            "ids": ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"],
+            "compositions": 2,
+        }
+    ]
+    assert report.to_json()["left_to_style"] == {
+        "daily.v1": [],
+        "weekly.v1": weekly,
+        "adaptive.dualcoachtest.card.v1": [],
+        "adaptive.physique.card.v1": [],
+    }
+    left = [ln for ln in render(report).splitlines() if ln.startswith(("left ", "      "))]
+    assert [ln.split() for ln in left] == [
+        ["left", "daily.v1", "nothing", "to", "style"],
+        [
+            "weekly.v1",
+            "weekly.interpretation",
+            "(P_WEEKLY_TREND_OBSERVED",
+            "A_WEEKLY_HOLD_FOR_MISSING_GOAL):",
+            "2",
+            "compositions",
+        ],
+        ["adaptive.dualcoachtest.card.v1", "nothing", "to", "style"],
+        ["adaptive.physique.card.v1", "nothing", "to", "style"],
+    ]

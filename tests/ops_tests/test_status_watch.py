@@ -52,8 +52,11 @@ def test_the_style_words_the_accepted_answers_used_are_counted_per_slot(
     env,
 ) -> None:
     """Regression: an operator could not see what the model writes in production."""
-    # The fit table's one daily word, and one answer it rejects (never counted).
-    styles = iter(["그리고 [[P:01]].", "차분히, [[P:01]].", "그리고 [[P:01]]."])
+    # The worker kit's requests are the styled weekly report: the fit table's two
+    # compositions, and one answer it rejects (a word outside its cell: never counted).
+    styles = iter(
+        ["[[P:01]]. 다만 [[A:01]].", "[[P:01]]. 그리고 [[A:01]].", "[[P:01]]. 다만, [[A:01]]."]
+    )
     provider.reply = lambda capsule: httpx.Response(
         200,
         json={
@@ -68,9 +71,9 @@ def test_the_style_words_the_accepted_answers_used_are_counted_per_slot(
     w.status.write()
     written = json.loads(root.status_file.read_bytes())
     assert written["style_words_by_slot"] == {
-        "daily.status": {"answers": 2, "words": {"그리고": 2}}
+        "weekly.interpretation": {"answers": 2, "words": {"다만": 2}}
     }
-    assert written["tokens_by_surface"]["daily.v1"] == {
+    assert written["tokens_by_surface"]["weekly.v1"] == {
         "prompt": 2700,
         "completion": 240,
         "calls_with_usage": 3,
@@ -78,9 +81,9 @@ def test_the_style_words_the_accepted_answers_used_are_counted_per_slot(
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.worker is not None
     assert report.worker.fields["style_words_by_slot"] == {
-        "daily.status": {"answers": 2, "words": {"그리고": 2}}
+        "weekly.interpretation": {"answers": 2, "words": {"다만": 2}}
     }
-    assert "style       daily.status  2 answers: 그리고 2" in render(report)
+    assert "style       weekly.interpretation  2 answers: 다만 2" in render(report)
 
 
 def test_a_planted_word_or_slot_is_never_shown(root: DataRoot) -> None:
@@ -177,6 +180,7 @@ def test_status_json_field_names_are_the_documented_ones(root: DataRoot) -> None
     assert top == sorted(doc) and sorted(doc) == [
         "glossary",
         "identity",
+        "left_to_style",
         "problem",
         "schema",
         "supervisor",

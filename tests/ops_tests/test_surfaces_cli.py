@@ -90,6 +90,8 @@ def test_an_invalid_request_line_answers_invalid_request_and_makes_the_input_unu
         "reason": INVALID_REQUEST,
         "slots": [],
         "roundtrip": None,
+        "nothing_to_style": None,
+        "nothing_to_style_reason": None,
     }
     assert [a.pop("line") for a in answers] == [1, 2, 3]
     assert answers[0] == answers[2]
@@ -262,8 +264,22 @@ def test_the_console_script_runs_the_command(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_INELIGIBLE, proc.stderr
     for number, raw in enumerate(lines, start=1):
         answer = json.loads(raw)
-        assert set(answer) == {"line", "eligible", "reason", "slots", "roundtrip"}
+        assert set(answer) == {
+            "line",
+            "eligible",
+            "reason",
+            "slots",
+            "roundtrip",
+            "nothing_to_style",
+            "nothing_to_style_reason",
+        }
         assert answer["line"] == number
+        # Eligible with nothing to ask: said, with its reason; otherwise not.
+        if answer["eligible"]:
+            assert answer["nothing_to_style"] is (answer["slots"] == [])
+            assert (answer["nothing_to_style_reason"] is None) is (answer["slots"] != [])
+        else:
+            assert answer["nothing_to_style"] is answer["nothing_to_style_reason"] is None
 
 
 @pytest.mark.parametrize("argv", [["surfaces"], ["surfaces", "bogus"]])
@@ -313,18 +329,12 @@ def test_a_dual_decision_only_the_operator_glossary_maps_needs_that_glossary(
     )
     code, answers, _ = _run(["--jsonl", "-", "--glossary", str(glossary)], _jsonl([request]))
     assert (code, answers[0]["eligible"], answers[0]["roundtrip"]) == (EXIT_ELIGIBLE, True, True)
-    # The decision is mapped (else ineligible, above) but its slot is locked: no
-    # style word fits a label's value (design §6.1), so it is never asked and the
-    # card's only slot is its second review line.
-    assert answers[0]["slots"] == [
-        {
-            "slot_id": "adaptive.dual.review.2",
-            "predicate_ids": ["P_DUAL_REASON_LATEST"],
-            "action_ids": [],
-            "words": [["그리고"]],
-            "compositions": 1,
-        }
-    ]
+    # The decision is mapped (else ineligible, above), but no slot of the card is
+    # asked: no style word fits a label's value (design §6.1), and none reads at
+    # least as well as the host's text before a review line (§6.2). Eligible, with
+    # nothing to style, and why.
+    assert (answers[0]["slots"], answers[0]["nothing_to_style"]) == ([], True)
+    assert answers[0]["nothing_to_style_reason"] == surfaces_cli.NOTHING_TO_STYLE_REASON
 
 
 @pytest.mark.parametrize(
@@ -406,7 +416,8 @@ def test_single_form_json_answers_exactly_as_the_batch_line(
 def test_single_form_human_readable_eligible_names_the_slots_and_the_roundtrip(
     tmp_path: Path,
 ) -> None:
-    request = _request_of("HOST-FORMATS.md W3")
+    # W5: the goal range missing (branch I2), the one message with a slot to ask.
+    request = _request_of("HOST-FORMATS.md W5")
     path = _write_single_input(tmp_path, request)
     code, out, err = _single(_single_argv(request, str(path)))
     assert (code, err) == (EXIT_ELIGIBLE, "")
@@ -417,19 +428,36 @@ def test_single_form_human_readable_eligible_names_the_slots_and_the_roundtrip(
     bound = slots_token_bound(
         "weekly.v1",
         (
-            slot_policy("weekly.interpretation", ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS")),
-            slot_policy("weekly.rationale", ("A_WEEKLY_KEEP_BASELINE",)),
+            slot_policy(
+                "weekly.interpretation",
+                ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"),
+            ),
         ),
     )
     assert out.splitlines() == [
         "weekly.v1: eligible",
-        "  slot weekly.interpretation: P_WEEKLY_IN_GOAL (6 tokens) P_WEEKLY_KEEP_BASIS (7 tokens)",
-        "    words before each sentence: '먼저,'; '그리고'|'이어서,' (5 compositions)",
-        "  slot weekly.rationale: A_WEEKLY_KEEP_BASELINE (6 tokens)",
-        "    words before each sentence: '그리고' (1 composition)",
+        "  slot weekly.interpretation: P_WEEKLY_TREND_OBSERVED (9 tokens)"
+        " A_WEEKLY_HOLD_FOR_MISSING_GOAL (10 tokens)",
+        "    words before each sentence: -; '다만'|'다만,' (2 compositions)",
         "  roundtrip: yes",
         f"  answer: at most {bound} tokens (o200k_base) of the 297-token budget: fits",
     ]
+
+
+def test_single_form_human_readable_nothing_to_style_says_why(tmp_path: Path) -> None:
+    # W3: goal in range (branch I3): the host's format, every slot locked.
+    request = _request_of("HOST-FORMATS.md W3")
+    path = _write_single_input(tmp_path, request)
+    code, out, err = _single(_single_argv(request, str(path)))
+    assert (code, err) == (EXIT_ELIGIBLE, "")
+    lines = out.splitlines()
+    assert lines[:2] == [
+        "weekly.v1: eligible, nothing to style: no style word reads at least as well as the"
+        " host's text before any of its sentences (docs/design.md §6.2) — the host's"
+        " canonical text is used, no request",
+        "  roundtrip: yes",
+    ]
+    assert not any(line.startswith("  slot ") for line in lines)
 
 
 def test_single_form_human_readable_ineligible_names_the_reason_never_the_text(

@@ -62,30 +62,30 @@ def test_console_script_dispatches(tmp_path: Path) -> None:
     assert subprocess.run([str(kexpr), "no-such-command"], capture_output=True).returncode == 2
     capsule = {
         "schema_version": "korean-expression-v4",
-        "surface": "daily.v1",
+        "surface": "weekly.v1",
         "artifact_key": "a" * 64,
         "slots": [
             {
-                "slot_id": "daily.status",
-                "allowed_predicate_ids": ["P_DAILY_COMPLETE"],
-                "allowed_action_ids": [],
-                "required_placeholder_tokens": ["[[P:01]]"],
-                "max_generated_chars": 96,
-                "max_style_lexemes": 8,
+                "slot_id": "weekly.interpretation",
+                "allowed_predicate_ids": ["P_WEEKLY_TREND_OBSERVED"],
+                "allowed_action_ids": ["A_WEEKLY_HOLD_FOR_MISSING_GOAL"],
+                "required_placeholder_tokens": ["[[P:01]]", "[[A:01]]"],
+                "max_generated_chars": 220,
+                "max_style_lexemes": 16,
             }
         ],
     }
     response = {
         "schema_version": "korean-expression-v4",
-        "surface": "daily.v1",
+        "surface": "weekly.v1",
         "artifact_key": "a" * 64,
         "slots": [
             {
-                "slot_id": "daily.status",
-                "predicate_ids": ["P_DAILY_COMPLETE"],
-                "action_ids": [],
-                "placeholder_tokens": ["[[P:01]]"],
-                "generated_ko": "그리고 [[P:01]].",
+                "slot_id": "weekly.interpretation",
+                "predicate_ids": ["P_WEEKLY_TREND_OBSERVED"],
+                "action_ids": ["A_WEEKLY_HOLD_FOR_MISSING_GOAL"],
+                "placeholder_tokens": ["[[P:01]]", "[[A:01]]"],
+                "generated_ko": "[[P:01]]. 다만 [[A:01]].",
             }
         ],
     }
@@ -105,7 +105,7 @@ def test_console_script_dispatches(tmp_path: Path) -> None:
         text=True,
     )
     assert out.returncode == 0 and json.loads(out.stdout) == {"verdict": "accepted", "reason": None}
-    response["slots"][0]["generated_ko"] = "오늘은 차분히, [[P:01]]."  # type: ignore[index]
+    response["slots"][0]["generated_ko"] = "[[P:01]]. 오늘은 [[A:01]]."  # type: ignore[index]
     (tmp_path / "r.txt").write_text(json.dumps(response, ensure_ascii=False))
     out = subprocess.run(
         [

@@ -90,6 +90,7 @@ __all__ = [
     "slot_cells",
     "slot_styleable",
     "style_reason",
+    "surface_styleable",
 ]
 
 # Rule 3.
@@ -272,6 +273,26 @@ def slot_styleable(slot_id: str, semantic_ids: Sequence[str]) -> bool:
     """True when the slot leaves the model a choice: at least `MIN_CHOICES`
     compositions (Rule 2)."""
     return composition_count(slot_cells(slot_id, semantic_ids)) >= MIN_CHOICES
+
+
+def surface_styleable(surface: str) -> bool:
+    """True when some message of ``surface`` has a slot the model is asked for: some
+    branch of some of its slots (the manifest's; an open family's operator IDs with
+    their family's cell, Rule 4) leaves a choice (`slot_styleable`). False: every
+    message of the surface is presented `nothing_to_style` (design §6.2), and an
+    unknown surface has no slot at all (Rule 5)."""
+    for row in MANIFEST.values():
+        if row.surface != surface:
+            continue
+        for slot_id in row.slot_ids:
+            if any(slot_styleable(slot_id, branch) for branch in row.branches):
+                return True
+            if row.open_id_pattern is not None:
+                # An open family's branch is one ID (manifest Rule 5).
+                family = OPEN_FAMILY_FIT[row.open_id_pattern][position_of(slot_id, 0)]
+                if composition_count((family,)) >= MIN_CHOICES:
+                    return True
+    return False
 
 
 def compositions(slot_id: str, semantic_ids: Sequence[str]) -> tuple[str, ...]:
