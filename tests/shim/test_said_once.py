@@ -14,12 +14,13 @@ import os
 from pathlib import Path
 
 import pytest
+from kit.bodies import present_styled
 from reference_host.samples import callback_data, dual_card, session
 from reference_host.scripted_worker import heartbeat
 
 from gateway_shim import DUAL_SURFACE, KoreanExpressionCoordinator, Mode, Outcome
 from kexpr.spool.layout import DataRoot
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
+from shim.test_coordinator import ScriptedWorker, accepted, coordinator
 
 ROUNDS = 3  # presentations per case: said once, however many
 
@@ -32,11 +33,14 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return _records(caplog, logging.WARNING)
 
 
-def _present_daily(coord: KoreanExpressionCoordinator, n: int = ROUNDS) -> list[Outcome]:
-    return [
-        coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{i}").outcome
-        for i in range(n)
-    ]
+# The styled weekly's interpretation slot, as the fit table allows it (design §6.1).
+STYLED = "[[P:01]]. 다만 [[A:01]]."
+
+
+def _present_styled(coord: KoreanExpressionCoordinator, n: int = ROUNDS) -> list[Outcome]:
+    """``n`` presentations of the styled weekly (one that would write a request), each
+    its own artifact."""
+    return [present_styled(coord, f"evt-{i}").outcome for i in range(n)]
 
 
 @pytest.fixture(autouse=True)
@@ -57,9 +61,9 @@ def test_a_data_root_that_cannot_exist_is_said_once(
     blocker = tmp_path / "kexpr-typo"
     blocker.write_text("")
     root = blocker / "korean-expression-v1"
-    coord = coordinator(root, Mode.SHADOW)
+    coord = coordinator(root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_missing unsafe=none"]
@@ -73,9 +77,9 @@ def test_a_symlinked_data_root_is_said_once(
     DataRoot(real).ensure()
     link = tmp_path / "korean-expression-v1"
     link.symlink_to(real)
-    coord = coordinator(link, Mode.SHADOW)
+    coord = coordinator(link, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_symlink unsafe=symlink"]
@@ -88,9 +92,9 @@ def test_an_unsafe_data_root_is_said_once_with_its_reason(
     root = tmp_path / "korean-expression-v1"
     root.mkdir()
     os.chmod(root, 0o755)  # neither private (0700) nor the shared group's 2770
-    coord = coordinator(root, Mode.SHADOW)
+    coord = coordinator(root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_unsafe unsafe=bad_mode"]
@@ -103,9 +107,9 @@ def test_an_identity_key_of_the_wrong_mode_is_said_once(
     root.ensure()
     root.identity_key.write_bytes(os.urandom(32))
     os.chmod(root.identity_key, 0o644)
-    coord = coordinator(root.root, Mode.SHADOW)
+    coord = coordinator(root.root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=identity_key_unusable unsafe=bad_mode"]
@@ -120,15 +124,15 @@ def test_fixed_is_said_once_at_info_and_a_new_fault_is_said_again(
     root.ensure()
     root.identity_key.write_bytes(os.urandom(32))
     os.chmod(root.identity_key, 0o644)
-    coord = coordinator(root.root, Mode.SHADOW)
+    coord = coordinator(root.root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
         os.chmod(root.identity_key, 0o600)
-        with ScriptedWorker(root, accepted()):
-            assert _present_daily(coord) == [Outcome.SHADOW_SELECTED] * ROUNDS
+        with ScriptedWorker(root, accepted(STYLED)):
+            assert _present_styled(coord) == [Outcome.SHADOW_SELECTED] * ROUNDS
             assert _records(caplog, logging.INFO).count("spool_available") == 1
             os.chmod(root.requests, 0o755)
-            assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+            assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == [
