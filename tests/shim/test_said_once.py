@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from kit.bodies import present_styled
+from kit.bodies import DAILY_BODY, DAILY_FACTS, present_styled
 from reference_host.samples import callback_data, dual_card, session
 from reference_host.scripted_worker import heartbeat
 
@@ -68,6 +68,29 @@ def test_a_data_root_that_cannot_exist_is_said_once(
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_missing unsafe=none"]
     _no_path_in(_warnings(caplog), root)
+
+
+def test_a_body_with_nothing_to_style_never_reaches_the_data_root_and_says_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same impossible root, a daily body (every slot locked by the fit table):
+    ``nothing_to_style`` before the root is looked at, so there is nothing to say;
+    the styled weekly on the same coordinator still says the root's fault."""
+    blocker = tmp_path / "kexpr-typo"
+    blocker.write_text("")
+    root = blocker / "korean-expression-v1"
+    coord = coordinator(root, Mode.SHADOW, daily=True, weekly=True)
+    try:
+        daily = [
+            coord.present_daily(DAILY_BODY, facts=DAILY_FACTS, finalized_event_id=f"d{i}").outcome
+            for i in range(ROUNDS)
+        ]
+        assert daily == [Outcome.NOTHING_TO_STYLE] * ROUNDS
+        assert _warnings(caplog) == []
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    assert _warnings(caplog) == ["spool_unavailable reason=data_root_missing unsafe=none"]
 
 
 def test_a_symlinked_data_root_is_said_once(
