@@ -542,9 +542,10 @@ def test_the_record_changes_with_a_rotation_and_only_then(tmp_path: Path) -> Non
 def test_a_refusal_is_said_once_per_change_and_its_end_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from kit.bodies import STYLED_BODY, present_styled
     from reference_host.scripted_worker import heartbeat
 
-    from shim.test_coordinator import BODY, FACTS, ScriptedWorker, coordinator, status
+    from shim.test_coordinator import ScriptedWorker, coordinator, status
 
     caplog.set_level(logging.DEBUG, logger="kexpr")
     root = _root(tmp_path)
@@ -552,18 +553,18 @@ def test_a_refusal_is_said_once_per_change_and_its_end_once(
     _row(root)
     root.identity_key.unlink()
     heartbeat(root)
-    coord = coordinator(root.root)
+    coord = coordinator(root.root, weekly=True)
     try:
         with ScriptedWorker(root, status("already_attempted", "already_attempted")) as w:
             for n in range(3):
-                c = coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"e{n}")
-                assert c.outcome is Outcome.IDENTITY_MISMATCH and c.body == BODY
+                c = present_styled(coord, f"e{n}")
+                assert c.outcome is Outcome.IDENTITY_MISMATCH and c.body == STYLED_BODY
             _create(root.tmp, root.identity_key, secrets.token_bytes(32))
-            c = coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
+            c = present_styled(coord, "e")
             assert c.outcome is Outcome.IDENTITY_MISMATCH
             root.identity_key.unlink()
             _create(root.tmp, root.identity_key, key)
-            c = coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
+            c = present_styled(coord, "e")
             assert c.outcome is Outcome.ALREADY_ATTEMPTED
             assert len(w.requests) == 1  # the refused ones wrote no request
     finally:
@@ -581,21 +582,24 @@ def test_a_refusal_is_said_once_per_change_and_its_end_once(
 
 
 def test_a_running_gateway_takes_a_rotation_at_its_next_presentation(tmp_path: Path) -> None:
-    from shim.test_coordinator import BODY, FACTS, ScriptedWorker, coordinator, status
+    from kit.bodies import STYLED_SURFACE, present_styled
+
+    from shim.test_coordinator import ScriptedWorker, coordinator, status
 
     root = _root(tmp_path)
     old = load_or_create_key(root)
     _row(root)
-    coord = coordinator(root.root)
+    coord = coordinator(root.root, weekly=True)
     try:
         with ScriptedWorker(root, status("already_attempted", "already_attempted")) as w:
-            coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
+            present_styled(coord, "sched-1")
             store.rotate(root, NOW)
             new = root.identity_key.read_bytes()
-            c = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
+            c = present_styled(coord, "sched-1")
     finally:
         coord.close()
-    fields = ("daily.v1", "evt-1")
+    # The weekly artifact: (surface, schedule_key, kind, kst_day), as present_styled gives it.
+    fields = (STYLED_SURFACE, "sched-1", "weekly_report", "2025-11-30")
     before, after = w.requests
     assert before["capsule"]["artifact_key"] == artifact_key(old, fields)
     assert "prior_artifact_keys" not in before  # one spelling: absent when empty

@@ -17,14 +17,35 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from kit.bodies import apresent_styled, present_styled
 from reference_host.scripted_worker import heartbeat
 
-from gateway_shim import Outcome, _data_root, _responses, _setup, _waits
+from gateway_shim import (
+    KoreanExpressionConfig,
+    KoreanExpressionCoordinator,
+    Mode,
+    Outcome,
+    _data_root,
+    _responses,
+    _setup,
+    _waits,
+    exact_block,
+)
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import CandidateOutcome
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
-from shim.test_deadline_and_liveness import Clocks, make
+from shim.test_coordinator import ScriptedWorker, accepted, coordinator
+from shim.test_deadline_and_liveness import Clocks
 from shim.test_guest_process import GatedResponder, _wake_via_watcher, request_files
+
+# The styled weekly's interpretation slot, as the fit table allows it (design §6.1):
+# every presentation here writes a request and waits for its answer.
+STYLED = "[[P:01]]. 다만 [[A:01]]."
+
+
+def make(root: DataRoot, clocks: Clocks) -> KoreanExpressionCoordinator:
+    """A coordinator for the styled weekly on ``clocks``."""
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
+    return KoreanExpressionCoordinator(config, root.root, clock=clocks.wall, monotonic=clocks.mono)
 
 
 @pytest.fixture(autouse=True)
@@ -63,20 +84,15 @@ def test_waiters_read_their_file_once_and_the_recheck_is_one_scan(
     )
     monkeypatch.setattr(_responses, "list_dir", listings.wrap(_responses.list_dir))
     n = 40
-    coord = coordinator(root.root)
-    with GatedResponder(root, accepted()) as responder:
+    coord = coordinator(root.root, weekly=True)
+    with GatedResponder(root, accepted(STYLED)) as responder:
 
         async def wait_for_scans(at_least: int) -> None:
             while len(request_files(root)) < n or scans.n < at_least:
                 await asyncio.sleep(0.01)
 
         async def main() -> list[CandidateOutcome]:
-            tasks = [
-                asyncio.create_task(
-                    coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"e{i}")
-                )
-                for i in range(n)
-            ]
+            tasks = [asyncio.create_task(apresent_styled(coord, f"e{i}")) for i in range(n)]
             await wait_for_scans(6)  # every request out, six re-checks passed meanwhile
             before = reads.n
             responder.gate.set()
@@ -88,10 +104,7 @@ def test_waiters_read_their_file_once_and_the_recheck_is_one_scan(
             outcomes = asyncio.run(main())
         else:
             with ThreadPoolExecutor(max_workers=n) as pool:
-                futures = [
-                    pool.submit(coord.present_daily, BODY, facts=FACTS, finalized_event_id=f"e{i}")
-                    for i in range(n)
-                ]
+                futures = [pool.submit(present_styled, coord, f"e{i}") for i in range(n)]
                 asyncio.run(wait_for_scans(6))
                 assert reads.n == 0
                 responder.gate.set()
@@ -113,7 +126,7 @@ def test_waits_whose_loop_was_stopped_and_closed_leave_no_entry(root: DataRoot) 
     kept: list[asyncio.Task[Any]] = []  # the host keeps its tasks: no GC unwinding
     for i in range(20):
         loop = asyncio.new_event_loop()
-        task = loop.create_task(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"{i}"))
+        task = loop.create_task(apresent_styled(coord, f"{i}"))
         kept.append(task)
 
         async def published(k: int = i) -> None:
@@ -165,17 +178,13 @@ def test_a_replaced_responses_directory_is_watched_again(
     """Before: the watch stayed on the old directory (or stopped) and `watching`
     said True; every wait fell to the re-check for the coordinator's life."""
     caplog.set_level(logging.DEBUG, logger="kexpr")
-    coord = coordinator(root.root)
-    with ScriptedWorker(root, accepted()):
-        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="a").outcome is (
-            Outcome.ACCEPTED
-        )
+    coord = coordinator(root.root, weekly=True)
+    with ScriptedWorker(root, accepted(STYLED)):
+        assert present_styled(coord, "a").outcome is (Outcome.ACCEPTED)
         assert _wake_via_watcher(coord, root, "1" * 32)
         _replace(root, how)
         # Served by the shared re-check, whose pass finds the watch lost.
-        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="b").outcome is (
-            Outcome.ACCEPTED
-        )
+        assert present_styled(coord, "b").outcome is (Outcome.ACCEPTED)
         assert _wake_via_watcher(coord, root, "2" * 32)  # the new directory is watched
         assert coord.watching
     coord.close()
@@ -190,11 +199,9 @@ def test_a_lost_watch_that_cannot_be_had_again_says_so_once_then_retries(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="kexpr")
-    coord = coordinator(root.root)
-    with ScriptedWorker(root, accepted()):
-        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="a").outcome is (
-            Outcome.ACCEPTED
-        )
+    coord = coordinator(root.root, weekly=True)
+    with ScriptedWorker(root, accepted(STYLED)):
+        assert present_styled(coord, "a").outcome is (Outcome.ACCEPTED)
         from gateway_shim import _watch
 
         real = _watch.watch_responses
@@ -205,7 +212,7 @@ def test_a_lost_watch_that_cannot_be_had_again_says_so_once_then_retries(
         monkeypatch.setattr(_watch, "watch_responses", exhausted)
         _replace(root, "moved")
         for i in range(3):  # waits on the re-check; watching is False
-            cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"b{i}")
+            cand = present_styled(coord, f"b{i}")
             assert cand.outcome is Outcome.ACCEPTED
         assert coord.watching is False
         monkeypatch.setattr(_watch, "watch_responses", real)

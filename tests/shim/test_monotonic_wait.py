@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from kit.bodies import STYLED_BODY, STYLED_SELECTED, apresent_styled, present_styled
 
 from gateway_shim import (
     KoreanExpressionConfig,
@@ -26,10 +27,12 @@ from gateway_shim import (
 from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
-from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted
+from shim.test_coordinator import ScriptedWorker, accepted
 from shim.test_deadline_and_liveness import T0, request_files
 
 HOUR = dt.timedelta(hours=1)
+# The styled weekly's interpretation slot, as the fit table allows it (design §6.1).
+STYLED = "[[P:01]]. 다만 [[A:01]]."
 
 
 class SplitClocks:
@@ -49,14 +52,14 @@ class SplitClocks:
 
 
 def make(root: DataRoot, clocks: SplitClocks) -> KoreanExpressionCoordinator:
-    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     return KoreanExpressionCoordinator(config, root.root, clock=clocks.wall, monotonic=clocks.mono)
 
 
 def present(coord: KoreanExpressionCoordinator, asyncio_host: bool) -> PresentationCandidate:
     if asyncio_host:
-        return asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="e"))
-    return coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
+        return asyncio.run(apresent_styled(coord, "e"))
+    return present_styled(coord, "e")
 
 
 HOSTS = pytest.mark.parametrize("asyncio_host", [False, True], ids=["present", "apresent"])
@@ -70,7 +73,7 @@ def test_a_monotonic_clock_past_the_deadline_ends_the_wait_timeout(
     the wall clock has stepped back an hour (it would say: early): ``timeout``, the
     canonical body, at once."""
     clocks = SplitClocks()
-    answer = accepted()
+    answer = accepted(STYLED)
 
     def after_the_deadline(req: dict[str, object]) -> dict[str, object] | bytes | None:
         clocks.mono_offset = MAX_WAIT.total_seconds() + 0.5
@@ -82,7 +85,7 @@ def test_a_monotonic_clock_past_the_deadline_ends_the_wait_timeout(
     with ScriptedWorker(root, after_the_deadline) as w:
         cand = present(coord, asyncio_host)
     coord.close()
-    assert (cand.outcome, cand.body) == (Outcome.TIMEOUT, BODY)
+    assert (cand.outcome, cand.body) == (Outcome.TIMEOUT, STYLED_BODY)
     assert time.monotonic() - started < MAX_WAIT.total_seconds()
     [req] = w.requests
     assert req["submitted_at_utc"] == format_ts(T0)  # stamped at the call
@@ -96,7 +99,7 @@ def test_a_wall_clock_stepped_forward_does_not_make_an_answer_late(
     """One monotonic second after the call, with the wall clock an hour ahead (it
     would say: long past the deadline): the answer is served."""
     clocks = SplitClocks()
-    answer = accepted()
+    answer = accepted(STYLED)
 
     def within_the_wait(req: dict[str, object]) -> dict[str, object] | bytes | None:
         clocks.mono_offset = 1.0
@@ -107,7 +110,7 @@ def test_a_wall_clock_stepped_forward_does_not_make_an_answer_late(
     with ScriptedWorker(root, within_the_wait):
         cand = present(coord, asyncio_host)
     coord.close()
-    assert (cand.outcome, cand.body) == (Outcome.ACCEPTED, SELECTED)
+    assert (cand.outcome, cand.body) == (Outcome.ACCEPTED, STYLED_SELECTED)
 
 
 @HOSTS
@@ -128,6 +131,6 @@ def test_a_wall_clock_stepped_back_an_hour_still_ends_the_wait_at_its_deadline(
         cand = present(coord, asyncio_host)
     elapsed = time.monotonic() - started
     coord.close()
-    assert (cand.outcome, cand.body) == (Outcome.TIMEOUT, BODY)
+    assert (cand.outcome, cand.body) == (Outcome.TIMEOUT, STYLED_BODY)
     assert len(w.requests) == 1 and request_files(root) == []
     assert MAX_WAIT.total_seconds() - 0.05 <= elapsed < MAX_WAIT.total_seconds() + 1.5

@@ -1,7 +1,9 @@
 """One presentation's steps are a table (`gateway_shim._presentation.ENDS`;
 docs/lifecycle.md §5): the table is total over the candidate's outcomes, an end
 it does not give is refused, the refusal is the last guard's, the doc's table is
-the code's, and real presentations end where the table says."""
+the code's, and real presentations end where the table says: the styled weekly
+(the one body the fit table styles, design §6.1) wherever a step needs a request,
+and a daily body, a dual card and a physique card for ``nothing_to_style``."""
 
 from __future__ import annotations
 
@@ -14,10 +16,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.bodies import (
+    DAILY_BODY,
+    DAILY_FACTS,
+    STYLED_BODY,
+    STYLED_SURFACE,
+    apresent_styled,
+    present_styled,
+)
+from reference_host.samples import (
+    DUAL_SURFACE,
+    PHYSIQUE_SURFACE,
+    callback_data,
+    dual_card,
+    physique_card,
+    session,
+)
 
 from gateway_shim import (
     CandidateStatus,
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
@@ -38,9 +55,12 @@ from gateway_shim._presentation import (
 from gateway_shim.telemetry import Telemetry
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import CANDIDATE_OUTCOMES, RESPONSE_OUTCOMES, CandidateOutcome
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
+from shim.test_coordinator import ScriptedWorker, accepted, coordinator
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md"
+
+# The styled weekly's interpretation slot, as the fit table allows it.
+STYLED = "[[P:01]]. 다만 [[A:01]]."
 
 End = tuple[Step, Outcome]
 
@@ -82,9 +102,9 @@ def test_the_doc_table_is_the_code() -> None:
 def _recorder(events: list[dict[str, str]]) -> tuple[Recorder, Telemetry]:
     telemetry = Telemetry(lambda e: events.append(dict(e)))
     rec = Recorder(
-        surface_version="daily.v1",
+        surface_version=STYLED_SURFACE,
         binding="0" * 64,
-        host_body=BODY,
+        host_body=STYLED_BODY,
         mode=Mode.ENABLED,
         called=0.0,
         mono=lambda: 0.0,
@@ -130,16 +150,13 @@ def test_an_illegal_end_is_the_last_guards(root: DataRoot, monkeypatch: pytest.M
     ends and a disabled presentation is refused, caught by the last guard
     (canonical ``spool_unavailable``, counted), never raised into the host."""
     monkeypatch.setitem(ENDS, Step.SET_UP, ENDS[Step.SET_UP] - {Outcome.DISABLED})
-    config = KoreanExpressionConfig.from_block(exact_block(Mode.DISABLED, daily=True))
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.DISABLED, weekly=True))
     coord = KoreanExpressionCoordinator(config, root.root)
-    cands = [
-        coord.present_daily(BODY, facts=FACTS, finalized_event_id="a"),
-        asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="b")),
-    ]
+    cands = [present_styled(coord, "a"), asyncio.run(apresent_styled(coord, "b"))]
     coord.close()
     for cand in cands:
         assert cand.outcome is Outcome.SPOOL_UNAVAILABLE
-        assert cand.status is CandidateStatus.CANONICAL and cand.body == BODY
+        assert cand.status is CandidateStatus.CANONICAL and cand.body == STYLED_BODY
     assert coord.presentations_guarded == 2
     assert not root.root.exists()  # still nothing written
 
@@ -163,25 +180,28 @@ def ends(monkeypatch: pytest.MonkeyPatch) -> list[End]:
     return seen
 
 
-def _present(coord: KoreanExpressionCoordinator, asyncio_host: bool, event_id: str) -> Outcome:
+def _present(coord: KoreanExpressionCoordinator, asyncio_host: bool, key: str) -> Outcome:
+    """The styled weekly as artifact ``key``: a presentation that writes a request."""
     if asyncio_host:
-        cand = asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=event_id))
-    else:
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=event_id)
-    return cand.outcome
+        return asyncio.run(apresent_styled(coord, key)).outcome
+    return present_styled(coord, key).outcome
 
 
 Scenario = Callable[[DataRoot, bool], Outcome]
 
 
+def _styled_coordinator(root: DataRoot) -> KoreanExpressionCoordinator:
+    return coordinator(root.root, weekly=True)
+
+
 def _closed(root: DataRoot, asyncio_host: bool) -> Outcome:
-    coord = coordinator(root.root)
+    coord = _styled_coordinator(root)
     coord.close()
     return _present(coord, asyncio_host, "closed")
 
 
 def _disabled(root: DataRoot, asyncio_host: bool) -> Outcome:
-    config = KoreanExpressionConfig.from_block(exact_block(Mode.DISABLED, daily=True))
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.DISABLED, weekly=True))
     coord = KoreanExpressionCoordinator(config, root.root)
     try:
         return _present(coord, asyncio_host, "disabled")
@@ -190,23 +210,61 @@ def _disabled(root: DataRoot, asyncio_host: bool) -> Outcome:
 
 
 def _ineligible(root: DataRoot, asyncio_host: bool) -> Outcome:
-    coord = coordinator(root.root)
+    """The styled weekly with a byte the host never renders (a trailing newline)."""
+    coord = _styled_coordinator(root)
+    args: dict[str, Any] = {
+        "explicit_fields": (),
+        "schedule_key": "i",
+        "kind": "weekly_report",
+        "kst_day": "2025-11-30",
+    }
     try:
         if asyncio_host:
-            cand = asyncio.run(
-                coord.apresent_daily(BODY, facts=DailyFacts(complete=False), finalized_event_id="i")
-            )
+            cand = asyncio.run(coord.apresent_weekly(STYLED_BODY + "\n", **args))
         else:
-            cand = coord.present_daily(
-                BODY, facts=DailyFacts(complete=False), finalized_event_id="i"
-            )
+            cand = coord.present_weekly(STYLED_BODY + "\n", **args)
         return cand.outcome
     finally:
         coord.close()
 
 
+def _nothing_to_style(surface: str) -> Scenario:
+    """An eligible body whose every slot the fit table locks (a daily body, a dual
+    card, a physique card): ``nothing_to_style`` before the data root is touched,
+    with no worker there (a body with a slot to ask would end
+    ``worker_unavailable``)."""
+
+    def scenario(root: DataRoot, asyncio_host: bool) -> Outcome:
+        coord = coordinator(root.root, daily=True, weekly=True, adaptive_operator=True)
+        s = session()
+        payload = {"dual": dual_card(s), "physique": physique_card(s)}.get(surface)
+        card = {"dual": DUAL_SURFACE, "physique": PHYSIQUE_SURFACE}.get(surface)
+        try:
+            if payload is None:
+                daily: dict[str, Any] = {"facts": DAILY_FACTS, "finalized_event_id": "n"}
+                cand = (
+                    asyncio.run(coord.apresent_daily(DAILY_BODY, **daily))
+                    if asyncio_host
+                    else coord.present_daily(DAILY_BODY, **daily)
+                )
+            else:
+                adaptive: dict[str, Any] = {"callback_data": callback_data(s), "surface": card}
+                cand = (
+                    asyncio.run(coord.apresent_adaptive(payload, **adaptive))
+                    if asyncio_host
+                    else coord.present_adaptive(payload, **adaptive)
+                )
+        finally:
+            coord.close()
+        assert cand.status is CandidateStatus.CANONICAL
+        assert not root.root.exists()  # zero files
+        return cand.outcome
+
+    return scenario
+
+
 def _no_worker(root: DataRoot, asyncio_host: bool) -> Outcome:
-    coord = coordinator(root.root)
+    coord = _styled_coordinator(root)
     try:
         return _present(coord, asyncio_host, "nobody")
     finally:
@@ -214,26 +272,26 @@ def _no_worker(root: DataRoot, asyncio_host: bool) -> Outcome:
 
 
 def _answered(root: DataRoot, asyncio_host: bool) -> Outcome:
-    coord = coordinator(root.root)
+    coord = _styled_coordinator(root)
     try:
-        with ScriptedWorker(root, accepted()):
+        with ScriptedWorker(root, accepted(STYLED)):
             return _present(coord, asyncio_host, "answered")
     finally:
         coord.close()
 
 
 def _rejected(root: DataRoot, asyncio_host: bool) -> Outcome:
-    coord = coordinator(root.root)
+    coord = _styled_coordinator(root)
     try:
         # Outside the lexicon: the shim's own re-validation refuses it.
-        with ScriptedWorker(root, accepted("오늘은 [[P:01]].")):
+        with ScriptedWorker(root, accepted("오늘은 [[P:01]]. [[A:01]].")):
             return _present(coord, asyncio_host, "rejected")
     finally:
         coord.close()
 
 
 def _unanswered(root: DataRoot, asyncio_host: bool) -> Outcome:
-    coord = coordinator(root.root)
+    coord = _styled_coordinator(root)
     try:
         with ScriptedWorker(root, lambda _req: None):
             return _present(coord, asyncio_host, "unanswered")
@@ -245,6 +303,12 @@ SCENARIOS: dict[str, tuple[Scenario, End]] = {
     "closed": (_closed, (Step.SET_UP, Outcome.CLOSED)),
     "disabled": (_disabled, (Step.SET_UP, Outcome.DISABLED)),
     "ineligible": (_ineligible, (Step.SET_UP, Outcome.INELIGIBLE)),
+    "nothing_to_style_daily": (_nothing_to_style("daily"), (Step.SET_UP, Outcome.NOTHING_TO_STYLE)),
+    "nothing_to_style_dual": (_nothing_to_style("dual"), (Step.SET_UP, Outcome.NOTHING_TO_STYLE)),
+    "nothing_to_style_physique": (
+        _nothing_to_style("physique"),
+        (Step.SET_UP, Outcome.NOTHING_TO_STYLE),
+    ),
     "worker_unavailable": (_no_worker, (Step.SET_UP, Outcome.WORKER_UNAVAILABLE)),
     "accepted": (_answered, (Step.CONCLUDED, Outcome.ACCEPTED)),
     "validation_rejected": (_rejected, (Step.CONCLUDED, Outcome.VALIDATION_REJECTED)),
@@ -269,7 +333,7 @@ def test_a_presentation_ends_once_at_the_step_the_table_gives(
 
 
 def test_a_wait_closed_under_it_ends_at_published(root: DataRoot, ends: list[End]) -> None:
-    coord = coordinator(root.root)
+    coord = _styled_coordinator(root)
     out: list[Outcome] = []
     claimed = threading.Event()
 
@@ -312,10 +376,12 @@ def test_each_entry_point_has_its_real_signature_and_its_twin_the_same(surface: 
 
 
 def test_a_call_that_does_not_fit_raises_at_the_call(root: DataRoot) -> None:
-    coord = coordinator(root.root)
+    coord = coordinator(root.root, daily=True, weekly=True)
     with pytest.raises(TypeError):
-        coord.present_daily(BODY)  # type: ignore[call-arg]
+        coord.present_daily(DAILY_BODY)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        coord.apresent_daily(BODY, finalized_event_id="e", bogus=1)  # type: ignore[call-arg,unused-coroutine]
+        coord.apresent_daily(DAILY_BODY, finalized_event_id="e", bogus=1)  # type: ignore[call-arg,unused-coroutine]
+    with pytest.raises(TypeError):
+        coord.present_weekly(STYLED_BODY)  # type: ignore[call-arg]
     coord.close()
     assert not root.root.exists()

@@ -7,11 +7,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from kit.bodies import STYLED_BODY, STYLED_SELECTED, present_styled
 
 from gateway_shim import Mode, Outcome
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
+from shim.test_coordinator import ScriptedWorker, accepted, coordinator
+
+# The styled weekly's interpretation slot, as the fit table allows it (design §6.1).
+STYLED = "[[P:01]]. 다만 [[A:01]]."
 
 
 @pytest.fixture
@@ -27,9 +31,10 @@ def _block_reports(root: DataRoot) -> None:
 
 
 def test_a_written_report_returns_true_and_counts_nothing(root: DataRoot) -> None:
-    coord = coordinator(root.root)
-    with ScriptedWorker(root, accepted()):
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord = coordinator(root.root, weekly=True)
+    with ScriptedWorker(root, accepted(STYLED)):
+        cand = present_styled(coord, "evt")
+        assert (cand.outcome, cand.body) == (Outcome.ACCEPTED, STYLED_SELECTED)
         assert coord.report(cand, Outcome.SELECTED) is True
     coord.close()
     assert parse_report((root.reports / f"{'e' * 32}.json").read_bytes()).outcome.value == (
@@ -39,9 +44,9 @@ def test_a_written_report_returns_true_and_counts_nothing(root: DataRoot) -> Non
 
 
 def test_a_report_that_cannot_be_written_returns_false_and_is_counted(root: DataRoot) -> None:
-    coord = coordinator(root.root)
-    with ScriptedWorker(root, accepted()):
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+    coord = coordinator(root.root, weekly=True)
+    with ScriptedWorker(root, accepted(STYLED)):
+        cand = present_styled(coord, "evt")
         assert cand.outcome is Outcome.ACCEPTED
         _block_reports(root)
         written = coord.report(cand, Outcome.SELECTED)
@@ -54,14 +59,14 @@ def test_a_report_that_cannot_be_written_returns_false_and_is_counted(root: Data
 
 
 def test_the_shims_own_report_that_cannot_be_written_is_counted(root: DataRoot) -> None:
-    coord = coordinator(root.root, Mode.SHADOW)
+    coord = coordinator(root.root, Mode.SHADOW, weekly=True)
 
     def answer_then_block(req: dict[str, object]) -> dict[str, object] | bytes | None:
         _block_reports(root)
-        return accepted()(req)
+        return accepted(STYLED)(req)
 
     with ScriptedWorker(root, answer_then_block):
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+        cand = present_styled(coord, "evt")
     coord.close()
-    assert cand.outcome is Outcome.SHADOW_SELECTED and cand.body == BODY
+    assert cand.outcome is Outcome.SHADOW_SELECTED and cand.body == STYLED_BODY
     assert coord.reports_unwritten == 1

@@ -17,12 +17,13 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
+from kit.bodies import DAILY_BODY, DAILY_FACTS, present_styled
 from reference_host.samples import callback_data, dual_card, session
 from reference_host.scripted_worker import heartbeat
 
 from gateway_shim import DUAL_SURFACE, KoreanExpressionCoordinator, Mode, Outcome
 from kexpr.spool.layout import DataRoot
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
+from shim.test_coordinator import ScriptedWorker, accepted, coordinator
 
 ROUNDS = 3  # presentations per case: said once, however many
 
@@ -35,11 +36,14 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return _records(caplog, logging.WARNING)
 
 
-def _present_daily(coord: KoreanExpressionCoordinator, n: int = ROUNDS) -> list[Outcome]:
-    return [
-        coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{i}").outcome
-        for i in range(n)
-    ]
+# The styled weekly's interpretation slot, as the fit table allows it (design §6.1).
+STYLED = "[[P:01]]. 다만 [[A:01]]."
+
+
+def _present_styled(coord: KoreanExpressionCoordinator, n: int = ROUNDS) -> list[Outcome]:
+    """``n`` presentations of the styled weekly (one that would write a request), each
+    its own artifact."""
+    return [present_styled(coord, f"evt-{i}").outcome for i in range(n)]
 
 
 @pytest.fixture(autouse=True)
@@ -60,9 +64,9 @@ def test_a_data_root_that_cannot_exist_is_said_once(
     blocker = tmp_path / "kexpr-typo"
     blocker.write_text("")
     root = blocker / "korean-expression-v1"
-    coord = coordinator(root, Mode.SHADOW)
+    coord = coordinator(root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_missing unsafe=none"]
@@ -78,9 +82,9 @@ def test_a_data_root_that_did_not_exist_is_named_once(
     the worker's ``--data-root`` to the host's path) needs the host's path: the
     warning names it, once, as configured (`kexpr.spool.log.OperatorPath`)."""
     root = tmp_path / "kexpr-typo" / "korean-expression-v1"
-    coord = coordinator(root, Mode.SHADOW)
+    coord = coordinator(root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.WORKER_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.WORKER_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     named = f"data_root={quote(str(DataRoot(root).root))}"
@@ -99,9 +103,9 @@ def test_a_data_root_path_is_said_on_one_line_as_configured(
     """A path with a space, a newline or Hangul in it cannot forge or break a
     record: percent-encoded, one token, and what was configured decodes back."""
     root = tmp_path / "kexpr\nworker_serving x=1" / "데이터"
-    coord = coordinator(root, Mode.SHADOW)
+    coord = coordinator(root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord, 1) == [Outcome.WORKER_UNAVAILABLE]
+        assert _present_styled(coord, 1) == [Outcome.WORKER_UNAVAILABLE]
     finally:
         coord.close()
     (said,) = _warnings(caplog)
@@ -111,6 +115,29 @@ def test_a_data_root_path_is_said_on_one_line_as_configured(
     assert unquote(named.removeprefix("data_root=")) == str(DataRoot(root).root)
 
 
+def test_a_body_with_nothing_to_style_never_reaches_the_data_root_and_says_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same impossible root, a daily body (every slot locked by the fit table):
+    ``nothing_to_style`` before the root is looked at, so there is nothing to say;
+    the styled weekly on the same coordinator still says the root's fault."""
+    blocker = tmp_path / "kexpr-typo"
+    blocker.write_text("")
+    root = blocker / "korean-expression-v1"
+    coord = coordinator(root, Mode.SHADOW, daily=True, weekly=True)
+    try:
+        daily = [
+            coord.present_daily(DAILY_BODY, facts=DAILY_FACTS, finalized_event_id=f"d{i}").outcome
+            for i in range(ROUNDS)
+        ]
+        assert daily == [Outcome.NOTHING_TO_STYLE] * ROUNDS
+        assert _warnings(caplog) == []
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+    finally:
+        coord.close()
+    assert _warnings(caplog) == ["spool_unavailable reason=data_root_missing unsafe=none"]
+
+
 def test_a_symlinked_data_root_is_said_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -118,9 +145,9 @@ def test_a_symlinked_data_root_is_said_once(
     DataRoot(real).ensure()
     link = tmp_path / "korean-expression-v1"
     link.symlink_to(real)
-    coord = coordinator(link, Mode.SHADOW)
+    coord = coordinator(link, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_symlink unsafe=symlink"]
@@ -133,9 +160,9 @@ def test_an_unsafe_data_root_is_said_once_with_its_reason(
     root = tmp_path / "korean-expression-v1"
     root.mkdir()
     os.chmod(root, 0o755)  # neither private (0700) nor the shared group's 2770
-    coord = coordinator(root, Mode.SHADOW)
+    coord = coordinator(root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=data_root_unsafe unsafe=bad_mode"]
@@ -148,9 +175,9 @@ def test_an_identity_key_of_the_wrong_mode_is_said_once(
     root.ensure()
     root.identity_key.write_bytes(os.urandom(32))
     os.chmod(root.identity_key, 0o644)
-    coord = coordinator(root.root, Mode.SHADOW)
+    coord = coordinator(root.root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == ["spool_unavailable reason=identity_key_unusable unsafe=bad_mode"]
@@ -165,15 +192,15 @@ def test_fixed_is_said_once_at_info_and_a_new_fault_is_said_again(
     root.ensure()
     root.identity_key.write_bytes(os.urandom(32))
     os.chmod(root.identity_key, 0o644)
-    coord = coordinator(root.root, Mode.SHADOW)
+    coord = coordinator(root.root, Mode.SHADOW, weekly=True)
     try:
-        assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+        assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
         os.chmod(root.identity_key, 0o600)
-        with ScriptedWorker(root, accepted()):
-            assert _present_daily(coord) == [Outcome.SHADOW_SELECTED] * ROUNDS
+        with ScriptedWorker(root, accepted(STYLED)):
+            assert _present_styled(coord) == [Outcome.SHADOW_SELECTED] * ROUNDS
             assert _records(caplog, logging.INFO).count("spool_available") == 1
             os.chmod(root.requests, 0o755)
-            assert _present_daily(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
+            assert _present_styled(coord) == [Outcome.SPOOL_UNAVAILABLE] * ROUNDS
     finally:
         coord.close()
     assert _warnings(caplog) == [
