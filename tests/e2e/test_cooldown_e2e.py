@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 from conftest import RunningWorker
-from e2e.e2e_support import host_example, supervised
+from e2e.e2e_support import supervised
 from fakeapi import FakeOpenAI, brief_style, compose_reply, error_reply
 from fakeapi.replies import FakeReply, RecordedRequest
+from kit.bodies import STYLED_BODY, STYLED_SURFACE, present_styled
 from kit.poll import poll
 
 from gateway_shim import (
@@ -60,13 +61,13 @@ def wait_cooldown(data_root: Path, predicate: Any, timeout: float) -> dict[str, 
 def test_a_failing_provider_cools_down_without_requests_then_probes(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
-    body = host_example("D4")["body"]
-    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    body = STYLED_BODY
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     coord = KoreanExpressionCoordinator(cfg, data_root)
     try:
 
         def present(n: int) -> Any:
-            return coord.present_daily(body, finalized_event_id=f"evt-cooldown-{n}")
+            return present_styled(coord, f"sched-cooldown-{n}")
 
         for n in range(FAILURES_IN_A_ROW):
             cand = present(n)
@@ -83,7 +84,7 @@ def test_a_failing_provider_cools_down_without_requests_then_probes(
         assert state["state"] == "open" and state["cool_downs"] == 1
         report = collect(DataRoot(data_root))
         assert report.worker is not None
-        refused = report.worker.fields["admission"]["refused_by_surface"]["daily.v1"]
+        refused = report.worker.fields["admission"]["refused_by_surface"][STYLED_SURFACE]
         assert refused["provider_cooling_down"] == 3
         # The provider is back; once the worker's cool-down is over, ONE probe.
         fake_api.behaviour = compose_reply(brief_style)

@@ -1,5 +1,5 @@
-"""Black-box end to end: a host that presents a new artifact every time (a new
-``finalized_event_id`` in a loop) gets exactly the worker's spend cap of wire
+"""Black-box end to end: a host that presents a new artifact every time (the styled
+weekly report under a new schedule key in a loop) gets exactly the worker's spend cap of wire
 requests; every other presentation is canonical ``spend_cap_reached`` with no
 start row and no request, ``kexpr status`` is not ``healthy``, and a restarted
 worker still counts the hour's calls (from the journal).
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from conftest import RunningWorker, journal_rows, start_supervised_worker
-from e2e.e2e_support import host_example
 from fakeapi import FakeOpenAI, brief_style, compose_reply
+from kit.bodies import STYLED_BODY, present_styled
 from kit.poll import poll
 
 from gateway_shim import (
@@ -66,13 +66,13 @@ def test_a_host_presenting_new_artifacts_in_a_loop_gets_the_cap_of_calls(
 ) -> None:
     """Regression: no cap in config, CLI or worker; every new artifact was a
     paid call, and ``kexpr status`` said ``healthy``."""
-    body = host_example("D4")["body"]
-    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True))
+    body = STYLED_BODY
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, weekly=True))
     coord = KoreanExpressionCoordinator(cfg, data_root)
     try:
         outcomes = []
         for n in range(PRESENTED):
-            cand = coord.present_daily(body, finalized_event_id=f"evt-loop-{n}")
+            cand = present_styled(coord, f"sched-loop-{n}")
             outcomes.append(cand.outcome)
             if cand.outcome is Outcome.SPEND_CAP_REACHED:
                 assert cand.status is CandidateStatus.CANONICAL and cand.body == body
@@ -103,7 +103,7 @@ def test_a_host_presenting_new_artifacts_in_a_loop_gets_the_cap_of_calls(
     started.append(start_supervised_worker(data_root, fake_api, args=CAP_ARGS))
     coord = KoreanExpressionCoordinator(cfg, data_root)
     try:
-        cand = coord.present_daily(body, finalized_event_id="evt-after-restart")
+        cand = present_styled(coord, "sched-after-restart")
         assert cand.outcome is Outcome.SPEND_CAP_REACHED
         assert len(fake_api.requests) == CAP
         report = wait_status(data_root, lambda r: r.verdict is not HealthVerdict.STARTING, 10.0)

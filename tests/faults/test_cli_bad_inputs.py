@@ -29,10 +29,12 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
+from kit.spool import STYLED_SLOT
 
 from kexpr.ops.cli import COMMANDS, main
 from kexpr.ops.inputs import WORDS, Problem
 from kexpr.ops.preflight import MAX_YAML_DEPTH, MAX_YAML_NODES
+from kexpr.spool.contract import Capsule
 from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
@@ -107,12 +109,13 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _capsule_json() -> str:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "contract"))
-    try:
-        from contract_support import DAILY
-    finally:
-        sys.path.pop(0)
-    return DAILY.to_json()
+    """A valid capsule: the one styled slot (the weekly goal-missing interpretation)."""
+    return Capsule(
+        schema_version="korean-expression-v4",
+        surface="weekly.v1",
+        artifact_key="0123456789abcdef0123456789abcdef",
+        slots=(STYLED_SLOT,),
+    ).to_json()
 
 
 # (argv with {bad} placeholders, exit code, a fragment of the one error line)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import start_supervised_worker
 from fakeapi import FakeOpenAI
-from shim.test_coordinator import BODY, FACTS, coordinator
+from kit.bodies import present_styled
+from shim.test_coordinator import coordinator
 
 import gateway_shim._setup as setup_mod
 from kexpr.spool.outcomes import Outcome
@@ -46,19 +47,16 @@ def test_a_gateway_follows_its_data_root_to_a_new_volume(
 ) -> None:
     monkeypatch.setattr(setup_mod, "MAX_WAIT", dt.timedelta(seconds=2))
     w = start_supervised_worker(data_root, fake_api)
-    coord = coordinator(data_root)
+    coord = coordinator(data_root, weekly=True)
     parent = data_root.parent
     try:
-        first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
+        first = present_styled(coord, "evt-1")
         assert first.outcome is Outcome.ACCEPTED
         coord.report(first, "selected")
         w.stop()
         _new_volume(parent)
         w = start_supervised_worker(data_root, fake_api)
-        got = [
-            coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{n}").outcome
-            for n in (2, 3)
-        ]
+        got = [present_styled(coord, f"evt-{n}").outcome for n in (2, 3)]
         # At most the first call after the move is lost; then the gateway is
         # on the new root (the old code: timeout, timeout, ... until restart).
         assert got[-1] is Outcome.ACCEPTED, got

@@ -32,8 +32,9 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted, coordinator
-from worker_tests.worker_kit import Provider
+from kit.bodies import STYLED_BODY, STYLED_SELECTED, apresent_styled, present_styled
+from shim.test_coordinator import ScriptedWorker, accepted, coordinator
+from worker_tests.worker_kit import Provider, completion, composition_for
 
 import gateway_shim._setup as setup_mod
 from gateway_shim import CandidateStatus, Mode, Outcome, PresentationCandidate
@@ -45,6 +46,9 @@ from kexpr.worker.provider import build_client
 # to 4 s); the bound is generous: a 2-core machine shared with other suites.
 WAIT_S = 1.0
 BOUND_S = 3.0
+# The composition `STYLED_SELECTED` carries: what the scripted worker and the
+# provider answer for the styled weekly's one slot.
+GENERATED = "[[P:01]]. 다만 [[A:01]]."
 
 
 @pytest.fixture
@@ -58,9 +62,9 @@ def _check(cand: object, t0: float) -> None:
     assert isinstance(cand, PresentationCandidate)
     assert time.monotonic() - t0 <= WAIT_S + BOUND_S
     if cand.status is CandidateStatus.SELECTED:
-        assert cand.outcome is Outcome.ACCEPTED and cand.body == SELECTED
+        assert cand.outcome is Outcome.ACCEPTED and cand.body == STYLED_SELECTED
     else:
-        assert cand.body == BODY
+        assert cand.body == STYLED_BODY
 
 
 def _swap(path: Path, kind: str) -> None:
@@ -79,21 +83,19 @@ def test_an_unsafe_responses_folder_after_start_is_canonical_not_an_exception(
     tmp_path: Path, short_wait: None, kind: str
 ) -> None:
     root = DataRoot(tmp_path / "root")
-    coord = coordinator(root.root)
-    with ScriptedWorker(root, accepted()):
-        first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
+    coord = coordinator(root.root, weekly=True)
+    with ScriptedWorker(root, accepted(GENERATED)):
+        first = present_styled(coord, "evt-1")
     assert first.outcome is Outcome.ACCEPTED
     coord.report(first, "selected")
     _swap(root.responses, kind)
     # The planted response the shim will find unsafe (its removal used to raise).
     t0 = time.monotonic()
-    cand = coord.present_daily(
-        BODY, facts=FACTS, finalized_event_id="evt-2"
-    )  # old code: UnsafePath
+    cand = present_styled(coord, "evt-2")  # old code: UnsafePath
     _check(cand, t0)
     assert cand.status is CandidateStatus.CANONICAL
     t0 = time.monotonic()
-    cand = asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="evt-3"))
+    cand = asyncio.run(apresent_styled(coord, "evt-3"))
     _check(cand, t0)
     coord.close()
 
@@ -102,7 +104,7 @@ def test_a_fifo_planted_as_the_response_under_an_unsafe_folder_is_canonical(
     tmp_path: Path, short_wait: None
 ) -> None:
     root = DataRoot(tmp_path / "root")
-    coord = coordinator(root.root)
+    coord = coordinator(root.root, weekly=True)
 
     def plant_fifo(req: dict[str, object]) -> None:
         os.mkfifo(root.responses / f"{req['request_id']}.json", 0o600)
@@ -110,7 +112,7 @@ def test_a_fifo_planted_as_the_response_under_an_unsafe_folder_is_canonical(
 
     with ScriptedWorker(root, plant_fifo):
         t0 = time.monotonic()
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-1")
+        cand = present_styled(coord, "evt-1")
     _check(cand, t0)
     assert cand.status is CandidateStatus.CANONICAL
     coord.close()
@@ -244,6 +246,9 @@ _mutation = st.tuples(
 
 def _start_worker(root: DataRoot) -> tuple[threading.Thread, threading.Event, list[BaseException]]:
     provider = Provider()
+    provider.reply = lambda capsule: httpx.Response(
+        200, json=completion(composition_for(capsule, GENERATED))
+    )
     client = build_client(http_client=httpx.Client(transport=httpx.MockTransport(provider.handler)))
     w = Worker(
         root,
@@ -317,11 +322,11 @@ def test_property_nothing_escapes_whatever_happens_to_the_data_root(
     root = DataRoot(base / "root")
     root.ensure()
     t, stop, errors = _start_worker(root)
-    coord = coordinator(root.root, mode)
+    coord = coordinator(root.root, mode, weekly=True)
     try:
         # Started: the coordinator has its key, pin and observer.
         t0 = time.monotonic()
-        first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt-0")
+        first = present_styled(coord, "evt-0")
         _check(first, t0)
         if first.outcome is Outcome.ACCEPTED:
             coord.report(first, "selected")
@@ -337,11 +342,9 @@ def test_property_nothing_escapes_whatever_happens_to_the_data_root(
             for n in range(2):
                 t0 = time.monotonic()
                 if use_async:
-                    cand = asyncio.run(
-                        coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{n + 1}")
-                    )
+                    cand = asyncio.run(apresent_styled(coord, f"evt-{n + 1}"))
                 else:
-                    cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{n + 1}")
+                    cand = present_styled(coord, f"evt-{n + 1}")
                 _check(cand, t0)
                 if cand.outcome is Outcome.ACCEPTED:
                     coord.report(cand, "selected")  # never raises for an OS state

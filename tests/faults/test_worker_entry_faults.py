@@ -225,7 +225,9 @@ def test_a_failed_inbox_watch_falls_back_to_the_rescan_timer(
 def _request_bytes(akey: str, rid_: str) -> bytes:
     import datetime as dt
 
-    from kexpr.spool.contract import Capsule, slot_policy
+    from kit.spool import STYLED_SLOT
+
+    from kexpr.spool.contract import Capsule
     from kexpr.spool.journal import format_ts
     from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
 
@@ -238,9 +240,9 @@ def _request_bytes(akey: str, rid_: str) -> bytes:
         mode=SpoolMode.SHADOW,
         capsule=Capsule(
             schema_version="korean-expression-v4",
-            surface="daily.v1",
+            surface="weekly.v1",
             artifact_key=akey,
-            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+            slots=(STYLED_SLOT,),
         ),
     ).to_bytes()
 

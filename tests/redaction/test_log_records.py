@@ -29,8 +29,11 @@ from gateway_shim import (
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    WeeklyInterpretation,
+    WeeklyJudgment,
     exact_block,
     format_daily,
+    format_weekly,
 )
 from kexpr.spool import log
 from kexpr.spool.layout import DataRoot
@@ -168,7 +171,21 @@ def test_cli_verbosity_is_what_the_child_gets() -> None:
         assert done.stdout.split() == ["--data-root", flag]
 
 
-BODY = format_daily(
+# The one styled message (a weekly report whose goal range is missing), with
+# customer values in its facts and actions: a real request, call and answer.
+WEEKLY = format_weekly(
+    recent=CUSTOMER_VALUES[1],
+    prior="72.10kg",
+    change="+0.42%",
+    rate="85.71%",
+    goal_range="기록 없음",
+    interpretation=WeeklyInterpretation.GOAL_MISSING,
+    judgment=WeeklyJudgment.RECORDS,
+    actions=[f"{CUSTOMER_VALUES[0]} 님 평균 섭취 {CUSTOMER_VALUES[2]} 유지"],
+)
+WEEKLY_FIELDS = ("average_weight_kg", "prior_average_weight_kg", "goal_range", "actions")
+# A daily summary: nothing to style, so its one record is the presentation's.
+DAILY = format_daily(
     weight=CUSTOMER_VALUES[1],
     intake=CUSTOMER_VALUES[2],
     macros="탄수화물 260g · 단백질 138g · 지방 70g",
@@ -209,10 +226,20 @@ def test_records_of_a_real_run_are_whitelisted(
         assert wait_ready(DataRoot(data_root), 30.0)
         for mode, event in ((Mode.SHADOW, "evt-log-1"), (Mode.ENABLED, "evt-log-2")):
             coord = KoreanExpressionCoordinator(
-                KoreanExpressionConfig.from_block(exact_block(mode, daily=True)), data_root
+                KoreanExpressionConfig.from_block(exact_block(mode, daily=True, weekly=True)),
+                data_root,
             )
             try:
-                coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=event)
+                coord.present_weekly(
+                    WEEKLY,
+                    explicit_fields=WEEKLY_FIELDS,
+                    schedule_key=event,
+                    kind="weekly_report",
+                    kst_day=CUSTOMER_VALUES[7],
+                )
+                coord.present_daily(
+                    DAILY, facts=DailyFacts(complete=True), finalized_event_id=event
+                )
             finally:
                 coord.close()
     finally:
@@ -241,7 +268,7 @@ def test_records_of_a_real_run_are_whitelisted(
     # In-process: the shim's records, same rules.
     mine = assert_whitelisted([f"{r.levelname} {r.name} {r.getMessage()}" for r in records], words)
     outcomes = [f["outcome"] for logger, name, f in mine if name == "presentation"]
-    assert outcomes == ["shadow_selected", "accepted"]
+    assert outcomes == ["shadow_selected", "nothing_to_style", "accepted", "nothing_to_style"]
     text = "\n".join(lines) + "\n".join(r.getMessage() for r in records)
     for value in (*CUSTOMER_VALUES, KEY, "evt-log"):
         assert value not in text

@@ -25,7 +25,12 @@ journal rows and telemetry hold only enums, hex and timestamps): two independent
 nets.
 
 Each surface is one row of ``SURFACES``; a row whose coordinator method does not
-exist yet is skipped with that reason.
+exist yet is skipped with that reason. The fit table (design §6.1, §6.2) styles one
+message, the weekly report whose goal range is missing: the weekly row draws it most of
+the time (a real request, call and answer) and the other branches now and then; a daily
+summary, a dual card and a physique card have nothing to style, and each of their
+examples proves the strongest redaction result there is: the shim writes nothing (no
+request, no report, no journal row), reads nothing and sends nothing.
 """
 
 from __future__ import annotations
@@ -58,8 +63,11 @@ from gateway_shim import (
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
+    WeeklyInterpretation,
+    WeeklyJudgment,
     exact_block,
     format_daily,
+    format_weekly,
 )
 from gateway_shim.surfaces.daily import FACT_KEYS, MACROS_MISSING, MISSING_MARKER
 from kexpr.spool.contract import CONTRACT_VERSION, Capsule, manifest_for, slot_policy
@@ -208,15 +216,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 
 PROBE_VALUES = ("프로브 체크인 요약", "프로브값", "프로브 행동")
-# A partial host-shaped daily body (sleep missing) whose values are probe text.
-PROBE_BODY = format_daily(
-    weight=PROBE_VALUES[0],
-    intake=PROBE_VALUES[1],
-    macros=PROBE_VALUES[2],
-    training=PROBE_VALUES[1],
-    sleep=MISSING_MARKER,
-    condition=PROBE_VALUES[1],
-    digestion=PROBE_VALUES[1],
+# A host-shaped weekly report whose goal range is missing (the one styled message),
+# whose values are probe text.
+PROBE_BODY = format_weekly(
+    recent=PROBE_VALUES[0],
+    prior=PROBE_VALUES[1],
+    change=PROBE_VALUES[1],
+    rate=PROBE_VALUES[1],
+    goal_range=PROBE_VALUES[1],
+    interpretation=WeeklyInterpretation.GOAL_MISSING,
+    judgment=WeeklyJudgment.RECORDS,
+    actions=[PROBE_VALUES[2]],
 )
 
 
@@ -226,8 +236,12 @@ def _probe(world: World) -> None:
     the libraries' DEBUG log lines."""
     world.fake.behaviour = _reply(world, "valid", random.Random(0))
     before = Marks.now(world)
-    candidate = world.coordinators[Mode.SHADOW].present_daily(
-        PROBE_BODY, facts=DailyFacts(complete=False), finalized_event_id="probe"
+    candidate = world.coordinators[Mode.SHADOW].present_weekly(
+        PROBE_BODY,
+        explicit_fields=("goal_range", "actions"),
+        schedule_key="probe",
+        kind="weekly_report",
+        kst_day="2025-11-30",
     )
     assert candidate.outcome is Outcome.SHADOW_SELECTED, candidate.outcome
     assert candidate.attempt_id is not None
@@ -288,8 +302,9 @@ class Presentation:
 
     present: Callable[[KoreanExpressionCoordinator], Any]
     values: tuple[str, ...]
-    # False: no slot may take a style word (a dual card with fewer than two review
-    # lines): `nothing_to_style`, and no request is written.
+    # False: no slot of the body is asked (design §6.2: a daily summary, a dual or a
+    # physique card, a weekly report but the goal-missing one): `nothing_to_style`,
+    # and the shim writes, reads and sends nothing.
     styleable: bool = True
 
 
@@ -331,7 +346,8 @@ def _daily(rng: random.Random, nonce: str) -> Presentation:
     customer = [v for k, v in values.items() if v != missing[k]]
     if water is not None and complete:
         customer.append(water)
-    return Presentation(present, (*customer, event_id))
+    # The fit table leaves no word for the daily status (design §6.2).
+    return Presentation(present, (*customer, event_id), styleable=False)
 
 
 def _weekly(rng: random.Random, nonce: str) -> Presentation:
@@ -343,10 +359,19 @@ def _weekly(rng: random.Random, nonce: str) -> Presentation:
     values = {key: material.any_value(rng) for key in keys}
     rate = material.any_value(rng) if rng.random() < 0.5 else None
     actions = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
+    # The goal-missing branch (I2) is the one styled message: drawn most of the
+    # time, so most examples make a real request and call; the others are locked.
+    goal_missing = rng.random() < 0.75
+    others = [
+        i for i in weekly.WeeklyInterpretation if i is not weekly.WeeklyInterpretation.GOAL_MISSING
+    ]
+    interpretation = (
+        weekly.WeeklyInterpretation.GOAL_MISSING if goal_missing else rng.choice(others)
+    )
     body = weekly.format_weekly(
         **values,
         rate=rate,
-        interpretation=rng.choice(list(weekly.WeeklyInterpretation)),
+        interpretation=interpretation,
         judgment=rng.choice(list(weekly.WeeklyJudgment)),
         actions=actions,
     )
@@ -360,7 +385,7 @@ def _weekly(rng: random.Random, nonce: str) -> Presentation:
         )
 
     customer = (*values.values(), *(() if rate is None else (rate,)), *actions)
-    return Presentation(present, (*customer, schedule_key, kind, kst_day))
+    return Presentation(present, (*customer, schedule_key, kind, kst_day), styleable=goal_missing)
 
 
 def _card(rng: random.Random, body: str) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]:
@@ -402,8 +427,7 @@ def _dual(rng: random.Random, nonce: str) -> Presentation:
     head += [_line(rng) for _ in range(rng.randint(0, 3))]
     recommendations = [_line(rng, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
     details = [_line(rng) for _ in range(rng.randint(0, 2))]
-    # Two lines most of the time: only then is there a slot to send (see below).
-    lines = tuple(rng.sample(reasons, rng.choice((0, 1, 2, 2, 2, 2))))
+    lines = tuple(rng.sample(reasons, rng.choice((0, 1, 2))))
     body = dual.format_dual_body(
         goal=goal, head=tuple(head), decision="순응도 근거 충돌로 조정 보류",
         recommendations=tuple(recommendations),
@@ -415,10 +439,9 @@ def _dual(rng: random.Random, nonce: str) -> Presentation:
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
         return coordinator.present_adaptive(payload, surface=dual.SURFACE, **kwargs)
 
-    # The decision and the first review line are locked (the fit table): only a
-    # second line is a slot.
+    # The decision and every review line are locked (the fit table, design §6.2).
     values = (goal, *head, *recommendations, *details, *ids)
-    return Presentation(present, values, styleable=len(lines) >= 2)
+    return Presentation(present, values, styleable=False)
 
 
 def _physique(rng: random.Random, nonce: str) -> Presentation:
@@ -435,7 +458,8 @@ def _physique(rng: random.Random, nonce: str) -> Presentation:
     def present(coordinator: KoreanExpressionCoordinator) -> Any:
         return coordinator.present_adaptive(payload, surface=physique.SURFACE, **kwargs)
 
-    return Presentation(present, (*private, decision, basis, *after, *ids))
+    # The review instruction is locked (the fit table, design §6.2).
+    return Presentation(present, (*private, decision, basis, *after, *ids), styleable=False)
 
 
 SURFACES = [
@@ -700,6 +724,7 @@ def test_no_customer_material_leaves_the_gateway(world: World, row: SurfaceRow) 
             events = world.telemetry[before.telemetry :]
         request_files = [parse_request(data) for kind, data in written if kind == "requests"]
         if presentation.styleable:
+            assert candidate.outcome is not Outcome.NOTHING_TO_STYLE
             assert len(request_files) == 1, "the shim wrote one request per styleable presentation"
             capsule_file = json.loads(request_files[0].capsule.to_json())
             _check_capsule(capsule_file, candidate.artifact_key)
@@ -707,8 +732,11 @@ def test_no_customer_material_leaves_the_gateway(world: World, row: SurfaceRow) 
             for request in requests:
                 _check_wire(world, request, capsule_file)
         else:
+            # Nothing to style: the shim wrote, read and sent nothing, and no row.
             assert candidate.outcome is Outcome.NOTHING_TO_STYLE, candidate.outcome
-            assert request_files == [] and requests == [] and candidate.artifact_key is None
+            assert candidate.artifact_key is None and candidate.attempt_id is None
+            assert written == [] and read == [] and requests == []
+            assert _journal_rows(world.root)[before.journal :] == []
         for kind, data in written:
             if kind == "reports":
                 parse_report(data)

@@ -28,27 +28,26 @@ CUSTOMER_VALUES = (
 )
 
 # A typed weekly summary (HOST-FORMATS §4: no explicit prose field) and the body
-# the host renders from it: I3 + 유지, the rate line present, two explicit actions.
+# the host renders from it: no goal range, so I2 (the trend observed, the hold for
+# the missing goal) + 기록 보완, the rate line present, two explicit actions. The
+# goal-missing interpretation is the one slot the fit table styles (design §6.2):
+# this is the host's one styled message.
 WEEKLY_SUMMARY: dict[str, object] = {
     "average_weight_kg": 72.4,
     "prior_average_weight_kg": 72.1,
     "checkin_rate_percent": 85.7,
-    "goal_range": "+0.10~+0.50%",
     "actions": ["평균 섭취 2,150kcal 유지", "김민지 님 매일 아침 체중 기록하기"],
 }
 WEEKLY_BODY, _explicit = render_weekly(WEEKLY_SUMMARY)
 assert not _explicit
 # The names of the summary's fields: what the host passes as explicit_fields.
 WEEKLY_FIELDS: tuple[str, ...] = tuple(WEEKLY_SUMMARY)
-# What the scripted worker's (and the fake API's) default style renders to, the
-# fit table's composition with the most words ("먼저, T1. 그리고 T2." for this
-# I3 + 유지 interpretation, "그리고 T1." for the rationale): one sentence per line
-# in the interpretation, as the host renders it.
-WEEKLY_SELECTED = (
-    WEEKLY_BODY.replace("\n체중은 린매스업", "\n먼저, 체중은 린매스업", 1)
-    .replace("\n현재 속도라면", "\n그리고 현재 속도라면", 1)
-    .replace("\n급격한 증량이나", "\n그리고 급격한 증량이나", 1)
-)
+WEEKLY_HOLD = "목표 범위가 없어 이번 주 조정 판단은 보류합니다."
+assert "\n" + WEEKLY_HOLD + "\n" in WEEKLY_BODY
+# What the scripted worker's (and the fake API's) default style renders to: the fit
+# table's first composition, sorted (`[[P:01]]. 다만 [[A:01]].`), one sentence per
+# line in the interpretation, as the host renders it. Every other line is the host's.
+WEEKLY_SELECTED = WEEKLY_BODY.replace("\n" + WEEKLY_HOLD, "\n다만 " + WEEKLY_HOLD, 1)
 SCHEDULE = {"schedule_key": "sched-weekly-0042", "kind": "weekly_report", "kst_day": "2025-11-30"}
 
 # --- adaptive cards: the host's real payload shape (gateway_shim.surfaces.card) ---------

@@ -35,11 +35,9 @@ def provider_error(capsule: Mapping[str, Any]) -> str:
 
 
 def style(capsule: Mapping[str, Any]) -> dict[str, str]:
-    """A valid composition per slot: the contract's fit table's composition with
-    the most words, as the fake API's `default_style` writes it: daily
-    "그리고 [[P:01]].", weekly's interpretation "먼저, [[P:01]]. 그리고 [[P:02]].",
-    the rationale and a dual review line "그리고 [[A:01]]." / "그리고 [[P:01]].",
-    physique "먼저 [[A:01]]."."""
+    """A valid composition per slot, as the fake API's `default_style` writes it:
+    the fit table's first, sorted. The one slot the table styles is the weekly
+    goal-missing interpretation: "[[P:01]]. 다만 [[A:01]]."."""
     return default_style(capsule)
 
 

@@ -56,9 +56,31 @@ MakeCoordinator = Callable[[Mode], KoreanExpressionCoordinator]
 DATA = callback_data(session())
 CARDS = {"dual": dual_card, "physique": physique_card}
 SURFACES = {"dual": DUAL_SURFACE, "physique": PHYSIQUE_SURFACE}
-# The scripted worker's style word in each card (the fit table's one cell there):
-# the dual card's second review line, the physique card's review instruction.
-STYLED = {"dual": "\n그리고 최신 확정 기록을", "physique": "\n먼저 제안의 구조화된"}
+# Neither card has anything to style (the fit table, design §6.2): the candidate is
+# `nothing_to_style`, no request, no call, no report. What the host pins is the
+# canonical text: the dual card's own, the physique card's projection (its review
+# instruction under `검토 안내`, before the status line).
+STATUS_LINE = "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
+INSTRUCTION = "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n"
+
+
+def pinned_text(card: str) -> str:
+    text = str(CARDS[card](session())["text"])
+    if card == "dual":
+        return text
+    return text[: -len(STATUS_LINE)].rstrip("\n") + INSTRUCTION + STATUS_LINE
+
+
+def nothing_sent(root: DataRoot, worker: ScriptedWorker) -> bool:
+    """No request, no call, no report: the surface had nothing to style."""
+    return (
+        worker.requests == []
+        and worker.provider_calls == 0
+        and spool_request_files(root) == []
+        and report_outcomes(root) == []
+    )
+
+
 # A generous bound for "did not hang": only a deadlock comes near it.
 DEADLOCK_BOUND_S = 60.0
 
@@ -172,9 +194,8 @@ def test_fresh_card_is_validated_and_pinned_before_the_edit(
     assert {k: v for k, v in persisted.items() if k != "text"} == {
         k: v for k, v in canonical.items() if k != "text"
     }
-    assert persisted["text"] != canonical["text"] and STYLED[card] in str(persisted["text"])
-    assert report_outcomes(root) == ["selected"]
-    assert worker.provider_calls == 1
+    assert persisted["text"] == pinned_text(card)
+    assert nothing_sent(root, worker)
     assert svc.published == [(SESSION_ID, "501")]
 
 
@@ -192,7 +213,8 @@ def test_shadow_pins_the_canonical_presentation(
         str(canonical["text"])[: -len("상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음")]
     )
     assert "\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n상태: " in text
-    assert report_outcomes(root) == ["shadow_selected"]
+    assert text == pinned_text("physique")
+    assert nothing_sent(root, worker)  # nothing to style: not even the shim's report
 
 
 # --- the seams themselves ----------------------------------------------------------
@@ -300,7 +322,7 @@ def test_the_handler_commits_under_both_locks_in_either_ledger_mode(
     assert svc.seen == [{"session": True, "ledger": ledger, "profile": not ledger}]
     (row,) = svc.pending_rows
     assert query.edits == [row.payload["text"]]
-    assert report_outcomes(root) == ["selected"] and worker.provider_calls == 1
+    assert nothing_sent(root, worker)
 
 
 @pytest.fixture
@@ -321,16 +343,17 @@ def test_kexpr_is_awaited_outside_the_authority_lock(
     watched.hook = lambda cand: seen.append(held(svc))
     press(AdaptiveGatewayHost(svc, watched))
     assert seen == [{"session": False, "ledger": False, "profile": False}]
-    assert report_outcomes(root) == ["selected"]
+    assert nothing_sent(root, worker)
 
 
-def test_a_stale_callback_is_answered_under_the_lock_and_reported_commit_failed(
+def test_a_stale_callback_is_answered_under_the_lock_and_persists_nothing(
     root: DataRoot, worker: ScriptedWorker, watched: WatchedCoordinator
 ) -> None:
     """The host's own recheck fails after the candidate was made: the handler awaits
     ``query.answer`` while it holds the authority lock (as the host does), persists
-    nothing, edits nothing, and reports the accepted attempt ``commit_failed``
-    exactly once (without a report it would stay open until the commit grace)."""
+    nothing and edits nothing. The candidate had nothing to style, so there is no
+    attempt to report (the weekly host's ``commit_failed`` is
+    test_host_journal.py's)."""
     svc = service(watched)
     watched.hook = lambda cand: svc.change_session(SESSION_ID, expired=True)
     during_answer: list[dict[str, bool]] = []
@@ -338,8 +361,7 @@ def test_a_stale_callback_is_answered_under_the_lock_and_reported_commit_failed(
     press(AdaptiveGatewayHost(svc, watched), query)
     assert query.answers == ["검토 카드 권한이 변경되었습니다."] and query.edits == []
     assert during_answer == [{"session": True, "ledger": False, "profile": False}]
-    assert svc.pending_rows == [] and worker.provider_calls == 1
-    assert report_outcomes(root) == ["commit_failed"]
+    assert svc.pending_rows == [] and nothing_sent(root, worker)
 
 
 class OnTheLoop(AdaptiveOperatorService):
@@ -361,7 +383,7 @@ def test_handle_callback_runs_synchronously_on_the_event_loop(
     svc = service(coord, service_type=OnTheLoop)
     assert isinstance(svc, OnTheLoop)
     press(AdaptiveGatewayHost(svc, coord))
-    assert len(svc.loops) == 1 and report_outcomes(root) == ["selected"]
+    assert len(svc.loops) == 1 and nothing_sent(root, worker)
 
 
 # --- the race: a barrier after candidate creation, an authority change, commit ----
@@ -430,8 +452,7 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(
     assert isinstance(error, RevalidationError) and error.reason is CHANGES[change][1]
     assert svc.pending_rows == []  # zero pending rows
     assert query.edits == [] and query.answers == ["검토 카드를 저장할 수 없습니다."]
-    assert worker.provider_calls == 1  # and no second expression call
-    assert report_outcomes(root) == ["commit_failed"]
+    assert nothing_sent(root, worker)  # and no expression call
 
 
 def test_expired_callback_fails_step_one(
@@ -449,7 +470,8 @@ def test_expired_callback_fails_step_one(
     svc.change_session(SESSION_ID, expired=True)
     with pytest.raises(StaleAuthority):
         svc.validate_and_mark_presented_card(DATA, canonical_payload=payload, candidate=cand)
-    assert svc.pending_rows == [] and worker.provider_calls == 1
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE
+    assert svc.pending_rows == [] and nothing_sent(root, worker)
 
 
 def test_a_foreign_origin_message_is_a_conflict_and_persists_nothing(
@@ -460,7 +482,7 @@ def test_a_foreign_origin_message_is_a_conflict_and_persists_nothing(
     query = press(AdaptiveGatewayHost(svc, coord), RecordingQuery(DATA, message=Message("999")))
     assert svc.pending_rows == [] and query.edits == []
     assert query.answers == ["검토 카드를 저장할 수 없습니다."]
-    assert report_outcomes(root) == ["commit_failed"]
+    assert nothing_sent(root, worker)
 
 
 # --- duplicate and conflicting commits ----------------------------------------------
@@ -516,21 +538,27 @@ def test_two_commits_of_the_same_candidate_make_one_pending_row(
     first, second = _race([commit, commit])
     assert isinstance(first, Mapping) and first == second
     (row,) = svc.pending_rows
-    assert row.payload == first and row.payload["text"] == cand.body
-    assert worker.provider_calls == 1
+    assert row.payload == first and row.payload["text"] == cand.body == pinned_text(card)
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and nothing_sent(root, worker)
 
 
 @pytest.mark.parametrize("card", ["dual", "physique"])
 def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
     root: DataRoot, worker: ScriptedWorker, make_coordinator: MakeCoordinator, card: str
 ) -> None:
-    coord = make_coordinator(Mode.ENABLED)
-    svc = service(coord, card)
-    selected, payload = _present(svc, coord)
-    canonical, _ = _present(svc, coord)  # the same artifact again: no call
-    assert selected.status is CandidateStatus.SELECTED
-    assert canonical.outcome is Outcome.ALREADY_ATTEMPTED
-    assert canonical.status is CandidateStatus.CANONICAL and canonical.body != selected.body
+    """No card has a selected body now, so the unequal pair is the enabled
+    gateway's (`nothing_to_style`: the physique card's projection) and a disabled
+    gateway's (the host's card text as it is). The physique pair differs: one row,
+    and whichever commits second is a conflict. The dual pair is the same text:
+    both commits make the same one row."""
+    svc = service(make_coordinator(Mode.ENABLED), card)
+    projected, payload = _present(svc, make_coordinator(Mode.ENABLED))
+    plain, _ = _present(svc, make_coordinator(Mode.DISABLED))
+    assert projected.outcome is Outcome.NOTHING_TO_STYLE and plain.outcome is Outcome.DISABLED
+    assert projected.status is plain.status is CandidateStatus.CANONICAL
+    assert plain.body == payload["text"] and projected.body == pinned_text(card)
+    unequal = card == "physique"
+    assert (projected.body != plain.body) is unequal
 
     def commit(
         target: AdaptiveOperatorService, cand: PresentationCandidate
@@ -539,19 +567,22 @@ def test_two_unequal_candidates_make_one_row_and_a_deterministic_conflict(
             DATA, canonical_payload=payload, candidate=cand
         )
 
-    results = _race([commit(svc, selected), commit(svc, canonical)])
+    results = _race([commit(svc, projected), commit(svc, plain)])
     conflicts = [r for r in results if isinstance(r, PublicationConflict)]
     persisted = [r for r in results if isinstance(r, Mapping)]
-    assert len(conflicts) == 1 and len(persisted) == 1
+    assert (len(conflicts), len(persisted)) == ((1, 1) if unequal else (0, 2))
     (row,) = svc.pending_rows
     assert row.payload == persisted[0]  # the winner's payload, never overwritten
-    assert worker.provider_calls == 1
+    assert nothing_sent(root, worker)
 
     # Deterministic by order: whichever commits first owns the row.
-    for first, second in ((selected, canonical), (canonical, selected)):
-        fresh = service(coord, card)
+    for first, second in ((projected, plain), (plain, projected)):
+        fresh = service(make_coordinator(Mode.ENABLED), card)
         commit(fresh, first)()
-        with pytest.raises(PublicationConflict):
+        if unequal:
+            with pytest.raises(PublicationConflict):
+                commit(fresh, second)()
+        else:
             commit(fresh, second)()
         (only,) = fresh.pending_rows
         assert only.payload["text"] == first.body
@@ -581,9 +612,9 @@ def test_recovery_republishes_the_stored_payload_with_zero_requests(
     finally:
         restarted_coord.close()
     assert edits == [row.payload]  # the exact stored payload
-    assert len(worker.requests) == requests_before and worker.provider_calls == 1
-    assert spool_request_files(root) == []
-    assert report_outcomes(root) == ["selected"]  # committed before the edit failed
+    assert row.payload["text"] == pinned_text(card)
+    assert len(worker.requests) == requests_before == 0
+    assert nothing_sent(root, worker)
 
 
 # --- payloads kexpr does not present ------------------------------------------------

@@ -1,7 +1,10 @@
 """Daily: the first save edits once; replay is canonical-only with zero requests
-(plan "Daily cutover"; design §8). The Save edit's result is observed:
-the host at the pin swallows a failed edit, so without the plan's change it
-could not tell ``selected`` from ``publication_failed``."""
+(plan "Daily cutover"; design §8). The daily summary has nothing to style (the fit
+table, design §6.2): the first save's candidate is `nothing_to_style`, its edit is
+the canonical body, and there is no request, no call and no report, whether the
+edit succeeds or fails. The Save edit's result is still observed (the host at the
+pin swallows a failed edit); it decides a report only for a selected candidate,
+which the weekly host shows (test_host_journal.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Mode
+from gateway_shim import DailyFacts, KoreanExpressionCoordinator, Mode, Outcome
 from kexpr.spool.layout import DataRoot
 from reference_host.bot import RecordingQuery
 from reference_host.daily import DailyHost, FinalizedCheckin
@@ -30,7 +33,10 @@ ANSWERS = {
 }
 BODY = render_daily(ANSWERS)
 CHECKIN = FinalizedCheckin(body=BODY, finalized_event_id="evt-0001")
+# A daily body as an earlier fit table styled it (a word before the status): not the
+# host's text, so fed back as canonical it is ineligible.
 SELECTED = BODY.replace("저장된 오늘 기록을", "그리고 저장된 오늘 기록을")
+assert SELECTED != BODY
 SAVE = "ck1:save"  # the Save button's callback data (its format does not matter here)
 
 
@@ -45,29 +51,31 @@ def test_first_save_edits_once_then_replay_is_canonical_with_zero_requests(
     worker: ScriptedWorker,
     make_coordinator: Callable[[Mode], KoreanExpressionCoordinator],
 ) -> None:
-    daily = DailyHost(make_coordinator(Mode.ENABLED))
-    assert save(daily, CHECKIN).edits == [SELECTED]
-    assert report_outcomes(root) == ["selected"]
-    requests = len(worker.requests)
+    coord = make_coordinator(Mode.ENABLED)
+    cand = coord.present_daily(BODY, finalized_event_id="evt-0000")
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == BODY
+    daily = DailyHost(coord)
+    assert save(daily, CHECKIN).edits == [BODY]
+    assert report_outcomes(root) == []
     sent: list[str] = []
     for _ in range(3):
-        assert daily.replay(sent.append, CHECKIN) == BODY  # never the old selected expression
+        assert daily.replay(sent.append, CHECKIN) == BODY
     assert sent == [BODY, BODY, BODY]
-    assert len(worker.requests) == requests == 1 and worker.provider_calls == 1
+    assert worker.requests == [] and worker.provider_calls == 0
     assert spool_request_files(root) == []
 
 
-def test_a_failed_edit_is_swallowed_and_reported_publication_failed(
+def test_a_failed_edit_is_swallowed_and_nothing_is_reported(
     root: DataRoot,
     worker: ScriptedWorker,
     make_coordinator: Callable[[Mode], KoreanExpressionCoordinator],
 ) -> None:
-    """The handler still never raises for a failed edit (the check-in is saved), but
-    the result is observed: one report, ``publication_failed``, never ``selected``."""
+    """The handler still never raises for a failed edit (the check-in is saved); the
+    candidate had nothing to style, so there is no attempt to report."""
     query = save(DailyHost(make_coordinator(Mode.ENABLED)), CHECKIN, fail_edit=True)
     assert query.edits == []
-    assert report_outcomes(root) == ["publication_failed"]
-    assert worker.provider_calls == 1
+    assert report_outcomes(root) == []
+    assert worker.requests == [] and worker.provider_calls == 0
 
 
 def test_a_failed_edit_in_shadow_mode_reports_nothing(
@@ -77,7 +85,8 @@ def test_a_failed_edit_in_shadow_mode_reports_nothing(
 ) -> None:
     query = save(DailyHost(make_coordinator(Mode.SHADOW)), CHECKIN, fail_edit=True)
     assert query.edits == []
-    assert report_outcomes(root) == ["shadow_selected"]  # the shim's own report only
+    assert report_outcomes(root) == []  # nothing to style: not even the shim's report
+    assert worker.requests == [] and worker.provider_calls == 0
 
 
 def test_replay_alone_touches_nothing(

@@ -176,7 +176,7 @@ def test_corrupt_ledger_hard_stops_without_a_provider_call(
     path = tmp_path / "ledger.jsonl"
     crash_after_reserving(path, make_coordinator)
     row = json.loads(path.read_text("utf-8"))
-    altered = row["body"].replace("먼저,", "잘,")  # the pinned bytes altered on disk
+    altered = row["body"].replace("다만 ", "잘 ")  # the pinned bytes altered on disk
     assert altered != row["body"]
     row["body"] = altered
     path.write_text(json.dumps(row, ensure_ascii=False) + "\n", "utf-8")

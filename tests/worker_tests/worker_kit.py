@@ -10,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from kit.spool import STYLED_SLOT
 
-from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.contract import Capsule
 from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, format_ts
@@ -25,6 +26,8 @@ from kexpr.worker.daemon import Worker
 from kexpr.worker.provider import build_client
 
 T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
+# A composition of the one styled slot (the weekly goal-missing interpretation).
+STYLED_GENERATED = "[[P:01]]. 다만 [[A:01]]."
 
 
 class Clock:
@@ -76,7 +79,7 @@ class Provider:
     def __init__(self) -> None:
         self.calls: list[dict[str, object]] = []
         self.reply: Callable[[dict[str, object]], httpx.Response] = lambda capsule: httpx.Response(
-            200, json=completion(composition_for(capsule, "그리고 [[P:01]]."))
+            200, json=completion(composition_for(capsule, STYLED_GENERATED))
         )
         self.on_call: Callable[[], None] = lambda: None
 
@@ -109,16 +112,16 @@ def submit(
     age_s: float = 0.0,
     into: Path | None = None,
 ) -> str:
-    """A daily request written ``age_s`` seconds ago (the shim's 4 s deadline) into
+    """A request for the styled weekly slot written ``age_s`` seconds ago (the shim's 4 s deadline) into
     ``into``: by default claimed/, as the worker finds it after its claim rename;
     ``root.requests`` for a test that claims it through the worker."""
     rid = rid or format(len(list(root.claimed.iterdir())) + hash(clock.now) % 10**8, "032x")[-32:]
     submitted = clock.now - dt.timedelta(seconds=age_s)
     capsule = Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface="weekly.v1",
         artifact_key=akey,
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        slots=(STYLED_SLOT,),
     )
     req = SpoolRequest(
         spool_version=SPOOL_VERSION,
