@@ -4,7 +4,13 @@ contract (`binding_digest`, `revalidate`), against a scripted worker thread.
 Rules checked: disabled and ineligible write zero files; the capsule carries
 each surface's slots and nothing else; the artifact key uses the plan's inputs
 per surface; a candidate re-proves itself only against the same payload and
-binding it was made from."""
+binding it was made from.
+
+Under the fit table (design §6.1, §6.2) the one message with a slot to ask is the
+weekly report whose goal range is missing (branch I2): every other weekly branch,
+the dual card and the physique card are eligible with nothing to style
+(`nothing_to_style`, zero files), and a capsule for one of their slots cannot be
+built (`slot_unstyleable`)."""
 
 from __future__ import annotations
 
@@ -18,14 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.bodies import STYLED_BODY, STYLED_HOLD, STYLED_SELECTED, STYLED_SURFACE
 from reference_host.samples import (
-    CUSTOMER_VALUES,
     DUAL_SURFACE,
     PHYSIQUE_SURFACE,
     SCHEDULE,
     WEEKLY_BODY,
     WEEKLY_FIELDS,
-    WEEKLY_SELECTED,
     callback_data,
     dual_card,
     physique_card,
@@ -45,11 +50,22 @@ from gateway_shim import (
     Outcome,
     RevalidationError,
     RevalidationReason,
+    WeeklyInterpretation,
+    WeeklyJudgment,
     binding_digest,
     exact_block,
+    format_weekly,
     revalidate,
 )
 from gateway_shim.surfaces import Ineligible, IneligibleReason
+from kexpr.spool.contract import (
+    CONTRACT_VERSION,
+    Capsule,
+    CapsuleError,
+    CapsuleReason,
+    SlotPolicy,
+    slot_policy,
+)
 from kexpr.spool.layout import DataRoot
 
 SESSION = session()
@@ -104,21 +120,40 @@ def files_under(path: Path) -> list[Path]:
 # --- weekly -----------------------------------------------------------------------------
 
 
-def test_weekly_selected_with_its_two_slots(
+def written(root: DataRoot) -> set[Path]:
+    """Every file under the data root but a serving worker's heartbeat (and its
+    staging file) and an installed operator glossary: what the coordinator wrote."""
+    beat = root.status_file.name
+    return {
+        p
+        for p in files_under(root.root)
+        if p.name not in (beat, "operator-glossary.json") and not p.name.startswith(f".{beat}.")
+    }
+
+
+def capsule_refusal(surface: str, *slots: SlotPolicy) -> CapsuleReason:
+    """Why a capsule of ``slots`` cannot be built (AssertionError if it can)."""
+    with pytest.raises(CapsuleError) as info:
+        Capsule(
+            schema_version=CONTRACT_VERSION, surface=surface, artifact_key="a" * 32, slots=slots
+        )
+    return info.value.reason
+
+
+def test_weekly_goal_missing_selected_with_its_one_slot(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
-        cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE)
+        cand = coord.present_weekly(STYLED_BODY, explicit_fields=(), **SCHEDULE)
     assert cand.outcome is Outcome.ACCEPTED and cand.status is CandidateStatus.SELECTED
-    assert cand.surface_version == "weekly.v1"
-    assert cand.body == WEEKLY_SELECTED
-    assert [slot_id for slot_id, _ in cand.generated] == [
-        "weekly.interpretation",
-        "weekly.rationale",
-    ]
+    assert cand.surface_version == STYLED_SURFACE
+    assert cand.body == STYLED_SELECTED
+    assert [slot_id for slot_id, _ in cand.generated] == ["weekly.interpretation"]
     capsule = w.requests[0]["capsule"]
     assert capsule["surface"] == "weekly.v1"
+    # The interpretation is the one slot; the rationale (records insufficient) is
+    # locked host text like every other byte.
     assert [
         (
             s["slot_id"],
@@ -130,18 +165,69 @@ def test_weekly_selected_with_its_two_slots(
     ] == [
         (
             "weekly.interpretation",
-            ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"],
-            [],
-            ["[[P:01]]", "[[P:02]]"],
+            ["P_WEEKLY_TREND_OBSERVED"],
+            ["A_WEEKLY_HOLD_FOR_MISSING_GOAL"],
+            ["[[P:01]]", "[[A:01]]"],
         ),
-        ("weekly.rationale", [], ["A_WEEKLY_KEEP_BASELINE"], ["[[A:01]]"]),
     ]
-    # Locked: everything before the interpretation, and between it and the
-    # rationale (the report's last paragraph).
+    # Locked: everything before the interpretation, and everything after it (the
+    # judgment and the rationale paragraph).
     assert len(cand.canonical_locked_spans_utf16) == len(cand.locked_spans_utf16) == 2
     wire = json.dumps(w.requests, ensure_ascii=False)
-    for value in (*CUSTOMER_VALUES, *SCHEDULE.values()):
+    for value in (*SCHEDULE.values(), "72.40kg", "+0.42%", "85.71%", STYLED_HOLD):
         assert value not in wire
+    assert "weekly.rationale" not in wire and "P_WEEKLY_RECORDS_INSUFFICIENT" not in wire
+
+
+@pytest.mark.parametrize("judgment", list(WeeklyJudgment), ids=lambda j: j.name)
+@pytest.mark.parametrize("branch", list(WeeklyInterpretation), ids=lambda i: i.name)
+def test_every_weekly_branch_but_the_missing_goal_is_nothing_to_style(
+    root: DataRoot,
+    coords: list[KoreanExpressionCoordinator],
+    branch: WeeklyInterpretation,
+    judgment: WeeklyJudgment,
+) -> None:
+    body = format_weekly(
+        recent="72.40kg",
+        prior="72.10kg",
+        change="+0.42%",
+        rate="85.71%",
+        goal_range="기록 없음" if branch is WeeklyInterpretation.GOAL_MISSING else "+0.10~+0.50%",
+        interpretation=branch,
+        judgment=judgment,
+    )
+    coord = make(root, coords)
+    with ScriptedWorker(root) as w:
+        cand = coord.present_weekly(body, explicit_fields=(), **SCHEDULE)
+    if branch is WeeklyInterpretation.GOAL_MISSING:
+        assert cand.outcome is Outcome.ACCEPTED and cand.body != body
+        assert [[s["slot_id"] for s in r["capsule"]["slots"]] for r in w.requests] == [
+            ["weekly.interpretation"]
+        ]
+        return
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == body
+    assert cand.status is CandidateStatus.CANONICAL and cand.publication_permitted
+    assert cand.artifact_key is None and cand.generated == ()
+    assert w.requests == [] and written(root) == set()
+
+
+def test_the_host_sample_weekly_report_is_nothing_to_style(
+    root: DataRoot, coords: list[KoreanExpressionCoordinator]
+) -> None:
+    """The host's own rendering (I3 + 유지, a rate line, two explicit actions) is
+    eligible, and both its slots are locked: the host's text, zero files. A
+    capsule for either of them cannot be built."""
+    coord = make(root, coords)
+    with ScriptedWorker(root) as w:
+        cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE)
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == WEEKLY_BODY
+    assert w.requests == [] and written(root) == set()
+    interpretation = slot_policy(
+        "weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"]
+    )
+    rationale = slot_policy("weekly.rationale", ["A_WEEKLY_KEEP_BASELINE"])
+    for slots in ((interpretation,), (rationale,), (interpretation, rationale)):
+        assert capsule_refusal("weekly.v1", *slots) is CapsuleReason.SLOT_UNSTYLEABLE
 
 
 def test_weekly_artifact_key_inputs(
@@ -151,7 +237,7 @@ def test_weekly_artifact_key_inputs(
     with ScriptedWorker(root, compose=provider_error):  # canonical at once: keys only
         keys = [
             coord.present_weekly(
-                WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **{**SCHEDULE, **changes}
+                STYLED_BODY, explicit_fields=(), **{**SCHEDULE, **changes}
             ).artifact_key
             for changes in (
                 {},
@@ -191,67 +277,58 @@ def test_weekly_disabled_or_ineligible_writes_nothing(
 # --- adaptive: presentation ----------------------------------------------------------------
 
 
-def test_dual_card_selected_with_its_later_review_slot(
+def test_dual_card_is_nothing_to_style_and_persists_as_rendered(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
+    """Every line of the dual card is locked (design §6.2): with a worker serving,
+    the card comes back as the host rendered it, no request, no file; the host
+    persists it through `revalidate` unchanged. A capsule for any of its slots,
+    the decision or a review line, cannot be built."""
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
         cand = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
-    assert cand.outcome is Outcome.ACCEPTED and cand.surface_version == DUAL_SURFACE
-    capsule = w.requests[0]["capsule"]
-    # The fit table gives the decision and the first review line no word: they
-    # are locked, never slots; the second line is the card's one slot.
-    assert [(s["slot_id"], s["allowed_predicate_ids"]) for s in capsule["slots"]] == [
-        ("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
-    ]
-    # The decision keeps the host's period-less form; reasons keep their period.
-    assert "\n현재 판단: 순응도 근거 충돌로 조정 보류\n\n권장안\n" in cand.body
-    assert (
-        "\n\n검토 필요\n\n같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.\n"
-        "그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다.\n\n상세 근거\n" in cand.body
-    )
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.surface_version == DUAL_SURFACE
+    assert cand.status is CandidateStatus.CANONICAL and cand.body == DUAL_PAYLOAD["text"]
+    assert cand.attempt_id is None and cand.artifact_key is None and cand.generated == ()
+    assert w.requests == [] and written(root) == set()
     assert cand.binding_digest == binding_digest(DUAL_PAYLOAD, **bind())
     persisted = revalidate(cand, DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
-    assert persisted == {**DUAL_PAYLOAD, "text": cand.body}
+    assert persisted == DUAL_PAYLOAD
     assert (
         persisted["buttons"] == DUAL_PAYLOAD["buttons"]
         and persisted["buttons"] is not DUAL_PAYLOAD["buttons"]
     )
-    wire = json.dumps(w.requests, ensure_ascii=False)
-    for value in (*CUSTOMER_VALUES, CALLBACK, "coach-1", "테스트 전용", "가상"):
-        assert value not in wire
+    for slot in (
+        slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD"]),
+        slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"]),
+        slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
+    ):
+        assert capsule_refusal(DUAL_SURFACE, slot) is CapsuleReason.SLOT_UNSTYLEABLE
 
 
 @pytest.mark.parametrize(
-    ("mode", "compose", "outcome", "body"),
-    [
-        (
-            Mode.ENABLED,
-            None,
-            Outcome.ACCEPTED,
-            PHYSIQUE_PROJECTION.replace("\n제안의", "\n먼저 제안의"),
-        ),
-        (Mode.SHADOW, None, Outcome.SHADOW_SELECTED, PHYSIQUE_PROJECTION),
-        (Mode.ENABLED, invalid, Outcome.VALIDATION_REJECTED, PHYSIQUE_PROJECTION),
-    ],
-    ids=["enabled", "shadow", "rejected"],
+    ("mode", "compose"),
+    [(Mode.ENABLED, None), (Mode.SHADOW, None), (Mode.ENABLED, invalid)],
+    ids=["enabled", "shadow", "hostile_worker"],
 )
-def test_physique_card_presents_its_projection(
+def test_physique_card_is_nothing_to_style_and_presents_its_projection(
     root: DataRoot,
     coords: list[KoreanExpressionCoordinator],
     mode: Mode,
     compose: Any,
-    outcome: CandidateOutcome,
-    body: str,
 ) -> None:
+    """The review instruction is locked (design §6.2): the candidate is the card's
+    canonical projection (the code-owned review block) in every mode, whatever
+    a worker would answer, since none is asked; its slot's capsule cannot be built."""
     coord = make(root, coords, mode)
     with ScriptedWorker(root, **({"compose": compose} if compose else {})) as w:
         cand = coord.present_adaptive(PHYSIQUE_PAYLOAD, **bind(surface=PHYSIQUE_SURFACE))
-    assert cand.outcome is outcome and cand.body == body
-    assert [s["slot_id"] for s in w.requests[0]["capsule"]["slots"]] == [
-        "adaptive.physique.review_instruction"
-    ]
-    assert revalidate(cand, PHYSIQUE_PAYLOAD, **bind())["text"] == body
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == PHYSIQUE_PROJECTION
+    assert cand.status is CandidateStatus.CANONICAL and cand.publication_permitted
+    assert w.requests == [] and written(root) == set()
+    assert revalidate(cand, PHYSIQUE_PAYLOAD, **bind())["text"] == PHYSIQUE_PROJECTION
+    review = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
+    assert capsule_refusal(PHYSIQUE_SURFACE, review) is CapsuleReason.SLOT_UNSTYLEABLE
 
 
 def test_disabled_adaptive_publishes_the_source_text_and_writes_nothing(
@@ -422,29 +499,30 @@ OPERATOR_TEXT = (
 )
 
 
-def test_operator_glossary_ids_travel_in_the_capsule_texts_never_do(
+def test_an_operator_glossary_card_is_nothing_to_style_and_its_texts_stay_home(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
+    """The operator's decision and reason take their families' cells, both empty
+    (design §6.2): the card with the operator's texts is recognized (eligible, not
+    refused) and has nothing to style; its texts and IDs reach no file. A capsule
+    asking for an operator's ID cannot be built."""
     _install_glossary(root, json.dumps(OPERATOR_FILE, ensure_ascii=False).encode())
     coord = make(root, coords)
     payload = _edited(DUAL_PAYLOAD, text=OPERATOR_TEXT)
     with ScriptedWorker(root) as w:
         cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
-    assert cand.outcome is Outcome.ACCEPTED
-    # The operator's decision is locked like the shipped one (its family's cell is
-    # empty); the operator's reason on the second line is the one slot.
-    assert "현재 판단: 현재 목표 섭취량 유지\n" in cand.body
-    assert "\n그리고 체중 추세를 판단할 기간이 짧습니다.\n" in cand.body
-    assert [s["allowed_predicate_ids"] for s in w.requests[0]["capsule"]["slots"]] == [
-        ["P_DUAL_REASON_TREND_SHORT"],
-    ]
-    wire = json.dumps(w.requests, ensure_ascii=False)
-    assert "현재 목표 섭취량 유지" not in wire and "기간이 짧습니다" not in wire
-    assert revalidate(cand, payload, **bind(), glossary=coord.dual_glossary())["text"] == cand.body
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == OPERATOR_TEXT
+    assert w.requests == [] and written(root) == set()
+    assert revalidate(cand, payload, **bind(), glossary=coord.dual_glossary()) == payload
     # Without the operator's glossary the host cannot prove the card: fail closed.
     with pytest.raises(RevalidationError) as info:
         revalidate(cand, payload, **bind())
     assert info.value.reason is RevalidationReason.INELIGIBLE
+    for slot in (
+        slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_KEEP_TARGET"]),
+        slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_TREND_SHORT"]),
+    ):
+        assert capsule_refusal(DUAL_SURFACE, slot) is CapsuleReason.SLOT_UNSTYLEABLE
 
 
 def test_invalid_operator_glossary_makes_dual_canonical_with_no_new_files(
@@ -455,10 +533,10 @@ def test_invalid_operator_glossary_makes_dual_canonical_with_no_new_files(
     cand = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
     assert cand.outcome is Outcome.INELIGIBLE and cand.body == DUAL_PAYLOAD["text"]
     assert [p.name for p in files_under(root.root)] == ["operator-glossary.json"]
-    # A physique card does not read the dual glossary.
+    # A physique card does not read the dual glossary: eligible (nothing to style).
     with ScriptedWorker(root):
         physique = coord.present_adaptive(PHYSIQUE_PAYLOAD, **bind(surface=PHYSIQUE_SURFACE))
-    assert physique.outcome is Outcome.ACCEPTED
+    assert physique.outcome is Outcome.NOTHING_TO_STYLE and physique.body == PHYSIQUE_PROJECTION
 
 
 OVER_BUDGET_FILE = {
@@ -479,56 +557,84 @@ SIX_REASONS_TEXT = str(DUAL_PAYLOAD["text"]).replace(
 )
 
 
-def test_a_card_whose_answer_cannot_arrive_is_ineligible_with_no_new_files(
+def test_a_card_of_six_reasons_is_nothing_to_style_with_no_new_files(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
-    """Six review reasons (five styleable lines: the first is locked) make a
-    minimal answer of more than the 297 tokens that can arrive in 3 s at the
-    fastest published rate: no request, no key, no spool, the canonical card; the
-    same card with two reasons is sent."""
+    """Six review reasons, the operator's among them: every line locked, nothing
+    to ask, the canonical card and no new file."""
     _install_glossary(root, json.dumps(OVER_BUDGET_FILE, ensure_ascii=False).encode())
     coord = make(root, coords)
     payload = _edited(DUAL_PAYLOAD, text=SIX_REASONS_TEXT)
     glossary = coord.dual_glossary()
     assert len(glossary.reasons) == 6
-    cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
-    assert cand.outcome is Outcome.INELIGIBLE and cand.body == SIX_REASONS_TEXT
-    assert cand.publication_permitted
-    assert [p.name for p in files_under(root.root)] == ["operator-glossary.json"]
     with ScriptedWorker(root) as w:
-        two = coord.present_adaptive(DUAL_PAYLOAD, **bind(surface=DUAL_SURFACE))
-    assert two.outcome is Outcome.ACCEPTED and len(w.requests) == 1
+        cand = coord.present_adaptive(payload, **bind(surface=DUAL_SURFACE))
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == SIX_REASONS_TEXT
+    assert cand.publication_permitted
+    assert w.requests == [] and written(root) == set()
+
+
+def test_a_body_whose_answer_cannot_arrive_is_ineligible_with_no_new_files(
+    root: DataRoot, coords: list[KoreanExpressionCoordinator], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A surface whose minimal answer is more than the tokens that can arrive in
+    the wait (`ANSWER_BUDGET_TOKENS`) is never sent: no request, no key, no spool,
+    the canonical body. Forced on the styled weekly report by a budget one token
+    short of its bound; with the real budget the same body is sent."""
+    from gateway_shim.surfaces import _model
+    from gateway_shim.surfaces.weekly import parse_weekly
+
+    bound = parse_weekly(STYLED_BODY, explicit_fields=()).answer_token_bound()
+    assert bound is not None and bound <= _model.ANSWER_BUDGET_TOKENS
+    coord = make(root, coords)
+    monkeypatch.setattr(_model, "ANSWER_BUDGET_TOKENS", bound - 1)
+    cand = coord.present_weekly(STYLED_BODY, explicit_fields=(), **SCHEDULE)
+    assert cand.outcome is Outcome.INELIGIBLE and cand.body == STYLED_BODY
+    assert cand.publication_permitted and cand.artifact_key is None
+    assert not root.root.exists()
+    monkeypatch.setattr(_model, "ANSWER_BUDGET_TOKENS", bound)
+    with ScriptedWorker(root) as w:
+        sent = coord.present_weekly(STYLED_BODY, explicit_fields=(), **SCHEDULE)
+    assert sent.outcome is Outcome.ACCEPTED and len(w.requests) == 1
 
 
 def test_adaptive_artifact_key_inputs(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
+    """No adaptive card is asked (nothing to style: no key is made), but the
+    inputs its key would be made of are still the plan's: session, revision,
+    proposal digest and the card kind (= surface); not the pressed action, the
+    authority pins or the surface argument."""
     coord = make(root, coords, Mode.SHADOW)
     other_session = callback_data(session(session_id="1" * 24))
-    with ScriptedWorker(root, compose=provider_error):
-        key = coord.present_adaptive(PHYSIQUE_PAYLOAD, **bind()).artifact_key
-        # Not key inputs: the pressed action, authority pins, the surface argument.
-        same = coord.present_adaptive(
-            PHYSIQUE_PAYLOAD,
-            **bind(
-                callback_data=callback_data(SESSION, "hold"),
-                authority_pins=(),
-                surface=PHYSIQUE_SURFACE,
-            ),
-        ).artifact_key
-        other_session_key = coord.present_adaptive(
-            PHYSIQUE_PAYLOAD, **bind(callback_data=other_session)
-        ).artifact_key
-        other_revision = coord.present_adaptive(
-            physique_card(session(revision=4)), **bind()
-        ).artifact_key
-        other_digest = coord.present_adaptive(
-            physique_card(session(proposal_digest="d" * 64)), **bind()
-        ).artifact_key
-        dual = coord.present_adaptive(DUAL_PAYLOAD, **bind()).artifact_key
-    assert key is not None and key == same
-    # session, revision, proposal digest and the card kind (= surface) are inputs.
+
+    def key_fields(payload: Any, **changes: Any) -> tuple[object, ...]:
+        args = bind(**changes)
+        assert coord.present_adaptive(payload, **args).artifact_key is None
+        spec = coord._adaptive.spec(
+            payload,
+            args["callback_data"],
+            args["origin"],
+            args["surface"],
+            args["authority_pins"],
+        )
+        assert spec.key_fields
+        return spec.key_fields
+
+    key = key_fields(PHYSIQUE_PAYLOAD)
+    same = key_fields(
+        PHYSIQUE_PAYLOAD,
+        callback_data=callback_data(SESSION, "hold"),
+        authority_pins=(),
+        surface=PHYSIQUE_SURFACE,
+    )
+    other_session_key = key_fields(PHYSIQUE_PAYLOAD, callback_data=other_session)
+    other_revision = key_fields(physique_card(session(revision=4)))
+    other_digest = key_fields(physique_card(session(proposal_digest="d" * 64)))
+    dual = key_fields(DUAL_PAYLOAD)
+    assert key == same
     assert len({key, other_session_key, other_revision, other_digest, dual}) == 5
+    assert not root.root.exists()
 
 
 # --- binding_digest ---------------------------------------------------------------------------
@@ -585,97 +691,115 @@ def test_binding_digest_is_never_written_to_the_spool(
 ) -> None:
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
-        cand = coord.present_adaptive(DUAL_PAYLOAD, **bind())
-        coord.report(cand, "selected")
-    blobs = json.dumps(w.requests) + "".join(
-        p.read_text("utf-8") for p in files_under(root.root) if p.suffix == ".json"
-    )
-    assert cand.binding_digest not in blobs
+        weekly = coord.present_weekly(STYLED_BODY, explicit_fields=(), **SCHEDULE)
+        assert coord.report(weekly, "selected")
+        card = coord.present_adaptive(DUAL_PAYLOAD, **bind())
+    assert weekly.outcome is Outcome.ACCEPTED and card.outcome is Outcome.NOTHING_TO_STYLE
+    files = [p for p in files_under(root.root) if p.suffix == ".json"]
+    assert {p.parent.name for p in files} >= {"reports"}  # the spool has files to search
+    blobs = json.dumps(w.requests) + "".join(p.read_text("utf-8") for p in files)
+    for digest in (weekly.binding_digest, card.binding_digest):
+        assert digest and digest not in blobs
 
 
 # --- revalidate ----------------------------------------------------------------------------
 
 
 @pytest.fixture
-def selected(root: DataRoot, coords: list[KoreanExpressionCoordinator]) -> Any:
+def presented(root: DataRoot, coords: list[KoreanExpressionCoordinator]) -> Any:
+    """The dual card as the coordinator hands it out: nothing to style."""
     coord = make(root, coords)
     with ScriptedWorker(root):
         cand = coord.present_adaptive(DUAL_PAYLOAD, **bind())
-    assert cand.outcome is Outcome.ACCEPTED
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE
     return cand
 
 
-def test_revalidate_refusals(selected: Any) -> None:
+# The body the dual card was selected as before the fit table followed the
+# readers (`그리고` before the second review line), and its composition: what a
+# forged or stale candidate may still claim.
+STALE_BODY = str(DUAL_PAYLOAD["text"]).replace("\n최신 확정", "\n그리고 최신 확정", 1)
+STALE_GENERATED = (("adaptive.dual.review.2", "그리고 [[P:01]]."),)
+assert STALE_BODY != DUAL_PAYLOAD["text"]
+
+
+def test_revalidate_refusals(presented: Any) -> None:
     def reason(cand: Any, payload: Any = DUAL_PAYLOAD, **changes: Any) -> RevalidationReason:
         with pytest.raises(RevalidationError) as info:
             revalidate(cand, payload, **bind(**changes))
         assert str(info.value) == info.value.reason.value  # enum only, never content
         return info.value.reason
 
-    assert revalidate(selected, DUAL_PAYLOAD, **bind())["text"] == selected.body
-    assert reason({"body": selected.body}) is RevalidationReason.NOT_A_CANDIDATE
+    assert revalidate(presented, DUAL_PAYLOAD, **bind())["text"] == presented.body
+    assert reason({"body": presented.body}) is RevalidationReason.NOT_A_CANDIDATE
     assert (
-        reason(dataclasses.replace(selected, publication_permitted=False))
+        reason(dataclasses.replace(presented, publication_permitted=False))
         is RevalidationReason.NOT_PUBLISHABLE
     )
     # The host's reloaded state moved on: a different payload, origin or surface.
-    assert reason(selected, dual_card(session(revision=4))) is RevalidationReason.BINDING_MISMATCH
+    assert reason(presented, dual_card(session(revision=4))) is RevalidationReason.BINDING_MISMATCH
     assert (
-        reason(selected, _edited(DUAL_PAYLOAD, status="published")) is RevalidationReason.INELIGIBLE
+        reason(presented, _edited(DUAL_PAYLOAD, status="published"))
+        is RevalidationReason.INELIGIBLE
     )
-    assert reason(selected, origin=CardOrigin.RECOVERY) is RevalidationReason.INELIGIBLE
-    assert reason(selected, surface=PHYSIQUE_SURFACE) is RevalidationReason.INELIGIBLE
+    assert reason(presented, origin=CardOrigin.RECOVERY) is RevalidationReason.INELIGIBLE
+    assert reason(presented, surface=PHYSIQUE_SURFACE) is RevalidationReason.INELIGIBLE
     assert (
-        reason(selected, authority_pins=("owner=coach-2", "epoch=7"))
+        reason(presented, authority_pins=("owner=coach-2", "epoch=7"))
         is RevalidationReason.BINDING_MISMATCH
     )
     assert (
-        reason(selected, callback_data=callback_data(SESSION, "hold"))
+        reason(presented, callback_data=callback_data(SESSION, "hold"))
         is RevalidationReason.BINDING_MISMATCH
     )
     assert (
-        reason(selected, _button_session(DUAL_PAYLOAD, "4" * 24))
+        reason(presented, _button_session(DUAL_PAYLOAD, "4" * 24))
         is RevalidationReason.BINDING_MISMATCH
     )
     assert (
-        reason(dataclasses.replace(selected, surface_version=PHYSIQUE_SURFACE))
+        reason(dataclasses.replace(presented, surface_version=PHYSIQUE_SURFACE))
         is RevalidationReason.SURFACE_MISMATCH
     )
-    # A tampered candidate: its body, its composition, or a selected claim.
-    altered = selected.body.replace("그리고 최신", "잘 최신")
-    assert altered != selected.body
-    assert reason(dataclasses.replace(selected, body=altered)) is RevalidationReason.RENDER_MISMATCH
-    tampered = tuple((slot_id, "오늘은 " + text) for slot_id, text in selected.generated)
+    # A tampered canonical candidate: its body.
+    altered = presented.body.replace("\n최신", "\n잘 최신")
+    assert altered != presented.body
     assert (
-        reason(dataclasses.replace(selected, generated=tampered))
+        reason(dataclasses.replace(presented, body=altered)) is RevalidationReason.RENDER_MISMATCH
+    )
+    # A selected claim: the card has no slot, so no composition re-renders to a
+    # body other than the host's — the card as selected before the fit table
+    # followed the readers included.
+    claim = dataclasses.replace(
+        presented, status=CandidateStatus.SELECTED, outcome=Outcome.ACCEPTED
+    )
+    stale = dataclasses.replace(claim, body=STALE_BODY, generated=STALE_GENERATED)
+    assert reason(stale) is RevalidationReason.RENDER_MISMATCH
+    tampered = tuple((slot_id, "오늘은 " + text) for slot_id, text in STALE_GENERATED)
+    assert (
+        reason(dataclasses.replace(stale, generated=tampered)) is RevalidationReason.RENDER_MISMATCH
+    )
+    assert reason(dataclasses.replace(stale, generated=())) is RevalidationReason.RENDER_MISMATCH
+    assert (
+        reason(dataclasses.replace(stale, outcome=Outcome.SHADOW_SELECTED))
         is RevalidationReason.RENDER_MISMATCH
     )
-    assert reason(dataclasses.replace(selected, generated=())) is RevalidationReason.RENDER_MISMATCH
     assert (
-        reason(dataclasses.replace(selected, outcome=Outcome.SHADOW_SELECTED))
-        is RevalidationReason.RENDER_MISMATCH
-    )
-    assert (
-        reason(dataclasses.replace(selected, locked_spans_utf16=((0, 1),)))
+        reason(dataclasses.replace(claim, locked_spans_utf16=((0, 1),)))
         is RevalidationReason.RENDER_MISMATCH
     )
     canonical_claim = dataclasses.replace(
-        selected, status=CandidateStatus.CANONICAL, outcome=Outcome.TIMEOUT
+        presented, status=CandidateStatus.CANONICAL, outcome=Outcome.TIMEOUT
     )
-    assert reason(canonical_claim) is RevalidationReason.RENDER_MISMATCH
     assert (
-        revalidate(
-            dataclasses.replace(canonical_claim, body=DUAL_PAYLOAD["text"]),
-            DUAL_PAYLOAD,
-            **bind(),
-        )
-        == DUAL_PAYLOAD
+        reason(dataclasses.replace(canonical_claim, body=STALE_BODY))
+        is RevalidationReason.RENDER_MISMATCH
     )
+    assert revalidate(canonical_claim, DUAL_PAYLOAD, **bind()) == DUAL_PAYLOAD
 
 
-def test_revalidate_does_not_mutate_the_canonical_payload(selected: Any) -> None:
+def test_revalidate_does_not_mutate_the_canonical_payload(presented: Any) -> None:
     before = copy.deepcopy(DUAL_PAYLOAD)
-    persisted = revalidate(selected, DUAL_PAYLOAD, **bind())
+    persisted = revalidate(presented, DUAL_PAYLOAD, **bind())
     persisted["buttons"][0]["label"] = "changed"  # type: ignore[index]
     persisted["envelope"]["state"] = "changed"  # type: ignore[index]
     assert DUAL_PAYLOAD == before
@@ -689,13 +813,15 @@ def test_async_twins(root: DataRoot, coords: list[KoreanExpressionCoordinator]) 
 
     async def main() -> tuple[Any, Any]:
         return (
-            await coord.apresent_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE),
+            await coord.apresent_weekly(STYLED_BODY, explicit_fields=(), **SCHEDULE),
             await coord.apresent_adaptive(PHYSIQUE_PAYLOAD, **bind()),
         )
 
-    with ScriptedWorker(root):
+    with ScriptedWorker(root) as w:
         weekly, physique = asyncio.run(main())
-    assert weekly.outcome is Outcome.ACCEPTED and physique.outcome is Outcome.ACCEPTED
+    assert (weekly.outcome, weekly.body) == (Outcome.ACCEPTED, STYLED_SELECTED)
+    assert (physique.outcome, physique.body) == (Outcome.NOTHING_TO_STYLE, PHYSIQUE_PROJECTION)
+    assert len(w.requests) == 1  # the weekly's
     assert report_outcomes(root) == []  # enabled: the host reports after its commit
 
 

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import pytest
 from conftest import start_supervised_worker
+from kit.bodies import STYLED_BODY, STYLED_SELECTED, apresent_styled, present_styled
 from reference_host.scripted_worker import heartbeat
 
 from gateway_shim import (
@@ -35,7 +36,7 @@ from kexpr.spool.journal import format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
 from kexpr.spool.status import STALE_AFTER_S
-from shim.test_coordinator import BODY, FACTS, SELECTED, ScriptedWorker, accepted
+from shim.test_coordinator import ScriptedWorker, accepted
 
 T0 = dt.datetime(2026, 12, 2, 3, 0, 0, 123456, tzinfo=dt.UTC)
 
@@ -57,7 +58,7 @@ class Clocks:
 
 
 def make(root: DataRoot, clocks: Clocks, **kw: object) -> KoreanExpressionCoordinator:
-    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     return KoreanExpressionCoordinator(
         config,
         root.root,
@@ -100,11 +101,11 @@ def test_the_request_carries_the_call_instant_and_its_deadline(
     slow_set_up(coord, clocks, 1.5)
     with ScriptedWorker(root, accepted()) as w:
         if asyncio_host:
-            cand = asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="e"))
+            cand = asyncio.run(apresent_styled(coord, "e"))
         else:
-            cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
+            cand = present_styled(coord, "e")
     coord.close()
-    assert (cand.outcome, cand.body) == (Outcome.ACCEPTED, SELECTED)
+    assert (cand.outcome, cand.body) == (Outcome.ACCEPTED, STYLED_SELECTED)
     [req] = w.requests
     assert req["submitted_at_utc"] == format_ts(T0)
     assert req["deadline_at_utc"] == format_ts(T0 + MAX_WAIT)
@@ -115,7 +116,7 @@ def test_a_set_up_that_takes_the_whole_wait_writes_no_request(root: DataRoot) ->
     coord = make(root, clocks)
     slow_set_up(coord, clocks, MAX_WAIT.total_seconds())
     with ScriptedWorker(root, accepted()) as w:
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
+        cand = present_styled(coord, "e")
     coord.close()
     assert cand.outcome is Outcome.TIMEOUT and cand.status is CandidateStatus.CANONICAL
     assert w.requests == [] and request_files(root) == []
@@ -136,9 +137,9 @@ def test_an_answer_after_the_calls_deadline_is_late_on_the_monotonic_clock(
         return answer(req)
 
     with ScriptedWorker(root, late):
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="e")
+        cand = present_styled(coord, "e")
     coord.close()
-    assert cand.outcome is Outcome.TIMEOUT and cand.body == BODY
+    assert cand.outcome is Outcome.TIMEOUT and cand.body == STYLED_BODY
 
 
 # ---------------------------------------------- no wait when nothing can answer
@@ -152,13 +153,13 @@ def test_no_worker_ever_is_worker_unavailable_at_once_with_no_request(
     clocks = Clocks()
     coord = make(root, clocks, telemetry=lambda e: events.append(dict(e)))
     cands = [
-        coord.present_daily(BODY, facts=FACTS, finalized_event_id="a"),
-        asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="b")),
+        present_styled(coord, "a"),
+        asyncio.run(apresent_styled(coord, "b")),
     ]
     coord.close()
     for cand in cands:
         assert cand.outcome is Outcome.WORKER_UNAVAILABLE
-        assert cand.status is CandidateStatus.CANONICAL and cand.body == BODY
+        assert cand.status is CandidateStatus.CANONICAL and cand.body == STYLED_BODY
         assert cand.publication_permitted and cand.attempt_id is None
     assert request_files(root) == []
     assert [e["outcome"] for e in events] == ["worker_unavailable"] * 2
@@ -172,7 +173,7 @@ def test_no_worker_ever_is_worker_unavailable_at_once_with_no_request(
 def test_a_worker_not_ready_is_worker_unavailable(root: DataRoot, state: str) -> None:
     heartbeat(root, state)
     coord = make(root, Clocks())
-    cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="a")
+    cand = present_styled(coord, "a")
     coord.close()
     assert cand.outcome is Outcome.WORKER_UNAVAILABLE and request_files(root) == []
 
@@ -186,7 +187,7 @@ def test_an_unreadable_heartbeat_is_worker_unavailable(root: DataRoot, planted: 
     heartbeat(root)
     root.status_file.write_bytes(planted)
     coord = make(root, Clocks())
-    cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="a")
+    cand = present_styled(coord, "a")
     coord.close()
     assert cand.outcome is Outcome.WORKER_UNAVAILABLE and request_files(root) == []
 
@@ -198,7 +199,7 @@ def test_a_symlinked_heartbeat_is_not_trusted(root: DataRoot, tmp_path: Path) ->
     root.status_file.unlink()
     root.status_file.symlink_to(real)
     coord = make(root, Clocks())
-    cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="a")
+    cand = present_styled(coord, "a")
     coord.close()
     assert cand.outcome is Outcome.WORKER_UNAVAILABLE and request_files(root) == []
 
@@ -212,7 +213,7 @@ def test_the_heartbeats_age_decides(root: DataRoot, age_s: float, served: bool) 
     coord = make(root, Clocks())
     with ScriptedWorker(root, accepted()) as w:
         heartbeat(root, age_s=age_s)
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="a")
+        cand = present_styled(coord, "a")
     coord.close()
     assert (cand.outcome is Outcome.ACCEPTED) is served
     assert len(w.requests) == (1 if served else 0)
@@ -225,13 +226,11 @@ def test_the_first_presentation_after_the_worker_is_back_is_served(
     caplog.set_level(logging.DEBUG, logger="kexpr")
     coord = make(root, Clocks())
     heartbeat(root, "stopped")
-    assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="a").outcome is (
-        Outcome.WORKER_UNAVAILABLE
-    )
+    assert present_styled(coord, "a").outcome is Outcome.WORKER_UNAVAILABLE
     with ScriptedWorker(root, accepted()):  # writes `ready` before it answers
-        back = coord.present_daily(BODY, facts=FACTS, finalized_event_id="b")
+        back = present_styled(coord, "b")
     heartbeat(root, "stopped")
-    again = coord.present_daily(BODY, facts=FACTS, finalized_event_id="c")
+    again = present_styled(coord, "c")
     coord.close()
     assert back.outcome is Outcome.ACCEPTED
     assert again.outcome is Outcome.WORKER_UNAVAILABLE
@@ -261,10 +260,10 @@ def test_the_heartbeat_is_read_only_when_it_changes(
     coord = make(root, Clocks())
     heartbeat(root, "stopped")
     for i in range(5):
-        coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"a{i}")
+        present_styled(coord, f"a{i}")
     assert len(reads) == 1
     heartbeat(root, "stopped")  # rewritten: a new file
-    coord.present_daily(BODY, facts=FACTS, finalized_event_id="b")
+    present_styled(coord, "b")
     coord.close()
     assert len(reads) == 2
 
@@ -274,21 +273,21 @@ def test_a_stopped_worker_costs_no_wait_and_a_restarted_one_serves(data_root: Pa
     """Real processes: ``kexpr supervise`` (no key: the worker answers
     ``credential_unavailable``, a served answer), stopped, restarted."""
     root = DataRoot(data_root)
-    config = KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True))
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, weekly=True))
     coord = KoreanExpressionCoordinator(config, data_root)
     try:
         worker = start_supervised_worker(data_root, None, key=None)
         try:
-            first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="before")
+            first = present_styled(coord, "before")
         finally:
             assert worker.stop() == 0
         assert json.loads(root.status_file.read_bytes())["state"] == "stopped"
-        down = coord.present_daily(BODY, facts=FACTS, finalized_event_id="down")
+        down = present_styled(coord, "down")
         assert down.outcome is Outcome.WORKER_UNAVAILABLE
         assert request_files(root) == []  # no request written
         worker = start_supervised_worker(data_root, None, key=None)
         try:
-            back = coord.present_daily(BODY, facts=FACTS, finalized_event_id="back")
+            back = present_styled(coord, "back")
         finally:
             worker.stop()
     finally:
@@ -316,7 +315,7 @@ def test_a_heartbeat_replaced_between_its_lstat_and_its_read_is_looked_at_again(
     coord = make(root, Clocks())
     with ScriptedWorker(root, accepted()):
         monkeypatch.setattr(_heartbeat, "read_private_identified", racing)
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="a")
+        cand = present_styled(coord, "a")
     coord.close()
     assert cand.outcome is Outcome.ACCEPTED
     assert len(reads) == 2

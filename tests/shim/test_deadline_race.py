@@ -16,14 +16,15 @@ import asyncio
 import threading
 
 import pytest
+from kit.bodies import STYLED_BODY, apresent_styled
 
 from gateway_shim import CandidateStatus, Outcome, PresentationCandidate
 from gateway_shim._guest import MAX_WORKERS
 from gateway_shim._presentation import Pending, Wait
-from gateway_shim._specs import daily_spec
+from gateway_shim._specs import weekly_spec
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import MAX_WAIT
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, status
+from shim.test_coordinator import ScriptedWorker, accepted, status
 from shim.test_deadline_and_liveness import Clocks, make
 
 LEFT_S = 0.3  # what the test leaves of the wait once the answer is published
@@ -57,7 +58,7 @@ def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, 
         return answer(req)
 
     async def host() -> PresentationCandidate:
-        cand = await coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="e")
+        cand = await apresent_styled(coord, "e")
         returned_first.append(not release.is_set())
         return cand
 
@@ -74,7 +75,7 @@ def test_a_read_queued_past_the_deadline_does_not_hold_the_wait(root: DataRoot, 
 
     assert returned_first == [True], "the wait waited for the busy executor"
     assert cand.outcome is Outcome.TIMEOUT and cand.status is CandidateStatus.CANONICAL
-    assert cand.body == BODY
+    assert cand.body == STYLED_BODY
     [req] = w.requests
     # One conclusion, one telemetry event: the queued read never ran.
     assert [e["outcome"] for e in sink.events] == ["timeout"]
@@ -103,7 +104,13 @@ def test_a_read_that_runs_after_the_wait_ended_only_collects(
     sink = Sink()
     coord = make(root, clocks, telemetry=sink)
     with ScriptedWorker(root, answer) as w:
-        spec = lambda: daily_spec(BODY, finalized_event_id="e", facts=FACTS)  # noqa: E731
+        spec = lambda: weekly_spec(  # noqa: E731
+            STYLED_BODY,
+            explicit_fields=(),
+            schedule_key="e",
+            kind="weekly_report",
+            kst_day="2025-11-30",
+        )
         step = coord._setup.begin(spec, lambda: None, coord._presenter.called())
         assert isinstance(step, Pending)
         for _ in range(1000):

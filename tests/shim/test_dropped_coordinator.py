@@ -16,12 +16,13 @@ import threading
 import time
 import weakref
 
+from kit.bodies import apresent_styled, present_styled
 from reference_host.scripted_worker import ScriptedWorker
 
 from gateway_shim import Outcome
 from gateway_shim._watch import shared_watches
 from kexpr.spool.layout import DataRoot
-from shim.test_coordinator import BODY, FACTS, coordinator
+from shim.test_coordinator import coordinator
 from shim.test_guest_process import _wake_via_watcher, inotify_instances, observer_threads
 
 DROPPED = 200
@@ -51,13 +52,9 @@ def test_dropped_coordinators_leave_no_thread_fd_or_inotify_instance(root: DataR
             coord = coordinator(root.root)
             # Every part started: the watch, the shared scan, and (every tenth,
             # an asyncio presentation) the coordinator's own executor.
-            assert coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"d{i}").outcome is (
-                Outcome.ACCEPTED
-            )
+            assert present_styled(coord, f"d{i}").outcome is Outcome.ACCEPTED
             if i % 10 == 0:
-                cand = asyncio.run(
-                    coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"a{i}")
-                )
+                cand = asyncio.run(apresent_styled(coord, f"a{i}"))
                 assert cand.outcome is Outcome.ACCEPTED
             dropped.append(weakref.ref(coord))
             del coord  # the host's last reference: never closed
@@ -76,9 +73,7 @@ def test_live_coordinators_of_one_data_root_share_one_watch(root: DataRoot) -> N
         threads, inotify = set(threading.enumerate()), inotify_instances()
         live = [coordinator(root.root) for _ in range(20)]
         for i, coord in enumerate(live):
-            assert coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"s{i}").outcome is (
-                Outcome.ACCEPTED
-            )
+            assert present_styled(coord, f"s{i}").outcome is Outcome.ACCEPTED
         assert inotify_instances() == inotify + 1 and shared_watches() == 1
         started = {t for t in set(threading.enumerate()) - threads if "recheck" not in t.name}
         assert len(started) == observer_threads()  # one observer; a scan per coordinator
@@ -103,9 +98,7 @@ def test_a_replaced_responses_directory_is_another_watch(root: DataRoot) -> None
         inotify = inotify_instances()
         a, b = coordinator(root.root), coordinator(root.root)
         for c in (a, b):
-            assert c.present_daily(BODY, facts=FACTS, finalized_event_id=str(id(c))).outcome is (
-                Outcome.ACCEPTED
-            )
+            assert present_styled(c, str(id(c))).outcome is Outcome.ACCEPTED
         os.rename(root.responses, root.spool / "old")
         root.ensure()
         for c in (a, b):

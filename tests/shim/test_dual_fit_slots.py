@@ -1,17 +1,17 @@
 """A dual card through a real coordinator under the contract's fit table (design
-§6.1): the decision label and the first review line may take no style word, so
-they are locked host text, never slots.
+§6.1, §6.2): the decision label and the first review line may take no style word,
+and every later review line read worse with any word to the blind readers, so
+every line is locked host text, never a slot.
 
-Rules checked: a card with one review line has nothing to ask — `nothing_to_style`,
-the host's card, zero files in the data root and no request even with a serving
-worker; a card with two reasons sends a capsule of exactly one slot,
-`adaptive.dual.review.2`, and the decision and the first line come back
-byte-identical (inside the first locked span)."""
+Rules checked: a card with one review line, or with two, has nothing to ask —
+`nothing_to_style`, the host's card, zero files in the data root and no request
+even with a serving worker, in enabled and shadow mode; the whole card is one
+locked span, byte-identical; and a capsule for any review line, the later ones
+included, cannot be built (`slot_unstyleable`)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +38,13 @@ from gateway_shim import (
     PresentationCandidate,
     exact_block,
     revalidate,
+)
+from kexpr.spool.contract import (
+    CONTRACT_VERSION,
+    Capsule,
+    CapsuleError,
+    CapsuleReason,
+    slot_policy,
 )
 from kexpr.spool.layout import DataRoot
 
@@ -149,48 +156,45 @@ def test_one_review_line_asks_a_serving_worker_nothing(
 
 
 @pytest.mark.parametrize("mode", [Mode.ENABLED, Mode.SHADOW], ids=str)
-def test_two_reasons_send_exactly_the_second_review_line(root: DataRoot, mode: Mode) -> None:
+def test_two_reasons_are_nothing_to_style_too(root: DataRoot, mode: Mode) -> None:
+    """The second review line (once `그리고`) is locked as well: the card with two
+    reasons is the host's, every byte in one locked span, and nothing is asked."""
     coord = KoreanExpressionCoordinator(
         KoreanExpressionConfig.from_block(exact_block(mode, adaptive_operator=True)), root.root
     )
+    beat = root.status_file.name
     try:
         with ScriptedWorker(root) as w:
             cand = coord.present_adaptive(TWO_REASONS, **bind())
+            written = {
+                p
+                for p in files_under(root.root)
+                if p.name != beat and not p.name.startswith(f".{beat}.")
+            }
     finally:
         coord.close()
-    assert len(w.requests) == 1
-    capsule = w.requests[0]["capsule"]
-    assert capsule["surface"] == DUAL_SURFACE
-    assert [
-        (
-            s["slot_id"],
-            s["allowed_predicate_ids"],
-            s["allowed_action_ids"],
-            s["required_placeholder_tokens"],
-        )
-        for s in capsule["slots"]
-    ] == [("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"], [], ["[[P:01]]"])]
-    wire = json.dumps(w.requests, ensure_ascii=False)
-    for locked in ("adaptive.dual.judgment", "adaptive.dual.review.1"):
-        assert locked not in wire
-    for semantic_id in ("P_DUAL_DECISION_HOLD", "P_DUAL_REASON_EDIT"):
-        assert semantic_id not in wire
-
+    assert w.requests == [] and w.provider_calls == 0 and written == set()
     canonical = str(TWO_REASONS["text"])
-    if mode is Mode.SHADOW:
-        assert cand.outcome is Outcome.SHADOW_SELECTED and cand.body == canonical
-        return
-    assert cand.outcome is Outcome.ACCEPTED and cand.status is CandidateStatus.SELECTED
-    assert cand.generated == (("adaptive.dual.review.2", "그리고 [[P:01]]."),)
-    styled = FIRST_LINE + "그리고 " + DUAL_REASONS[1] + "\n"
-    assert cand.body == canonical.replace(FIRST_LINE + DUAL_REASONS[1] + "\n", styled, 1)
-    # The decision and the first review line lie in the first locked span, which is
-    # byte-identical in both bodies and ends right where the second line starts.
-    first = cand.locked_spans_utf16[0]
-    assert first == cand.canonical_locked_spans_utf16[0]
-    head = utf16(cand.body, first)
-    assert head == utf16(canonical, first)
-    assert head.endswith(DECISION_LINE + "\n권장안\n\n- 하루 탄수화물 20g 줄이기" + FIRST_LINE)
-    second = len(DUAL_REASONS[1].encode("utf-16-le")) // 2
-    assert utf16(canonical, (first[1], first[1] + second)) == DUAL_REASONS[1]
-    assert revalidate(cand, TWO_REASONS, **bind())["text"] == cand.body
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.surface_version == DUAL_SURFACE
+    assert cand.status is CandidateStatus.CANONICAL and cand.body == canonical
+    assert cand.attempt_id is None and cand.artifact_key is None and cand.generated == ()
+    whole = (0, len(canonical.encode("utf-16-le")) // 2)
+    assert cand.locked_spans_utf16 == cand.canonical_locked_spans_utf16 == (whole,)
+    assert utf16(cand.body, whole) == canonical
+    assert revalidate(cand, TWO_REASONS, **bind()) == TWO_REASONS
+
+
+@pytest.mark.parametrize("line", [1, 2, 3, 5])
+def test_no_review_line_can_be_asked(line: int) -> None:
+    """Whatever its position, a review line's slot (the shipped reasons, or an
+    operator's reason) is refused in a capsule: the worker is never asked for one."""
+    for reason in ("P_DUAL_REASON_EDIT", "P_DUAL_REASON_LATEST", "P_DUAL_REASON_TREND_SHORT"):
+        policy = slot_policy(f"adaptive.dual.review.{line}", [reason])  # a valid policy
+        with pytest.raises(CapsuleError) as info:
+            Capsule(
+                schema_version=CONTRACT_VERSION,
+                surface=DUAL_SURFACE,
+                artifact_key="a" * 32,
+                slots=(policy,),
+            )
+        assert info.value.reason is CapsuleReason.SLOT_UNSTYLEABLE

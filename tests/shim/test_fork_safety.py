@@ -18,11 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kit.bodies import present_styled
 
 from gateway_shim import KoreanExpressionCoordinator, Outcome, PresentationCandidate
 from kexpr.spool import _walk
 from kexpr.spool.layout import DataRoot
-from shim.test_coordinator import BODY, FACTS, ScriptedWorker, accepted, coordinator
+from shim.test_coordinator import ScriptedWorker, accepted, coordinator
 
 # A child that has not presented by then hangs (its wait is 4 s).
 CHILD_BOUND_S = 30.0
@@ -52,7 +53,7 @@ def fork_and_present(
         code = 1
         try:
             os.close(r)
-            cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=event_id)
+            cand = present_styled(coord, event_id)
             os.write(w, json.dumps(said(cand)).encode())
             code = 0
         finally:
@@ -82,9 +83,7 @@ def test_a_fork_while_a_lock_is_held_leaves_a_child_that_presents(
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()):
         # Everything started (observer, executor, telemetry, pins) before the fork.
-        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="p").outcome is (
-            Outcome.ACCEPTED
-        )
+        assert present_styled(coord, "p").outcome is Outcome.ACCEPTED
         lock = LOCKS[name](coord)
         held, release = threading.Event(), threading.Event()
 
@@ -102,7 +101,7 @@ def test_a_fork_while_a_lock_is_held_leaves_a_child_that_presents(
             release.set()
             holder.join(10)
         outcome = child_outcome(pid, r)
-        after = coord.present_daily(BODY, facts=FACTS, finalized_event_id="q").outcome
+        after = present_styled(coord, "q").outcome
     coord.close()
     assert outcome == "accepted", f"the child forked while {name} was held: {outcome}"
     assert after is Outcome.ACCEPTED  # the parent is untouched
@@ -117,7 +116,7 @@ def test_forks_while_many_threads_present_leave_children_that_present(root: Data
         n = 0
         while not stop.is_set():
             try:
-                coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"t{i}-{n}")
+                present_styled(coord, f"t{i}-{n}")
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
             n += 1
@@ -154,9 +153,7 @@ def test_a_reset_that_fails_in_the_child_is_counted_and_the_others_still_run(
     _guest.track(broken)  # reset in the child beside the coordinator, in any order
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()):
-        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="p").outcome is (
-            Outcome.ACCEPTED
-        )
+        assert present_styled(coord, "p").outcome is Outcome.ACCEPTED
         pid, r = fork_and_present(coord, "c", lambda cand: [_guest.fork_faults, cand.outcome.value])
         before = _guest.fork_faults
         out = child_outcome(pid, r)

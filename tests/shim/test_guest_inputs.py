@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kit.bodies import present_styled
 from reference_host.samples import (
     DUAL_SURFACE,
     SCHEDULE,
@@ -366,7 +367,7 @@ def test_a_str_subclass_copy_of_an_awaited_id_is_refused_and_the_real_one_stays(
     root = DataRoot(tmp_path / "r")
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()):
-        cand = coord.present_daily(BODY, finalized_event_id="evt-sub", facts=FACTS)
+        cand = present_styled(coord, "evt-sub")
     assert cand.outcome is Outcome.ACCEPTED and cand.attempt_id is not None
     for forged in (EqualStr(cand.attempt_id), RaisingStr(cand.attempt_id)):
         with pytest.raises(ValueError, match="^report_not_expected$"):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.bodies import STYLED_BODY, STYLED_SELECTED, apresent_styled, present_styled
 from reference_host.scripted_worker import heartbeat
 
 from gateway_shim import CandidateStatus, KoreanExpressionCoordinator, Mode, Outcome
@@ -28,9 +29,6 @@ from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_request
 from shim.test_coordinator import (
-    BODY,
-    FACTS,
-    SELECTED,
     Answer,
     ScriptedWorker,
     accepted,
@@ -118,9 +116,9 @@ def test_fifty_create_present_close_cycles_leave_no_thread_and_no_inotify(
             coord = KoreanExpressionCoordinator(
                 coordinator(root.root).config, root.root, telemetry=events.append
             )
-            cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+            cand = present_styled(coord, "evt")
             assert cand.outcome is Outcome.PROVIDER_ERROR
-            asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="evt2"))
+            asyncio.run(apresent_styled(coord, "evt2"))
             coord.close()
             coord.close()  # idempotent
         assert threads() == before_threads
@@ -131,20 +129,18 @@ def test_fifty_create_present_close_cycles_leave_no_thread_and_no_inotify(
 def test_a_presentation_after_close_is_closed_and_starts_nothing(root: DataRoot) -> None:
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()):
-        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="a").outcome is (
-            Outcome.ACCEPTED
-        )
+        assert present_styled(coord, "a").outcome is Outcome.ACCEPTED
         coord.close()
         before_threads, before_inotify = threads(), inotify_instances()
         before_files = request_files(root)
         for cand in (
-            coord.present_daily(BODY, facts=FACTS, finalized_event_id="b"),
-            asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="c")),
+            present_styled(coord, "b"),
+            asyncio.run(apresent_styled(coord, "c")),
         ):
             assert cand.outcome is Outcome.CLOSED
             assert (cand.status, cand.body, cand.publication_permitted) == (
                 CandidateStatus.CANONICAL,
-                BODY,
+                STYLED_BODY,
                 True,
             )
         assert threads() == before_threads and inotify_instances() == before_inotify
@@ -156,11 +152,7 @@ def test_a_wait_in_flight_ends_closed_when_the_coordinator_closes(root: DataRoot
     heartbeat(root)  # a worker said serving answers nothing: the request waits
     coord = coordinator(root.root)
     out: list[Outcome] = []
-    t = threading.Thread(
-        target=lambda: out.append(
-            coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt").outcome
-        )
-    )
+    t = threading.Thread(target=lambda: out.append(present_styled(coord, "evt").outcome))
     t.start()
     while not request_files(root):  # published: the wait has begun
         t.join(0.01)
@@ -200,7 +192,7 @@ def test_apresent_never_uses_the_default_executor(
 
     async def main() -> Outcome:
         asyncio.get_running_loop().set_default_executor(recorder)
-        cand = await coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="evt")
+        cand = await apresent_styled(coord, "evt")
         return cand.outcome
 
     if answer is None:
@@ -257,12 +249,7 @@ def test_many_waits_hold_no_thread_of_the_host_loop(root: DataRoot) -> None:
 
         async def main() -> tuple[list[Outcome], int]:
             loop = asyncio.get_running_loop()
-            tasks = [
-                asyncio.create_task(
-                    coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"evt{i}")
-                )
-                for i in range(n)
-            ]
+            tasks = [asyncio.create_task(apresent_styled(coord, f"evt{i}")) for i in range(n)]
             while len(request_files(root)) < n:  # every request published, all waiting
                 await asyncio.sleep(0.01)
             peak = len(threads()) - baseline
@@ -312,7 +299,7 @@ def _wake_via_watcher(coord: KoreanExpressionCoordinator, root: DataRoot, name: 
 def test_a_forked_child_never_touches_the_parents_watch(root: DataRoot) -> None:
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()):
-        assert coord.present_daily(BODY, facts=FACTS, finalized_event_id="a").body == SELECTED
+        assert present_styled(coord, "a").body == STYLED_SELECTED
         assert _wake_via_watcher(coord, root, "1" * 32)
         r, w = os.pipe()
         pid = os.fork()
@@ -320,7 +307,7 @@ def test_a_forked_child_never_touches_the_parents_watch(root: DataRoot) -> None:
             code = 1
             try:
                 os.close(r)
-                cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="child")
+                cand = present_styled(coord, "child")
                 child_woke = _wake_via_watcher(coord, root, "2" * 32)
                 coord.close()
                 os.write(w, json.dumps([cand.outcome.value, child_woke]).encode())
@@ -335,7 +322,7 @@ def test_a_forked_child_never_touches_the_parents_watch(root: DataRoot) -> None:
         # The parent's watch survived the child's close: arrivals still wake it.
         assert _wake_via_watcher(coord, root, "3" * 32)
         assert child == ["accepted", True]  # the child started and used its own watcher
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="b")
+        cand = present_styled(coord, "b")
         assert cand.outcome is Outcome.ACCEPTED
     coord.close()
 
@@ -356,10 +343,10 @@ def test_without_a_watcher_the_wait_degrades_to_the_recheck_and_says_so_once(
     before_inotify = inotify_instances()
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()) as w:
-        first = coord.present_daily(BODY, facts=FACTS, finalized_event_id="a")
-        second = asyncio.run(coord.apresent_daily(BODY, facts=FACTS, finalized_event_id="b"))
+        first = present_styled(coord, "a")
+        second = asyncio.run(apresent_styled(coord, "b"))
     coord.close()
-    assert (first.outcome, first.body) == (Outcome.ACCEPTED, SELECTED)
+    assert (first.outcome, first.body) == (Outcome.ACCEPTED, STYLED_SELECTED)
     assert second.outcome is Outcome.ACCEPTED
     assert len(w.requests) == 2  # requests were written, not refused at once
     assert coord.watching is False
@@ -392,7 +379,7 @@ def test_reported_attempts_are_forgotten(root: DataRoot) -> None:
     coord = coordinator(root.root)
     with ScriptedWorker(root, accepted()):
         for i in range(5):
-            cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id=f"e{i}")
+            cand = present_styled(coord, f"e{i}")
             coord.report(cand, Outcome.SELECTED)
     coord.close()
     assert len(coord._awaiting) == 0
@@ -402,7 +389,7 @@ def test_reported_attempts_are_forgotten(root: DataRoot) -> None:
 def test_report_after_close_still_writes_the_report(root: DataRoot) -> None:
     coord = coordinator(root.root, Mode.ENABLED)
     with ScriptedWorker(root, accepted()):
-        cand = coord.present_daily(BODY, facts=FACTS, finalized_event_id="evt")
+        cand = present_styled(coord, "evt")
     coord.close()
     coord.report(cand, Outcome.PUBLICATION_FAILED)
     reports = list(root.reports.glob("*.json"))
@@ -448,9 +435,7 @@ def test_a_cancelled_apresent_leaves_no_waiter_behind(root: DataRoot, when: str)
 
     async def main() -> None:
         for i in range(5):
-            task = asyncio.create_task(
-                coord.apresent_daily(BODY, facts=FACTS, finalized_event_id=f"evt{i}")
-            )
+            task = asyncio.create_task(apresent_styled(coord, f"evt{i}"))
             await asyncio.sleep(0)  # the task starts; its set-up runs on our executor
             if when == "waiting":
                 while len(request_files(root)) <= i:
