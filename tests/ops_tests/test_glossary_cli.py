@@ -47,7 +47,7 @@ def test_check_valid_file(tmp_path: Path) -> None:
         {"reasons": n, "nothing_to_style": True, "bound": None, "fits": True}
         for n in range(MAX_REVIEW_REASONS + 1)
     ]
-    style_words = {
+    style_words: dict[str, dict[str, list[str]]] = {
         "adaptive.dual.judgment": {i: [] for i in ids[:2]},
         "adaptive.dual.review.1": {i: [] for i in ids[2:]},
         "adaptive.dual.review.N (N > 1)": {i: [] for i in ids[2:]},
