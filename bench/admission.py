@@ -339,19 +339,12 @@ def stepped(all_shapes: list[Shape], trials: int, per_step: int, seed: int) -> d
     return {"trials": trials, "per_step": per_step, "presentations": n, "steps": rows}
 
 
-def long_card(all_shapes: list[Shape]) -> Shape:
-    """The dual card of the measured sequences: the one whose bound is nearest
-    the ~200 tokens of the card they were measured with."""
-    duals = [s for s in all_shapes if s.label.startswith("dual card")]
-    return min(duals, key=lambda s: abs(s.bound - 199))
-
-
 def sequences(all_shapes: list[Shape]) -> dict[str, list[str]]:
-    """The regression tests' two sequences, on this bench's shapes (real token
-    counts), exact first tokens."""
-    by = {s.label: s for s in all_shapes}
-    daily, physique, weekly = by["daily"], by["physique card"], by["weekly"]
-    dual2 = long_card(all_shapes)
+    """The pattern of the regression tests' two sequences, on the shapes the fit table
+    asks (the goal-missing weekly; the daily, physique and dual cards they were
+    measured with have nothing to style), real token counts, exact first tokens:
+    three rounds at 77 tokens/s after 0.5 s then 0.3 s; then 8 at 77 after 0.7 s and
+    one more, 8 at 110 after 0.3 s and one more."""
 
     def word(arrivable: bool, called: bool) -> str:
         return ("arrived" if arrivable else "timeout") if called else "refused"
@@ -359,20 +352,17 @@ def sequences(all_shapes: list[Shape]) -> dict[str, list[str]]:
     sim = Simulation(7)
     first: list[str] = []
     for _ in range(3):
-        for shape, ft in ((daily, 0.5), (physique, 0.5), (weekly, 0.5), (dual2, 0.3)):
-            first.append(f"{shape.label} {word(*sim.present(shape, 77.0, ft))}")
+        for shape in all_shapes:
+            for ft in (0.5, 0.3):
+                first.append(f"{shape.label} {word(*sim.present(shape, 77.0, ft))}")
     sim = Simulation(8)
     second: list[str] = []
-    for _ in range(8):
-        sim.present(daily, 77.0, 0.7)
-    second.append(f"after 8 daily at 77/0.7: {dual2.label} {word(*sim.present(dual2, 77.0, 0.7))}")
-    for k in range(1, 9):
-        sim.present(daily, 110.0, 0.3)
-        if sim.model.fits(sim.now, dual2.bound, seconds_left()):
-            second.append(f"at 110/0.3: {dual2.label} admitted after {k} daily")
-            break
-    else:
-        second.append(f"at 110/0.3: {dual2.label} still refused after 8 daily")
+    for shape in all_shapes:
+        for rate, ft in ((77.0, 0.7), (110.0, 0.3)):
+            slow = [word(*sim.present(shape, rate, ft)) for _ in range(8)]
+            then = word(*sim.present(shape, rate, ft))
+            arrived = slow.count("arrived")
+            second.append(f"8 at {rate:.0f}/{ft} ({arrived} arrived): {shape.label} {then}")
     return {"three_rounds_77": first, "slow_then_fast": second}
 
 
@@ -444,7 +434,10 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
     out.append(
         (
             f"77 -> 110 t/s: re-admitted within {TARGET_READMIT} successful calls",
-            worst is not None and worst <= TARGET_READMIT and not r["never_readmitted"],
+            # None: no asked shape was refused at 77 (nothing to re-admit).
+            None
+            if not r["with_a_refused_shape"]
+            else worst is not None and worst <= TARGET_READMIT and not r["never_readmitted"],
             f"median {r['median']}, p90 {r['p90']}, max {worst} successful calls"
             f" over {r['with_a_refused_shape']} trials with a refused shape"
             f" ({r['never_readmitted']} never)",

@@ -1,22 +1,18 @@
-"""What the benches share: the host-shaped daily body they present and the
-percentiles their figures are read at."""
+"""What the benches share: the host-shaped body they present (the one message the fit
+table styles) and the percentiles their figures are read at."""
 
 from __future__ import annotations
 
-from gateway_shim import DailyFacts, format_daily
+# The goal-missing weekly report (tests/kit/bodies.py; design §6.1): the one body
+# with a slot to ask, so the one whose presentation writes a request and makes a
+# call. Every other body is ``nothing_to_style``: no request, nothing to measure.
+# The benches put tests/ on sys.path before importing this module.
+from kit.bodies import STYLED_BODY as BODY
+from kit.bodies import STYLED_SURFACE as SURFACE
+from kit.bodies import apresent_styled as apresent
+from kit.bodies import present_styled as present
 
-# A host-shaped daily body (docs/host-formats.md, HOST-FORMATS D4's shape).
-BODY = format_daily(
-    weight="72.4kg",
-    intake="2,150kcal",
-    macros="탄수화물 260g · 단백질 138g · 지방 70g",
-    training="스쿼트 5세트 · RPE 7",
-    sleep="6.7시간 · 수면 질 4/5",
-    condition="3/5",
-    digestion="정상",
-    water="2.1L",
-)
-DAILY = DailyFacts(complete=True)
+__all__ = ["BODY", "SURFACE", "UNCAPPED", "apresent", "pct", "present", "summary"]
 
 # The benches present thousands of fresh artifacts in minutes to measure the
 # product, far past a profile's spend bound (docs/cli.md, "The spend bound"),

@@ -1,6 +1,8 @@
 """The shim as a guest of an asyncio host: figures, never a timed test.
 
-Runs N concurrent ``apresent_daily`` calls on one event loop, the way the Hermes
+Runs N concurrent ``apresent_weekly`` calls on one event loop (the goal-missing
+weekly report, the one message the fit table styles: the one that writes a
+request), the way the Hermes
 gateway would, and meanwhile issues what an unrelated part of the host would: a
 ``loop.getaddrinfo("localhost")`` and an ``asyncio.to_thread`` every 100 ms
 (both use the loop's default executor), and a 10 ms ticker that measures the
@@ -18,7 +20,7 @@ loop's own lag. Two scenarios:
   (its own process, through the real CONNECT proxy), the fake answering after
   ``--delay`` seconds (2 s). Same bounds.
 
-``--baseline`` adds the old shape (``asyncio.to_thread(present_daily)``, each
+``--baseline`` adds the old shape (``asyncio.to_thread(present_weekly)``, each
 wait holding a default-executor thread) with the silent worker, for comparison.
 
 ``-n`` defaults to 2,000 concurrent presentations.
@@ -55,7 +57,7 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
     announce.start("bench/guest.py", "four scenarios, 4 s waits", "30 s (40 s with --baseline)")
     announce.phase("import", "kexpr and the bench's round-trip module", "2-5 s")
 
-from figures import BODY, DAILY, pct  # noqa: E402
+from figures import apresent, pct, present  # noqa: E402
 from kit.poll import wait_file  # noqa: E402  (tests/)
 from run import supervised_worker  # noqa: E402
 
@@ -140,7 +142,7 @@ def heartbeat(root: Path, state: str) -> Iterator[None]:
 
 
 def coordinator(root: Path) -> KoreanExpressionCoordinator:
-    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     return KoreanExpressionCoordinator(config, root)
 
 
@@ -148,14 +150,14 @@ Present = Callable[[KoreanExpressionCoordinator, str], Awaitable[PresentationCan
 
 
 def native(coord: KoreanExpressionCoordinator, event_id: str) -> Awaitable[PresentationCandidate]:
-    return coord.apresent_daily(BODY, facts=DAILY, finalized_event_id=event_id)
+    return apresent(coord, event_id)
 
 
 def old_shape(
     coord: KoreanExpressionCoordinator, event_id: str
 ) -> Awaitable[PresentationCandidate]:
     """The old shape: the blocking call on the loop's default executor."""
-    return asyncio.to_thread(coord.present_daily, BODY, facts=DAILY, finalized_event_id=event_id)
+    return asyncio.to_thread(present, coord, event_id)
 
 
 async def host_under_load(
@@ -254,7 +256,7 @@ def scenario_stopped_one_at_a_time(workdir: Path, n: int) -> dict[str, Any]:
             time.sleep(0.1)  # the first beat is written
             for i in range(n):
                 t0 = time.monotonic()
-                cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"serial-{i}")
+                cand = present(coord, f"serial-{i}")
                 seconds.append(time.monotonic() - t0)
                 outcomes[cand.outcome.value] = outcomes.get(cand.outcome.value, 0) + 1
     finally:
@@ -292,14 +294,14 @@ def main() -> int:
         workdir = Path(tmp)
         announce.phase(
             "stopped worker, one at a time",
-            "300 present_daily in turn, the heartbeat says stopped: each answered at once",
+            "300 present_weekly in turn, the heartbeat says stopped: each answered at once",
             "2 s",
         )
         figures["stopped_one_at_a_time"] = scenario_stopped_one_at_a_time(workdir, 300)
         print(json.dumps({"stopped_one_at_a_time": figures["stopped_one_at_a_time"]}), flush=True)
         announce.phase(
             "worker down",
-            f"{args.n} concurrent apresent_daily, the worker's heartbeat says stopped: "
+            f"{args.n} concurrent apresent_weekly, the worker's heartbeat says stopped: "
             "each is answered at once (worker_unavailable)",
             "5 s",
         )
@@ -308,7 +310,7 @@ def main() -> int:
         )
         announce.phase(
             "worker silent",
-            f"{args.n} concurrent apresent_daily, a ready heartbeat but no answer: "
+            f"{args.n} concurrent apresent_weekly, a ready heartbeat but no answer: "
             f"each waits out its {WAIT_S:.0f} s",
             f"{WAIT_S + 1:.0f} s",
         )
@@ -318,14 +320,14 @@ def main() -> int:
         announce.phase(
             "slow provider",
             f"the fake API ({args.delay:g} s per answer) and a supervised worker start, "
-            f"then {args.n} concurrent apresent_daily",
+            f"then {args.n} concurrent apresent_weekly",
             f"{WAIT_S + 6:.0f} s",
         )
         figures["slow_provider"] = scenario_slow_provider(workdir, args.n, args.delay)
         if args.baseline:
             announce.phase(
                 "baseline",
-                f"{args.baseline_n} asyncio.to_thread(present_daily), a silent worker",
+                f"{args.baseline_n} asyncio.to_thread(present_weekly), a silent worker",
                 f"{WAIT_S + 1:.0f} s",
             )
             figures["baseline_to_thread_worker_silent"] = scenario_without_answers(

@@ -11,7 +11,8 @@ Two phases, figures only (this machine is shared and noisy; nothing is asserted)
    read and the strict parse). Sequential, then 8 publishers at once (the
    worker's call pool). p50/p99/p99.9/max in ms: the source of
    ``kexpr.worker.attempt.PUBLISH_MARGIN_S``.
-2. **burst**: 1,000 daily artifacts from 20 gateway processes at once (enabled
+2. **burst**: 1,000 artifacts (the goal-missing weekly report, the one message
+   the fit table styles) from 20 gateway processes at once (enabled
    mode, real shims in real processes), the real supervised worker, the
    loopback fake answering after a random 0-300 ms. Paid-and-unused: accepted
    answers the worker published (its ``accepted`` counter) that no shim took
@@ -45,11 +46,10 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
 from fakeapi import FakeOpenAI, FakeReply  # noqa: E402
 from fakeapi.replies import capsule_of, compose, default_style, error_reply  # noqa: E402
-from figures import BODY, UNCAPPED, summary  # noqa: E402  (bench/)
+from figures import SURFACE, UNCAPPED, present, summary  # noqa: E402  (bench/)
 from kit.supervisor import supervised  # noqa: E402  (tests/)
 
 from gateway_shim import (  # noqa: E402
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
@@ -82,9 +82,15 @@ def summary_ms(xs: list[float]) -> dict[str, float]:
 def _capsule(i: int) -> Capsule:
     return Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=SURFACE,
         artifact_key=f"{i:064x}",
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        # The goal-missing weekly's slot (branch I2): the one slot the fit table asks.
+        slots=(
+            slot_policy(
+                "weekly.interpretation",
+                ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"],
+            ),
+        ),
     )
 
 
@@ -146,7 +152,7 @@ def chain(work: Path, n: int, publishers: int) -> list[float]:
 
 def shim_process(root: Path, n: int, tag: str, start_at: float) -> None:
     """One gateway process: ``n`` presentations at once at ``start_at`` (epoch)."""
-    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     coord = KoreanExpressionCoordinator(cfg, root)
     outcomes: Counter[str] = Counter()
     lock = threading.Lock()
@@ -154,9 +160,7 @@ def shim_process(root: Path, n: int, tag: str, start_at: float) -> None:
 
     def one(i: int) -> None:
         barrier.wait()
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=f"pm-{tag}-{i}"
-        )
+        cand = present(coord, f"pm-{tag}-{i}")
         if cand.outcome is Outcome.ACCEPTED:
             coord.report(cand, Outcome.SELECTED)
         with lock:

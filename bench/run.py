@@ -3,7 +3,8 @@
 Runs, in one invocation on this machine, against the loopback fake of the API
 (run in its own process, answering instantly, through the real CONNECT proxy):
 
-- spool round trip: shim ``present_daily`` + ``report`` -> accepted candidate,
+- spool round trip: shim ``present_weekly`` (the goal-missing weekly report, the
+  one message the fit table styles) + ``report`` -> accepted candidate,
   through the real supervised worker process;
 - in-process baseline: the same durable work (journal start row with fsync, the
   call to the same fake, validation, render, terminal row with fsync) in one
@@ -15,7 +16,8 @@ Runs, in one invocation on this machine, against the loopback fake of the API
 - start-up: worker start to ready with 36 daily segments x 1,000 attempts;
 - time budget (`bench/time_budget.py`): the real worker against the fake
   whose model writes at published gpt-4.1-mini speeds, every surface with real host
-  bodies (dual cards with 1..9 reasons): eligible or not, share answered in time,
+  bodies (dual cards with 1..9 reasons): eligible or not (``nothing_to_style`` but
+  the goal-missing weekly), share answered in time,
   p50/p95 presentation time, completion tokens;
 - admission (`bench/admission.py`, a simulation: the worker's speed model against a
   simulated paced provider on an injected clock): first tokens interleaved call to
@@ -63,8 +65,9 @@ import admission  # noqa: E402  (bench/, this script's own directory)
 import time_budget  # noqa: E402
 from figures import (  # noqa: E402  (bench/, this script's own directory)
     BODY,
-    DAILY,
+    SURFACE,
     UNCAPPED,
+    present,
     summary,
 )
 from kit.poll import wait_file  # noqa: E402  (tests/)
@@ -76,7 +79,7 @@ from gateway_shim import (  # noqa: E402
     Mode,
     exact_block,
 )
-from gateway_shim.surfaces.daily import parse_daily  # noqa: E402
+from gateway_shim.surfaces.weekly import parse_weekly  # noqa: E402
 from kexpr.spool.contract import Capsule, judge  # noqa: E402
 from kexpr.spool.contract.answers import answer_json  # noqa: E402
 from kexpr.spool.journal import (  # noqa: E402
@@ -160,7 +163,7 @@ def spool_round_trip(
 ) -> list[float]:
     """``cpu``: filled with CPU ms per artifact of the shim (this process), the
     worker and the fake API, over the measured artifacts."""
-    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     coord = KoreanExpressionCoordinator(cfg, root)
     out: list[float] = []
     start: dict[str, float] = {}
@@ -171,7 +174,7 @@ def spool_round_trip(
                 if fake_pid is not None:
                     start["fake"] = proc_cpu_s(fake_pid)
             t0 = time.perf_counter()
-            cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"{tag}-{i}")
+            cand = present(coord, f"{tag}-{i}")
             if cand.outcome is not Outcome.ACCEPTED:
                 raise SystemExit(f"spool round trip: unexpected outcome {cand.outcome}")
             coord.report(cand, Outcome.SELECTED)
@@ -211,11 +214,11 @@ def in_process(
         if i == 0:
             c0 = time.process_time()
         t0 = time.perf_counter()
-        surface = parse_daily(BODY, DAILY)
-        akey = artifact_key(key, ("daily.v1", f"inproc-{tag}-{i}"))
+        surface = parse_weekly(BODY, explicit_fields=())
+        akey = artifact_key(key, (SURFACE, f"inproc-{tag}-{i}"))
         capsule = Capsule(
             schema_version="korean-expression-v4",
-            surface="daily.v1",
+            surface=SURFACE,
             artifact_key=akey,
             slots=tuple(s.policy() for s in surface.slots),
         )
@@ -223,7 +226,7 @@ def in_process(
         with journal.locked() as j:
             rec = j.append_start(
                 artifact_key=akey,
-                surface="daily.v1",
+                surface=SURFACE,
                 mode=JMode.ENABLED,
                 attempt_id=os.urandom(16).hex(),
                 started_at=now,
@@ -312,10 +315,10 @@ def floor(workdir: Path, reps: int) -> dict[str, float]:
 
 
 def validation(reps: int) -> dict[str, float]:
-    surface = parse_daily(BODY, DAILY)
+    surface = parse_weekly(BODY, explicit_fields=())
     capsule = Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=SURFACE,
         artifact_key="a" * 64,
         slots=tuple(s.policy() for s in surface.slots),
     )
@@ -323,7 +326,8 @@ def validation(reps: int) -> dict[str, float]:
     def doc(generated: str) -> str:
         return answer_json(capsule, lambda _slot_id: generated, compact=False)
 
-    good, bad = doc("그리고 [[P:01]]."), doc("오늘은 차분히, [[P:01]].")
+    # One of the slot's two compositions, and a word the table does not allow there.
+    good, bad = doc("[[P:01]]. 다만 [[A:01]]."), doc("[[P:01]]. 그리고 [[A:01]].")
     assert judge(capsule, good).composition is not None and judge(capsule, bad).composition is None
 
     def per_call(fn: Callable[[], object]) -> float:
@@ -337,15 +341,17 @@ def validation(reps: int) -> dict[str, float]:
     return {
         "validate_accept_us": per_call(lambda: judge(capsule, good)),
         "validate_reject_us": per_call(lambda: judge(capsule, bad)),
-        "render_daily_us": per_call(lambda: surface.render({"daily.status": "그리고 [[P:01]]."})),
-        "parse_daily_us": per_call(lambda: parse_daily(BODY, DAILY)),
+        "render_weekly_us": per_call(
+            lambda: surface.render({"weekly.interpretation": "[[P:01]]. 다만 [[A:01]]."})
+        ),
+        "parse_weekly_us": per_call(lambda: parse_weekly(BODY, explicit_fields=())),
     }
 
 
 def throughput(
     root: Path, fake: dict[str, Any], seconds: float, shims: int = 8
 ) -> dict[str, float]:
-    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     before = requests_per_artifact(fake)
     stop = time.monotonic() + seconds
     keys: list[str] = []
@@ -357,7 +363,7 @@ def throughput(
         i = 0
         try:
             while time.monotonic() < stop:
-                cand = coord.present_daily(BODY, facts=DAILY, finalized_event_id=f"tp-{n}-{i}")
+                cand = present(coord, f"tp-{n}-{i}")
                 if cand.outcome is Outcome.ACCEPTED:
                     coord.report(cand, Outcome.SELECTED)
                 with lock:
@@ -404,7 +410,7 @@ def build_journal(root: DataRoot, days: int, per_day: int) -> None:
             base = {
                 "schema_version": JOURNAL_SCHEMA,
                 "artifact_key": hashlib.sha256(f"{d}-{a}".encode()).hexdigest(),
-                "surface": "daily.v1",
+                "surface": SURFACE,
                 "mode": "shadow",
                 "attempt_id": hashlib.md5(f"{d}-{a}".encode()).hexdigest(),
                 "started_at_utc": format_ts(start),
@@ -585,7 +591,7 @@ def main() -> int:
         ),
         (
             "validation (µs)",
-            f"accept {figures['validate_accept_us']:.1f}  reject {figures['validate_reject_us']:.1f}  render daily {figures['render_daily_us']:.1f}  parse daily {figures['parse_daily_us']:.1f}",
+            f"accept {figures['validate_accept_us']:.1f}  reject {figures['validate_reject_us']:.1f}  render weekly {figures['render_weekly_us']:.1f}  parse weekly {figures['parse_weekly_us']:.1f}",
         ),
         (
             "throughput (8 shims)",

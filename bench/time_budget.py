@@ -8,17 +8,21 @@ against the loopback fake whose model writes at published gpt-4.1-mini speeds
 with o200k_base), and presents real host bodies through the real shim in shadow
 mode:
 
+- the weekly report whose goal range is missing (HOST-FORMATS W5, interpretation
+  branch I2): the one message the fit table styles (design §6.1), so the one shape
+  asked and called;
 - daily (HOST-FORMATS D4), weekly (W3), the physique card (the reference host's
   sample: no physique body is public), and dual cards with 1..9 review reasons in
   A1's format (the two shipped reasons, then an operator glossary's, installed with
-  ``kexpr glossary install`` as an operator would);
+  ``kexpr glossary install`` as an operator would): each ``nothing_to_style`` now,
+  presented once to show it makes no request;
 - at 55, 77 and 110 tokens/s, first token 0.3 s and 0.5 s (the middle of the
   published 0.3-0.9 s; and 0.7 s and 0.9 s, compact, in the full run), the answer
   compact or pretty-printed (2-space JSON);
 - the worker learns the provider's speed from its own calls (`kexpr.worker.speed`)
   and refuses, before the start row, what its calls say cannot arrive at it
-  (``provider_too_slow``): so each speed starts with a warm-up of the usual mix
-  (daily and physique cards twice as often as the rest) and only then is
+  (``provider_too_slow``): so each speed starts with a warm-up of the asked
+  shapes and only then is
   measured; the full run also switches the speed 110 -> 55 -> 110 tokens/s and
   counts how many presentations the worker took to follow (the first tokens
   interleaved call to call are `bench/admission.py`'s simulation);
@@ -121,6 +125,9 @@ def _host_example(name: str) -> dict[str, Any]:
 
 DAILY = _host_example("D4")
 WEEKLY = _host_example("W3")
+# W5: the goal range missing (interpretation branch I2), the one message the fit
+# table styles (design §6.1): its interpretation slot is the one slot ever asked.
+STYLED = _host_example("W5")
 A1 = _host_example("A1")
 
 # The operator's glossary for dual cards with more than the two shipped reasons
@@ -199,6 +206,9 @@ def _callback(tag: str) -> str:
     return f"an1:{hashlib.sha256(tag.encode()).hexdigest()[:24]}:create"
 
 
+STYLED_LABEL = "weekly, goal missing"
+
+
 @dataclass(frozen=True)
 class Case:
     """One surface shape: how to parse it (eligibility, capsule) and present it."""
@@ -249,6 +259,19 @@ def cases() -> list[Case]:
             kst_day="2026-07-28",
         ),
     )
+    styled = Case(
+        STYLED_LABEL,
+        "weekly.v1",
+        None,
+        lambda: parse_weekly(STYLED["body"], explicit_fields=STYLED["explicit_fields"]),
+        lambda coord, tag: coord.present_weekly(
+            STYLED["body"],
+            explicit_fields=STYLED["explicit_fields"],
+            schedule_key=tag,
+            kind="weekly",
+            kst_day="2026-07-28",
+        ),
+    )
     physique = _adaptive_case("physique card", PHYSIQUE_SURFACE, PHYSIQUE_PAYLOAD, None)
     duals = [
         _adaptive_case(
@@ -256,7 +279,7 @@ def cases() -> list[Case]:
         )
         for n in range(1, len(REASON_LINES) + 1)
     ]
-    return [daily, weekly, physique, *duals]
+    return [daily, weekly, styled, physique, *duals]
 
 
 # ------------------------------------------------------------------- token table
@@ -353,10 +376,10 @@ WARMUP_QUICK = 10
 
 
 def mix(cases: list[Case], n: int) -> list[Case]:
-    """``n`` presentations of the usual mix: daily and physique cards (the cheap,
-    frequent shapes that keep the worker's estimate fresh) twice as often."""
-    weighted = [c for c in cases for _ in range(2 if c.label in ("daily", "physique card") else 1)]
-    return [weighted[i % len(weighted)] for i in range(n)]
+    """``n`` presentations of the usual mix: the asked cases in turn (the fit table
+    asks one shape, the goal-missing weekly; the cheap daily and physique cards that
+    once kept the worker's estimate fresh have nothing to style and make no call)."""
+    return [cases[i % len(cases)] for i in range(n)]
 
 
 def estimate(root: Path) -> dict[str, Any]:
@@ -501,18 +524,13 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
 
 
 def sequences(work: Path, fake: FakeOpenAI, eligible: list[Case]) -> dict[str, list[str]]:
-    """The two measured sequences of the admission's regression tests, through
-    the real processes, one artifact at a time, each on a fresh worker (a data
-    root of its own), as they were measured: three rounds of daily, physique and
-    weekly after a 0.5 s first token and the dual card of ~200 tokens (the bound
-    nearest 199: 4 reasons under the fit table) after 0.3 s, at 77 tokens/s; then 8
-    daily cards at 77 tokens/s after 0.7 s, that dual card, 8 daily cards at 110
-    after 0.3 s, that dual card. Each step's outcome."""
-    by = {c.label: c for c in eligible}
-    daily, physique, weekly = by["daily"], by["physique card"], by["weekly"]
-    # The dual card nearest the ~200 tokens of the card they were measured with.
-    duals = [c for c in eligible if c.surface == DUAL_SURFACE]
-    dual = min(duals, key=lambda c: abs((c.parse().answer_token_bound() or 0) - 199))
+    """The pattern of the admission's two measured sequences, through the real
+    processes, one artifact at a time, each on a fresh worker (a data root of its
+    own), on the shapes the fit table asks (the goal-missing weekly; the daily,
+    physique and dual cards they were measured with have nothing to style): three
+    rounds of each after a 0.5 s first token, then after 0.3 s, at 77 tokens/s; then
+    8 at 77 tokens/s after 0.7 s and one more, 8 at 110 after 0.3 s and one more.
+    Each step's outcome."""
     n = [0]
 
     def one(root: Path, case: Case, first: float, rate: float) -> str:
@@ -525,7 +543,7 @@ def sequences(work: Path, fake: FakeOpenAI, eligible: list[Case]) -> dict[str, l
         root = work / f"tb-{name}" / "korean-expression-v1"
         root.parent.mkdir(mode=0o700)
         DataRoot(root).ensure()
-        install_glossary(root, work)  # the long dual cards carry the operator's reasons
+        install_glossary(root, work)
         return root
 
     root = fresh("seq1")
@@ -533,16 +551,17 @@ def sequences(work: Path, fake: FakeOpenAI, eligible: list[Case]) -> dict[str, l
         rounds = [
             f"{c.label} {one(root, c, first, 77.0)}"
             for _ in range(3)
-            for c, first in ((daily, 0.5), (physique, 0.5), (weekly, 0.5), (dual, 0.3))
+            for c in eligible
+            for first in (0.5, 0.3)
         ]
     root = fresh("seq2")
+    then: list[str] = []
     with supervised_worker(root, fake):
-        slow = Counter(one(root, daily, 0.7, 77.0) for _ in range(8))
-        then = [f"8 daily at 77/0.7 ({_counts(slow)}): {dual.label} {one(root, dual, 0.7, 77.0)}"]
-        fast = Counter(one(root, daily, 0.3, 110.0) for _ in range(8))
-        then.append(
-            f"8 daily at 110/0.3 ({_counts(fast)}): {dual.label} {one(root, dual, 0.3, 110.0)}"
-        )
+        for c in eligible:
+            slow = Counter(one(root, c, 0.7, 77.0) for _ in range(8))
+            then.append(f"8 at 77/0.7 ({_counts(slow)}): {c.label} {one(root, c, 0.7, 77.0)}")
+            fast = Counter(one(root, c, 0.3, 110.0) for _ in range(8))
+            then.append(f"8 at 110/0.3 ({_counts(fast)}): {c.label} {one(root, c, 0.3, 110.0)}")
     return {"three_rounds_77": rounds, "slow_then_fast": then}
 
 
@@ -592,62 +611,39 @@ def _row(
     }
 
 
-def _dual_nearest(result: dict[str, Any], bound: int) -> str:
-    """The label of the eligible dual card whose shim's bound is nearest ``bound``."""
-    duals = [r for r in result["tokens"] if r["case"].startswith("dual card") and r["bound"]]
-    return str(min(duals, key=lambda r: abs(r["bound"] - bound))["case"])
-
-
 def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
     """The speed targets (no call that cannot arrive) and the stopped-worker
-    target: (target, met (None: not run
-    here), what was measured)."""
+    target: (target, met (None: not run here), what was measured). The targets were
+    set on the daily, physique and dual cards; the fit table asks one shape now (the
+    goal-missing weekly, a bound near the old physique card's), so each holds for
+    every asked shape."""
     out: list[tuple[str, bool | None, str]] = []
-    # The shapes no longer than a physique card (the cheapest the targets named,
-    # with daily); a dual card of two reasons is one now.
-    limit = max(r["bound"] for r in result["tokens"] if r["case"] in ("daily", "physique card"))
-    cheap = {r["case"] for r in result["tokens"] if r["bound"] is not None and r["bound"] <= limit}
-    # The targets were set on dual cards whose bounds were ~153, ~199 and ~252
-    # tokens; the fit table changed how many reasons such a card has, so each is
-    # named by its size: the dual card whose bound is nearest.
-    short, long, longest = (_dual_nearest(result, b) for b in (153, 199, 252))
 
     def called(rows: dict[str, Any]) -> str:
         return ", ".join(f"{c} {r['called']}/{r['n']}" for c, r in rows.items())
 
-    # At 55 tokens/s after 0.3 s the short dual card's ~143-token answer arrives
-    # in ~2.9 s, so it is rightly called: the target there is "no call that cannot
-    # arrive"; after 0.5 s only daily and physique fit.
+    # At 55 tokens/s the asked shape arrives after a 0.3 or 0.5 s first token: the
+    # target there is "no call that cannot arrive".
     for first in (0.3, 0.5):
         slow = _row(result, first, 55.0)
         if not slow:
             continue
         timeouts = sum(r["outcomes"].get("timeout", 0) for r in slow.values())
-        if first == 0.5:
-            ok = all((r["called"] > 0) == (c in cheap) for c, r in slow.items())
-            what = f"only the shapes no longer than a physique card called ({', '.join(sorted(cheap))})"
-        else:
-            ok = all(r["in_time"] == 1 for r in slow.values() if r["called"] > 0)
-            what = "every called shape arrives"
+        ok = all(r["in_time"] == 1 for r in slow.values() if r["called"] > 0)
         out.append(
             (
-                f"28: 55 t/s after {first} s and warm-up: {what}, 0 timeouts",
+                f"28: 55 t/s after {first} s and warm-up: every called shape arrives, 0 timeouts",
                 ok and timeouts == 0,
                 f"called {called(slow)}; timeouts {timeouts}",
             )
         )
     median = _row(result, 0.7, 77.0)
     if median:
-        # The longest dual card (eligible since the 128-bit key) needs more still.
-        refused = (long, longest)
-        ok = all(median[c]["called"] == 0 for c in refused if c in median) and all(
-            r["in_time"] == 1 for c, r in median.items() if c not in refused
-        )
         shares = ", ".join(f"{c} {r['in_time']:.0%}" for c, r in median.items())
         out.append(
             (
-                f"28: 77 t/s after 0.7 s: {long} and {longest} refused, the rest arrive",
-                ok,
+                "28: 77 t/s after 0.7 s: every asked shape arrives",
+                all(r["in_time"] == 1 for r in median.values()),
                 f"arrived {shares}; called {called(median)}",
             )
         )
@@ -677,17 +673,14 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
             )
     else:
         out.append(("28: 110 -> 55 -> 110 followed", None, "full run only"))
-    shapes = ("daily", "physique card", "weekly", short, long)
     for first in (0.3, 0.5):
         rows = _row(result, first, 77.0)
         if not rows:
             out.append((f"27.6: 77 t/s after {first} s", None, "not run"))
             continue
-        want = shapes if first == 0.3 else shapes[:-1]
-        ok = all(c in rows and rows[c]["in_time"] >= 0.99 for c in want)
-        shares = ", ".join(f"{c} {rows[c]['in_time']:.0%}" for c in shapes if c in rows)
-        label = "all five shapes" if first == 0.3 else f"all but {long}"
-        out.append((f"27.6: 77 t/s after {first} s, compact: {label} arrive >= 99 %", ok, shares))
+        ok = all(r["in_time"] >= 0.99 for r in rows.values())
+        shares = ", ".join(f"{c} {r['in_time']:.0%}" for c, r in rows.items())
+        out.append((f"27.6: 77 t/s after {first} s, compact: every asked shape arrives >= 99 %", ok, shares))  # fmt: skip
     out.append(("27.6: a stopped worker costs a presentation < 50 ms p99", None, "not this phase"))
     return out
 

@@ -18,8 +18,10 @@ time the host waits (docs/budget.md), so the operator sees the price:
 id_token_bound`: the budget module's own figures, no tokenizer here) and
 ``dual_cards`` (for 0, 1, ... review reasons, the minimal answer's bound of the
 costliest card the glossary can make, and whether it fits the answer budget;
-a card that does not fit is shown canonical, with no call; ``"styled": false``:
-no slot of such a card may take a style word, so it is never asked) and
+a card that does not fit is shown canonical, with no call; ``"nothing_to_style":
+true``, ``"bound": null``: no slot of such a card leaves the model a choice of
+words (the fit table, design §6.1), so it is never asked and its IDs cost
+nothing: with the table as it is, every dual card) and
 ``style_words`` (per dual slot and per ID, the words the model may write before
 it: the fit table, design §6.1; an operator ID takes its family's cell).
 
@@ -182,8 +184,8 @@ def prices(glossary: DualGlossary) -> dict[str, object]:
     for n in range(MAX_REVIEW_REASONS + 1):
         # The costliest card of n reasons: the costliest IDs (the dearest repeated
         # when the glossary has fewer than n). Only the slots the fit table lets be
-        # styled are asked (design §6.1: the decision and the first review line are
-        # locked); a card with none is sent nowhere ("styled": false). A locked
+        # styled are asked (design §6.1; as it is, every line of a dual card is
+        # locked); a card with none is sent nowhere ("nothing_to_style"). A locked
         # line costs nothing, so the dearest IDs go on the lines that are asked.
         chosen = [reasons[k] if k < len(reasons) else reasons[0] for k in range(n)]
         lines = [review_slot_id(k + 1) for k in range(n)]
@@ -195,11 +197,11 @@ def prices(glossary: DualGlossary) -> dict[str, object]:
         )
         slots = tuple(p for p in candidates if slot_styleable(p.slot_id, p.semantic_ids))
         if not slots:
-            cards.append({"reasons": n, "styled": False, "bound": None, "fits": True})
+            cards.append({"reasons": n, "nothing_to_style": True, "bound": None, "fits": True})
             continue
         bound = slots_token_bound("adaptive.dualcoachtest.card.v1", slots)
         fits = bound is not None and bound <= ANSWER_BUDGET_TOKENS
-        cards.append({"reasons": n, "styled": True, "bound": bound, "fits": fits})
+        cards.append({"reasons": n, "nothing_to_style": False, "bound": bound, "fits": fits})
         if not fits:
             break
     return {

@@ -19,13 +19,14 @@ from fakeapi import FakeOpenAI, compose_reply, default_style
 from ops_support import CLEAN_ENV, NOGROUP, kexpr, start_supervisor, wait_for
 
 from gateway_shim import (
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     Outcome,
+    WeeklyInterpretation,
+    WeeklyJudgment,
     exact_block,
-    format_daily,
+    format_weekly,
 )
 from kexpr.ops.audit import display_path, parse_env_file
 from kexpr.spool.layout import DataRoot
@@ -294,15 +295,17 @@ def test_a_worker_running_as_root_root_cannot_be_vouched_for(
 
 # ------------------------------------------------------------------ data root
 
-BODY = format_daily(
-    weight="72.4kg",
-    intake="2,150kcal",
-    macros="탄수화물 260g · 단백질 138g · 지방 70g",
-    training="김민지 님 스쿼트 5세트",
-    sleep="6.7시간 · 수면 질 4/5",
-    condition="4/5",
-    digestion="정상",
-    water="2.1L",
+# The goal-missing weekly report (branch I2), the one message the fit table styles
+# (a presentation of it makes a call), carrying the customer's name and weight.
+BODY = format_weekly(
+    recent="72.4kg",
+    prior="72.1kg",
+    change="+0.42%",
+    rate="85.71%",
+    goal_range="기록 없음",
+    interpretation=WeeklyInterpretation.GOAL_MISSING,
+    judgment=WeeklyJudgment.RECORDS,
+    actions=("김민지 님 스쿼트 5세트 기록을 보완합니다.",),
 )
 
 
@@ -316,11 +319,15 @@ def _traffic(data_root: Path, fake_api: FakeOpenAI) -> Path:
     fake_api.behaviour = compose_reply(default_style)
     sup = start_supervisor(data_root, fake=fake_api)
     coord = KoreanExpressionCoordinator(
-        KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True)), data_root
+        KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, weekly=True)), data_root
     )
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id="evt-audit-1"
+        cand = coord.present_weekly(
+            BODY,
+            explicit_fields=(),
+            schedule_key="evt-audit-1",
+            kind="weekly_report",
+            kst_day="2025-11-30",
         )
         # The traffic this fixture stands for happened (a clear failure otherwise, not a
         # StopIteration from an empty outcomes/ below).

@@ -32,36 +32,25 @@ def test_check_valid_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     # Each ID's price (the budget module's bound) and, per number of review
-    # reasons, the costliest card's minimal answer against the budget. The fit
-    # table locks the decision and the first review line (design §6.1): they are
-    # never asked and cost nothing, so the costliest card puts the dearest IDs on
-    # lines 2..n, and a card of 0 or 1 reason is not styled at all.
-    from kexpr.spool.contract import slot_policy
-    from kexpr.spool.contract.budget import id_token_bound, slots_token_bound
+    # reasons, the costliest card. The fit table locks every line of a dual card
+    # (design §6.1, §6.2: the readers preferred the host's text): no card is ever
+    # asked, so each is nothing_to_style, with no bound, and fits (nothing is sent).
+    # The tests below hold the prices of a table that asks review lines again.
+    from gateway_shim.surfaces.dual import MAX_REVIEW_REASONS
+    from kexpr.spool.contract.budget import id_token_bound
 
     ids = ["P_DUAL_DECISION_HOLD", "P_DUAL_DECISION_KEEP_TARGET", "P_DUAL_REASON_EDIT"]
     ids += ["P_DUAL_REASON_LATEST", "P_DUAL_REASON_TREND_SHORT"]
     by_cost = ["P_DUAL_REASON_TREND_SHORT", "P_DUAL_REASON_LATEST", "P_DUAL_REASON_EDIT"]
     assert [id_token_bound(i) for i in by_cost] == [13, 6, 5]
-
-    def card(n: int) -> dict[str, object]:
-        if n < 2:
-            return {"reasons": n, "styled": False, "bound": None, "fits": True}
-        asked = [by_cost[k] if k < 3 else by_cost[0] for k in range(n - 1)]
-        bound = slots_token_bound(
-            "adaptive.dualcoachtest.card.v1",
-            tuple(slot_policy(f"adaptive.dual.review.{k + 2}", (r,)) for k, r in enumerate(asked)),
-        )
-        assert bound is not None
-        return {"reasons": n, "styled": True, "bound": bound, "fits": bound <= 297}
-
-    cards = [card(n) for n in range(7)]
-    assert [c["fits"] for c in cards] == [True] * 6 + [False]
-    assert [c["bound"] for c in cards[2:4]] == [114, 160]  # TREND_SHORT on line 2
-    style_words = {
+    cards = [
+        {"reasons": n, "nothing_to_style": True, "bound": None, "fits": True}
+        for n in range(MAX_REVIEW_REASONS + 1)
+    ]
+    style_words: dict[str, dict[str, list[str]]] = {
         "adaptive.dual.judgment": {i: [] for i in ids[:2]},
         "adaptive.dual.review.1": {i: [] for i in ids[2:]},
-        "adaptive.dual.review.N (N > 1)": {i: ["그리고"] for i in ids[2:]},
+        "adaptive.dual.review.N (N > 1)": {i: [] for i in ids[2:]},
     }
     assert out == {
         "valid": True,
@@ -184,6 +173,60 @@ def test_an_id_outside_the_grammar_is_refused_with_one_line_naming_the_rule(
     assert not (data_root / "operator-glossary.json").exists()
 
 
+def _table_asking_review_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fit table that asks the review lines after the first again (two words
+    before each reason there, as before the readers' verdicts): what the budget
+    check guards against if the table ever opens a dual line."""
+    from types import MappingProxyType
+
+    from kexpr.spool.contract import fit
+
+    later = frozenset({fit.Style("그리고", comma=False), fit.Style("다만", comma=True)})
+    reason = MappingProxyType({fit.Position.FIRST: frozenset(), fit.Position.LATER: later})
+    shipped = {i: reason for i in fit.FIT if i.startswith("P_DUAL_REASON_")}
+    monkeypatch.setattr(fit, "FIT", MappingProxyType({**fit.FIT, **shipped}))
+    monkeypatch.setattr(
+        fit,
+        "OPEN_FAMILY_FIT",
+        MappingProxyType({**fit.OPEN_FAMILY_FIT, fit.DUAL_REASON_ID_PATTERN: reason}),
+    )
+
+
+def test_a_table_that_asks_review_lines_prices_the_costliest_cards(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prices are the budget's own for what is asked: with review lines 2..n
+    asked, the costliest card puts the dearest IDs there; a card of 0 or 1 reason
+    has nothing to style; the first card over the budget ends the list."""
+    from kexpr.ops import glossary_cli
+    from kexpr.spool.contract import slot_policy
+    from kexpr.spool.contract.budget import slots_token_bound
+
+    _table_asking_review_lines(monkeypatch)
+    assert glossary_cli.cli(["check", str(_file(tmp_path, GLOSSARY))]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by_cost = ["P_DUAL_REASON_TREND_SHORT", "P_DUAL_REASON_LATEST", "P_DUAL_REASON_EDIT"]
+
+    def card(n: int) -> dict[str, object]:
+        if n < 2:
+            return {"reasons": n, "nothing_to_style": True, "bound": None, "fits": True}
+        asked = [by_cost[k] if k < 3 else by_cost[0] for k in range(n - 1)]
+        bound = slots_token_bound(
+            "adaptive.dualcoachtest.card.v1",
+            tuple(slot_policy(f"adaptive.dual.review.{k + 2}", (r,)) for k, r in enumerate(asked)),
+        )
+        assert bound is not None
+        return {"reasons": n, "nothing_to_style": False, "bound": bound, "fits": bound <= 297}
+
+    cards = [card(n) for n in range(7)]
+    assert [c["fits"] for c in cards] == [True] * 6 + [False]
+    assert out["dual_cards"] == cards
+    assert [c["bound"] for c in cards[2:4]] == [114, 160]  # TREND_SHORT on line 2
+    assert out["style_words"]["adaptive.dual.review.N (N > 1)"] == {
+        i: ["그리고", "다만,"] for i in sorted(by_cost)
+    }
+
+
 def test_ids_that_would_make_small_cards_ineligible_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,14 +234,22 @@ def test_ids_that_would_make_small_cards_ineligible_are_refused(
     the budget (tests/contract/test_budget.py); the command checks the budget
     itself too, so a budget that moved could not let such a glossary through. A
     smaller budget stands in for one that moved: the same file is then refused,
-    not merely reported ``"fits": false``."""
+    not merely reported ``"fits": false``. With the table as it is no dual line is
+    asked, so no budget refuses it (nothing is sent); with a table that asks review
+    lines again, the check refuses."""
     from kexpr.ops import glossary_cli
     from kexpr.spool.contract import budget
 
     source = _file(tmp_path, GLOSSARY)
+    monkeypatch.setattr(budget, "ANSWER_BUDGET_TOKENS", 80)
+    assert glossary_cli.cli(["check", str(source)]) == 0
+    cards = json.loads(capsys.readouterr().out)["dual_cards"]
+    assert all(c["nothing_to_style"] and c["bound"] is None for c in cards)
+    _table_asking_review_lines(monkeypatch)
+    monkeypatch.setattr(budget, "ANSWER_BUDGET_TOKENS", 297)
     assert glossary_cli.cli(["check", str(source)]) == 0
     capsys.readouterr()
-    # Only review line 2 of a two-reason card is asked (the fit table): ~110 tokens.
+    # Only review line 2 of a two-reason card is asked: ~110 tokens.
     monkeypatch.setattr(budget, "ANSWER_BUDGET_TOKENS", 80)
     assert glossary_cli.cli(["check", str(source)]) == 1
     out, err = capsys.readouterr()

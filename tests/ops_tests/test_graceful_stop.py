@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import journal_rows
 from fakeapi import FakeOpenAI, compose_reply, default_style
-from kit.bodies import DAILY_BODY, DAILY_FACTS
+from kit.bodies import present_styled
 from ops_support import start_supervisor, wait_for
 
 from gateway_shim import (
@@ -37,14 +37,10 @@ def _present_in_thread(
 ) -> threading.Thread:
     def run() -> None:
         coord = KoreanExpressionCoordinator(
-            KoreanExpressionConfig.from_block(exact_block(mode, daily=True)), root
+            KoreanExpressionConfig.from_block(exact_block(mode, weekly=True)), root
         )
         try:
-            out.append(
-                coord.present_daily(
-                    DAILY_BODY, facts=DAILY_FACTS, finalized_event_id="evt-graceful-1"
-                )
-            )
+            out.append(present_styled(coord, "evt-graceful-1"))
         finally:
             coord.close()
 
