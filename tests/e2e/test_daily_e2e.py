@@ -1,6 +1,14 @@
 """Black-box end to end: real `kexpr supervise` + worker processes, the real shim in
 this process, and a loopback HTTPS fake reached only through a real CONNECT proxy
-with a test CA. No test seam in product code."""
+with a test CA. No test seam in product code.
+
+The subject is the one message the fit table styles (design §6.1): the host's weekly
+report whose goal range is missing (`reference_host.samples.WEEKLY_BODY`, branch I2),
+rendered from a summary with customer values; every outcome of a call is walked on
+it. A daily check-in reply (also rendered from customer values) is eligible but has
+nothing to style: ``nothing_to_style``, canonical, with nothing written, journaled or
+sent, in either mode.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +30,13 @@ from fakeapi import (
 from kit.poll import poll
 from kit.spool import files_bytes
 from reference_host.host_render import render_daily
+from reference_host.samples import (
+    CUSTOMER_VALUES,
+    SCHEDULE,
+    WEEKLY_BODY,
+    WEEKLY_FIELDS,
+    WEEKLY_HOLD,
+)
 
 from gateway_shim import (
     CandidateStatus,
@@ -36,20 +51,19 @@ from gateway_shim import (
 
 pytestmark = pytest.mark.e2e
 
-# Customer material used in the sample: none of it may reach the spool or journal.
-CUSTOMER_VALUES = (
-    "김민지",
-    "72.4kg",
-    "2,150kcal",
-    "138g",
-    "2.1L",
-    "스쿼트 5세트",
-    "6.7시간",
-    "11월 30일",
-    "evt-7f3a9c",
-)
+# Customer material in the samples: none of it may reach the spool, the journal or
+# the wire (the weekly's own values, the sample's list, and the daily's).
+WEEKLY_VALUES = ("72.40kg", "72.10kg", "+0.42%", "85.7%", "김민지 님 매일 아침 체중 기록하기")
+DAILY_VALUES = ("138g", "2.1L", "스쿼트 5세트", "6.7시간", "evt-7f3a9c")
+# The host's weekly report (the one styled message) and its selected body: the
+# composition with the comma, which is not the fake's default (so a pass is this
+# test's answer, never a default's).
+BODY = WEEKLY_BODY
+STYLED = "[[P:01]]. 다만, [[A:01]]."
+EXPECTED_SELECTED = BODY.replace("\n" + WEEKLY_HOLD, "\n다만, " + WEEKLY_HOLD, 1)
+assert EXPECTED_SELECTED != BODY
 # The host's reply to a complete check-in (answers rendered as the host renders them).
-BODY = render_daily(
+DAILY_BODY = render_daily(
     {
         "bodyweight": "72.4",
         "calories": "2150",
@@ -64,20 +78,24 @@ BODY = render_daily(
     }
 )
 EVENT_ID = "evt-7f3a9c-finalized-0001"
-EXPECTED_SELECTED = BODY.replace(
-    "저장된 오늘 기록을 확인했습니다.", "그리고 저장된 오늘 기록을 확인했습니다."
-)
 
 
 def coordinator(root: Path, mode: Mode) -> KoreanExpressionCoordinator:
-    cfg = KoreanExpressionConfig.from_block(exact_block(mode, daily=True))
+    cfg = KoreanExpressionConfig.from_block(exact_block(mode, daily=True, weekly=True))
     assert cfg.valid
     return KoreanExpressionCoordinator(cfg, root)
 
 
 def present(coord: KoreanExpressionCoordinator) -> PresentationCandidate:
-    """The sample, presented once (a complete check-in, its finalized event)."""
-    return coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID)
+    """The weekly sample, presented once (its summary's fields, its schedule)."""
+    return coord.present_weekly(BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE)
+
+
+def present_daily(coord: KoreanExpressionCoordinator) -> PresentationCandidate:
+    """The daily sample, presented once (a complete check-in, its finalized event)."""
+    return coord.present_daily(
+        DAILY_BODY, facts=DailyFacts(complete=True), finalized_event_id=EVENT_ID
+    )
 
 
 def present_once(root: Path, mode: Mode) -> PresentationCandidate:
@@ -106,7 +124,7 @@ def worker(data_root: Path, fake_api: FakeOpenAI) -> Iterator[RunningWorker]:
 def test_enabled_accepted_composition_is_selected(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
-    fake_api.behaviour = compose_reply(lambda capsule: {"daily.status": "그리고 [[P:01]]."})
+    fake_api.behaviour = compose_reply(lambda capsule: {"weekly.interpretation": STYLED})
     coord = coordinator(data_root, Mode.ENABLED)
     try:
         cand = present(coord)
@@ -145,7 +163,8 @@ def test_shadow_accepted_composition_publishes_canonical(
 def test_invalid_composition_is_canonical(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
-    fake_api.behaviour = compose_reply(invalid_style)  # "오늘은 [[P:01]]." — not in the lexicon
+    # "오늘은 [[P:01]]. [[A:01]]." — not in the lexicon
+    fake_api.behaviour = compose_reply(invalid_style)
     cand = present_once(data_root, Mode.ENABLED)
     assert cand.outcome is Outcome.VALIDATION_REJECTED
     assert cand.body == BODY and cand.status is CandidateStatus.CANONICAL
@@ -238,7 +257,7 @@ def assert_no_customer_bytes(root: Path, fake: FakeOpenAI) -> None:
     """No customer value in any file under the data root, nor on the wire."""
     blobs = files_bytes(root, skip=["identity.key"])
     blobs += [r.body for r in fake.requests]
-    for value in (*CUSTOMER_VALUES, EVENT_ID, BODY):
+    for value in (*CUSTOMER_VALUES, *WEEKLY_VALUES, *DAILY_VALUES, EVENT_ID, BODY, DAILY_BODY):
         needle = value.encode("utf-8")
         for blob in blobs:
             assert needle not in blob
@@ -260,12 +279,48 @@ def test_spool_and_journal_hold_no_customer_values(
     fake_api.behaviour = capture
     try:
         cand = present(coord)
+        assert cand.outcome is Outcome.ACCEPTED, cand.outcome
         coord.report(cand, "selected")
+        daily = present_daily(coord)  # nothing to style: nothing more to hold
+        assert daily.outcome is Outcome.NOTHING_TO_STYLE, daily.outcome
     finally:
         coord.close()
     wait_rows(data_root, lambda rows: len(rows) == 2)
     assert seen, "the claimed request was visible during the call"
-    for value in (*CUSTOMER_VALUES, EVENT_ID):
+    for value in (*CUSTOMER_VALUES, *WEEKLY_VALUES, *DAILY_VALUES, EVENT_ID):
         for blob in seen:
             assert value.encode("utf-8") not in blob
     assert_no_customer_bytes(data_root, fake_api)
+
+
+def spool_files(root: Path) -> list[Path]:
+    """Every file under the spool (requests, claims, answers, reports)."""
+    return sorted(p for p in (root / "spool").rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("mode", [Mode.ENABLED, Mode.SHADOW], ids=lambda m: m.value)
+def test_daily_check_in_is_nothing_to_style_with_nothing_written_or_sent(
+    data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker, mode: Mode
+) -> None:
+    """A daily reply is eligible (the weekly presented after it is answered) but has
+    nothing to style: the host's body, no request, no journal row, no call."""
+    fake_api.behaviour = compose_reply(default_style)
+    before = spool_files(data_root)
+    coord = coordinator(data_root, mode)
+    try:
+        daily = present_daily(coord)
+        assert daily.outcome is Outcome.NOTHING_TO_STYLE, daily.outcome
+        assert daily.status is CandidateStatus.CANONICAL and daily.body == DAILY_BODY
+        assert daily.attempt_id is None and daily.artifact_key is None
+        assert spool_files(data_root) == before
+        assert journal_rows(data_root) == []
+        assert fake_api.requests == [] and fake_api.tunnels == []
+        # The same coordinator and worker do answer the styled weekly (so nothing
+        # above is a dead worker's silence).
+        weekly = present(coord)
+    finally:
+        coord.close()
+    expected = Outcome.ACCEPTED if mode is Mode.ENABLED else Outcome.SHADOW_SELECTED
+    assert weekly.outcome is expected, weekly.outcome
+    assert len(fake_api.requests) == 1
+    assert fake_api.count_for(weekly.artifact_key or "") == 1

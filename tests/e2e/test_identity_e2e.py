@@ -1,7 +1,9 @@
 """The identity is part of the evidence, end to end: a real supervised worker, the
 real shim in this process, the loopback fake API behind a real proxy.
 
-Twenty daily artifacts are served (twenty wire requests). Then:
+Twenty artifacts of the one styled message (the goal-missing weekly report,
+`kit.bodies.STYLED_BODY`, under twenty schedule keys) are served (twenty wire
+requests). Then:
 
 - ``identity.key`` deleted (a backup that could not read a 0600 file): the gateway
   refuses (``identity_mismatch``, canonical, no request written, one WARNING) and
@@ -35,14 +37,13 @@ from typing import Any
 import pytest
 from conftest import RunningWorker, journal_rows, start_supervised_worker
 from e2e.e2e_support import supervised
-from e2e.test_daily_e2e import BODY
 from fakeapi import FakeOpenAI, compose_reply, default_style
+from kit.bodies import STYLED_BODY, STYLED_SURFACE, present_styled
 from kit.poll import until
 from ops_tests.ops_support import kexpr
 from spool_tests.journal_support import hand_rows, write_segment
 
 from gateway_shim import (
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
@@ -57,17 +58,24 @@ from kexpr.spool.layout import DataRoot
 
 pytestmark = pytest.mark.e2e
 
-EVENTS = tuple(f"evt-identity-{n:04d}" for n in range(20))
+# Twenty artifacts: the styled weekly under twenty schedule keys (weekly's artifact
+# is (surface, schedule_key, kind, kst_day); `present_styled` fixes the other two).
+EVENTS = tuple(f"sched-identity-{n:04d}" for n in range(20))
+
+
+def weekly_fields(schedule_key: str) -> tuple[str, ...]:
+    """The artifact key's inputs of the styled weekly presented as ``schedule_key``."""
+    return (STYLED_SURFACE, schedule_key, "weekly_report", "2025-11-30")
 
 
 def coordinator(root: Path) -> KoreanExpressionCoordinator:
-    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, daily=True))
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.SHADOW, weekly=True))
     assert cfg.valid
     return KoreanExpressionCoordinator(cfg, root)
 
 
 def present(coord: KoreanExpressionCoordinator, event: str) -> PresentationCandidate:
-    return coord.present_daily(BODY, facts=DailyFacts(complete=True), finalized_event_id=event)
+    return present_styled(coord, event)
 
 
 def present_all(root: Path, events: Sequence[str]) -> list[PresentationCandidate]:
@@ -133,7 +141,7 @@ def assert_refused(
     assert key_after() == before  # no key minted or changed
     assert list(DataRoot(root).requests.iterdir()) == []
     assert outcomes(again) == {Outcome.IDENTITY_MISMATCH}
-    assert all(c.body == BODY and c.publication_permitted for c in again)
+    assert all(c.body == STYLED_BODY and c.publication_permitted for c in again)
     assert all(c.artifact_key is None for c in again)
     said = shim_said(caplog)
     assert said.count(f"identity_mismatch reason={reason}") == 1, said
@@ -228,19 +236,19 @@ def test_a_rotation_on_purpose_keeps_every_earlier_attempt_deduped(
     assert {c.artifact_key for c in restarted}.isdisjoint({c.artifact_key for c in first})
 
     # New artifacts are served, under the new key, once.
-    fresh = present_all(data_root, ("evt-identity-new-1", "evt-identity-new-2"))
+    fresh = present_all(data_root, ("sched-identity-new-1", "sched-identity-new-2"))
     assert outcomes(fresh) == {Outcome.SHADOW_SELECTED}
     assert len(fake_api.requests) == 22
     new_key = key_bytes(data_root)
     assert new_key is not None
-    assert fresh[0].artifact_key == artifact_key(new_key, ("daily.v1", "evt-identity-new-1"))
+    assert fresh[0].artifact_key == artifact_key(new_key, weekly_fields("sched-identity-new-1"))
     wait_terminal(data_root, 22)
 
     # A worker restart rebuilds its dedupe index from the journal: still nothing new.
     worker.stop()
     again = start_supervised_worker(data_root, fake_api)
     try:
-        after_restart = present_all(data_root, (*EVENTS, "evt-identity-new-1"))
+        after_restart = present_all(data_root, (*EVENTS, "sched-identity-new-1"))
     finally:
         again.stop()
     assert outcomes(after_restart) == {Outcome.ALREADY_ATTEMPTED}
@@ -255,7 +263,9 @@ def test_upgrade_retention_and_restart_keep_earlier_attempts_deduped(
 ) -> None:
     """A data root a release before the record wrote: a key and journal rows, no
     ``identity.fingerprint``; one attempt 30 days old (inside the 35-day window),
-    one 40 days old (outside it)."""
+    one 40 days old (outside it), and yesterday's (a root in use: retention removes
+    nothing while the journal's newest row is older than two days,
+    `kexpr.spool.retention` rule 1)."""
     fake_api.behaviour = compose_reply(default_style)
     root = DataRoot(data_root)
     root.ensure()
@@ -264,19 +274,23 @@ def test_upgrade_retention_and_restart_keep_earlier_attempts_deduped(
     today = dt.datetime.now(dt.UTC).date()
     kept_day = (today - dt.timedelta(days=30)).isoformat()
     aged_day = (today - dt.timedelta(days=40)).isoformat()
-    kept_key = artifact_key(old_key, ("daily.v1", "evt-kept"))
-    aged_key = artifact_key(old_key, ("daily.v1", "evt-aged"))
-    write_segment(
-        root, f"{kept_day}.jsonl", hand_rows(kept_key, "a" * 32, kept_day, ["shadow_selected"])
+    recent_day = (today - dt.timedelta(days=1)).isoformat()
+    kept_key = artifact_key(old_key, weekly_fields("sched-kept"))
+    aged_key = artifact_key(old_key, weekly_fields("sched-aged"))
+    kept_rows = hand_rows(kept_key, "a" * 32, kept_day, ["shadow_selected"], surface=STYLED_SURFACE)
+    aged_rows = hand_rows(aged_key, "b" * 32, aged_day, ["shadow_selected"], surface=STYLED_SURFACE)
+    write_segment(root, f"{kept_day}.jsonl", kept_rows)
+    write_segment(root, f"{aged_day}.jsonl", aged_rows)
+    recent_key = artifact_key(old_key, weekly_fields("sched-recent"))
+    recent_rows = hand_rows(
+        recent_key, "c" * 32, recent_day, ["shadow_selected"], surface=STYLED_SURFACE
     )
-    write_segment(
-        root, f"{aged_day}.jsonl", hand_rows(aged_key, "b" * 32, aged_day, ["shadow_selected"])
-    )
+    write_segment(root, f"{recent_day}.jsonl", recent_rows)
 
     w = start_supervised_worker(data_root, fake_api)
     try:
         # The upgrade: the key present is adopted (recorded), the old attempt deduped.
-        (upgraded,) = present_all(data_root, ("evt-kept",))
+        (upgraded,) = present_all(data_root, ("sched-kept",))
         assert upgraded.outcome is Outcome.ALREADY_ATTEMPTED
         assert upgraded.artifact_key == kept_key
         assert root.identity_record.exists()
@@ -288,12 +302,12 @@ def test_upgrade_retention_and_restart_keep_earlier_attempts_deduped(
         assert r.returncode == 0, r.stderr
         # The aged-out artifact is outside the window: served (the first request
         # after the rotation runs the worker's retention, which removes its segment).
-        (aged,) = present_all(data_root, ("evt-aged",))
+        (aged,) = present_all(data_root, ("sched-aged",))
         assert aged.outcome is Outcome.SHADOW_SELECTED
         assert len(fake_api.requests) == 1
         assert not (root.outcomes / f"{aged_day}.jsonl").exists()
         # After the upgrade, the rotation and the retention run: still deduped.
-        (rotated,) = present_all(data_root, ("evt-kept",))
+        (rotated,) = present_all(data_root, ("sched-kept",))
         assert rotated.outcome is Outcome.ALREADY_ATTEMPTED
         assert rotated.artifact_key != kept_key
         wait_terminal(data_root, 2)
@@ -301,7 +315,7 @@ def test_upgrade_retention_and_restart_keep_earlier_attempts_deduped(
         w.stop()
     w = start_supervised_worker(data_root, fake_api)
     try:
-        after = present_all(data_root, ("evt-kept", "evt-aged"))
+        after = present_all(data_root, ("sched-kept", "sched-aged", "sched-recent"))
     finally:
         w.stop()
     assert outcomes(after) == {Outcome.ALREADY_ATTEMPTED}

@@ -1,7 +1,12 @@
 """`kexpr supervise --rehearsal` end to end: real processes
 (supervisor -> worker, the built-in model behind the SDK's transport hook, no key,
 no network) and an asyncio host wired as docs/wiring.md says (`apresent_*`, report
-after the edit). What it writes is marked; nothing counts it."""
+after the edit). What it writes is marked; nothing counts it.
+
+The host presents the demo's daily reply and its weekly report (the goal range
+missing: the one message the fit table styles, design §6.1): the daily has nothing
+to style (``nothing_to_style``, published as is, never a request or a row); the
+weekly is answered by the built-in model."""
 
 from __future__ import annotations
 
@@ -88,6 +93,8 @@ def rehearsal(data_root: Path) -> Iterator[subprocess.Popen[str]]:
 # The demo's own samples (`kexpr run` presents the same bodies).
 DAILY = host_bodies().daily_complete
 WEEKLY = host_bodies().weekly
+WEEKLY_HOLD = "목표 범위가 없어 이번 주 조정 판단은 보류합니다."
+assert "\n" + WEEKLY_HOLD + "\n" in WEEKLY
 
 
 async def host(data_root: Path, mode: Mode, run: str) -> list[tuple[PresentationCandidate, str]]:
@@ -151,20 +158,29 @@ def test_rehearsal_shadow_and_enabled_end_to_end(
     assert supervisor["rehearsal"] is True
 
     shadow = asyncio.run(host(data_root, Mode.SHADOW, "s"))
-    assert [c.outcome for c, _ in shadow] == [Outcome.SHADOW_SELECTED] * 2
+    assert [c.outcome for c, _ in shadow] == [Outcome.NOTHING_TO_STYLE, Outcome.SHADOW_SELECTED]
     assert all(c.status is CandidateStatus.CANONICAL for c, _ in shadow)
     assert [text for _, text in shadow] == [DAILY, WEEKLY]  # shadow publishes the canonical
 
     enabled = asyncio.run(host(data_root, Mode.ENABLED, "e"))
-    assert [c.outcome for c, _ in enabled] == [Outcome.ACCEPTED] * 2
-    assert all(c.status is CandidateStatus.SELECTED for c, _ in enabled)
-    for cand, text in enabled:
-        assert text == cand.body and text not in (DAILY, WEEKLY)  # the model's words
-        assert cand.generated and all(g for _, g in cand.generated)
+    assert [c.outcome for c, _ in enabled] == [Outcome.NOTHING_TO_STYLE, Outcome.ACCEPTED]
+    (daily, daily_text), (weekly, weekly_text) = enabled
+    assert daily.status is CandidateStatus.CANONICAL and daily_text == DAILY
+    assert daily.attempt_id is None and daily.generated == ()
+    assert weekly.status is CandidateStatus.SELECTED
+    assert weekly_text == weekly.body and weekly_text != WEEKLY  # the model's words
+    assert weekly.generated and all(g for _, g in weekly.generated)
+    # ...which are one of the slot's two compositions, at the hold line.
+    assert weekly_text in {
+        WEEKLY.replace("\n" + WEEKLY_HOLD, "\n" + word + WEEKLY_HOLD, 1)
+        for word in ("다만 ", "다만, ")
+    }
 
-    rows = wait_terminal(data_root, 4)
-    assert sorted(str(r["outcome"]) for r in rows) == ["selected"] * 2 + ["shadow_selected"] * 2
+    # Two attempts, both weekly: the daily replies never reached the worker.
+    rows = wait_terminal(data_root, 2)
+    assert sorted(str(r["outcome"]) for r in rows) == ["selected", "shadow_selected"]
     assert {r["mode"] for r in rows} == {"shadow", "enabled"}
+    assert {r["surface"] for r in journal_rows(data_root)} == {"weekly.v1"}
 
     # The journal verifies; the promotion report refuses it, in one line.
     verify = kexpr("journal", "verify", "--data-root", str(data_root))
@@ -190,9 +206,10 @@ def test_rehearsal_refuses_a_data_root_with_real_evidence(data_root: Path) -> No
     # Real evidence: a real worker (no key) journals credential_unavailable.
     worker = start_supervised_worker(data_root, None, key=None)
     try:
-        cand = asyncio.run(host(data_root, Mode.SHADOW, "real"))[0][0]
-        assert cand.outcome is Outcome.CREDENTIAL_UNAVAILABLE
-        assert wait_terminal(data_root, 2)
+        (daily, _), (weekly, _) = asyncio.run(host(data_root, Mode.SHADOW, "real"))
+        assert daily.outcome is Outcome.NOTHING_TO_STYLE
+        assert weekly.outcome is Outcome.CREDENTIAL_UNAVAILABLE
+        assert wait_terminal(data_root, 1)
     finally:
         worker.stop()
     before = sorted(p.name for p in (data_root / "outcomes").iterdir())

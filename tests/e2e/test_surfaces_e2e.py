@@ -4,10 +4,16 @@ through a real CONNECT proxy. One worker serves the whole module (the machine's
 cores are shared); every test uses its own artifacts, so the worker's dedupe
 never couples them.
 
-Per surface: one accepted and one rejected composition. Then the host-side
-guarantees that depend on the provider call count, with the real worker: the
-weekly restart sends pinned bytes with zero requests, and an authority change
-between candidate and commit persists nothing and keeps the call count at one.
+Per surface, with a model that writes an accepted and then a rejected composition:
+the weekly report (its goal-missing sample, the one message the fit table styles,
+design §6.1) is selected, then canonical after one call each; daily, the
+dualcoachtest card and the physique card have nothing to style, so both are
+``nothing_to_style``: the host's body, no request, no journal row, no call (the
+model is never asked). Then the host-side guarantees that depend on the provider
+call count, with the real worker: the weekly restart sends pinned bytes with zero
+requests, and an authority change between a (nothing_to_style) card candidate and
+the host's commit persists nothing and costs nothing, while the same callback
+without the change pins the canonical card.
 """
 
 from __future__ import annotations
@@ -136,11 +142,12 @@ def journal_outcomes(
 
 @dataclass(frozen=True)
 class Case:
-    """How to present one surface's sample, what its selected and canonical
-    bodies are, and (adaptive) how a host re-proves the candidate."""
+    """How to present one surface's sample, what its selected body is (``None``: the
+    fit table leaves it nothing to style) and its canonical body, and (adaptive)
+    how a host re-proves the candidate."""
 
     present: Callable[[KoreanExpressionCoordinator, str], PresentationCandidate]
-    selected: Callable[[str], str]
+    selected: Callable[[str], str] | None
     canonical: Callable[[str], str]
     recheck: Callable[[PresentationCandidate, str], object] | None = None
 
@@ -216,7 +223,7 @@ CASES: dict[str, Case] = {
         present=lambda c, tag: c.present_daily(
             DAILY_BODY, facts=DailyFacts(complete=True), finalized_event_id=f"evt-e2e-{tag}"
         ),
-        selected=lambda tag: DAILY_BODY.replace("저장된 오늘", "그리고 저장된 오늘"),
+        selected=None,
         canonical=lambda tag: DAILY_BODY,
     ),
     "weekly.v1": Case(
@@ -230,17 +237,13 @@ CASES: dict[str, Case] = {
     ),
     "adaptive.dualcoachtest.card.v1": Case(
         present=_present_adaptive(_dual),
-        # The judgment and the first review line are locked (no word fits them):
-        # only the second review line is styled.
-        selected=lambda tag: _dual_text(tag).replace("\n최신 확정", "\n그리고 최신 확정"),
+        selected=None,
         canonical=_dual_text,
         recheck=_recheck(_dual),
     ),
     "adaptive.physique.card.v1": Case(
         present=_present_adaptive(_physique),
-        selected=lambda tag: _projection(_physique_text(tag)).replace(
-            "\n" + REVIEW_SENTENCE, "\n먼저 " + REVIEW_SENTENCE
-        ),
+        selected=None,
         canonical=lambda tag: _projection(_physique_text(tag)),
         recheck=_recheck(_physique),
     ),
@@ -255,6 +258,28 @@ def assert_no_customer_bytes(stack: Stack) -> None:
         assert not any(needle in blob for blob in blobs), value
 
 
+def spool_files(stack: Stack) -> list[Path]:
+    root = DataRoot(stack.root)
+    return sorted(p for d in root.spool_dirs() for p in d.rglob("*") if p.is_file())
+
+
+def assert_nothing_to_style(
+    stack: Stack, case: Case, tag: str, present: Callable[[], PresentationCandidate]
+) -> None:
+    """A surface the fit table leaves nothing to style: the host's body, publishable,
+    no attempt; no spool file, no journal row, no wire request (and so no call)."""
+    files, rows, requests = spool_files(stack), journal_rows(stack.root), len(stack.fake.requests)
+    cand = present()
+    assert (cand.outcome, cand.status) == (Outcome.NOTHING_TO_STYLE, CandidateStatus.CANONICAL)
+    assert cand.body == case.canonical(tag) and cand.publication_permitted
+    assert cand.attempt_id is None and cand.artifact_key is None and cand.generated == ()
+    if case.recheck is not None:
+        case.recheck(cand, tag)  # the host persists the canonical card
+    assert spool_files(stack) == files
+    assert journal_rows(stack.root) == rows
+    assert len(stack.fake.requests) == requests
+
+
 @pytest.mark.parametrize("surface", sorted(CASES))
 def test_accepted_composition_is_selected(
     stack: Stack, coordinator: Callable[[Mode], KoreanExpressionCoordinator], surface: str
@@ -262,6 +287,10 @@ def test_accepted_composition_is_selected(
     case, tag = CASES[surface], f"accept-{surface}"
     stack.fake.behaviour = compose_reply(default_style)
     coord = coordinator(Mode.ENABLED)
+    if case.selected is None:
+        assert_nothing_to_style(stack, case, tag, lambda: case.present(coord, tag))
+        assert_no_customer_bytes(stack)
+        return
     cand = case.present(coord, tag)
     assert (cand.outcome, cand.status, cand.surface_version) == (
         Outcome.ACCEPTED,
@@ -284,6 +313,9 @@ def test_rejected_composition_is_canonical(
     case, tag = CASES[surface], f"reject-{surface}"
     stack.fake.behaviour = compose_reply(invalid_style)  # "오늘은 …": outside the lexicon
     coord = coordinator(Mode.ENABLED)
+    if case.selected is None:  # the model is never asked: nothing to reject
+        assert_nothing_to_style(stack, case, tag, lambda: case.present(coord, tag))
+        return
     cand = case.present(coord, tag)
     assert (cand.outcome, cand.status) == (
         Outcome.VALIDATION_REJECTED,
@@ -341,12 +373,20 @@ def test_weekly_restart_sends_the_pinned_bytes_with_zero_requests(
 
 
 def test_authority_change_between_candidate_and_commit_persists_nothing(stack: Stack) -> None:
+    """The dualcoachtest card has nothing to style: its candidate is the canonical
+    card, and the host's pending write pins it. An authority change between that
+    candidate and the commit is still caught by the write's re-proof of the
+    candidate's authority pins under the host's lock: no pending row, no edit, and
+    (nothing having been asked) no call and no journal row. The same callback
+    without the change pins the canonical card and publishes it."""
     stack.fake.behaviour = compose_reply(default_style)
+    requests = len(stack.fake.requests)
     s = session(session_id=_session_id("race"))
+    calm = session(session_id=_session_id("calm"))
     config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, adaptive_operator=True))
     coord = WatchedCoordinator(config, stack.root)
     svc = AdaptiveOperatorService(
-        sessions={s.session_id: s},
+        sessions={s.session_id: s, calm.session_id: calm},
         render_card=dual_card,
         surface=DUAL_SURFACE,
         glossary=coord.dual_glossary,
@@ -368,17 +408,26 @@ def test_authority_change_between_candidate_and_commit_persists_nothing(stack: S
     authority = threading.Thread(target=authority_thread)
     authority.start()
     query = RecordingQuery(callback_data(s))
+    calm_query = RecordingQuery(callback_data(calm))
+    rows = journal_rows(stack.root)
     try:
         asyncio.run(AdaptiveGatewayHost(svc, coord).handle_review_callback(query))
+        authority.join(30)
+        cand = seen["candidate"]
+        # The control: the same handler, no change in between.
+        coord.hook = lambda c: seen.__setitem__("calm", c)
+        asyncio.run(AdaptiveGatewayHost(svc, coord).handle_review_callback(calm_query))
     finally:
         coord.close()
-    authority.join(30)
-    cand = seen["candidate"]
-    assert cand.outcome is Outcome.ACCEPTED
+    assert not authority.is_alive()
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.artifact_key is None
     assert query.answers == ["검토 카드를 저장할 수 없습니다."]  # the commit was refused
-    assert svc.pending_rows == [] and query.edits == []
-    assert stack.fake.count_for(cand.artifact_key) == 1
-    assert journal_outcomes(stack.root, cand.artifact_key, 2) == [
-        "attempt_started",
-        "commit_failed",
-    ]
+    assert [r.session_id for r in svc.pending_rows] == [calm.session_id]  # none for `s`
+    assert query.edits == []
+    calm_card = dual_card(calm)
+    assert seen["calm"].outcome is Outcome.NOTHING_TO_STYLE
+    assert svc.pending_rows[0].payload == calm_card  # the canonical card, pinned
+    assert calm_query.edits == [calm_card["text"]]
+    # Nothing was asked: no request, no call, no journal row, either way.
+    assert len(stack.fake.requests) == requests
+    assert journal_rows(stack.root) == rows

@@ -36,7 +36,15 @@ def write_segment(root: DataRoot, name: str, data: bytes, mode: int = 0o600) -> 
     return path
 
 
-def hand_rows(akey: str, aid: str, day: str, outcomes: list[str], mode: str = "shadow") -> bytes:
+def hand_rows(
+    akey: str,
+    aid: str,
+    day: str,
+    outcomes: list[str],
+    mode: str = "shadow",
+    *,
+    surface: str = "daily.v1",
+) -> bytes:
     """Rows written by hand from the plan's text (not by our writer)."""
     out, prev = [], "0" * 64
     start = f"{day}T10:00:00.000000Z"
@@ -45,7 +53,7 @@ def hand_rows(akey: str, aid: str, day: str, outcomes: list[str], mode: str = "s
             "schema_version": "korean-expression-journal-v1",
             "sequence": seq,
             "artifact_key": akey,
-            "surface": "daily.v1",
+            "surface": surface,
             "mode": mode,
             "attempt_id": aid,
             "state": "attempt_started" if seq == 1 else "finalized",
