@@ -44,10 +44,8 @@ def _text(doc: str) -> str:
 def _allowed() -> set[int]:
     ids = {count(i) for pair in RETIRED_SHIPPED_IDS.items() for i in pair}
     steps = {COMPLETION_TOKENS_EDGES[1] - COMPLETION_TOKENS_EDGES[0]}  # the histogram step
-    from kexpr.worker.speed import COMPARABLE_TOKENS  # the speed model's vote (budget.md §7)
 
     return {
-        COMPARABLE_TOKENS,
         ANSWER_BUDGET_TOKENS,
         MAX_COMPLETION_TOKENS,
         KEY_TOKENS_MAX,
