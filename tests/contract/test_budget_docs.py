@@ -45,7 +45,15 @@ def _allowed() -> set[int]:
     ids = {count(i) for pair in RETIRED_SHIPPED_IDS.items() for i in pair}
     steps = {COMPLETION_TOKENS_EDGES[1] - COMPLETION_TOKENS_EDGES[0]}  # the histogram step
 
+    # The one styled shape's bound (docs/budget.md §6): the goal-missing weekly.
+    from kexpr.spool.contract import slot_policy
+    from kexpr.spool.contract.budget import slots_token_bound
+
+    styled = slot_policy(
+        "weekly.interpretation", ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
+    )
     return {
+        slots_token_bound("weekly.v1", (styled,)) or 0,
         ANSWER_BUDGET_TOKENS,
         MAX_COMPLETION_TOKENS,
         KEY_TOKENS_MAX,
