@@ -19,10 +19,6 @@ Runs, in one invocation on this machine, against the loopback fake of the API
   bodies (dual cards with 1..9 reasons): eligible or not (``nothing_to_style`` but
   the goal-missing weekly), share answered in time,
   p50/p95 presentation time, completion tokens;
-- admission (`bench/admission.py`, a simulation: the worker's speed model against a
-  simulated paced provider on an injected clock): first tokens interleaved call to
-  call at 77 and 110 tokens/s, the arrivable calls refused, the calls made that
-  could not arrive, the calls needed to re-admit after 77 -> 110 tokens/s.
 
 Prints a table, then as its LAST line one JSON object with the figures.
 Timing targets live here, never in unit tests: this machine is shared and noisy.
@@ -61,7 +57,6 @@ if __name__ == "__main__":  # before the imports below, which take seconds on a 
     )
     announce.phase("import", "kexpr, the OpenAI SDK and the fake API's modules", "2-5 s")
 
-import admission  # noqa: E402  (bench/, this script's own directory)
 import time_budget  # noqa: E402
 from figures import (  # noqa: E402  (bench/, this script's own directory)
     BODY,
@@ -552,8 +547,6 @@ def main() -> int:
         # Last: its worker and fake are its own, and its calls mostly sleep.
         # (bench/time_budget.py announces itself.)
         figures["time_budget"] = time_budget.run(work, a.quick)
-        # A simulation, no processes: seconds.
-        figures["admission"] = admission.run(a.quick)
         announce.done()
     s, i = summary(spool), summary(inproc)
     figures.update(
@@ -610,7 +603,6 @@ def main() -> int:
     for name, val in rows:
         print(f"{name:<{w}}  {val}")
     print(time_budget.render(figures["time_budget"]))
-    print(admission.render(figures["admission"]))
     print(json.dumps(figures, sort_keys=True, default=str))
     return 0
 

@@ -18,14 +18,11 @@ mode:
   presented once to show it makes no request;
 - at 55, 77 and 110 tokens/s, first token 0.3 s and 0.5 s (the middle of the
   published 0.3-0.9 s; and 0.7 s and 0.9 s, compact, in the full run), the answer
-  compact or pretty-printed (2-space JSON);
-- the worker learns the provider's speed from its own calls (`kexpr.worker.speed`)
-  and refuses, before the start row, what its calls say cannot arrive at it
-  (``provider_too_slow``): so each speed starts with a warm-up of the asked
-  shapes and only then is
-  measured; the full run also switches the speed 110 -> 55 -> 110 tokens/s and
-  counts how many presentations the worker took to follow (the first tokens
-  interleaved call to call are `bench/admission.py`'s simulation);
+  compact or pretty-printed (2-space JSON); 55 tokens/s after 0.9 s is the slowest
+  speed the product serves (docs/budget.md);
+- the worker calls every eligible capsule whose minimal answer the request's time
+  left can hold at the fastest published rate (`kexpr.spool.contract.budget`):
+  there is no learned refusal, so nothing needs a warm-up;
 - the fake's model answers in the instruction's brief style (`fakeapi.brief_style`:
   one lexeme before every token), so its answers are a few tokens longer than the
   minimal answer the shim's budget counts.
@@ -33,11 +30,11 @@ mode:
 Per (surface, reasons, first token, rate, layout): eligible or not (a capsule whose
 minimal answer is over the budget is ``answer_over_budget`` at the shim: no request),
 the share answered in time (``shadow_selected``), how many were called (a request
-at the fake) and refused for speed, the p50/p95 presentation time
+at the fake), the p50/p95 presentation time
 (``present_*`` call to candidate, what the host waits on: spool, worker, call,
 validation) and the completion tokens the model wrote. Also the token table of the
-minimal answers (recomputed with the real encoding), the worker's
-estimate after each speed, and the speed and stopped-worker targets, each
+minimal answers (recomputed with the real encoding), and the speed and
+stopped-worker targets, each
 printed as met or not (never asserted).
 
 Figures only, never asserted: this machine is shared and noisy. ``python
@@ -49,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import dataclasses
 import hashlib
 import json
 import os
@@ -70,7 +66,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake API is a test fixture
 
 import announce  # noqa: E402  (bench/: the phase lines on stderr)
-from admission import TARGET_READMIT  # noqa: E402  (bench/)
 from fakeapi import FakeModel, FakeOpenAI, Layout, brief_style, compose_reply  # noqa: E402
 from fakeapi.generation import count_tokens, render_answer  # noqa: E402
 from figures import UNCAPPED, pct  # noqa: E402  (bench/)
@@ -354,39 +349,17 @@ class Speed:
 
 
 def speeds(quick: bool) -> list[Speed]:
-    """Fastest first within a layout (kexpr.worker.speed Rule 9: a change is
-    followed within a few calls); each speed's warm-up covers either way."""
+    """Fastest first within a layout."""
     if quick:
         return [
             Speed(0.3, 110.0, "compact"),
             Speed(0.5, 77.0, "compact"),
-            Speed(0.3, 55.0, "compact"),
+            Speed(0.9, 55.0, "compact"),
         ]
     compact = [(0.3, 110.0), (0.5, 110.0), (0.9, 110.0), (0.3, 77.0), (0.5, 77.0)]
-    compact += [(0.7, 77.0), (0.9, 77.0), (0.3, 55.0), (0.5, 55.0)]
+    compact += [(0.7, 77.0), (0.9, 77.0), (0.3, 55.0), (0.5, 55.0), (0.9, 55.0)]
     out = [Speed(f, r, "compact") for f, r in compact]
     return out + [Speed(0.3, 110.0, "pretty"), Speed(0.3, 77.0, "pretty")]
-
-
-# Presentations before each speed is measured: more than the model needs to
-# follow a change (kexpr.worker.speed Rule 9), and enough for its cold start
-# (6 arrivals) when only the cheap shapes are called.
-WARMUP_FULL = 48
-WARMUP_QUICK = 10
-
-
-def mix(cases: list[Case], n: int) -> list[Case]:
-    """``n`` presentations of the usual mix: the asked cases in turn (the fit table
-    asks one shape, the goal-missing weekly; the cheap daily and physique cards that
-    once kept the worker's estimate fresh have nothing to style and make no call)."""
-    return [cases[i % len(cases)] for i in range(n)]
-
-
-def estimate(root: Path) -> dict[str, Any]:
-    """The worker's speed estimate, as its status file says (numbers only)."""
-    status = json.loads(DataRoot(root).status_file.read_bytes())
-    speed: dict[str, Any] = status["admission"]["speed"]
-    return speed
 
 
 def present_all(
@@ -430,15 +403,11 @@ def measure(
     speed: Speed,
     n: int,
     run_tag: str,
-    warmup: list[Case] | None = None,
 ) -> list[dict[str, Any]]:
-    """``n`` fresh artifacts per eligible case at ``speed``, IN_FLIGHT at a time,
-    after ``warmup`` presentations at that speed (not measured)."""
+    """``n`` fresh artifacts per eligible case at ``speed``, IN_FLIGHT at a time."""
     fake.model = FakeModel(
         first_token_s=speed.first_token_s, tokens_per_s=speed.tokens_per_s, layout=speed.layout
     )
-    if warmup:
-        present_all(root, [(c, f"tb-{run_tag}-warm-{i}") for i, c in enumerate(warmup)])
     jobs = [(c, f"tb-{run_tag}-{c.label}-{i}") for i in range(n) for c in chosen]
     results: dict[str, list[tuple[str, str | None, float]]] = {c.label: [] for c in chosen}
     for case, outcome, akey, seconds in present_all(root, jobs):
@@ -459,7 +428,6 @@ def measure(
                 "layout": speed.layout,
                 "n": len(got),
                 "called": sum(1 for _, k, _ in got if k in called),
-                "refused": outcomes[Outcome.PROVIDER_TOO_SLOW.value],
                 "in_time": outcomes[Outcome.SHADOW_SELECTED.value] / len(got),
                 "outcomes": dict(outcomes),
                 "p50_s": pct(took, 50),
@@ -487,8 +455,6 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
         root.parent.mkdir(mode=0o700)
         DataRoot(root).ensure()
         install_glossary(root, work)
-        # Each on a fresh worker of its own, as the sequences were measured.
-        measured_sequences = None if quick else sequences(work, fake, eligible)
         t0 = time.monotonic()
         with supervised_worker(root, fake):
             # Over-budget shapes: presented once each, at the slowest speed, to show
@@ -496,12 +462,8 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
             before = len(fake.requests)
             shut = measure(root, fake, ineligible, Speed(0.3, RATES[0], "compact"), 1, "over")
             over_requests = len(fake.requests) - before
-            estimates = []
-            warm = WARMUP_QUICK if quick else WARMUP_FULL
             for i, speed in enumerate(speeds(quick)):
-                rows += measure(root, fake, eligible, speed, n, f"s{i}", mix(eligible, warm))
-                estimates.append({"speed": dataclasses.asdict(speed), "estimate": estimate(root)})
-            followed = None if quick else follow(root, fake, eligible)
+                rows += measure(root, fake, eligible, speed, n, f"s{i}")
         elapsed = time.monotonic() - t0
         per_artifact = Counter(r.artifact_key for r in fake.requests if r.artifact_key)
         most = max(per_artifact.values(), default=0)
@@ -512,93 +474,12 @@ def run(work: Path, quick: bool) -> dict[str, Any]:
         "over_budget": [{"case": r["case"], "outcomes": r["outcomes"]} for r in shut],
         "over_budget_requests": over_requests,
         "rows": rows,
-        "estimates": estimates,
-        "follow": followed,
-        "sequences": measured_sequences,
         "max_requests_per_artifact": most,
         "phase_s": elapsed,
         "loadavg_start": load_start,
         "loadavg": os.getloadavg(),
         "nproc": os.cpu_count(),
     }
-
-
-def sequences(work: Path, fake: FakeOpenAI, eligible: list[Case]) -> dict[str, list[str]]:
-    """The pattern of the admission's two measured sequences, through the real
-    processes, one artifact at a time, each on a fresh worker (a data root of its
-    own), on the shapes the fit table asks (the goal-missing weekly; the daily,
-    physique and dual cards they were measured with have nothing to style): three
-    rounds of each after a 0.5 s first token, then after 0.3 s, at 77 tokens/s; then
-    8 at 77 tokens/s after 0.7 s and one more, 8 at 110 after 0.3 s and one more.
-    Each step's outcome."""
-    n = [0]
-
-    def one(root: Path, case: Case, first: float, rate: float) -> str:
-        fake.model = FakeModel(first_token_s=first, tokens_per_s=rate, layout="compact")
-        n[0] += 1
-        ((_, outcome, _, _),) = present_all(root, [(case, f"tb-seq-{n[0]}")])
-        return outcome
-
-    def fresh(name: str) -> Path:
-        root = work / f"tb-{name}" / "korean-expression-v1"
-        root.parent.mkdir(mode=0o700)
-        DataRoot(root).ensure()
-        install_glossary(root, work)
-        return root
-
-    root = fresh("seq1")
-    with supervised_worker(root, fake):
-        rounds = [
-            f"{c.label} {one(root, c, first, 77.0)}"
-            for _ in range(3)
-            for c in eligible
-            for first in (0.5, 0.3)
-        ]
-    root = fresh("seq2")
-    then: list[str] = []
-    with supervised_worker(root, fake):
-        for c in eligible:
-            slow = Counter(one(root, c, 0.7, 77.0) for _ in range(8))
-            then.append(f"8 at 77/0.7 ({_counts(slow)}): {c.label} {one(root, c, 0.7, 77.0)}")
-            fast = Counter(one(root, c, 0.3, 110.0) for _ in range(8))
-            then.append(f"8 at 110/0.3 ({_counts(fast)}): {c.label} {one(root, c, 0.3, 110.0)}")
-    return {"three_rounds_77": rounds, "slow_then_fast": then}
-
-
-def _counts(c: Counter[str]) -> str:
-    return " ".join(f"{k} {v}" for k, v in sorted(c.items()))
-
-
-def follow(root: Path, fake: FakeOpenAI, eligible: list[Case]) -> dict[str, Any]:
-    """110 -> 55 -> 110 tokens/s (first token 0.3 s, compact), the usual mix,
-    IN_FLIGHT at a time: after each switch, how many presentations (and how many
-    of them successful calls) until the worker's verdicts match the new speed.
-    Slowing down: the presentation after which no call timed out. Speeding up:
-    the presentation after which no shape that fits at 110 was refused."""
-    segments = [(110.0, 36), (55.0, 48), (110.0, 60)]
-    out: list[dict[str, Any]] = []
-    for k, (rate, count) in enumerate(segments):
-        fake.model = FakeModel(first_token_s=0.3, tokens_per_s=rate, layout="compact")
-        jobs = [(c, f"tb-follow-{k}-{i}") for i, c in enumerate(mix(eligible, count))]
-        got = present_all(root, jobs)
-        if k == 0:
-            continue
-        slower = rate < segments[k - 1][0]
-        bad = Outcome.TIMEOUT.value if slower else Outcome.PROVIDER_TOO_SLOW.value
-        last = max((i for i, (_, o, _, _) in enumerate(got) if o == bad), default=-1)
-        successes = sum(1 for _, o, _, _ in got[: last + 1] if o == Outcome.SHADOW_SELECTED.value)
-        out.append(
-            {
-                "from_tokens_per_s": segments[k - 1][0],
-                "to_tokens_per_s": rate,
-                "presentations": count,
-                "followed_after_presentations": last + 1,
-                "followed_after_successful_calls": successes,
-                "timeouts": sum(1 for _, o, _, _ in got if o == Outcome.TIMEOUT.value),
-                "refused": sum(1 for _, o, _, _ in got if o == Outcome.PROVIDER_TOO_SLOW.value),
-            }
-        )
-    return {"segments": out, "stated_bound_successful_calls": TARGET_READMIT}
 
 
 def _row(
@@ -612,75 +493,27 @@ def _row(
 
 
 def targets(result: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
-    """The speed targets (no call that cannot arrive) and the stopped-worker
-    target: (target, met (None: not run here), what was measured). The targets were
-    set on the daily, physique and dual cards; the fit table asks one shape now (the
-    goal-missing weekly, a bound near the old physique card's), so each holds for
-    every asked shape."""
+    """The speed targets and the stopped-worker target: (target, met (None: not
+    run here), what was measured). Every eligible shape is called at every speed
+    (no learned refusal); at the slowest served speed every one arrives."""
     out: list[tuple[str, bool | None, str]] = []
 
     def called(rows: dict[str, Any]) -> str:
         return ", ".join(f"{c} {r['called']}/{r['n']}" for c, r in rows.items())
 
-    # At 55 tokens/s the asked shape arrives after a 0.3 or 0.5 s first token: the
-    # target there is "no call that cannot arrive".
-    for first in (0.3, 0.5):
-        slow = _row(result, first, 55.0)
-        if not slow:
-            continue
-        timeouts = sum(r["outcomes"].get("timeout", 0) for r in slow.values())
-        ok = all(r["in_time"] == 1 for r in slow.values() if r["called"] > 0)
-        out.append(
-            (
-                f"28: 55 t/s after {first} s and warm-up: every called shape arrives, 0 timeouts",
-                ok and timeouts == 0,
-                f"called {called(slow)}; timeouts {timeouts}",
-            )
-        )
-    median = _row(result, 0.7, 77.0)
-    if median:
-        shares = ", ".join(f"{c} {r['in_time']:.0%}" for c, r in median.items())
-        out.append(
-            (
-                "28: 77 t/s after 0.7 s: every asked shape arrives",
-                all(r["in_time"] == 1 for r in median.values()),
-                f"arrived {shares}; called {called(median)}",
-            )
-        )
-    fast = _row(result, 0.3, 110.0)
-    if fast:
-        out.append(
-            (
-                "28: 110 t/s: everything eligible called",
-                all(r["called"] == r["n"] for r in fast.values()),
-                f"called {called(fast)}",
-            )
-        )
-    f = result.get("follow")
-    if f:
-        bound = f["stated_bound_successful_calls"]
-        for seg in f["segments"]:
-            out.append(
-                (
-                    f"28: {seg['from_tokens_per_s']:.0f} -> {seg['to_tokens_per_s']:.0f} t/s"
-                    f" followed within {bound} successful calls",
-                    seg["followed_after_successful_calls"] <= bound,
-                    f"after {seg['followed_after_presentations']} presentations"
-                    f" ({seg['followed_after_successful_calls']} successful calls);"
-                    f" timeouts {seg['timeouts']}, refused {seg['refused']}"
-                    f" of {seg['presentations']}",
-                )
-            )
-    else:
-        out.append(("28: 110 -> 55 -> 110 followed", None, "full run only"))
-    for first in (0.3, 0.5):
-        rows = _row(result, first, 77.0)
+    for first, rate in ((0.3, 110.0), (0.5, 77.0), (0.9, 55.0)):
+        rows = _row(result, first, rate)
         if not rows:
-            out.append((f"27.6: 77 t/s after {first} s", None, "not run"))
+            out.append((f"{rate:.0f} t/s after {first} s", None, "not run"))
             continue
-        ok = all(r["in_time"] >= 0.99 for r in rows.values())
         shares = ", ".join(f"{c} {r['in_time']:.0%}" for c, r in rows.items())
-        out.append((f"27.6: 77 t/s after {first} s, compact: every asked shape arrives >= 99 %", ok, shares))  # fmt: skip
+        out.append(
+            (
+                f"{rate:.0f} t/s after {first} s, compact: everything eligible called and arrives",
+                all(r["called"] == r["n"] and r["in_time"] >= 0.99 for r in rows.values()),
+                f"arrived {shares}; called {called(rows)}",
+            )
+        )
     out.append(("27.6: a stopped worker costs a presentation < 50 ms p99", None, "not this phase"))
     return out
 
@@ -706,28 +539,16 @@ def render(result: dict[str, Any]) -> str:
     )
     out.append(
         f"  {'case':<22} {'first':>5} {'tok/s':>5} {'layout':<7} {'in time':>7}"
-        f" {'called':>6} {'slow':>4} {'p50 s':>6} {'p95 s':>6} {'tokens':>6}  outcomes"
+        f" {'called':>6} {'p50 s':>6} {'p95 s':>6} {'tokens':>6}  outcomes"
     )
     for r in result["rows"]:
         tokens = "-" if r["tokens_p50"] is None else f"{r['tokens_p50']:.0f}"
         outcomes = " ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))
         out.append(
             f"  {r['case']:<22} {r['first_token_s']:>5.1f} {r['tokens_per_s']:>5.0f} {r['layout']:<7}"
-            f" {r['in_time']:>7.0%} {r['called']:>6} {r['refused']:>4}"
+            f" {r['in_time']:>7.0%} {r['called']:>6}"
             f" {r['p50_s']:>6.2f} {r['p95_s']:>6.2f} {tokens:>6}  {outcomes}"
         )
-    out.append("  the worker's speed estimate after each speed's warm-up and measurement:")
-    for e in result["estimates"]:
-        sp, est = e["speed"], e["estimate"]
-        out.append(
-            f"    {sp['first_token_s']:.1f} s {sp['tokens_per_s']:>5.0f} t/s {sp['layout']:<7}"
-            f" -> {est['state']}: first token {est['first_token_s']:.2f} s,"
-            f" {est['tokens_per_s']:.0f} t/s (overall {est['overall_tokens_per_s']:.0f} after 0.3 s),"
-            f" answers {est['length_ratio']} x their bound"
-            f" ({est['samples']} samples)"
-        )
-    for name, steps in (result.get("sequences") or {}).items():
-        out.append(f"  sequence {name} (real processes): " + ", ".join(steps))
     out.append("  targets (figures, never asserted):")
     for target, met, measured in targets(result):
         word = "n/a" if met is None else ("met" if met else "NOT met")

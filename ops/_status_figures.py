@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kexpr.spool.contract import SURFACES
-from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
 from kexpr.spool.outcomes import PROVIDER_FAILURES
 from kexpr.spool.ranges import within
 from kexpr.worker.histograms import FIGURES, P95, edges_json, margin, upper_edge
-from kexpr.worker.speed import Evidence
 from kexpr.worker.spend import CAP_RANGE, rate_threshold, unusual_rate
-from kexpr.worker.status import RECENT_ADMISSION, REFUSALS
+from kexpr.worker.status import REFUSALS
 
 ENUMISH: Final = re.compile(r"[a-z][a-z_]{0,40}")
 _FAILURE_WORDS: Final = frozenset(o.value for o in PROVIDER_FAILURES)
@@ -129,41 +127,17 @@ def _number(v: object, hi: float) -> float | None:
 
 
 def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A worker status file's ``admission`` record, validated: the provider's
-    estimated speed (`kexpr.worker.speed`), the cool-down (`kexpr.worker.cooldown`)
-    and, per public surface, the requests refused for either before a start row.
-    Numbers in their ranges and fixed words only; anything else is dropped (an
-    absent or malformed part is ``{}``), never echoed. `kexpr.ops.promotion`
-    reads the same."""
+    """A worker status file's ``admission`` record, validated: the cool-down
+    (`kexpr.worker.cooldown`) and, per public surface, the requests it refused
+    before a start row. Numbers in their ranges and fixed words only; anything
+    else is dropped (an absent or malformed part is ``{}``), never echoed. The
+    retired speed figures an earlier release wrote beside them (``speed``,
+    ``too_slow_last``, ``last_ten_minutes``, ``provider_too_slow`` counts) are
+    not read (docs/upgrade.md). `kexpr.ops.promotion` reads the same."""
     raw = obj.get("admission")
     if not isinstance(raw, Mapping):
         return {}
     out: dict[str, Any] = {}
-    speed = raw.get("speed")
-    if isinstance(speed, Mapping) and speed.get("state") in ("cold", "learned"):
-        first = _number(speed.get("first_token_s"), 60.0)
-        rate = _number(speed.get("tokens_per_s"), 100_000.0)
-        overall = _number(speed.get("overall_tokens_per_s"), 100_000.0)
-        samples = as_int(speed.get("samples"))
-        ratio = speed.get("length_ratio")
-        known = ratio is None or _number(ratio, 10.0) is not None
-        if None not in (first, rate, overall, samples) and known and rate and overall:
-            out["speed"] = {
-                "state": speed["state"],
-                "first_token_s": first,
-                "tokens_per_s": rate,
-                "overall_tokens_per_s": overall,
-                "samples": samples,
-                "length_ratio": None if ratio is None else float(ratio),
-            }
-            # Added later: absent from an older worker's file (then not shown).
-            for name in ("timeouts", "regime_calls", "change_pending"):
-                if (n := as_int(speed.get(name))) is not None:
-                    out["speed"][name] = n
-            if (fastest := _number(speed.get("tokens_per_s_fastest"), 100_000.0)) is not None:
-                out["speed"]["tokens_per_s_fastest"] = fastest
-            if (bounds := _refused_bounds(speed.get("refused_bounds"))) is not None:
-                out["speed"]["refused_bounds"] = bounds
     cool = raw.get("cooldown")
     if isinstance(cool, Mapping) and cool.get("state") in ("closed", "open", "probing"):
         figures = {
@@ -179,16 +153,6 @@ def admission_figures(obj: Mapping[str, Any]) -> dict[str, Any]:
     refused = raw.get("refused_by_surface")
     if isinstance(refused, Mapping):
         out["refused_by_surface"] = _surface_counts(refused, REFUSALS)
-    last = raw.get("too_slow_last")
-    if isinstance(last, Mapping):
-        out["too_slow_last"] = {
-            surface: v
-            for surface in SURFACES
-            if (v := _too_slow_verdict(last.get(surface))) is not None
-        }
-    recent = raw.get("last_ten_minutes")
-    if isinstance(recent, Mapping):
-        out["last_ten_minutes"] = _surface_counts(recent, RECENT_ADMISSION)
     return out
 
 
@@ -202,48 +166,6 @@ def _surface_counts(raw: Mapping[Any, Any], names: tuple[str, ...]) -> dict[str,
             counts = {name: as_int(rec.get(name)) for name in names}
             if all(c is not None for c in counts.values()):
                 out[surface] = {name: c for name, c in counts.items() if c is not None}
-    return out
-
-
-_EVIDENCE_WORDS: Final = frozenset(e.value for e in Evidence)
-
-
-def _too_slow_verdict(v: object) -> dict[str, Any] | None:
-    """One surface's last speed refusal (`kexpr.worker.speed.Verdict` and its
-    bound), validated; None when anything in it is not what the worker writes."""
-    if not isinstance(v, Mapping) or v.get("evidence") not in _EVIDENCE_WORDS:
-        return None
-    bound, fits, misses = as_int(v.get("bound")), as_int(v.get("fits")), as_int(v.get("misses"))
-    limit = _number(v.get("limit_s"), 60.0)
-    estimate = v.get("estimate_s")
-    known = estimate is None or _number(estimate, 3600.0) is not None
-    if None in (bound, fits, misses, limit) or not known:
-        return None
-    return {
-        "bound": bound,
-        "evidence": v["evidence"],
-        "fits": fits,
-        "misses": misses,
-        "estimate_s": None if estimate is None else float(estimate),
-        "limit_s": limit,
-    }
-
-
-def _refused_bounds(v: object) -> list[tuple[int, int]] | None:
-    """The speed estimate's ``refused_bounds``: ascending, disjoint inclusive
-    ranges of bounds within the answer budget; None when absent or malformed."""
-    if not isinstance(v, list) or len(v) > ANSWER_BUDGET_TOKENS:
-        return None
-    out: list[tuple[int, int]] = []
-    for r in v:
-        if not isinstance(r, list) or len(r) != 2:
-            return None
-        lo, hi = as_int(r[0]), as_int(r[1])
-        if lo is None or hi is None or not 1 <= lo <= hi <= ANSWER_BUDGET_TOKENS:
-            return None
-        if out and lo <= out[-1][1]:
-            return None
-        out.append((lo, hi))
     return out
 
 

@@ -36,10 +36,14 @@ from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow, read_work
 from kexpr.ops.supervisor import ChildState, supervisor_status_path
 from kexpr.spool.canonical import parse_ts
 from kexpr.spool.layout import DataRoot
+from kexpr.spool.outcomes import Outcome
 from kexpr.spool.status import MAX_STATUS_BYTES, STALE_AFTER_S, WORKER_STATES, WorkerStatus
 from kexpr.worker.status import ROLLING
 
 SUPERVISOR_STATES: Final = frozenset(s.value for s in ChildState)
+# Counters an earlier release's worker wrote for an admission this release
+# retired (the learned speed refusal, docs/upgrade.md): read past, never shown.
+RETIRED_COUNTERS: Final = frozenset({Outcome.PROVIDER_TOO_SLOW.value})
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +179,7 @@ def _worker(status: WorkerStatus, now: dt.datetime, alive: Callable[[int], bool]
         for k, v in sorted(counters_in.items()):
             if k == "by_outcome" and isinstance(v, Mapping):
                 counters[k] = enum_counts(v)
-            elif as_int(v) is not None and ENUMISH.fullmatch(str(k)):
+            elif as_int(v) is not None and ENUMISH.fullmatch(str(k)) and k not in RETIRED_COUNTERS:
                 counters[str(k)] = v
     return _process(
         obj,

@@ -10,7 +10,6 @@ from typing import Any
 
 from kexpr.ops._status_figures import ProcessStatus
 from kexpr.ops._status_read import StatusReport, left_to_style
-from kexpr.ops._status_verdicts import REFUSED_SHARE, refused_share, speed_refusals
 from kexpr.ops.identity_cli import render_line
 from kexpr.worker.histograms import CALL_BUDGET_S, FIGURES
 
@@ -183,36 +182,10 @@ def _render_calls(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _ratio(r: float | None) -> str:
-    return "bound + 5 tokens (not measured yet)" if r is None else f"{r:.2f} x"
-
-
 def render_admission(figures: Mapping[str, Any]) -> list[str]:
-    """The provider's estimated speed, the cool-down, and the per-surface
-    refusals for either (`admission_figures`)."""
+    """The provider cool-down and the per-surface requests it refused
+    (`admission_figures`)."""
     lines: list[str] = []
-    speed = figures.get("speed")
-    if speed is not None:
-        how = (
-            "cold start: the fastest published rate"
-            if speed["state"] == "cold"
-            else f"from the last {speed['samples']} calls"
-        )
-        fastest = speed.get("tokens_per_s_fastest")
-        rate = f"{speed['tokens_per_s']:.0f}" + ("" if fastest is None else f"-{fastest:.0f}")
-        lines.append(
-            f"speed       first token {speed['first_token_s']:.2f} s"
-            f"  {rate} tokens/s"
-            f" (overall {speed['overall_tokens_per_s']:.0f} after 0.3 s)"
-            f"  answers {_ratio(speed['length_ratio'])} of their bound  ({how})"
-        )
-        if "regime_calls" in speed:
-            pending = speed.get("change_pending", 0)
-            lines.append(
-                f"            {speed['regime_calls']} calls at this speed,"
-                f" {speed.get('timeouts', 0)} timeouts in the window"
-                + (f", a change pending ({pending} calls)" if pending else "")
-            )
     cool = figures.get("cooldown")
     if cool is not None:
         state = cool["state"]
@@ -224,43 +197,13 @@ def render_admission(figures: Mapping[str, Any]) -> list[str]:
             f"provider    {state}  failures in a row {cool['failures_in_a_row']}"
             f"/{cool['threshold']}  cool-downs {cool['cool_downs']}  probes {cool['probes']}"
         )
-    if speed is not None and speed.get("refused_bounds") is not None:
-        bounds = speed["refused_bounds"]
-        said = ", ".join(f"{lo}-{hi}" if lo != hi else str(lo) for lo, hi in bounds)
-        lines.append(
-            "            refused now (capsule bounds, whole deadline left): " + (said or "none")
-        )
     refused = {
         s: v for s, v in (figures.get("refused_by_surface") or {}).items() if any(v.values())
     }
-    recent = figures.get("last_ten_minutes") or {}
-    last = figures.get("too_slow_last") or {}
     if refused:
-        lines.append(
-            f"refused     {'surface':<32}{'too slow':>9}{'cooling':>9}"
-            f"  {'last 10 min':<14}  (no row, no call)"
-        )
+        lines.append(f"refused     {'surface':<32}{'cooling':>9}  (no row, no call)")
         for surface, v in refused.items():
-            r = recent.get(surface)
-            share = None if r is None else refused_share(r["provider_too_slow"], r["calls"])
-            ten = (
-                "-"
-                if r is None
-                else f"{r['provider_too_slow']}/{r['provider_too_slow'] + r['calls']}"
-            )
-            ten += "" if share is None else f" {100 * share:.0f}%"
-            lines.append(
-                f"            {surface:<32}{v['provider_too_slow']:>9}"
-                f"{v['provider_cooling_down']:>9}  {ten:<14}"
-            )
-            if surface in last:
-                lines.append(f"              last too slow: {verdict_words(last[surface])}")
-    for surface, (n, calls) in speed_refusals(figures).items():
-        lines.append(
-            f"finding     {surface}: {n} of {n + calls} requests in the last 10 min refused for"
-            f" the provider's speed (more than {REFUSED_SHARE:.0%}): those messages are not"
-            " styled (docs/budget.md §7)"
-        )
+            lines.append(f"            {surface:<32}{v['provider_cooling_down']:>9}")
     return lines
 
 
@@ -282,12 +225,3 @@ def render_spend(figures: Mapping[str, Any]) -> list[str]:
         f"  refused {figures['refused']}{capped}",
         f"history     {history}; far above from {figures['rate_threshold']} an hour{unusual}",
     ]
-
-
-def verdict_words(v: Mapping[str, Any]) -> str:
-    """One speed refusal's estimate, in words (validated numbers only)."""
-    estimate = "-" if v["estimate_s"] is None else f"{v['estimate_s']:.2f} s"
-    return (
-        f"bound {v['bound']}, estimated {estimate} against {v['limit_s']:.2f} s"
-        f" ({v['evidence']}: {v['fits']} calls say it fits, {v['misses']} that it does not)"
-    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from kexpr.ops._status_figures import ProcessStatus
 
@@ -19,15 +19,6 @@ from kexpr.ops._status_figures import ProcessStatus
 # which most requests expire does (a measured burst of 1,000 artifacts from 20
 # gateway processes: 204 start rows, 55 of them after the deadline).
 EXPIRING_MIN: Final = 5
-# `HealthVerdict.SPEED_REFUSALS`: a surface whose requests are refused for the
-# provider's speed (``provider_too_slow``) more than one time in five over the last
-# ten minutes, at least 5 of them. The speed model refuses only on evidence that an
-# answer cannot arrive (`kexpr.worker.speed`), so such a share is a provider too
-# slow for that shape, and the operator enabled styling that does nothing for it:
-# worth saying, never silent. A share, not a count, so a busy worker's few edge
-# refusals are not a finding; a floor, so one or two refusals are not either.
-REFUSED_SHARE: Final = 0.2
-REFUSED_MIN: Final = 5
 
 
 class HealthVerdict(enum.StrEnum):
@@ -64,9 +55,6 @@ class HealthVerdict(enum.StrEnum):
     UNUSUAL_RATE = "unusual_rate"
     # Up, but the gateway cannot use the operator glossary (dual cards canonical).
     GLOSSARY_UNUSABLE = "glossary_unusable"
-    # Up, but one surface's requests were mostly refused for the provider's
-    # speed over the last ten minutes (at least REFUSED_MIN, above REFUSED_SHARE).
-    SPEED_REFUSALS = "speed_refusals"
     STATUS_UNREADABLE = "status_unreadable"
 
 
@@ -86,7 +74,6 @@ UP: Final = frozenset(
         HealthVerdict.SPEND_CAPPED,
         HealthVerdict.EXPIRING,
         HealthVerdict.UNUSUAL_RATE,
-        HealthVerdict.SPEED_REFUSALS,
         HealthVerdict.GLOSSARY_UNUSABLE,
         HealthVerdict.HEALTHY,
     }
@@ -136,24 +123,4 @@ def health_verdict(
         return HealthVerdict.EXPIRING
     if spend.get("unusual"):
         return HealthVerdict.UNUSUAL_RATE
-    if speed_refusals(worker.fields["admission"]):
-        return HealthVerdict.SPEED_REFUSALS
     return HealthVerdict.HEALTHY
-
-
-def refused_share(refused: int, calls: int) -> float | None:
-    """The share of a surface's requests that reached the admission (refused or
-    called) that were refused; None without any."""
-    return None if refused + calls == 0 else refused / (refused + calls)
-
-
-def speed_refusals(admission: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
-    """The surfaces whose speed refusals of the last ten minutes make the
-    `HealthVerdict.SPEED_REFUSALS` finding: surface -> (refused, calls)."""
-    out: dict[str, tuple[int, int]] = {}
-    for surface, rec in (admission.get("last_ten_minutes") or {}).items():
-        refused, calls = rec["provider_too_slow"], rec["calls"]
-        share = refused_share(refused, calls)
-        if refused >= REFUSED_MIN and share is not None and share > REFUSED_SHARE:
-            out[surface] = (refused, calls)
-    return out

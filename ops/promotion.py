@@ -58,7 +58,6 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
-import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -66,8 +65,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kexpr.ops._status_render import verdict_words
-from kexpr.ops._status_verdicts import REFUSED_MIN, REFUSED_SHARE, refused_share
 from kexpr.ops.readers import (
     JournalCheck,
     JournalRecord,
@@ -78,15 +75,17 @@ from kexpr.ops.readers import (
 )
 from kexpr.ops.surfaces_cli import NOTHING_TO_STYLE_REASON
 from kexpr.spool.canonical import format_ts
-from kexpr.spool.contract import MANIFEST, SlotPolicy, slot_policy
-from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, FIRST_TOKEN_S, slots_token_bound
-from kexpr.spool.contract.fit import slot_styleable, surface_styleable
+from kexpr.spool.contract.fit import surface_styleable
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME, is_rehearsal_root
 from kexpr.worker.histograms import CALL_BUDGET_S
-from kexpr.worker.speed import CALL_LIMIT_S, STYLE_TOKENS
 
 WINDOW_DAYS: Final = 14
+# Refusals (no row, no call) are the main reason a surface is not styled when
+# there are at least `REFUSED_MIN` of them, more than `REFUSED_SHARE` of the
+# surface's requests that reached the cool-down, and more than its failed calls.
+REFUSED_SHARE: Final = 0.2
+REFUSED_MIN: Final = 5
 REQUIRED_SELECTED: Final = 10
 SURFACES: Final[tuple[str, ...]] = (
     "daily.v1",
@@ -143,12 +142,10 @@ class SurfaceEvidence:
     p95_call_s: float | None = None
     p95_completion_tokens: int | None = None
     call_margin: str = STATUS_MISSING  # a histograms.Margin value, or the status problem
-    # Refused before a start row (no row, no call: not in the journal, so not a
-    # failure of the gate), from the status file since the worker started, with
-    # the last speed refusal's estimate (`kexpr.ops._status_figures.admission_figures`).
-    refused_too_slow: int | None = None
+    # Refused before a start row while the provider cooled down (no row, no call:
+    # not in the journal, so not a failure of the gate), from the status file
+    # since the worker started (`kexpr.ops._status_figures.admission_figures`).
     refused_cooling_down: int | None = None
-    too_slow_last: Mapping[str, Any] | None = None
 
     @property
     def promotable(self) -> bool:
@@ -156,25 +153,20 @@ class SurfaceEvidence:
         return self.gate is not Gate.NOTHING_TO_STYLE
 
     @property
-    def refused(self) -> int | None:
-        if self.refused_too_slow is None or self.refused_cooling_down is None:
-            return None
-        return self.refused_too_slow + self.refused_cooling_down
-
-    @property
     def refused_share(self) -> float | None:
         """The refused share of the surface's requests that reached the worker's
         admission (refused or called), since the worker started."""
-        if self.refused is None or self.calls_measured is None:
+        refused, calls = self.refused_cooling_down, self.calls_measured
+        if refused is None or calls is None or refused + calls == 0:
             return None
-        return refused_share(self.refused, self.calls_measured)
+        return refused / (refused + calls)
 
     @property
     def refusals_main_reason(self) -> bool:
         """Whether refusals are the main reason the surface is not styled: at
         least `REFUSED_MIN` of them, more than `REFUSED_SHARE` of its requests,
         and more than its calls that failed (`kexpr.ops._status_verdicts`'s level)."""
-        share, refused = self.refused_share, self.refused
+        share, refused = self.refused_share, self.refused_cooling_down
         if share is None or refused is None or refused < REFUSED_MIN:
             return False
         return share > REFUSED_SHARE and refused > sum(self.call_failures.values())
@@ -213,11 +205,9 @@ class SurfaceEvidence:
             "reason": None if self.promotable else NOTHING_TO_STYLE_REASON,
             "margin": self.margin_json(),
             "refused": {
-                "provider_too_slow": self.refused_too_slow,
                 "provider_cooling_down": self.refused_cooling_down,
                 "share": None if (share := self.refused_share) is None else round(share, 4),
                 "main_reason_not_styled": self.refusals_main_reason,
-                "last_too_slow": None if self.too_slow_last is None else dict(self.too_slow_last),
             },
         }
 
@@ -230,178 +220,16 @@ class CallFigures:
     source: str  # STATUS_READ, STATUS_MISSING or STATUS_UNREADABLE
     worker_started_at_utc: str | None = None
     surfaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # `kexpr.ops._status_figures.admission_figures`: the estimated speed, the
-    # cool-down and the per-surface refusals ({} when unknown).
+    # `kexpr.ops._status_figures.admission_figures`: the cool-down and the
+    # per-surface refusals ({} when unknown).
     admission: Mapping[str, Any] = field(default_factory=dict)
 
-    def excluded(self) -> list[ShapeVerdict]:
-        """The shipped shapes at the worker's estimated speed: by the bounds the
-        worker refuses now (``refused_bounds``, its own verdicts), or from an
-        older worker's figures by its old line (`shape_verdicts`); [] while the
-        speed is not learned (cold start: nothing is refused)."""
-        speed = self.admission.get("speed")
-        if speed is None or speed["state"] != "learned":
-            return []
-        if speed.get("refused_bounds") is not None:
-            return refused_shape_verdicts(speed["refused_bounds"])
-        return shape_verdicts(
-            speed["first_token_s"],
-            speed["tokens_per_s"],
-            speed["length_ratio"],
-            speed["overall_tokens_per_s"],
-        )
-
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        return {
             "file": "worker.status.json",
             "source": self.source,
             "worker_started_at_utc": self.worker_started_at_utc,
         }
-        speed = self.admission.get("speed")
-        if speed is not None:  # a worker that measures its provider's speed
-            out["speed"] = dict(speed)
-            out["shapes_at_this_speed"] = [v.to_json() for v in self.excluded()]
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class ShapeVerdict:
-    """One shipped capsule shape at an estimated provider speed: whether its
-    minimal answer plus the style words can arrive within the client's timeout
-    (the worker's own admission rule, `kexpr.worker.speed`). ``styled``: every
-    variant fits; ``some``: only its shorter variants do; ``not_styled``: none
-    does (every such card is refused, canonical)."""
-
-    shape: str
-    min_tokens: int
-    max_tokens: int
-    verdict: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "shape": self.shape,
-            "bound_tokens": [self.min_tokens, self.max_tokens],
-            "verdict": self.verdict,
-        }
-
-
-def _shipped_shapes() -> list[tuple[str, list[tuple[str, tuple[SlotPolicy, ...]]]]]:
-    """Every shipped shape by its operator-facing name, with its variants (the
-    manifest's branches; dual reasons as each shipped reason repeated, which
-    spans the cheapest and the dearest combination: the bound adds per slot)."""
-
-    def branches(pattern: str) -> tuple[tuple[str, ...], ...]:
-        return MANIFEST[pattern].branches
-
-    def asked(*slots: SlotPolicy) -> tuple[SlotPolicy, ...]:
-        return tuple(p for p in slots if slot_styleable(p.slot_id, p.semantic_ids))
-
-    Variants = list[tuple[str, tuple[SlotPolicy, ...]]]
-
-    def sent(surface: str, shapes: list[tuple[SlotPolicy, ...]]) -> Variants:
-        # Only the slots the fit table lets be styled are asked (design §6.1); a
-        # message with none is never sent (nothing_to_style), so it is no shape of
-        # a call.
-        return [(surface, c) for slots in shapes if (c := asked(*slots))]
-
-    daily = sent("daily.v1", [(slot_policy("daily.status", b),) for b in branches("daily.status")])
-    weekly = sent(
-        "weekly.v1",
-        [
-            (slot_policy("weekly.interpretation", i), slot_policy("weekly.rationale", r))
-            for i in branches("weekly.interpretation")
-            for r in branches("weekly.rationale")
-        ],
-    )
-    physique = sent(
-        "adaptive.physique.card.v1",
-        [
-            (slot_policy("adaptive.physique.review_instruction", b),)
-            for b in branches("adaptive.physique.review_instruction")
-        ],
-    )
-    out: list[tuple[str, Variants]] = [
-        (name, variants)
-        for name, variants in (
-            ("daily cards", daily),
-            ("weekly reports", weekly),
-            ("physique cards", physique),
-        )
-        if variants
-    ]
-    for n in range(0, 10):
-        variants = sent(
-            "adaptive.dualcoachtest.card.v1",
-            [
-                (
-                    slot_policy("adaptive.dual.judgment", d),
-                    *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i in range(n)),
-                )
-                for d in branches("adaptive.dual.judgment")
-                for r in branches("adaptive.dual.review.N")
-            ],
-        )
-        if not variants:
-            continue
-        name = (
-            "dual cards with a decision only"
-            if n == 0
-            else (f"dual cards with {n} reason{'s' if n > 1 else ''}")
-        )
-        out.append((name, variants))
-    return out
-
-
-def _eligible_bounds() -> list[tuple[str, list[int]]]:
-    """Each shipped shape by name with its variants' bounds that are within the
-    answer budget; a shape with none is left out (over the budget: never sent,
-    at any speed, docs/budget.md)."""
-    out = []
-    for name, variants in _shipped_shapes():
-        bounds = [b for surface, slots in variants if (b := slots_token_bound(surface, slots))]
-        bounds = [b for b in bounds if b <= ANSWER_BUDGET_TOKENS]
-        if bounds:
-            out.append((name, bounds))
-    return out
-
-
-def shape_verdicts(
-    first_token_s: float,
-    tokens_per_s: float,
-    length_ratio: float | None = None,
-    overall_tokens_per_s: float | None = None,
-) -> list[ShapeVerdict]:
-    """Each eligible shipped shape (its bound within the answer budget) at the
-    estimated speed, its answers ``length_ratio`` times their bound (None:
-    the bound and the style words),
-    against the client's timeout with the full deadline left: the worker's own
-    rule (`kexpr.worker.speed.SpeedModel.fits`)."""
-
-    def fits(b: int) -> bool:
-        n = b + STYLE_TOKENS if length_ratio is None else math.ceil(b * length_ratio)
-        t = first_token_s + n / tokens_per_s
-        if overall_tokens_per_s is not None:  # kexpr.worker.speed Rule 7
-            t = min(t, FIRST_TOKEN_S + n / overall_tokens_per_s)
-        return t <= CALL_LIMIT_S
-
-    out = []
-    for name, bounds in _eligible_bounds():
-        fit = [fits(b) for b in bounds]
-        verdict = "styled" if all(fit) else "some" if any(fit) else "not_styled"
-        out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
-    return out
-
-
-def refused_shape_verdicts(refused_bounds: Sequence[tuple[int, int]]) -> list[ShapeVerdict]:
-    """Each eligible shipped shape against the bounds the worker refuses now
-    (inclusive ranges, `kexpr.worker.speed` Rule 10): ``styled`` when no variant's
-    bound is refused, ``some`` when some are, ``not_styled`` when all are."""
-    out = []
-    for name, bounds in _eligible_bounds():
-        refused = [any(lo <= b <= hi for lo, hi in refused_bounds) for b in bounds]
-        verdict = "not_styled" if all(refused) else "some" if any(refused) else "styled"
-        out.append(ShapeVerdict(name, min(bounds), max(bounds), verdict))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,9 +342,7 @@ def evaluate(
                 if measured is None
                 else measured["p95_completion_tokens"],
                 call_margin=figures.source if measured is None else measured["margin"],
-                refused_too_slow=_refused(figures, surface, "provider_too_slow"),
                 refused_cooling_down=_refused(figures, surface, "provider_cooling_down"),
-                too_slow_last=(figures.admission.get("too_slow_last") or {}).get(surface),
                 call_failures={} if measured is None else dict(measured["failures"]),
             )
         )
@@ -660,47 +486,19 @@ def gate_words(gate: Gate) -> str:
     return NOTHING_TO_STYLE_WORDS if gate is Gate.NOTHING_TO_STYLE else gate.value
 
 
-def _ratio(r: float | None) -> str:
-    return "+5 tokens over" if r is None else f"{r:.2f} x"
-
-
 def _render_refusals(report: PromotionReport) -> list[str]:
-    """Refusals apart from failures, and in plain words which shapes the
-    provider's measured speed excludes (no row, no call: not in the gate)."""
-    figures = report.call_figures
+    """Refusals apart from failures (no row, no call: not in the gate)."""
     lines = [
         "",
-        "refused before a start row (no row, no call; not failures, not in the gate),"
-        " from worker.status.json since worker start:",
-        f"refused {'surface':<32}{'too slow':>9}{'cooling':>9}{'share':>8}",
+        "refused before a start row while the provider cooled down (no row, no call;"
+        " not failures, not in the gate), from worker.status.json since worker start:",
+        f"refused {'surface':<32}{'cooling':>9}{'share':>8}",
     ]
     for s in report.surfaces:
-        slow = "-" if s.refused_too_slow is None else str(s.refused_too_slow)
         cool = "-" if s.refused_cooling_down is None else str(s.refused_cooling_down)
         share = "-" if (r := s.refused_share) is None else f"{100 * r:.0f}%"
         main = "  refusals are the main reason it is not styled" if s.refusals_main_reason else ""
-        lines.append(f"refused {s.surface:<32}{slow:>9}{cool:>9}{share:>8}{main}")
-        if s.too_slow_last is not None:
-            lines.append(f"          last too slow: {verdict_words(s.too_slow_last)}")
-    speed = figures.admission.get("speed")
-    if speed is None:
-        lines.append("speed: unknown (no readable worker.status.json)")
-        return lines
-    if speed["state"] != "learned":
-        lines.append("speed: cold start (too few calls yet): nothing is refused for speed")
-        return lines
-    lines.append(
-        f"speed: first token {speed['first_token_s']:.2f} s, {speed['tokens_per_s']:.0f} tokens/s,"
-        f" answers {_ratio(speed['length_ratio'])} their bound"
-        f" (from the last {speed['samples']} calls)"
-    )
-    for v in figures.excluded():
-        if v.verdict == "not_styled":
-            lines.append(f"  {v.shape} are not styled at this provider's speed")
-        elif v.verdict == "some":
-            lines.append(f"  {v.shape}: only the shorter ones are styled at this provider's speed")
-    if all(v.verdict == "styled" for v in figures.excluded()):
-        lines.append("  every eligible shape is styled at this provider's speed")
+        lines.append(f"refused {s.surface:<32}{cool:>9}{share:>8}{main}")
     return lines
 
 

@@ -36,12 +36,7 @@ HealthVerdict (exit code):
   / ``identity_mismatch`` (the worker is
   up, but the data root's ``identity.key`` is missing or is not the recorded
   key beside a journal with rows: every presentation is refused canonical,
-  `kexpr.ops.identity_cli`)
-  / ``speed_refusals`` (up, but in the last
-  ten minutes at least `kexpr.ops._status_verdicts.REFUSED_MIN` requests of one
-  surface were refused for the provider's speed, and they were more than
-  `kexpr.ops._status_verdicts.REFUSED_SHARE` of that surface's
-  requests that reached the admission: those messages are not styled) (1).
+  `kexpr.ops.identity_cli`) (1).
 - ``status_unreadable`` (2): a symlink, a non-regular or oversized file, or
   malformed JSON where the status should be; or the data root is unusable
   (``data_root_<problem>``, `kexpr.ops.inputs`: missing, not a directory, a
@@ -54,9 +49,8 @@ the call-time and completion-token histograms (`kexpr.worker.histograms`). Those
 figures are validated like everything else: public surface names and failure
 words as keys, integers as counts, and histograms only when the file's bucket
 edges are exactly this version's; anything else is dropped, never echoed.
-And (`admission_figures`) the provider's speed as the worker estimated it from its
-own calls, the provider cool-down's state, and per surface the requests refused
-before a start row for either (`kexpr.worker.speed`, `kexpr.worker.cooldown`).
+And (`admission_figures`) the provider cool-down's state, and per surface the
+requests it refused before a start row (`kexpr.worker.cooldown`).
 And (`spend_figures`) the spend bound: both caps, the start rows of the rolling
 hour and of the UTC day, the requests refused at a cap and the profile's hourly
 median (`kexpr.worker.spend`).

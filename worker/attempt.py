@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import secrets
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 from kexpr.spool.contract import judge
 from kexpr.spool.contract.budget import answer_token_bound, min_answer_seconds
@@ -207,17 +207,15 @@ def _start(
             # The operator's spend bound: the start rows of the rolling hour and
             # of the UTC day, counted from the journal, against their caps; at a
             # cap no row and no call (kexpr.worker.spend). Judged before the
-            # provider's admission, so that a refusal here never takes the
-            # cool-down's or the speed model's probe.
+            # cool-down, so that a refusal here never takes the cool-down's probe.
             if not p.spend.admit(p.clock(), p.mono()):
                 p.counters.bump("spend_cap_reached")
                 return _refuse(p, req, Outcome.SPEND_CAP_REACHED, reservation)
-            # The same shape at the provider's measured speed, and the provider's
-            # cool-down: no row and no call for an answer that cannot arrive, or
-            # for a provider that keeps failing (docs/lifecycle.md, docs/budget.md).
-            refusal, probe = _provider_refusal(p, bound, until, capsule.surface)
-            if refusal is not None:
-                return _refuse(p, req, refusal, reservation)
+            # The provider's cool-down: no row and no call for a provider that
+            # keeps failing (docs/lifecycle.md, docs/budget.md).
+            cooling, probe = _cooling_down(p, capsule.surface)
+            if cooling:
+                return _refuse(p, req, Outcome.PROVIDER_COOLING_DOWN, reservation)
             # The call's thread is started (or taken idle) before the start row:
             # at a thread limit (RLIMIT_NPROC, TasksMax=) it cannot start, and
             # after the row that would spend the artifact's one attempt with no
@@ -284,28 +282,15 @@ def _refuse(
     return None, reservation, None
 
 
-def _provider_refusal(
-    p: Parts, bound: int, until: float, surface: str
-) -> tuple[Literal[Outcome.PROVIDER_COOLING_DOWN, Outcome.PROVIDER_TOO_SLOW] | None, bool]:
-    """The provider's two refusals before the start row, after the fastest-rate
-    rule (caller holds the journal lock): the cool-down (kexpr.worker.cooldown),
-    then the measured speed (kexpr.worker.speed). (refusal, False) or (None,
-    whether this request's call is the cool-down's probe). The probe is taken
-    last, so it is never spent on a request that the speed refuses. A refusal is
-    counted for its surface, a speed refusal with the verdict that caused it."""
-    now = p.mono()
-    if p.cooldown.cooling(now):
+def _cooling_down(p: Parts, surface: str) -> tuple[bool, bool]:
+    """The cool-down's admission (kexpr.worker.cooldown; caller holds the journal
+    lock), after the fastest-rate rule and the spend caps: (refused, whether this
+    request's call is the cool-down's probe). A refusal is counted for its surface."""
+    admitted = p.cooldown.admit(p.mono())
+    if admitted is Pass.REFUSE:
         p.counters.refused(Outcome.PROVIDER_COOLING_DOWN, surface)
-        return Outcome.PROVIDER_COOLING_DOWN, False
-    verdict = p.speed.admit(now, bound, until - PUBLISH_MARGIN_S - now)
-    if not verdict.admitted:
-        p.counters.refused(Outcome.PROVIDER_TOO_SLOW, surface, bound=bound, verdict=verdict)
-        return Outcome.PROVIDER_TOO_SLOW, False
-    admitted = p.cooldown.admit(now)
-    if admitted is Pass.REFUSE:  # a call thread opened the cool-down meanwhile
-        p.counters.refused(Outcome.PROVIDER_COOLING_DOWN, surface)
-        return Outcome.PROVIDER_COOLING_DOWN, False
-    return None, admitted is Pass.PROBE
+        return True, False
+    return False, admitted is Pass.PROBE
 
 
 def _run_attempt(
@@ -345,13 +330,7 @@ def _run_attempt(
                 p.counters.record_tokens(
                     capsule.surface, result.prompt_tokens, result.completion_tokens
                 )
-                # The provider's speed and health, learned from the calls alone:
-                # an answer's time and length, and a call that did not arrive.
-                bound = answer_token_bound(capsule)
-                if result.outcome is None and bound is not None:
-                    p.speed.observe(now, took, result.completion_tokens, bound)
-                elif result.outcome is Outcome.TIMEOUT and bound is not None:
-                    p.speed.timed_out(now, took, bound)
+                # The provider's health, from the call's outcome alone.
                 p.cooldown.observe(now, rec.attempt_id, result.outcome)
             else:
                 p.cooldown.give_back(p.mono(), rec.attempt_id)

@@ -22,7 +22,6 @@ from kexpr.worker.outbox import Outbox
 from kexpr.worker.quarantine import Quarantine
 from kexpr.worker.reports import KeptReports
 from kexpr.worker.retention_guard import RetentionGuard
-from kexpr.worker.speed import SpeedModel
 from kexpr.worker.spend import SpendBound, SpendCaps
 from kexpr.worker.status import Counters
 
@@ -44,9 +43,7 @@ class Parts:
     # Whether retention may remove anything (spool.journal rule 7a).
     retention: RetentionGuard
     attempts: HeldAttempts = field(default_factory=HeldAttempts)
-    # Admission at the provider's real speed and the provider cool-down
-    # (kexpr.worker.speed, kexpr.worker.cooldown): in memory, on ``mono``.
-    speed: SpeedModel = field(default_factory=SpeedModel)
+    # The provider cool-down (kexpr.worker.cooldown): in memory, on ``mono``.
     cooldown: CoolDown = field(default_factory=CoolDown)
     # The spend caps and the start rows counted against them (kexpr.worker.spend):
     # read off the journal at start-up, on the wall ``clock`` like the rows.

@@ -18,14 +18,11 @@ of the recent past and of the call's margin:
   reported for its calls (``usage``), summed since start: ``kexpr status`` turns
   them into a cost per day at the price the operator gives.
 * ``running_as_root``: the worker's effective UID is 0 (said on stderr at start too).
-* ``admission``: the provider's estimated speed (`kexpr.worker.speed`), the
-  cool-down's state (`kexpr.worker.cooldown`) and, per surface, the requests
-  refused for either before a start row; (``too_slow_last``) the verdict of the
-  last speed refusal: the bound refused, the evidence word, the calls that voted
-  it fits and does not, their median estimate and the time it had; and
-  (``last_ten_minutes``) per surface the calls made and the speed refusals of the
-  last ten minutes. Numbers and enum words only. Readers of the older file keep
-  working: fields are only ever added.
+* ``admission``: the cool-down's state (`kexpr.worker.cooldown`) and, per
+  surface, the requests it refused before a start row. Numbers and enum words
+  only. A file written by an earlier release also carries the retired speed
+  figures (``speed``, ``too_slow_last``, ``last_ten_minutes``, the
+  ``provider_too_slow`` counters): readers ignore them (docs/upgrade.md).
 * ``spend``: the spend caps, the start rows of the rolling hour and of the UTC
   day against them, the requests refused at a cap, and the profile's hourly
   history (`kexpr.worker.spend`). Numbers only.
@@ -54,7 +51,6 @@ from kexpr.spool.lifecycle import Outcome
 from kexpr.spool.outcomes import ProviderFailure
 from kexpr.spool.status import READY, STATUS_SCHEMA, StatusRefused, parse_status
 from kexpr.worker.histograms import SurfaceCalls, edges_json, new_surfaces
-from kexpr.worker.speed import Verdict
 
 if TYPE_CHECKING:
     from kexpr.spool.contract import Composition
@@ -114,7 +110,6 @@ CounterName: TypeAlias = Literal[
     "already_attempted",
     "expired_requests",
     "no_time_to_answer",
-    "provider_too_slow",
     "provider_cooling_down",
     "spend_cap_reached",
     "invalid_requests",
@@ -140,16 +135,8 @@ ROLLING: Final[tuple[CounterName, ...]] = (
 ROLLING_WINDOW_S: Final = 60
 
 # The refusals counted per surface as well (``admission.refused_by_surface``).
-Refusal: TypeAlias = Literal["provider_too_slow", "provider_cooling_down"]
+Refusal: TypeAlias = Literal["provider_cooling_down"]
 REFUSALS: Final[tuple[Refusal, ...]] = get_args(Refusal)
-
-
-# The admission's refusals and calls per surface over the last ten minutes
-# (``admission.last_ten_minutes``): the speed model's own memory
-# (`kexpr.worker.speed.MAX_AGE_S`), so that ``kexpr status`` judges the refused
-# share on what the worker refuses now, not on an hour long gone.
-RECENT_ADMISSION_SLOT_S: Final = 10  # 60 slots of 10 s: ten minutes
-RECENT_ADMISSION: Final = ("calls", "provider_too_slow")
 
 
 @dataclass(slots=True)
@@ -180,13 +167,6 @@ class RollingCount:
         )
 
 
-def _recent_admission() -> dict[str, dict[str, RollingCount]]:
-    return {
-        s: {name: RollingCount(RECENT_ADMISSION_SLOT_S) for name in RECENT_ADMISSION}
-        for s in SURFACES
-    }
-
-
 @dataclass(slots=True)
 class Counters:
     """Content-free counters for ``worker.status.json`` (trio-style statistics).
@@ -207,9 +187,8 @@ class Counters:
     expired_requests: int = 0
     # Refused under the lock before a start row: no time left for the minimal answer.
     no_time_to_answer: int = 0
-    # Refused under the lock before a start row at the provider's measured speed
-    # (kexpr.worker.speed), and while the provider cools down (kexpr.worker.cooldown).
-    provider_too_slow: int = 0
+    # Refused under the lock before a start row while the provider cools down
+    # (kexpr.worker.cooldown).
     provider_cooling_down: int = 0
     # Refused under the lock before a start row: the spend cap of the rolling
     # hour or the UTC day is reached (kexpr.worker.spend).
@@ -244,11 +223,6 @@ class Counters:
             s: {"prompt": 0, "completion": 0, "calls_with_usage": 0} for s in SURFACES
         }
     )
-    # Per public surface, the last ``provider_too_slow`` refusal's bound and
-    # verdict (`kexpr.worker.speed.Verdict`: numbers and an enum word).
-    too_slow_last: dict[str, dict[str, object]] = field(default_factory=dict)
-    # Per public surface, the calls and the speed refusals of the last ten minutes.
-    recent_admission: dict[str, dict[str, RollingCount]] = field(default_factory=_recent_admission)
     # The `ROLLING` counters over the last minute, on `clock`.
     last_minute: dict[str, RollingCount] = field(
         default_factory=lambda: {name: RollingCount() for name in ROLLING}
@@ -279,7 +253,6 @@ class Counters:
             calls = self.calls_by_surface.get(surface)
             if calls is not None:
                 calls.record(seconds, failure, completion_tokens)
-                self.recent_admission[surface]["calls"].add(self.clock())
 
     def record_style(self, composition: Composition) -> None:
         """The style words of one accepted answer, per slot: only slots the
@@ -308,18 +281,10 @@ class Counters:
             entry["completion"] += completion or 0
             entry["calls_with_usage"] += 1
 
-    def refused(
-        self,
-        outcome: Outcome,
-        surface: str,
-        *,
-        bound: int | None = None,
-        verdict: Verdict | None = None,
-    ) -> None:
+    def refused(self, outcome: Outcome, surface: str) -> None:
         """One request refused before its start row for the provider's sake (a
         `REFUSALS` word): the total and its surface's count (a public name, else
-        the total only); for a speed refusal, its capsule's bound and the verdict
-        that refused it, kept as its surface's last."""
+        the total only)."""
         name = outcome.value
         assert name in REFUSALS
         with self.lock:
@@ -327,24 +292,11 @@ class Counters:
             per = self.refused_by_surface.get(surface)
             if per is not None:
                 per[name] += 1
-                if verdict is not None and bound is not None:
-                    self.too_slow_last[surface] = {"bound": bound, **verdict.to_json()}
-                if name in RECENT_ADMISSION:
-                    self.recent_admission[surface][name].add(self.clock())
 
     def recent(self) -> dict[str, int]:
         """The `ROLLING` counters over the last minute (caller holds ``lock``)."""
         now = self.clock()
         return {name: r.total(now) for name, r in self.last_minute.items()}
-
-    def recent_by_surface(self) -> dict[str, dict[str, int]]:
-        """Per surface, `RECENT_ADMISSION` over the last ten minutes (caller
-        holds ``lock``)."""
-        now = self.clock()
-        return {
-            s: {name: r.total(now) for name, r in per.items()}
-            for s, per in sorted(self.recent_admission.items())
-        }
 
     def outcome(self, o: Outcome) -> None:
         with self.lock:
@@ -374,9 +326,6 @@ class StatusFile:
         p = self._parts
         q = p.quarantine
         c = p.counters
-        # The speed model's figures first, outside the counters' lock (its refused
-        # bounds are computed once per estimate).
-        speed = p.speed.to_json(p.mono())
         with c.lock:
             status = {
                 "schema": STATUS_SCHEMA,
@@ -412,13 +361,10 @@ class StatusFile:
                 },
                 "tokens_by_surface": {s: dict(v) for s, v in sorted(c.tokens_by_surface.items())},
                 "admission": {
-                    "speed": speed,
                     "cooldown": p.cooldown.to_json(p.mono()),
                     "refused_by_surface": {
                         s: dict(v) for s, v in sorted(c.refused_by_surface.items())
                     },
-                    "too_slow_last": {s: dict(v) for s, v in sorted(c.too_slow_last.items())},
-                    "last_ten_minutes": c.recent_by_surface(),
                 },
                 "spend": p.spend.to_json(p.clock(), p.mono()),
             }

@@ -73,10 +73,12 @@ class Outcome(enum.StrEnum):
     # What publishing the answer needs (a staging file and its bytes)
     # could not be reserved before the start row: no row, no call.
     ANSWER_UNPUBLISHABLE = "answer_unpublishable"
-    # Judged under the journal lock right before the start row, like
-    # ``no_time_to_answer``, at the provider's speed the worker measured on its
-    # own recent calls (`kexpr.worker.speed`): the minimal answer and the style
-    # words cannot arrive in the time left: no row, no call.
+    # LEGACY, read only: the previous release's worker refused a request here
+    # when its learned estimate of the provider's speed said the answer could not
+    # arrive (no row, no call). That admission is retired; no worker of this
+    # release answers with it. It stays a response word so that this release's
+    # shim, beside an older worker during an upgrade, still reads such an answer
+    # as what it is: canonical (docs/upgrade.md). Never journaled, never produced.
     PROVIDER_TOO_SLOW = "provider_too_slow"
     # The provider timed out or failed several calls in a row: the worker makes
     # no call for a short cool-down, then one probe (`kexpr.worker.cooldown`):
@@ -139,7 +141,7 @@ ResponseOutcome: TypeAlias = Literal[
     Outcome.CLOCK_SKEW,
     Outcome.NO_TIME_TO_ANSWER,
     Outcome.ANSWER_UNPUBLISHABLE,
-    Outcome.PROVIDER_TOO_SLOW,
+    Outcome.PROVIDER_TOO_SLOW,  # legacy: read from an older worker, never produced
     Outcome.PROVIDER_COOLING_DOWN,
     Outcome.SPEND_CAP_REACHED,
 ]

@@ -44,10 +44,16 @@ def _text(doc: str) -> str:
 def _allowed() -> set[int]:
     ids = {count(i) for pair in RETIRED_SHIPPED_IDS.items() for i in pair}
     steps = {COMPLETION_TOKENS_EDGES[1] - COMPLETION_TOKENS_EDGES[0]}  # the histogram step
-    from kexpr.worker.speed import COMPARABLE_TOKENS  # the speed model's vote (budget.md §7)
 
+    # The one styled shape's bound (docs/budget.md §6): the goal-missing weekly.
+    from kexpr.spool.contract import slot_policy
+    from kexpr.spool.contract.budget import slots_token_bound
+
+    styled = slot_policy(
+        "weekly.interpretation", ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
+    )
     return {
-        COMPARABLE_TOKENS,
+        slots_token_bound("weekly.v1", (styled,)) or 0,
         ANSWER_BUDGET_TOKENS,
         MAX_COMPLETION_TOKENS,
         KEY_TOKENS_MAX,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kit.bodies import STYLED_SURFACE
 from ops_support import kexpr
-from worker_tests.worker_kit import Clock, completion, composition_for, submit
+from worker_tests.worker_kit import Clock, completion, composition_for
 
 from kexpr.ops.status_cli import EXIT, HealthVerdict, collect, render
 from kexpr.ops.supervisor import supervisor_status_path
@@ -169,7 +169,7 @@ def test_unusable_status_files_exit_2(root: DataRoot, tmp_path: Path) -> None:
 
 
 def _completion(capsule: dict[str, Any], tokens: int | None) -> dict[str, Any]:
-    body: dict[str, Any] = completion(composition_for(capsule, "그리고 [[P:01]]."))
+    body: dict[str, Any] = completion(composition_for(capsule, "[[P:01]]. 다만 [[A:01]]."))
     if tokens is not None:
         body["usage"] = {"prompt_tokens": 300, "completion_tokens": tokens, "total_tokens": 0}
     return body
@@ -216,11 +216,33 @@ def _running_worker(
 
 
 def _present(w: Any, root: DataRoot, clock: Clock, n: int, *, age_s: float = 0.0) -> None:
-    """Request ``n`` written ``age_s`` seconds ago with the shim's 4 s deadline,
-    through the worker's real claim and handling (worker.scan, worker.attempt)."""
+    """Request ``n`` (the styled weekly) written ``age_s`` seconds ago with the
+    shim's 4 s deadline, through the worker's real claim and handling
+    (worker.scan, worker.attempt)."""
+    from kit.spool import STYLED_SLOT
+
+    from kexpr.spool.contract import Capsule
+    from kexpr.spool.fsio import publish
+    from kexpr.spool.journal import SpoolMode, format_ts
+    from kexpr.spool.messages import SPOOL_VERSION, SpoolRequest
     from kexpr.worker.scan import claim_request
 
-    rid = submit(root, clock, akey=f"{n:032x}", rid=f"{n:032x}", age_s=age_s, into=root.requests)
+    rid = f"{n:032x}"
+    submitted = clock.now - dt.timedelta(seconds=age_s)
+    req = SpoolRequest(
+        spool_version=SPOOL_VERSION,
+        request_id=rid,
+        submitted_at_utc=format_ts(submitted),
+        deadline_at_utc=format_ts(submitted + dt.timedelta(seconds=4)),
+        mode=SpoolMode.SHADOW,
+        capsule=Capsule(
+            schema_version="korean-expression-v4",
+            surface=STYLED_SURFACE,
+            artifact_key=rid,
+            slots=(STYLED_SLOT,),
+        ),
+    )
+    publish(root.tmp, root.requests / f"{rid}.json", req.to_bytes())
     assert claim_request(w.parts, f"{rid}.json")
     w.handle_claimed(f"{rid}.json")
 
@@ -411,21 +433,19 @@ def test_the_cli_docs_name_every_verdict_in_order() -> None:
     assert names.index("refusing") < names.index("expiring") < names.index("healthy")
 
 
-# ------------------------------------ the provider's speed and cool-down
+# ------------------------------------------------------ the provider cool-down
 
 
-def test_status_shows_the_speed_estimate_the_cool_down_and_the_refusals(
+def test_status_shows_the_cool_down_and_its_refusals(
     root: DataRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression: the status had no estimate of the
-    provider's speed, no cool-down and no refusals for either."""
+    """Regression: the status had no cool-down and no refusals for it."""
     import httpx
 
     from kexpr.worker.cooldown import FAILURES_IN_A_ROW
 
     clock = Clock()
-    # Six calls at ~110 tokens/s after 0.3 s (fast enough that the learned speed
-    # refuses none), then the provider times out.
+    # Six calls at ~110 tokens/s after 0.3 s, then the provider times out.
     steps: list[Step] = [(0.3 + 104 / 110, 104)] * 6
     steps += [(3.0, httpx.ReadTimeout)] * FAILURES_IN_A_ROW
     w = _running_worker(root, clock, steps, monkeypatch)
@@ -437,14 +457,11 @@ def test_status_shows_the_speed_estimate_the_cool_down_and_the_refusals(
     report = collect(root, now=clock.now, alive=lambda p: True)
     assert report.worker is not None
     admission = report.worker.fields["admission"]
-    assert admission["speed"]["state"] == "learned" and admission["speed"]["samples"] == 6
+    assert set(admission) == {"cooldown", "refused_by_surface"}
     assert admission["cooldown"]["state"] == "open"
-    assert admission["refused_by_surface"][STYLED_SURFACE] == {
-        "provider_too_slow": 0,
-        "provider_cooling_down": 2,
-    }
+    assert admission["refused_by_surface"][STYLED_SURFACE] == {"provider_cooling_down": 2}
     text = render(report)
-    assert "speed       first token" in text and "from the last 6 calls" in text
+    assert "speed" not in text
     assert "provider    cooling down" in text and f"failures in a row 0/{FAILURES_IN_A_ROW}" in text
     assert "refused     surface" in text and STYLED_SURFACE in text
     out = report.to_json()["worker"]["admission"]
@@ -456,23 +473,16 @@ def test_a_planted_admission_record_is_dropped_not_echoed(root: DataRoot) -> Non
 
     planted = {
         "admission": {
-            "speed": {
-                "state": "learned",
-                "first_token_s": 0.3,
-                "tokens_per_s": 1,
-                "samples": 1,
-                "length_ratio": "sk-planted",
-            },
             "cooldown": {"state": "open", "failures_in_a_row": "x"},
             "refused_by_surface": {
-                "sk-planted": {"provider_too_slow": 1, "provider_cooling_down": 1},
-                "daily.v1": {"provider_too_slow": -1, "provider_cooling_down": 0},
-                "weekly.v1": {"provider_too_slow": 2, "provider_cooling_down": 0},
+                "sk-planted": {"provider_cooling_down": 1},
+                "daily.v1": {"provider_cooling_down": -1},
+                "weekly.v1": {"provider_cooling_down": 2},
             },
         }
     }
     assert admission_figures(planted) == {
-        "refused_by_surface": {"weekly.v1": {"provider_too_slow": 2, "provider_cooling_down": 0}}
+        "refused_by_surface": {"weekly.v1": {"provider_cooling_down": 2}}
     }
     assert admission_figures({"admission": "x"}) == {}
 
@@ -557,113 +567,48 @@ def test_a_planted_spend_record_is_dropped_not_echoed(root: DataRoot, spend: obj
 DUAL = "adaptive.dualcoachtest.card.v1"
 
 
-def _admission(recent: dict[str, dict[str, object]], **speed: object) -> dict[str, Any]:
-    return {
-        "admission": {
-            "speed": {
-                "state": "learned",
-                "first_token_s": 0.5,
-                "tokens_per_s": 70.0,
-                "tokens_per_s_fastest": 93.0,
-                "overall_tokens_per_s": 60.0,
-                "samples": 20,
-                "length_ratio": 0.95,
-                "timeouts": 1,
-                "regime_calls": 18,
-                "change_pending": 0,
-                "refused_bounds": [[187, 297]],
-                **speed,
-            },
-            "refused_by_surface": {
-                s: {"provider_too_slow": r["provider_too_slow"], "provider_cooling_down": 0}
-                for s, r in recent.items()
-            },
-            "too_slow_last": {
-                DUAL: {
-                    "bound": 198,
-                    "evidence": "extrapolated",
-                    "fits": 4,
-                    "misses": 14,
-                    "estimate_s": 3.204,
-                    "limit_s": 3.0,
-                }
-            },
-            "last_ten_minutes": recent,
-        }
-    }
+PREVIOUS_RELEASE_STATUS = Path(__file__).parent / "fixtures" / "worker.status.previous-release.json"
+# What the previous release's worker wrote for the learned speed admission it had
+# (docs/upgrade.md): a file of it is read cleanly, and none of it is said.
+RETIRED = ("speed", "too_slow", "too slow", "last_ten_minutes", "refused_bounds", "tokens/s")
 
 
-@pytest.mark.parametrize(
-    ("refused", "calls", "verdict"),
-    [
-        (12, 3, HealthVerdict.SPEED_REFUSALS),  # most of the dual cards refused
-        (6, 20, HealthVerdict.SPEED_REFUSALS),  # 23 %: above one in five
-        (5, 20, HealthVerdict.HEALTHY),  # 20 %: not above it
-        (4, 0, HealthVerdict.HEALTHY),  # below the floor of 5
-    ],
-)
-def test_a_surface_mostly_refused_for_speed_is_a_finding(
-    root: DataRoot, refused: int, calls: int, verdict: HealthVerdict
+def test_a_status_file_of_the_previous_release_is_read_and_its_speed_figures_ignored(
+    root: DataRoot,
 ) -> None:
-    """Regression: a refused message is canonical, and the status said healthy
-    while the operator's enabled styling did nothing for a surface."""
-    recent: dict[str, dict[str, object]] = {DUAL: {"calls": calls, "provider_too_slow": refused}}
-    _write(root.status_file, {**_worker(), **_admission(recent)})
+    """The fixture is what the previous release's `StatusFile.write` wrote with a
+    learned speed, speed refusals (``provider_too_slow`` counters, per surface, the
+    last one's verdict, the last ten minutes) and one cool-down refusal."""
+    doc = json.loads(PREVIOUS_RELEASE_STATUS.read_text("utf-8"))
+    assert doc["counters"]["provider_too_slow"] == 3
+    assert {"speed", "too_slow_last", "last_ten_minutes"} <= set(doc["admission"])
+    doc.update({"started_at_utc": _ts(100), "heartbeat_at_utc": _ts(0.5)})
+    _write(root.status_file, doc)
     report = collect(root, now=NOW, alive=lambda p: True)
-    assert report.verdict is verdict and EXIT[verdict] == (
-        0 if verdict is HealthVerdict.HEALTHY else 1
-    )
-    text = render(report)
-    assert ("finding     " + DUAL in text) is (verdict is HealthVerdict.SPEED_REFUSALS)
-    # Beside the refusals: the estimate that caused the last one, and the bounds
-    # refused now.
-    assert "last too slow: bound 198, estimated 3.20 s against 3.00 s" in text
-    assert "(extrapolated: 4 calls say it fits, 14 that it does not)" in text
-    assert "refused now (capsule bounds, whole deadline left): 187-297" in text
-    assert "70-93 tokens/s" in text and "18 calls at this speed, 1 timeouts" in text
-
-
-def test_an_older_workers_admission_record_is_still_read(root: DataRoot) -> None:
-    """The status file only gains fields: one without them is shown as before."""
-    old = {
-        "admission": {
-            "speed": {
-                "state": "learned",
-                "first_token_s": 0.7,
-                "tokens_per_s": 77.0,
-                "overall_tokens_per_s": 60.0,
-                "samples": 24,
-                "length_ratio": 0.9,
-            },
-            "refused_by_surface": {DUAL: {"provider_too_slow": 9, "provider_cooling_down": 0}},
-        }
-    }
-    _write(root.status_file, {**_worker(), **old})
-    report = collect(root, now=NOW, alive=lambda p: True)
-    assert report.verdict is HealthVerdict.HEALTHY
+    assert report.verdict is HealthVerdict.HEALTHY and EXIT[report.verdict] == 0
     assert report.worker is not None
-    admission = report.worker.fields["admission"]
-    assert admission["speed"]["tokens_per_s"] == 77.0 and "refused_bounds" not in admission["speed"]
-    assert "too_slow_last" not in admission and "last_ten_minutes" not in admission
-    assert "77 tokens/s" in render(report)
+    fields = report.worker.fields
+    assert set(fields["admission"]) == {"cooldown", "refused_by_surface"}
+    assert fields["admission"]["refused_by_surface"]["weekly.v1"] == {"provider_cooling_down": 1}
+    assert "provider_too_slow" not in fields["counters"]
+    assert fields["counters"]["provider_cooling_down"] == 1
+    text, js = render(report), json.dumps(report.to_json())
+    for word in RETIRED:
+        assert word not in text and word not in js, word
+    assert "provider    closed" in text and "weekly.v1" in text
 
 
-def test_planted_speed_figures_are_dropped_not_echoed(root: DataRoot) -> None:
-    from kexpr.ops.status_cli import admission_figures
-
-    planted = _admission({DUAL: {"calls": "김민지", "provider_too_slow": 3}})
-    speed = planted["admission"]["speed"]
-    speed["refused_bounds"] = [[200, 100]]
-    speed["tokens_per_s_fastest"] = "sk-planted"
-    planted["admission"]["too_slow_last"][DUAL]["evidence"] = "sk-planted"
-    figures = admission_figures(planted)
-    assert (
-        "refused_bounds" not in figures["speed"] and "tokens_per_s_fastest" not in figures["speed"]
-    )
-    assert figures["too_slow_last"] == {} and figures["last_ten_minutes"] == {}
-    for bad in ([[1, 2], [2, 3]], [[0, 5]], [[1, 400]], [[1]], "x", [[True, 2]]):
-        speed["refused_bounds"] = bad
-        assert "refused_bounds" not in admission_figures(planted)["speed"], bad
+def test_kexpr_status_reads_a_previous_release_status_file(root: DataRoot) -> None:
+    """The command itself, end to end, on the previous release's file."""
+    doc = json.loads(PREVIOUS_RELEASE_STATUS.read_text("utf-8"))
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    doc.update({"pid": os.getpid(), "started_at_utc": stamp, "heartbeat_at_utc": stamp})
+    _write(root.status_file, doc)
+    proc = kexpr("status", "--data-root", root.root)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict     healthy" in proc.stdout and proc.stderr == ""
+    for word in RETIRED:
+        assert word not in proc.stdout, word
 
 
 def test_status_says_per_surface_what_is_left_to_style(root: DataRoot) -> None:

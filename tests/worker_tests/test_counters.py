@@ -39,45 +39,13 @@ def test_counts_from_many_threads_add_up() -> None:
     assert c.by_outcome == {"timeout": 40000}
 
 
-def test_a_speed_refusal_is_counted_with_the_verdict_that_caused_it() -> None:
-    """Per surface: the count, the last refusal's bound and verdict (numbers and
-    an enum word), and the last ten minutes' calls and refusals, on the worker's
-    own clock; a surface outside the public ones is counted in the total only."""
-    from kexpr.worker.speed import Evidence, Verdict
-    from kexpr.worker.status import RECENT_ADMISSION_SLOT_S, ROLLING_WINDOW_S
-
-    now = [500.0]
-    c = Counters(clock=lambda: now[0])
-    verdict = Verdict(False, Evidence.COMPARABLE, 1, 3, 3.0712, 3.0)
+def test_a_cool_down_refusal_is_counted_per_surface() -> None:
+    """Per public surface and in the total; a surface outside the public ones is
+    counted in the total only."""
+    c = Counters()
     for _ in range(4):
-        c.refused(
-            Outcome.PROVIDER_TOO_SLOW, "adaptive.dualcoachtest.card.v1", bound=198, verdict=verdict
-        )
-    c.refused(Outcome.PROVIDER_COOLING_DOWN, "adaptive.dualcoachtest.card.v1")
-    c.refused(Outcome.PROVIDER_TOO_SLOW, "sk-not-a-surface", bound=1, verdict=verdict)
-    c.record_call("adaptive.dualcoachtest.card.v1", 2.1, None, 150)
-    assert c.provider_too_slow == 5 and c.provider_cooling_down == 1
-    assert c.refused_by_surface["adaptive.dualcoachtest.card.v1"] == {
-        "provider_too_slow": 4,
-        "provider_cooling_down": 1,
-    }
-    assert c.too_slow_last == {
-        "adaptive.dualcoachtest.card.v1": {
-            "bound": 198,
-            "evidence": "comparable",
-            "fits": 1,
-            "misses": 3,
-            "estimate_s": 3.071,
-            "limit_s": 3.0,
-        }
-    }
-    with c.lock:
-        recent = c.recent_by_surface()
-    assert recent["adaptive.dualcoachtest.card.v1"] == {"calls": 1, "provider_too_slow": 4}
-    assert set(recent) == set(SURFACES)
-    now[0] += RECENT_ADMISSION_SLOT_S * ROLLING_WINDOW_S  # ten minutes later
-    with c.lock:
-        assert c.recent_by_surface()["adaptive.dualcoachtest.card.v1"] == {
-            "calls": 0,
-            "provider_too_slow": 0,
-        }
+        c.refused(Outcome.PROVIDER_COOLING_DOWN, "weekly.v1")
+    c.refused(Outcome.PROVIDER_COOLING_DOWN, "sk-not-a-surface")
+    assert c.provider_cooling_down == 5
+    assert c.refused_by_surface["weekly.v1"] == {"provider_cooling_down": 4}
+    assert set(c.refused_by_surface) == set(SURFACES)
