@@ -10,8 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from kit.bodies import STYLED_SURFACE
+from kit.spool import STYLED_SLOT
 
-from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.canonical import canonical_json
+from kexpr.spool.contract import Capsule, SlotPolicy
 from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, format_ts
@@ -25,6 +28,10 @@ from kexpr.worker.daemon import Worker
 from kexpr.worker.provider import build_client
 
 T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
+
+# The composition the scripted provider writes by default for the styled weekly
+# slot (`kit.spool.STYLED_SLOT`): the fit table's first, 다만 before the hold.
+STYLED_GENERATED = "[[P:01]]. 다만 [[A:01]]."
 
 
 class Clock:
@@ -76,7 +83,7 @@ class Provider:
     def __init__(self) -> None:
         self.calls: list[dict[str, object]] = []
         self.reply: Callable[[dict[str, object]], httpx.Response] = lambda capsule: httpx.Response(
-            200, json=completion(composition_for(capsule, "그리고 [[P:01]]."))
+            200, json=completion(composition_for(capsule, STYLED_GENERATED))
         )
         self.on_call: Callable[[], None] = lambda: None
 
@@ -108,17 +115,22 @@ def submit(
     *,
     age_s: float = 0.0,
     into: Path | None = None,
+    surface: str = STYLED_SURFACE,
+    slot: SlotPolicy = STYLED_SLOT,
 ) -> str:
-    """A daily request written ``age_s`` seconds ago (the shim's 4 s deadline) into
-    ``into``: by default claimed/, as the worker finds it after its claim rename;
-    ``root.requests`` for a test that claims it through the worker."""
+    """A request for the styled weekly message (`kit.spool.STYLED_SLOT`) written
+    ``age_s`` seconds ago (the shim's 4 s deadline) into ``into``: by default
+    claimed/, as the worker finds it after its claim rename; ``root.requests`` for a
+    test that claims it through the worker. ``surface``/``slot``: another capsule,
+    swapped in as bytes, as an older shim would write it, for a slot today's models
+    refuse to build (`slot_unstyleable`)."""
     rid = rid or format(len(list(root.claimed.iterdir())) + hash(clock.now) % 10**8, "032x")[-32:]
     submitted = clock.now - dt.timedelta(seconds=age_s)
     capsule = Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=STYLED_SURFACE,
         artifact_key=akey,
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        slots=(STYLED_SLOT,),
     )
     req = SpoolRequest(
         spool_version=SPOOL_VERSION,
@@ -128,7 +140,14 @@ def submit(
         mode=mode,  # type: ignore[arg-type]
         capsule=capsule,
     )
-    publish(root.tmp, (into or root.claimed) / f"{rid}.json", req.to_bytes())
+    data = req.to_bytes()
+    if (surface, slot) != (STYLED_SURFACE, STYLED_SLOT):
+        styled = capsule.model_dump(mode="json")
+        swapped = {**styled, "surface": surface, "slots": [slot.model_dump(mode="json")]}
+        old, new = canonical_json(styled).encode(), canonical_json(swapped).encode()
+        assert data.count(old) == 1
+        data = data.replace(old, new)
+    publish(root.tmp, (into or root.claimed) / f"{rid}.json", data)
     return rid
 
 
