@@ -29,7 +29,9 @@ from conftest import RunningWorker, journal_rows, start_supervised_worker
 from fakeapi import FakeOpenAI, FakeReply, compose_reply, default_style
 from fakeapi.hostile import HOSTILE_MODES, HostileReply, Tally, hostile_behaviour
 from fakeapi.replies import chat_completion, compose
+from kit.bodies import STYLED_SURFACE
 from kit.poll import poll
+from kit.spool import STYLED_SLOT
 from reference_host.host_render import render_daily
 
 from gateway_shim import (
@@ -40,7 +42,7 @@ from gateway_shim import (
     Mode,
     exact_block,
 )
-from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.contract import Capsule
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import Outcome
 from kexpr.worker.provider import build_client, call_once, call_with_deadline
@@ -49,9 +51,9 @@ pytestmark = pytest.mark.e2e
 
 CAPSULE = Capsule(
     schema_version="korean-expression-v4",
-    surface="daily.v1",
+    surface=STYLED_SURFACE,
     artifact_key="0123456789abcdef" * 4,
-    slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+    slots=(STYLED_SLOT,),
 ).to_json()
 
 # What each hostile upstream ends as: refused bytes are an invalid answer; a
@@ -274,9 +276,9 @@ def test_a_hostile_upstream_costs_the_worker_under_50_mb(
 def _capsule(key: str) -> str:
     return Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=STYLED_SURFACE,
         artifact_key=key,
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        slots=(STYLED_SLOT,),
     ).to_json()
 
 
