@@ -16,11 +16,11 @@ release's own code; its import names are the old top-level ``worker``,
 against the loopback fake API; then today's worker runs on the same root, with
 the old shim still running (the host not restarted yet).
 
-That release's shim presents a daily card, as its host did; its contract had no
-fit table, and the fake API answers it with ``그리고``, a lexicon word its grammar
-accepts. Today's fit table styles no daily card (design §6.1): today's worker
-refuses the old shim's daily capsule (``slot_unstyleable``), canonical with no row
-and no call.
+That release's shim presents the styled weekly body (a weekly report whose goal
+range is missing); its contract had no fit table, and the fake API answers it with
+``그리고``, a lexicon word its grammar accepts. Its capsule carries the weekly
+rationale too, a slot today's fit table locks (design §6.1): today's worker refuses
+it (``slot_unstyleable``), canonical with no row and no call.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def test_the_previous_release_then_todays_worker_journals_what_the_host_publishe
     fake_api: FakeOpenAI,
 ) -> None:
     shim, root = shim_and_root
-    # What the previous release's contract accepts for its daily slot.
-    fake_api.behaviour = compose_reply(lambda capsule: {"daily.status": "그리고 [[P:01]]."})
+    # What the previous release's contract accepts for its slots.
+    fake_api.behaviour = compose_reply(up.previous_release_style)
     old = up.start_worker(old_release.python, "worker", root, fake_api, old_release.cwd)
     try:
         # A: accepted; the host publishes it during the upgrade (below).
@@ -111,8 +111,8 @@ def test_the_previous_release_then_todays_worker_journals_what_the_host_publishe
         assert sorted(os.listdir(root.reports)) == []
         status = json.loads(root.status_file.read_bytes())
         assert status["counters"]["orphan_reports"] == 0
-        # The old shim still runs (Hermes not restarted): its daily capsule is one
-        # the fit table locks, so today's worker refuses it (invalid_request)
+        # The old shim still runs (Hermes not restarted): its capsule carries the
+        # weekly rationale, a slot the fit table locks, so today's worker refuses it (invalid_request)
         # before any row or call. A request it cannot read is answered in today's
         # protocol version, which the old shim cannot read either: it ends
         # canonical as invalid_response, and the host publishes its own text.
