@@ -2,9 +2,12 @@
 clock. Numbers only, no timing of this machine: a call "takes" ``first_token +
 tokens / rate`` seconds because the test says so.
 
-The bounds are the budget's (`kexpr.spool.contract.budget`, the shapes of
-`worker_tests.test_admission_evidence`): daily 96, physique 106, weekly 168,
-dual cards 153 / 198 / 243 with 1 / 2 / 3 reasons."""
+The bounds are answer bounds of the budget's scale (`kexpr.spool.contract.budget`),
+named after the shapes they were measured on: daily 96, physique 106, weekly 168,
+dual cards 153 / 198 / 243 with 1 / 2 / 3 reasons. The fit table now leaves one of
+its own to ask (the styled weekly, 131: `worker_tests.test_admission_evidence`);
+the model is a function of bounds, and these keep its rules tested over a spread
+of them (an operator's wider table, a future shape)."""
 
 from __future__ import annotations
 
