@@ -4,10 +4,10 @@ tokens / rate`` seconds because the test says so.
 
 The bounds are answer bounds of the budget's scale (`kexpr.spool.contract.budget`),
 named after the shapes they were measured on: daily 96, physique 106, weekly 168,
-dual cards 153 / 198 / 243 with 1 / 2 / 3 reasons. The fit table now leaves one of
-its own to ask (the styled weekly, 131: `worker_tests.test_admission_evidence`);
+dual cards 153 / 198 / 243 with 1 / 2 / 3 reasons. The fit table now leaves one
+shape to ask (the styled weekly, 131: `worker_tests.test_admission_evidence`);
 the model is a function of bounds, and these keep its rules tested over a spread
-of them (an operator's wider table, a future shape)."""
+of them (a reviewed wider table, a future shape)."""
 
 from __future__ import annotations
 
