@@ -50,15 +50,22 @@ from kexpr.worker.daemon import Worker
 from kexpr.worker.speed import MAX_AGE_S
 
 WEEKLY = STYLED_SURFACE
-BOUND = answer_token_bound(
-    Capsule(
-        schema_version="korean-expression-v4",
-        surface=WEEKLY,
-        artifact_key="a" * 32,
-        slots=(STYLED_SLOT,),
+
+
+def _styled_bound() -> int:
+    bound = answer_token_bound(
+        Capsule(
+            schema_version="korean-expression-v4",
+            surface=WEEKLY,
+            artifact_key="a" * 32,
+            slots=(STYLED_SLOT,),
+        )
     )
-)
-assert BOUND is not None
+    assert bound is not None
+    return bound
+
+
+BOUND = _styled_bound()
 # A late request's age: 4 - 2 - 0.1 = 1.9 s left.
 LATE_S = 2.0
 LEFT = {False: SDK_TIMEOUT_S, True: 4.0 - LATE_S - PUBLISH_MARGIN_S}

@@ -129,7 +129,7 @@ def test_how_many_recorded_answers_are_still_accepted() -> None:
     # accepted: the old instruction's put 먼저 and 이제 where the table allows no word
     # (style_misfit), the brief-style instruction's 이제 잠시 before the hold (two
     # words before one sentence: stacked_style). Neither wrote 다만.
-    expected = {
+    expected: dict[str, tuple[set[int], Counter[Reason]]] = {
         "old": (set(), Counter({Reason.STYLE_MISFIT: 1})),
         "new": (set(), Counter({Reason.STACKED_STYLE: 1})),
     }
