@@ -358,6 +358,12 @@ LOCKED_SLOTS = [
         ["P_WEEKLY_TREND_UNAVAILABLE", "A_WEEKLY_RECHECK_AFTER_RECORD"],
         id="interpretation_I1",
     ),
+    pytest.param(
+        "weekly.v1",
+        "weekly.interpretation",
+        ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"],
+        id="interpretation_I4",
+    ),
 ]
 
 
