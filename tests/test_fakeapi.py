@@ -36,6 +36,8 @@ from kexpr.spool.contract import Capsule, Verdict, judge
 
 TESTS_DIR = Path(__file__).resolve().parent
 
+# The one message the fit table styles (design §6.1): a weekly report whose goal
+# range is missing (branch I2), its interpretation the one slot asked.
 CAPSULE: dict[str, Any] = {
     "schema_version": "korean-expression-v4",
     "surface": "weekly.v1",
@@ -43,19 +45,11 @@ CAPSULE: dict[str, Any] = {
     "slots": [
         {
             "slot_id": "weekly.interpretation",
-            "allowed_predicate_ids": ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"],
-            "allowed_action_ids": [],
-            "required_placeholder_tokens": ["[[P:01]]", "[[P:02]]"],
+            "allowed_predicate_ids": ["P_WEEKLY_TREND_OBSERVED"],
+            "allowed_action_ids": ["A_WEEKLY_HOLD_FOR_MISSING_GOAL"],
+            "required_placeholder_tokens": ["[[P:01]]", "[[A:01]]"],
             "max_generated_chars": 220,
             "max_style_lexemes": 16,
-        },
-        {
-            "slot_id": "weekly.rationale",
-            "allowed_predicate_ids": ["P_WEEKLY_RECORDS_INSUFFICIENT"],
-            "allowed_action_ids": [],
-            "required_placeholder_tokens": ["[[P:01]]"],
-            "max_generated_chars": 144,
-            "max_style_lexemes": 10,
         },
     ],
 }
@@ -279,7 +273,7 @@ def test_reply_knobs_reach_the_sdk(fake: FakeOpenAI) -> None:
     fake.behaviour = compose_reply(lambda capsule: {s["slot_id"]: "x" for s in capsule["slots"]})
     with worker_like_client() as client:
         content = create(client).choices[0].message.content
-        assert [s["generated_ko"] for s in json.loads(content)["slots"]] == ["x", "x"]
+        assert [s["generated_ko"] for s in json.loads(content)["slots"]] == ["x"]
 
         fake.behaviour = lambda req: FakeReply(
             body=chat_completion("y", finish_reason="length", n_choices=2)
@@ -304,11 +298,9 @@ def test_reply_knobs_reach_the_sdk(fake: FakeOpenAI) -> None:
 
 
 def test_default_style_shapes() -> None:
-    # The fit table's composition with the most words (design §6.1), and a valid one.
-    assert default_style(CAPSULE) == {
-        "weekly.interpretation": "먼저, [[P:01]]. 그리고 [[P:02]].",
-        "weekly.rationale": "그리고 [[P:01]].",
-    }
+    # The fit table's composition with the most words, the first in sorted order
+    # (design §6.1: 다만 before the hold, without or with its comma), and a valid one.
+    assert default_style(CAPSULE) == {"weekly.interpretation": "[[P:01]]. 다만 [[A:01]]."}
     capsule = Capsule.from_object(CAPSULE)
     assert judge(capsule, json.dumps(compose(CAPSULE, default_style(CAPSULE)))).verdict is (
         Verdict.ACCEPTED
@@ -316,19 +308,50 @@ def test_default_style_shapes() -> None:
 
 
 def test_brief_style_shapes() -> None:
-    # ... and with the fewest: one word in the slot.
-    assert brief_style(CAPSULE) == {
-        "weekly.interpretation": "먼저, [[P:01]]. [[P:02]].",
-        "weekly.rationale": "그리고 [[P:01]].",
-    }
+    # ... and with the fewest, the last in sorted order: the slot's other composition.
+    assert brief_style(CAPSULE) == {"weekly.interpretation": "[[P:01]]. 다만, [[A:01]]."}
+    assert brief_style(CAPSULE) != default_style(CAPSULE)
     capsule = Capsule.from_object(CAPSULE)
     assert judge(capsule, json.dumps(compose(CAPSULE, brief_style(CAPSULE)))).verdict is (
         Verdict.ACCEPTED
     )
-    # A slot no word fits (the table knows no cell for it) gets no style at all:
-    # the empty text, which the contract rejects, never an invented word.
-    unknown = {**CAPSULE, "slots": [{**CAPSULE["slots"][0], "allowed_predicate_ids": ["X", "Y"]}]}
+    # A slot no word fits gets no style at all: the empty text, which the contract
+    # rejects, never an invented word. IDs the table does not know, and a slot the
+    # table locks (the weekly rationale, another interpretation branch).
+    unknown = {
+        **CAPSULE,
+        "slots": [
+            {**CAPSULE["slots"][0], "allowed_predicate_ids": ["X"], "allowed_action_ids": ["Y"]}
+        ],
+    }
     assert brief_style(unknown) == default_style(unknown) == {"weekly.interpretation": ""}
+    locked = {
+        **CAPSULE,
+        "slots": [
+            {
+                "slot_id": "weekly.rationale",
+                "allowed_predicate_ids": ["P_WEEKLY_RECORDS_INSUFFICIENT"],
+                "allowed_action_ids": [],
+                "required_placeholder_tokens": ["[[P:01]]"],
+                "max_generated_chars": 144,
+                "max_style_lexemes": 10,
+            },
+            {
+                **CAPSULE["slots"][0],
+                "allowed_predicate_ids": ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"],
+                "allowed_action_ids": [],
+                "required_placeholder_tokens": ["[[P:01]]", "[[P:02]]"],
+            },
+        ],
+    }
+    assert (
+        brief_style(locked)
+        == default_style(locked)
+        == {
+            "weekly.rationale": "",
+            "weekly.interpretation": "",
+        }
+    )
 
 
 # CLI mode ---------------------------------------------------------------------------
@@ -363,7 +386,7 @@ def test_cli_mode_serves_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
                 )
             assert response.status_code == 200
             content = json.loads(response.json()["choices"][0]["message"]["content"])
-            assert content["slots"][1]["generated_ko"] == "오늘은 [[P:01]]."
+            assert content["slots"][0]["generated_ko"] == "오늘은 [[P:01]]. [[A:01]]."
             [line] = (directory / "requests.jsonl").read_text().splitlines()
             assert json.loads(line)["artifact_key"] == CAPSULE["artifact_key"]
             proc.send_signal(signal.SIGTERM)

@@ -54,33 +54,27 @@ __all__ = ["INVALID_EXAMPLES", "SYSTEM_INSTRUCTION", "VALID_EXAMPLES"]
 # test_instruction.py judges every one with the contract, so each rule the
 # instruction states is pinned to what `judge` really does. (slot_id, IDs, text).
 VALID_EXAMPLES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
-    ("daily.status", ("P_DAILY_COMPLETE",), "그리고 [[P:01]]."),
     (
         "weekly.interpretation",
-        ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
-        "먼저, [[P:01]]. 이어서, [[P:02]].",
+        ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"),
+        "[[P:01]]. 다만 [[A:01]].",
     ),
     (
         "weekly.interpretation",
-        ("P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"),
-        "[[P:01]]. 그리고 [[A:01]].",
+        ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"),
+        "[[P:01]]. 다만, [[A:01]].",
     ),
-    ("adaptive.physique.review_instruction", ("A_OPERATOR_REVIEW_DECISION",), "먼저 [[A:01]]."),
 )
-# (slot_id, IDs, text, the contract's reason code).
+# (slot_id, IDs, text, the contract's reason code). They show no word the table
+# does not offer: only its own word, misplaced, doubled or with a particle.
+_HOLD: Final = ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL")
 INVALID_EXAMPLES: Final[tuple[tuple[str, tuple[str, ...], str, str], ...]] = (
-    ("daily.status", ("P_DAILY_COMPLETE",), "차분히, [[P:01]].", "style_misfit"),
-    ("daily.status", ("P_DAILY_COMPLETE",), "그리고, [[P:01]].", "style_misfit"),
-    ("daily.status", ("P_DAILY_COMPLETE",), "그리고 이어서 [[P:01]].", "stacked_style"),
-    ("daily.status", ("P_DAILY_COMPLETE",), "그리고는 [[P:01]].", "unknown_word"),
-    (
-        "weekly.interpretation",
-        ("P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"),
-        "[[P:01]]. [[P:02]].",
-        "no_style_lexeme",
-    ),
+    ("weekly.interpretation", _HOLD, "다만 [[P:01]]. [[A:01]].", "style_misfit"),
+    ("weekly.interpretation", _HOLD, "[[P:01]]. 다만 다만 [[A:01]].", "stacked_style"),
+    ("weekly.interpretation", _HOLD, "[[P:01]]. 다만은 [[A:01]].", "unknown_word"),
+    ("weekly.interpretation", _HOLD, "[[P:01]]. [[A:01]].", "no_style_lexeme"),
 )
-# The compact form the instruction shows (one daily slot; the key elided).
+# The compact form the instruction shows (one slot; the key elided).
 _COMPACT_SHAPE: Final = (
     '{"schema_version":"...","surface":"...","artifact_key":"...","slots":[{"slot_id":"...",'
     '"predicate_ids":[...],"action_ids":[],"placeholder_tokens":[...],"generated_ko":"..."}]}'
@@ -205,12 +199,12 @@ def _build() -> str:
             " Hangul syllable, space, comma, period and every character of a token"
             " counts as one."
         ),
-        "Valid generated_ko (one token, or two tokens):",
+        "Valid generated_ko (two tokens):",
         *_examples(tuple(text for _, _, text in VALID_EXAMPLES)),
         (
-            "Invalid generated_ko for P_DAILY_COMPLETE or P_WEEKLY_IN_GOAL with"
-            " P_WEEKLY_KEEP_BASIS (a word the table does not allow there; the wrong join;"
-            " two words before one token; a particle on a lexeme; no lexeme at all):"
+            "Invalid generated_ko for P_WEEKLY_TREND_OBSERVED with"
+            " A_WEEKLY_HOLD_FOR_MISSING_GOAL (a word where the table allows none; two"
+            " words before one token; a particle on a lexeme; no lexeme at all):"
         ),
         *_examples(tuple(text for _, _, text, _ in INVALID_EXAMPLES)),
         "",

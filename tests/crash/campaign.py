@@ -6,7 +6,7 @@ Real processes, as in production: the loopback HTTPS fake in its own process
 (`fake_server.py`, every request logged on arrival to ``requests.jsonl``), a real
 ``kexpr supervise`` with its worker (the only holder of the key, reaching the
 fake through the CONNECT proxy and a test CA), and gateway processes that import
-`gateway_shim` (`shim_driver.py`, no key). Each round presents daily artifacts,
+`gateway_shim` (`shim_driver.py`, no key). Each round presents styled weekly artifacts,
 waits for a chosen phase of one of them and SIGKILLs the worker, the supervisor
 or a shim there, restarts what died, lets everything settle, and checks:
 
@@ -65,6 +65,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE)]
 
 from behaviour import ACCEPTING, Reply, reply_for
+from shim_driver import artifact_fields
 
 from gateway_shim.identity import artifact_key, load_or_create_key
 from kexpr.spool.fsio import RESERVATION_MARK
@@ -387,7 +388,7 @@ class Campaign:
     # -- helpers ------------------------------------------------------------------
 
     def akey(self, event: str) -> str:
-        return artifact_key(self.key, ("daily.v1", event))
+        return artifact_key(self.key, artifact_fields(event))
 
     def new_event(self, rnd: int, want: frozenset[Reply] | None) -> tuple[str, str]:
         for salt in range(10_000):

@@ -8,7 +8,8 @@ then reads one JSON command per line on stdin::
      "commit_delay": 0.2, "host": "selected"|"commit_failed"|"publication_failed"}
 
 and runs each in its own thread (so commands race like concurrent host tasks):
-``present_daily`` → one line ``{"kind":"presented", …}`` with the candidate's
+the styled weekly body presented as artifact ``event`` (`kit.bodies.present_styled`:
+the one message the fit table styles) → one line ``{"kind":"presented", …}`` with the candidate's
 enums, whether its body is the canonical body, the expected selected body or
 *anything else*, and the seconds it took; for an enabled-mode ``accepted``
 candidate it then "commits" for ``commit_delay`` seconds, reports, and prints
@@ -26,29 +27,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Run as a script: the test kit's folder (tests/) on the path, as pytest has it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kit.bodies import STYLED_BODY, STYLED_SELECTED, STYLED_SURFACE, present_styled
+
 from gateway_shim import (
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     Outcome,
     exact_block,
-    format_daily,
 )
 
-STATUS = "저장된 오늘 기록을 확인했습니다."
-BODY = format_daily(
-    weight="72.4kg",
-    intake="2,150kcal",
-    macros="탄수화물 260g · 단백질 138g · 지방 70g",
-    training="스쿼트 5세트",
-    sleep="6.7시간 · 수면 질 4/5",
-    condition="3/5",
-    digestion="정상",
-    water="2.1L",
-)
-# The fake's valid composition is `fakeapi.default_style`: "그리고 [[P:01]]."
-SELECTED = BODY.replace(STATUS, "그리고 " + STATUS)
+BODY = STYLED_BODY
+# The fake's valid composition is `fakeapi.default_style`: 다만 before the hold.
+SELECTED = STYLED_SELECTED
+
+
+def artifact_fields(event: str) -> tuple[str, ...]:
+    """The artifact key's inputs of the styled weekly presented as ``event``: its
+    surface, schedule key, kind and KST day (`kit.bodies.present_styled`)."""
+    return (STYLED_SURFACE, event, "weekly_report", "2025-11-30")
+
 
 _out = threading.Lock()
 
@@ -66,7 +67,7 @@ def main() -> int:
     a = p.parse_args()
     coords = {
         m: KoreanExpressionCoordinator(
-            KoreanExpressionConfig.from_block(exact_block(m, daily=True)), a.data_root
+            KoreanExpressionConfig.from_block(exact_block(m, weekly=True)), a.data_root
         )
         for m in (Mode.SHADOW, Mode.ENABLED)
     }
@@ -74,9 +75,7 @@ def main() -> int:
     def run(cmd: dict[str, Any]) -> None:
         coord = coords[Mode(cmd["mode"])]
         t0 = time.monotonic()
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=cmd["event"]
-        )
+        cand = present_styled(coord, cmd["event"])
         elapsed = time.monotonic() - t0
         kind = (
             "canonical" if cand.body == BODY else "selected" if cand.body == SELECTED else "other"

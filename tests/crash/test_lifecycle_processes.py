@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from conftest import TEST_KEY, RunningWorker, start_supervised_worker
+from crash.shim_driver import artifact_fields
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from kit.poll import until
 
@@ -128,7 +129,7 @@ def _outcomes(root: DataRoot) -> list[str | None]:
 
 
 def _akey(root: DataRoot, event: str) -> str:
-    return artifact_key(load_or_create_key(root), ("daily.v1", event))
+    return artifact_key(load_or_create_key(root), artifact_fields(event))
 
 
 def test_why1_sigkill_during_the_call_restart_before_the_deadline_is_canonical_publishable(

@@ -218,8 +218,9 @@ def _slot_compositions(slot: Mapping[str, Any]) -> tuple[str, ...]:
 def default_style(capsule: Mapping[str, Any]) -> dict[str, str]:
     """A valid ``generated_ko`` per slot: the fit table's composition with the
     most words, the first in sorted order (`kexpr.spool.contract.fit.compositions`):
-    weekly's interpretation → ``"먼저, [[P:01]]. 그리고 [[P:02]]."``, daily →
-    ``"그리고 [[P:01]]."``; ``""`` (never valid) for a slot the table cannot style."""
+    the goal-missing weekly interpretation (the one slot the table styles) →
+    ``"[[P:01]]. 다만 [[A:01]]."``; ``""`` (never valid) for a slot the table cannot
+    style."""
     out: dict[str, str] = {}
     for slot in _slots(capsule):
         found = _slot_compositions(slot)
@@ -230,8 +231,8 @@ def default_style(capsule: Mapping[str, Any]) -> dict[str, str]:
 def brief_style(capsule: Mapping[str, Any]) -> dict[str, str]:
     """The instruction's brief style as a compliant model writes it: the fit
     table's composition with the fewest words (one), the last in sorted order:
-    weekly's interpretation → ``"먼저, [[P:01]]. [[P:02]]."``; ``""`` for a slot the
-    table cannot style."""
+    the goal-missing weekly interpretation → ``"[[P:01]]. 다만, [[A:01]]."``; ``""``
+    for a slot the table cannot style."""
     out: dict[str, str] = {}
     for slot in _slots(capsule):
         found = _slot_compositions(slot)

@@ -550,13 +550,13 @@ def test_exclusive_read_refuses_a_group_readable_key_in_a_shared_root(
 def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: str) -> None:
     """The gateway side of the same rules: no exception reaches the host, the
     candidate is canonical (spool_unavailable), nothing is written through."""
+    from kit.bodies import STYLED_BODY, present_styled
+
     from gateway_shim import (
-        DailyFacts,
         KoreanExpressionConfig,
         KoreanExpressionCoordinator,
         Mode,
         exact_block,
-        format_daily,
     )
 
     r = DataRoot(tmp_path / "root")
@@ -571,19 +571,14 @@ def test_the_shim_answers_canonical_on_an_unsafe_spool(tmp_path: Path, damage: s
     else:
         os.rename(r.root, elsewhere / "root")
         os.symlink(elsewhere / "root", r.root)
-    body = format_daily(
-        weight="1", intake="1", macros="1", training="1", sleep="1", condition="1", digestion="1"
-    )
     coord = KoreanExpressionCoordinator(
-        KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True)), r.root
+        KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True)), r.root
     )
     try:
-        cand = coord.present_daily(
-            body, facts=DailyFacts(complete=True), finalized_event_id="evt-1"
-        )
+        cand = present_styled(coord, "evt-1")
     finally:
         coord.close()
-    assert cand.outcome is Outcome.SPOOL_UNAVAILABLE and cand.body == body
+    assert cand.outcome is Outcome.SPOOL_UNAVAILABLE and cand.body == STYLED_BODY
     assert not list(elsewhere.rglob("*.json"))
 
 

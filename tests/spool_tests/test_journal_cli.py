@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.bodies import STYLED_SURFACE
+from kit.spool import STYLED_SLOT
 from spool_tests.journal_support import hand_rows, write_segment
 
 from kexpr.ops.journal_cli import cli
@@ -149,18 +151,18 @@ def test_verify_tolerates_crash_debris_and_leftover_spool_files(
 def test_verify_does_not_count_an_open_attempts_accepted_answer_as_leftover(
     root: DataRoot, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kexpr.spool.contract import Capsule, slot_policy
+    from kexpr.spool.contract import Capsule
     from kexpr.spool.contract.answers import answer_document
     from kexpr.spool.messages import SPOOL_VERSION, parse_response
 
     intact(root)  # AIDS[1] is open
     capsule = Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=STYLED_SURFACE,
         artifact_key=AKEYS[1],
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        slots=(STYLED_SLOT,),
     )
-    composition = answer_document(capsule, {"daily.status": "그리고 [[P:01]]."})
+    composition = answer_document(capsule, {"weekly.interpretation": "[[P:01]]. 다만 [[A:01]]."})
     raw = {
         "spool_version": SPOOL_VERSION,
         "request_id": "c" * 32,

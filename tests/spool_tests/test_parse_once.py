@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kit.bodies import STYLED_SURFACE
+from kit.spool import STYLED_SLOT
 
-from kexpr.spool.contract import Capsule, Composition, slot_policy
+from kexpr.spool.contract import Capsule, Composition
 from kexpr.spool.contract._models import composition_from_object
 from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.journal import canonical_json
@@ -45,15 +47,15 @@ TS2 = "2026-12-01T05:00:04.000000Z"
 def _capsule() -> Capsule:
     return Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=STYLED_SURFACE,
         artifact_key=AKEY,
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        slots=(STYLED_SLOT,),
     )
 
 
 def _composition() -> Composition:
     return composition_from_object(
-        answer_document(_capsule(), {"daily.status": "그리고 [[P:01]]."})
+        answer_document(_capsule(), {"weekly.interpretation": "[[P:01]]. 다만 [[A:01]]."})
     )
 
 

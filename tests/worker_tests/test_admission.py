@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 from conftest import mounted_tmpfs
+from kit.bodies import STYLED_SURFACE
+from kit.spool import STYLED_SLOT
 from worker_tests.worker_kit import (
     Clock,
     Provider,
@@ -31,7 +33,7 @@ from worker_tests.worker_kit import (
     submit,
 )
 
-from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.contract import Capsule
 from kexpr.spool.contract.budget import answer_token_bound, min_answer_seconds
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import ResponseStatus
@@ -44,9 +46,9 @@ def _minimal_answer_s() -> float:
     """What `submit`'s capsule needs at the fastest rate (the lead's budget)."""
     capsule = Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=STYLED_SURFACE,
         artifact_key="a" * 32,
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        slots=(STYLED_SLOT,),
     )
     bound = answer_token_bound(capsule)
     assert bound is not None

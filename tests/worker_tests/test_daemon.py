@@ -13,7 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from kit.bodies import STYLED_SURFACE
 from worker_tests.worker_kit import (
+    STYLED_GENERATED,
     Clock,
     completion,
     composition_for,
@@ -26,6 +28,7 @@ from worker_tests.worker_kit import (
     submit,
 )
 
+from kexpr.spool.contract import Capsule, CapsuleError, CapsuleReason, fit, slot_policy
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, SpoolMode, format_ts
 from kexpr.spool.layout import DataRoot
@@ -33,8 +36,10 @@ from kexpr.spool.lifecycle import RESPONSE_TTL
 from kexpr.spool.messages import (
     MAX_MESSAGE_BYTES,
     SPOOL_VERSION,
+    MessageError,
     ResponseStatus,
     SpoolReport,
+    parse_request,
 )
 from kexpr.spool.outcomes import Outcome, ReportOutcome
 from kexpr.spool.retention import Hold
@@ -51,7 +56,7 @@ def test_accepted_composition_is_answered_and_awaits_report(root, provider, env)
     w.handle_claimed(f"{submit(root, clock, rid=rid(1))}.json")
     r = response(root, rid(1))
     assert r.status is ResponseStatus.ACCEPTED and r.composition is not None
-    assert r.composition.slots[0].generated_ko == "그리고 [[P:01]]."
+    assert r.composition.slots[0].generated_ko == STYLED_GENERATED
     assert len(provider.calls) == 1
     assert outcomes(root) == [None]  # open: the shim owns the outcome now
     assert not (root.claimed / f"{rid(1)}.json").exists()
@@ -148,7 +153,7 @@ def test_a_lost_attempt_is_canonical_for_every_request_after_a_restart(root, pro
     with w1.journal.locked() as j:
         j.append_start(
             artifact_key="a" * 64,
-            surface="daily.v1",
+            surface=STYLED_SURFACE,
             mode=SpoolMode.SHADOW,
             attempt_id="d" * 32,
             started_at=clock.now,
@@ -283,7 +288,7 @@ def test_unverified_journal_means_zero_calls(root, provider, env) -> None:
         lambda b: b.replace(
             b'"deadline_at_utc":"2026-11-30T09:00:04', b'"deadline_at_utc":"2026-11-30T09:00:09'
         ),
-        lambda b: b.replace(b"P_DAILY_COMPLETE", b"P_WEEKLY_IN_GOAL"),
+        lambda b: b.replace(b"P_WEEKLY_TREND_OBSERVED", b"P_DAILY_COMPLETE"),
         lambda b: b[:-1],
         lambda b: b"\xef\xbb\xbf" + b,
         # RFC3339 digits are ASCII (a \d pattern took these, and strptime too).
@@ -310,6 +315,96 @@ def test_invalid_request_gets_canonical_and_no_call(root, provider, env, mutate)
     w.handle_claimed(name)
     assert response(root, rid(1)).outcome is Outcome.INVALID_REQUEST
     assert provider.calls == [] and outcomes(root) == []
+
+
+# Every slot the fit table locks (design §6.1/§6.2): each surface but the
+# goal-missing weekly interpretation has nothing to style.
+LOCKED_SLOTS = [
+    pytest.param("daily.v1", "daily.status", ["P_DAILY_COMPLETE"], id="daily"),
+    pytest.param("daily.v1", "daily.status", ["P_DAILY_PARTIAL"], id="daily_partial"),
+    pytest.param(
+        "adaptive.dualcoachtest.card.v1",
+        "adaptive.dual.judgment",
+        ["P_DUAL_DECISION_HOLD"],
+        id="dual_judgment",
+    ),
+    pytest.param(
+        "adaptive.dualcoachtest.card.v1",
+        "adaptive.dual.review.1",
+        ["P_DUAL_REASON_EDIT"],
+        id="dual_first_line",
+    ),
+    pytest.param(
+        "adaptive.dualcoachtest.card.v1",
+        "adaptive.dual.review.2",
+        ["P_DUAL_REASON_LATEST"],
+        id="dual_later_line",
+    ),
+    pytest.param(
+        "adaptive.physique.card.v1",
+        "adaptive.physique.review_instruction",
+        ["A_OPERATOR_REVIEW_DECISION"],
+        id="physique",
+    ),
+    pytest.param("weekly.v1", "weekly.rationale", ["A_WEEKLY_KEEP_BASELINE"], id="rationale"),
+    pytest.param(
+        "weekly.v1",
+        "weekly.interpretation",
+        ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"],
+        id="interpretation_I3",
+    ),
+    pytest.param(
+        "weekly.v1",
+        "weekly.interpretation",
+        ["P_WEEKLY_TREND_UNAVAILABLE", "A_WEEKLY_RECHECK_AFTER_RECORD"],
+        id="interpretation_I1",
+    ),
+    pytest.param(
+        "weekly.v1",
+        "weekly.interpretation",
+        ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"],
+        id="interpretation_I4",
+    ),
+]
+
+
+@pytest.mark.parametrize(("surface", "slot_id", "ids"), LOCKED_SLOTS)
+def test_a_capsule_with_a_locked_slot_is_refused_before_any_row_or_call(
+    root, provider, env, surface, slot_id, ids
+) -> None:
+    """A slot the fit table leaves no choice is never asked (slot_unstyleable): a
+    request carrying one (an older shim's, built as bytes since today's models
+    refuse it) is answered canonical, invalid_request, with no journal row and no
+    call; the styled slot in its place is called (the control)."""
+    locked = slot_policy(slot_id, ids)
+    assert not fit.slot_styleable(slot_id, locked.semantic_ids)
+    with pytest.raises(CapsuleError) as refused:
+        Capsule(
+            schema_version="korean-expression-v4",
+            surface=surface,
+            artifact_key="a" * 32,
+            slots=(locked,),
+        )
+    assert refused.value.reason is CapsuleReason.SLOT_UNSTYLEABLE
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    name = f"{submit(root, clock, rid=rid(1), surface=surface, slot=locked)}.json"
+    data = (root.claimed / name).read_bytes()
+    request = json.loads(data)
+    assert request["capsule"]["surface"] == surface
+    assert [s["slot_id"] for s in request["capsule"]["slots"]] == [slot_id]
+    with pytest.raises(MessageError) as unreadable:  # the worker's reader, for this reason
+        parse_request(data)
+    assert "slot_unstyleable" in str(unreadable.value.__cause__)
+    w.handle_claimed(name)
+    r = response(root, rid(1))
+    assert (r.status, r.outcome) == (ResponseStatus.CANONICAL, Outcome.INVALID_REQUEST)
+    assert r.attempt_id is None and r.composition is None
+    assert provider.calls == [] and outcomes(root) == []
+    # The same request with the styled slot is the one call.
+    w.handle_claimed(f"{submit(root, clock, akey='b' * 32, rid=rid(2))}.json")
+    assert response(root, rid(2)).status is ResponseStatus.ACCEPTED
+    assert len(provider.calls) == 1 and outcomes(root) == [None]
 
 
 def test_request_id_must_match_file_name(root, provider, env) -> None:
@@ -389,7 +484,7 @@ def test_status_file_holds_no_content(root, provider, env) -> None:
     w.status.write()
     status = json.loads(root.status_file.read_bytes())
     text = json.dumps(status)
-    assert "a" * 32 not in text and rid(1) not in text and "P_DAILY" not in text
+    assert "a" * 32 not in text and rid(1) not in text and "P_WEEKLY" not in text
     assert status["counters"]["calls"] == 1 and status["credential"] == "present"
 
 

@@ -18,6 +18,8 @@ import hmac
 import json
 
 import pytest
+from kit.bodies import STYLED_SURFACE
+from kit.spool import STYLED_SLOT
 from spool_tests.journal_support import hand_rows, write_segment
 from worker_tests.worker_kit import (
     Clock,
@@ -30,7 +32,7 @@ from worker_tests.worker_kit import (
 )
 
 from gateway_shim.identity import encode_fields
-from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.contract import Capsule
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Index, Journal, format_ts, verify_segment_bytes
 from kexpr.spool.layout import DataRoot
@@ -61,9 +63,9 @@ def _request(akey: str, request_id: str, clock: Clock, version: str) -> SpoolReq
         mode=SpoolMode.SHADOW,
         capsule=Capsule(
             schema_version="korean-expression-v4",
-            surface="daily.v1",
+            surface=STYLED_SURFACE,
             artifact_key=akey,
-            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+            slots=(STYLED_SLOT,),
         ),
     )
 

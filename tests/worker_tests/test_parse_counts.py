@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from worker_tests.worker_kit import (
+    STYLED_GENERATED,
     Clock,
     Provider,
     composition_for,
@@ -108,7 +109,7 @@ def test_accepted_path_parses_each_document_once_and_judges_once(
     worker_counts, worker_decoded = Counter(counts), list(decoded)
     resp = SpoolResponse.model_validate_json((root.responses / f"{request_id}.json").read_bytes())
     assert resp.status is ResponseStatus.ACCEPTED and resp.composition is not None
-    composition_text = composition_for(provider.calls[-1], "그리고 [[P:01]].")
+    composition_text = composition_for(provider.calls[-1], STYLED_GENERATED)
 
     # The request file: decoded once, validated once. The model's composition:
     # decoded once (inside judge), built once, judged once; the accepted response

@@ -12,10 +12,12 @@ import json
 from typing import Any
 
 import pytest
+from kit.bodies import STYLED_SURFACE
+from kit.spool import STYLED_SLOT
 from spool_tests.journal_support import hand_rows, write_segment
 from worker_tests.worker_kit import Clock, Provider, make_worker, response, rid
 
-from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.contract import Capsule
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, format_ts
 from kexpr.spool.layout import DataRoot
@@ -47,9 +49,9 @@ def _request(
         mode=SpoolMode.SHADOW,
         capsule=Capsule(
             schema_version="korean-expression-v4",
-            surface="daily.v1",
+            surface=STYLED_SURFACE,
             artifact_key=akey,
-            slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+            slots=(STYLED_SLOT,),
         ),
         prior_artifact_keys=prior,
     )

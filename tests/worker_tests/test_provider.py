@@ -19,6 +19,8 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kit.bodies import STYLED_SURFACE
+from kit.spool import STYLED_SLOT
 
 from kexpr.spool.contract import (
     ALL_SEMANTIC_IDS,
@@ -26,7 +28,6 @@ from kexpr.spool.contract import (
     Capsule,
     Verdict,
     judge,
-    slot_policy,
 )
 from kexpr.spool.outcomes import Outcome, ProviderFailure
 from kexpr.worker import _transport, provider
@@ -46,23 +47,23 @@ from kexpr.worker.provider import (
 URL = "https://api.openai.com/v1/chat/completions"
 CAPSULE_OBJ = Capsule(
     schema_version="korean-expression-v4",
-    surface="daily.v1",
+    surface=STYLED_SURFACE,
     artifact_key="0123456789abcdef" * 2,
-    slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+    slots=(STYLED_SLOT,),
 )
 CAPSULE = CAPSULE_OBJ.to_json()
 CONTENT = json.dumps(
     {
         "schema_version": "korean-expression-v4",
-        "surface": "daily.v1",
+        "surface": "weekly.v1",
         "artifact_key": "0123456789abcdef" * 2,
         "slots": [
             {
-                "slot_id": "daily.status",
-                "predicate_ids": ["P_DAILY_COMPLETE"],
-                "action_ids": [],
-                "placeholder_tokens": ["[[P:01]]"],
-                "generated_ko": "그리고 [[P:01]].",
+                "slot_id": "weekly.interpretation",
+                "predicate_ids": ["P_WEEKLY_TREND_OBSERVED"],
+                "action_ids": ["A_WEEKLY_HOLD_FOR_MISSING_GOAL"],
+                "placeholder_tokens": ["[[P:01]]", "[[A:01]]"],
+                "generated_ko": "[[P:01]]. 다만 [[A:01]].",
             }
         ],
     },
@@ -791,7 +792,7 @@ def test_instruction_lists_ids_and_lexicon_but_no_expansion() -> None:
     runs = re.findall(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]+", SYSTEM_INSTRUCTION)
     assert table and table <= set(runs) and table <= set(SAFE_STYLE_LEXEMES)
     wrong = {w for _, _, text, _ in INVALID_EXAMPLES for w in re.findall(r"[\uac00-\ud7a3]+", text)}
-    assert wrong - set(SAFE_STYLE_LEXEMES) == {"그리고는"}
+    assert wrong - set(SAFE_STYLE_LEXEMES) == {"다만은"}
     assert set(runs) <= table | wrong
     assert "저장된 오늘 기록을 확인했습니다" not in SYSTEM_INSTRUCTION
     assert set(GLOSSARY) == set(ALL_SEMANTIC_IDS)

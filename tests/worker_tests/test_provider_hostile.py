@@ -29,18 +29,18 @@ from conftest import RunningWorker, journal_rows, start_supervised_worker
 from fakeapi import FakeOpenAI, FakeReply, compose_reply, default_style
 from fakeapi.hostile import HOSTILE_MODES, HostileReply, Tally, hostile_behaviour
 from fakeapi.replies import chat_completion, compose
+from kit.bodies import STYLED_SURFACE, present_styled
 from kit.poll import poll
-from reference_host.host_render import render_daily
+from kit.spool import STYLED_SLOT
 
 from gateway_shim import (
     CandidateStatus,
-    DailyFacts,
     KoreanExpressionConfig,
     KoreanExpressionCoordinator,
     Mode,
     exact_block,
 )
-from kexpr.spool.contract import Capsule, slot_policy
+from kexpr.spool.contract import Capsule
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.outcomes import Outcome
 from kexpr.worker.provider import build_client, call_once, call_with_deadline
@@ -49,9 +49,9 @@ pytestmark = pytest.mark.e2e
 
 CAPSULE = Capsule(
     schema_version="korean-expression-v4",
-    surface="daily.v1",
+    surface=STYLED_SURFACE,
     artifact_key="0123456789abcdef" * 4,
-    slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+    slots=(STYLED_SLOT,),
 ).to_json()
 
 # What each hostile upstream ends as: refused bytes are an invalid answer; a
@@ -174,21 +174,6 @@ def test_a_hostile_call_is_cut_at_its_deadline(proxied: FakeOpenAI, mode: str) -
 
 # --- a real worker process ---------------------------------------------------------
 
-BODY = render_daily(
-    {
-        "bodyweight": "72.4",
-        "calories": "2150",
-        "macros": {"탄수화물": 260, "단백질": 138, "지방": 70},
-        "training_summary": "스쿼트 5세트",
-        "performance": "기록 갱신",
-        "sleep_duration": "6.7",
-        "sleep_quality": "4",
-        "condition": "4",
-        "digestion": "bristol_4",
-        "water": "2.1",
-    }
-)
-
 
 def _proc_kb(pid: int, field: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -197,14 +182,13 @@ def _proc_kb(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for pid {pid}")
 
 
-def _present(root: Path, event_id: str) -> Outcome:
-    """Present once, and report what the host published, as Hermes does."""
-    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+def _present(root: Path, key: str) -> Outcome:
+    """Present the styled weekly body as artifact ``key`` once, and report what the
+    host published, as Hermes does."""
+    cfg = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     coord = KoreanExpressionCoordinator(cfg, root)
     try:
-        cand = coord.present_daily(
-            BODY, facts=DailyFacts(complete=True), finalized_event_id=event_id
-        )
+        cand = present_styled(coord, key)
         if cand.status is CandidateStatus.SELECTED:
             coord.report(cand, "selected")
     finally:
@@ -274,9 +258,9 @@ def test_a_hostile_upstream_costs_the_worker_under_50_mb(
 def _capsule(key: str) -> str:
     return Capsule(
         schema_version="korean-expression-v4",
-        surface="daily.v1",
+        surface=STYLED_SURFACE,
         artifact_key=key,
-        slots=(slot_policy("daily.status", ["P_DAILY_COMPLETE"]),),
+        slots=(STYLED_SLOT,),
     ).to_json()
 
 
@@ -296,8 +280,8 @@ def test_a_connection_whose_body_overran_its_length_is_never_reused(
     the overrun connection is not reused: the next call opens its own and gets
     the upstream's real answer."""
     first, second = _capsule("1" * 64), _capsule("2" * 64)
-    body = _completion_bytes(first, "그리고 [[P:01]].")
-    smuggled_body = _completion_bytes(second, "몰래, [[P:01]].")
+    body = _completion_bytes(first, "[[P:01]]. 다만 [[A:01]].")
+    smuggled_body = _completion_bytes(second, "[[P:01]]. 몰래, [[A:01]].")
     smuggled = (
         b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
         % (len(smuggled_body), smuggled_body)
@@ -337,7 +321,7 @@ def test_a_connection_whose_body_overran_its_length_is_never_reused(
         two = call_with_deadline(client, second, seconds=DEADLINE_S)
     finally:
         client.close()
-    assert one.outcome is None and one.content is not None and "그리고" in one.content
+    assert one.outcome is None and one.content is not None and "다만" in one.content
     assert two.outcome is None and two.content is not None
     assert "몰래" not in two.content  # not the smuggled answer
     assert json.loads(two.content)["artifact_key"] == "2" * 64

@@ -15,6 +15,12 @@ release's own code; its import names are the old top-level ``worker``,
 ``gateway_shim``, ``spool``). Its worker and its shim run as real processes
 against the loopback fake API; then today's worker runs on the same root, with
 the old shim still running (the host not restarted yet).
+
+That release's shim presents the styled weekly body (a weekly report whose goal
+range is missing); its contract had no fit table, and the fake API answers it with
+``그리고``, a lexicon word its grammar accepts. Its capsule carries the weekly
+rationale too, a slot today's fit table locks (design §6.1): today's worker refuses
+it (``slot_unstyleable``), canonical with no row and no call.
 """
 
 from __future__ import annotations
@@ -26,8 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeOpenAI, compose_reply, default_style
-from kit.poll import until
+from fakeapi import FakeOpenAI, compose_reply
 from worker_tests import upgrade_kit as up
 
 from kexpr.spool.layout import DataRoot
@@ -68,7 +73,8 @@ def test_the_previous_release_then_todays_worker_journals_what_the_host_publishe
     fake_api: FakeOpenAI,
 ) -> None:
     shim, root = shim_and_root
-    fake_api.behaviour = compose_reply(default_style)
+    # What the previous release's contract accepts for its slots.
+    fake_api.behaviour = compose_reply(up.previous_release_style)
     old = up.start_worker(old_release.python, "worker", root, fake_api, old_release.cwd)
     try:
         # A: accepted; the host publishes it during the upgrade (below).
@@ -105,13 +111,16 @@ def test_the_previous_release_then_todays_worker_journals_what_the_host_publishe
         assert sorted(os.listdir(root.reports)) == []
         status = json.loads(root.status_file.read_bytes())
         assert status["counters"]["orphan_reports"] == 0
-        # The old shim still runs (Hermes not restarted): today's worker answers
-        # it in its own protocol version, and its report is journaled.
+        # The old shim still runs (Hermes not restarted): its capsule carries the
+        # weekly rationale, a slot the fit table locks, so today's worker refuses it (invalid_request)
+        # before any row or call. A request it cannot read is answered in today's
+        # protocol version, which the old shim cannot read either: it ends
+        # canonical as invalid_response, and the host publishes its own text.
+        rows = len(up.final_outcomes(root))
         e = shim.ask("present e enabled")
-        assert e["outcome"] == "accepted"
-        assert shim.ask("report e selected") == {"reported": "selected"}
-        assert until(lambda: up.final_outcomes(root).get(e["attempt_id"]) == "selected", 15.0)
-        # One wire request per artifact, ever: five artifacts, five requests.
-        assert len(fake_api.requests) == 5
+        assert e == {"outcome": "invalid_response", "attempt_id": None}
+        assert len(up.final_outcomes(root)) == rows
+        # One wire request per artifact, ever, and none for the refused one.
+        assert len(fake_api.requests) == 4
     finally:
         up.stop_worker(new)

@@ -11,9 +11,15 @@ symbolic links (``kexpr/spool`` -> ``queue/spool`` ...), so no build backend run
 Its worker and its shim journal artifacts under their 64-hex keys: terminal ones
 (reported ``selected``, ``shadow_selected``) and one answered and still open (its
 report not written yet). Then today's worker runs on the same root: the old shim,
-still running, reports the open one and presents a new artifact, served in v2 with its
-own 64-hex echo; and today's shim presents the same artifacts again: each one is
-``already_attempted``, and the fake API sees no new request.
+still running, reports the open one, journaled; and presents a new artifact, which
+today's worker refuses before any row or call (the old shim's weekly capsule carries
+the rationale, a slot today's fit table locks: design §6.1). Today's shim presents the
+same artifacts again: each journaled one is ``already_attempted`` and the fake API
+sees no new request for it; the refused one, never attempted, gets its one call under
+its 32-hex key.
+
+The shims present the styled weekly body (``upgrade_kit.SHIM``); the old worker gets
+answers its contract (no fit table) accepts, today's worker the fit table's.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeapi import FakeOpenAI, compose_reply, default_style
@@ -33,6 +40,7 @@ from worker_tests.upgrade_kit import (
     Shim,
     final_outcomes,
     imports,
+    previous_release_style,
     release_source,
     scratch_venv,
     start_worker,
@@ -92,6 +100,14 @@ def old_shim_and_root(
         shim.close()
 
 
+def _either_release(capsule: dict[str, Any]) -> dict[str, str]:
+    """Today's capsule (the one slot the fit table styles) gets the table's
+    composition; the old release's (with the rationale, which today's table locks)
+    what its own contract accepts."""
+    today = default_style(capsule)
+    return today if all(today.values()) else previous_release_style(capsule)
+
+
 def _keys(root: DataRoot) -> dict[str, str]:
     """attempt_id -> the artifact_key its start row carries."""
     from conftest import journal_rows
@@ -110,7 +126,7 @@ def test_attempts_journaled_under_64_hex_keys_are_never_attempted_again(
     fake_api: FakeOpenAI,
 ) -> None:
     shim, root = old_shim_and_root
-    fake_api.behaviour = compose_reply(default_style)
+    fake_api.behaviour = compose_reply(_either_release)
     cwd = release_before_the_key.cwd
     old = start_worker(release_before_the_key.python, "kexpr.worker", root, fake_api, cwd)
     try:
@@ -131,30 +147,34 @@ def test_attempts_journaled_under_64_hex_keys_are_never_attempted_again(
     new = start_worker(Path(sys.executable), "kexpr.worker", root, fake_api, cwd)
     try:
         # The old shim still runs (the host not restarted yet): its report of the
-        # answered attempt is journaled, and a new artifact of its is served in
-        # its protocol, echoing its 64-hex key (it re-validates the echo).
+        # answered attempt is journaled. A new artifact of its carries the weekly
+        # rationale, a slot the fit table locks: refused before any row or call,
+        # in today's protocol (a request it cannot read), which the old shim
+        # cannot read either; it publishes its own text.
         assert shim.ask("report c selected") == {"reported": "selected"}
         assert until(lambda: final_outcomes(root).get(c["attempt_id"]) == "selected")
+        rows = len(final_outcomes(root))
         d = shim.ask("present d enabled")
-        assert d["outcome"] == "accepted"
-        assert shim.ask("report d selected") == {"reported": "selected"}
-        assert until(lambda: final_outcomes(root).get(d["attempt_id"]) == "selected")
-        assert len(_keys(root)[d["attempt_id"]]) == 64
-        assert len(fake_api.requests) == 4
+        assert d == {"outcome": "invalid_response", "attempt_id": None}
+        assert len(final_outcomes(root)) == rows
+        assert len(fake_api.requests) == 3
         shim.close()
         # The host restarts with today's shim: the same artifacts, 32-hex keys.
         today = NewShim(cwd, root)
         try:
-            again = [today.ask(f"present {name} enabled") for name in ("a", "b", "c", "d")]
-            assert [x["outcome"] for x in again] == ["already_attempted"] * 4, again
+            again = [today.ask(f"present {name} enabled") for name in ("a", "b", "c")]
+            assert [x["outcome"] for x in again] == ["already_attempted"] * 3, again
             assert all(x["attempt_id"] is None for x in again)
-            e = today.ask("present e enabled")  # a new artifact: its one call
-            assert e["outcome"] == "accepted"
-            assert len(_keys(root)[e["attempt_id"]]) == 32
+            # The refused artifact was never attempted: its one call, under its
+            # 32-hex key, is today's.
+            d = today.ask("present d enabled")
+            assert d["outcome"] == "accepted"
+            assert len(_keys(root)[d["attempt_id"]]) == 32
+            assert today.ask("present d enabled")["outcome"] == "already_attempted"
         finally:
             today.close()
-        # One wire request per artifact, ever: five artifacts, five requests.
-        assert len(fake_api.requests) == 5
+        # One wire request per attempted artifact, ever: four artifacts, four requests.
+        assert len(fake_api.requests) == 4
     finally:
         stop_worker(new)
     # Every row of both releases verifies together.

@@ -24,31 +24,45 @@ from kexpr.worker.daemon import wait_ready
 
 REPO = Path(__file__).resolve().parents[2]
 
+# A shim in its own process, of whichever release's gateway_shim it imports: it
+# presents the styled weekly body (kit.bodies.STYLED_BODY: a weekly report whose
+# goal range is missing), artifact ``evt-<name>``, and reports as Hermes does. Every
+# release since the weekly surface lays this body out the same way; what each
+# release's shim sends for it is its own capsule.
 SHIM = r"""
 import json, sys
 from pathlib import Path
-from gateway_shim import (DailyFacts, KoreanExpressionConfig, KoreanExpressionCoordinator,
-                          Mode, exact_block, format_daily)
+from gateway_shim import (KoreanExpressionConfig, KoreanExpressionCoordinator, Mode,
+                          WeeklyInterpretation, WeeklyJudgment, exact_block, format_weekly)
 root = Path(sys.argv[1])
 coords = {m: KoreanExpressionCoordinator(
-    KoreanExpressionConfig.from_block(exact_block(m, daily=True)), root)
+    KoreanExpressionConfig.from_block(exact_block(m, weekly=True)), root)
     for m in (Mode.ENABLED, Mode.SHADOW)}
+body = format_weekly(recent="72.40kg", prior="72.10kg", change="+0.42%", rate="85.71%",
+                     goal_range="기록 없음", interpretation=WeeklyInterpretation.GOAL_MISSING,
+                     judgment=WeeklyJudgment.RECORDS)
 cands = {}
 for line in sys.stdin:
     cmd, name, arg = line.split()
     if cmd == "present":
-        body = format_daily(weight=f"{60 + len(cands)}.4kg", intake="2,150kcal",
-                            macros="탄수화물 260g · 단백질 138g · 지방 70g",
-                            training="스쿼트 5세트", sleep="6.7시간 · 수면 질 4/5",
-                            condition="4/5", digestion="정상", water="2.1L")
-        c = coords[Mode(arg)].present_daily(body, facts=DailyFacts(complete=True),
-                                           finalized_event_id=f"evt-{name}")
+        c = coords[Mode(arg)].present_weekly(body, explicit_fields=(), schedule_key=f"evt-{name}",
+                                             kind="weekly_report", kst_day="2025-11-30")
         cands[name] = c
         print(json.dumps({"outcome": c.outcome.value, "attempt_id": c.attempt_id}), flush=True)
     elif cmd == "report":
         coords[Mode.ENABLED].report(cands[name], arg)
         print(json.dumps({"reported": arg}), flush=True)
 """
+
+
+def previous_release_style(capsule: dict[str, Any]) -> dict[str, str]:
+    """What a release before the fit table accepts for every slot of its capsule:
+    ``그리고`` before the first token (its grammar allowed any lexicon word in any
+    place; today's table allows none there)."""
+    return {
+        str(s["slot_id"]): "그리고 " + " ".join(f"{t}." for t in s["required_placeholder_tokens"])
+        for s in capsule["slots"]
+    }
 
 
 @dataclass

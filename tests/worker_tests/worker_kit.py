@@ -10,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from kit.bodies import STYLED_SURFACE
 from kit.spool import STYLED_SLOT
 
-from kexpr.spool.contract import Capsule
+from kexpr.spool.canonical import canonical_json
+from kexpr.spool.contract import Capsule, SlotPolicy
 from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.fsio import publish
 from kexpr.spool.journal import Journal, format_ts
@@ -27,6 +29,10 @@ from kexpr.worker.provider import build_client
 
 T0 = dt.datetime(2026, 11, 30, 9, 0, 0, tzinfo=dt.UTC)
 # A composition of the one styled slot (the weekly goal-missing interpretation).
+STYLED_GENERATED = "[[P:01]]. 다만 [[A:01]]."
+
+# The composition the scripted provider writes by default for the styled weekly
+# slot (`kit.spool.STYLED_SLOT`): the fit table's first, 다만 before the hold.
 STYLED_GENERATED = "[[P:01]]. 다만 [[A:01]]."
 
 
@@ -111,15 +117,20 @@ def submit(
     *,
     age_s: float = 0.0,
     into: Path | None = None,
+    surface: str = STYLED_SURFACE,
+    slot: SlotPolicy = STYLED_SLOT,
 ) -> str:
-    """A request for the styled weekly slot written ``age_s`` seconds ago (the shim's 4 s deadline) into
-    ``into``: by default claimed/, as the worker finds it after its claim rename;
-    ``root.requests`` for a test that claims it through the worker."""
+    """A request for the styled weekly message (`kit.spool.STYLED_SLOT`) written
+    ``age_s`` seconds ago (the shim's 4 s deadline) into ``into``: by default
+    claimed/, as the worker finds it after its claim rename; ``root.requests`` for a
+    test that claims it through the worker. ``surface``/``slot``: another capsule,
+    swapped in as bytes, as an older shim would write it, for a slot today's models
+    refuse to build (`slot_unstyleable`)."""
     rid = rid or format(len(list(root.claimed.iterdir())) + hash(clock.now) % 10**8, "032x")[-32:]
     submitted = clock.now - dt.timedelta(seconds=age_s)
     capsule = Capsule(
         schema_version="korean-expression-v4",
-        surface="weekly.v1",
+        surface=STYLED_SURFACE,
         artifact_key=akey,
         slots=(STYLED_SLOT,),
     )
@@ -131,7 +142,14 @@ def submit(
         mode=mode,  # type: ignore[arg-type]
         capsule=capsule,
     )
-    publish(root.tmp, (into or root.claimed) / f"{rid}.json", req.to_bytes())
+    data = req.to_bytes()
+    if (surface, slot) != (STYLED_SURFACE, STYLED_SLOT):
+        styled = capsule.model_dump(mode="json")
+        swapped = {**styled, "surface": surface, "slots": [slot.model_dump(mode="json")]}
+        old, new = canonical_json(styled).encode(), canonical_json(swapped).encode()
+        assert data.count(old) == 1
+        data = data.replace(old, new)
+    publish(root.tmp, (into or root.claimed) / f"{rid}.json", data)
     return rid
 
 
