@@ -403,7 +403,8 @@ def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
     deep_text = "[" * 70 + '\\"{' * 5  # 85 characters, 75 "nested" in the text
     assert judge(STYLED, doc(STYLED, deep_text)).reason is Reason.MALFORMED_TOKEN
     assert (
-        judge(STYLED, _STYLED_DOC[:-1] + ',"x":"' + "{" * 200 + '"}').reason is Reason.SCHEMA_MISMATCH
+        judge(STYLED, _STYLED_DOC[:-1] + ',"x":"' + "{" * 200 + '"}').reason
+        is Reason.SCHEMA_MISMATCH
     )
     # An unterminated string hides what follows it; the document is malformed anyway.
     assert judge(STYLED, '{"x":"' + "[" * 200).reason is Reason.MALFORMED_JSON
