@@ -47,25 +47,23 @@ def _styled(*policies: SlotPolicy) -> tuple[SlotPolicy, ...]:
     return tuple(p for p in policies if slot_styleable(p.slot_id, p.semantic_ids))
 
 
-def body_shapes(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPolicy, ...]]]:
-    """Every body the shipped manifest allows, as (group, surface, its capsule's slots):
-    the slots the fit table leaves a choice, none for a body with nothing to style.
+def body_policies(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPolicy, ...]]]:
+    """Every body the shipped manifest allows, as (group, surface, the policies of all
+    its slots, locked or not).
     Groups: daily, weekly I2 (goal range missing), weekly (every other branch),
     physique card, dual card n (n reasons: the decision and lines 1..n; all
     combinations up to three lines, beyond that each reason repeated and the two
     alternating)."""
     for b in _branches("daily.status"):
-        yield "daily", "daily.v1", _styled(slot_policy("daily.status", b))
+        yield "daily", "daily.v1", (slot_policy("daily.status", b),)
     interpretation = _branches("weekly.interpretation")
     for bi, br in itertools.product(interpretation, _branches("weekly.rationale")):
         group = "weekly I2" if bi == interpretation[1] else "weekly"
-        slots = _styled(
-            slot_policy("weekly.interpretation", bi), slot_policy("weekly.rationale", br)
-        )
+        slots = (slot_policy("weekly.interpretation", bi), slot_policy("weekly.rationale", br))
         yield group, "weekly.v1", slots
     for b in _branches("adaptive.physique.review_instruction"):
         policy = slot_policy("adaptive.physique.review_instruction", b)
-        yield "physique card", "adaptive.physique.card.v1", _styled(policy)
+        yield "physique card", "adaptive.physique.card.v1", (policy,)
     reasons = list(_branches("adaptive.dual.review.N"))
     decisions = list(_branches("adaptive.dual.judgment"))
     for n in range(1, max_reasons + 1):
@@ -75,11 +73,18 @@ def body_shapes(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPoli
             combos = [tuple([r] * n) for r in reasons]
             combos.append(tuple(reasons[i % len(reasons)] for i in range(n)))
         for decision, combo in itertools.product(decisions, combos):
-            slots = _styled(
+            slots = (
                 slot_policy("adaptive.dual.judgment", decision),
                 *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i, r in enumerate(combo)),
             )
             yield f"dual card {n}", "adaptive.dualcoachtest.card.v1", slots
+
+
+def body_shapes(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPolicy, ...]]]:
+    """Every body the shipped manifest allows, as (group, surface, its capsule's slots):
+    the slots the fit table leaves a choice, none for a body with nothing to style."""
+    for group, surface, policies in body_policies(max_reasons):
+        yield group, surface, _styled(*policies)
 
 
 def shipped_shapes(max_reasons: int = 9) -> Iterator[tuple[str, tuple[SlotPolicy, ...]]]:
@@ -120,6 +125,11 @@ def computed_table() -> dict[str, int]:
     pieces: set[str] = set()
     for surface, slots in shipped_shapes(max_reasons=3):
         pieces.update(_split(_answer(surface, _KEY_STAND_IN, slots)))
+    # Every body's slots, locked ones included (their generated_ko empty): an ID or a
+    # slot the table locks today still costs its exact count wherever it is bounded.
+    for _group, surface, policies in body_policies(max_reasons=3):
+        pieces.update(_split(_answer(surface, _KEY_STAND_IN, policies)))
+    for surface, slots in shipped_shapes(max_reasons=3):
         for _, _, answer in composed_answers(surface, slots, _KEY_STAND_IN):
             pieces.update(_split(answer))
     pieces.update(SAFE_STYLE_LEXEMES)
