@@ -107,7 +107,10 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("weekly I2", "weekly, goal range missing (I2)"),
     ("weekly", "weekly, every other branch"),
     ("physique card", "physique card"),
-    *((f"dual card {n}", f"dual card, {n} reason{'s' if n > 1 else ''}") for n in range(1, MAX_REASONS + 1)),
+    *(
+        (f"dual card {n}", f"dual card, {n} reason{'s' if n > 1 else ''}")
+        for n in range(1, MAX_REASONS + 1)
+    ),
 )
 
 
@@ -152,9 +155,7 @@ def budget_table() -> str:
     ]
     for row in _shipped_rows():
         if not row.styled:
-            lines.append(
-                f"| {row.label} | — | — | — | {NOTHING_TO_STYLE} (no call) | — | — | — |"
-            )
+            lines.append(f"| {row.label} | — | — | — | {NOTHING_TO_STYLE} (no call) | — | — | — |")
             continue
         times = [
             f"{FIRST_TOKEN_RANGE[0] + row.median / r:.1f}–{FIRST_TOKEN_RANGE[1] + row.median / r:.1f} s"
