@@ -812,3 +812,90 @@ def test_property_one_char_change_in_fixed_text_is_ineligible(
     mutated = body[:index] + replacement + body[index + 1 :]
     with pytest.raises(Ineligible):
         parse_weekly(mutated)
+
+
+# -- the one styled message (design §6.2): the goal-missing report's interpretation ----
+# Its two compositions, through the shim's re-validation and render: exactly the host's
+# body with 다만 (with or without its comma) before the hold sentence, every other byte
+# the host's; 다만 anywhere else is refused with the contract's precise reason.
+
+GOAL_MISSING_CANONICAL = _body(W5_FACTS, I2, "기록 보완", "- " + RECORDS_A, RECORDS_R)
+HOLD = "목표 범위가 없어 이번 주 조정 판단은 보류합니다."
+
+
+@pytest.mark.parametrize(
+    ("generated", "word"),
+    [("[[P:01]]. 다만 [[A:01]].", "다만 "), ("[[P:01]]. 다만, [[A:01]].", "다만, ")],
+    ids=["no-comma", "comma"],
+)
+def test_goal_missing_golden_renders_the_word_before_the_hold(generated: str, word: str) -> None:
+    assert I2.endswith("\n" + HOLD)
+    surface = parse_weekly(GOAL_MISSING_CANONICAL)
+    # The one slot with a choice; the rationale is locked host text.
+    assert [s.slot_id for s in surface.slots] == [INTERPRETATION_SLOT]
+    selected = surface.render({INTERPRETATION_SLOT: generated})
+    assert selected.body == _body(
+        W5_FACTS,
+        "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다.\n" + word + HOLD,
+        "기록 보완",
+        "- " + RECORDS_A,
+        RECORDS_R,
+    )
+    assert selected.body == GOAL_MISSING_CANONICAL.replace("\n" + HOLD, "\n" + word + HOLD, 1)
+    assert_layout_identical(surface, selected.body)
+    assert_locked_identical(surface.canonical(), selected)
+
+
+@pytest.mark.parametrize(
+    ("generated", "reason"),
+    [
+        ("다만 [[P:01]]. [[A:01]].", Reason.STYLE_MISFIT),  # before the first token
+        ("다만, [[P:01]]. [[A:01]].", Reason.STYLE_MISFIT),
+        ("다만 [[P:01]]. 다만 [[A:01]].", Reason.STYLE_MISFIT),
+        ("[[P:01]]. 다만 다만 [[A:01]].", Reason.STACKED_STYLE),
+        ("[[P:01]]. 다만 다만, [[A:01]].", Reason.STACKED_STYLE),
+        ("[[P:01]]. 그리고 다만 [[A:01]].", Reason.STACKED_STYLE),
+        ("[[P:01]]. 그리고 [[A:01]].", Reason.STYLE_MISFIT),  # a former cell's word
+        ("[[P:01]]. 이어서, [[A:01]].", Reason.STYLE_MISFIT),
+        ("[[P:01]], 다만 [[A:01]].", Reason.GRAMMAR),  # the comma elsewhere
+        ("[[P:01]]. 다만 ,[[A:01]].", Reason.GRAMMAR),
+        ("[[P:01]]. 다만,[[A:01]].", Reason.GRAMMAR),
+        ("[[P:01]]. 다만,, [[A:01]].", Reason.GRAMMAR),
+    ],
+)
+def test_goal_missing_golden_refuses_the_word_elsewhere(generated: str, reason: Reason) -> None:
+    surface = parse_weekly(GOAL_MISSING_CANONICAL)
+    with pytest.raises(RenderError) as info:
+        surface.render({INTERPRETATION_SLOT: generated})
+    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.contract_reason is reason
+    assert surface.canonical().body == GOAL_MISSING_CANONICAL
+
+
+def test_goal_missing_rationale_is_locked_so_다만_cannot_reach_it() -> None:
+    surface = parse_weekly(GOAL_MISSING_CANONICAL)
+    with pytest.raises(RenderError) as info:
+        surface.render(
+            {INTERPRETATION_SLOT: "[[P:01]]. 다만 [[A:01]].", RATIONALE_SLOT: "다만 [[P:01]]."}
+        )
+    assert info.value.reason is RenderReason.UNKNOWN_SLOT
+
+
+@pytest.mark.parametrize("judgment", list(WeeklyJudgment))
+@pytest.mark.parametrize("interpretation", list(WeeklyInterpretation))
+def test_every_other_branch_has_no_slot_for_다만(
+    interpretation: WeeklyInterpretation, judgment: WeeklyJudgment
+) -> None:
+    # Before any other ID (every other interpretation line, every rationale) the word
+    # has no slot to stand in: the surface asks the model for the I2 interpretation only.
+    body = format_weekly(
+        recent="78.00kg",
+        prior="78.00kg",
+        change="0.00%",
+        goal_range="기록 없음",
+        interpretation=interpretation,
+        judgment=judgment,
+    )
+    slots = [s.slot_id for s in parse_weekly(body).slots]
+    goal_missing = interpretation is WeeklyInterpretation.GOAL_MISSING
+    assert slots == ([INTERPRETATION_SLOT] if goal_missing else [])
