@@ -73,7 +73,7 @@ def body_policies(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPo
             combos = [tuple([r] * n) for r in reasons]
             combos.append(tuple(reasons[i % len(reasons)] for i in range(n)))
         for decision, combo in itertools.product(decisions, combos):
-            slots = (
+            slots: tuple[SlotPolicy, ...] = (
                 slot_policy("adaptive.dual.judgment", decision),
                 *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i, r in enumerate(combo)),
             )
