@@ -101,7 +101,7 @@ WORD = "다만"  # its one style word (the fit table's only word, before the hol
 GOOD_TEXT = "[[P:01]]. " + WORD + " [[A:01]]."
 NFD = unicodedata.normalize("NFD", WORD)
 # The locked rationale's answer, as a model might add it: a slot never asked.
-_RATIONALE_SLOT = {
+_RATIONALE_SLOT: dict[str, object] = {
     "slot_id": WEEKLY_RA.slot_id,
     "predicate_ids": [],
     "action_ids": list(WEEKLY_RA.allowed_action_ids),

@@ -59,7 +59,10 @@ def body_policies(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPo
     interpretation = _branches("weekly.interpretation")
     for bi, br in itertools.product(interpretation, _branches("weekly.rationale")):
         group = "weekly I2" if bi == interpretation[1] else "weekly"
-        slots = (slot_policy("weekly.interpretation", bi), slot_policy("weekly.rationale", br))
+        slots: tuple[SlotPolicy, ...] = (
+            slot_policy("weekly.interpretation", bi),
+            slot_policy("weekly.rationale", br),
+        )
         yield group, "weekly.v1", slots
     for b in _branches("adaptive.physique.review_instruction"):
         policy = slot_policy("adaptive.physique.review_instruction", b)
@@ -73,7 +76,7 @@ def body_policies(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPo
             combos = [tuple([r] * n) for r in reasons]
             combos.append(tuple(reasons[i % len(reasons)] for i in range(n)))
         for decision, combo in itertools.product(decisions, combos):
-            slots: tuple[SlotPolicy, ...] = (
+            slots = (
                 slot_policy("adaptive.dual.judgment", decision),
                 *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i, r in enumerate(combo)),
             )

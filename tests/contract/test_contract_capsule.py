@@ -314,7 +314,14 @@ def test_plan_capsule_example_with_manifest_limits() -> None:
         '"max_generated_chars":220, "max_style_lexemes":16 }] }'
     )
     fields = json.loads(text)["slots"][0]
-    slot = SlotPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+    slot = SlotPolicy(
+        slot_id=fields["slot_id"],
+        allowed_predicate_ids=tuple(fields["allowed_predicate_ids"]),
+        allowed_action_ids=tuple(fields["allowed_action_ids"]),
+        required_placeholder_tokens=tuple(fields["required_placeholder_tokens"]),
+        max_generated_chars=fields["max_generated_chars"],
+        max_style_lexemes=fields["max_style_lexemes"],
+    )
     assert slot == slot_policy("weekly.interpretation", ["P_WEEKLY_KEEP_BASIS", "P_WEEKLY_IN_GOAL"])
     with pytest.raises(CapsuleError) as info:
         Capsule.from_json(text)

@@ -94,7 +94,8 @@ def test_a_dual_card_of_any_length_has_nothing_to_style_and_fits(n: int) -> None
     surface = parse(n)
     assert surface.slots == ()
     bound = surface.answer_token_bound()
-    assert bound == EMPTY_ANSWER_BOUND is not None and bound <= ANSWER_BUDGET_TOKENS
+    assert bound is not None and bound == EMPTY_ANSWER_BOUND
+    assert bound <= ANSWER_BUDGET_TOKENS
     surface.require_answer_budget()
 
 
