@@ -2,9 +2,9 @@
 
     python fuzz/seeds.py
 
-Seeds are small: one valid response per capsule of ``judge_target.CAPSULES`` (files
-``valid-*``, which must be accepted) and a few attack shapes from the plan's list and
-the fit table's (design §6.1). The dictionary holds the schema's keys, tokens,
+Seeds are small: valid responses for the capsules of ``judge_target.CAPSULES`` (files
+``valid-*``, which must be accepted: both compositions of the one styled slot) and a
+few attack shapes from the plan's list and the fit table's (design §6.1, §6.2). The dictionary holds the schema's keys, tokens,
 lexemes, the fit table's style runs and escapes.
 """
 
@@ -39,29 +39,33 @@ def seeds() -> dict[str, bytes]:
     for index, cap in enumerate(CAPSULES):
         out[f"valid-{index}-{cap.surface}"] = encode_input(index, _doc(index))
     out["valid-0-pretty"] = encode_input(0, _doc(0, indent=2))
-    out["valid-2-ascii"] = encode_input(2, json.dumps(response(CAPSULES[2])).encode())
-    daily = _doc(0).decode()
+    out["valid-1-ascii"] = encode_input(1, json.dumps(response(CAPSULES[1])).encode())
+    out["valid-0-comma"] = encode_input(0, _doc(0, "[[P:01]]. 다만, [[A:01]]."))
+    out["valid-1-no-comma"] = encode_input(1, _doc(1, "[[P:01]]. 다만 [[A:01]]."))
+    styled = _doc(0).decode()
     attacks = {  # name: (capsule index, content)
-        "duplicate-escaped-key": (0, daily[:-1] + ',"\\u0073urface":"daily.v1"}'),
-        "plan-daily-example": (0, _doc(0, "오늘은 차분히, [[P:01]].").decode()),
-        "number-word": (1, _doc(1, "하나, [[A:01]].").decode()),
-        "evidential": (1, _doc(1, "확인 결과, [[A:01]].").decode()),
-        "canonical-only": (0, _doc(0, "[[P:01]].").decode()),
-        "nfd": (0, daily.replace("그리고", "\\u1100\\u1173\\u1105\\u1175\\u1100\\u1169")),
-        "zero-width": (0, daily.replace("그리고 ", "그리고\\u200b ")),
-        "style-misfit": (0, _doc(0, "차분히, [[P:01]].").decode()),
-        "stacked-style": (0, _doc(0, "그리고 이어서 [[P:01]].").decode()),
-        "nan": (0, daily[:-1] + ',"x":NaN}'),
-        "tokens-reordered": (
-            2,
-            _doc(2, "먼저, [[P:02]]. 이어서, [[P:01]].", "그리고 [[A:01]].").decode(),
-        ),
+        "duplicate-escaped-key": (0, styled[:-1] + ',"\\u0073urface":"weekly.v1"}'),
+        "plan-daily-example": (0, _doc(0, "[[P:01]]. 오늘은 차분히, [[A:01]].").decode()),
+        "number-word": (1, _doc(1, "[[P:01]]. 하나, [[A:01]].").decode()),
+        "evidential": (1, _doc(1, "[[P:01]]. 확인 결과, [[A:01]].").decode()),
+        "canonical-only": (0, _doc(0, "[[P:01]]. [[A:01]].").decode()),
+        "nfd": (0, styled.replace("다만", "\\u1103\\u1161\\u1106\\u1161\\u11ab")),
+        "zero-width": (0, styled.replace("다만 ", "다만\\u200b ")),
+        "style-misfit": (0, _doc(0, "[[P:01]]. 차분히, [[A:01]].").decode()),
+        "former-cell": (0, _doc(0, "[[P:01]]. 그리고 [[A:01]].").decode()),
+        "but-before-the-finding": (1, _doc(1, "다만, [[P:01]]. [[A:01]].").decode()),
+        "stacked-style": (0, _doc(0, "[[P:01]]. 다만 다만 [[A:01]].").decode()),
+        "comma-elsewhere": (1, _doc(1, "[[P:01]]. 다만 ,[[A:01]].").decode()),
+        "nan": (0, styled[:-1] + ',"x":NaN}'),
+        "tokens-reordered": (0, _doc(0, "다만 [[A:01]]. [[P:01]].").decode()),
+        "key-of-the-other-capsule": (1, _doc(0).decode()),
     }
     for name, (index, text) in attacks.items():
         out[f"attack-{name}"] = encode_input(index, text.encode())
     out["attack-bom"] = encode_input(0, b"\xef\xbb\xbf" + _doc(0))
-    out["attack-invalid-utf8"] = encode_input(0, _doc(0).replace("그".encode(), b"\xed\xa0\x80"))
-    out["attack-lone-surrogate-str"] = bytes([5]) + _doc(0) + b"\xed\xa0"  # form 1
+    out["attack-invalid-utf8"] = encode_input(0, _doc(0).replace("다".encode(), b"\xed\xa0\x80"))
+    # form 1 (str with surrogateescape): the first byte is capsule 0 + 1 * len(CAPSULES)
+    out["attack-lone-surrogate-str"] = bytes([len(CAPSULES)]) + _doc(0) + b"\xed\xa0"
     return out
 
 
@@ -72,8 +76,8 @@ def dictionary() -> str:
         "[[P:01]]", "[[P:02]]", "[[A:01]]", "[[P:", "]]", ", ", ". ", "\\u", "\\ud800",
         "\\u0073", "NaN", "Infinity", "1e999", "true", "null", "[]", "{}", "\ufeff",
         *SPEC_LEXICON, "하나", "오늘", "확인 결과", "잘", "일", "kg",
-        # the fit table's runs (design §6.1)
-        "그리고 ", "먼저, ", "이어서, ", "먼저 ",
+        # the fit table's runs (design §6.1, §6.2), and words of its former cells
+        "다만 ", "다만, ", "그리고 ", "먼저, ",
     ]  # fmt: skip
     lines = []
     for number, word in enumerate(words):

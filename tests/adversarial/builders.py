@@ -23,43 +23,50 @@ def capsule(surface: str, *slots: SlotPolicy, key: str = KEY) -> Capsule:
     return Capsule(schema_version=CONTRACT_VERSION, surface=surface, artifact_key=key, slots=slots)
 
 
+# The one slot the fit table leaves a choice (design §6.2): the weekly interpretation
+# whose goal range is missing (branch I2), tokens [[P:01]] [[A:01]].
+WEEKLY_PA: Final = slot_policy(
+    "weekly.interpretation", ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
+)
+STYLED: Final = capsule("weekly.v1", WEEKLY_PA)
+# The same slot under another key: the echo of the key is checked per capsule.
+STYLED_OTHER_KEY: Final = capsule("weekly.v1", WEEKLY_PA, key=OTHER_KEY)
+
+# Every other slot is locked (design §6.2: no word, or one composition only): its
+# policy exists, a capsule carrying it is refused (`slot_unstyleable`).
 DAILY_SLOT: Final = slot_policy("daily.status", ["P_DAILY_COMPLETE"])
 PHYSIQUE_SLOT: Final = slot_policy(
     "adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"]
 )
 WEEKLY_PP: Final = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
-WEEKLY_PA: Final = slot_policy(
-    "weekly.interpretation", ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
-)
 WEEKLY_RA: Final = slot_policy("weekly.rationale", ["A_WEEKLY_KEEP_BASELINE"])
 WEEKLY_RP: Final = slot_policy("weekly.rationale", ["P_WEEKLY_RECORDS_INSUFFICIENT"])
-# An interpretation whose second line is an action with its own time (design §6.1 c).
 WEEKLY_PT: Final = slot_policy(
     "weekly.interpretation", ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"]
 )
-# The dual card's decision and first review line are locked (design §6.1): they
-# are policies, never slots of a capsule. Operator reason IDs (the open family).
 DUAL_J: Final = slot_policy("adaptive.dual.judgment", ["P_DUAL_DECISION_HOLD_FOR_REVIEW"])
 DUAL_R1: Final = slot_policy("adaptive.dual.review.1", ["P_DUAL_REASON_RECORDS_INSUFFICIENT"])
 DUAL_R2: Final = slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_GOAL_CONFLICT"])
 DUAL_R3: Final = slot_policy("adaptive.dual.review.3", ["P_DUAL_REASON_EDIT"])
 DUAL_R4: Final = slot_policy("adaptive.dual.review.4", ["P_DUAL_REASON_LATEST"])
-
-DAILY: Final = capsule("daily.v1", DAILY_SLOT)
-PHYSIQUE: Final = capsule("adaptive.physique.card.v1", PHYSIQUE_SLOT)
-WEEKLY: Final = capsule("weekly.v1", WEEKLY_PP, WEEKLY_RA)  # tokens P01 P02 | A01
-WEEKLY_MIXED: Final = capsule("weekly.v1", WEEKLY_PA, WEEKLY_RP)  # tokens P01 A01 | P01
-WEEKLY_TIMED: Final = capsule("weekly.v1", WEEKLY_PT, WEEKLY_RA)  # tokens P01 A01 | A01
-DUAL: Final = capsule("adaptive.dualcoachtest.card.v1", DUAL_R2, DUAL_R3, DUAL_R4)  # 4 reasons
+LOCKED: Final[tuple[tuple[str, SlotPolicy], ...]] = (
+    ("daily.v1", DAILY_SLOT),
+    ("adaptive.physique.card.v1", PHYSIQUE_SLOT),
+    ("weekly.v1", WEEKLY_PP),
+    ("weekly.v1", WEEKLY_PT),
+    ("weekly.v1", WEEKLY_RA),
+    ("weekly.v1", WEEKLY_RP),
+    ("adaptive.dualcoachtest.card.v1", DUAL_J),
+    ("adaptive.dualcoachtest.card.v1", DUAL_R1),
+    ("adaptive.dualcoachtest.card.v1", DUAL_R2),
+    ("adaptive.dualcoachtest.card.v1", DUAL_R3),
+    ("adaptive.dualcoachtest.card.v1", DUAL_R4),
+)
 
 # One valid generated_ko per slot of each capsule above (the fit table's words).
 GOOD: Final[dict[Capsule, tuple[str, ...]]] = {
-    DAILY: ("그리고 [[P:01]].",),
-    PHYSIQUE: ("먼저 [[A:01]].",),
-    WEEKLY: ("먼저, [[P:01]]. 이어서, [[P:02]].", "그리고 [[A:01]]."),
-    WEEKLY_MIXED: ("먼저, [[P:01]]. 그리고 [[A:01]].", "그리고 [[P:01]]."),
-    WEEKLY_TIMED: ("먼저, [[P:01]]. 그리고 [[A:01]].", "그리고 [[A:01]]."),
-    DUAL: ("그리고 [[P:01]].", "그리고 [[P:01]].", "그리고 [[P:01]]."),
+    STYLED: ("[[P:01]]. 다만 [[A:01]].",),
+    STYLED_OTHER_KEY: ("[[P:01]]. 다만, [[A:01]].",),
 }
 
 

@@ -31,7 +31,9 @@ from typing import Any, Final
 
 # design §6, verbatim (kept as the spec's own line, hence the split).
 _SPEC_LINE: Final = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 그대로 특히 잠시 다시"
-SPEC_LEXICON: Final[tuple[str, ...]] = tuple(_SPEC_LINE.split(" "))
+# design §6.2: the one word beyond the plan's twenty, entered on the readers' verdict.
+_REVIEWED_WORDS: Final = ("다만",)
+SPEC_LEXICON: Final[tuple[str, ...]] = (*_SPEC_LINE.split(" "), *_REVIEWED_WORDS)
 # The plan's forbidden vocabulary, in the plan's order (seed plan "Korean style
 # grammar, prohibited claims, and deterministic rejection"); the product's list
 # starts with these and may add more.
@@ -59,31 +61,18 @@ def grammar_regex(tokens: Sequence[str]) -> re.Pattern[str]:
     return pattern
 
 
-# design §6.1, as its prose says it, slot by slot ("word," with the comma, "word"
-# with a plain space): 그리고 joins a sentence to the message's own statements before
-# it; 먼저, opens the weekly interpretation's two lines; 이어서, continues to its
-# second line when that line is a decision (not an action with its own time); 먼저
-# restates the order of the physique instruction; nothing after a heading or a label.
-_SECOND_LINE_DECISIONS: Final = frozenset({"P_WEEKLY_KEEP_BASIS", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"})
-_REVIEW_LINE: Final = re.compile(r"adaptive\.dual\.review\.([1-9])")
+# design §6.1 and §6.2, as their prose says it ("word," with the comma, "word" with a
+# plain space): the blind readers preferred the host's text before every sentence but
+# one, the goal-missing hold on the weekly interpretation's second line, where 다만
+# (with or without its comma) names the reservation after the finding. Nothing else.
+_RESERVATION: Final = "A_WEEKLY_HOLD_FOR_MISSING_GOAL"
 
 
 def allowed_runs(slot_id: str, index: int, semantic_id: str) -> frozenset[str]:
-    """The runs design §6.1 allows before sentence ``index`` (0-based) of a slot."""
-    if slot_id in ("daily.status", "weekly.rationale"):
-        return frozenset({"그리고"})
-    if slot_id == "weekly.interpretation":
-        if index == 0:
-            return frozenset({"먼저,"})
-        if semantic_id in _SECOND_LINE_DECISIONS:
-            return frozenset({"그리고", "이어서,"})
-        return frozenset({"그리고"})
-    if slot_id == "adaptive.physique.review_instruction":
-        return frozenset({"먼저"})
-    line = _REVIEW_LINE.fullmatch(slot_id)
-    if line is not None and line.group(1) != "1":
-        return frozenset({"그리고"})  # a later line of the review block
-    return frozenset()  # the decision label, the first review line, anything else
+    """The runs design §6.1/§6.2 allow before sentence ``index`` (0-based) of a slot."""
+    if slot_id == "weekly.interpretation" and index == 1 and semantic_id == _RESERVATION:
+        return frozenset({"다만", "다만,"})
+    return frozenset()
 
 
 def _sentences(tokens: Sequence[str]) -> re.Pattern[str]:

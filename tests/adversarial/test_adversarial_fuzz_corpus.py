@@ -42,12 +42,12 @@ def test_target_flags_an_oracle_disagreement(monkeypatch: pytest.MonkeyPatch) ->
     # judge disagree on must raise. Simulate a contract bug by lying to the target.
     monkeypatch.setattr(judge_target, "document_ok", lambda capsule, content: False)
     with pytest.raises(judge_target.OracleDisagreement):
-        judge_target.one_input((CORPUS / "valid-0-daily.v1").read_bytes())
+        judge_target.one_input((CORPUS / "valid-0-weekly.v1").read_bytes())
 
 
 @pytest.mark.parametrize("form", range(judge_target.FORMS))
 def test_every_input_form_reaches_judge(form: int) -> None:
-    body = (CORPUS / "valid-0-daily.v1").read_bytes()[1:]
+    body = (CORPUS / "valid-0-weekly.v1").read_bytes()[1:]
     index, content = judge_target.decode_input(bytes([form * len(judge_target.CAPSULES)]) + body)
     assert index == 0
     assert isinstance(content, bytes if form == 0 else str)

@@ -24,6 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adversarial.builders import (
+    LOCKED,
+    STYLED,
+    STYLED_OTHER_KEY,
     all_policies,
     capsule,
     capsule_dict,
@@ -51,7 +54,6 @@ from adversarial.strategies import (
     mutation_of,
 )
 from kexpr.spool.contract import (
-    MANIFEST,
     REASON_VERDICT,
     SAFE_STYLE_LEXEMES,
     Capsule,
@@ -68,10 +70,12 @@ from kexpr.spool.contract import (
     manifest_for,
     slot_policy,
 )
+from kexpr.spool.contract.answers import answer_document
 
 POLICIES = all_policies()
-# The policies a capsule may carry: a word fits some sentence (design §6.1). The
-# others (the dual decision, the first review line) are locked by the shim.
+# The policies a capsule may carry: the fit table leaves them a choice of
+# compositions (design §6.1): only the goal-missing interpretation (§6.2). The others
+# are locked: the shim presents their bodies unstyled, a capsule asking for one is refused.
 STYLEABLE = [p for p in POLICIES if fit.slot_styleable(p.slot_id, p.semantic_ids)]
 
 
@@ -126,8 +130,11 @@ def test_oracle_reads_the_spec_examples() -> None:
     physique = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
     weekly = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
     timed = slot_policy("weekly.interpretation", ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"])
+    styled = slot_policy(
+        "weekly.interpretation", ["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
+    )
     review_2 = slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_EDIT"])
-    # design §6: the grammar
+    # design §6: the grammar (every slot has one, styled or not)
     assert _grammatical(daily, "차분히, [[P:01]].") and _grammatical(daily, "차분히 [[P:01]].")
     assert not _grammatical(daily, "오늘은 차분히, [[P:01]].")  # design §6: rejected
     assert _grammatical(physique, "하나씩 순서대로, [[A:01]].")
@@ -137,21 +144,37 @@ def test_oracle_reads_the_spec_examples() -> None:
     assert not _grammatical(
         daily, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 [[P:01]]."
     )
+    assert _grammatical(styled, "[[P:01]]. 다만 [[A:01]].")
     assert grammar_regex(("[[P:01]]",)).fullmatch("차분히, [[P:01]].") is not None
-    # design §6.1: the fit table, on grammatical texts
-    assert not _ok(daily, "차분히, [[P:01]].") and not _ok(daily, "그리고, [[P:01]].")
-    assert _ok(daily, "그리고 [[P:01]].")
-    assert _ok(physique, "먼저 [[A:01]].") and not _ok(physique, "하나씩 순서대로, [[A:01]].")
-    assert _ok(weekly, "먼저, [[P:01]]. 이어서, [[P:02]].")
-    assert not _ok(weekly, "차분히, [[P:01]]. 이어서 [[P:02]].")
-    assert _ok(timed, "[[P:01]]. 그리고 [[A:01]].") and not _ok(
-        timed, "[[P:01]]. 이어서, [[A:01]]."
+    # design §6.1, §6.2: the fit table, on grammatical texts: 다만 (with or without its
+    # comma) before the goal-missing hold, nothing else anywhere
+    assert _ok(styled, "[[P:01]]. 다만 [[A:01]].") and _ok(styled, "[[P:01]]. 다만, [[A:01]].")
+    assert not _ok(styled, "다만 [[P:01]]. [[A:01]].")
+    assert not _ok(styled, "[[P:01]]. 그리고 [[A:01]].")
+    assert not _ok(styled, "[[P:01]]. 다만 그리고 [[A:01]].")
+    assert not _ok(styled, "먼저, [[P:01]]. 다만 [[A:01]].")
+    assert not _ok(daily, "그리고 [[P:01]].") and not _ok(daily, "다만 [[P:01]].")
+    assert not _ok(physique, "먼저 [[A:01]].") and not _ok(physique, "다만 [[A:01]].")
+    assert not _ok(weekly, "먼저, [[P:01]]. 이어서, [[P:02]].")
+    assert not _ok(timed, "[[P:01]]. 그리고 [[A:01]].") and not _ok(
+        timed, "[[P:01]]. 다만 [[A:01]]."
     )
-    assert _ok(review_2, "그리고 [[P:01]].") and not _ok(review_2, "먼저, [[P:01]].")
+    assert not _ok(review_2, "그리고 [[P:01]].")
     assert not fits(
         "adaptive.dual.review.1", ["P_DUAL_REASON_EDIT"], ["[[P:01]]"], "그리고 [[P:01]]."
     )
     assert not fits("daily.status", ["P_DAILY_COMPLETE"], ["[[P:01]]"], "그리고 먼저 [[P:01]].")
+    assert fits(
+        styled.slot_id,
+        styled.semantic_ids,
+        styled.required_placeholder_tokens,
+        "[[P:01]]. 다만, [[A:01]].",
+    )
+
+
+def test_only_the_goal_missing_interpretation_is_styleable() -> None:
+    # What the generative tests below sample from: one policy (design §6.2).
+    assert STYLEABLE == list(STYLED.slots)
 
 
 def _candidates(policy: SlotPolicy) -> list[str]:
@@ -327,79 +350,61 @@ def test_repeated_mutations_agree_with_the_oracle(data: st.DataObject) -> None:
 
 
 def test_deleting_the_comma_keeps_a_grammatical_composition() -> None:
-    # A mutation that stays grammatical: the comma is optional in the grammar, but
-    # part of the fit table's cell (design §6.1: `먼저, X` orders the text, `먼저 X했습니다`
-    # says X was done first), so the table decides.
-    policy = slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"])
-    text = Mutation("delete", 2, "").apply("먼저, [[P:01]]. [[P:02]].")
-    assert text == "먼저 [[P:01]]. [[P:02]]." and _grammatical(policy, text)
-    assert check_grammar(policy, text) is None
+    # A mutation that stays grammatical: the comma is optional in the grammar, and
+    # whether the table then accepts the text depends on its cell (design §6.1).
+    # Before the goal-missing hold 다만 stands with or without it (design §6.2).
+    policy = STYLED.slots[0]
+    text = Mutation("delete", 12, "").apply("[[P:01]]. 다만, [[A:01]].")
+    assert text == "[[P:01]]. 다만 [[A:01]]." and _grammatical(policy, text)
+    assert _ok(policy, text) and check_generated(policy, text) is None
+    # ... and before the finding no word stands, with or without its comma.
+    text = Mutation("delete", 2, "").apply("먼저, [[P:01]]. [[A:01]].")
+    assert text == "먼저 [[P:01]]. [[A:01]]." and check_grammar(policy, text) is None
     assert not _ok(policy, text) and check_generated(policy, text) is Reason.STYLE_MISFIT
-    # ... and the other way round: before the physique instruction only 먼저 without it.
-    physique = slot_policy("adaptive.physique.review_instruction", ["A_OPERATOR_REVIEW_DECISION"])
-    text = Mutation("delete", 2, "").apply("먼저, [[A:01]].")
-    assert _ok(physique, text) and check_generated(physique, text) is None
 
 
 # -- 3. one bad slot rejects the whole document --------------------------------------------
 
 
+# A capsule has one slot (design §6.1: every other slot is locked), so the whole
+# document is the one slot plus whatever the model adds: a slot it was never asked
+# (a locked policy, answered with any composition of the grammar) rejects the
+# document, whichever slot is mutated and wherever the extra slot stands.
+
+
 @st.composite
-def multi_slot(draw: st.DrawFn) -> tuple[Capsule, list[str], int, Mutation]:
+def with_unasked_slot(draw: st.DrawFn) -> str:
     rng = random.Random(draw(st.integers(0, 2**64 - 1)))
-    if rng.random() < 0.5:
-        rows = (MANIFEST["weekly.interpretation"], MANIFEST["weekly.rationale"])
-        policies = [slot_policy(r.slot_ids[0], rng.choice(r.branches)) for r in rows]
-        cap = capsule("weekly.v1", *policies)
-    else:
-        # A card's decision and first review line are locked: its slots are lines 2..n.
-        reasons = MANIFEST["adaptive.dual.review.N"].branches
-        reviews = [
-            slot_policy(f"adaptive.dual.review.{i}", rng.choice(reasons))
-            for i in range(2, rng.randint(2, 9) + 1)
-        ]
-        cap = capsule("adaptive.dualcoachtest.card.v1", *reviews)
-    texts = [fitted_composition_of(rng, p) for p in cap.slots]
-    bad = rng.randrange(len(texts))
-    m = mutation_of(rng, texts[bad], cap.slots[bad].required_placeholder_tokens)
-    return cap, texts, bad, m
+    _, extra = rng.choice(LOCKED)
+    good = response(STYLED)
+    slot = answer_document({"slots": [extra]}, {extra.slot_id: draw(compositions(extra))})["slots"][
+        0
+    ]
+    slots = [good["slots"][0]]
+    slots.insert(rng.randrange(2), slot)
+    bad = rng.randrange(2)
+    text = slots[bad]["generated_ko"]
+    slots[bad] = {**slots[bad], "generated_ko": mutation_of(rng, text, ()).apply(text)}
+    return dumps({**good, "slots": slots})
 
 
 @PROPERTY
-@given(multi_slot())
-def test_one_mutated_slot_decides_the_whole_document(
-    case: tuple[Capsule, list[str], int, Mutation],
-) -> None:
-    cap, texts, bad, m = case
-    assert judge(cap, doc(cap, *texts)).verdict is Verdict.ACCEPTED
-    texts[bad] = m.apply(texts[bad])
-    expected = all(_ok(p, t) for p, t in zip(cap.slots, texts, strict=True))
-    judgement = judge(cap, doc(cap, *texts))
+@given(with_unasked_slot())
+def test_a_slot_never_asked_rejects_the_whole_document(content: str) -> None:
+    judgement = judge(STYLED, content)
     _consistent(judgement)
-    assert (judgement.verdict is Verdict.ACCEPTED) is expected
-    if not expected:
-        # The reason is the mutated slot's own: every other slot is valid.
-        assert judgement.reason is check_generated(cap.slots[bad], texts[bad]) or (
-            judgement.verdict is Verdict.INVALID_RESPONSE
-        )
-    _tally("one mutated slot of many", expected)
+    assert judgement.verdict is not Verdict.ACCEPTED
+    assert not document_ok(capsule_dict(STYLED), content)
+    if judgement.verdict is Verdict.VALIDATION_REJECTED:
+        # The echo rules decide before any style: the slots are not the capsule's.
+        assert judgement.reason is Reason.SLOT_MISMATCH
+    _tally("documents with an unasked slot", False)
 
 
 # -- 4. random JSON documents around valid slots ----------------------------------------------
 
-_DOC_CAPSULES = [
-    _single(slot_policy("daily.status", ["P_DAILY_PARTIAL"])),
-    capsule(
-        "weekly.v1",
-        slot_policy("weekly.interpretation", ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"]),
-        slot_policy("weekly.rationale", ["A_WEEKLY_REVIEW_ADJUSTMENT"]),
-    ),
-    capsule(
-        "adaptive.dualcoachtest.card.v1",
-        slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_EDIT"]),
-        slot_policy("adaptive.dual.review.3", ["P_DUAL_REASON_LATEST"]),
-    ),
-]
+# The capsules that can exist: the goal-missing interpretation, under two keys.
+_DOC_CAPSULES = [STYLED, STYLED_OTHER_KEY]
 
 
 @st.composite

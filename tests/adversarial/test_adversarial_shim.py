@@ -8,8 +8,9 @@ and never expand the attack.
 
 Two layers, both from the same attack table:
 
-- every generated_ko attack on ``daily.v1`` goes through the shim's pure re-validation
-  and render (``parse_daily(...).render``), which must refuse it;
+- every generated_ko attack on the one styled message (the goal-missing weekly
+  report, design §6.2) goes through the shim's pure re-validation and render
+  (``parse_weekly(...).render``), which must refuse it;
 - every one of them again, plus echo attacks a compromised worker would try (another
   artifact's key, another branch's predicate, another surface), goes through the whole
   ``KoreanExpressionCoordinator`` with a real spool.
@@ -23,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.bodies import DAILY_BODY, DAILY_FACTS
+from kit.bodies import STYLED_BODY, STYLED_SELECTED, present_styled
 from reference_host.scripted_worker import ScriptedWorker
 
-from adversarial.builders import DAILY, capsule_dict, response
+from adversarial.builders import STYLED, capsule_dict, response
 from adversarial.oracle import slot_ok
 from adversarial.test_adversarial_attacks import ATTACKS
 from gateway_shim import (
@@ -38,27 +39,28 @@ from gateway_shim import (
     exact_block,
 )
 from gateway_shim.surfaces import RenderError
-from gateway_shim.surfaces.daily import parse_daily
+from gateway_shim.surfaces.weekly import parse_weekly
 from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.fsio import publish
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.messages import parse_report
 
-BODY, FACTS = DAILY_BODY, DAILY_FACTS
-GOOD_TEXT = "그리고 [[P:01]]."  # the fit table's one word before the daily status
+BODY = STYLED_BODY
+SLOT = STYLED.slots[0].slot_id
+GOOD_TEXT = "[[P:01]]. 다만 [[A:01]]."  # the fit table's one word, before the hold
 ATTEMPT = "a" * 32
 
 
 def _generated_attacks() -> list[tuple[str, str]]:
-    """(name, generated_ko) of every attack on DAILY that differs from the valid
+    """(name, generated_ko) of every attack on STYLED that differs from the valid
     response only in its generated_ko, where that generated_ko is itself outside the
     contract: the grammar or the fit table (by the independent oracle: a duplicate-key
     attack whose surviving value is valid does not count)."""
     out: list[tuple[str, str]] = []
-    policy = capsule_dict(DAILY)["slots"][0]
-    valid_slot = response(DAILY)["slots"][0]
+    policy = capsule_dict(STYLED)["slots"][0]
+    valid_slot = response(STYLED)["slots"][0]
     for attack in ATTACKS:
-        if attack.capsule != DAILY or attack.reason is None or isinstance(attack.content, bytes):
+        if attack.capsule != STYLED or attack.reason is None or isinstance(attack.content, bytes):
             continue
         try:
             doc = json.loads(attack.content)
@@ -78,7 +80,7 @@ def _generated_attacks() -> list[tuple[str, str]]:
             and {k: v for k, v in slot.items() if k != "generated_ko"}
             == {k: v for k, v in valid_slot.items() if k != "generated_ko"}
             and {k: v for k, v in doc.items() if k != "slots"}
-            == {k: v for k, v in response(DAILY).items() if k != "slots"}
+            == {k: v for k, v in response(STYLED).items() if k != "slots"}
         ):
             out.append((f"{attack.category}: {attack.name}", text))
     return out
@@ -96,9 +98,9 @@ def test_the_attack_table_yields_generated_ko_attacks() -> None:
 
 @pytest.mark.parametrize(("name", "text"), GENERATED, ids=[n for n, _ in GENERATED])
 def test_shim_render_refuses_every_generated_attack(name: str, text: str) -> None:
-    surface = parse_daily(BODY, FACTS)
+    surface = parse_weekly(BODY)
     with pytest.raises(RenderError):
-        surface.render({"daily.status": text})
+        surface.render({SLOT: text})
 
 
 # -- the whole coordinator with a compromised worker ---------------------------------------
@@ -157,11 +159,20 @@ COORDINATOR_CASES: list[tuple[str, Answer]] = [
     ("echo: another artifact's key", _edit(_set("artifact_key", "f" * 64))),
     (
         "echo: the other branch's predicate",
-        _edit(_set("predicate_ids", ["P_DAILY_PARTIAL"], slot=True)),
+        _edit(_set("predicate_ids", ["P_WEEKLY_IN_GOAL"], slot=True)),
     ),
-    ("echo: another surface", _edit(_set("surface", "weekly.v1"))),
-    ("echo: another slot", _edit(_set("slot_id", "weekly.rationale", slot=True))),
-    ("echo: an added action", _edit(_set("action_ids", ["A_OPERATOR_REVIEW_DECISION"], slot=True))),
+    ("echo: another surface", _edit(_set("surface", "daily.v1"))),
+    ("echo: the locked rationale", _edit(_set("slot_id", "weekly.rationale", slot=True))),
+    (
+        "echo: an added action",
+        _edit(
+            _set(
+                "action_ids",
+                ["A_WEEKLY_HOLD_FOR_MISSING_GOAL", "A_OPERATOR_REVIEW_DECISION"],
+                slot=True,
+            )
+        ),
+    ),
     ("echo: a second slot", _edit(lambda c: c["slots"].append(dict(c["slots"][0])))),
 ]
 
@@ -171,7 +182,7 @@ def shim(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[KoreanExpressionCoordinator, CompromisedWorker]]:
     root = DataRoot(Path(tmp_path_factory.mktemp("compromised")) / "root")
-    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, daily=True))
+    config = KoreanExpressionConfig.from_block(exact_block(Mode.ENABLED, weekly=True))
     coordinator = KoreanExpressionCoordinator(config, root.root)
     with CompromisedWorker(root) as worker:
         yield coordinator, worker
@@ -185,9 +196,9 @@ def test_the_compromised_worker_can_get_a_valid_composition_selected(
     # rejections below are the attacks' doing.
     coordinator, worker = shim
     worker.answer = _with(GOOD_TEXT)
-    candidate = coordinator.present_daily(BODY, facts=FACTS, finalized_event_id="evt-control")
+    candidate = present_styled(coordinator, "control")
     assert candidate.outcome is Outcome.ACCEPTED
-    assert candidate.body == BODY.replace("저장된 오늘", "그리고 저장된 오늘")
+    assert candidate.body == STYLED_SELECTED
 
 
 @pytest.mark.parametrize(
@@ -200,7 +211,7 @@ def test_compromised_worker_cannot_get_an_attack_published(
     worker.answer = answer
     report = worker.root.reports / f"{ATTEMPT}.json"
     report.unlink(missing_ok=True)
-    candidate = coordinator.present_daily(BODY, facts=FACTS, finalized_event_id=f"evt-{name}")
+    candidate = present_styled(coordinator, f"attack-{name}")
     assert candidate.body == BODY
     assert candidate.status is CandidateStatus.CANONICAL and candidate.publication_permitted
     # The spool reader refuses what the contract's reader refuses (a zero-width

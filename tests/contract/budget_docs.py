@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "contract"))
 
-from budget_support import capsule, count, shipped_shapes  # noqa: E402
+from budget_support import body_shapes, capsule, count  # noqa: E402
 
 from kexpr.spool.contract import ARTIFACT_KEY_HEX, SlotPolicy  # noqa: E402
 from kexpr.spool.contract.budget import (  # noqa: E402
@@ -61,7 +61,8 @@ def _pretty(text: str) -> str:
 
 
 class Row:
-    """One capsule shape (or a family of shapes): its counts over `KEYS`."""
+    """One group of bodies: its capsules' counts over `KEYS`, or none when the fit table
+    leaves every body of the group nothing to style (design §6.1: no capsule, no call)."""
 
     def __init__(self, label: str, shapes: Sequence[Shape]) -> None:
         self.label = label
@@ -80,6 +81,10 @@ class Row:
         self.fits = {b <= ANSWER_BUDGET_TOKENS for b in bounds}
 
     @property
+    def styled(self) -> bool:
+        return bool(self.bounds)
+
+    @property
     def median(self) -> int:
         return round(statistics.median(self.compact))
 
@@ -92,32 +97,53 @@ def _span(values: Iterable[int]) -> str:
     return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
-# design §6.1: a dual card's decision and first review line are locked, so a card
-# with fewer than two reasons has no slot and is never asked (`nothing_to_style`).
+# design §6.1, §6.2: a body whose slots all lack a choice has no capsule and is never
+# asked (`nothing_to_style`).
 NOTHING_TO_STYLE = "nothing_to_style"
-DUAL_REASONS = (2, 3, 4, 5, 6, 7, 9)
-
-
-def _dual_label(n: int) -> str:
-    return f"dual card, {n} reasons"
+MAX_REASONS = 9
+# The groups of bodies, in the table's order, and their labels.
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("daily", "daily"),
+    ("weekly I2", "weekly, goal range missing (I2)"),
+    ("weekly", "weekly, every other branch"),
+    ("physique card", "physique card"),
+    *(
+        (f"dual card {n}", f"dual card, {n} reason{'s' if n > 1 else ''}")
+        for n in range(1, MAX_REASONS + 1)
+    ),
+)
 
 
 def _shipped_rows() -> list[Row]:
-    shapes = list(shipped_shapes())
+    """One row a group of bodies; consecutive dual card rows with nothing to style
+    are one row (`_collapsed`)."""
+    shapes: dict[str, list[Shape]] = {group: [] for group, _ in GROUPS}
+    for group, surface, slots in body_shapes(MAX_REASONS):
+        if slots and (surface, slots) not in shapes[group]:
+            shapes[group].append((surface, slots))
+    return _collapsed([Row(label, shapes[group]) for group, label in GROUPS])
 
-    def of(surface: str, n_slots: int | None = None) -> list[Shape]:
-        return [
-            (s, sl) for s, sl in shapes if s == surface and (n_slots is None or len(sl) == n_slots)
-        ]
 
-    rows = [
-        Row("daily", of("daily.v1")),
-        Row("weekly", of("weekly.v1")),
-        Row("physique card", of("adaptive.physique.card.v1")),
-    ]
-    # A card with n reasons asks for its lines 2..n.
-    rows.extend(Row(_dual_label(n), of(DUAL, n - 1)) for n in DUAL_REASONS)
-    return rows
+def _collapsed(rows: list[Row]) -> list[Row]:
+    out: list[Row] = []
+    run: list[Row] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            first, last = run[0].label.split(", ")[1], run[-1].label.split(", ")[1]
+            out.append(Row(f"dual card, {first.split()[0]} to {last}", []))
+        run.clear()
+
+    for row in rows:
+        if row.label.startswith("dual card") and not row.styled:
+            run.append(row)
+            continue
+        flush()
+        out.append(row)
+    flush()
+    return out
 
 
 def budget_table() -> str:
@@ -127,8 +153,10 @@ def budget_table() -> str:
         " | at 55 t/s |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    rows = _shipped_rows()
-    for row in rows:
+    for row in _shipped_rows():
+        if not row.styled:
+            lines.append(f"| {row.label} | — | — | — | {NOTHING_TO_STYLE} (no call) | — | — | — |")
+            continue
         times = [
             f"{FIRST_TOKEN_RANGE[0] + row.median / r:.1f}–{FIRST_TOKEN_RANGE[1] + row.median / r:.1f} s"
             for r in RATES
@@ -137,11 +165,6 @@ def budget_table() -> str:
             f"| {row.label} | {row.median} | {round(statistics.median(row.pretty))} |"
             f" {_span(row.bounds)} | {row.eligible()} | {' | '.join(times)} |"
         )
-        if row is rows[2]:
-            lines.append(
-                f"| dual card, decision only or 1 reason | — | — | — | {NOTHING_TO_STYLE}"
-                " (no call) | — | — | — |"
-            )
     return "\n".join(lines)
 
 
@@ -156,37 +179,35 @@ def _guide_cell(row: Row, rate: int) -> str:
     return f"{t:.1f}초, 여유 있음"
 
 
+_GUIDE_LABELS = {
+    "daily": "`daily.v1`",
+    "weekly, goal range missing (I2)": "`weekly.v1`, 목표 범위 없음(I2)",
+    "weekly, every other branch": "`weekly.v1`, 그 밖의 분기",
+    "physique card": "`adaptive.physique.card.v1`",
+}
+
+
+def _guide_label(label: str) -> str:
+    if label in _GUIDE_LABELS:
+        return _GUIDE_LABELS[label]
+    reasons = label.removeprefix("dual card, ").removesuffix(" reasons").removesuffix(" reason")
+    return f"듀얼 카드, 근거 {reasons.replace(' to ', '–')}개"
+
+
 def guide_table() -> str:
     """docs/operator-guide.ko.md: first token 0.6 s, the minimal compact answer."""
-    rows = {r.label: r for r in _shipped_rows()}
-    fitting = [n for n in DUAL_REASONS if rows[_dual_label(n)].fits == {True}]
-    over = [n for n in DUAL_REASONS if n not in fitting]
-    assert fitting == list(range(2, max(fitting) + 1))
-    named = [
-        ("`daily.v1`", rows["daily"]),
-        ("`adaptive.physique.card.v1`", rows["physique card"]),
-        ("`weekly.v1`", rows["weekly"]),
-        *((f"듀얼 카드, 근거 {n}개", rows[_dual_label(n)]) for n in fitting),
-    ]
     lines = [
         "| 메시지 유형(최소 압축 답) | 초당 55토큰 | 초당 77토큰(OpenAI 중앙값) | 초당 110토큰(가장 빠른 공개 수치) |",
         "|---|---|---|---|",
     ]
     nothing = f"호출 없음(`{NOTHING_TO_STYLE}`)"
-    for label, row in named:
-        if label == "듀얼 카드, 근거 2개":
-            lines.append(
-                f"| 듀얼 카드, 결정만 또는 근거 1개(꾸밀 문장 없음) | {nothing} | {nothing} | {nothing} |"
-            )
+    for row in _shipped_rows():
+        label = _guide_label(row.label)
+        if not row.styled:
+            lines.append(f"| {label}(꾸밀 문장 없음) | {nothing} | {nothing} | {nothing} |")
+            continue
         cells = " | ".join(_guide_cell(row, r) for r in (55, 77, 110))
         lines.append(f"| {label}(~{row.median}토큰) | {cells} |")
-    assert all(rows[_dual_label(n)].fits == {False} for n in over)
-    counts = " / ".join(str(n) for n in over)
-    medians = " / ".join(f"~{rows[_dual_label(n)].median}" for n in over)
-    lines.append(
-        f"| 듀얼 카드, 근거 {counts}개({medians}) | 도착 불가 | 도착 불가"
-        f" | 도착 불가({ANSWER_BUDGET_TOKENS}토큰 시간 예산 초과) |"
-    )
     return "\n".join(lines)
 
 
@@ -238,20 +259,18 @@ def keys_line() -> str:
 
 
 def guide_pretty_line() -> str:
-    """docs/operator-guide.ko.md: the pretty-printed answers' times (first token 0.6 s)."""
-    rows = {r.label: r for r in _shipped_rows()}
+    """docs/operator-guide.ko.md: the pretty-printed answers' times (first token 0.6 s),
+    for every message that is asked at all."""
     parts = []
-    for label, key in (
-        ("daily", "daily"),
-        ("weekly", "weekly"),
-        ("근거 2개 듀얼 카드", _dual_label(2)),
-    ):
-        pretty = round(statistics.median(rows[key].pretty))
+    for row in _shipped_rows():
+        if not row.styled:
+            continue
+        pretty = round(statistics.median(row.pretty))
         fast, slow = (
             GUIDE_FIRST_TOKEN + pretty / max(RATES),
             GUIDE_FIRST_TOKEN + pretty / min(RATES),
         )
-        parts.append(f"{label} {fast:.1f}–{slow:.1f}초")
+        parts.append(f"{_guide_label(row.label)} {fast:.1f}–{slow:.1f}초")
     return ", ".join(parts) + "가"
 
 

@@ -22,7 +22,7 @@ import quicktok
 from kexpr.spool.contract import MANIFEST, SAFE_STYLE_LEXEMES, Capsule, SlotPolicy, slot_policy
 from kexpr.spool.contract.answers import answer_json
 from kexpr.spool.contract.budget import _KEY_STAND_IN, _answer, _split, minimal_generated
-from kexpr.spool.contract.fit import compositions
+from kexpr.spool.contract.fit import compositions, slot_styleable
 
 ENCODING = "o200k_base"  # gpt-4.1-mini's
 SURFACE_OF = {row.pattern: row.surface for row in MANIFEST.values()}
@@ -42,39 +42,62 @@ def _branches(pattern: str) -> tuple[tuple[str, ...], ...]:
     return MANIFEST[pattern].branches
 
 
-def shipped_shapes(max_reasons: int = 9) -> Iterator[tuple[str, tuple[SlotPolicy, ...]]]:
-    """Every capsule shape the shipped manifest allows: (surface, slots). Dual cards with
-    2..max_reasons review lines: the decision and the first line are locked (design
-    §6.1), so a card's slots are its lines 2..n, each any shipped reason (all
-    combinations up to three slots; beyond that each reason repeated and the two
-    alternating). A card with fewer than two lines has no slot, so no capsule."""
-    for (b,) in zip(_branches("daily.status"), strict=False):
-        yield "daily.v1", (slot_policy("daily.status", b),)
-    for bi, br in itertools.product(
-        _branches("weekly.interpretation"), _branches("weekly.rationale")
-    ):
-        yield (
-            "weekly.v1",
-            (
-                slot_policy("weekly.interpretation", bi),
-                slot_policy("weekly.rationale", br),
-            ),
+def _styled(*policies: SlotPolicy) -> tuple[SlotPolicy, ...]:
+    """The slots of a body's capsule: those the fit table leaves a choice (design §6.1)."""
+    return tuple(p for p in policies if slot_styleable(p.slot_id, p.semantic_ids))
+
+
+def body_policies(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPolicy, ...]]]:
+    """Every body the shipped manifest allows, as (group, surface, the policies of all
+    its slots, locked or not).
+    Groups: daily, weekly I2 (goal range missing), weekly (every other branch),
+    physique card, dual card n (n reasons: the decision and lines 1..n; all
+    combinations up to three lines, beyond that each reason repeated and the two
+    alternating)."""
+    for b in _branches("daily.status"):
+        yield "daily", "daily.v1", (slot_policy("daily.status", b),)
+    interpretation = _branches("weekly.interpretation")
+    for bi, br in itertools.product(interpretation, _branches("weekly.rationale")):
+        group = "weekly I2" if bi == interpretation[1] else "weekly"
+        slots: tuple[SlotPolicy, ...] = (
+            slot_policy("weekly.interpretation", bi),
+            slot_policy("weekly.rationale", br),
         )
+        yield group, "weekly.v1", slots
     for b in _branches("adaptive.physique.review_instruction"):
-        yield "adaptive.physique.card.v1", (slot_policy("adaptive.physique.review_instruction", b),)
-    reasons = [b for b in _branches("adaptive.dual.review.N")]
-    for n in range(2, max_reasons + 1):
-        styled = n - 1  # lines 2..n
-        if styled <= 3:
-            combos = list(itertools.product(reasons, repeat=styled))
+        policy = slot_policy("adaptive.physique.review_instruction", b)
+        yield "physique card", "adaptive.physique.card.v1", (policy,)
+    reasons = list(_branches("adaptive.dual.review.N"))
+    decisions = list(_branches("adaptive.dual.judgment"))
+    for n in range(1, max_reasons + 1):
+        if n <= 3:
+            combos = list(itertools.product(reasons, repeat=n))
         else:
-            combos = [tuple([r] * styled) for r in reasons]
-            combos.append(tuple(reasons[i % len(reasons)] for i in range(styled)))
-        for combo in combos:
-            yield (
-                "adaptive.dualcoachtest.card.v1",
-                tuple(slot_policy(f"adaptive.dual.review.{i + 2}", r) for i, r in enumerate(combo)),
+            combos = [tuple([r] * n) for r in reasons]
+            combos.append(tuple(reasons[i % len(reasons)] for i in range(n)))
+        for decision, combo in itertools.product(decisions, combos):
+            slots = (
+                slot_policy("adaptive.dual.judgment", decision),
+                *(slot_policy(f"adaptive.dual.review.{i + 1}", r) for i, r in enumerate(combo)),
             )
+            yield f"dual card {n}", "adaptive.dualcoachtest.card.v1", slots
+
+
+def body_shapes(max_reasons: int = 9) -> Iterator[tuple[str, str, tuple[SlotPolicy, ...]]]:
+    """Every body the shipped manifest allows, as (group, surface, its capsule's slots):
+    the slots the fit table leaves a choice, none for a body with nothing to style."""
+    for group, surface, policies in body_policies(max_reasons):
+        yield group, surface, _styled(*policies)
+
+
+def shipped_shapes(max_reasons: int = 9) -> Iterator[tuple[str, tuple[SlotPolicy, ...]]]:
+    """Every capsule shape the shipped manifest allows: (surface, slots), once each. A
+    body with nothing to style (design §6.1: no slot with a choice) has no capsule."""
+    seen: set[tuple[str, tuple[SlotPolicy, ...]]] = set()
+    for _group, surface, slots in body_shapes(max_reasons):
+        if slots and (surface, slots) not in seen:
+            seen.add((surface, slots))
+            yield surface, slots
 
 
 def capsule(surface: str, slots: tuple[SlotPolicy, ...], key: str) -> Capsule:
@@ -105,6 +128,11 @@ def computed_table() -> dict[str, int]:
     pieces: set[str] = set()
     for surface, slots in shipped_shapes(max_reasons=3):
         pieces.update(_split(_answer(surface, _KEY_STAND_IN, slots)))
+    # Every body's slots, locked ones included (their generated_ko empty): an ID or a
+    # slot the table locks today still costs its exact count wherever it is bounded.
+    for _group, surface, policies in body_policies(max_reasons=3):
+        pieces.update(_split(_answer(surface, _KEY_STAND_IN, policies)))
+    for surface, slots in shipped_shapes(max_reasons=3):
         for _, _, answer in composed_answers(surface, slots, _KEY_STAND_IN):
             pieces.update(_split(answer))
     pieces.update(SAFE_STYLE_LEXEMES)

@@ -34,27 +34,30 @@ def capsule(surface: str, *slots: SlotPolicy, key: str = KEY) -> Capsule:
     return Capsule(schema_version=CONTRACT_VERSION, surface=surface, artifact_key=key, slots=slots)
 
 
-DAILY = capsule("daily.v1", DAILY_SLOT)
-PHYSIQUE = capsule("adaptive.physique.card.v1", PHYSIQUE_SLOT)
-WEEKLY = capsule("weekly.v1", WEEKLY_PP, WEEKLY_RATIONALE_A)
-# A dual card with four review lines: the decision and the first line are locked
-# (design §6.1: no style word fits them), so its capsule has three slots, lines 2-4.
-# The contract does not ask for distinct reasons (the shim's parser does).
-DUAL = capsule(
-    "adaptive.dualcoachtest.card.v1",
-    slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
-    slot_policy("adaptive.dual.review.3", ["P_DUAL_REASON_EDIT"]),
-    slot_policy("adaptive.dual.review.4", ["P_DUAL_REASON_LATEST"]),
-)
+# The one slot the fit table leaves a choice (design §6.1, §6.2): the weekly
+# interpretation whose goal range is missing (branch I2), tokens [[P:01]] [[A:01]].
+# Its two compositions are `[[P:01]]. 다만 [[A:01]].` and `[[P:01]]. 다만, [[A:01]].`;
+# every other slot is locked, so the capsule below is the only one that can exist.
+STYLED_SLOT = WEEKLY_PA
+STYLED = capsule("weekly.v1", STYLED_SLOT)
+STYLED_TEXTS = ("[[P:01]]. 다만 [[A:01]].", "[[P:01]]. 다만, [[A:01]].")
 
-# A valid generated_ko per capsule above, slot by slot: compositions the fit table
-# accepts (`kexpr.spool.contract.fit`).
-GOOD: dict[str, tuple[str, ...]] = {
-    "daily.v1": ("그리고 [[P:01]].",),
-    "adaptive.physique.card.v1": ("먼저 [[A:01]].",),
-    "weekly.v1": ("먼저, [[P:01]]. 이어서, [[P:02]].", "그리고 [[A:01]]."),
-    "adaptive.dualcoachtest.card.v1": ("그리고 [[P:01]].", "그리고 [[P:01]].", "그리고 [[P:01]]."),
+# Policies of slots the fit table locks: a capsule carrying one is refused
+# (`slot_unstyleable`), so they are policies only, never slots of a capsule.
+LOCKED_POLICIES: dict[str, tuple[str, SlotPolicy]] = {
+    "daily": ("daily.v1", DAILY_SLOT),
+    "physique": ("adaptive.physique.card.v1", PHYSIQUE_SLOT),
+    "weekly I3": ("weekly.v1", WEEKLY_PP),
+    "weekly rationale": ("weekly.v1", WEEKLY_RATIONALE_A),
+    "dual review line": (
+        "adaptive.dualcoachtest.card.v1",
+        slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"]),
+    ),
 }
+
+# A valid generated_ko per slot of the capsule above: the fit table's first
+# composition (`kexpr.spool.contract.fit`).
+GOOD: dict[str, tuple[str, ...]] = {"weekly.v1": (STYLED_TEXTS[0],)}
 
 
 # The echo rules' reasons (the validation_rejected reasons that are not style).

@@ -12,7 +12,7 @@ from budget_support import capsule, composed_answers, computed_table, count, shi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kexpr.spool.contract import Verdict, judge, slot_policy
+from kexpr.spool.contract import CapsuleError, CapsuleReason, Verdict, judge, slot_policy
 from kexpr.spool.contract._budget_table import PRETOKEN_TOKENS
 from kexpr.spool.contract.budget import (
     ANSWER_BUDGET_TOKENS,
@@ -164,14 +164,16 @@ operator_reasons = st.from_regex(DUAL_REASON_ID_PATTERN, fullmatch=True).filter(
 @DERANDOMIZED
 @given(key=keys, reasons=st.lists(operator_reasons, min_size=1, max_size=8))
 def test_the_bound_holds_for_operator_ids_of_any_length(key: str, reasons: list[str]) -> None:
-    # The slots of a dual card are its review lines 2..9 (design §6.1: the decision
-    # and the first line are locked, whatever their IDs).
+    # design §6.2: every review line is locked, whatever its ID (an operator's reason
+    # takes its family's empty cell): no capsule carries one and no bound is figured.
     slots = tuple(slot_policy(f"adaptive.dual.review.{i + 2}", (r,)) for i, r in enumerate(reasons))
-    c = capsule(DUAL, slots, key)
-    answer = minimal_answer(c)
-    assert sum(count(p) for p in _split(answer)) == count(answer)
-    bound = answer_token_bound(c)
-    assert bound is not None and bound >= count(answer)
+    with pytest.raises(CapsuleError) as e:
+        capsule(DUAL, slots, key)
+    assert e.value.reason is CapsuleReason.SLOT_UNSTYLEABLE
+    assert slots_token_bound(DUAL, slots) is None
+    for r in reasons:
+        bound = id_token_bound(r)
+        assert bound is not None and bound >= count(r)
 
 
 def test_a_slot_without_a_composition_has_no_bound() -> None:
@@ -207,19 +209,17 @@ def _worst_id(prefix: str, chars: int) -> str:
 
 
 def test_the_open_id_length_is_what_the_budget_carries() -> None:
-    """manifest Rule 6: at `OPEN_ID_MAX_CHARS`, a card of its decision and up to
-    three review reasons fits whatever grammatical IDs it carries (the costliest
-    are those whose pieces the table does not list): only the lines after the
-    first are asked (the fit table). With four such reasons it does not: so the
-    grammar alone keeps every card the operator's glossary check insists on (two
-    reasons) eligible, with one reason to spare."""
+    """manifest Rule 6: at `OPEN_ID_MAX_CHARS`, the costliest grammatical IDs (those
+    whose pieces the table does not list) cost one token a character in the bound.
+    Under the fit table (design §6.2) a dual card has no slot to ask, whatever IDs
+    and however many reasons it carries: nothing to carry, so nothing over budget."""
     decision = _worst_id("P_DUAL_DECISION_", OPEN_ID_MAX_CHARS)
     reason = _worst_id("P_DUAL_REASON_", OPEN_ID_MAX_CHARS)
     assert len(decision) == len(reason) == OPEN_ID_MAX_CHARS
-    three = _dual_bound(decision, [reason] * 3)
-    four = _dual_bound(decision, [reason] * 4)
-    assert three is not None and four is not None
-    assert three <= ANSWER_BUDGET_TOKENS < four
+    for ident in (decision, reason):
+        bound = id_token_bound(ident)
+        assert bound is not None and count(ident) <= bound <= OPEN_ID_MAX_CHARS
+    assert all(_dual_bound(decision, [reason] * n) == 0 for n in range(0, 10))
 
 
 @DERANDOMIZED
@@ -232,22 +232,16 @@ def test_every_grammatical_card_of_up_to_two_reasons_fits(
 
 
 def test_which_shipped_shapes_fit() -> None:
-    """The budget's verdict per shape (docs/budget.md's table), exactly. With
-    the 128-bit key, the short shipped dual IDs and the fit table's cheapest
-    compositions, every daily, weekly and physique capsule fits, and a dual card with
-    up to SIX review reasons always fits (its slots are lines 2..n: up to five);
-    seven or more never do. A card with fewer than two reasons has no slot to ask."""
+    """The budget's verdict per shape (docs/budget.md's table), exactly. The fit
+    table (design §6.2) leaves one capsule, the weekly goal-missing interpretation:
+    with the 128-bit key and its cheapest composition it fits. Daily, physique and
+    every dual card have no slot to ask (nothing_to_style), so no shape."""
     fits: dict[tuple[str, int], set[bool]] = {}
     for surface, slots in SHAPES:
         bound = slots_token_bound(surface, slots)
         assert bound is not None
         fits.setdefault((surface, len(slots)), set()).add(bound <= ANSWER_BUDGET_TOKENS)
-    expected = {
-        ("daily.v1", 1): {True},
-        ("weekly.v1", 2): {True},
-        ("adaptive.physique.card.v1", 1): {True},
-        **{(DUAL, reasons - 1): {reasons <= 6} for reasons in range(2, 10)},
-    }
+    expected = {("weekly.v1", 1): {True}}
     assert fits == expected
 
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from contract_support import DAILY, DUAL, KEY, PHYSIQUE, WEEKLY, all_policies
+from contract_support import KEY, LOCKED_POLICIES, OTHER_KEY, STYLED, STYLED_SLOT, all_policies
 
 from kexpr.spool.contract import (
     ALL_SEMANTIC_IDS,
@@ -35,8 +35,9 @@ R = CapsuleReason
 
 
 def _base() -> dict[str, Any]:
-    """A valid weekly capsule as a JSON object (lists, as JSON gives them)."""
-    obj: dict[str, Any] = json.loads(WEEKLY.to_json())
+    """The valid capsule (the styled weekly one) as a JSON object (lists, as JSON gives
+    them). Its one slot is the I2 interpretation: [[P:01]] [[A:01]]."""
+    obj: dict[str, Any] = json.loads(STYLED.to_json())
     return obj
 
 
@@ -54,7 +55,6 @@ def _with(path: tuple[Any, ...], value: object) -> dict[str, Any]:
 
 _DELETE = object()
 S0 = ("slots", 0)
-S1 = ("slots", 1)
 
 
 def _slot(**fields: object) -> dict[str, Any]:
@@ -63,16 +63,31 @@ def _slot(**fields: object) -> dict[str, Any]:
     return d
 
 
+def _policy_json(policy: SlotPolicy) -> dict[str, Any]:
+    obj: dict[str, Any] = json.loads(policy.model_dump_json())
+    return obj
+
+
 def _daily_slot_in_weekly() -> dict[str, Any]:
     d = _base()
-    d["slots"].append(json.loads(DAILY.to_json())["slots"][0])
+    d["slots"].append(_policy_json(LOCKED_POLICIES["daily"][1]))
     return d
 
 
+def _locked(surface: str, *policies: SlotPolicy) -> dict[str, Any]:
+    # A capsule asking for slots the fit table locks (design §6.1): every policy is
+    # valid, the capsule is not.
+    return _base() | {"surface": surface, "slots": [_policy_json(p) for p in policies]}
+
+
 def _dual_with(slot_id: str, semantic_id: str) -> dict[str, Any]:
-    # A dual capsule that also asks for a slot the fit table locks (design §6.1).
-    d: dict[str, Any] = json.loads(DUAL.to_json())
-    d["slots"].insert(0, json.loads(slot_policy(slot_id, [semantic_id]).model_dump_json()))
+    review = slot_policy("adaptive.dual.review.2", ["P_DUAL_REASON_LATEST"])
+    return _locked("adaptive.dualcoachtest.card.v1", slot_policy(slot_id, [semantic_id]), review)
+
+
+def _beside_the_styled(locked: SlotPolicy) -> dict[str, Any]:
+    d = _base()
+    d["slots"].append(_policy_json(locked))
     return d
 
 
@@ -99,33 +114,42 @@ CAPSULE_FAILURES: list[tuple[str, dict[str, Any], CapsuleReason]] = [
     ("dual decision slot", _dual_with("adaptive.dual.judgment", "P_DUAL_DECISION_HOLD"), R.SLOT_UNSTYLEABLE),
     ("first review line", _dual_with("adaptive.dual.review.1", "P_DUAL_REASON_EDIT"), R.SLOT_UNSTYLEABLE),
     ("operator decision slot", _dual_with("adaptive.dual.judgment", "P_DUAL_DECISION_OPERATOR"), R.SLOT_UNSTYLEABLE),
+    *((f"locked slot: {name}", _locked(surface, policy), R.SLOT_UNSTYLEABLE) for name, (surface, policy) in LOCKED_POLICIES.items()),
+    ("weekly I1", _locked("weekly.v1", slot_policy("weekly.interpretation", ["P_WEEKLY_TREND_UNAVAILABLE", "A_WEEKLY_RECHECK_AFTER_RECORD"])), R.SLOT_UNSTYLEABLE),
+    ("weekly I4", _locked("weekly.v1", slot_policy("weekly.interpretation", ["P_WEEKLY_OUT_OF_GOAL", "A_WEEKLY_RECHECK_INPUT"])), R.SLOT_UNSTYLEABLE),
+    ("rationale beside the styled slot", _beside_the_styled(slot_policy("weekly.rationale", ["A_WEEKLY_KEEP_BASELINE"])), R.SLOT_UNSTYLEABLE),
+    ("slot surface beats unstyleable", _beside_the_styled(LOCKED_POLICIES["daily"][1]) | {"surface": "daily.v1"}, R.SLOT_SURFACE_MISMATCH),
     # slot rules
     ("unknown slot id", _with((*S0, "slot_id"), "weekly.summary"), R.UNKNOWN_SLOT_ID),
     ("review slot 0", _with((*S0, "slot_id"), "adaptive.dual.review.0"), R.UNKNOWN_SLOT_ID),
     ("review slot 10", _with((*S0, "slot_id"), "adaptive.dual.review.10"), R.UNKNOWN_SLOT_ID),
     ("review slot pattern itself", _with((*S0, "slot_id"), "adaptive.dual.review.N"), R.UNKNOWN_SLOT_ID),
-    ("one-digit token", _slot(required_placeholder_tokens=["[[P:1]]", "[[P:02]]"]), R.MALFORMED_TOKEN),
-    ("lower-case token", _slot(required_placeholder_tokens=["[[p:01]]", "[[P:02]]"]), R.MALFORMED_TOKEN),
-    ("token 00", _slot(required_placeholder_tokens=["[[P:00]]", "[[P:01]]"]), R.MALFORMED_TOKEN),
-    ("token with whitespace", _slot(required_placeholder_tokens=["[[P:01]] ", "[[P:02]]"]), R.MALFORMED_TOKEN),
+    ("one-digit token", _slot(required_placeholder_tokens=["[[P:1]]", "[[A:01]]"]), R.MALFORMED_TOKEN),
+    ("lower-case token", _slot(required_placeholder_tokens=["[[P:01]]", "[[a:01]]"]), R.MALFORMED_TOKEN),
+    ("token 00", _slot(required_placeholder_tokens=["[[P:00]]", "[[A:01]]"]), R.MALFORMED_TOKEN),
+    ("token with whitespace", _slot(required_placeholder_tokens=["[[P:01]] ", "[[A:01]]"]), R.MALFORMED_TOKEN),
     ("no tokens", _slot(required_placeholder_tokens=[]), R.TOKEN_COUNT),
-    ("four tokens", _slot(required_placeholder_tokens=["[[P:01]]", "[[P:02]]", "[[P:03]]", "[[P:04]]"]), R.TOKEN_COUNT),
+    ("four tokens", _slot(required_placeholder_tokens=["[[P:01]]", "[[A:01]]", "[[P:02]]", "[[A:02]]"]), R.TOKEN_COUNT),
     ("IDs of two branches", _slot(allowed_predicate_ids=["P_WEEKLY_IN_GOAL", "P_WEEKLY_TREND_OBSERVED"]), R.IDS_NOT_IN_MANIFEST),
-    ("unknown ID", _slot(allowed_predicate_ids=["P_WEEKLY_IN_GOAL", "P_WEEKLY_GREAT"]), R.IDS_NOT_IN_MANIFEST),
-    ("partial branch", _slot(allowed_predicate_ids=["P_WEEKLY_IN_GOAL"], required_placeholder_tokens=["[[P:01]]"]), R.IDS_NOT_IN_MANIFEST),
-    ("duplicate ID", _slot(allowed_predicate_ids=["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS", "P_WEEKLY_IN_GOAL"]), R.IDS_NOT_IN_MANIFEST),
-    ("ID of another slot", _with((*S1, "allowed_action_ids"), ["A_OPERATOR_REVIEW_DECISION"]), R.IDS_NOT_IN_MANIFEST),
-    ("no IDs", _with((*S1, "allowed_action_ids"), []), R.IDS_NOT_IN_MANIFEST),
-    ("predicates out of branch order", _slot(allowed_predicate_ids=["P_WEEKLY_KEEP_BASIS", "P_WEEKLY_IN_GOAL"]), R.IDS_MISPLACED),
-    ("action listed as predicate", _with((*S1,), {**_base()["slots"][1], "allowed_predicate_ids": ["A_WEEKLY_KEEP_BASELINE"], "allowed_action_ids": []}), R.IDS_MISPLACED),
-    ("tokens reversed", _slot(required_placeholder_tokens=["[[P:02]]", "[[P:01]]"]), R.TOKEN_SEQUENCE),
-    ("token numbers skip", _slot(required_placeholder_tokens=["[[P:01]]", "[[P:03]]"]), R.TOKEN_SEQUENCE),
+    ("unknown ID", _slot(allowed_predicate_ids=["P_WEEKLY_GREAT"]), R.IDS_NOT_IN_MANIFEST),
+    ("partial branch", _slot(allowed_action_ids=[], required_placeholder_tokens=["[[P:01]]"]), R.IDS_NOT_IN_MANIFEST),
+    ("duplicate ID", _slot(allowed_predicate_ids=["P_WEEKLY_TREND_OBSERVED", "P_WEEKLY_TREND_OBSERVED"]), R.IDS_NOT_IN_MANIFEST),
+    ("ID of another slot", _slot(allowed_action_ids=["A_OPERATOR_REVIEW_DECISION"]), R.IDS_NOT_IN_MANIFEST),
+    ("no IDs", _slot(allowed_predicate_ids=[], allowed_action_ids=[]), R.IDS_NOT_IN_MANIFEST),
+    # A slot rule reports before the capsule's own rules, so a locked branch still
+    # shows it (I3, the only branch with two predicates).
+    ("predicates out of branch order", _slot(allowed_predicate_ids=["P_WEEKLY_KEEP_BASIS", "P_WEEKLY_IN_GOAL"], allowed_action_ids=[], required_placeholder_tokens=["[[P:01]]", "[[P:02]]"]), R.IDS_MISPLACED),
+    ("action listed as predicate", _slot(allowed_predicate_ids=["P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"], allowed_action_ids=[]), R.IDS_MISPLACED),
+    ("predicate listed as action", _slot(allowed_predicate_ids=[], allowed_action_ids=["A_WEEKLY_HOLD_FOR_MISSING_GOAL", "P_WEEKLY_TREND_OBSERVED"]), R.IDS_MISPLACED),
+    ("tokens reversed", _slot(required_placeholder_tokens=["[[A:01]]", "[[P:01]]"]), R.TOKEN_SEQUENCE),
+    ("token numbers skip", _slot(required_placeholder_tokens=["[[P:01]]", "[[A:02]]"]), R.TOKEN_SEQUENCE),
     ("token repeated", _slot(required_placeholder_tokens=["[[P:01]]", "[[P:01]]"]), R.TOKEN_SEQUENCE),
-    ("wrong family", _with((*S1, "required_placeholder_tokens"), ["[[P:01]]"]), R.TOKEN_SEQUENCE),
+    ("wrong family", _slot(required_placeholder_tokens=["[[P:01]]", "[[P:02]]"]), R.TOKEN_SEQUENCE),
     ("one token too few", _slot(required_placeholder_tokens=["[[P:01]]"]), R.TOKEN_SEQUENCE),
     ("limits: chars", _slot(max_generated_chars=221), R.LIMITS_MISMATCH),
     ("limits: plan example's 160", _slot(max_generated_chars=160, max_style_lexemes=12), R.LIMITS_MISMATCH),
-    ("limits: lexemes", _with((*S1, "max_style_lexemes"), 11), R.LIMITS_MISMATCH),
+    ("limits: lexemes", _slot(max_style_lexemes=15), R.LIMITS_MISMATCH),
+    ("limits: another row's", _slot(max_generated_chars=144, max_style_lexemes=10), R.LIMITS_MISMATCH),
     # type errors: schema_mismatch whatever else is wrong
     ("bool for an int", _slot(max_generated_chars=True), R.SCHEMA_MISMATCH),
     ("string for an int", _slot(max_generated_chars="220"), R.SCHEMA_MISMATCH),
@@ -169,47 +193,56 @@ def test_keyword_construction_raises_capsule_error() -> None:
     with pytest.raises(CapsuleError) as info:
         Capsule(schema_version=CONTRACT_VERSION, surface="daily.v1", artifact_key=KEY, slots=())
     assert info.value.reason is R.NO_SLOTS
+    daily_slot = LOCKED_POLICIES["daily"][1]
     with pytest.raises(CapsuleError) as info:
         Capsule(
             schema_version=CONTRACT_VERSION,
             surface="weekly.v1",
             artifact_key=KEY,
-            slots=DAILY.slots,
+            slots=(daily_slot,),
         )
     assert info.value.reason is R.SLOT_SURFACE_MISMATCH
     with pytest.raises(CapsuleError) as info:
-        # strict: a list is not a tuple in Python mode
         Capsule(
             schema_version=CONTRACT_VERSION,
             surface="daily.v1",
             artifact_key=KEY,
-            slots=list(DAILY.slots),  # type: ignore[arg-type]
+            slots=(daily_slot,),
+        )
+    assert info.value.reason is R.SLOT_UNSTYLEABLE
+    with pytest.raises(CapsuleError) as info:
+        # strict: a list is not a tuple in Python mode
+        Capsule(
+            schema_version=CONTRACT_VERSION,
+            surface="weekly.v1",
+            artifact_key=KEY,
+            slots=list(STYLED.slots),  # type: ignore[arg-type]
         )
     assert info.value.reason is R.SCHEMA_MISMATCH
     assert isinstance(info.value, ValueError)
 
 
 def test_slot_policy_construction_raises_capsule_error() -> None:
-    good = DAILY.slots[0]
+    good = STYLED.slots[0]
     with pytest.raises(CapsuleError) as info:
         SlotPolicy(**{**good.model_dump(), "max_style_lexemes": 9})
     assert info.value.reason is R.LIMITS_MISMATCH
     with pytest.raises(CapsuleError) as info:
-        SlotPolicy(**{**good.model_dump(), "slot_id": "daily.summary"})
+        SlotPolicy(**{**good.model_dump(), "slot_id": "weekly.summary"})
     assert info.value.reason is R.UNKNOWN_SLOT_ID
 
 
 FROM_JSON_FAILURES: list[tuple[str, str | bytes, CapsuleReason]] = [
-    ("invalid UTF-8", b"\xff" + WEEKLY.to_json().encode(), R.NOT_UTF8),
-    ("lone surrogate", WEEKLY.to_json()[:-1] + ',"x":"\ud800"}', R.NOT_UTF8),
-    ("too large", WEEKLY.to_json() + " " * 16384, R.TOO_LARGE),
-    ("BOM", "\ufeff" + WEEKLY.to_json(), R.BOM),
-    ("duplicate key", WEEKLY.to_json()[:-1] + ',"surface":"weekly.v1"}', R.DUPLICATE_KEY),
-    ("NaN", WEEKLY.to_json().replace("220", "NaN"), R.NON_FINITE_NUMBER),
-    ("malformed", WEEKLY.to_json()[:-1], R.MALFORMED_JSON),
-    ("array", "[" + WEEKLY.to_json() + "]", R.NOT_OBJECT),
-    ("not NFC", WEEKLY.to_json()[:-1] + ',"x":"\u1100\u1161"}', R.NOT_NFC),
-    ("forbidden character", WEEKLY.to_json()[:-1] + ',"x":"\\u200b"}', R.FORBIDDEN_CHARACTER),
+    ("invalid UTF-8", b"\xff" + STYLED.to_json().encode(), R.NOT_UTF8),
+    ("lone surrogate", STYLED.to_json()[:-1] + ',"x":"\ud800"}', R.NOT_UTF8),
+    ("too large", STYLED.to_json() + " " * 16384, R.TOO_LARGE),
+    ("BOM", "\ufeff" + STYLED.to_json(), R.BOM),
+    ("duplicate key", STYLED.to_json()[:-1] + ',"surface":"weekly.v1"}', R.DUPLICATE_KEY),
+    ("NaN", STYLED.to_json().replace("220", "NaN"), R.NON_FINITE_NUMBER),
+    ("malformed", STYLED.to_json()[:-1], R.MALFORMED_JSON),
+    ("array", "[" + STYLED.to_json() + "]", R.NOT_OBJECT),
+    ("not NFC", STYLED.to_json()[:-1] + ',"x":"\u1100\u1161"}', R.NOT_NFC),
+    ("forbidden character", STYLED.to_json()[:-1] + ',"x":"\\u200b"}', R.FORBIDDEN_CHARACTER),
 ]
 
 
@@ -240,7 +273,19 @@ def test_from_object_rejects_a_non_object() -> None:
     assert info.value.reason is R.NOT_OBJECT
 
 
-@pytest.mark.parametrize("cap", [DAILY, WEEKLY, DUAL, PHYSIQUE], ids=lambda c: c.surface)
+@pytest.mark.parametrize(
+    "cap",
+    [
+        STYLED,
+        Capsule(
+            schema_version=CONTRACT_VERSION,
+            surface="weekly.v1",
+            artifact_key=OTHER_KEY,
+            slots=(STYLED_SLOT,),
+        ),
+    ],
+    ids=["key", "other key"],
+)
 def test_capsule_json_round_trip(cap: Capsule) -> None:
     text = cap.to_json()
     assert Capsule.from_json(text) == cap
@@ -253,12 +298,14 @@ def test_capsule_json_round_trip(cap: Capsule) -> None:
 
 def test_capsule_is_frozen() -> None:
     with pytest.raises(ValueError):
-        DAILY.surface = "weekly.v1"
+        STYLED.surface = "daily.v1"
 
 
 def test_plan_capsule_example_with_manifest_limits() -> None:
     # The plan's example capsule, with the manifest's limits (design §7: 220 / 16) and a
-    # real 64-hex key: exactly what slot_policy builds.
+    # real 64-hex key: its slot is exactly what slot_policy builds. Its branch (I3)
+    # is locked by the fit table (design §6.1), so the capsule itself is refused;
+    # the same capsule on the goal-missing branch (I2) is the styled one.
     text = (
         '{ "schema_version":"korean-expression-v4", "surface":"weekly.v1", '
         f'"artifact_key":"{KEY}", "slots":[{{ "slot_id":"weekly.interpretation", '
@@ -266,10 +313,27 @@ def test_plan_capsule_example_with_manifest_limits() -> None:
         '"allowed_action_ids":[], "required_placeholder_tokens":["[[P:01]]","[[P:02]]"], '
         '"max_generated_chars":220, "max_style_lexemes":16 }] }'
     )
-    cap = Capsule.from_json(text)
-    assert cap.slots[0] == slot_policy(
-        "weekly.interpretation", ["P_WEEKLY_KEEP_BASIS", "P_WEEKLY_IN_GOAL"]
+    fields = json.loads(text)["slots"][0]
+    slot = SlotPolicy(
+        slot_id=fields["slot_id"],
+        allowed_predicate_ids=tuple(fields["allowed_predicate_ids"]),
+        allowed_action_ids=tuple(fields["allowed_action_ids"]),
+        required_placeholder_tokens=tuple(fields["required_placeholder_tokens"]),
+        max_generated_chars=fields["max_generated_chars"],
+        max_style_lexemes=fields["max_style_lexemes"],
     )
+    assert slot == slot_policy("weekly.interpretation", ["P_WEEKLY_KEEP_BASIS", "P_WEEKLY_IN_GOAL"])
+    with pytest.raises(CapsuleError) as info:
+        Capsule.from_json(text)
+    assert info.value.reason is R.SLOT_UNSTYLEABLE
+    styled = (
+        text.replace('"P_WEEKLY_IN_GOAL","P_WEEKLY_KEEP_BASIS"', '"P_WEEKLY_TREND_OBSERVED"')
+        .replace(
+            '"allowed_action_ids":[]', '"allowed_action_ids":["A_WEEKLY_HOLD_FOR_MISSING_GOAL"]'
+        )
+        .replace('"[[P:01]]","[[P:02]]"', '"[[P:01]]","[[A:01]]"')
+    )
+    assert Capsule.from_json(styled) == STYLED
 
 
 # -- tokens_for ------------------------------------------------------------------------
@@ -429,25 +493,17 @@ def test_open_family_ids_make_policies_and_capsules() -> None:
     review = slot_policy("adaptive.dual.review.9", ["P_DUAL_REASON_COOLDOWN"])
     assert judgment.allowed_predicate_ids == ("P_DUAL_DECISION_OPERATOR_TEXT_B",)
     assert review.required_placeholder_tokens == ("[[P:01]]",)
-    capsule = Capsule.from_json(
-        Capsule(
-            schema_version=CONTRACT_VERSION,
-            surface="adaptive.dualcoachtest.card.v1",
-            artifact_key=KEY,
-            slots=(review,),
-        ).to_json()
-    )
-    assert capsule.slots == (review,)
-    # The operator's decision takes its family's cell, which is empty (design §6.1):
-    # its policy exists, a capsule asking for it does not.
-    with pytest.raises(CapsuleError) as info:
-        Capsule(
-            schema_version=CONTRACT_VERSION,
-            surface="adaptive.dualcoachtest.card.v1",
-            artifact_key=KEY,
-            slots=(judgment, review),
-        )
-    assert info.value.reason is R.SLOT_UNSTYLEABLE
+    # Every dual cell is empty (design §6.1): the policies exist, a capsule asking
+    # for any of them, alone or together, does not.
+    for slots in ((review,), (judgment,), (judgment, review)):
+        with pytest.raises(CapsuleError) as info:
+            Capsule(
+                schema_version=CONTRACT_VERSION,
+                surface="adaptive.dualcoachtest.card.v1",
+                artifact_key=KEY,
+                slots=slots,
+            )
+        assert info.value.reason is R.SLOT_UNSTYLEABLE
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from contract_support import DAILY, KEY, WEEKLY, doc, response
+from contract_support import KEY, LOCKED_POLICIES, STYLED, doc, mutated, response
 
 from kexpr.ops.contract_cli import run_contract_check
 
-SECRET = "그리고"  # appears in content; must never be printed
-MISFIT = "차분히"  # a lexicon word the fit table refuses before the daily status
+SECRET = "다만"  # appears in content; must never be printed
+MISFIT = "그리고"  # a lexicon word the fit table refuses before the goal-missing hold
+# The one styled capsule's slot: [[P:01]] then [[A:01]] (design §6.2).
+ACCEPTED = f"[[P:01]]. {SECRET} [[A:01]]."
+BARE = "[[P:01]]. [[A:01]]."
 
 
 def _run(*argv: str | Path) -> tuple[int, str, str]:
@@ -24,7 +27,7 @@ def _run(*argv: str | Path) -> tuple[int, str, str]:
 @pytest.fixture
 def capsule_file(tmp_path: Path) -> Path:
     path = tmp_path / "capsule.json"
-    path.write_text(DAILY.to_json(), encoding="utf-8")
+    path.write_text(STYLED.to_json(), encoding="utf-8")
     return path
 
 
@@ -37,24 +40,24 @@ def _response_file(tmp_path: Path, content: str | bytes) -> Path:
 @pytest.mark.parametrize(
     ("content", "code", "stdout"),
     [
-        (doc(DAILY, SECRET + " [[P:01]]."), 0, '{"reason":null,"verdict":"accepted"}\n'),
+        (doc(STYLED, ACCEPTED), 0, '{"reason":null,"verdict":"accepted"}\n'),
         (
-            doc(DAILY, MISFIT + ", [[P:01]]."),
+            doc(STYLED, f"[[P:01]]. {MISFIT} [[A:01]]."),
             1,
             '{"reason":"style_misfit","verdict":"validation_rejected"}\n',
         ),
         (
-            doc(DAILY, "오늘은 " + SECRET + ", [[P:01]]."),
+            doc(STYLED, "오늘은 " + ACCEPTED),
             1,
             '{"reason":"unknown_word","verdict":"validation_rejected"}\n',
         ),
         (
-            b"\xef\xbb\xbf" + doc(DAILY, SECRET + ", [[P:01]].").encode(),
+            b"\xef\xbb\xbf" + doc(STYLED, ACCEPTED).encode(),
             1,
             '{"reason":"bom","verdict":"invalid_response"}\n',
         ),
         (
-            json.dumps(response(DAILY, SECRET + " [[P:01]]."), indent=2),
+            json.dumps(response(STYLED, ACCEPTED), indent=2),
             0,
             '{"reason":null,"verdict":"accepted"}\n',
         ),
@@ -69,7 +72,7 @@ def test_single(
 
 
 def test_single_missing_files(tmp_path: Path, capsule_file: Path) -> None:
-    response = _response_file(tmp_path, doc(DAILY))
+    response = _response_file(tmp_path, doc(STYLED))
     code, out, err = _run("--capsule", tmp_path / "nope.json", "--response", response)
     assert (code, out) == (2, "")
     # The path it tried and the same words as every command, not the
@@ -88,12 +91,31 @@ def test_single_missing_files(tmp_path: Path, capsule_file: Path) -> None:
 
 def test_single_invalid_capsule(tmp_path: Path) -> None:
     bad = tmp_path / "capsule.json"
-    bad.write_text(DAILY.to_json().replace('"max_style_lexemes":8', '"max_style_lexemes":9'))
-    code, out, err = _run("--capsule", bad, "--response", _response_file(tmp_path, doc(DAILY)))
+    bad.write_text(STYLED.to_json().replace('"max_style_lexemes":16', '"max_style_lexemes":17'))
+    code, out, err = _run("--capsule", bad, "--response", _response_file(tmp_path, doc(STYLED)))
     assert (code, out, err) == (
         2,
         "",
         f"kexpr contract check: --capsule {bad}: invalid capsule (limits_mismatch)\n",
+    )
+
+
+@pytest.mark.parametrize("name", list(LOCKED_POLICIES))
+def test_single_capsule_of_a_locked_slot_is_invalid(tmp_path: Path, name: str) -> None:
+    # A slot the fit table locks is never asked (design §6.1): its capsule is refused
+    # before any response is read.
+    surface, policy = LOCKED_POLICIES[name]
+    locked = json.loads(STYLED.to_json()) | {
+        "surface": surface,
+        "slots": [json.loads(policy.model_dump_json())],
+    }
+    bad = tmp_path / "capsule.json"
+    bad.write_text(json.dumps(locked))
+    code, out, err = _run("--capsule", bad, "--response", _response_file(tmp_path, doc(STYLED)))
+    assert (code, out, err) == (
+        2,
+        "",
+        f"kexpr contract check: --capsule {bad}: invalid capsule (slot_unstyleable)\n",
     )
 
 
@@ -126,15 +148,14 @@ def _line(capsule: object, response_text: str) -> str:
 
 
 def test_jsonl_in_order_and_all_judged(tmp_path: Path) -> None:
-    daily = json.loads(DAILY.to_json())
-    weekly = json.loads(WEEKLY.to_json())
+    styled = json.loads(STYLED.to_json())
     lines = [
-        _line(daily, doc(DAILY, SECRET + " [[P:01]].")),
-        _line(weekly, doc(WEEKLY)),
-        _line(daily, doc(DAILY, "[[P:01]].")),
-        _line(daily, "\ufeff" + doc(DAILY)),
-        _line(daily, doc(DAILY, "\ud800")),  # JSON-escaped lone surrogate in the raw content
-        _line(weekly, doc(DAILY)),
+        _line(styled, doc(STYLED, ACCEPTED)),
+        _line(styled, doc(STYLED, "[[P:01]]. 다만, [[A:01]].")),
+        _line(styled, doc(STYLED, BARE)),
+        _line(styled, "\ufeff" + doc(STYLED)),
+        _line(styled, doc(STYLED, "\ud800")),  # JSON-escaped lone surrogate in the raw content
+        _line(styled, mutated(STYLED, lambda d: d.update(surface="daily.v1"))),
     ]
     path = tmp_path / "cases.jsonl"
     path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
@@ -152,19 +173,24 @@ def test_jsonl_in_order_and_all_judged(tmp_path: Path) -> None:
 
 
 def test_jsonl_invalid_lines_and_capsules_exit_2(tmp_path: Path) -> None:
-    daily = json.loads(DAILY.to_json())
+    daily = json.loads(STYLED.to_json())
+    _, locked = LOCKED_POLICIES["daily"]
     lines = [
-        _line(daily, doc(DAILY)),
+        _line(daily, doc(STYLED)),
         "not json",
         "",
-        json.dumps([daily, doc(DAILY)]),
+        json.dumps([daily, doc(STYLED)]),
         json.dumps({"capsule": daily}),
-        json.dumps({"capsule": daily, "response": doc(DAILY), "extra": 1}),
+        json.dumps({"capsule": daily, "response": doc(STYLED), "extra": 1}),
         json.dumps({"capsule": daily, "response": 1}),
         '{"capsule": {}, "capsule": {}, "response": ""}',
-        _line(daily | {"artifact_key": KEY.upper()}, doc(DAILY)),
-        _line({**daily, "slots": []}, doc(DAILY)),
-        _line(daily, doc(DAILY, "[[P:01]].")),
+        _line(daily | {"artifact_key": KEY.upper()}, doc(STYLED)),
+        _line({**daily, "slots": []}, doc(STYLED)),
+        _line(
+            {**daily, "surface": "daily.v1", "slots": [json.loads(locked.model_dump_json())]},
+            doc(STYLED),
+        ),
+        _line(daily, doc(STYLED, BARE)),
     ]
     path = tmp_path / "cases.jsonl"
     path.write_bytes(("\n".join(lines) + "\n").encode() + b"\xff\n")
@@ -174,13 +200,13 @@ def test_jsonl_invalid_lines_and_capsules_exit_2(tmp_path: Path) -> None:
     assert reasons == [
         {"verdict": "accepted", "reason": None},
         *[{"verdict": None, "reason": "invalid_line"}] * 7,
-        {"verdict": None, "reason": "invalid_capsule"},
-        {"verdict": None, "reason": "invalid_capsule"},
+        *[{"verdict": None, "reason": "invalid_capsule"}] * 3,
         {"verdict": "validation_rejected", "reason": "no_style_lexeme"},
         {"verdict": None, "reason": "invalid_line"},
     ]
     assert "line 9: invalid_capsule (malformed_artifact_key)" in err
     assert "line 10: invalid_capsule (no_slots)" in err
+    assert "line 11: invalid_capsule (slot_unstyleable)" in err
     assert out.count("\n") == len(lines) + 1
 
 
@@ -209,7 +235,7 @@ def test_cli_entry_for_ops_cli(
 ) -> None:
     from kexpr.ops.contract_cli import cli
 
-    response_file = _response_file(tmp_path, doc(DAILY))
+    response_file = _response_file(tmp_path, doc(STYLED))
     assert cli(["check", "--capsule", str(capsule_file), "--response", str(response_file)]) == 0
     assert capsys.readouterr().out == '{"reason":null,"verdict":"accepted"}\n'
     assert cli([]) == 2

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from adversarial.hypothesis_profiles import PROPERTY
 from adversarial.strategies import composition_of, json_document, mutation, mutation_of, random_char
-from contract_support import DAILY, DUAL, WEEKLY, all_policies, response
+from contract_support import KEY, STYLED, all_policies
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -73,6 +73,7 @@ from kexpr.spool.contract._strictjson import (
     _reject_constant,
     read_object,
 )
+from kexpr.spool.contract.answers import answer_document
 from kexpr.spool.contract.fit import style_reason
 from kexpr.spool.contract.lexicon import (
     EVIDENTIAL_CLAIMS,
@@ -334,15 +335,54 @@ def _outcome(read: Any, content: str | bytes) -> object:
         return e.reason
 
 
+# The reader reads documents of any shape: the styled capsule's (one slot), and, as
+# mappings the answer builder echoes, shapes with more slots that a capsule can no
+# longer carry (their slots are locked, design §6.1) but a model may still write.
+_SHAPES: tuple[Capsule | dict[str, Any], ...] = (
+    STYLED,
+    {
+        "schema_version": STYLED.schema_version,
+        "surface": "weekly.v1",
+        "artifact_key": KEY,
+        "slots": (
+            slot_policy("weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"]),
+            slot_policy("weekly.rationale", ["A_WEEKLY_KEEP_BASELINE"]),
+        ),
+    },
+    {
+        "schema_version": STYLED.schema_version,
+        "surface": "adaptive.dualcoachtest.card.v1",
+        "artifact_key": KEY,
+        "slots": tuple(
+            slot_policy(f"adaptive.dual.review.{n}", [reason])
+            for n, reason in (
+                (2, "P_DUAL_REASON_EDIT"),
+                (3, "P_DUAL_REASON_LATEST"),
+                (4, "P_DUAL_REASON_EDIT"),
+            )
+        ),
+    },
+)
+
+
+def _slots_of(shape: Capsule | dict[str, Any]) -> tuple[SlotPolicy, ...]:
+    return shape.slots if isinstance(shape, Capsule) else shape["slots"]
+
+
+def _response(shape: Capsule | dict[str, Any], texts: list[str]) -> dict[str, Any]:
+    ids = [p.slot_id for p in _slots_of(shape)]
+    return answer_document(shape, dict(zip(ids, texts, strict=True)))
+
+
 @st.composite
 def _documents(draw: st.DrawFn) -> str | bytes:
-    cap: Capsule = draw(st.sampled_from((DAILY, WEEKLY, DUAL)))
+    shape = draw(st.sampled_from(_SHAPES))
     rng = random.Random(draw(st.integers(0, 2**64 - 1)))
-    texts = [composition_of(rng, p) for p in cap.slots]
+    texts = [composition_of(rng, p) for p in _slots_of(shape)]
     generated = [
         st.builds(lambda m, t=t: m.apply(t), mutation(t, (), anywhere=True)) for t in texts
     ]
-    return draw(json_document(response(cap, *texts), generated))
+    return draw(json_document(_response(shape, texts), generated))
 
 
 # Characters at the edges of steps 7 and 8: Hangul fillers, not-NFC sequences and
@@ -371,9 +411,9 @@ def _with_edges(rng: random.Random, value: Any, rate: float) -> Any:
 
 @st.composite
 def _edged_documents(draw: st.DrawFn) -> str | bytes:
-    cap: Capsule = draw(st.sampled_from((DAILY, WEEKLY, DUAL)))
+    shape = draw(st.sampled_from(_SHAPES))
     rng = random.Random(draw(st.integers(0, 2**64 - 1)))
-    valid = response(cap, *(composition_of(rng, p) for p in cap.slots))
+    valid = _response(shape, [composition_of(rng, p) for p in _slots_of(shape)])
     # Mostly one edge character in the whole document, so that each one decides.
     document = _with_edges(rng, valid, rng.choice((0.04, 0.04, 0.1, 0.3)))
     text = json.dumps(document, ensure_ascii=rng.random() < 0.3)

@@ -48,7 +48,11 @@ ACCEPTED: list[Case] = [
     ("single-syllable lexeme", RA, "또 [[A:01]].", None),
     ("exactly max lexemes", D, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고, [[P:01]].", None),
     ("every lexeme", PP, "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로, [[P:01]]. 함께 지금 이제 여기서 아래 바로 [[P:02]].", None),
-    # ... and compositions the fit table accepts too
+    # ... the two compositions the fit table accepts (design §6.2) ...
+    ("I2: 다만 before the hold", PA, "[[P:01]]. 다만 [[A:01]].", None),
+    ("I2: 다만, before the hold", PA, "[[P:01]]. 다만, [[A:01]].", None),
+    # ... and those it accepted before the readers' verdicts (design §6.2): still
+    # grammatical, now misfits
     ("daily: 그리고", D, "그리고 [[P:01]].", None),
     ("physique: 먼저 without a comma", PH, "먼저 [[A:01]].", None),
     ("two sentences, each its word", PP, "먼저, [[P:01]]. 이어서, [[P:02]].", None),
@@ -72,12 +76,14 @@ TABLE_VERDICT: dict[str, Reason | None] = {
     "single-syllable lexeme": Reason.STYLE_MISFIT,  # 또: never
     "exactly max lexemes": Reason.STACKED_STYLE,
     "every lexeme": Reason.STACKED_STYLE,
-    "daily: 그리고": None,
-    "physique: 먼저 without a comma": None,
-    "two sentences, each its word": None,
-    "a word on the second sentence only": None,
-    "a word on the first sentence only": None,
-    "rationale: 그리고": None,
+    "I2: 다만 before the hold": None,
+    "I2: 다만, before the hold": None,
+    "daily: 그리고": Reason.STYLE_MISFIT,  # every cell but the I2 hold's is empty
+    "physique: 먼저 without a comma": Reason.STYLE_MISFIT,
+    "two sentences, each its word": Reason.STYLE_MISFIT,
+    "a word on the second sentence only": Reason.STYLE_MISFIT,  # 그리고: only 다만 there
+    "a word on the first sentence only": Reason.STYLE_MISFIT,  # no word before the finding
+    "rationale: 그리고": Reason.STYLE_MISFIT,
 }
 
 # (name, slot, generated_ko, reason) — at least one row per style reason.

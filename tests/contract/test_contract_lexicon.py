@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 from adversarial.oracle import PLAN_VOCABULARY
-from contract_support import DAILY_SLOT
+from contract_support import DAILY_SLOT, STYLED_SLOT
 
 from kexpr.spool.contract import SAFE_STYLE_LEXEMES, Reason, check_generated, check_grammar
 from kexpr.spool.contract._grammar import char_class
@@ -24,7 +24,8 @@ from kexpr.spool.contract.lexicon import (
 
 def test_lexicon_is_the_spec_constant() -> None:
     spec = "차분히 천천히 가볍게 우선 먼저 이어서 또 그리고 하나씩 순서대로 함께 지금 이제 여기서 아래 바로 그대로 특히 잠시 다시"  # design §6, verbatim
-    assert SAFE_STYLE_LEXEMES == tuple(spec.split(" "))
+    # ... and the one reviewed word beyond the plan's twenty (design §6.2).
+    assert SAFE_STYLE_LEXEMES == (*spec.split(" "), "다만")
     assert len(set(SAFE_STYLE_LEXEMES)) == len(SAFE_STYLE_LEXEMES)
 
 
@@ -57,14 +58,18 @@ def test_plan_vocabulary_is_present() -> None:
 
 @pytest.mark.parametrize("lexeme", SAFE_STYLE_LEXEMES)
 def test_every_lexeme_composes(lexeme: str) -> None:
-    # Every lexeme is grammatical with either join; before the daily status the fit
-    # table (design §6.1) then keeps 그리고 with a plain space only.
-    for text, fits in (
-        (f"{lexeme}, [[P:01]].", False),
-        (f"{lexeme} [[P:01]].", lexeme == "그리고"),
+    # Every lexeme is grammatical with either join; the fit table (design §6.1, §6.2)
+    # then keeps none before the daily status, and only 다만, with either join,
+    # before the goal-missing hold.
+    for slot, text, fits in (
+        (DAILY_SLOT, f"{lexeme}, [[P:01]].", False),
+        (DAILY_SLOT, f"{lexeme} [[P:01]].", False),
+        (STYLED_SLOT, f"[[P:01]]. {lexeme}, [[A:01]].", lexeme == "다만"),
+        (STYLED_SLOT, f"[[P:01]]. {lexeme} [[A:01]].", lexeme == "다만"),
+        (STYLED_SLOT, f"{lexeme} [[P:01]]. [[A:01]].", False),
     ):
-        assert check_grammar(DAILY_SLOT, text) is None
-        assert check_generated(DAILY_SLOT, text) is (None if fits else Reason.STYLE_MISFIT)
+        assert check_grammar(slot, text) is None
+        assert check_generated(slot, text) is (None if fits else Reason.STYLE_MISFIT)
 
 
 def test_words_containing_number_syllables_are_lexemes_not_numbers() -> None:

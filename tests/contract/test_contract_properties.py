@@ -9,7 +9,7 @@ import json
 
 import pytest
 from adversarial.hypothesis_profiles import PROPERTY
-from contract_support import DAILY, WEEKLY, all_policies, capsule, doc
+from contract_support import STYLED, STYLED_SLOT, all_policies, capsule, doc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,13 +172,13 @@ def test_deleting_a_non_separator_character_is_rejected(
 @PROFILE
 @given(st.text(max_size=300))
 def test_judge_never_raises_on_text(content: str) -> None:
-    assert isinstance(judge(DAILY, content), Judgement)
+    assert isinstance(judge(STYLED, content), Judgement)
 
 
 @PROFILE
 @given(st.binary(max_size=300))
 def test_judge_never_raises_on_bytes(content: bytes) -> None:
-    assert isinstance(judge(WEEKLY, content), Judgement)
+    assert isinstance(judge(STYLED, content), Judgement)
 
 
 @PROFILE
@@ -186,9 +186,9 @@ def test_judge_never_raises_on_bytes(content: bytes) -> None:
 def test_judge_never_raises_on_any_generated_ko(text: str) -> None:
     # Any str, lone surrogates included, inside an otherwise valid document: either the
     # reader refuses it, or the verdict is exactly check_generated's.
-    judgement = judge(DAILY, doc(DAILY, text))
+    judgement = judge(STYLED, doc(STYLED, text))
     if judgement.verdict is not Verdict.INVALID_RESPONSE:
-        assert judgement.reason is check_generated(DAILY.slots[0], text)
+        assert judgement.reason is check_generated(STYLED_SLOT, text)
 
 
 _JSON = st.recursive(
@@ -203,7 +203,7 @@ _JSON = st.recursive(
 @PROFILE
 @given(_JSON)
 def test_judge_never_raises_on_any_json(value: object) -> None:
-    judgement = judge(WEEKLY, json.dumps(value, ensure_ascii=False))
+    judgement = judge(STYLED, json.dumps(value, ensure_ascii=False))
     assert judgement.verdict is not Verdict.ACCEPTED
 
 

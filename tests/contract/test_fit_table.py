@@ -45,26 +45,18 @@ from kexpr.spool.contract.manifest import MANIFEST
 
 KEY = "0f" * 16
 
-# The review of design §6.1, as (ID, position) -> the runs allowed ("word," with the
-# comma, "word" with a plain space). Every cell not listed is empty.
+# The review of design §6.1 as the blind readers' verdicts left it (§6.2), as (ID,
+# position) -> the runs allowed ("word," with the comma, "word" with a plain space).
+# Every cell not listed is empty: 다만, with or without its comma, before the
+# goal-missing hold, and nothing anywhere else.
 EXPECTED: dict[tuple[str, fit.Position], frozenset[str]] = {
-    ("P_DAILY_COMPLETE", fit.Position.FIRST): frozenset({"그리고"}),
-    ("P_DAILY_PARTIAL", fit.Position.FIRST): frozenset({"그리고"}),
-    ("P_WEEKLY_TREND_UNAVAILABLE", fit.Position.FIRST): frozenset({"먼저,"}),
-    ("P_WEEKLY_TREND_OBSERVED", fit.Position.FIRST): frozenset({"먼저,"}),
-    ("P_WEEKLY_IN_GOAL", fit.Position.FIRST): frozenset({"먼저,"}),
-    ("P_WEEKLY_OUT_OF_GOAL", fit.Position.FIRST): frozenset({"먼저,"}),
-    ("A_WEEKLY_RECHECK_AFTER_RECORD", fit.Position.LATER): frozenset({"그리고"}),
-    ("A_WEEKLY_RECHECK_INPUT", fit.Position.LATER): frozenset({"그리고"}),
-    ("A_WEEKLY_HOLD_FOR_MISSING_GOAL", fit.Position.LATER): frozenset({"그리고", "이어서,"}),
-    ("P_WEEKLY_KEEP_BASIS", fit.Position.LATER): frozenset({"그리고", "이어서,"}),
-    ("A_WEEKLY_KEEP_BASELINE", fit.Position.FIRST): frozenset({"그리고"}),
-    ("A_WEEKLY_REVIEW_ADJUSTMENT", fit.Position.FIRST): frozenset({"그리고"}),
-    ("P_WEEKLY_RECORDS_INSUFFICIENT", fit.Position.FIRST): frozenset({"그리고"}),
-    ("P_DUAL_REASON_EDIT", fit.Position.LATER): frozenset({"그리고"}),
-    ("P_DUAL_REASON_LATEST", fit.Position.LATER): frozenset({"그리고"}),
-    ("A_OPERATOR_REVIEW_DECISION", fit.Position.FIRST): frozenset({"먼저"}),
+    ("A_WEEKLY_HOLD_FOR_MISSING_GOAL", fit.Position.LATER): frozenset({"다만", "다만,"}),
 }
+# The one slot the table leaves a choice: the weekly interpretation, branch I2.
+I2: tuple[str, tuple[str, ...]] = (
+    "weekly.interpretation",
+    ("P_WEEKLY_TREND_OBSERVED", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"),
+)
 
 
 def _placements() -> list[tuple[str, tuple[str, ...], int]]:
@@ -135,6 +127,15 @@ def test_every_cell_in_the_worker_judge(slot_id: str, branch: tuple[str, ...], i
         assert check_grammar(policy, text) is None, text
         assert check_generated(policy, text) is (None if want else Reason.STYLE_MISFIT), text
         if not styleable:
+            # A slot without a choice is never asked: no capsule can carry it.
+            with pytest.raises(CapsuleError) as e:
+                Capsule(
+                    schema_version="korean-expression-v4",
+                    surface=row.surface,
+                    artifact_key=KEY,
+                    slots=(policy,),
+                )
+            assert e.value.reason is CapsuleReason.SLOT_UNSTYLEABLE
             continue
         capsule = Capsule(
             schema_version="korean-expression-v4",
@@ -178,7 +179,7 @@ def test_two_words_before_one_sentence_are_stacked(
 ) -> None:
     # Even two words each allowed alone: one word at most per sentence.
     policy = slot_policy(slot_id, branch)
-    for first, second in itertools.product(("그리고", "먼저", "이어서"), repeat=2):
+    for first, second in itertools.product(("다만", "그리고", "먼저"), repeat=2):
         text = _text(branch, index, f"{first} {second}", comma=False)
         assert check_generated(policy, text) is Reason.STACKED_STYLE, text
         text = _text(branch, index, f"{first} {second}", comma=True)
@@ -230,16 +231,78 @@ def test_compositions_are_exactly_what_the_contract_accepts() -> None:
 
 
 def test_the_price_table_of_the_design() -> None:
+    # design §6.2's table: one slot with two compositions, every other slot none.
     counts = {
         (slot_id, branch): len(fit.compositions(slot_id, branch))
         for slot_id, branch, _ in PLACEMENTS
     }
-    assert counts[("daily.status", ("P_DAILY_COMPLETE",))] == 1
-    assert counts[("daily.status", ("P_DAILY_PARTIAL",))] == 1
+    assert counts[("daily.status", ("P_DAILY_COMPLETE",))] == 0
+    assert counts[("daily.status", ("P_DAILY_PARTIAL",))] == 0
     interpretation = MANIFEST["weekly.interpretation"].branches
-    assert [counts[("weekly.interpretation", b)] for b in interpretation] == [3, 5, 5, 3]
-    assert {counts[("weekly.rationale", b)] for b in MANIFEST["weekly.rationale"].branches} == {1}
+    assert [counts[("weekly.interpretation", b)] for b in interpretation] == [0, 2, 0, 0]
+    assert interpretation[1] == I2[1]
+    assert {counts[("weekly.rationale", b)] for b in MANIFEST["weekly.rationale"].branches} == {0}
     assert counts[("adaptive.dual.judgment", ("P_DUAL_DECISION_HOLD",))] == 0
     assert counts[("adaptive.dual.review.1", ("P_DUAL_REASON_EDIT",))] == 0
-    assert counts[("adaptive.dual.review.2", ("P_DUAL_REASON_EDIT",))] == 1
-    assert counts[("adaptive.physique.review_instruction", ("A_OPERATOR_REVIEW_DECISION",))] == 1
+    assert counts[("adaptive.dual.review.2", ("P_DUAL_REASON_EDIT",))] == 0
+    assert counts[("adaptive.physique.review_instruction", ("A_OPERATOR_REVIEW_DECISION",))] == 0
+    assert sorted(fit.compositions(*I2)) == [
+        "[[P:01]]. 다만 [[A:01]].",
+        "[[P:01]]. 다만, [[A:01]].",
+    ]
+
+
+def test_composition_count_of_synthetic_cells() -> None:
+    # Each sentence carries no word or one of its cell's, and at least one carries a
+    # word: the product of (1 + cell size), less the unstyled composition.
+    but, but_comma, first = (
+        fit.Style("다만", comma=False),
+        fit.Style("다만", comma=True),
+        fit.Style("먼저", comma=True),
+    )
+    none: frozenset[fit.Style] = frozenset()
+    assert fit.composition_count(()) == 0
+    assert fit.composition_count((none,)) == 0
+    assert fit.composition_count((none, none, none)) == 0
+    assert fit.composition_count((frozenset({but}),)) == 1
+    assert fit.composition_count((none, frozenset({but}))) == 1
+    assert fit.composition_count((frozenset({but, but_comma}),)) == 2
+    assert fit.composition_count((none, frozenset({but, but_comma}))) == 2
+    assert fit.composition_count((frozenset({first}), frozenset({but}))) == 3
+    assert fit.composition_count((frozenset({first}), frozenset({but, but_comma}))) == 5
+
+
+def test_a_slot_with_exactly_one_composition_is_not_styleable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # design §6.2: a single composition is a constant the code knows before the call,
+    # so the slot is locked like a slot with none. MIN_CHOICES is the threshold.
+    assert fit.MIN_CHOICES == 2
+    but, but_comma = fit.Style("다만", comma=False), fit.Style("다만", comma=True)
+    for cells, styleable in (
+        ((), False),
+        ((frozenset(),), False),
+        ((frozenset(), frozenset({but})), False),
+        ((frozenset({but}),), False),
+        ((frozenset(), frozenset({but, but_comma})), True),
+    ):
+        monkeypatch.setattr(fit, "slot_cells", lambda _slot, _ids, cells=cells: cells)
+        assert fit.slot_styleable("weekly.interpretation", I2[1]) is styleable, cells
+
+
+def test_only_the_i2_interpretation_is_styleable() -> None:
+    # On real IDs: the I2 interpretation has its two compositions; every other shipped
+    # branch of every slot has none, so none is offered to the model.
+    assert fit.composition_count(fit.slot_cells(*I2)) == 2
+    assert fit.slot_styleable(*I2)
+    styleable = [
+        (slot_id, branch)
+        for row in MANIFEST.values()
+        for slot_id in row.slot_ids
+        for branch in row.branches
+        if fit.slot_styleable(slot_id, branch)
+    ]
+    assert styleable == [I2]
+    # The operator families' IDs lock too.
+    assert not fit.slot_styleable("adaptive.dual.review.2", ("P_DUAL_REASON_OPERATOR",))
+    assert not fit.slot_styleable("adaptive.dual.judgment", ("P_DUAL_DECISION_OPERATOR",))

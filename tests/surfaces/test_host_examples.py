@@ -1,7 +1,10 @@
 """The host's own examples (tests/surfaces/goldens/host-examples.jsonl, recorded from
 the Hermes gateway at the pin, docs/host-formats.md) through `kexpr surfaces check`'s
 core: every eligible one is eligible and round-trips byte for byte; every
-ineligible one is ineligible with an enum reason."""
+ineligible one is ineligible with an enum reason. Of the eligible ones only the
+goal-missing weekly report (W5, interpretation branch I2) has a slot to style, its
+interpretation with two compositions (design §6.1, §6.2); every other one has
+nothing to style."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from reference_host.host_render import BRANCH_TEXT
 
 from kexpr.ops.surfaces_cli import check_request
 
@@ -27,7 +31,26 @@ def test_host_example_verdict(example: dict[str, object]) -> None:
     result = check_request(example["request"])
     if example["expected"] == "eligible":
         assert (result.eligible, result.reason, result.roundtrip) == (True, None, True)
-        assert result.slots
+        request = example["request"]
+        assert isinstance(request, dict)
+        if request["surface"] == "weekly.v1" and BRANCH_TEXT["I2"] in str(request.get("body")):
+            assert result.slots == (
+                (
+                    "weekly.interpretation",
+                    ("P_WEEKLY_TREND_OBSERVED",),
+                    ("A_WEEKLY_HOLD_FOR_MISSING_GOAL",),
+                ),
+            )
+            assert result.compositions == (2,)
+        else:
+            assert (result.slots, result.words, result.compositions) == ((), (), ())
     else:
         assert (result.eligible, result.slots, result.roundtrip) == (False, (), None)
         assert isinstance(result.reason, str) and result.reason.isascii()
+
+
+def test_the_examples_include_the_one_styled_message() -> None:
+    styled = [
+        e for e in EXAMPLES if e["expected"] == "eligible" and check_request(e["request"]).slots
+    ]
+    assert [e["example"] for e in styled] == ["HOST-FORMATS.md W5"]

@@ -37,17 +37,26 @@ def _slots(glossary: object) -> tuple[str, ...]:
     return tuple(s.slot_id for s in surface.slots)
 
 
-def test_the_shipped_card_styles_only_its_second_review_line() -> None:
-    # The decision label and the first review line take no word (design §6.1).
-    assert _slots(SHIPPED_DUAL_GLOSSARY) == ("adaptive.dual.review.2",)
+def test_the_shipped_card_has_nothing_to_style() -> None:
+    # design §6.1, §6.2: the decision and every review line take no word.
+    assert _slots(SHIPPED_DUAL_GLOSSARY) == ()
+    assert all(
+        words == []
+        for cell in style_words(SHIPPED_DUAL_GLOSSARY).values()
+        for words in cell.values()
+    )
 
 
-def test_a_narrowed_reason_is_locked_and_the_card_has_nothing_to_style() -> None:
+def test_a_narrowed_reason_is_recorded_and_can_only_stay_empty() -> None:
+    # Narrowing still parses and counts (its digest differs), but every cell it can
+    # narrow is already empty: the card has nothing to style either way, and no
+    # narrowing widens anything.
     narrowed = parse_operator_glossary(_file(unstyled=["P_DUAL_REASON_LATEST"]))
     assert narrowed.unstyled == frozenset({"P_DUAL_REASON_LATEST"})
     assert _slots(narrowed) == ()
+    assert style_words(narrowed) == style_words(SHIPPED_DUAL_GLOSSARY)
     words = style_words(narrowed)["adaptive.dual.review.N (N > 1)"]
-    assert words["P_DUAL_REASON_LATEST"] == [] and words["P_DUAL_REASON_EDIT"] == ["그리고"]
+    assert words["P_DUAL_REASON_LATEST"] == [] and words["P_DUAL_REASON_EDIT"] == []
 
 
 def test_a_file_without_the_key_keeps_its_digest() -> None:

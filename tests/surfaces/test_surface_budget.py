@@ -1,7 +1,13 @@
 """`answer_over_budget`: a surface whose minimal answer cannot arrive
 within the call's budget is ineligible — for every surface, judged on the parsed
 surface's slots (`CanonicalSurface.require_answer_budget`) by the shim and by
-`kexpr surfaces check` alike; every real host example still fits."""
+`kexpr surfaces check` alike; every real host example still fits.
+
+Under the fit table of design §6.1/§6.2 no dual card has a slot, so every card, of
+any number of reasons, has the empty answer's bound and fits; the one slot that
+exists (the goal-missing weekly interpretation) fits too. The rule still refuses a
+surface carrying a slot with no bound (a locked slot: no answer to it exists), which
+only a synthetic surface can carry now."""
 
 from __future__ import annotations
 
@@ -17,20 +23,29 @@ from adaptive_support import (
     host_examples,
     payload,
 )
+from kit.bodies import STYLED_BODY
 
 from gateway_shim.operator_glossary import parse_operator_glossary
-from gateway_shim.surfaces import CanonicalSurface, Ineligible, IneligibleReason
+from gateway_shim.surfaces import (
+    CanonicalSurface,
+    Ineligible,
+    IneligibleReason,
+    Locked,
+    Placeholder,
+    ProseSlot,
+    SlotRef,
+)
 from gateway_shim.surfaces.adaptive import parse_adaptive
 from gateway_shim.surfaces.card import DUAL_SURFACE, CardOrigin
-from gateway_shim.surfaces.dual import format_dual_body
+from gateway_shim.surfaces.dual import format_dual_body, review_slot_id
+from gateway_shim.surfaces.weekly import parse_weekly
 from kexpr.ops.surfaces_cli import check_request
-from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
+from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS, slots_token_bound
 
 R = IneligibleReason
 COVERED_REASONS = {R.ANSWER_OVER_BUDGET}
 # The test glossary and one reason more: six distinct review reasons with the two
-# public texts. The first review line is locked (the fit table, design §6.1), so a
-# card of n reasons has n - 1 slots; five slots are the first that cannot fit.
+# public texts. Every review line is locked (the fit table, design §6.1, §6.2).
 GLOSSARY = parse_operator_glossary(
     json.dumps(
         {
@@ -44,7 +59,7 @@ GLOSSARY = parse_operator_glossary(
     ).encode()
 )
 REASONS = tuple(dict.fromkeys((*PUBLIC_REASONS, *(f"{t}." for t in GLOSSARY.reasons.values()))))
-FITS_UP_TO = 5
+EMPTY_ANSWER_BOUND = slots_token_bound(DUAL_SURFACE, ())
 
 
 def card(n: int) -> dict[str, Any]:
@@ -75,37 +90,77 @@ def test_the_reasons_are_distinct() -> None:
 
 
 @pytest.mark.parametrize("n", range(len(REASONS) + 1))
-def test_a_dual_card_fits_up_to_its_budget(n: int) -> None:
-    surface = parse(n)  # the body itself is eligible: only the answer is too long
-    assert len(surface.slots) == max(0, n - 1)
+def test_a_dual_card_of_any_length_has_nothing_to_style_and_fits(n: int) -> None:
+    surface = parse(n)
+    assert surface.slots == ()
     bound = surface.answer_token_bound()
-    assert bound is not None
-    if n <= FITS_UP_TO:
-        surface.require_answer_budget()
-    else:
-        with pytest.raises(Ineligible) as e:
-            surface.require_answer_budget()
-        assert e.value.reason is R.ANSWER_OVER_BUDGET
-    # The verdict is the bound against the budget, nothing else.
-    try:
-        surface.require_answer_budget()
-        fits = True
-    except Ineligible:
-        fits = False
-    assert fits is (bound <= ANSWER_BUDGET_TOKENS)
+    assert bound is not None and bound == EMPTY_ANSWER_BOUND
+    assert bound <= ANSWER_BUDGET_TOKENS
+    surface.require_answer_budget()
 
 
-def test_surfaces_check_names_the_reason() -> None:
+def _locked_review_surface(n: int) -> CanonicalSurface:
+    """Review lines 2..n as slots, as the dual adapter built them before the fit
+    table locked them: a synthetic surface no body parses to any more."""
+    by_text = {f"{v}.": k for k, v in GLOSSARY.reasons.items()}
+    slots = tuple(
+        ProseSlot(
+            slot_id=review_slot_id(i),
+            placeholders=(
+                Placeholder(
+                    token="[[P:01]]",
+                    semantic_id=by_text[REASONS[i - 1]],
+                    expansion=REASONS[i - 1][:-1],
+                    glossary=GLOSSARY.entries,
+                ),
+            ),
+            canonical_text=REASONS[i - 1],
+        )
+        for i in range(2, n + 1)
+    )
+    segments: list[Locked | SlotRef] = []
+    for index in range(len(slots)):
+        if index:
+            segments.append(Locked("\n"))
+        segments.append(SlotRef(index))
+    return CanonicalSurface(
+        surface=DUAL_SURFACE,
+        body="\n".join(s.canonical_text for s in slots),
+        slots=slots,
+        segments=tuple(segments),
+    )
+
+
+@pytest.mark.parametrize("n", range(2, len(REASONS) + 1))
+def test_a_surface_carrying_a_locked_slot_has_no_bound_and_is_over_budget(n: int) -> None:
+    # No answer to a locked slot exists, so its answer has no bound: never sent.
+    surface = _locked_review_surface(n)
+    assert len(surface.slots) == n - 1
+    assert surface.answer_token_bound() is None
+    with pytest.raises(Ineligible) as e:
+        surface.require_answer_budget()
+    assert e.value.reason is R.ANSWER_OVER_BUDGET
+    assert e.value.reason.value == "answer_over_budget"
+
+
+def test_the_styled_slot_fits_its_budget() -> None:
+    surface = parse_weekly(STYLED_BODY)
+    assert [s.slot_id for s in surface.slots] == ["weekly.interpretation"]
+    bound = surface.answer_token_bound()
+    assert bound is not None and EMPTY_ANSWER_BOUND is not None
+    assert EMPTY_ANSWER_BOUND < bound <= ANSWER_BUDGET_TOKENS
+    surface.require_answer_budget()
+
+
+def test_surfaces_check_finds_every_card_eligible() -> None:
     request = {
         "surface": DUAL_SURFACE,
-        "payload": card(FITS_UP_TO + 1),
+        "payload": card(len(REASONS)),
         "callback_data": CALLBACK,
         "origin": "fresh",
     }
     result = check_request(request, GLOSSARY)
-    assert not result.eligible and result.reason == "answer_over_budget"
-    request["payload"] = card(FITS_UP_TO)
-    assert check_request(request, GLOSSARY).eligible
+    assert result.eligible and result.reason is None and result.slots == ()
 
 
 def test_every_eligible_host_example_is_within_budget() -> None:

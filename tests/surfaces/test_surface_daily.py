@@ -35,7 +35,6 @@ from gateway_shim.surfaces import (
     Locked,
     RenderError,
     RenderReason,
-    SlotRef,
     utf16_len,
 )
 from gateway_shim.surfaces.daily import (
@@ -51,7 +50,14 @@ from gateway_shim.surfaces.daily import (
     format_daily,
     parse_daily,
 )
-from kexpr.spool.contract import Reason, check_grammar
+from kexpr.spool.contract import (
+    Reason,
+    SlotPolicy,
+    check_generated,
+    check_grammar,
+    fit,
+    slot_policy,
+)
 
 COMPLETE = "저장된 오늘 기록을 확인했습니다."
 PARTIAL = "일부 항목이 기록되지 않아 저장된 내용만 안내합니다."
@@ -100,9 +106,9 @@ def test_host_goldens_d2_d3_are_eligible_and_round_trip(body: str) -> None:
     surface = parse_daily(body)
     assert surface.canonical().body == body
     assert parse_daily(body, DailyFacts(complete=False)).canonical().body == body
-    (slot,) = surface.slots
-    assert slot.canonical_text == PARTIAL
-    assert slot.placeholders[0].semantic_id == "P_DAILY_PARTIAL"
+    # design §6.1: the fit table leaves the status no word, so it is locked text.
+    assert surface.slots == ()
+    assert "\n\n" + PARTIAL + "\n\n" in body
 
 
 _EXAMPLES = Path(__file__).parent / "goldens" / "host-examples.jsonl"
@@ -143,9 +149,11 @@ D4_FACTS = (
     "- 운동: 웨이트 70분 · RPE 7\n- 수면: 7.3시간 · 수면 질 4/5\n- 컨디션: 4/5\n- 소화: 정상"
 )
 
-# name, format_daily inputs, completeness, canonical, generated_ko, selected, and
-# a composition the grammar accepts but the fit table does not (design §6.1), with
-# the table's reason. The status sentence has one accepted composition.
+# name, format_daily inputs, completeness, canonical, the composition the fit table
+# accepted before the readers' verdicts (generated_ko), and another the grammar
+# accepts but the table did not, with its reason (design §6.1). The table now
+# leaves the status sentence no word (design §6.2): every daily body is eligible
+# and has nothing to style, so neither composition has a slot to go to.
 GOLDEN: list[dict[str, Any]] = [
     {
         # HOST-FORMATS D4: D1's answers rendered after the cutover.
@@ -159,11 +167,6 @@ GOLDEN: list[dict[str, Any]] = [
         ),
         "generated": "그리고 [[P:01]].",
         "misfit": ("차분히, [[P:01]].", Reason.STYLE_MISFIT),
-        "selected": (
-            "오늘 체크인 완료\n\n" + D4_FACTS + "\n\n그리고 저장된 오늘 기록을 확인했습니다.\n\n"
-            "오늘 할 일\n\n- 현재 식사량 유지\n- 수분 2.8L 이상 유지\n"
-            "- 내일 아침 같은 조건으로 체중 측정"
-        ),
     },
     {
         "name": "complete_without_water",
@@ -175,10 +178,6 @@ GOLDEN: list[dict[str, Any]] = [
         ),
         "generated": "그리고 [[P:01]].",
         "misfit": ("지금 바로 [[P:01]].", Reason.STACKED_STYLE),
-        "selected": (
-            "오늘 체크인 완료\n\n" + D4_FACTS + "\n\n그리고 저장된 오늘 기록을 확인했습니다.\n\n"
-            "오늘 할 일\n\n- 현재 식사량 유지\n- 내일 아침 같은 조건으로 체중 측정"
-        ),
     },
     {
         # HOST_D2 (the host's save-edit golden): partial.
@@ -196,7 +195,6 @@ GOLDEN: list[dict[str, Any]] = [
         "canonical": HOST_D2,
         "generated": "그리고 [[P:01]].",
         "misfit": ("이제 하나씩, [[P:01]].", Reason.STACKED_STYLE),
-        "selected": HOST_D2.replace(PARTIAL, "그리고 " + PARTIAL),
     },
     {
         # HOST-FORMATS D5: edge values; "미측정kg" is not missing, a digestion
@@ -221,12 +219,6 @@ GOLDEN: list[dict[str, Any]] = [
         ),
         "generated": "그리고 [[P:01]].",
         "misfit": ("우선 [[P:01]].", Reason.STYLE_MISFIT),
-        "selected": (
-            "오늘 체크인 완료\n\n- 체중: 미측정kg\n- 섭취: 2500kcal\n- 잘 모르겠음\n- 운동: 높음\n"
-            "- 수면: 7시간\n- 컨디션: 4/5\n- 소화: 기록 없음\n\n"
-            "그리고 일부 항목이 기록되지 않아 저장된 내용만 안내합니다.\n\n"
-            "오늘 할 일\n\n- 다음 체크인에서 빠진 항목을 함께 기록해 주세요."
-        ),
     },
     {
         # Free customer text: emoji, Latin, ":" "/" "·" and a bullet-looking macro
@@ -253,14 +245,6 @@ GOLDEN: list[dict[str, Any]] = [
         ),
         "generated": "그리고 [[P:01]].",
         "misfit": ("하나씩 차분히 [[P:01]].", Reason.STACKED_STYLE),
-        "selected": (
-            "오늘 체크인 완료\n\n- 체중: 72.4 KG (아침)\n- 섭취: 약 2,100kcal: 외식 🍜\n"
-            "- - carbs 많음 / protein 조금\n- 운동: Squat 5x5 @100kg · 좋음\n"
-            "- 수면: 6h 45m 😴시간\n- 컨디션: 8/10 👍\n- 소화: 가스·복부 팽만\n\n"
-            "그리고 저장된 오늘 기록을 확인했습니다.\n\n"
-            "오늘 할 일\n\n- 현재 식사량 유지\n- 수분 2,000ml 💧 이상 유지\n"
-            "- 내일 아침 같은 조건으로 체중 측정"
-        ),
     },
 ]
 
@@ -281,29 +265,36 @@ def test_golden_parse_round_trip(row: dict[str, Any]) -> None:
         assert surface.canonical().body == row["canonical"]
 
 
+def _status_policy(complete: bool) -> SlotPolicy:
+    return slot_policy(SLOT_ID, ["P_DAILY_COMPLETE" if complete else "P_DAILY_PARTIAL"])
+
+
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
-def test_golden_slot_is_only_the_status_sentence(row: dict[str, Any]) -> None:
+def test_golden_status_sentence_is_locked(row: dict[str, Any]) -> None:
+    # design §6.1: a slot the fit table leaves fewer than two compositions is locked
+    # text; the status sentence has none, so the body is one locked segment.
     surface = parse_daily(row["canonical"])
-    (slot,) = surface.slots
-    semantic_id = "P_DAILY_COMPLETE" if row["complete"] else "P_DAILY_PARTIAL"
-    assert slot.slot_id == SLOT_ID == "daily.status"
-    assert [(p.token, p.semantic_id) for p in slot.placeholders] == [("[[P:01]]", semantic_id)]
-    assert slot.canonical_text == (COMPLETE if row["complete"] else PARTIAL)
-    assert [type(seg) for seg in surface.segments] == [Locked, SlotRef, Locked]
-    policy = slot.policy()
-    assert tuple(policy.allowed_predicate_ids) == (semantic_id,)
-    assert tuple(policy.allowed_action_ids) == ()
+    assert surface.slots == ()
+    assert [type(seg) for seg in surface.segments] == [Locked]
+    policy = _status_policy(row["complete"])
     assert (policy.max_generated_chars, policy.max_style_lexemes) == (96, 8)
+    assert fit.compositions(SLOT_ID, policy.semantic_ids) == ()
+    assert not fit.slot_styleable(SLOT_ID, policy.semantic_ids)
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
-def test_golden_render_selected(row: dict[str, Any]) -> None:
+def test_golden_nothing_to_style(row: dict[str, Any]) -> None:
+    # The only rendering is the canonical body: no slot to fill, and a composition
+    # for the status (the one the table used to accept included) is refused.
     surface = parse_daily(row["canonical"])
-    selected = surface.render({SLOT_ID: row["generated"]})
-    assert selected.body == row["selected"]
-    assert selected.body != row["canonical"]
-    assert_layout_identical(surface, selected.body)
-    assert_locked_identical(surface.canonical(), selected)
+    assert surface.render({}).body == row["canonical"]
+    assert_locked_identical(surface.canonical(), surface.render({}))
+    policy = _status_policy(row["complete"])
+    assert check_grammar(policy, row["generated"]) is None
+    assert check_generated(policy, row["generated"]) is Reason.STYLE_MISFIT
+    with pytest.raises(RenderError) as info:
+        surface.render({SLOT_ID: row["generated"]})
+    assert info.value.reason is RenderReason.UNKNOWN_SLOT
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
@@ -312,22 +303,24 @@ def test_golden_misfit_is_rejected(row: dict[str, Any]) -> None:
     # words before one sentence: the fit table rejects it, the body is canonical.
     surface = parse_daily(row["canonical"])
     generated, reason = row["misfit"]
-    assert check_grammar(surface.slots[0].policy(), generated) is None
+    policy = _status_policy(row["complete"])
+    assert check_grammar(policy, generated) is None
+    assert check_generated(policy, generated) is reason
     with pytest.raises(RenderError) as info:
         surface.render({SLOT_ID: generated})
-    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
-    assert info.value.contract_reason is reason
+    assert info.value.reason is RenderReason.UNKNOWN_SLOT
     assert surface.canonical().body == row["canonical"]
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
 def test_golden_fallback_is_canonical(row: dict[str, Any]) -> None:
     surface = parse_daily(row["canonical"])
-    # The plan's own daily example is outside the lexicon: rejected, so the host
-    # publishes the canonical body.
+    # The plan's own daily example is outside the lexicon: rejected by the grammar
+    # before any table, and the body has no slot for it anyway.
+    assert check_generated(_status_policy(row["complete"]), "오늘은 차분히, [[P:01]].") is not None
     with pytest.raises(RenderError) as info:
         surface.render({SLOT_ID: "오늘은 차분히, [[P:01]]."})
-    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.reason is RenderReason.UNKNOWN_SLOT
     assert surface.canonical().body == row["canonical"]
 
 
@@ -336,7 +329,7 @@ def test_golden_locked_segments(row: dict[str, Any]) -> None:
     canonical = parse_daily(row["canonical"]).canonical()
     status = COMPLETE if row["complete"] else PARTIAL
     prefix, suffix = row["canonical"].split("\n\n" + status + "\n\n")
-    assert canonical.locked_texts() == (prefix + "\n\n", "\n\n" + suffix)
+    assert canonical.locked_texts() == (row["canonical"],)
     assert prefix.startswith(TITLE + "\n\n- 체중: ")
     assert suffix.startswith(ACTIONS_HEADING + "\n\n- ")
 
@@ -354,21 +347,11 @@ def test_utf16_offsets_are_code_units_not_code_points() -> None:
     )
     surface = parse_daily(body)
     canonical = surface.canonical()
-    prefix, suffix = canonical.locked_texts()
-    # Four astral characters in the prefix, one in the suffix.
-    assert utf16_len(prefix) == len(prefix) + 4
-    assert utf16_len(suffix) == len(suffix) + 1
-    start = utf16_len(prefix)
-    assert canonical.locked_spans_utf16 == (
-        (0, start),
-        (start + 18, start + 18 + utf16_len(suffix)),
-    )
-    selected = surface.render({SLOT_ID: "그리고 [[P:01]]."})
-    # "그리고 " adds four units before the status sentence.
-    assert selected.locked_spans_utf16 == (
-        (0, start),
-        (start + 22, start + 22 + utf16_len(suffix)),
-    )
+    (locked,) = canonical.locked_texts()
+    # Four astral characters before the status sentence, one after.
+    assert utf16_len(locked) == len(locked) + 5
+    assert canonical.locked_spans_utf16 == ((0, utf16_len(body)),)
+    assert surface.render({}).locked_spans_utf16 == canonical.locked_spans_utf16
 
 
 def test_telegram_limit_boundary_counts_utf16_units() -> None:
@@ -385,9 +368,8 @@ def test_telegram_limit_boundary_counts_utf16_units() -> None:
     with pytest.raises(Ineligible) as info:
         parse_daily(over)
     assert info.value.reason is IneligibleReason.TOO_LONG_UTF16
-    with pytest.raises(RenderError) as render_info:
-        surface.render({SLOT_ID: "그리고 [[P:01]]."})
-    assert render_info.value.reason is RenderReason.TOO_LONG_UTF16
+    # Nothing to style: the only rendering is the body itself, which fits.
+    assert surface.render({}).body == exact
 
 
 # --- ineligible bodies ------------------------------------------------------------
@@ -441,7 +423,7 @@ INELIGIBLE: list[tuple[str, str, DailyFacts | None, IneligibleReason]] = [
     ("status_without_period", _with(BASE_COMPLETE, COMPLETE, COMPLETE[:-1]), None, IneligibleReason.STATUS_TEXT_MISMATCH),
     ("status_nfd", _with(BASE_COMPLETE, COMPLETE, unicodedata.normalize("NFD", COMPLETE)), None, IneligibleReason.STATUS_TEXT_MISMATCH),
     ("old_missing_marker_미기록", _with(BASE_PARTIAL, "- 소화: 기록 없음", "- 소화: 미기록").replace("- 탄수화물·단백질·지방: 기록 없음", "- 탄수화물·단백질·지방: 미기록"), None, IneligibleReason.STATUS_PRE_CUTOVER),
-    ("selected_body_fed_back", GOLDEN[0]["selected"], None, IneligibleReason.STATUS_TEXT_MISMATCH),
+    ("selected_body_fed_back", GOLDEN[0]["canonical"].replace(COMPLETE, "그리고 " + COMPLETE), None, IneligibleReason.STATUS_TEXT_MISMATCH),
     ("pre_cutover_complete_with_partial", _with(BASE_COMPLETE, COMPLETE, PARTIAL), None, IneligibleReason.STATUS_PRE_CUTOVER),
     ("complete_status_but_missing", _with(BASE_PARTIAL, PARTIAL, COMPLETE), None, IneligibleReason.STATUS_COMPLETENESS_MISMATCH),
     ("heading_altered", _with(BASE_COMPLETE, "오늘 할 일", "오늘의 할 일"), None, IneligibleReason.ACTIONS_HEADING_MISSING),
@@ -596,7 +578,8 @@ def test_property_every_host_body_is_eligible_and_round_trips(answers: dict[str,
     # The plan: every post-cutover body is eligible; completeness from the facts.
     surface = parse_daily(body)
     assert surface.canonical().body == body
-    assert surface.slots[0].canonical_text == (COMPLETE if complete else PARTIAL)
+    assert surface.slots == ()
+    assert "\n\n" + (COMPLETE if complete else PARTIAL) + "\n\n" in body
     assert parse_daily(body, DailyFacts(complete=complete)).canonical().body == body
     with pytest.raises(Ineligible) as info:
         parse_daily(body, DailyFacts(complete=not complete))
@@ -615,20 +598,13 @@ def test_property_compositions_keep_every_locked_byte(
 ) -> None:
     body = render_daily(answers)
     surface = parse_daily(body)
+    # No slot: the only composition is the empty one, and it renders the body.
     generated = data.draw(composition_for_every_slot(surface))
+    assert generated == {}
     selected = render_if_it_fits(surface, generated)
-    if selected is None:
-        return  # the fit table's verdict, checked by render_if_it_fits
-    canonical = surface.canonical()
-    assert_locked_identical(canonical, selected)
+    assert selected is not None and selected.body == body
+    assert_locked_identical(surface.canonical(), selected)
     assert_layout_identical(surface, selected.body)
-    prefix, suffix = canonical.locked_texts()
-    assert (
-        selected.body
-        == prefix
-        + generated[SLOT_ID].replace("[[P:01]].", surface.slots[0].canonical_text)
-        + suffix
-    )
 
 
 def _fixed_spans(body: str) -> list[tuple[int, int]]:

@@ -4,8 +4,8 @@ Goldens: the TH ``ADAPTIVE`` sample (canonical), selected and fallback; the
 grammar's known parts checked, private lines locked and never required;
 decision/reason texts from the glossary in force (shipped or operator);
 properties over host-shaped payloads. Under the contract's fit table (design
-§6.1) the decision and the first review line take no style word: they are
-locked, and only the review lines after the first are slots.
+§6.1, §6.2) no line of the card takes a style word: the decision and every review
+line are locked, the card has no slot and nothing to style.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from gateway_shim.surfaces import (
 from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
 from gateway_shim.surfaces.card import DUAL_SURFACE, CardOrigin
 from gateway_shim.surfaces.dual import JUDGMENT_SLOT, format_dual_body, review_slot_id
-from kexpr.spool.contract import Reason, check_grammar
+from kexpr.spool.contract import Reason, check_generated, check_grammar, fit, slot_policy
 
 R = IneligibleReason
 FRESH = CardOrigin.FRESH
@@ -74,18 +74,13 @@ def test_canonical_golden_is_the_host_text() -> None:
     assert A1["text"] == ENVELOPE + TH_ADAPTIVE_BODY
     assert surface.canonical().body == A1["text"]
     assert presented_host_text(surface) == A1["text"]
-    # The fit table gives the decision and the first review line no word: the
-    # second review line is the card's one slot.
-    assert [s.slot_id for s in surface.slots] == [review_slot_id(2)]
-    assert [s.canonical_text for s in surface.slots] == [PUBLIC_REASONS[1]]
-    assert [s.policy().allowed_predicate_ids for s in surface.slots] == [
-        ("P_DUAL_REASON_LATEST",),
-    ]
-    # The decision line (label and text) and the first review line are locked.
-    head, tail = surface.canonical().locked_texts()
-    assert "\n현재 판단: " + PUBLIC_DECISION + "\n\n권장안\n" in head
-    assert head.endswith("\n\n검토 필요\n\n" + PUBLIC_REASONS[0] + "\n")
-    assert tail == "\n\n고객에게는 아직 전달되지 않았습니다."
+    # The fit table gives no line a word: the decision line (label and text) and
+    # every review line are locked, the whole card is one locked text.
+    assert surface.slots == ()
+    (locked,) = surface.canonical().locked_texts()
+    assert locked == A1["text"]
+    assert "\n현재 판단: " + PUBLIC_DECISION + "\n\n권장안\n" in locked
+    assert "\n\n검토 필요\n\n" + "\n".join(PUBLIC_REASONS) + "\n\n" in locked
 
 
 def judgment_slot() -> ProseSlot:
@@ -104,34 +99,48 @@ def judgment_slot() -> ProseSlot:
     )
 
 
-def test_the_decision_and_the_first_review_line_cannot_be_styled() -> None:
+def review_slot(n: int = 2) -> ProseSlot:
+    """A review line as the dual adapter builds it before the fit table locks it."""
+    text = PUBLIC_REASONS[n - 1]
+    (semantic_id,) = [k for k, v in SHIPPED_DUAL_GLOSSARY.reasons.items() if v == text[:-1]]
+    placeholder = Placeholder(
+        token="[[P:01]]",
+        semantic_id=semantic_id,
+        expansion=text[:-1],
+        glossary=SHIPPED_DUAL_GLOSSARY.entries,
+    )
+    return ProseSlot(slot_id=review_slot_id(n), placeholders=(placeholder,), canonical_text=text)
+
+
+def test_no_line_of_the_card_can_be_styled() -> None:
     assert judgment_slot().styleable is False
-    # One review line: nothing on the card may take a word, so it has no slot.
-    assert parse(payload(body(reasons=PUBLIC_REASONS[:1]))).slots == ()
-    (second,) = parse(A1).slots
-    assert second.styleable is True
+    assert review_slot(1).styleable is False and review_slot(2).styleable is False
+    # Whatever its review lines, the card has no slot.
+    for reasons in ((), PUBLIC_REASONS[:1], PUBLIC_REASONS, PUBLIC_REASONS[::-1]):
+        assert parse(payload(body(reasons=reasons))).slots == ()
 
 
-SELECTED = {review_slot_id(2): "그리고 [[P:01]]."}
-SELECTED_GOLDEN = ENVELOPE + (
-    "적응형 영양 검토 · 린매스업\n\n가상 테스트 고객 · 2026-07-28\n"
-    "현재 판단: 순응도 근거 충돌로 조정 보류\n\n권장안\n\n- 칼로리와 매크로를 변경하지 않음"
-    "\n\n검토 필요\n\n같은 날짜의 수정 전·후 기록이 함께 감지되어 확인이 필요합니다.\n"
-    "그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다.\n\n고객에게는 아직 전달되지 않았습니다."
-)
+# What the fit table accepted on the second review line before the readers' verdicts.
+FORMER_SELECTED = {review_slot_id(2): "그리고 [[P:01]]."}
+REVIEW_2 = slot_policy(review_slot_id(2), ["P_DUAL_REASON_LATEST"])
 
 
-def test_selected_golden() -> None:
+def test_nothing_to_style_golden() -> None:
     surface = parse(A1)
-    rendered = surface.render(SELECTED)
-    assert rendered.body == SELECTED_GOLDEN
+    rendered = surface.render({})
+    assert rendered.body == A1["text"]
     assert_locked_identical(surface.canonical(), rendered)
     assert_layout_identical(surface, rendered.body)
+    assert fit.compositions(REVIEW_2.slot_id, REVIEW_2.semantic_ids) == ()
+    assert check_generated(REVIEW_2, FORMER_SELECTED[REVIEW_2.slot_id]) is Reason.STYLE_MISFIT
+    with pytest.raises(RenderError) as e:
+        surface.render(FORMER_SELECTED)
+    assert e.value.reason is RenderReason.UNKNOWN_SLOT
 
 
 def test_decision_slot_has_no_final_period_and_reasons_keep_theirs() -> None:
     judgment = judgment_slot()
-    (second,) = parse(A1).slots
+    second = review_slot(2)
     assert judgment.final_period is False and second.final_period is True
     # The canonical composition renders the host's bytes exactly.
     assert judgment.expand("[[P:01]].") == PUBLIC_DECISION
@@ -145,15 +154,15 @@ def test_decision_slot_has_no_final_period_and_reasons_keep_theirs() -> None:
 @pytest.mark.parametrize(
     ("generated", "reason"),
     [
-        ({review_slot_id(2): "확인 결과, [[P:01]]."}, RenderReason.COMPOSITION_REJECTED),
+        # An answer for a locked line is an answer for a slot the card does not have.
+        ({review_slot_id(2): "확인 결과, [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
         (
             {review_slot_id(2): "그리고 최신 확정 기록을 기준으로 다시 계산해야 합니다."},
-            RenderReason.COMPOSITION_REJECTED,
+            RenderReason.UNKNOWN_SLOT,
         ),
-        ({}, RenderReason.MISSING_SLOT),
-        # An answer for a locked line is an answer for a slot the card does not have.
-        ({**SELECTED, JUDGMENT_SLOT: "그리고 [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
-        ({**SELECTED, review_slot_id(1): "그리고 [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
+        ({**FORMER_SELECTED, JUDGMENT_SLOT: "그리고 [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
+        ({JUDGMENT_SLOT: "그리고 [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
+        ({review_slot_id(1): "그리고 [[P:01]]."}, RenderReason.UNKNOWN_SLOT),
     ],
 )
 def test_fallback_goldens(generated: dict[str, str], reason: RenderReason) -> None:
@@ -176,12 +185,11 @@ def test_fallback_goldens(generated: dict[str, str], reason: RenderReason) -> No
 )
 def test_a_misfit_review_line_is_rejected(generated: str, reason: Reason) -> None:
     surface = parse(A1)
-    (slot,) = surface.slots
-    assert check_grammar(slot.policy(), generated) is None
+    assert check_grammar(REVIEW_2, generated) is None
+    assert check_generated(REVIEW_2, generated) is reason
     with pytest.raises(RenderError) as e:
         surface.render({review_slot_id(2): generated})
-    assert e.value.reason is RenderReason.COMPOSITION_REJECTED
-    assert e.value.contract_reason is reason
+    assert e.value.reason is RenderReason.UNKNOWN_SLOT
 
 
 # --- known parts checked, private parts locked and free ------------------------------------
@@ -345,16 +353,17 @@ def test_operator_entries_map_and_shipped_ones_still_do() -> None:
         reasons=(PUBLIC_REASONS[1], "섭취 기록과 계획의 차이가 큽니다."),
     )
     assert reason_of(text) is R.DECISION_UNMAPPED  # the shipped glossary lacks it
-    # The operator's decision and first reason map (the card is eligible) and are
-    # locked; the operator's reason on the second line is the slot.
+    # The operator's decision and reasons map (the card is eligible) and are locked:
+    # the operator's reason has a policy, but no word fits it (design §6.1).
     surface = parse(payload(text), OPERATOR_GLOSSARY)
-    assert [s.policy().allowed_predicate_ids for s in surface.slots] == [
-        ("P_DUAL_REASON_INTAKE_GAP",)
-    ]
+    assert surface.slots == ()
+    assert surface.canonical().body == payload(text)["text"]
+    gap = slot_policy(review_slot_id(2), ["P_DUAL_REASON_INTAKE_GAP"])
+    assert not fit.slot_styleable(gap.slot_id, gap.semantic_ids)
     assert presented_host_text(surface) == payload(text)["text"]
     shipped = parse(A1, OPERATOR_GLOSSARY)
     assert shipped.canonical().body == A1["text"]
-    assert [s.policy().allowed_predicate_ids for s in shipped.slots] == [("P_DUAL_REASON_LATEST",)]
+    assert shipped.slots == ()
 
 
 def test_unmapped_reason_with_operator_glossary() -> None:
@@ -380,16 +389,9 @@ def test_shipped_glossary_is_the_public_texts() -> None:
 def test_host_shaped_payloads_are_eligible_and_roundtrip(p: dict[str, Any]) -> None:
     surface = parse(p, OPERATOR_GLOSSARY)
     assert presented_host_text(surface) == p["text"]
-    # One slot per review line after the first (the decision and the first line
-    # are locked); a card with one review line or none has no slot.
-    text = str(p["text"])
-    block = (
-        text.split("\n\n검토 필요\n\n", 1)[1].split("\n\n", 1)[0]
-        if "\n\n검토 필요\n\n" in text
-        else ""
-    )
-    lines = block.count("\n") + 1 if block else 0
-    assert [s.slot_id for s in surface.slots] == [review_slot_id(n) for n in range(2, lines + 1)]
+    # No slot, however many review lines: the decision and every line are locked.
+    assert surface.slots == ()
+    assert surface.canonical().locked_texts() == (p["text"],)
     assert (
         parse_adaptive(p, callback_data=CALLBACK, origin=FRESH, glossary=OPERATOR_GLOSSARY).surface
         == DUAL_SURFACE
@@ -409,9 +411,9 @@ def test_any_accepted_composition_keeps_every_locked_byte(
 ) -> None:
     p, generated = case
     surface = parse(p, OPERATOR_GLOSSARY)
+    assert generated == {}  # no slot: nothing to style
     rendered = render_if_it_fits(surface, generated)
-    if rendered is None:
-        return  # the fit table's verdict, checked by render_if_it_fits
+    assert rendered is not None and rendered.body == p["text"]
     assert_locked_identical(surface.canonical(), rendered)
     assert_layout_identical(surface, rendered.body)
     # The decision line is locked: byte-identical in every rendering.

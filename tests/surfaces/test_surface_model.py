@@ -70,6 +70,38 @@ def _two_slot_surface() -> CanonicalSurface:
     )
 
 
+def _styled_slot() -> ProseSlot:
+    """The one slot the fit table leaves a choice (design §6.2): the goal-missing
+    interpretation, [[P:01]] then [[A:01]], one sentence per line."""
+    return ProseSlot(
+        slot_id="weekly.interpretation",
+        placeholders=(
+            _placeholder("[[P:01]]", "P_WEEKLY_TREND_OBSERVED"),
+            _placeholder("[[A:01]]", "A_WEEKLY_HOLD_FOR_MISSING_GOAL"),
+        ),
+        canonical_text=GLOSSARY["P_WEEKLY_TREND_OBSERVED"]
+        + ".\n"
+        + GLOSSARY["A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
+        + ".",
+    )
+
+
+STYLED_HEAD = "🔥 주간 리포트\n\n"
+STYLED_TAIL = "\n\n근거\n" + GLOSSARY["A_WEEKLY_KEEP_BASELINE"] + ".\n\n- 끝 ✅"
+
+
+def _styled_surface(head: str = STYLED_HEAD, tail: str = STYLED_TAIL) -> CanonicalSurface:
+    """A synthetic body around the styled slot; the rationale is locked text, as the
+    builder makes it (its cell is empty)."""
+    slot = _styled_slot()
+    return CanonicalSurface(
+        surface="weekly.v1",
+        body=head + slot.canonical_text + tail,
+        slots=(slot,),
+        segments=(Locked(head), SlotRef(0), Locked(tail)),
+    )
+
+
 def _one_slot_surface(head: str = "제목\n\n", tail: str = "\n\n끝") -> CanonicalSurface:
     return CanonicalSurface(
         surface="daily.v1",
@@ -388,51 +420,46 @@ def test_canonical_surface_rejects_over_4096_utf16_units() -> None:
 # --- render ------------------------------------------------------------------------
 
 
-def test_render_two_slots_offsets_and_locked_bytes() -> None:
-    surface = _two_slot_surface()
+def test_render_offsets_and_locked_bytes() -> None:
+    surface = _styled_surface()
     canonical = surface.canonical()
     # "🔥 주간 리포트\n\n" is 10 code points, 11 UTF-16 units.
     assert canonical.locked_spans_utf16[0] == (0, 11)
-    selected = surface.render(
-        {
-            "weekly.rationale": "그리고 [[A:01]].",
-            "weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]].",
-        }
-    )
-    assert (
-        selected.locked_texts()
-        == canonical.locked_texts()
-        == ("🔥 주간 리포트\n\n", "\n\n근거\n", "\n\n- 끝 ✅")
-    )
+    selected = surface.render({"weekly.interpretation": "[[P:01]]. 다만, [[A:01]]."})
+    assert selected.locked_texts() == canonical.locked_texts() == (STYLED_HEAD, STYLED_TAIL)
     interpretation = (
-        "먼저, "
-        + GLOSSARY["P_WEEKLY_IN_GOAL"]
-        + ".\n이어서, "
-        + GLOSSARY["P_WEEKLY_KEEP_BASIS"]
+        GLOSSARY["P_WEEKLY_TREND_OBSERVED"]
+        + ".\n다만, "
+        + GLOSSARY["A_WEEKLY_HOLD_FOR_MISSING_GOAL"]
         + "."
     )
     # Each sentence on its own line, as in the canonical text; nothing else moved.
-    assert selected.body == (
-        "🔥 주간 리포트\n\n"
-        + interpretation
-        + "\n\n근거\n"
-        + "그리고 "
-        + GLOSSARY["A_WEEKLY_KEEP_BASELINE"]
-        + "."
-        + "\n\n- 끝 ✅"
-    )
+    assert selected.body == STYLED_HEAD + interpretation + STYLED_TAIL
     assert selected.body.count("\n") == canonical.body.count("\n")
-    interpretation_units = utf16_len(interpretation)
-    rationale_units = utf16_len("그리고 " + GLOSSARY["A_WEEKLY_KEEP_BASELINE"] + ".")
-    # "\n\n근거\n" is 5 units; "\n\n- 끝 ✅" is 7 (✅ U+2705 is in the BMP).
-    middle_start = 11 + interpretation_units
-    tail_start = middle_start + 5 + rationale_units
+    tail_start = 11 + utf16_len(interpretation)
     assert selected.locked_spans_utf16 == (
         (0, 11),
-        (middle_start, middle_start + 5),
-        (tail_start, tail_start + 7),
+        (tail_start, tail_start + utf16_len(STYLED_TAIL)),
     )
-    assert utf16_len(selected.body) == tail_start + 7
+    assert utf16_len(selected.body) == tail_start + utf16_len(STYLED_TAIL)
+    # "다만, " added four units: the tail moved by exactly that.
+    assert tail_start - canonical.locked_spans_utf16[1][0] == 4
+
+
+def test_a_two_slot_body_renders_nothing_once_its_cells_are_empty() -> None:
+    # The model carries any number of slots; the fit table (design §6.1, §6.2) gives
+    # the in-goal interpretation and the rationale no word, so the answer that used
+    # to render this body is refused whole.
+    surface = _two_slot_surface()
+    with pytest.raises(RenderError) as info:
+        surface.render(
+            {
+                "weekly.rationale": "그리고 [[A:01]].",
+                "weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]].",
+            }
+        )
+    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.contract_reason is Reason.STYLE_MISFIT
 
 
 @pytest.mark.parametrize(
@@ -525,23 +552,18 @@ def test_render_rejects_a_non_mapping() -> None:
 
 
 def test_render_rejects_result_over_4096_utf16_units() -> None:
-    room = TELEGRAM_MAX_UTF16 - utf16_len("\n\n" + COMPLETE)
-    surface = _one_slot_surface(head="💪" * (room // 2) + "a" * (room % 2), tail="\n\n")
+    room = TELEGRAM_MAX_UTF16 - utf16_len(_styled_slot().canonical_text + "\n\n")
+    surface = _styled_surface(head="💪" * (room // 2) + "a" * (room % 2), tail="\n\n")
     assert utf16_len(surface.body) == TELEGRAM_MAX_UTF16
     with pytest.raises(RenderError) as info:
-        surface.render({"daily.status": "그리고 [[P:01]]."})
+        surface.render({"weekly.interpretation": "[[P:01]]. 다만 [[A:01]]."})
     assert info.value.reason is RenderReason.TOO_LONG_UTF16
 
 
 def test_locked_proof_catches_a_tampered_body() -> None:
     """The proof does not trust how a rendered body was built."""
-    surface = _two_slot_surface()
-    selected = surface.render(
-        {
-            "weekly.interpretation": "먼저, [[P:01]]. 이어서, [[P:02]].",
-            "weekly.rationale": "그리고 [[A:01]].",
-        }
-    )
+    surface = _styled_surface()
+    selected = surface.render({"weekly.interpretation": "[[P:01]]. 다만 [[A:01]]."})
     surface._prove_locked(selected)  # the genuine body passes
     tampered_cases = [
         # one locked character changed, same length and offsets
@@ -559,7 +581,7 @@ def test_locked_proof_catches_a_tampered_body() -> None:
             body=selected.body, locked_spans_utf16=((1, 10), *selected.locked_spans_utf16[1:])
         ),
         # a locked span dropped
-        RenderedBody(body=selected.body, locked_spans_utf16=selected.locked_spans_utf16[:2]),
+        RenderedBody(body=selected.body, locked_spans_utf16=selected.locked_spans_utf16[:1]),
     ]
     for tampered in tampered_cases:
         with pytest.raises(RenderError) as info:

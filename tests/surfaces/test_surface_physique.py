@@ -29,7 +29,7 @@ from gateway_shim.surfaces import (
 from gateway_shim.surfaces.adaptive import parse_adaptive, presented_host_text
 from gateway_shim.surfaces.card import PHYSIQUE_SURFACE, CardOrigin
 from gateway_shim.surfaces.physique import REVIEW_NOTICE, REVIEW_SLOT, STATUS_LINE
-from kexpr.spool.contract import Reason, check_grammar
+from kexpr.spool.contract import Reason, check_generated, check_grammar, fit, slot_policy
 
 R = IneligibleReason
 NOTICE = "검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n"
@@ -53,9 +53,11 @@ CANONICAL_GOLDEN = ENVELOPE + (
     "목표 체중 범위 유지\n\n검토 안내\n제안의 구조화된 항목을 확인한 뒤 승인 여부를 결정하세요.\n"
     "상태: 운영자 승인 전 · 고객에게 자동 전달하지 않음"
 )
-# The instruction's one composition (the fit table): "먼저" restates the order
-# the sentence itself gives, no comma.
-SELECTED_GOLDEN = CANONICAL_GOLDEN.replace("\n제안의", "\n먼저 제안의")
+# The instruction's policy: the fit table leaves its sentence no word (design §6.1,
+# §6.2), so the notice is locked text and the card has nothing to style.
+REVIEW_POLICY = slot_policy(REVIEW_SLOT, ["A_OPERATOR_REVIEW_DECISION"])
+# What the table accepted before the readers' verdicts ("먼저" restating the order).
+FORMER_COMPOSITION = "먼저 [[A:01]]."
 
 
 def test_notice_is_the_plans() -> None:
@@ -71,8 +73,12 @@ def test_canonical_golden_inserts_the_notice_before_the_status_line() -> None:
     at = host.rindex(STATUS_LINE)
     assert surface.canonical().body == host[:at] + NOTICE + host[at:]
     assert presented_host_text(surface) == host
-    assert [s.slot_id for s in surface.slots] == [REVIEW_SLOT]
-    assert surface.slots[0].policy().allowed_action_ids == ("A_OPERATOR_REVIEW_DECISION",)
+    # Nothing to style: the notice is locked text like the host's lines.
+    assert surface.slots == ()
+    assert surface.canonical().locked_texts() == (CANONICAL_GOLDEN,)
+    assert REVIEW_POLICY.allowed_action_ids == ("A_OPERATOR_REVIEW_DECISION",)
+    assert fit.compositions(REVIEW_SLOT, REVIEW_POLICY.semantic_ids) == ()
+    assert not fit.slot_styleable(REVIEW_SLOT, REVIEW_POLICY.semantic_ids)
 
 
 def test_layout_without_a_blank_line_before_the_status_is_kept() -> None:
@@ -81,11 +87,18 @@ def test_layout_without_a_blank_line_before_the_status_is_kept() -> None:
     assert surface.canonical().body.endswith("목표 체중 범위 유지\n" + NOTICE + STATUS_LINE)
 
 
-def test_selected_golden() -> None:
+def test_nothing_to_style_golden() -> None:
+    # The only rendering is the canonical presentation; the composition the table
+    # used to accept is now a misfit, and the card has no slot for it.
     surface = parse(payload(PHYSIQUE_BODY))
-    rendered = surface.render({REVIEW_SLOT: "먼저 [[A:01]]."})
-    assert rendered.body == SELECTED_GOLDEN
+    rendered = surface.render({})
+    assert rendered.body == CANONICAL_GOLDEN
     assert_locked_identical(surface.canonical(), rendered)
+    assert check_grammar(REVIEW_POLICY, FORMER_COMPOSITION) is None
+    assert check_generated(REVIEW_POLICY, FORMER_COMPOSITION) is Reason.STYLE_MISFIT
+    with pytest.raises(RenderError) as e:
+        surface.render({REVIEW_SLOT: FORMER_COMPOSITION})
+    assert e.value.reason is RenderReason.UNKNOWN_SLOT
 
 
 @pytest.mark.parametrize(
@@ -100,16 +113,17 @@ def test_selected_golden() -> None:
 )
 def test_a_misfit_instruction_is_rejected(generated: str) -> None:
     surface = parse(payload(PHYSIQUE_BODY))
-    assert check_grammar(surface.slots[0].policy(), generated) is None
+    assert check_grammar(REVIEW_POLICY, generated) is None
+    assert check_generated(REVIEW_POLICY, generated) is Reason.STYLE_MISFIT
     with pytest.raises(RenderError) as e:
         surface.render({REVIEW_SLOT: generated})
-    assert e.value.reason is RenderReason.COMPOSITION_REJECTED
-    assert e.value.contract_reason is Reason.STYLE_MISFIT
+    assert e.value.reason is RenderReason.UNKNOWN_SLOT
     assert surface.canonical().body == CANONICAL_GOLDEN
 
 
 def test_fallback_golden() -> None:
     surface = parse(payload(PHYSIQUE_BODY))
+    assert check_generated(REVIEW_POLICY, "승인 완료, [[A:01]].") is not None
     with pytest.raises(RenderError):
         surface.render({REVIEW_SLOT: "승인 완료, [[A:01]]."})
     assert surface.canonical().body == CANONICAL_GOLDEN
@@ -176,9 +190,9 @@ def test_any_accepted_composition_keeps_every_locked_byte(
 ) -> None:
     p, generated = case
     surface = parse(p)
+    assert generated == {}  # no slot: nothing to style
     rendered = render_if_it_fits(surface, generated)
-    if rendered is None:
-        return  # the fit table's verdict, checked by render_if_it_fits
+    assert rendered is not None and rendered.body == surface.canonical().body
     assert_locked_identical(surface.canonical(), rendered)
     assert rendered.body.count("\n") == surface.canonical().body.count("\n")
 

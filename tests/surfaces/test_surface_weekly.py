@@ -60,7 +60,14 @@ from gateway_shim.surfaces.weekly import (
     format_weekly,
     parse_weekly,
 )
-from kexpr.spool.contract import Reason
+from kexpr.spool.contract import (
+    Reason,
+    SlotPolicy,
+    check_generated,
+    check_grammar,
+    fit,
+    slot_policy,
+)
 
 # --- the host's own test goldens ---------------------------------------------------
 # Recorded verbatim from Carrie111998/Hermes
@@ -103,12 +110,14 @@ def test_host_golden_w1_explicit_fields_is_ineligible() -> None:
 def test_host_golden_w2_is_eligible_and_round_trips() -> None:
     surface = parse_weekly(HOST_W2, explicit_fields=())
     assert surface.canonical().body == HOST_W2
-    interpretation, rationale = surface.slots
-    assert [p.semantic_id for p in interpretation.placeholders] == [
-        "P_WEEKLY_TREND_UNAVAILABLE",
-        "A_WEEKLY_RECHECK_AFTER_RECORD",
-    ]
-    assert [p.semantic_id for p in rationale.placeholders] == ["P_WEEKLY_RECORDS_INSUFFICIENT"]
+    # I1 and the records rationale: the fit table leaves them no word (design §6.1),
+    # so the report is one locked text with nothing to style.
+    assert surface.slots == ()
+    for slot_id, ids in (
+        (INTERPRETATION_SLOT, ("P_WEEKLY_TREND_UNAVAILABLE", "A_WEEKLY_RECHECK_AFTER_RECORD")),
+        (RATIONALE_SLOT, ("P_WEEKLY_RECORDS_INSUFFICIENT",)),
+    ):
+        assert not fit.slot_styleable(slot_id, ids)
 
 
 _EXAMPLES = Path(__file__).parent / "goldens" / "host-examples.jsonl"
@@ -196,7 +205,7 @@ def test_more_than_six_actions_from_keep_and_change_behaviors_are_eligible() -> 
     assert render_weekly(SEVEN_PLUS_SUMMARY) == (SEVEN_PLUS_BODY, frozenset())
     surface = parse_weekly(SEVEN_PLUS_BODY, explicit_fields=sorted(SEVEN_PLUS_SUMMARY))
     assert surface.canonical().body == SEVEN_PLUS_BODY
-    assert [s.slot_id for s in surface.slots] == ["weekly.interpretation", "weekly.rationale"]
+    assert surface.slots == ()  # I3: nothing to style
     # The layout renderer carries any number of actions too.
     nine = tuple(line[2:] for line in SEVEN_PLUS_BODY.split("\n\n")[4].split("\n"))
     laid_out = format_weekly(**dict(GOLDEN[0]["format"], actions=nine))
@@ -204,9 +213,12 @@ def test_more_than_six_actions_from_keep_and_change_behaviors_are_eligible() -> 
     assert parse_weekly(laid_out).canonical().body == laid_out
 
 
-# name, format_weekly inputs, composition, canonical, selected, and a composition
-# the grammar accepts but the fit table does not (design §6.1), with the reason of
-# its first rejected slot.
+# name, format_weekly inputs, composition, canonical, and a composition the grammar
+# accepts but the fit table does not (design §6.1), with the reason of its first
+# rejected slot. Only the goal-missing report (I2) has a slot, its interpretation
+# (design §6.2): its row's composition is one of its two and it has a selected body.
+# Every other row's composition is what the table accepted before the readers'
+# verdicts, now refused: those reports are locked text with nothing to style.
 GOLDEN: list[dict[str, Any]] = [
     {
         "name": "w3_in_goal_keep",  # HOST-FORMATS W3
@@ -231,14 +243,6 @@ GOLDEN: list[dict[str, Any]] = [
             Reason.STYLE_MISFIT,
         ),
         "canonical": _body(W3_FACTS, I3, "유지", "- " + KEEP_A, KEEP_R),
-        "selected": _body(
-            W3_FACTS,
-            "먼저, 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
-            "그리고 현재 속도라면 이번 주에는 기준을 유지합니다.",
-            "유지",
-            "- " + KEEP_A,
-            "그리고 " + KEEP_R,
-        ),
     },
     {
         "name": "w4_out_of_goal_review",  # HOST-FORMATS W4
@@ -263,14 +267,6 @@ GOLDEN: list[dict[str, Any]] = [
             Reason.STYLE_MISFIT,
         ),
         "canonical": _body(W4_FACTS, I4, "조정 검토", "- " + REVIEW_A, REVIEW_R),
-        "selected": _body(
-            W4_FACTS,
-            "주간 체중 변화가 린매스업 목표 범위를 벗어났습니다.\n"
-            "그리고 다음 기록에서 섭취와 체중 추세를 함께 확인합니다.",
-            "조정 검토",
-            "- " + REVIEW_A,
-            "그리고 " + REVIEW_R,
-        ),
     },
     {
         "name": "w5_goal_missing_records",  # HOST-FORMATS W5
@@ -282,25 +278,16 @@ GOLDEN: list[dict[str, Any]] = [
             "interpretation": WeeklyInterpretation.GOAL_MISSING,
             "judgment": WeeklyJudgment.RECORDS,
         },
-        "generated": {
-            INTERPRETATION_SLOT: "[[P:01]]. 이어서, [[A:01]].",
-            RATIONALE_SLOT: "그리고 [[P:01]].",
-        },
-        "misfit": (
-            {
-                INTERPRETATION_SLOT: "[[P:01]]. 차분히 [[A:01]].",
-                RATIONALE_SLOT: "지금 [[P:01]].",
-            },
-            Reason.STYLE_MISFIT,
-        ),
+        "generated": {INTERPRETATION_SLOT: "[[P:01]]. 다만 [[A:01]]."},
+        "misfit": ({INTERPRETATION_SLOT: "[[P:01]]. 차분히 [[A:01]]."}, Reason.STYLE_MISFIT),
         "canonical": _body(W5_FACTS, I2, "기록 보완", "- " + RECORDS_A, RECORDS_R),
         "selected": _body(
             W5_FACTS,
             "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다.\n"
-            "이어서, 목표 범위가 없어 이번 주 조정 판단은 보류합니다.",
+            "다만 목표 범위가 없어 이번 주 조정 판단은 보류합니다.",
             "기록 보완",
             "- " + RECORDS_A,
-            "그리고 " + RECORDS_R,
+            RECORDS_R,
         ),
     },
     {
@@ -326,14 +313,6 @@ GOLDEN: list[dict[str, Any]] = [
             Reason.STYLE_MISFIT,
         ),
         "canonical": HOST_W2,
-        "selected": _body(
-            W2_FACTS,
-            "먼저, 최근 7일 평균과 이전 7일 평균을 확인할 수 없어 추세를 판단하지 않습니다.\n"
-            "그리고 기록이 보완된 뒤 유지·조정 여부를 다시 확인합니다.",
-            "기록 보완",
-            "- " + RECORDS_A,
-            "그리고 " + RECORDS_R,
-        ),
     },
     {
         # An explicit judgment and six explicit actions (locked lines) after I3;
@@ -368,15 +347,6 @@ GOLDEN: list[dict[str, Any]] = [
             "- a\n- - b\n- 기준 섭취량: 2,600kcal 유지\n- 🍚 줄이기\n- e\n- f",
             REVIEW_R,
         ),
-        "selected": _body(
-            "- 최근 7일 평균 체중: 1,078.90kg\n- 이전 7일 평균 체중: 🏋 약 80kg\n"
-            "- 주간 변화: 체중: 변화 없음 / 확인\n- 체크인율: 6/7 · 좋음\n- 목표 범위: +0.10%~+0.25%",
-            "먼저, 체중은 린매스업 목표 범위 안에서 안정적으로 증가했습니다.\n"
-            "이어서, 현재 속도라면 이번 주에는 기준을 유지합니다.",
-            "조정 검토",
-            "- a\n- - b\n- 기준 섭취량: 2,600kcal 유지\n- 🍚 줄이기\n- e\n- f",
-            "그리고 " + REVIEW_R,
-        ),
     },
 ]
 
@@ -401,85 +371,141 @@ def test_golden_parse_round_trip(row: dict[str, Any]) -> None:
         assert surface.canonical().body == row["canonical"]
 
 
+def _styled(row: dict[str, Any]) -> bool:
+    return bool(row["format"]["interpretation"] is WeeklyInterpretation.GOAL_MISSING)
+
+
+def _policies(row: dict[str, Any]) -> dict[str, SlotPolicy]:
+    """The two paragraphs' policies, whether or not the surface offers them."""
+    return {
+        INTERPRETATION_SLOT: slot_policy(INTERPRETATION_SLOT, row["format"]["interpretation"].ids),
+        RATIONALE_SLOT: slot_policy(RATIONALE_SLOT, row["format"]["judgment"].rationale.ids),
+    }
+
+
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
-def test_golden_slots_are_the_two_typed_paragraphs(row: dict[str, Any]) -> None:
+def test_golden_slots_are_the_styleable_typed_paragraphs(row: dict[str, Any]) -> None:
     surface = parse_weekly(row["canonical"])
-    interpretation, rationale = surface.slots
-    assert [type(seg) for seg in surface.segments] == [Locked, SlotRef, Locked, SlotRef]
+    policies = _policies(row)
+    for slot_id, limits in ((INTERPRETATION_SLOT, (220, 16)), (RATIONALE_SLOT, (144, 10))):
+        policy = policies[slot_id]
+        assert (policy.max_generated_chars, policy.max_style_lexemes) == limits
+    # The rationale is never a slot (design §6.1): the host's last line, locked.
+    assert not fit.slot_styleable(RATIONALE_SLOT, policies[RATIONALE_SLOT].semantic_ids)
+    assert row["canonical"].endswith("\n\n" + row["format"]["judgment"].rationale.text)
+    assert surface.canonical().locked_texts()[-1].endswith(row["format"]["judgment"].rationale.text)
+    if not _styled(row):
+        assert surface.slots == ()
+        assert [type(seg) for seg in surface.segments] == [Locked]
+        interpretation_ids = policies[INTERPRETATION_SLOT].semantic_ids
+        assert not fit.slot_styleable(INTERPRETATION_SLOT, interpretation_ids)
+        return
+    (interpretation,) = surface.slots
+    assert [type(seg) for seg in surface.segments] == [Locked, SlotRef, Locked]
     assert interpretation.slot_id == INTERPRETATION_SLOT == "weekly.interpretation"
-    assert rationale.slot_id == RATIONALE_SLOT == "weekly.rationale"
+    assert RATIONALE_SLOT == "weekly.rationale"
     ids = row["format"]["interpretation"].ids
     assert tuple(p.semantic_id for p in interpretation.placeholders) == ids
-    assert tuple(p.token for p in interpretation.placeholders) == (
-        ("[[P:01]]", "[[P:02]]") if ids[1].startswith("P_") else ("[[P:01]]", "[[A:01]]")
-    )
-    # The interpretation slot is the host's two lines; the rationale the last line.
+    assert tuple(p.token for p in interpretation.placeholders) == ("[[P:01]]", "[[A:01]]")
+    # The interpretation slot is the host's two lines.
     assert interpretation.canonical_text.count("\n") == 1
     assert interpretation.sentence_separator == "\n"
-    assert rationale.sentence_separator == " "
-    assert row["canonical"].endswith("\n\n" + rationale.canonical_text)
-    (rationale_id,) = row["format"]["judgment"].rationale.ids
-    assert [p.semantic_id for p in rationale.placeholders] == [rationale_id]
-    for slot, limits in ((interpretation, (220, 16)), (rationale, (144, 10))):
-        policy = slot.policy()
-        assert (policy.max_generated_chars, policy.max_style_lexemes) == limits
+    assert interpretation.policy() == policies[INTERPRETATION_SLOT]
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
 def test_golden_render_selected(row: dict[str, Any]) -> None:
     surface = parse_weekly(row["canonical"])
+    if not _styled(row):
+        # Nothing to style: the only rendering is the host's body, and the
+        # composition the table used to accept is refused and has no slot.
+        assert surface.render({}).body == row["canonical"]
+        for slot_id, text in row["generated"].items():
+            assert check_grammar(_policies(row)[slot_id], text) is None
+        assert any(
+            check_generated(_policies(row)[slot_id], text) is not None
+            for slot_id, text in row["generated"].items()
+        )
+        with pytest.raises(RenderError) as info:
+            surface.render(row["generated"])
+        assert info.value.reason is RenderReason.UNKNOWN_SLOT
+        return
     selected = surface.render(row["generated"])
     assert selected.body == row["selected"]
     assert selected.body.count("\n") == row["canonical"].count("\n")
     assert_layout_identical(surface, selected.body)
-    assert_locked_identical(surface.canonical(), selected, ends_with_slot=True)
+    assert_locked_identical(surface.canonical(), selected)
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
 def test_golden_misfit_is_rejected(row: dict[str, Any]) -> None:
     # Words the grammar admits but that change a sentence's claim: the fit table
-    # rejects the whole body (no partial selection), which stays canonical.
+    # rejects them (design §6.1); the body stays canonical.
     surface = parse_weekly(row["canonical"])
     generated, reason = row["misfit"]
-    assert_grammar_accepts(surface, generated)
+    policies = _policies(row)
+    for slot_id, text in generated.items():
+        assert check_grammar(policies[slot_id], text) is None
+    first = next(
+        r for r in (check_generated(policies[k], t) for k, t in generated.items()) if r is not None
+    )
+    assert first is reason
     with pytest.raises(RenderError) as info:
         surface.render(generated)
-    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
-    assert info.value.contract_reason is reason
+    if _styled(row):
+        assert_grammar_accepts(surface, generated)
+        assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+        assert info.value.contract_reason is reason
+    else:
+        assert info.value.reason is RenderReason.UNKNOWN_SLOT
     assert surface.canonical().body == row["canonical"]
 
 
 @pytest.mark.parametrize("row", GOLDEN, ids=GOLDEN_IDS)
 def test_golden_fallback_is_canonical(row: dict[str, Any]) -> None:
     surface = parse_weekly(row["canonical"])
-    # One bad slot rejects the whole body (no partial selection).
-    bad = dict(row["generated"], **{INTERPRETATION_SLOT: "오늘은 [[P:01]]. [[P:02]]."})
+    bad = {INTERPRETATION_SLOT: "오늘은 [[P:01]]. [[A:01]]."}
     with pytest.raises(RenderError) as info:
         surface.render(bad)
-    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
-    with pytest.raises(RenderError) as info:
-        surface.render({INTERPRETATION_SLOT: row["generated"][INTERPRETATION_SLOT]})
-    assert info.value.reason is RenderReason.MISSING_SLOT
+    if _styled(row):
+        assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+        with pytest.raises(RenderError) as info:
+            surface.render({})
+        assert info.value.reason is RenderReason.MISSING_SLOT
+        # An answer for the locked rationale is one for a slot the body lacks.
+        with pytest.raises(RenderError) as info:
+            surface.render({**row["generated"], RATIONALE_SLOT: "다만 [[P:01]]."})
+        assert info.value.reason is RenderReason.UNKNOWN_SLOT
+    else:
+        assert info.value.reason is RenderReason.UNKNOWN_SLOT
+        assert surface.render({}).body == row["canonical"]
     assert surface.canonical().body == row["canonical"]
+
+
+_STYLED_ROW = next(row for row in GOLDEN if _styled(row))
 
 
 def test_utf16_offsets_are_code_units_not_code_points() -> None:
     row = GOLDEN[4]  # emoji in the values and actions
-    surface = parse_weekly(row["canonical"])
+    canonical = parse_weekly(row["canonical"]).canonical()
+    assert canonical.locked_texts() == (row["canonical"],)  # I3: nothing to style
+    assert canonical.locked_spans_utf16 == ((0, len(row["canonical"]) + 2),)  # 🏋 🍚
+    # The same report on the goal-missing branch: the one slot between them.
+    body = format_weekly(**dict(row["format"], interpretation=WeeklyInterpretation.GOAL_MISSING))
+    surface = parse_weekly(body)
     canonical = surface.canonical()
-    head, middle = canonical.locked_texts()
+    head, tail = canonical.locked_texts()
     assert utf16_len(head) == len(head) + 1  # 🏋
-    assert utf16_len(middle) == len(middle) + 1  # 🍚
-    selected = surface.render(row["generated"])
-    # "먼저, " (4 units) and "이어서, " (5) inside the interpretation, "그리고 "
-    # (4) before the rationale.
+    assert utf16_len(tail) == len(tail) + 1  # 🍚
+    selected = surface.render(_STYLED_ROW["generated"])
+    # "다만 " (3 units) before the hold.
     assert selected.locked_spans_utf16[0] == canonical.locked_spans_utf16[0]
-    assert selected.locked_spans_utf16[1][0] - canonical.locked_spans_utf16[1][0] == 9
-    assert utf16_len(selected.body) == utf16_len(canonical.body) + 9 + 4
+    assert selected.locked_spans_utf16[1][0] - canonical.locked_spans_utf16[1][0] == 3
+    assert utf16_len(selected.body) == utf16_len(canonical.body) + 3
 
 
 def test_telegram_limit_boundary_counts_utf16_units() -> None:
-    row = GOLDEN[0]
+    row = _STYLED_ROW
 
     def body(prior: str) -> str:
         return format_weekly(**dict(row["format"], prior=prior))
@@ -589,7 +615,7 @@ INELIGIBLE: list[tuple[str, str, IneligibleReason]] = [
     ("rationale_explicit", _with(BASE, KEEP_R, "급격한 증량이나 정체가 없어 이번 주에는 칼로리를 변경하지 않습니다."), IneligibleReason.RATIONALE_TEXT_MISMATCH),
     ("rationale_two_lines", _with(BASE, KEEP_R, KEEP_R + "\n" + KEEP_R), IneligibleReason.RATIONALE_TEXT_MISMATCH),
     ("rationale_of_another_judgment", _with(BASE, KEEP_R, REVIEW_R), IneligibleReason.RATIONALE_JUDGMENT_MISMATCH),
-    ("selected_body_fed_back", GOLDEN[0]["selected"], IneligibleReason.INTERPRETATION_TEXT_MISMATCH),
+    ("selected_body_fed_back", GOLDEN[2]["selected"], IneligibleReason.INTERPRETATION_TEXT_MISMATCH),
     ("over_4096_utf16_units", _with(BASE, "78.47kg", "🏋" * 2100), IneligibleReason.TOO_LONG_UTF16),
 ]
 # fmt: on
@@ -671,8 +697,13 @@ def test_every_branch_goes_with_every_judgment(
     )
     surface = parse_weekly(body)
     assert surface.canonical().body == body
-    assert tuple(p.semantic_id for p in surface.slots[0].placeholders) == branch.ids
-    assert tuple(p.semantic_id for p in surface.slots[1].placeholders) == judgment.rationale.ids
+    # Only the goal-missing interpretation is a slot; the rationale never is.
+    if branch is WeeklyInterpretation.GOAL_MISSING:
+        (slot,) = surface.slots
+        assert tuple(p.semantic_id for p in slot.placeholders) == branch.ids
+    else:
+        assert surface.slots == ()
+    assert not fit.slot_styleable(RATIONALE_SLOT, judgment.rationale.ids)
 
 
 # --- properties: host-shaped reports from random summaries -------------------------
@@ -747,9 +778,11 @@ def test_property_host_reports_eligible_exactly_as_the_plan_says(summary: dict[s
         return
     surface = parse_weekly(body, explicit_fields=sorted(summary))
     assert surface.canonical().body == body
-    interpretation, rationale = surface.slots
-    assert interpretation.canonical_text in BRANCH_TEXT.values()
-    assert body.endswith("\n\n" + rationale.canonical_text)
+    # The goal-missing interpretation is the one slot; every other report has none.
+    interpretation = body.split("\n\n")[2]
+    assert interpretation in BRANCH_TEXT.values()
+    assert [s.canonical_text for s in surface.slots] == ([I2] if interpretation == I2 else [])
+    assert body.rsplit("\n\n", 1)[1] in {r.text for r in WeeklyRationale}
 
 
 @settings(max_examples=150, deadline=None)
@@ -765,8 +798,11 @@ def test_property_compositions_keep_every_locked_byte(
     selected = render_if_it_fits(surface, generated)
     if selected is None:
         return  # the fit table's verdict, checked by render_if_it_fits
-    assert_locked_identical(surface.canonical(), selected, ends_with_slot=True)
+    assert_locked_identical(surface.canonical(), selected)
     assert_layout_identical(surface, selected.body)
+    if not surface.slots:
+        assert selected.body == body  # nothing to style
+        return
     # Sentence i of the interpretation is on line i, as in the canonical text.
     interpretation = surface.slots[0]
     lines = selected.body.split("\n\n")[2].split("\n")
@@ -812,3 +848,90 @@ def test_property_one_char_change_in_fixed_text_is_ineligible(
     mutated = body[:index] + replacement + body[index + 1 :]
     with pytest.raises(Ineligible):
         parse_weekly(mutated)
+
+
+# -- the one styled message (design §6.2): the goal-missing report's interpretation ----
+# Its two compositions, through the shim's re-validation and render: exactly the host's
+# body with 다만 (with or without its comma) before the hold sentence, every other byte
+# the host's; 다만 anywhere else is refused with the contract's precise reason.
+
+GOAL_MISSING_CANONICAL = _body(W5_FACTS, I2, "기록 보완", "- " + RECORDS_A, RECORDS_R)
+HOLD = "목표 범위가 없어 이번 주 조정 판단은 보류합니다."
+
+
+@pytest.mark.parametrize(
+    ("generated", "word"),
+    [("[[P:01]]. 다만 [[A:01]].", "다만 "), ("[[P:01]]. 다만, [[A:01]].", "다만, ")],
+    ids=["no-comma", "comma"],
+)
+def test_goal_missing_golden_renders_the_word_before_the_hold(generated: str, word: str) -> None:
+    assert I2.endswith("\n" + HOLD)
+    surface = parse_weekly(GOAL_MISSING_CANONICAL)
+    # The one slot with a choice; the rationale is locked host text.
+    assert [s.slot_id for s in surface.slots] == [INTERPRETATION_SLOT]
+    selected = surface.render({INTERPRETATION_SLOT: generated})
+    assert selected.body == _body(
+        W5_FACTS,
+        "최근 7일 평균과 이전 7일 평균의 차이를 확인했습니다.\n" + word + HOLD,
+        "기록 보완",
+        "- " + RECORDS_A,
+        RECORDS_R,
+    )
+    assert selected.body == GOAL_MISSING_CANONICAL.replace("\n" + HOLD, "\n" + word + HOLD, 1)
+    assert_layout_identical(surface, selected.body)
+    assert_locked_identical(surface.canonical(), selected)
+
+
+@pytest.mark.parametrize(
+    ("generated", "reason"),
+    [
+        ("다만 [[P:01]]. [[A:01]].", Reason.STYLE_MISFIT),  # before the first token
+        ("다만, [[P:01]]. [[A:01]].", Reason.STYLE_MISFIT),
+        ("다만 [[P:01]]. 다만 [[A:01]].", Reason.STYLE_MISFIT),
+        ("[[P:01]]. 다만 다만 [[A:01]].", Reason.STACKED_STYLE),
+        ("[[P:01]]. 다만 다만, [[A:01]].", Reason.STACKED_STYLE),
+        ("[[P:01]]. 그리고 다만 [[A:01]].", Reason.STACKED_STYLE),
+        ("[[P:01]]. 그리고 [[A:01]].", Reason.STYLE_MISFIT),  # a former cell's word
+        ("[[P:01]]. 이어서, [[A:01]].", Reason.STYLE_MISFIT),
+        ("[[P:01]], 다만 [[A:01]].", Reason.GRAMMAR),  # the comma elsewhere
+        ("[[P:01]]. 다만 ,[[A:01]].", Reason.GRAMMAR),
+        ("[[P:01]]. 다만,[[A:01]].", Reason.GRAMMAR),
+        ("[[P:01]]. 다만,, [[A:01]].", Reason.GRAMMAR),
+    ],
+)
+def test_goal_missing_golden_refuses_the_word_elsewhere(generated: str, reason: Reason) -> None:
+    surface = parse_weekly(GOAL_MISSING_CANONICAL)
+    with pytest.raises(RenderError) as info:
+        surface.render({INTERPRETATION_SLOT: generated})
+    assert info.value.reason is RenderReason.COMPOSITION_REJECTED
+    assert info.value.contract_reason is reason
+    assert surface.canonical().body == GOAL_MISSING_CANONICAL
+
+
+def test_goal_missing_rationale_is_locked_so_다만_cannot_reach_it() -> None:
+    surface = parse_weekly(GOAL_MISSING_CANONICAL)
+    with pytest.raises(RenderError) as info:
+        surface.render(
+            {INTERPRETATION_SLOT: "[[P:01]]. 다만 [[A:01]].", RATIONALE_SLOT: "다만 [[P:01]]."}
+        )
+    assert info.value.reason is RenderReason.UNKNOWN_SLOT
+
+
+@pytest.mark.parametrize("judgment", list(WeeklyJudgment))
+@pytest.mark.parametrize("interpretation", list(WeeklyInterpretation))
+def test_every_other_branch_has_no_slot_for_다만(
+    interpretation: WeeklyInterpretation, judgment: WeeklyJudgment
+) -> None:
+    # Before any other ID (every other interpretation line, every rationale) the word
+    # has no slot to stand in: the surface asks the model for the I2 interpretation only.
+    body = format_weekly(
+        recent="78.00kg",
+        prior="78.00kg",
+        change="0.00%",
+        goal_range="기록 없음",
+        interpretation=interpretation,
+        judgment=judgment,
+    )
+    slots = [s.slot_id for s in parse_weekly(body).slots]
+    goal_missing = interpretation is WeeklyInterpretation.GOAL_MISSING
+    assert slots == ([INTERPRETATION_SLOT] if goal_missing else [])

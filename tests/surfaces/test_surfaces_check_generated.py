@@ -16,7 +16,7 @@ from adaptive_support import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_host.host_render import render_daily, render_weekly
+from reference_host.host_render import BRANCH_TEXT, render_daily, render_weekly
 from test_surface_daily import _answers
 from test_surface_weekly import _summaries
 
@@ -25,7 +25,7 @@ from gateway_shim.surfaces.card import CardOrigin
 from kexpr.ops.surfaces_cli import CheckResult, check_request
 from kexpr.spool.contract import SAFE_STYLE_LEXEMES
 from kexpr.spool.contract.budget import ANSWER_BUDGET_TOKENS
-from kexpr.spool.contract.fit import compositions
+from kexpr.spool.contract.fit import MIN_CHOICES, compositions
 
 
 def _answer(result: CheckResult) -> dict[str, Any]:
@@ -37,7 +37,8 @@ def _answer(result: CheckResult) -> dict[str, Any]:
 def _assert_eligible(result: CheckResult, slots: int) -> None:
     """Eligible with ``slots`` slots, each with its IDs, the words the fit table
     allows before each sentence (one list per token, lexicon words only, some
-    sentence with one), and its count of accepted compositions."""
+    sentence with one), and its count of accepted compositions: at least the fit
+    table's minimum, or the slot would be locked (design §6.1)."""
     answer = _answer(result)
     assert (answer["eligible"], answer["reason"], answer["roundtrip"]) == (True, None, True)
     assert len(answer["slots"]) == slots
@@ -48,7 +49,7 @@ def _assert_eligible(result: CheckResult, slots: int) -> None:
         assert any(slot["words"])
         for words in slot["words"]:
             assert all(w.rstrip(",") in SAFE_STYLE_LEXEMES for w in words)
-        assert slot["compositions"] == len(compositions(slot["slot_id"], ids)) >= 1
+        assert slot["compositions"] == len(compositions(slot["slot_id"], ids)) >= MIN_CHOICES
 
 
 def _assert_ineligible(result: CheckResult, reason: str) -> None:
@@ -59,7 +60,8 @@ def _assert_ineligible(result: CheckResult, reason: str) -> None:
 @given(answers=_answers)
 def test_generated_daily_bodies(answers: dict[str, Any]) -> None:
     body = render_daily(answers)
-    _assert_eligible(check_request({"surface": "daily.v1", "body": body}), slots=1)
+    # Eligible with nothing to style: the status sentence is locked (design §6.2).
+    _assert_eligible(check_request({"surface": "daily.v1", "body": body}), slots=0)
     # The pinned commit's save path: the partial sentence whatever the facts.
     complete = "저장된 오늘 기록을 확인했습니다."
     if complete in body:
@@ -76,7 +78,9 @@ def test_generated_weekly_reports(summary: dict[str, Any]) -> None:
     if explicit:
         _assert_ineligible(check_request(request), "explicit_source_field")
     else:
-        _assert_eligible(check_request(request), slots=2)
+        # Only the goal-missing report's interpretation is a slot (design §6.2).
+        styled = body.split("\n\n")[2] == BRANCH_TEXT["I2"]
+        _assert_eligible(check_request(request), slots=1 if styled else 0)
 
 
 @settings(max_examples=60, deadline=None)
