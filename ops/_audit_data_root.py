@@ -75,7 +75,8 @@ _TOP_LEVEL: Final = frozenset(
     }
 )
 _SPOOL_DIRS: Final = frozenset({"requests", "claimed", "responses", "reports", "tmp"})
-_SEGMENT: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.jsonl")
+# A segment, and its rotation links (`kexpr.spool._journal_prior`).
+_SEGMENT: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.(?:jsonl|prior)")
 _QUARANTINED: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.[1-9][0-9]{0,5}\.jsonl")
 # Private to the gateway in either sharing mode (`kexpr.spool.fsio` rule 3).
 _PRIVATE_NAMES: Final = frozenset({"identity.key", "identity.sealed"})

@@ -233,6 +233,9 @@ def _start(
                 attempt_id=secrets.token_hex(16),
                 started_at=p.clock(),
                 deadline_at_utc=req.deadline_at_utc,
+                # Found under each of them too, for a request written under an
+                # old key before the rotation (kexpr.spool._journal_prior).
+                prior=req.prior_artifact_keys,
             )
             p.spend.started(rec.attempt_id, rec.started_at_utc, p.clock(), p.mono())
             if probe:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kexpr.spool._journal_rows import (
+    _PRIOR_NAME,
     _QUARANTINE_NAME,
     _SEGMENT_NAME,
     _TORN_KEY,
@@ -52,12 +53,18 @@ def _names(d: Path) -> list[str]:
         raise JournalUnverified(Finding.UNSAFE_FILE, "") from e
 
 
-def _dated(d: Path, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
-    """(name, its day) of every entry of ``d``; a name ``pattern`` does not
-    match, or whose day is not a real one, is `Finding.UNEXPECTED_FILE`."""
+def _dated(
+    d: Path, pattern: re.Pattern[str], beside: re.Pattern[str] | None = None
+) -> list[tuple[str, str]]:
+    """(name, its day) of every entry of ``d`` ``pattern`` matches; a name
+    neither it nor ``beside`` matches, or whose day is not a real one, is
+    `Finding.UNEXPECTED_FILE`."""
     out: list[tuple[str, str]] = []
     for n in _names(d):
         m = pattern.fullmatch(n)
+        other = None if m is not None or beside is None else beside.fullmatch(n)
+        if other is not None and _real_day(other.group(1)):
+            continue
         if m is None or not _real_day(m.group(1)):
             raise JournalUnverified(Finding.UNEXPECTED_FILE, "")
         out.append((n, m.group(1)))
@@ -65,9 +72,10 @@ def _dated(d: Path, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
 
 
 def segment_names(root: DataRoot) -> list[str]:
-    """The days of ``outcomes/YYYY-MM-DD.jsonl``, sorted; any other name is
+    """The days of ``outcomes/YYYY-MM-DD.jsonl``, sorted; any other name but a
+    segment's links (``YYYY-MM-DD.prior``, `kexpr.spool._journal_prior`) is
     `Finding.UNEXPECTED_FILE`."""
-    return sorted(day for _, day in _dated(root.outcomes, _SEGMENT_NAME))
+    return sorted(day for _, day in _dated(root.outcomes, _SEGMENT_NAME, _PRIOR_NAME))
 
 
 def quarantined_files(root: DataRoot) -> list[QuarantinedFile]:

@@ -27,6 +27,8 @@ MAX_ROW_BYTES: Final = 1024
 # Rule 7: 35 completed UTC days plus today (design §5).
 RETENTION_DAYS: Final = 35
 _SEGMENT_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl")
+# A segment's prior-key links (`kexpr.spool._journal_prior`): beside its segment.
+_PRIOR_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.prior")
 _QUARANTINE_NAME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})\.([1-9][0-9]{0,5})\.jsonl")
 # The spelling of a row's field values, shared by the reference check
 # (`_check_row_fields`) and the fast path's patterns (`kexpr.spool._journal_verify`).
@@ -271,21 +273,42 @@ class Index:
     ``by_artifact`` and ``sealed`` are keyed by `dedupe_key` (a record keeps its
     row's key as written). ``sealed`` maps an artifact found in a quarantined
     file to that file's day: attempted, outcome unknowable, never again callable
-    (module docstring). Look keys up with `get`, `is_sealed` and `knows`.
+    (module docstring). ``linked`` maps the key of an artifact under a key a
+    rotation sealed to the attempt its request under the new key started
+    (`kexpr.spool._journal_prior`): rows win over links, so a link never hides
+    an attempt journaled under its own key. Look keys up with `get`,
+    `is_sealed` and `knows`.
     """
 
     by_artifact: dict[str, AttemptRecord] = field(default_factory=dict)
     by_attempt: dict[str, AttemptRecord] = field(default_factory=dict)
     sealed: dict[str, str] = field(default_factory=dict)
     sealed_open: int = 0
+    linked: dict[str, str] = field(default_factory=dict)
 
     def put(self, rec: AttemptRecord) -> None:
         self.by_artifact[dedupe_key(rec.artifact_key)] = rec
         self.by_attempt[rec.attempt_id] = rec
 
     def get(self, artifact_key: str) -> AttemptRecord | None:
-        """The attempt of this artifact in the window, whatever its key length."""
-        return self.by_artifact.get(dedupe_key(artifact_key))
+        """The attempt of this artifact in the window, whatever its key length:
+        journaled under this key, or else started under a newer key whose
+        request named this one as prior (`link`)."""
+        ident = dedupe_key(artifact_key)
+        rec = self.by_artifact.get(ident)
+        if rec is None and (aid := self.linked.get(ident)) is not None:
+            rec = self.by_attempt.get(aid)
+        return rec
+
+    def link(self, attempt_id: str, prior: Iterable[str]) -> None:
+        """Make ``attempt_id`` findable under each of ``prior`` (not a key the
+        index already holds an attempt or a link for: the first one stays)."""
+        if attempt_id not in self.by_attempt:
+            return
+        for key in prior:
+            ident = dedupe_key(key)
+            if ident not in self.by_artifact and ident not in self.linked:
+                self.linked[ident] = attempt_id
 
     def is_sealed(self, artifact_key: str) -> bool:
         return dedupe_key(artifact_key) in self.sealed
@@ -304,6 +327,8 @@ class Index:
             ident = dedupe_key(rec.artifact_key)
             if self.by_artifact.get(ident) is rec:
                 del self.by_artifact[ident]
+        for akey in [k for k, aid in self.linked.items() if aid not in self.by_attempt]:
+            del self.linked[akey]
         for akey in [k for k, day in self.sealed.items() if day == segment]:
             del self.sealed[akey]
 

@@ -12,6 +12,7 @@ import marshal
 import os
 from typing import TYPE_CHECKING, Final
 
+from kexpr.spool._journal_prior import prior_days
 from kexpr.spool._journal_rows import Index, JournalUnverified, _count_open, _Tail, dedupe_key
 from kexpr.spool._journal_verify import _MODE_BY_VALUE, _OUTCOME_OR_OPEN, _record
 from kexpr.spool.fsio import open_read
@@ -93,6 +94,9 @@ def adopt(j: Journal, blob: bytes) -> bool:
         try:
             version, records, sealed, sealed_open, tails, prints = marshal.loads(blob)
             if version != _EXPORT_VERSION or list(prints) != prints_now(j):
+                return False
+            # A rotation's links are not in the export: `load` reads them.
+            if prior_days(j._root):
                 return False
             index = Index(sealed=dict(sealed), sealed_open=sealed_open)
             # Dict lookups, not Enum(value) calls: 36,000 records here.

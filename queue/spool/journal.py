@@ -86,6 +86,7 @@ from kexpr.spool._journal_files import (
     seal,
     segment_names,
 )
+from kexpr.spool._journal_prior import append_link, prior_days, prior_path, read_links
 from kexpr.spool._journal_rows import (
     ARTIFACT_KEY_LENGTHS,
     DEDUPE_KEY_HEX,
@@ -199,6 +200,11 @@ class Journal:
             tails[segment] = _Tail(seq, digest, st.st_size, st.st_ino)
             if prints is not None:
                 prints.append(file_print("s", segment, st))
+        # A rotation's links (`kexpr.spool._journal_prior`), after every row:
+        # a link names where an attempt the rows hold is also found.
+        for day in prior_days(self._root):
+            for aid, prior in read_links(self._root, day):
+                index.link(aid, prior)
         _count_open(index, tails)
         return index, tails
 
@@ -312,8 +318,12 @@ class Journal:
         attempt_id: str,
         started_at: dt.datetime,
         deadline_at_utc: str,
+        prior: Sequence[str] = (),
     ) -> AttemptRecord:
-        """Append + fsync ``attempt_started``. Caller holds `locked()`."""
+        """Append + fsync ``attempt_started``. Caller holds `locked()`.
+        ``prior``: the artifact's keys under sealed identity keys; the attempt
+        is findable under each of them too, durably before the start row
+        (`kexpr.spool._journal_prior`)."""
         if self.index.knows(artifact_key):
             raise IllegalTransition(Phase.FINALIZED, Event.START, None)
         transition(None, Event.START, None, mode)
@@ -328,8 +338,16 @@ class Journal:
             segment=started[:10],
             outcome=None,
         )
+        unknown = [k for k in prior if self.index.get(k) is None]
+        if unknown:
+            try:
+                append_link(self._root, rec.segment, attempt_id, unknown)
+            except OSError as e:
+                # Nothing acknowledged: no row, no call (`_journal_prior` rule 3).
+                raise AppendRefused(Finding.APPEND_UNDONE, rec.segment) from e
         self._append(self._row(rec, State.ATTEMPT_STARTED, Outcome.ATTEMPT_STARTED, None))
         self.index.put(rec)
+        self.index.link(attempt_id, unknown)
         if self._newest is not None and self._newest[0] is self.index:
             self._newest = (self.index, max(started, self._newest[1] or started))
         return rec
@@ -426,6 +444,8 @@ class Journal:
             try:
                 if day in self.segments():
                     remove_file(self._root.outcomes, f"{day}.jsonl")
+                if day in prior_days(self._root):
+                    remove_file(self._root.outcomes, prior_path(self._root, day).name)
                 for q in self.quarantined():
                     if q.segment == day:
                         remove_file(self._root.quarantine, q.name)

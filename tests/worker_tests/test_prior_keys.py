@@ -181,3 +181,145 @@ def test_an_artifact_none_of_whose_keys_is_known_is_attempted_once_under_its_own
     w.handle_claimed(_submit(root, clock, 2))
     assert response(root, rid(2)).status is ResponseStatus.ALREADY_ATTEMPTED
     assert len(provider.calls) == 1
+
+
+# ------------------------------------------------------------- a rotation mid-way
+# Eight artifacts; requests written under the old key before ``kexpr identity
+# rotate``, and the same artifacts presented again under the new key carrying
+# the old one. Whichever order the worker meets them in, and across a restart in
+# between, the provider is asked once per artifact.
+
+ARTIFACTS = 8
+
+
+def _old(n: int) -> str:
+    return f"{0xA0 + n:032x}"
+
+
+def _new(n: int) -> str:
+    return f"{0xB0 + n:032x}"
+
+
+def _present(root: DataRoot, clock: Clock, n: int, akey: str, prior: tuple[str, ...]) -> str:
+    publish(
+        root.tmp,
+        root.claimed / f"{rid(n)}.json",
+        _request(clock, rid(n), akey=akey, prior=prior).to_bytes(),
+    )
+    return f"{rid(n)}.json"
+
+
+def _old_key_requests(w: Any, root: DataRoot, clock: Clock, base: int) -> None:
+    for n in range(ARTIFACTS):
+        w.handle_claimed(_present(root, clock, base + n, _old(n), ()))
+
+
+def _new_key_requests(w: Any, root: DataRoot, clock: Clock, base: int) -> None:
+    for n in range(ARTIFACTS):
+        w.handle_claimed(_present(root, clock, base + n, _new(n), (_old(n),)))
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["live", "restarted"])
+def test_old_key_requests_find_the_attempt_their_new_key_started(
+    root: DataRoot, provider: Provider, env: dict[str, str], restart: bool
+) -> None:
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    _new_key_requests(w, root, clock, 100)
+    assert len(provider.calls) == ARTIFACTS
+    if restart:
+        clock.advance(60)
+        w = make_worker(root, provider, clock, env)
+    _old_key_requests(w, root, clock, 200)
+    assert len(provider.calls) == ARTIFACTS  # one per artifact, not two
+    for n in range(ARTIFACTS):
+        assert response(root, rid(200 + n)).status is ResponseStatus.ALREADY_ATTEMPTED
+    # The rows are what they were: one start row per artifact, under the new key.
+    assert sorted(r.artifact_key for r in Journal(root).load().by_attempt.values()) == sorted(
+        _new(n) for n in range(ARTIFACTS)
+    )
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["live", "restarted"])
+def test_new_key_requests_find_the_attempt_their_old_key_started(
+    root: DataRoot, provider: Provider, env: dict[str, str], restart: bool
+) -> None:
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    _old_key_requests(w, root, clock, 100)
+    assert len(provider.calls) == ARTIFACTS
+    if restart:
+        clock.advance(60)
+        w = make_worker(root, provider, clock, env)
+    _new_key_requests(w, root, clock, 200)
+    assert len(provider.calls) == ARTIFACTS
+    for n in range(ARTIFACTS):
+        assert response(root, rid(200 + n)).status is ResponseStatus.ALREADY_ATTEMPTED
+
+
+def test_interleaved_presentations_of_a_rotation_pay_once_per_artifact(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    # Half the artifacts meet the worker under the new key first, half under the
+    # old; then each is presented again under the other, across a restart.
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    for n in range(ARTIFACTS):
+        if n % 2:
+            w.handle_claimed(_present(root, clock, 100 + n, _new(n), (_old(n),)))
+        else:
+            w.handle_claimed(_present(root, clock, 100 + n, _old(n), ()))
+    clock.advance(60)
+    w = make_worker(root, provider, clock, env)
+    for n in range(ARTIFACTS):
+        if n % 2:
+            w.handle_claimed(_present(root, clock, 200 + n, _old(n), ()))
+        else:
+            w.handle_claimed(_present(root, clock, 200 + n, _new(n), (_old(n),)))
+    assert len(provider.calls) == ARTIFACTS
+
+
+def test_an_old_key_request_while_the_new_keys_call_runs_is_in_flight(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    seen: list[str] = []
+
+    def during_the_call(capsule: dict[str, object]) -> Any:
+        # The old-key request arrives while the new key's one call is out.
+        w.handle_claimed(_present(root, clock, 2, OLD, ()))
+        seen.append(response(root, rid(2)).status.value)
+        return reply(capsule)
+
+    reply = provider.reply
+    provider.reply = during_the_call
+    w.handle_claimed(_present(root, clock, 1, NEW, (OLD,)))
+    assert seen == [ResponseStatus.IN_FLIGHT.value]
+    assert len(provider.calls) == 1
+
+
+def test_forged_prior_keys_neither_suppress_nor_add_a_call(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    # Prior keys nothing was ever attempted under: the artifact is paid once,
+    # under its own key, and answered.
+    forged = ("5" * 32, "6" * 32)
+    w.handle_claimed(_present(root, clock, 1, NEW, forged))
+    assert response(root, rid(1)).status is ResponseStatus.ACCEPTED
+    assert len(provider.calls) == 1
+    # A prior key naming an artifact attempted under its own key: that attempt
+    # is found (no second call), and it stays the artifact's own.
+    w.handle_claimed(_present(root, clock, 2, OLDER, ()))
+    w.handle_claimed(_present(root, clock, 3, "7" * 32, (OLDER,)))
+    assert response(root, rid(3)).status is ResponseStatus.ALREADY_ATTEMPTED
+    assert len(provider.calls) == 2
+    # A link never hides a key's own attempt, after a restart too.
+    clock.advance(60)
+    w = make_worker(root, provider, clock, env)
+    index = Journal(root).load()
+    rec = index.get(OLDER)
+    assert rec is not None and rec.artifact_key == OLDER
+    assert len(provider.calls) == 2
