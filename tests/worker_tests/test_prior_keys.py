@@ -19,7 +19,7 @@ from worker_tests.worker_kit import Clock, Provider, make_worker, response, rid
 
 from kexpr.spool.contract import Capsule
 from kexpr.spool.fsio import publish
-from kexpr.spool.journal import Journal, format_ts
+from kexpr.spool.journal import RETENTION_DAYS, Journal, JournalUnverified, format_ts
 from kexpr.spool.layout import DataRoot
 from kexpr.spool.lifecycle import SpoolMode
 from kexpr.spool.messages import (
@@ -323,3 +323,54 @@ def test_forged_prior_keys_neither_suppress_nor_add_a_call(
     rec = index.get(OLDER)
     assert rec is not None and rec.artifact_key == OLDER
     assert len(provider.calls) == 2
+
+
+# ------------------------------------------------- the links on disk (_journal_prior)
+
+
+def test_links_are_on_disk_before_the_start_row_and_torn_lines_link_nothing(
+    root: DataRoot, provider: Provider, env: dict[str, str]
+) -> None:
+    from kexpr.spool._journal_prior import append_link, prior_path, read_links
+
+    clock = Clock()
+    w = make_worker(root, provider, clock, env)
+    w.handle_claimed(_present(root, clock, 1, NEW, (OLD,)))
+    (rec,) = Journal(root).load().by_attempt.values()
+    path = prior_path(root, rec.segment)
+    assert read_links(root, rec.segment) == [(rec.attempt_id, (OLD,))]
+    # A link whose attempt has no start row (its append failed) links nothing,
+    # and a torn last line (never acknowledged) is ignored, then cut off.
+    append_link(root, rec.segment, "9" * 32, ("8" * 32,))
+    with open(path, "ab") as f:
+        f.write(b'{"attempt_id":"')
+    index = Journal(root).load()
+    assert index.get("8" * 32) is None and index.get(OLD) is not None
+    append_link(root, rec.segment, "a" * 32, ("b" * 32,))
+    assert [aid for aid, _ in read_links(root, rec.segment)] == [
+        rec.attempt_id,
+        "9" * 32,
+        "a" * 32,
+    ]
+    # Any other line that is not exactly the format fails the journal closed.
+    with open(path, "ab") as f:
+        f.write(b'{"attempt_id":"' + b"c" * 32 + b'","prior_artifact_keys":[]}\n')
+    with pytest.raises(JournalUnverified):
+        Journal(root).load()
+
+
+def test_retention_removes_the_links_with_their_segment(root: DataRoot) -> None:
+    from kexpr.spool._journal_prior import append_link, prior_days
+
+    aid = "4" * 32
+    write_segment(root, f"{DAY}.jsonl", hand_rows(NEW, aid, DAY, ["timeout"]))
+    later = dt.date.fromisoformat(DAY) + dt.timedelta(days=RETENTION_DAYS + 2)
+    write_segment(root, f"{later}.jsonl", hand_rows("5" * 32, "6" * 32, str(later), ["timeout"]))
+    append_link(root, DAY, aid, (OLD,))
+    j = Journal(root)
+    assert j.load().get(OLD) is not None
+    with j.locked():
+        removed, _ = j.remove_expired(later)
+    assert removed == [DAY] and prior_days(root) == []
+    assert j.index.get(OLD) is None and j.index.linked == {}
+    assert Journal(root).load().get(OLD) is None
