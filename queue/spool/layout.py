@@ -16,6 +16,8 @@ path is never assembled by hand elsewhere::
     journal.lock          flock target, never unlinked
     worker.lock           held by the one live worker, never unlinked
     outcomes/YYYY-MM-DD.jsonl
+    outcomes/YYYY-MM-DD.prior  a rotation's links: an attempt's prior artifact keys
+                               (`kexpr.spool._journal_prior`), removed with its segment
     quarantine/YYYY-MM-DD.N.jsonl   torn segments set aside by an operator
                                     (`kexpr journal quarantine`), read for dedupe only
     worker.status.json
