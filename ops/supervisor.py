@@ -7,7 +7,10 @@ each process with an explicit ``env=``. The worker gets:
 - ``PATH``, ``LANG`` (fixed values),
 - ``OPENAI_API_KEY`` — the only secret, and only if the supervisor has it,
 - ``HTTPS_PROXY`` / ``SSL_CERT_FILE`` — only when the operator passes
-  ``--https-proxy`` / ``--ssl-cert-file`` explicitly.
+  ``--https-proxy`` / ``--ssl-cert-file`` explicitly,
+- ``KEXPR_DATA_ROOT_ID`` — the device and inode of the data root the
+  supervisor checked before this start (rule 5), never taken from its own
+  environment.
 
 Nothing else: in particular no ``OPENAI_BASE_URL``/``OPENAI_ORG_ID``/``OPENAI_LOG``/
 ``OPENAI_CUSTOM_HEADERS``/``SSLKEYLOGFILE``, which the SDK or ssl would act on.
@@ -41,7 +44,11 @@ the loop in `Supervisor.run` only carries it out):
    is created by the supervisor with the worker's own first step
    (`kexpr.spool.layout.DataRoot.ensure`, private, as the same user), so that
    its identity is known before any worker runs: learnt later, it could be a
-   directory swapped in after the worker made the root.
+   directory swapped in after the worker made the root. The worker is handed
+   that identity (``KEXPR_DATA_ROOT_ID=<dev>:<ino>``) and refuses to start
+   (74, ``inode_changed``; zero claims, zero rows) in any other directory, so a
+   root swapped between this check and the worker's open is never served
+   (`kexpr.worker.daemon` invariant 10).
 
 6. Resource limits: the worker starts with ``RLIMIT_AS`` (address
    space) and ``RLIMIT_NPROC`` (tasks) lowered, soft = hard, so it cannot raise
@@ -96,7 +103,8 @@ from typing import Final, Protocol
 
 from kexpr.spool import log
 from kexpr.spool.canonical import format_ts
-from kexpr.spool.layout import DataRoot
+from kexpr.spool.fsio import FileId
+from kexpr.spool.layout import ROOT_ID_VARIABLE, DataRoot, format_root_id
 from kexpr.worker.exitcodes import ExitCode
 from kexpr.worker.signalstop import SignalStop
 from kexpr.worker.spend import SpendCaps
@@ -226,10 +234,16 @@ class WorkerSpec:
             raise ValueError("a speed is a rehearsal's")
 
 
-def worker_environment(spec: WorkerSpec, source: Mapping[str, str]) -> dict[str, str]:
+def worker_environment(
+    spec: WorkerSpec, source: Mapping[str, str], root_id: FileId | None = None
+) -> dict[str, str]:
     """The worker's whole environment, from an allow-list (design §9). A
-    rehearsal's never carries the key (rule 7)."""
+    rehearsal's never carries the key (rule 7). ``root_id``: the data root the
+    supervisor checked (rule 5), as `ROOT_ID_VARIABLE`: the one value this
+    product puts there itself, never one taken from ``source``."""
     env = dict(BASE_ENV)
+    if root_id is not None:
+        env[ROOT_ID_VARIABLE] = format_root_id(root_id)
     key = None if spec.rehearsal else source.get(KEY_VARIABLE)
     if key is not None:
         env[KEY_VARIABLE] = key
@@ -370,6 +384,7 @@ class Supervisor:
         stop_grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.spec = spec
+        # Without the root's identity: it is added at each start (rule 5).
         self._env = worker_environment(spec, source_env)
         self._spawn = spawn or self._start
         self._clock = clock
@@ -383,7 +398,7 @@ class Supervisor:
         self.state = ChildState.STARTING
         self._root = DataRoot(spec.data_root)
         # Rule 5: the identity of the data root the workers run in, once known.
-        self._root_id: tuple[int, int] | None = None
+        self._root_id: FileId | None = None
         self._beat = 0.0
         self._status_ok = False
 
@@ -409,16 +424,20 @@ class Supervisor:
             return "data_root_missing"
         except OSError:
             return "io_error"
-        ident = (ids["."].dev, ids["."].ino)
+        ident = ids["."]
         if self._root_id is not None and ident != self._root_id:
             return "inode_changed"
         self._root_id = ident
         return None
 
     def _start(self) -> Child:
+        # Rule 5: the worker is told which directory was checked, and serves
+        # that one or none (the path alone could name a directory swapped in
+        # since the check).
+        assert self._root_id is not None
         return subprocess.Popen(
             worker_command(self.spec, self._root.root),
-            env=self._env,
+            env={**self._env, ROOT_ID_VARIABLE: format_root_id(self._root_id)},
             cwd="/",
             stdin=subprocess.DEVNULL,
             close_fds=True,

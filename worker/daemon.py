@@ -50,12 +50,23 @@ Invariants (each one is a reason for a line below):
    start rows in any rolling hour and any UTC day, counted from the journal (so
    a restart does not reset it); past it a request is answered canonical
    ``spend_cap_reached`` with no row and no call.
+10. The data root the supervisor checked, or none (`kexpr.ops.supervisor`
+   rule 5): started with ``KEXPR_DATA_ROOT_ID=<dev>:<ino>``, the worker walks
+   to its root before creating, locking or claiming anything and refuses to
+   start (exit 74, one enum word: ``inode_changed``, ``data_root_missing``,
+   ``root_id_malformed``, or the path's own reason) unless it is that
+   directory; the tree remembered at start-up and at an operator's clear must
+   have that root too (``inode_changed`` quarantine otherwise). So a directory
+   swapped in after the supervisor's check is never served: zero claims, zero
+   rows, zero calls there. Without the variable (systemd, by hand) the root is
+   whatever the path names at start-up, as invariant 6 then checks.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime as dt
+import enum
 import logging
 import os
 import sys
@@ -65,9 +76,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from kexpr.spool import log
-from kexpr.spool.fsio import LockTimeout, make_flock, remove_reservations
+from kexpr.spool.fsio import (
+    LockTimeout,
+    UnsafePath,
+    UnsafeReason,
+    make_flock,
+    remove_reservations,
+)
 from kexpr.spool.journal import Journal
-from kexpr.spool.layout import DataRoot
+from kexpr.spool.layout import ROOT_ID_VARIABLE, DataRoot, parse_root_id
 from kexpr.spool.lifecycle import COMMIT_GRACE
 from kexpr.spool.rehearsal import MarkerRefusal, mark_rehearsal_root, rehearsal_refusal
 from kexpr.worker import housekeeping, reports, resume, scan
@@ -87,6 +104,19 @@ if TYPE_CHECKING:
     import openai
 
 RESCAN_INTERVAL_S: Final = 1.0
+
+
+class RootRefusal(enum.StrEnum):
+    """Why the worker refuses the data root the supervisor handed it (invariant
+    10), besides the path's own `UnsafeReason` (``inode_changed``: another
+    directory)."""
+
+    ROOT_ID_MALFORMED = "root_id_malformed"
+    DATA_ROOT_MISSING = "data_root_missing"
+    IO_ERROR = "io_error"
+
+
+ROOT_REFUSALS: Final = frozenset({r.value for r in RootRefusal} | {r.value for r in UnsafeReason})
 _log = log.logger("worker")
 POOL_SIZE: Final = 8
 
@@ -168,6 +198,9 @@ class Worker:
             return ExitCode.HAZARDOUS_ENVIRONMENT
         if self.rehearsal and rehearsal_hazards(self._environ):
             return ExitCode.HAZARDOUS_ENVIRONMENT
+        refused = self._check_root_identity()
+        if refused is not None:
+            return refused
         try:
             self.root.ensure()
         except OSError:
@@ -186,6 +219,39 @@ class Worker:
             return self.serve(stop)
         finally:
             wlock.release()
+
+    def _check_root_identity(self) -> ExitCode | None:
+        """Invariant 10, before anything is created or claimed: with
+        ``KEXPR_DATA_ROOT_ID`` (the supervisor's), the root must be that
+        directory. A refusal is one stderr line (an enum word) and exit 74;
+        without the variable nothing is checked (systemd, by hand)."""
+        value = self._environ.get(ROOT_ID_VARIABLE)
+        if value is None:
+            return None
+        expected = parse_root_id(value)
+        if expected is None:
+            why = RootRefusal.ROOT_ID_MALFORMED.value
+        else:
+            try:
+                ident = self.root.identity()
+            except UnsafePath as e:
+                why = e.reason.value
+            except FileNotFoundError:
+                why = RootRefusal.DATA_ROOT_MISSING.value
+            except OSError:
+                why = RootRefusal.IO_ERROR.value
+            else:
+                if ident == expected:
+                    # Kept: the tree remembered at start-up and at a clear
+                    # must have this root too (the swap may come after here).
+                    self.parts.quarantine.checked_root = expected
+                    return None
+                why = UnsafeReason.INODE_CHANGED.value
+        print(f"kexpr worker: refusing the data root: {why}", file=sys.stderr, flush=True)
+        log.event(
+            _log, logging.WARNING, "worker_root_refused", reason=log.known(why, ROOT_REFUSALS)
+        )
+        return ExitCode.UNSAFE_DATA_ROOT
 
     def _check_rehearsal_marker(self) -> ExitCode | None:
         """Under ``worker.lock``, before any row (`kexpr.spool.rehearsal` rules 2

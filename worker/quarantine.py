@@ -96,6 +96,14 @@ class Quarantine:
         self._sharing: Sharing | None = None
         # The last operator's clear (`kexpr.worker.resume`), for the status file.
         self.last_clear: dict[str, object] | None = None
+        # The root directory the supervisor checked (`kexpr.worker.daemon`
+        # invariant 10), None when started without one: no tree is remembered,
+        # at start-up or at a clear, whose root is another directory.
+        self.checked_root: FileId | None = None
+
+    def foreign_root(self, tree: dict[str, FileId]) -> bool:
+        """``tree``'s root is not the directory the supervisor checked."""
+        return self.checked_root is not None and tree["."] != self.checked_root
 
     def resume(self, sharing: Sharing, tree: dict[str, FileId]) -> None:
         """Leave quarantine: the tree was walked afresh and the journal verified
@@ -143,10 +151,15 @@ class Quarantine:
         """At start-up: the full walk, whose answer later checks compare with.
         False (and in quarantine) if the tree is not safe."""
         try:
-            self._sharing, self._tree = self._root.verify_tree_sharing()
+            sharing, tree = self._root.verify_tree_sharing()
         except OSError as e:
             self.failed(e)
             return False
+        if self.foreign_root(tree):
+            # Swapped since the start-up check: never remembered as the root.
+            self.enter(INODE_CHANGED)
+            return False
+        self._sharing, self._tree = sharing, tree
         return True
 
     def check_tree(self, *, walk: bool = True) -> None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 from kexpr.spool import log
 from kexpr.spool.fsio import UnsafePath, read_private_identified, unlink_if_same
 from kexpr.spool.journal import JournalUnverified
+from kexpr.worker.quarantine import INODE_CHANGED
 
 if TYPE_CHECKING:
     from kexpr.worker.parts import Parts
@@ -123,6 +124,10 @@ def clear_if_asked(p: Parts) -> ClearAnswer | None:
         return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, ClearRefusal.CALLS_IN_FLIGHT))
     try:
         sharing, tree = p.root.verify_tree_sharing()
+        if q.foreign_root(tree):
+            # Not the directory the supervisor checked (daemon invariant 10):
+            # a clear never adopts a swapped-in root, nor loads its journal.
+            return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, INODE_CHANGED))
         p.journal.load()
     except UnsafePath as e:
         return _said(ClearAnswer(nonce, ClearResult.REFUSED, was, e.reason.value))

@@ -31,6 +31,7 @@ decides, and every directory below it must declare the same.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -51,6 +52,25 @@ DEFAULT_DATA_ROOT: Final = Path("var/korean-expression-v1")
 # At the top of a data root while the operator asks a quarantined worker to
 # re-verify and resume (`kexpr.worker.resume`); removed by the worker.
 QUARANTINE_CLEAR_NAME: Final = "quarantine-clear.request"
+# The data root the supervisor checked, handed to the worker it starts
+# (`kexpr.ops.supervisor` rule 5): ``<st_dev>:<st_ino>`` of the root directory,
+# decimal. The worker serves that directory or none (`kexpr.worker.daemon`
+# invariant 10); a worker started without it (systemd, by hand) checks nothing.
+ROOT_ID_VARIABLE: Final = "KEXPR_DATA_ROOT_ID"
+_ROOT_ID: Final = re.compile(r"(0|[1-9][0-9]{0,19}):(0|[1-9][0-9]{0,19})")
+
+
+def format_root_id(ident: FileId) -> str:
+    """`ROOT_ID_VARIABLE`'s value for the root directory ``ident``."""
+    return f"{ident.dev}:{ident.ino}"
+
+
+def parse_root_id(value: str) -> FileId | None:
+    """`format_root_id`'s inverse; None for anything else (the caller refuses)."""
+    m = _ROOT_ID.fullmatch(value)
+    if m is None:
+        return None
+    return FileId(int(m.group(1)), int(m.group(2)))
 
 
 def _computed() -> Any:
@@ -150,6 +170,12 @@ class DataRoot:
         sharing, _ = check_dir(self.root)
         for d in self.product_dirs():
             ensure_dir(d, sharing)
+
+    def identity(self) -> FileId:
+        """The root directory's (device, inode), walked fresh from ``/`` with no
+        symlink followed (`check_tree`); raises `OSError` (an `UnsafePath` with
+        its reason, `FileNotFoundError` when missing) otherwise."""
+        return check_tree(self.root, ())[1]["."]
 
     def sharing(self) -> Sharing:
         return check_dir(self.root)[0]

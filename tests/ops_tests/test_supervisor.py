@@ -29,7 +29,7 @@ from kexpr.ops.supervisor import (
     worker_command,
     worker_environment,
 )
-from kexpr.spool.layout import DataRoot
+from kexpr.spool.layout import ROOT_ID_VARIABLE, DataRoot
 from kexpr.worker.daemon import wait_ready
 from kexpr.worker.exitcodes import ExitCode
 
@@ -102,8 +102,12 @@ def test_worker_environment_at_execve_holds_only_the_allow_list(data_root: Path)
     try:
         pid = _worker_pid(w.root)
         raw = Path(f"/proc/{pid}/environ").read_bytes()
-        names = sorted(item.split(b"=", 1)[0].decode() for item in raw.split(b"\0") if item)
-        assert names == sorted({*BASE_ENV, "OPENAI_API_KEY"})
+        items = dict(item.split(b"=", 1) for item in raw.split(b"\0") if item)
+        names = sorted(name.decode() for name in items)
+        # The checked root's identity is the one value the supervisor adds itself.
+        assert names == sorted({*BASE_ENV, "OPENAI_API_KEY", ROOT_ID_VARIABLE})
+        ident = DataRoot(data_root).identity()
+        assert items[ROOT_ID_VARIABLE.encode()] == f"{ident.dev}:{ident.ino}".encode()
     finally:
         w.stop()
 
