@@ -525,6 +525,7 @@ def outcome_legend(*, timeout_s: float, wait_s: float) -> dict[str, str]:
         "no_time_to_answer": f"too little of the request's {wait_s:g} s was left for even the "
         "shortest answer: canonical, no call",
         "answer_unpublishable": "the data root had no room for the answer: canonical, no call",
+        "provider_too_slow": "an older worker's word (it refused a call for the provider's measured speed): canonical, no call",
         "provider_cooling_down": "the provider failed several calls in a row; the worker pauses calls: canonical, no call",
         "spend_cap_reached": "the worker's cap on paid calls this hour or this UTC day is reached: canonical, no call",
     }

@@ -25,12 +25,14 @@ from typing import Any
 
 import pytest
 from kit.bodies import STYLED_BODY, STYLED_HOLD, STYLED_SELECTED, STYLED_SURFACE
+from reference_host.host_render import render_weekly
 from reference_host.samples import (
     DUAL_SURFACE,
     PHYSIQUE_SURFACE,
     SCHEDULE,
     WEEKLY_BODY,
     WEEKLY_FIELDS,
+    WEEKLY_SUMMARY,
     callback_data,
     dual_card,
     physique_card,
@@ -211,16 +213,19 @@ def test_every_weekly_branch_but_the_missing_goal_is_nothing_to_style(
     assert w.requests == [] and written(root) == set()
 
 
-def test_the_host_sample_weekly_report_is_nothing_to_style(
+def test_a_host_weekly_report_in_goal_is_nothing_to_style(
     root: DataRoot, coords: list[KoreanExpressionCoordinator]
 ) -> None:
-    """The host's own rendering (I3 + 유지, a rate line, two explicit actions) is
-    eligible, and both its slots are locked: the host's text, zero files. A
-    capsule for either of them cannot be built."""
+    """The host's own rendering of a week in its goal range (I3 + 유지, a rate line,
+    two explicit actions) is eligible, and both its slots are locked: the host's
+    text, zero files. A capsule for either of them cannot be built."""
+    summary = {**WEEKLY_SUMMARY, "goal_range": "+0.10~+0.50%"}
+    body, explicit = render_weekly(summary)
+    assert not explicit and "현재 속도라면 이번 주에는 기준을 유지합니다." in body
     coord = make(root, coords)
     with ScriptedWorker(root) as w:
-        cand = coord.present_weekly(WEEKLY_BODY, explicit_fields=WEEKLY_FIELDS, **SCHEDULE)
-    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == WEEKLY_BODY
+        cand = coord.present_weekly(body, explicit_fields=tuple(summary), **SCHEDULE)
+    assert cand.outcome is Outcome.NOTHING_TO_STYLE and cand.body == body
     assert w.requests == [] and written(root) == set()
     interpretation = slot_policy(
         "weekly.interpretation", ["P_WEEKLY_IN_GOAL", "P_WEEKLY_KEEP_BASIS"]

@@ -30,7 +30,23 @@ from kexpr.spool.contract.fit import MIN_CHOICES, compositions
 
 def _answer(result: CheckResult) -> dict[str, Any]:
     answer = json.loads(json.dumps(result.to_json_object()))
-    assert set(answer) == {"eligible", "reason", "slots", "roundtrip"}
+    assert set(answer) == {
+        "eligible",
+        "reason",
+        "slots",
+        "roundtrip",
+        "nothing_to_style",
+        "nothing_to_style_reason",
+    }
+    # An eligible body says whether it has anything to ask, with the one fixed reason
+    # when it has not; an ineligible one says neither.
+    if answer["eligible"]:
+        assert answer["nothing_to_style"] is (not answer["slots"])
+        assert (answer["nothing_to_style_reason"] is None) is bool(answer["slots"])
+    else:
+        assert (answer["nothing_to_style"], answer["nothing_to_style_reason"]) == (None, None)
+    answer.pop("nothing_to_style")
+    answer.pop("nothing_to_style_reason")
     return answer
 
 
