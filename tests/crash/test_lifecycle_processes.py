@@ -27,6 +27,7 @@ from conftest import TEST_KEY, RunningWorker, start_supervised_worker
 from crash.shim_driver import artifact_fields
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from kit.poll import until
+from spool_tests.journal_support import hand_rows, write_segment
 
 from gateway_shim.identity import artifact_key, load_or_create_key
 from kexpr.spool.fsio import publish
@@ -44,12 +45,12 @@ GATEWAY_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8
 class Shim:
     """One gateway process (tests/crash/shim_driver.py)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.p = subprocess.Popen(
             [sys.executable, str(HERE / "shim_driver.py"), "--data-root", str(root)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=GATEWAY_ENV,
+            env=GATEWAY_ENV if env is None else env,
             text=True,
             bufsize=1,
         )
@@ -322,3 +323,71 @@ def test_why4_a_real_worker_under_a_stepped_clock(
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
+
+
+@pytest.mark.skipif(_libfaketime() is None, reason="libfaketime is not installed (apt: faketime)")
+def test_a_restart_40_days_ahead_keeps_the_dedupe_history(
+    data_root: Path, fake_api: FakeOpenAI, shim_factory: Callable[[], Shim], tmp_path: Path
+) -> None:
+    """Artifacts paid on three days; the worker restarts with its clock 40 days ahead
+    (no running process saw a step), then with it right again. The two older segments
+    were removed at that start before (the newest row's segment alone is kept), and
+    their artifacts were paid a second time. Now retention needs the clock, the
+    journal's newest row and `retention.json` to agree (docs/lifecycle.md): nothing is
+    removed, and no artifact is paid twice."""
+    lib = _libfaketime()
+    assert lib is not None
+    stamp = tmp_path / "faketime"
+    root = DataRoot(data_root)
+    root.ensure()
+    today = dt.datetime.now(dt.UTC).date()
+    for n, event in enumerate(("evt-day-1", "evt-day-2")):
+        day = (today - dt.timedelta(days=2 - n)).isoformat()
+        rows = hand_rows(
+            _akey(root, event), f"{n + 1:032x}", day, ["shadow_selected"], surface="weekly.v1"
+        )
+        write_segment(root, f"{day}.jsonl", rows)
+    env = {
+        **GATEWAY_ENV,
+        "OPENAI_API_KEY": TEST_KEY,
+        "HTTPS_PROXY": fake_api.proxy_url,
+        "SSL_CERT_FILE": str(fake_api.ca_file),
+        "LD_PRELOAD": lib,
+        "FAKETIME_TIMESTAMP_FILE": str(stamp),
+        "FAKETIME_NO_CACHE": "1",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    }
+
+    def run(offset: str, presentations: list[tuple[str, str]]) -> None:
+        stamp.write_text(f"{offset}\n")
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "kexpr.ops.cli", "worker", "--data-root", str(data_root)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            assert wait_ready(root, 30, pid=worker.pid)
+            time.sleep(2)  # housekeeping ticks (retention runs there) on this clock
+            shim = shim_factory()
+            for n, (event, outcome) in enumerate(presentations):
+                shim.send(id=n, event=event, mode="shadow", host="selected")
+                assert shim.line()["outcome"] == outcome, (offset, event)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+
+    run("+0", [("evt-day-3", "shadow_selected")])
+    segments = sorted(n for n in os.listdir(root.outcomes) if n.endswith(".jsonl"))
+    assert len(segments) == 3
+    # The shim's clock is right and the worker's 40 days ahead: the request is skewed
+    # (no call); what matters is what the worker did to the journal at its start.
+    run("+40d", [("evt-ahead", "clock_skew")])
+    assert set(segments) <= set(os.listdir(root.outcomes))
+    run("+0", [(e, "already_attempted") for e in ("evt-day-1", "evt-day-2", "evt-day-3")])
+    assert set(segments) <= set(os.listdir(root.outcomes))
+    assert [fake_api.count_for(_akey(root, e)) for e in ("evt-day-1", "evt-day-2")] == [0, 0]
+    assert fake_api.count_for(_akey(root, "evt-day-3")) == 1
