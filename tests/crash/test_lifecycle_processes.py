@@ -45,12 +45,12 @@ GATEWAY_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8
 class Shim:
     """One gateway process (tests/crash/shim_driver.py)."""
 
-    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path) -> None:
         self.p = subprocess.Popen(
             [sys.executable, str(HERE / "shim_driver.py"), "--data-root", str(root)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=GATEWAY_ENV if env is None else env,
+            env=GATEWAY_ENV,
             text=True,
             bufsize=1,
         )
@@ -264,6 +264,28 @@ def _libfaketime() -> str | None:
     return None
 
 
+def _faked_worker(
+    data_root: Path, fake_api: FakeOpenAI, lib: str, stamp: Path
+) -> subprocess.Popen[bytes]:
+    """A worker process whose wall clock is libfaketime's, read from ``stamp`` at every
+    call (its monotonic clock untouched), calling the fake API through the proxy."""
+    env = {
+        **GATEWAY_ENV,
+        "OPENAI_API_KEY": TEST_KEY,
+        "HTTPS_PROXY": fake_api.proxy_url,
+        "SSL_CERT_FILE": str(fake_api.ca_file),
+        "LD_PRELOAD": lib,
+        "FAKETIME_TIMESTAMP_FILE": str(stamp),
+        "FAKETIME_NO_CACHE": "1",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "kexpr.ops.cli", "worker", "--data-root", str(data_root)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @pytest.mark.skipif(_libfaketime() is None, reason="libfaketime is not installed (apt: faketime)")
 @pytest.mark.parametrize("step", ["+40d", "-1h", "+1h"])
 def test_why4_a_real_worker_under_a_stepped_clock(
@@ -282,21 +304,7 @@ def test_why4_a_real_worker_under_a_stepped_clock(
     stamp.write_text("+0\n")
     root = DataRoot(data_root)
     root.ensure()
-    env = {
-        **GATEWAY_ENV,
-        "OPENAI_API_KEY": TEST_KEY,
-        "HTTPS_PROXY": fake_api.proxy_url,
-        "SSL_CERT_FILE": str(fake_api.ca_file),
-        "LD_PRELOAD": lib,
-        "FAKETIME_TIMESTAMP_FILE": str(stamp),
-        "FAKETIME_NO_CACHE": "1",
-        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-    }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "kexpr.ops.cli", "worker", "--data-root", str(data_root)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    worker = _faked_worker(data_root, fake_api, lib, stamp)
     try:
         assert wait_ready(root, 30, pid=worker.pid)
         shim = shim_factory()
@@ -347,24 +355,10 @@ def test_a_restart_40_days_ahead_keeps_the_dedupe_history(
             _akey(root, event), f"{n + 1:032x}", day, ["shadow_selected"], surface="weekly.v1"
         )
         write_segment(root, f"{day}.jsonl", rows)
-    env = {
-        **GATEWAY_ENV,
-        "OPENAI_API_KEY": TEST_KEY,
-        "HTTPS_PROXY": fake_api.proxy_url,
-        "SSL_CERT_FILE": str(fake_api.ca_file),
-        "LD_PRELOAD": lib,
-        "FAKETIME_TIMESTAMP_FILE": str(stamp),
-        "FAKETIME_NO_CACHE": "1",
-        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-    }
 
     def run(offset: str, presentations: list[tuple[str, str]]) -> None:
         stamp.write_text(f"{offset}\n")
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "kexpr.ops.cli", "worker", "--data-root", str(data_root)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        worker = _faked_worker(data_root, fake_api, lib, stamp)
         try:
             assert wait_ready(root, 30, pid=worker.pid)
             time.sleep(2)  # housekeeping ticks (retention runs there) on this clock
