@@ -58,7 +58,9 @@ from kexpr.ops._audit_data_root import (
 from kexpr.ops._audit_findings import AuditFinding, Check, CheckResult, Item, Unusable
 from kexpr.ops._audit_redaction import MAX_SPOOL_FILE_BYTES
 from kexpr.ops.inputs import WORDS, InputRefused, Problem
-from kexpr.ops.readers import ReadRefused
+from kexpr.ops.readers import ReadRefused, read_worker_status
+from kexpr.spool.layout import DataRoot
+from kexpr.spool.retention import Hold
 
 __all__ = [
     "INJECTION_VARIABLES",
@@ -158,8 +160,26 @@ def run_audit(
             pass
     results = gateway_results + results + env_results
     if data_root is not None:
-        results.append(audit_data_root(data_root, pids_uids))
+        root_result = audit_data_root(data_root, pids_uids)
+        held = retention_held(DataRoot(data_root))
+        if held is not None and root_result.unusable is None:
+            root_result.info["retention_held"] = held
+        results.append(root_result)
     return AuditReport(results)
+
+
+def retention_held(root: DataRoot) -> str | None:
+    """Why the worker's retention removes no segment now (`kexpr.spool.retention.Hold`,
+    as its status file says), or None: not held, no readable status, or a word that is
+    not one of the enum's (never printed). Said beside the findings, never one: a hold
+    costs disk, not history."""
+    try:
+        word = read_worker_status(root).document.get("retention_held")
+    except ReadRefused:
+        return None
+    if isinstance(word, str) and word in {h.value for h in Hold}:
+        return word
+    return None
 
 
 def render(report: AuditReport) -> str:

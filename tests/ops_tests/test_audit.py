@@ -351,6 +351,34 @@ def test_data_root_after_real_traffic_is_clean(used_root: Path) -> None:
     assert check["info"]["journal_attempts"] == 1 and check["info"]["sharing"] == "private"
 
 
+def test_a_held_retention_is_said_beside_the_findings_never_as_one(used_root: Path) -> None:
+    """spool.journal rule 7a: the audit says why retention removes nothing now (the
+    worker's own enum word), as information: holding costs disk, not history. A word
+    that is not the enum's is never printed."""
+    status = used_root / "worker.status.json"
+
+    def say(held: object) -> tuple[int, dict[str, Any], str]:
+        doc = json.loads(status.read_bytes())
+        doc["retention_held"] = held
+        status.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        code, report, human = audit("--data-root", used_root)
+        info: dict[str, Any] = report["checks"][0]["info"]  # type: ignore[index]
+        return code, info, human
+
+    code, info, human = say("clock_ahead_of_record")
+    assert code == 0 and info["retention_held"] == "clock_ahead_of_record", human
+    assert "retention_held=clock_ahead_of_record" in human
+    # Customer-like bytes in the status file are the redaction scan's finding; the
+    # word is never printed and says nothing about retention.
+    code, info, human = say("김민지 010-1234")
+    assert code == 1 and "retention_held" not in info
+    assert "김민지" not in human and "010-1234" not in human
+    code, info, human = say("held_forever")
+    assert code == 0 and "retention_held" not in info and "held_forever" not in human
+    code, info, _ = say(None)
+    assert code == 0 and "retention_held" not in info
+
+
 def test_a_shared_group_root_as_the_worker_made_it_is_clean(
     data_root: Path, fake_api: FakeOpenAI
 ) -> None:
