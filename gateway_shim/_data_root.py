@@ -12,7 +12,8 @@ said once per change and looked at again on the next presentation; a record
 that changed under a running gateway, a rotation, is read again before the
 next artifact key is computed), rule 10 (a moved data root:
 the pin, the observer and the key are dropped and set up again on what is at
-the path now), rule 11 (closed stays closed: nothing is started after
+the path now; a root found there with no key and no journal is not minted in,
+`gateway_shim.identity` rule 7), rule 11 (closed stays closed: nothing is started after
 `close`) and rule 12 (fork and a missing watcher: the child drops its parent's
 observer without stopping it; without an observer the wait degrades to its
 periodic re-check, said once).
@@ -122,6 +123,9 @@ class DataRootHold:
         self.identity: Identity | None = None
         # Rule 14: the refusal last said (None: the identity was served).
         self._refused: IdentityProblem | None = None
+        # `gateway_shim.identity` rule 7: an identity was served at this path,
+        # so a root found there later with no key and no journal is not minted in.
+        self._served = False
         # The data root's identity when the spool was set up (rule 10).
         self._root_id: FileId | None = None
         self._closed = False
@@ -198,12 +202,13 @@ class DataRootHold:
         """Rule 14: the identity, a refusal said once per change (WARNING,
         the reason only) and its end once (INFO). Lock held."""
         try:
-            identity = load_identity(self.root)
+            identity = load_identity(self.root, may_mint=not self._served)
         except IdentityRefused as e:
             if e.problem is not self._refused:
                 self._refused = e.problem
                 log.event(_log, logging.WARNING, "identity_mismatch", reason=e.problem)
             raise
+        self._served = True
         if self._refused is not None:
             self._refused = None
             log.event(_log, logging.INFO, "identity_restored")

@@ -15,6 +15,8 @@ module does the file work they decide, through `kexpr.spool.fsio` only:
 - "The journal holds rows" is judged from names and sizes only (`journal_has_rows`):
   anything in ``outcomes/`` or ``quarantine/`` but an empty regular file counts
   (fail closed: a gateway that cannot tell refuses rather than mints).
+- ``outcomes/identity.json``, the journal's own record of its key (rule 6,
+  `kexpr.spool._journal_identity`): read here, written by the worker alone.
 
 A rotation's three writes are ordered so that a crash between any two leaves a
 state rule 3 names: sealed first (the old key is kept before anything else
@@ -48,10 +50,13 @@ from gateway_shim.identity import (
     Action,
     IdentityProblem,
     IdentityRefused,
+    Journal,
     Recorded,
     SealedKey,
     fingerprint,
+    journal_says,
     judge,
+    let_go_now,
     needs_rows,
     parse_record,
     parse_sealed,
@@ -61,6 +66,7 @@ from gateway_shim.identity import (
     seal_expired,
     sealed_now,
 )
+from kexpr.spool import _journal_identity
 from kexpr.spool.errors import ReasonError
 from kexpr.spool.fsio import (
     FileId,
@@ -86,11 +92,15 @@ class Identity:
     """What a gateway presents with: the key, the sealed keys whose artifact
     keys it sends along (rule 4), and the record's (device, inode) when read:
     every write of the record is a new inode, so a changed one means the
-    identity changed (a rotation) and is read again."""
+    identity changed (a rotation) and is read again. ``fingerprint`` and
+    ``earlier`` are what each request names for the journal (rule 6): the
+    key's fingerprint and those it continues from."""
 
     key: bytes
     sealed: tuple[bytes, ...]
     record: FileId | None
+    fingerprint: str = ""
+    earlier: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +109,34 @@ class _Found:
     record: str | None
     record_id: FileId | None
     sealed: tuple[SealedKey, ...]
+    # The journal's record (rule 6): the fingerprint it names, or None.
+    journal: str | None = None
 
     @property
     def state(self) -> Recorded:
         return recorded(self.key, self.record, (s.fingerprint for s in self.sealed))
+
+    @property
+    def journal_state(self) -> Journal:
+        return journal_says(self.key, self.journal, (s.fingerprint for s in self.sealed))
+
+    def action(self, root: DataRoot) -> Action | IdentityProblem:
+        """Rules 3 and 6 on what was found (the journal's directory listed
+        only where the answer depends on it)."""
+        state, journal = self.state, self.journal_state
+        rows = needs_rows(self.key, state, journal) and journal_has_rows(root)
+        return judge(self.key, state, rows, journal)
+
+    def identity(self) -> Identity:
+        assert self.key is not None
+        fp = fingerprint(self.key)
+        return Identity(
+            self.key,
+            tuple(s.key for s in self.sealed if s.key is not None),
+            self.record_id,
+            fp,
+            tuple(dict.fromkeys(s.fingerprint for s in self.sealed if s.fingerprint != fp)),
+        )
 
 
 def _read_key(root: DataRoot) -> bytes | None:
@@ -130,7 +164,11 @@ def _read(root: DataRoot) -> _Found:
         )
     except FileNotFoundError:
         sealed = ()
-    return _Found(key, record, record_id, sealed)
+    try:
+        journal = _journal_identity.read(root)
+    except _journal_identity.InvalidRecord as e:
+        raise IdentityRefused(IdentityProblem.RECORD_INVALID) from e
+    return _Found(key, record, record_id, sealed, journal)
 
 
 def _journal_names(root: DataRoot) -> Iterator[tuple[Path, str]]:
@@ -179,20 +217,21 @@ def _write_record(root: DataRoot, key: bytes, *, replace: bool) -> None:
         publish(root.tmp, root.identity_record, data)
 
 
-def load_identity(root: DataRoot) -> Identity:
-    """The identity to present with, after rule 3's table: served, or minted /
-    recorded first. Raises `IdentityRefused` for a refusal (nothing written,
-    no key minted), `UnsafePath` / ``OSError`` for files that cannot be used."""
+def load_identity(root: DataRoot, *, may_mint: bool = True) -> Identity:
+    """The identity to present with, after rules 3 and 6: served, or minted /
+    recorded first. ``may_mint``: False for a gateway that served another
+    identity at this path (rule 7: ``root_replaced`` instead of a mint). Raises
+    `IdentityRefused` for a refusal (nothing written, no key minted),
+    `UnsafePath` / ``OSError`` for files that cannot be used."""
     for _ in range(_TRIES):
         found = _read(root)
-        state = found.state
-        rows = needs_rows(found.key, state) and journal_has_rows(root)
-        action = judge(found.key, state, rows)
+        action = found.action(root)
+        if action is Action.MINT and not may_mint:
+            raise IdentityRefused(IdentityProblem.ROOT_REPLACED)
         if isinstance(action, IdentityProblem):
             raise IdentityRefused(action)
         if action is Action.SERVE:
-            assert found.key is not None
-            return Identity(found.key, tuple(s.key for s in found.sealed), found.record_id)
+            return found.identity()
         try:
             if action is Action.MINT:
                 create_private_file(root.tmp, root.identity_key, secrets.token_bytes(KEY_BYTES))
@@ -230,6 +269,11 @@ class RotationProblem(enum.StrEnum):
     KEY_NOT_LOST = "key_not_lost"
     # identity.key is not this user's (run it as the gateway's user).
     NOT_KEY_OWNER = "not_key_owner"
+    # Rule 6: a key nothing proves beside rows: `adopt` it, or --old-key-lost.
+    PROOF_MISSING = "proof_missing"
+    # `adopt` where the key is not proof_missing (proven, or refused for
+    # another reason: the journal's own record wins).
+    NOTHING_TO_ADOPT = "nothing_to_adopt"
 
 
 class RotationRefused(ReasonError[RotationProblem]):
@@ -251,26 +295,22 @@ class Rotation:
 def rotate(root: DataRoot, now: dt.datetime, *, old_key_lost: bool = False) -> Rotation:
     """Seal the current key and put a new one in its place (module header,
     rule 4 of `gateway_shim.identity`). ``old_key_lost``: the key is gone (or
-    the one present is not the recorded one) and the operator accepts that
-    artifacts attempted under it may be attempted once more: a new key is made
-    and recorded, nothing is sealed. Raises `RotationRefused`, or ``OSError``
-    for a data root that cannot be used."""
-    try:
-        found = _read(root)
-    except IdentityRefused as e:
-        raise RotationRefused(RotationProblem.RECORD_INVALID) from e
-    except UnsafePath as e:
-        if e.reason is UnsafeReason.WRONG_OWNER:
-            raise RotationRefused(RotationProblem.NOT_KEY_OWNER) from e
-        raise
-    except PermissionError as e:
-        raise RotationRefused(RotationProblem.NOT_KEY_OWNER) from e
-    state = found.state
-    action = judge(found.key, state, needs_rows(found.key, state) and journal_has_rows(root))
+    the one present is not the one the journal or the record names, or nothing
+    proves it) and the operator accepts that artifacts attempted under it may
+    be attempted once more: a new key is made and recorded, and the key the
+    journal names is let go (rule 6: its fingerprint is kept without a key, so
+    the journal moves on to the new one). Raises `RotationRefused`, or
+    ``OSError`` for a data root that cannot be used."""
+    found = _read_for_ops(root)
+    action = found.action(root)
     if old_key_lost:
-        if action not in (IdentityProblem.KEY_MISSING, IdentityProblem.KEY_DIFFERS):
+        if action not in _LOST:
             raise RotationRefused(RotationProblem.KEY_NOT_LOST)
         kept, pruned = _kept(root, found.sealed)
+        if found.journal is not None and all(s.fingerprint != found.journal for s in kept):
+            if len(kept) >= MAX_SEALED_KEYS:
+                raise RotationRefused(RotationProblem.TOO_MANY_SEALED)
+            kept.append(let_go_now(found.journal, now))
         return _replace_key(root, kept, pruned)
     if action is IdentityProblem.ROTATION_UNFINISHED:
         assert found.key is not None
@@ -287,6 +327,40 @@ def rotate(root: DataRoot, now: dt.datetime, *, old_key_lost: bool = False) -> R
             raise RotationRefused(RotationProblem.TOO_MANY_SEALED)
         kept.append(sealed_now(found.key, now))
     return _replace_key(root, kept, pruned)
+
+
+_LOST: Final = frozenset(
+    {IdentityProblem.KEY_MISSING, IdentityProblem.KEY_DIFFERS, IdentityProblem.PROOF_MISSING}
+)
+
+
+def _read_for_ops(root: DataRoot) -> _Found:
+    """`_read` for the operator's commands: its refusals as `RotationRefused`."""
+    try:
+        return _read(root)
+    except IdentityRefused as e:
+        raise RotationRefused(RotationProblem.RECORD_INVALID) from e
+    except UnsafePath as e:
+        if e.reason is UnsafeReason.WRONG_OWNER:
+            raise RotationRefused(RotationProblem.NOT_KEY_OWNER) from e
+        raise
+    except PermissionError as e:
+        raise RotationRefused(RotationProblem.NOT_KEY_OWNER) from e
+
+
+def adopt(root: DataRoot) -> str:
+    """``kexpr identity adopt`` (rule 6): the operator attests that the key
+    present is the one the journal's rows were written under, where nothing
+    else proves it (``proof_missing``: a key with no record beside rows, and
+    no journal record). Records it beside the key (the worker then records it
+    in the journal at the next attempt); its fingerprint. Refused
+    (`RotationRefused`) in every other state."""
+    found = _read_for_ops(root)
+    if found.action(root) is not IdentityProblem.PROOF_MISSING:
+        raise RotationRefused(RotationProblem.NOTHING_TO_ADOPT)
+    assert found.key is not None
+    _write_record(root, found.key, replace=False)
+    return fingerprint(found.key)
 
 
 def _kept(root: DataRoot, sealed: tuple[SealedKey, ...]) -> tuple[list[SealedKey], int]:

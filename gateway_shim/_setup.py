@@ -18,6 +18,7 @@ from gateway_shim._binding import _artifact_binding
 from gateway_shim._candidate import PresentationCandidate
 from gateway_shim._data_root import DataRootHold, HoldClosed, SetupFailed, spool_problem
 from gateway_shim._heartbeat import Liveness, WorkerHeartbeat
+from gateway_shim._identity_store import Identity
 from gateway_shim._presentation import Call, Pending, Recorder, Step
 from gateway_shim._responses import ResponseWaiters, Wake
 from gateway_shim._specs import UNREADABLE_BINDING, Said, Spec, is_text
@@ -150,7 +151,9 @@ class SetUp:
         if not self.worker_serving():
             return rec.end(Step.SET_UP, Outcome.WORKER_UNAVAILABLE, surface=surface, akey=akey)
         try:
-            step = self._publish(surface_version, surface, capsule, akey, prior, call, rec, wake)
+            step = self._publish(
+                surface_version, surface, capsule, (akey, prior, identity), call, rec, wake
+            )
         except Exception as e:  # noqa: BLE001 - rule 9: said below when the root refused
             # Whatever the data root did, the host gets the canonical body.
             if isinstance(e, OSError):
@@ -203,16 +206,17 @@ class SetUp:
         surface_version: str,
         surface: CanonicalSurface,
         capsule: Capsule,
-        akey: str,
-        prior: tuple[str, ...],
+        keys: tuple[str, tuple[str, ...], Identity],
         call: Call,
         rec: Recorder,
         wake: Wake,
     ) -> PresentationCandidate | Pending:
         """Register the waiter, then publish the request (rule 4): submitted at
         the host's call, due `MAX_WAIT` after it. A set-up that took the whole wait
-        publishes nothing (the worker could only refuse it as expired). ``prior``:
-        the artifact's keys under the sealed keys (rule 14)."""
+        publishes nothing (the worker could only refuse it as expired). ``keys``:
+        the artifact key, the artifact's keys under the sealed keys, and the
+        identity they were computed with (rule 14)."""
+        akey, prior, identity = keys
         mono_deadline = call.mono + MAX_WAIT.total_seconds()
         if self._mono() >= mono_deadline:
             return rec.end(Step.SET_UP, Outcome.TIMEOUT, surface=surface, akey=akey)
@@ -228,6 +232,9 @@ class SetUp:
             mode=SpoolMode(self.config.mode),
             capsule=capsule,
             prior_artifact_keys=prior,
+            # Rule 14: the journal judges the key by these (gateway_shim.identity rule 6).
+            identity_fingerprint=identity.fingerprint,
+            earlier_fingerprints=identity.earlier,
         )
         self._waiters.register(rid, wake, mono_deadline)
         try:

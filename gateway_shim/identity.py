@@ -46,6 +46,29 @@ module is pure: values in, values out):
    journal may still hold rows attempted under it (`seal_expired`), at most
    `MAX_SEALED_KEYS` at once.
 5. Nothing here is content: fingerprints and HMACs, enum reasons, timestamps.
+6. **The journal holds the proof.** The record beside the key can be deleted
+   or restored with it, so the journal keeps its own: ``outcomes/identity.json``
+   names the fingerprint of the key its rows are written under
+   (`kexpr.spool._journal_identity`, written by the worker alone). Each request
+   names its key's fingerprint, and the fingerprints the identity continues
+   from (`Identity.earlier`: the sealed keys, and a key the operator let go
+   with ``--old-key-lost``). Where the journal has its record, it decides
+   (`JOURNAL_RULES`): its own key is served (the record beside the key is
+   written again if it says otherwise), a key that continues from it by a
+   rotation is judged by the record as in rule 3, and any other key is
+   ``key_differs``, whatever the files beside the key say. Where it has none
+   (a journal an earlier release wrote, until its first attempt under this
+   one), rule 3's table holds, except that a key with no record beside rows is
+   no longer recorded on trust: ``proof_missing``, refused, until the operator
+   attests it (``kexpr identity adopt``) or lets it go (``--old-key-lost``).
+   So neither deleting ``identity.fingerprint`` nor a restore that brings back
+   another key re-keys an artifact.
+7. **A moved root is not minted in.** A gateway that has served an identity
+   on its data root and then finds a root with no key and no journal at that
+   path (a directory swapped in) does not mint there (``root_replaced``): it
+   has not seen that root's journal empty before, and a key made there would
+   name every artifact anew. A gateway process started on such a root mints
+   as before.
 """
 
 from __future__ import annotations
@@ -149,6 +172,11 @@ class IdentityProblem(enum.StrEnum):
     KEY_DIFFERS = "key_differs"
     ROTATION_UNFINISHED = "rotation_unfinished"
     RECORD_INVALID = "record_invalid"
+    # Rule 6: a key with no record beside a journal with rows and no record of
+    # its own: nothing proves the rows were written under it.
+    PROOF_MISSING = "proof_missing"
+    # Rule 7: no key and no journal at a path where this gateway served one.
+    ROOT_REPLACED = "root_replaced"
 
 
 class IdentityRefused(ReasonError[IdentityProblem]):
@@ -180,10 +208,11 @@ IDENTITY_RULES: Final[Mapping[tuple[bool, Recorded, bool], Action | IdentityProb
     (False, Recorded.ABSENT, True): IdentityProblem.KEY_MISSING,
     (False, Recorded.OTHER, False): Action.MINT,
     (False, Recorded.OTHER, True): IdentityProblem.KEY_MISSING,
-    # A key with no record beside rows: a data root a release before the record
-    # wrote (rule 2). Its key is the one its rows were attempted under.
+    # A key with no record beside rows, and no journal record (rule 6): nothing
+    # proves it (a data root a release before the record wrote is attested with
+    # ``kexpr identity adopt``).
     (True, Recorded.ABSENT, False): Action.RECORD,
-    (True, Recorded.ABSENT, True): Action.RECORD,
+    (True, Recorded.ABSENT, True): IdentityProblem.PROOF_MISSING,
     (True, Recorded.MATCHES, False): Action.SERVE,
     (True, Recorded.MATCHES, True): Action.SERVE,
     (True, Recorded.SEALED, False): Action.RECORD,
@@ -191,6 +220,53 @@ IDENTITY_RULES: Final[Mapping[tuple[bool, Recorded, bool], Action | IdentityProb
     (True, Recorded.OTHER, False): Action.RECORD,
     (True, Recorded.OTHER, True): IdentityProblem.KEY_DIFFERS,
 }
+
+
+class Journal(enum.Enum):
+    """What the journal's own record (rule 6) says of the key at hand."""
+
+    NONE = "none"  # no journal record (then rule 3's table decides)
+    MATCHES = "matches"  # the key's fingerprint
+    CONTINUED = "continued"  # a key the identity continues from (sealed, or let go)
+    OTHER = "other"  # anything else (or a record beside no key at all)
+
+
+# Rule 6: (key present, what the record beside the key says, what the journal's
+# record says) -> what to do, where the journal has a record (it implies rows).
+# Total over the reachable domain: an absent key is ABSENT or OTHER to the
+# record beside it and OTHER to the journal's.
+JOURNAL_RULES: Final[Mapping[tuple[bool, Recorded, Journal], Action | IdentityProblem]] = {
+    (False, Recorded.ABSENT, Journal.OTHER): IdentityProblem.KEY_MISSING,
+    (False, Recorded.OTHER, Journal.OTHER): IdentityProblem.KEY_MISSING,
+    # The journal's own key: served, and the record beside it written again if
+    # it says anything else.
+    (True, Recorded.MATCHES, Journal.MATCHES): Action.SERVE,
+    (True, Recorded.ABSENT, Journal.MATCHES): Action.RECORD,
+    (True, Recorded.SEALED, Journal.MATCHES): Action.RECORD,
+    (True, Recorded.OTHER, Journal.MATCHES): Action.RECORD,
+    # A rotation from the journal's key: the record beside the key finishes it.
+    (True, Recorded.MATCHES, Journal.CONTINUED): Action.SERVE,
+    (True, Recorded.ABSENT, Journal.CONTINUED): Action.RECORD,
+    (True, Recorded.SEALED, Journal.CONTINUED): IdentityProblem.ROTATION_UNFINISHED,
+    (True, Recorded.OTHER, Journal.CONTINUED): IdentityProblem.KEY_DIFFERS,
+    # Any other key, whatever the files beside it say.
+    (True, Recorded.MATCHES, Journal.OTHER): IdentityProblem.KEY_DIFFERS,
+    (True, Recorded.ABSENT, Journal.OTHER): IdentityProblem.KEY_DIFFERS,
+    (True, Recorded.SEALED, Journal.OTHER): IdentityProblem.KEY_DIFFERS,
+    (True, Recorded.OTHER, Journal.OTHER): IdentityProblem.KEY_DIFFERS,
+}
+
+
+def journal_says(key: bytes | None, journal: str | None, earlier: Iterable[str]) -> Journal:
+    """What the journal's record ``journal`` (a fingerprint, or None) says of
+    ``key``; ``earlier``: the fingerprints the identity continues from."""
+    if journal is None:
+        return Journal.NONE
+    if key is None:
+        return Journal.OTHER
+    if hmac.compare_digest(journal, fingerprint(key)):
+        return Journal.MATCHES
+    return Journal.CONTINUED if journal in set(earlier) else Journal.OTHER
 
 
 def recorded(key: bytes | None, record: str | None, sealed: Iterable[str]) -> Recorded:
@@ -205,17 +281,23 @@ def recorded(key: bytes | None, record: str | None, sealed: Iterable[str]) -> Re
     return Recorded.SEALED if record in set(sealed) else Recorded.OTHER
 
 
-def needs_rows(key: bytes | None, state: Recorded) -> bool:
+def needs_rows(key: bytes | None, state: Recorded, journal: Journal = Journal.NONE) -> bool:
     """Does the answer depend on the journal holding rows? (Then, and only
-    then, the journal is looked at: the common case reads two small files.)"""
-    return (
+    then, the journal's directory is listed: the common case reads three small
+    files.) A journal record implies rows."""
+    return journal is Journal.NONE and (
         IDENTITY_RULES[(key is not None, state, False)]
         != IDENTITY_RULES[(key is not None, state, True)]
     )
 
 
-def judge(key: bytes | None, state: Recorded, rows: bool) -> Action | IdentityProblem:
-    return IDENTITY_RULES[(key is not None, state, rows)]
+def judge(
+    key: bytes | None, state: Recorded, rows: bool, journal: Journal = Journal.NONE
+) -> Action | IdentityProblem:
+    """Rule 6 where the journal has a record, rule 3 where it has none."""
+    if journal is Journal.NONE:
+        return IDENTITY_RULES[(key is not None, state, rows)]
+    return JOURNAL_RULES[(key is not None, state, journal)]
 
 
 # ------------------------------------------------------------ the two formats
@@ -223,10 +305,13 @@ def judge(key: bytes | None, state: Recorded, rows: bool) -> Action | IdentityPr
 
 @dataclass(frozen=True, slots=True)
 class SealedKey:
-    """One key a rotation sealed (rule 4): the key, its fingerprint, and the UTC
-    instant it stopped being the current key."""
+    """One key the identity continues from (rule 4): the key a rotation sealed,
+    its fingerprint, and the UTC instant it stopped being the current key. A
+    key the operator let go (``kexpr identity rotate --old-key-lost``, rule 6)
+    has no key: only the fingerprint the journal named, so that the journal
+    moves on to the new key; nothing can be deduped under it."""
 
-    key: bytes
+    key: bytes | None
     fingerprint: str
     sealed_at_utc: str
 
@@ -258,7 +343,7 @@ def render_sealed(sealed: Sequence[SealedKey]) -> bytes:
             "sealed": [
                 {
                     "fingerprint": s.fingerprint,
-                    "key": s.key.hex(),
+                    "key": None if s.key is None else s.key.hex(),
                     "sealed_at_utc": s.sealed_at_utc,
                 }
                 for s in sealed
@@ -269,8 +354,9 @@ def render_sealed(sealed: Sequence[SealedKey]) -> bytes:
 
 def parse_sealed(data: bytes) -> tuple[SealedKey, ...]:
     """The sealed keys, oldest first; `IdentityRefused` (``record_invalid``) for
-    anything but exactly the format: each fingerprint its key's, no key twice,
-    at most `MAX_SEALED_KEYS`."""
+    anything but exactly the format: each fingerprint its key's (a let-go key's
+    is 32 hex beside ``"key": null``), no key or fingerprint twice, at most
+    `MAX_SEALED_KEYS`."""
     obj = _object(data)
     entries = obj.get("sealed")
     if set(obj) != {"schema", "sealed"} or obj["schema"] != SEALED_SCHEMA:
@@ -282,12 +368,18 @@ def parse_sealed(data: bytes) -> tuple[SealedKey, ...]:
         if not isinstance(e, dict) or set(e) != {"fingerprint", "key", "sealed_at_utc"}:
             raise IdentityRefused(IdentityProblem.RECORD_INVALID)
         hexkey, fp, at = e["key"], e["fingerprint"], e["sealed_at_utc"]
-        if not (isinstance(hexkey, str) and _HEX64.fullmatch(hexkey)):
+        key: bytes | None = None
+        if hexkey is not None:
+            if not (isinstance(hexkey, str) and _HEX64.fullmatch(hexkey)):
+                raise IdentityRefused(IdentityProblem.RECORD_INVALID)
+            key = bytes.fromhex(hexkey)
+            if fp != fingerprint(key):
+                raise IdentityRefused(IdentityProblem.RECORD_INVALID)
+        elif not (isinstance(fp, str) and _HEX32.fullmatch(fp)):
             raise IdentityRefused(IdentityProblem.RECORD_INVALID)
-        key = bytes.fromhex(hexkey)
-        if fp != fingerprint(key) or not isinstance(at, str) or not _timestamp(at):
+        if not isinstance(at, str) or not _timestamp(at):
             raise IdentityRefused(IdentityProblem.RECORD_INVALID)
-        if any(s.key == key for s in out):
+        if any(s.fingerprint == fp for s in out):
             raise IdentityRefused(IdentityProblem.RECORD_INVALID)
         out.append(SealedKey(key, fp, at))
     return tuple(out)
@@ -295,6 +387,13 @@ def parse_sealed(data: bytes) -> tuple[SealedKey, ...]:
 
 def sealed_now(key: bytes, now: dt.datetime) -> SealedKey:
     return SealedKey(key, fingerprint(key), format_ts(now))
+
+
+def let_go_now(fp: str, now: dt.datetime) -> SealedKey:
+    """Rule 6: the journal's key, let go by the operator (no key to keep)."""
+    if not _HEX32.fullmatch(fp):
+        raise ValueError("fingerprint")
+    return SealedKey(None, fp, format_ts(now))
 
 
 def seal_expired(sealed: SealedKey, oldest_segment: dt.date | None) -> bool:

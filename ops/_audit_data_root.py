@@ -46,6 +46,7 @@ from kexpr.ops.identity_cli import identity_report
 from kexpr.ops.inputs import Problem, data_root_problem
 from kexpr.ops.readers import ReadRefused, verify_journal
 from kexpr.ops.supervisor import STATUS_NAME as SUPERVISOR_STATUS_NAME
+from kexpr.spool._journal_identity import NAME as JOURNAL_IDENTITY_NAME
 from kexpr.spool.fsio import group_member_uids
 from kexpr.spool.layout import QUARANTINE_CLEAR_NAME, DataRoot
 from kexpr.spool.rehearsal import MARKER_NAME as REHEARSAL_MARKER
@@ -122,7 +123,9 @@ def _expected_name(rel: tuple[str, ...]) -> bool:
             return bool(_HEX32_JSON.fullmatch(rel[2]))
         return False
     if rel[0] == "outcomes":
-        return len(rel) == 2 and bool(_SEGMENT.fullmatch(rel[1]))
+        return len(rel) == 2 and (
+            bool(_SEGMENT.fullmatch(rel[1])) or rel[1] == JOURNAL_IDENTITY_NAME
+        )
     if rel[0] == "quarantine":
         return len(rel) == 2 and bool(_QUARANTINED.fullmatch(rel[1]))
     return False

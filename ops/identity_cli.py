@@ -2,13 +2,22 @@
 
 ``kexpr identity check [--data-root DIR]``
     what a gateway would do with the data root's ``identity.key``, its record
-    (``identity.fingerprint``) and the sealed keys (``identity.sealed``), by the
-    rules of `gateway_shim.identity` (rule 3). One JSON line: the state, the
-    recorded fingerprint, how many keys are sealed. Exit 0 when a gateway would
-    present (``matches``, or a fresh root: ``no_key_yet``, ``not_recorded``),
-    1 when it refuses (``key_missing``, ``key_differs``, ``rotation_unfinished``,
-    ``record_invalid``), 2 for an unusable data root or files this user cannot
-    read (``unchecked``: run it as the gateway's user or root).
+    (``identity.fingerprint``), the sealed keys (``identity.sealed``) and the
+    journal's own record of its key (``outcomes/identity.json``), by the rules
+    of `gateway_shim.identity` (rules 3 and 6). One JSON line: the state, the
+    recorded fingerprint, the journal's, how many keys are sealed. Exit 0 when
+    a gateway would present (``matches``, or a fresh root: ``no_key_yet``,
+    ``not_recorded``), 1 when it refuses (``key_missing``, ``key_differs``,
+    ``rotation_unfinished``, ``record_invalid``, ``proof_missing``), 2 for an
+    unusable data root or files this user cannot read (``unchecked``: run it as
+    the gateway's user or root).
+``kexpr identity adopt [--data-root DIR]``
+    only for ``proof_missing`` (a key with no record beside a journal with rows
+    and no journal record: a data root a release before the record wrote, or
+    one whose ``identity.fingerprint`` was lost before this release's first
+    attempt): the operator attests that the key present is the one the rows
+    were written under, and it is recorded. Exit 0 adopted, 1 refused (any
+    other state: the JSON line names why), 2 an unusable data root.
 ``kexpr identity rotate [--data-root DIR] [--old-key-lost]``
     seal the current key and make a new one (`gateway_shim._identity_store.rotate`):
     every artifact attempted under the old key stays deduped while the journal
@@ -47,6 +56,7 @@ from gateway_shim.identity import (
     IdentityProblem,
     IdentityRefused,
     SealedKey,
+    journal_says,
     judge,
     needs_rows,
     parse_record,
@@ -55,6 +65,7 @@ from gateway_shim.identity import (
 )
 from kexpr.ops.inputs import data_root_problem, refuse
 from kexpr.ops.readers import ReadProblem, ReadRefused, read_nofollow
+from kexpr.spool import _journal_identity as journal_identity
 from kexpr.spool.layout import DEFAULT_DATA_ROOT, DataRoot
 
 PROG = "kexpr identity"
@@ -73,11 +84,16 @@ class IdentityState(enum.StrEnum):
     KEY_DIFFERS = IdentityProblem.KEY_DIFFERS.value
     ROTATION_UNFINISHED = IdentityProblem.ROTATION_UNFINISHED.value
     RECORD_INVALID = IdentityProblem.RECORD_INVALID.value
+    PROOF_MISSING = IdentityProblem.PROOF_MISSING.value
     # This user cannot read the files (the key is the gateway's, 0600).
     UNCHECKED = "unchecked"
 
 
-FINDINGS = frozenset(IdentityState(p.value) for p in IdentityProblem)
+# Every refusal the files can show (`IdentityProblem.ROOT_REPLACED` is a
+# running gateway's memory of its root, never the files').
+FINDINGS = frozenset(
+    IdentityState(p.value) for p in IdentityProblem if p is not IdentityProblem.ROOT_REPLACED
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +101,8 @@ class IdentityReport:
     state: IdentityState
     # The recorded fingerprint, when a valid record was read.
     fingerprint: str | None = None
+    # The fingerprint the journal's own record names (rule 6), when it has one.
+    journal_fingerprint: str | None = None
     sealed: int | None = None
     # With UNCHECKED: which read failed and why (enum words).
     problem: str | None = None
@@ -97,6 +115,7 @@ class IdentityReport:
         return {
             "state": self.state.value,
             "fingerprint": self.fingerprint,
+            "journal_fingerprint": self.journal_fingerprint,
             "sealed": self.sealed,
             "problem": self.problem,
         }
@@ -140,6 +159,7 @@ def identity_report(root: DataRoot) -> IdentityReport:
         key = _read(root.identity_key, "key", KEY_BYTES + 1)
         record_data = _read(root.identity_record, "record", MAX_IDENTITY_FILE_BYTES)
         sealed_data = _read(root.identity_sealed, "sealed", MAX_IDENTITY_FILE_BYTES)
+        journal_data = _read(journal_identity.path(root), "journal", journal_identity.MAX_BYTES)
     except _Unchecked as e:
         return IdentityReport(IdentityState.UNCHECKED, problem=e.detail)
     if key is not None and len(key) != KEY_BYTES:
@@ -147,10 +167,12 @@ def identity_report(root: DataRoot) -> IdentityReport:
     try:
         record = None if record_data is None else parse_record(record_data)
         sealed: tuple[SealedKey, ...] = () if sealed_data is None else parse_sealed(sealed_data)
-    except IdentityRefused:
+        journal = None if journal_data is None else journal_identity.parse(journal_data)
+    except (IdentityRefused, journal_identity.InvalidRecord):
         return IdentityReport(IdentityState.RECORD_INVALID)
-    state = recorded(key, record, (s.fingerprint for s in sealed))
-    action = judge(key, state, needs_rows(key, state) and has_rows(root))
+    earlier = [s.fingerprint for s in sealed]
+    state, said = recorded(key, record, earlier), journal_says(key, journal, earlier)
+    action = judge(key, state, needs_rows(key, state, said) and has_rows(root), said)
     shown = {
         Action.SERVE: IdentityState.MATCHES,
         Action.MINT: IdentityState.NO_KEY_YET,
@@ -159,6 +181,7 @@ def identity_report(root: DataRoot) -> IdentityReport:
     return IdentityReport(
         shown[action] if isinstance(action, Action) else IdentityState(action.value),
         fingerprint=record,
+        journal_fingerprint=journal,
         sealed=len(sealed),
     )
 
@@ -172,7 +195,8 @@ def render_line(report: IdentityReport) -> str:
         IdentityState.KEY_MISSING: "identity.key is MISSING beside a journal with rows: presentations refused",
         IdentityState.KEY_DIFFERS: "identity.key is NOT the recorded key: presentations refused",
         IdentityState.ROTATION_UNFINISHED: "a rotation stopped between its steps: run `kexpr identity rotate` again",
-        IdentityState.RECORD_INVALID: "identity.fingerprint or identity.sealed is not its format: presentations refused",
+        IdentityState.RECORD_INVALID: "identity.fingerprint, identity.sealed or outcomes/identity.json is not its format: presentations refused",
+        IdentityState.PROOF_MISSING: "nothing proves identity.key wrote the journal's rows (no record beside it, none in the journal): presentations refused; `kexpr identity adopt` if it did",
         IdentityState.UNCHECKED: "not checked: this user cannot read the key (run as the gateway's user or root)",
     }
     parts = [report.state.value, words[report.state]]
@@ -224,12 +248,37 @@ def _rotate(root: DataRoot, old_key_lost: bool, now: Callable[[], dt.datetime]) 
     return 0
 
 
+def _adopt(root: DataRoot) -> int:
+    from gateway_shim._identity_store import RotationRefused, adopt
+
+    try:
+        fp = adopt(root)
+    except RotationRefused as e:
+        print(json.dumps({"adopted": False, "problem": e.problem.value}, sort_keys=True))
+        print(f"{PROG} adopt: refused: {e.problem.value}: {_WHY[e.problem.value]}", file=sys.stderr)
+        return 1
+    except OSError:
+        print(json.dumps({"adopted": False, "problem": "data_root_unusable"}, sort_keys=True))
+        print(f"{PROG} adopt: the data root's identity files could not be written", file=sys.stderr)
+        return 2
+    print(json.dumps({"adopted": True, "problem": None, "fingerprint": fp}, sort_keys=True))
+    print(
+        f"{PROG} adopt: identity.key is recorded as the key the journal was written under;"
+        " if it was not, artifacts attempted under the other key may be attempted once more",
+        file=sys.stderr,
+    )
+    return 0
+
+
 _WHY = {
     "key_missing": "identity.key is missing beside a journal with rows (restore it, or"
     " --old-key-lost if it is gone for good)",
     "key_differs": "identity.key is not the recorded key (restore the recorded one, or"
     " --old-key-lost if it is gone for good)",
-    "record_invalid": "identity.fingerprint or identity.sealed is not its format",
+    "record_invalid": "identity.fingerprint, identity.sealed or outcomes/identity.json is not its format",
+    "proof_missing": "nothing proves the key wrote the journal's rows (`kexpr identity adopt`"
+    " if it did, or --old-key-lost)",
+    "nothing_to_adopt": "adopt is only for proof_missing (`kexpr identity check` says the state)",
     "no_key": "there is no key to rotate (the gateway makes one at its first presentation)",
     "too_many_sealed": "8 sealed keys are still kept; rotate again once the journal no"
     " longer holds rows of the oldest",
@@ -243,6 +292,8 @@ def cli(argv: list[str], *, now: Callable[[], dt.datetime] | None = None) -> int
     sub = p.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="what a gateway would do with the identity")
     check.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    adopt = sub.add_parser("adopt", help="attest an unproven key (proof_missing only)")
+    adopt.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     rot = sub.add_parser("rotate", help="seal the current key and make a new one")
     rot.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     rot.add_argument(
@@ -256,6 +307,8 @@ def cli(argv: list[str], *, now: Callable[[], dt.datetime] | None = None) -> int
     root = DataRoot(a.data_root)
     if a.command == "rotate":
         return _rotate(root, a.old_key_lost, now or (lambda: dt.datetime.now(dt.UTC)))
+    if a.command == "adopt":
+        return _adopt(root)
     report = identity_report(root)
     print(json.dumps(report.to_json(), sort_keys=True))
     if report.state is IdentityState.UNCHECKED:

@@ -12,10 +12,11 @@ import os
 import secrets
 from typing import TYPE_CHECKING, Final
 
+from kexpr.spool import _journal_identity as journal_identity
 from kexpr.spool.contract import judge
 from kexpr.spool.contract.budget import answer_token_bound, min_answer_seconds
 from kexpr.spool.fsio import Reservation, reserve
-from kexpr.spool.journal import AppendRefused, AttemptRecord
+from kexpr.spool.journal import AppendRefused, AttemptRecord, Finding, JournalUnverified
 from kexpr.spool.lifecycle import (
     Admission,
     Answer,
@@ -160,6 +161,12 @@ def _start(
             if not p.quarantine.journal_ok:
                 raise Quarantined
             retain_if_due(p, j)
+            # The journal names the key its rows are written under; a request
+            # under another key gets no row and no call, before dedupe (under
+            # another key every artifact looks new: kexpr.spool._journal_identity).
+            if not _key_proven(p, req):
+                p.counters.bump("identity_mismatch")
+                return _refuse(p, req, Outcome.IDENTITY_MISMATCH, reservation)
             # The artifact's identity is its key's first 32 hex, so a 64-hex key
             # an earlier release journaled and this release's 32-hex key of the
             # same artifact find each other here (`kexpr.spool.journal`). Its
@@ -267,6 +274,26 @@ def _start(
         if thread is not None:
             thread.give_back()
         raise
+
+
+def _key_proven(p: Parts, req: SpoolRequest) -> bool:
+    """`kexpr.spool._journal_identity` rule 2 (caller holds the journal lock):
+    the record adopted or moved on durably before any row, or the refusal. A
+    request naming no fingerprint (an earlier release's shim) changes nothing.
+    A record not in its format is the journal's failure (`JournalUnverified`)."""
+    fp = req.identity_fingerprint
+    if fp is None:
+        return True
+    try:
+        recorded = journal_identity.read(p.root)
+    except journal_identity.InvalidRecord as e:
+        raise JournalUnverified(Finding.FIELD_FORMAT, journal_identity.NAME) from e
+    verdict = journal_identity.judge(recorded, fp, req.earlier_fingerprints)
+    if verdict is journal_identity.Verdict.REFUSE:
+        return False
+    if verdict is not journal_identity.Verdict.SAME:
+        journal_identity.write(p.root, fp)
+    return True
 
 
 def _refuse(

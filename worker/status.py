@@ -112,6 +112,7 @@ CounterName: TypeAlias = Literal[
     "no_time_to_answer",
     "provider_cooling_down",
     "spend_cap_reached",
+    "identity_mismatch",
     "invalid_requests",
     "reports",
     "orphan_reports",
@@ -193,6 +194,9 @@ class Counters:
     # Refused under the lock before a start row: the spend cap of the rolling
     # hour or the UTC day is reached (kexpr.worker.spend).
     spend_cap_reached: int = 0
+    # Refused under the lock before a start row: the request's key is not the
+    # one the journal names (kexpr.spool._journal_identity).
+    identity_mismatch: int = 0
     invalid_requests: int = 0
     reports: int = 0
     orphan_reports: int = 0

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from kexpr.spool import _journal_identity
 from kexpr.spool._journal_files import seal
 from kexpr.spool._journal_rows import Finding, Index, JournalUnverified
 from kexpr.spool._journal_verify import verify_segment_bytes
@@ -79,6 +80,16 @@ def audit(j: Journal) -> JournalAudit:
                     out.found(e, f"outcomes/{segment}.jsonl")
                     continue
                 out.index = scratch
+            # The journal's record of its key (kexpr.spool._journal_identity rule 4).
+            where = f"outcomes/{_journal_identity.NAME}"
+            try:
+                _journal_identity.read(root)
+            except _journal_identity.InvalidRecord:
+                out.findings.append(JournalFinding(Finding.FIELD_FORMAT.value, where))
+            except UnsafePath as e:
+                out.findings.append(JournalFinding(e.reason.value, where))
+            except OSError:
+                out.findings.append(JournalFinding(Finding.UNSAFE_FILE.value, where))
     except JournalUnverified as e:
         out.found(e, "journal.lock")
     except UnsafePath as e:

@@ -12,7 +12,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
+from kexpr.spool._journal_identity import NAME as JOURNAL_IDENTITY_NAME
 from kexpr.spool._journal_rows import (
     _PRIOR_NAME,
     _QUARANTINE_NAME,
@@ -44,6 +46,10 @@ def _real_day(segment: str) -> bool:
     return True
 
 
+# The one name in ``outcomes/`` that is not a day's.
+_OUTCOMES_FIXED: Final = frozenset({JOURNAL_IDENTITY_NAME})
+
+
 def _names(d: Path) -> list[str]:
     try:
         return list_dir(d)
@@ -54,13 +60,18 @@ def _names(d: Path) -> list[str]:
 
 
 def _dated(
-    d: Path, pattern: re.Pattern[str], beside: re.Pattern[str] | None = None
+    d: Path,
+    pattern: re.Pattern[str],
+    beside: re.Pattern[str] | None = None,
+    fixed: frozenset[str] = frozenset(),
 ) -> list[tuple[str, str]]:
     """(name, its day) of every entry of ``d`` ``pattern`` matches; a name
-    neither it nor ``beside`` matches, or whose day is not a real one, is
-    `Finding.UNEXPECTED_FILE`."""
+    neither it nor ``beside`` matches (nor one of the ``fixed`` names), or whose
+    day is not a real one, is `Finding.UNEXPECTED_FILE`."""
     out: list[tuple[str, str]] = []
     for n in _names(d):
+        if n in fixed:
+            continue
         m = pattern.fullmatch(n)
         other = None if m is not None or beside is None else beside.fullmatch(n)
         if other is not None and _real_day(other.group(1)):
@@ -73,9 +84,11 @@ def _dated(
 
 def segment_names(root: DataRoot) -> list[str]:
     """The days of ``outcomes/YYYY-MM-DD.jsonl``, sorted; any other name but a
-    segment's links (``YYYY-MM-DD.prior``, `kexpr.spool._journal_prior`) is
-    `Finding.UNEXPECTED_FILE`."""
-    return sorted(day for _, day in _dated(root.outcomes, _SEGMENT_NAME, _PRIOR_NAME))
+    segment's links (``YYYY-MM-DD.prior``, `kexpr.spool._journal_prior`) and the
+    journal's identity record (``identity.json``, `kexpr.spool._journal_identity`)
+    is `Finding.UNEXPECTED_FILE`."""
+    listed = _dated(root.outcomes, _SEGMENT_NAME, _PRIOR_NAME, _OUTCOMES_FIXED)
+    return sorted(day for _, day in listed)
 
 
 def quarantined_files(root: DataRoot) -> list[QuarantinedFile]:

@@ -606,8 +606,9 @@ def replace_private(
     it (rule 5's order), so after a crash the path holds the old file or the new
     one, whole. ``exclusive``: created 0600 even in a shared-group directory
     (``identity.key`` and the sealed keys, which the gateway alone reads).
-    The identity files (`gateway_shim._identity_store`) are the only durable
-    product files ever replaced, and only by their record's rules (a rotation,
+    The identity files (`gateway_shim._identity_store`) and the journal's
+    record of its key (`kexpr.spool._journal_identity`) are the only durable
+    product files ever replaced, and only by their records' rules (a rotation,
     a recorded fingerprint); everything else durable is published (never
     replaced) or appended.
 

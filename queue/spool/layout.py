@@ -18,6 +18,8 @@ path is never assembled by hand elsewhere::
     outcomes/YYYY-MM-DD.jsonl
     outcomes/YYYY-MM-DD.prior  a rotation's links: an attempt's prior artifact keys
                                (`kexpr.spool._journal_prior`), removed with its segment
+    outcomes/identity.json     the key the journal is written under (its fingerprint,
+                               `kexpr.spool._journal_identity`), the worker's; never removed
     quarantine/YYYY-MM-DD.N.jsonl   torn segments set aside by an operator
                                     (`kexpr journal quarantine`), read for dedupe only
     worker.status.json

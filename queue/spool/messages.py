@@ -47,6 +47,20 @@ one with it (unknown field: ``invalid_request``, no row, no call), so the
 promise "dedupe on these too" is never broken silently: it is kept or the
 request is refused.
 
+A v3 request of this release also names, for the journal, the fingerprint of
+the identity key its artifact key was computed under (``identity_fingerprint``)
+and the fingerprints that identity continues from (``earlier_fingerprints``:
+keys a rotation sealed, or a key the operator let go), `gateway_shim.identity`
+rule 6 and `kexpr.spool._journal_identity`: the worker refuses a request whose
+key its journal does not name (``identity_mismatch``: no row, no call). Keyed
+hashes only, 32 hex. Each is written only when it holds a value (one
+spelling); ``earlier_fingerprints`` only beside ``identity_fingerprint``, at
+most `MAX_PRIOR_ARTIFACT_KEYS`, distinct, never the request's own, and neither
+in a v1/v2 request. A request without them (an earlier release's shim) is
+served as before and never changes the journal's record; a worker of an
+earlier release refuses a request with them (``invalid_request``), so the
+worker is upgraded first (docs/upgrade.md).
+
 Every model reads all three (`KNOWN_SPOOL_VERSIONS`); the worker answers a
 request in the version it was written in, so an old shim can parse its answer. A file
 that names a version this release does not know (a newer one) is refused with
@@ -122,6 +136,14 @@ class _Strict(BaseModel):
         return canonical_json(self.model_dump(mode="json")).encode("utf-8")
 
 
+# A request's optional fields and their empty value: written only when not empty.
+_ABSENT_WHEN_EMPTY: Final[dict[str, object]] = {
+    "prior_artifact_keys": [],
+    "identity_fingerprint": None,
+    "earlier_fingerprints": [],
+}
+
+
 class SpoolRequest(_Strict):
     spool_version: SpoolVersion
     request_id: Hex32
@@ -131,13 +153,20 @@ class SpoolRequest(_Strict):
     capsule: Capsule
     # The artifact's keys under sealed identity keys (module docstring).
     prior_artifact_keys: tuple[Hex32, ...] = ()
+    # The key's fingerprint, and those it continues from (module docstring).
+    identity_fingerprint: Hex32 | None = None
+    earlier_fingerprints: tuple[Hex32, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
     def _one_spelling(cls, value: object) -> object:
-        # Written only when it holds a key: a file's explicit empty list is malformed.
-        if isinstance(value, dict) and value.get("prior_artifact_keys") == []:
-            raise ValueError("prior_artifact_keys empty")
+        # Written only when it holds a value: a file's explicit empty list is
+        # malformed (a file's null is refused by `parse_request`: in Python,
+        # None is also how a caller says "absent").
+        if isinstance(value, dict):
+            for name, empty in _ABSENT_WHEN_EMPTY.items():
+                if empty == [] and value.get(name) == []:
+                    raise ValueError(f"{name} empty")
         return value
 
     @field_validator("capsule", mode="before")
@@ -147,7 +176,7 @@ class SpoolRequest(_Strict):
         # capsule rule); a CapsuleError is a ValueError, so it fails this model.
         return value if isinstance(value, Capsule) else Capsule.from_object(value)
 
-    @field_validator("prior_artifact_keys", mode="before")
+    @field_validator("prior_artifact_keys", "earlier_fingerprints", mode="before")
     @classmethod
     def _prior_tuple(cls, value: object) -> object:
         # A JSON array (strict mode takes only a tuple); each item stays strict.
@@ -165,12 +194,23 @@ class SpoolRequest(_Strict):
             or self.capsule.artifact_key in prior
         ):
             raise ValueError("prior_artifact_keys")
+        fp, earlier = self.identity_fingerprint, self.earlier_fingerprints
+        if fp is not None and self.spool_version != SPOOL_VERSION:
+            raise ValueError("identity_fingerprint")
+        if earlier and (
+            fp is None
+            or len(earlier) > MAX_PRIOR_ARTIFACT_KEYS
+            or len(set(earlier)) != len(earlier)
+            or fp in earlier
+        ):
+            raise ValueError("earlier_fingerprints")
         return self
 
     def to_bytes(self) -> bytes:
         doc = self.model_dump(mode="json")
-        if not self.prior_artifact_keys:
-            del doc["prior_artifact_keys"]  # one spelling: absent when empty
+        for name, empty in _ABSENT_WHEN_EMPTY.items():
+            if doc[name] == empty:
+                del doc[name]  # one spelling: absent when empty
         return canonical_json(doc).encode("utf-8")
 
     def dedupe_keys(self) -> tuple[str, ...]:
@@ -248,7 +288,14 @@ def _parse(model: type[_Message], data: bytes) -> _Message:
 
 
 def parse_request(data: bytes) -> SpoolRequest:
-    return _parse(SpoolRequest, data)
+    obj = _load(data)
+    # One spelling: an optional field is absent when empty, never null or [].
+    if any(name in obj and obj[name] == empty for name, empty in _ABSENT_WHEN_EMPTY.items()):
+        raise MessageError("schema")
+    try:
+        return SpoolRequest.model_validate(obj)
+    except ValueError as e:
+        raise MessageError("schema") from e
 
 
 def parse_response(data: bytes) -> SpoolResponse:

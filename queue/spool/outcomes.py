@@ -20,7 +20,7 @@ Roles:
 - report   `ReportOutcome`: shim -> worker
 - candidate `CandidateOutcome`: shim -> host (every response word, plus the
   shim's own ``disabled``, ``ineligible``, ``spool_unavailable``,
-  ``closed``, ``worker_unavailable``, ``identity_mismatch``, ``shadow_selected``)
+  ``closed``, ``worker_unavailable``, ``shadow_selected``)
 - host     `HostOutcome`: host -> shim, after an enabled-mode selected candidate
 
 A word passes between roles unchanged wherever the roles share it (a report's
@@ -103,10 +103,13 @@ class Outcome(enum.StrEnum):
     # ``ready``): canonical at once, no request written (gateway_shim.coordinator
     # rule 13). The worker never sees it: never a journal or response word.
     WORKER_UNAVAILABLE = "worker_unavailable"
-    # The data root's identity.key is missing, or is not the key its record
-    # names, beside a journal with rows: a new key would name every artifact
-    # anew and pay for it again. Canonical at once, no request written, no key
-    # minted (gateway_shim.coordinator rule 14). Never a journal or response word.
+    # The data root's identity.key is missing, or is not the key its record or
+    # its journal names, or nothing proves it, beside a journal with rows: a new
+    # key would name every artifact anew and pay for it again. Canonical at
+    # once, no request written, no key minted (gateway_shim.coordinator rule
+    # 14). Also the worker's answer to a request under a key its journal does
+    # not name (kexpr.spool._journal_identity): no row, no call. Never a
+    # journal word.
     IDENTITY_MISMATCH = "identity_mismatch"
 
 
@@ -144,6 +147,7 @@ ResponseOutcome: TypeAlias = Literal[
     Outcome.PROVIDER_TOO_SLOW,  # legacy: read from an older worker, never produced
     Outcome.PROVIDER_COOLING_DOWN,
     Outcome.SPEND_CAP_REACHED,
+    Outcome.IDENTITY_MISMATCH,
 ]
 CandidateOutcome: TypeAlias = Literal[
     ResponseOutcome,
@@ -154,7 +158,6 @@ CandidateOutcome: TypeAlias = Literal[
     Outcome.SPOOL_UNAVAILABLE,
     Outcome.CLOSED,
     Outcome.WORKER_UNAVAILABLE,
-    Outcome.IDENTITY_MISMATCH,
 ]
 
 

@@ -15,9 +15,17 @@ requests). Then:
   gateway that ran across the rotation and by a restarted one, and after a worker
   restart; new artifacts are served under the new key.
 - A data root as a release before the record left it (a key and rows, no record),
-  with rows 30 days old and 40 days old: the key is adopted and recorded, the
-  30-day-old attempt stays deduped through an upgrade, a rotation, the worker's
-  retention run (which removes the 40-day-old segment) and a worker restart.
+  with rows 30 days old and 40 days old: refused (``proof_missing``) until
+  ``kexpr identity adopt``; then the 30-day-old attempt stays deduped through the
+  upgrade, a rotation, the worker's retention run (which removes the 40-day-old
+  segment) and a worker restart.
+- The journal's own record of its key (``outcomes/identity.json``): written before
+  the first start row; with it, deleting ``identity.fingerprint`` and putting in
+  another key, or a restore that skipped every ``identity.*`` file and brought
+  another key with its own record, is refused (``key_differs``), zero new wire
+  requests (before: the other key was recorded and every artifact paid again).
+- A directory swapped in at the data root's path while the gateway runs: the
+  gateway makes no key there (``root_replaced``).
 
 Before the record, the deleted key was minted anew and all twenty were paid again,
 twenty more after a replacement (60 wire requests for 20 messages), with ``status``
@@ -29,6 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -51,7 +60,8 @@ from gateway_shim import (
     PresentationCandidate,
     exact_block,
 )
-from gateway_shim.identity import artifact_key, load_or_create_key
+from gateway_shim.identity import artifact_key, fingerprint, load_or_create_key
+from kexpr.spool import _journal_identity as journal_identity
 from kexpr.spool.fsio import create_private_file
 from kexpr.spool.journal import Journal
 from kexpr.spool.layout import DataRoot
@@ -203,6 +213,86 @@ def test_a_replaced_key_is_refused_and_nothing_is_paid_again(
     assert_refused(data_root, fake_api, caplog, "key_differs", lambda: key_bytes(data_root))
 
 
+def test_the_journal_records_its_key_before_the_first_start_row(
+    data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
+) -> None:
+    (first,) = present_all(data_root, EVENTS[:1])
+    assert first.outcome is Outcome.SHADOW_SELECTED
+    key = key_bytes(data_root)
+    assert key is not None
+    assert journal_identity.read(DataRoot(data_root)) == fingerprint(key)
+    out = json.loads(kexpr("identity", "check", "--data-root", data_root).stdout)
+    assert (out["state"], out["journal_fingerprint"]) == ("matches", fingerprint(key))
+
+
+def test_a_deleted_record_and_another_key_are_refused_and_nothing_is_paid_again(
+    data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The issue's case 2: with another key refused, the file that disagreed
+    (``identity.fingerprint``) deleted. Before the journal's record, the other key
+    was recorded at the next presentation and every artifact was paid again."""
+    caplog.set_level(logging.INFO, logger="kexpr")
+    served_twenty(data_root, fake_api)
+    (data_root / "identity.key").unlink()
+    create_private_file(
+        DataRoot(data_root).tmp, data_root / "identity.key", secrets.token_bytes(32)
+    )
+    (data_root / "identity.fingerprint").unlink()
+    assert_refused(data_root, fake_api, caplog, "key_differs", lambda: key_bytes(data_root))
+    assert not (data_root / "identity.fingerprint").exists()  # nothing recorded on trust
+    r = kexpr("identity", "check", "--data-root", data_root)
+    assert (r.returncode, json.loads(r.stdout)["state"]) == (1, "key_differs")
+
+
+def test_a_restore_without_the_identity_files_is_refused_and_nothing_is_paid_again(
+    data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A restore that skipped every ``identity.*`` file and put back another key
+    (a staging profile's, with its own record): ``outcomes/`` came back with the
+    journal's record, which names the key the rows were written under."""
+    caplog.set_level(logging.INFO, logger="kexpr")
+    served_twenty(data_root, fake_api)
+    for name in ("identity.key", "identity.fingerprint", "identity.sealed"):
+        (data_root / name).unlink(missing_ok=True)
+    staging = data_root.parent / "staging"
+    other = DataRoot(staging)
+    other.ensure()
+    load_or_create_key(other)
+    for name in ("identity.key", "identity.fingerprint"):
+        create_private_file(
+            DataRoot(data_root).tmp, data_root / name, (staging / name).read_bytes()
+        )
+    assert_refused(data_root, fake_api, caplog, "key_differs", lambda: key_bytes(data_root))
+
+
+def test_a_gateway_does_not_mint_in_a_root_swapped_in_while_it_runs(
+    data_root: Path, fake_api: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The issue's case 5, the host's half: a directory swapped in at the data
+    root's path while the gateway runs. Before, the gateway made a new key there
+    at its next presentation (and a worker serving that directory paid every
+    artifact again)."""
+    caplog.set_level(logging.INFO, logger="kexpr")
+    fake_api.behaviour = compose_reply(default_style)
+    w = start_supervised_worker(data_root, fake_api)
+    running = coordinator(data_root)
+    try:
+        first = [present(running, e) for e in EVENTS[:5]]
+        assert outcomes(first) == {Outcome.SHADOW_SELECTED}
+        wait_terminal(data_root, 5)
+        w.stop()
+        os.rename(data_root, data_root.parent / "kept")
+        os.mkdir(data_root, 0o700)
+        caplog.clear()
+        again = [present(running, e) for e in EVENTS[:5]]
+        assert outcomes(again) == {Outcome.IDENTITY_MISMATCH}
+        assert not (data_root / "identity.key").exists()  # no key made in the swapped root
+        assert shim_said(caplog).count("identity_mismatch reason=root_replaced") == 1
+    finally:
+        running.close()
+    assert len(fake_api.requests) == 5
+
+
 def test_a_rotation_on_purpose_keeps_every_earlier_attempt_deduped(
     data_root: Path, fake_api: FakeOpenAI, worker: RunningWorker
 ) -> None:
@@ -289,6 +379,13 @@ def test_upgrade_retention_and_restart_keep_earlier_attempts_deduped(
 
     w = start_supervised_worker(data_root, fake_api)
     try:
+        # Nothing proves the key wrote those rows: refused until the operator attests it.
+        (unproven,) = present_all(data_root, ("sched-kept",))
+        assert unproven.outcome is Outcome.IDENTITY_MISMATCH
+        r = kexpr("identity", "check", "--data-root", data_root)
+        assert (r.returncode, json.loads(r.stdout)["state"]) == (1, "proof_missing")
+        r = kexpr("identity", "adopt", "--data-root", data_root)
+        assert r.returncode == 0, r.stderr
         # The upgrade: the key present is adopted (recorded), the old attempt deduped.
         (upgraded,) = present_all(data_root, ("sched-kept",))
         assert upgraded.outcome is Outcome.ALREADY_ATTEMPTED

@@ -19,6 +19,7 @@ from kexpr.ops._audit_data_root import audit_data_root
 from kexpr.ops.identity_cli import IdentityState, cli, identity_report
 from kexpr.ops.readers import ReadProblem, ReadRefused
 from kexpr.ops.status_cli import HealthVerdict, collect, render
+from kexpr.spool import _journal_identity as journal_identity
 from kexpr.spool.fsio import create_private_file, replace_private
 from kexpr.spool.layout import DataRoot
 
@@ -63,14 +64,66 @@ def test_a_fresh_root_then_a_served_one_are_fine(
 ) -> None:
     assert _check(root, capsys) == (
         0,
-        {"fingerprint": None, "problem": None, "sealed": 0, "state": "no_key_yet"},
+        {
+            "fingerprint": None,
+            "journal_fingerprint": None,
+            "problem": None,
+            "sealed": 0,
+            "state": "no_key_yet",
+        },
     )
     key = load_or_create_key(root)
     _rows(root)
     code, out = _check(root, capsys)
     assert (code, out["state"], out["fingerprint"]) == (0, "matches", fingerprint(key))
+    journal_identity.write(root, fingerprint(key))  # the worker's first attempt
+    code, out = _check(root, capsys)
+    assert (code, out["state"], out["journal_fingerprint"]) == (0, "matches", fingerprint(key))
+    root.identity_record.unlink()  # the journal proves the key: recorded again
+    assert _check(root, capsys)[:2] == (0, {**out, "state": "not_recorded", "fingerprint": None})
+
+
+@pytest.mark.parametrize("journal", [False, True], ids=["no_journal_record", "journal_record"])
+def test_a_deleted_record_and_another_key_fail_check_status_and_audit(
+    root: DataRoot, capsys: pytest.CaptureFixture[str], journal: bool
+) -> None:
+    """The issue's case 2: the record that disagreed deleted, another key present.
+    With the journal's record the key is ``key_differs``; without it (a journal
+    an earlier release wrote) nothing proves the key: ``proof_missing``."""
+    key = load_or_create_key(root)
+    _rows(root)
+    if journal:
+        journal_identity.write(root, fingerprint(key))
+    root.identity_record.unlink()
+    root.identity_key.unlink()
+    create_private_file(root.tmp, root.identity_key, secrets.token_bytes(32))
+    state = "key_differs" if journal else "proof_missing"
+    code, out = _check(root, capsys)
+    assert (code, out["state"]) == (1, state)
+    _ready_worker(root)
+    report = collect(root, now=NOW, alive=lambda pid: True)
+    assert report.verdict is HealthVerdict.IDENTITY_MISMATCH
+    assert f"identity    {state}  " in render(report)
+    audit = audit_data_root(root.root)
+    assert [(i.finding.value, i.detail) for i in audit.findings] == [("identity_mismatch", state)]
+
+
+def test_adopt_records_an_unproven_key_and_nothing_else(
+    root: DataRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = load_or_create_key(root)
+    _rows(root)
     root.identity_record.unlink()  # a root from before the record
-    assert _check(root, capsys)[1]["state"] == "not_recorded"
+    assert _check(root, capsys)[:1] == (1,)
+    assert cli(["adopt", "--data-root", str(root.root)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"adopted": True, "fingerprint": fingerprint(key), "problem": None}
+    assert _check(root, capsys)[1]["state"] == "matches"
+    assert cli(["adopt", "--data-root", str(root.root)]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "adopted": False,
+        "problem": "nothing_to_adopt",
+    }
 
 
 @pytest.mark.parametrize("replaced", [False, True], ids=["missing", "differs"])

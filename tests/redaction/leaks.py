@@ -63,6 +63,11 @@ ID_FIELDS: Final[Mapping[str, re.Pattern[str]]] = {
     "heartbeat_at_utc": TIMESTAMP,
     # identity.fingerprint: a keyed hash of the identity key (gateway_shim.identity).
     "fingerprint": HEX32,
+    # A request's fingerprints of its identity key and of those it continues
+    # from, and its artifact's keys under sealed keys (kexpr.spool.messages).
+    "identity_fingerprint": HEX32,
+    "earlier_fingerprints": HEX32,
+    "prior_artifact_keys": HEX32,
 }
 
 # Fixed words of the wire request and the status file that live in dict literals,

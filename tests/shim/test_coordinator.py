@@ -286,6 +286,7 @@ def test_enabled_selected_then_report(root: DataRoot) -> None:
         "deadline_at_utc",
         "mode",
         "capsule",
+        "identity_fingerprint",  # the key's fingerprint, for the journal (no sealed keys)
     }
     with pytest.raises(ValueError, match="^report_not_expected$"):
         coord.report(cand, Outcome.SELECTED)  # exactly once

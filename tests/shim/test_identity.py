@@ -220,11 +220,17 @@ def test_a_fresh_root_mints_and_records(tmp_path: Path) -> None:
     assert load_or_create_key(root) == key
 
 
-def test_a_root_from_before_the_record_is_adopted_beside_its_rows(tmp_path: Path) -> None:
+def test_a_root_from_before_the_record_is_adopted_only_when_attested(tmp_path: Path) -> None:
     root = _root(tmp_path)
     key = secrets.token_bytes(32)
     _create(root.tmp, root.identity_key, key)
     _row(root)
+    # Nothing proves the key wrote the rows (rule 6): refused, nothing recorded.
+    with pytest.raises(IdentityRefused) as e:
+        load_or_create_key(root)
+    assert e.value.problem is IdentityProblem.PROOF_MISSING
+    assert not root.identity_record.exists()
+    store.adopt(root)  # `kexpr identity adopt`
     assert load_or_create_key(root) == key
     assert _record(root)["fingerprint"] == fingerprint(key)
 

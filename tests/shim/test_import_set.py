@@ -50,6 +50,7 @@ LOADED = frozenset(
         "gateway_shim.telemetry",
         "kexpr",
         "kexpr.spool",
+        "kexpr.spool._journal_identity",
         "kexpr.spool._locks",
         "kexpr.spool._sharing",
         "kexpr.spool._walk",

@@ -160,8 +160,22 @@ def test_attempts_journaled_under_64_hex_keys_are_never_attempted_again(
         assert len(fake_api.requests) == 3
         shim.close()
         # The host restarts with today's shim: the same artifacts, 32-hex keys.
+        # That release wrote no record of its key: nothing proves the key present
+        # wrote its rows, so today's shim refuses it (no request, no call) until
+        # the operator attests it (docs/upgrade.md).
         today = NewShim(cwd, root)
         try:
+            unproven = today.ask("present a enabled")
+            assert unproven == {"outcome": "identity_mismatch", "attempt_id": None}
+            adopted = subprocess.run(
+                [sys.executable, "-m", "kexpr.ops.cli", "identity", "adopt"]
+                + ["--data-root", str(root.root)],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            )
+            assert adopted.returncode == 0, adopted.stderr
             again = [today.ask(f"present {name} enabled") for name in ("a", "b", "c")]
             assert [x["outcome"] for x in again] == ["already_attempted"] * 3, again
             assert all(x["attempt_id"] is None for x in again)
