@@ -306,7 +306,7 @@ def rotate(root: DataRoot, now: dt.datetime, *, old_key_lost: bool = False) -> R
     if old_key_lost:
         if action not in _LOST:
             raise RotationRefused(RotationProblem.KEY_NOT_LOST)
-        kept, pruned = _kept(root, found.sealed)
+        kept, pruned = _kept(root, found)
         if found.journal is not None and all(s.fingerprint != found.journal for s in kept):
             if len(kept) >= MAX_SEALED_KEYS:
                 raise RotationRefused(RotationProblem.TOO_MANY_SEALED)
@@ -321,7 +321,7 @@ def rotate(root: DataRoot, now: dt.datetime, *, old_key_lost: bool = False) -> R
     if isinstance(action, IdentityProblem):
         raise RotationRefused(RotationProblem(action.value))
     assert found.key is not None
-    kept, pruned = _kept(root, found.sealed)
+    kept, pruned = _kept(root, found)
     if not any(s.key == found.key for s in kept):
         if len(kept) >= MAX_SEALED_KEYS:
             raise RotationRefused(RotationProblem.TOO_MANY_SEALED)
@@ -363,9 +363,14 @@ def adopt(root: DataRoot) -> str:
     return fingerprint(found.key)
 
 
-def _kept(root: DataRoot, sealed: tuple[SealedKey, ...]) -> tuple[list[SealedKey], int]:
+def _kept(root: DataRoot, found: _Found) -> tuple[list[SealedKey], int]:
+    """The sealed keys a rotation keeps: those the journal may still hold rows
+    of, and the one the journal's record still names (rule 6: the identity
+    continues from it until a request under the new key moves the record on,
+    however long that takes)."""
     oldest = oldest_segment(root)
-    kept = [s for s in sealed if not seal_expired(s, oldest)]
+    sealed = found.sealed
+    kept = [s for s in sealed if not seal_expired(s, oldest) or s.fingerprint == found.journal]
     return kept, len(sealed) - len(kept)
 
 

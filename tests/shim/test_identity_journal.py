@@ -193,6 +193,21 @@ def test_a_rotation_continues_from_the_journals_key(tmp_path: Path) -> None:
     assert again.earlier == (fingerprint(first), identity.fingerprint)
 
 
+def test_the_key_the_journal_names_stays_sealed_however_old(tmp_path: Path) -> None:
+    """A rotation, then no attempt for longer than the journal's window, then
+    another rotation: the first key's rows are gone, but the journal's record
+    still names it; dropped, every presentation would be ``key_differs``."""
+    root = _root(tmp_path)
+    first = load_or_create_key(root)
+    _journaled(root, first)  # rows of 2026-11-30
+    store.rotate(root, NOW)
+    (root.outcomes / "2026-11-30.jsonl").unlink()  # retention, 36 days on
+    _row(root, "2027-01-06")
+    done = store.rotate(root, NOW + dt.timedelta(days=37))
+    assert (done.sealed, done.pruned) == (2, 0)
+    assert fingerprint(first) in store.load_identity(root).earlier
+
+
 def test_a_lost_key_is_let_go_and_the_journal_may_move_on(tmp_path: Path) -> None:
     root = _root(tmp_path)
     first = load_or_create_key(root)
