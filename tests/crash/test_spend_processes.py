@@ -91,11 +91,17 @@ def _heartbeat(root: DataRoot) -> str:
 
 
 def _last_hour_in_status(root: DataRoot) -> object:
-    """``kexpr status --json``'s ``spend.last_hour``, from a status file the worker
-    wrote after everything presented so far was answered (its heartbeat, on the
-    worker's own clock, which is right by then)."""
-    answered = format_ts(_now())
-    assert until(lambda: _heartbeat(root) >= answered, 20, tolerate=(OSError, ValueError))
+    """``kexpr status --json``'s ``spend.last_hour``, once the worker has written its
+    status file after everything presented so far was answered, on a right clock (a
+    file written while its clock was ahead is stamped days later, and says what the
+    count was then)."""
+    answered = _now()
+    since, before = format_ts(answered), format_ts(answered + HOUR)
+
+    def written_since() -> bool:
+        return since <= _heartbeat(root) < before
+
+    assert until(written_since, 20, tolerate=(OSError, ValueError))
     out = kexpr("status", "--data-root", root.root, "--json")
     assert out.stdout, out.stderr
     return json.loads(out.stdout)["worker"]["spend"]["last_hour"]
@@ -129,10 +135,12 @@ def test_a_clear_after_a_restart_in_quarantine_pays_nothing_more(
             os.chmod(seg, 0o644)  # the slip, before a restart
         w = start_supervised_worker(data_root, fake_api, args=CAP_ARGS)
         try:
-            assert until(lambda: _quarantine(root) == "unsafe_file", 10, tolerate=(OSError,))
+            assert until(
+                lambda: _quarantine(root) == "unsafe_file", 10, tolerate=(OSError, ValueError)
+            )
             for seg in segments:
                 os.chmod(seg, 0o600)
-            out = kexpr("quarantine", "clear", "--data-root", data_root, "--json")
+            out = kexpr("quarantine", "clear", "--data-root", data_root, "--wait", "30", "--json")
             assert out.returncode == 0, out.stdout + out.stderr
             assert json.loads(out.stdout) == {
                 "result": "cleared",
