@@ -20,6 +20,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import pytest
 from conftest import journal_rows, start_supervised_worker
 from fakeapi import FakeOpenAI
 from kit.bodies import present_styled
-from kit.faketime import faked_worker, libfaketime, stop_worker
+from kit.faketime import faked_worker, libfaketime, set_offset, stop_worker
 from kit.poll import until
 from ops_tests.ops_support import kexpr
 
@@ -122,11 +123,10 @@ def test_a_clear_after_a_restart_in_quarantine_pays_nothing_more(
     root = DataRoot(data_root)
     keys = (f"sched-clear-{n}" for n in itertools.count())
     w = start_supervised_worker(data_root, fake_api, args=CAP_ARGS)
-    coord = _coordinator(data_root)
     try:
-        _pay_the_hours_cap(coord, keys)
+        with closing(_coordinator(data_root)) as coord:
+            _pay_the_hours_cap(coord, keys)
     finally:
-        coord.close()
         w.stop()
     segments = sorted(root.outcomes.glob("*.jsonl"))
     assert segments and len(fake_api.requests) == PER_HOUR
@@ -147,11 +147,8 @@ def test_a_clear_after_a_restart_in_quarantine_pays_nothing_more(
                 "was": "unsafe_file",
                 "why": None,
             }
-            coord = _coordinator(data_root)
-            try:
+            with closing(_coordinator(data_root)) as coord:
                 _new_artifacts_are_refused(coord, keys)
-            finally:
-                coord.close()
             assert len(fake_api.requests) == PER_HOUR
             starts = _start_rows(data_root)
             assert len(starts) == len(_in_the_last_hour(starts)) == PER_HOUR
@@ -172,36 +169,35 @@ def test_a_clock_excursion_two_days_ahead_frees_no_budget(
     lib = libfaketime()
     assert lib is not None
     stamp = tmp_path / "faketime"
-    stamp.write_text("+0\n")
+    set_offset(stamp, "+0")
     root = DataRoot(data_root)
     root.ensure()
     keys = (f"sched-step-{n}" for n in itertools.count())
     worker = faked_worker(data_root, fake_api, lib, stamp, CAP_ARGS)
-    coord = _coordinator(data_root)
     try:
         assert wait_ready(root, 30, pid=worker.pid)
-        _pay_the_hours_cap(coord, keys)
-        for _ in range(2):
-            stamp.write_text("+2d\n")
-            ahead = format_ts(_now() + dt.timedelta(days=1))
-            began = time.monotonic()
-            # New artifacts keep coming (stamped by the shim's right clock: skew, no
-            # call), until the worker has written its status on the clock ahead.
-            while time.monotonic() - began < EXCURSION_S or _heartbeat(root) < ahead:
-                assert time.monotonic() - began < 30, "no status written on the clock ahead"
-                cand = present_styled(coord, next(keys))
-                assert (cand.outcome, cand.status) == (
-                    Outcome.CLOCK_SKEW,
-                    CandidateStatus.CANONICAL,
-                )
-                time.sleep(0.2)
-            stamp.write_text("+0\n")
-            _new_artifacts_are_refused(coord, keys)
-            assert len(fake_api.requests) == PER_HOUR
-            starts = _start_rows(data_root)
-            assert len(starts) == len(_in_the_last_hour(starts)) == PER_HOUR
-            assert _last_hour_in_status(root) == PER_HOUR
+        with closing(_coordinator(data_root)) as coord:
+            _pay_the_hours_cap(coord, keys)
+            for _ in range(2):
+                set_offset(stamp, "+2d")
+                ahead = format_ts(_now() + dt.timedelta(days=1))
+                began = time.monotonic()
+                # New artifacts keep coming (stamped by the shim's right clock: skew, no
+                # call), until the worker has written its status on the clock ahead.
+                while time.monotonic() - began < EXCURSION_S or _heartbeat(root) < ahead:
+                    assert time.monotonic() - began < 30, "no status written on the clock ahead"
+                    cand = present_styled(coord, next(keys))
+                    assert (cand.outcome, cand.status) == (
+                        Outcome.CLOCK_SKEW,
+                        CandidateStatus.CANONICAL,
+                    )
+                    time.sleep(0.2)
+                set_offset(stamp, "+0")
+                _new_artifacts_are_refused(coord, keys)
+                assert len(fake_api.requests) == PER_HOUR
+                starts = _start_rows(data_root)
+                assert len(starts) == len(_in_the_last_hour(starts)) == PER_HOUR
+                assert _last_hour_in_status(root) == PER_HOUR
         assert json.loads(root.status_file.read_bytes())["clock_step_observed"] is True
     finally:
-        coord.close()
         stop_worker(worker)

@@ -2,8 +2,8 @@
 clock that moves while the worker runs (or is wrong when it starts).
 
 The worker's wall clock is read from a stamp file at every call
-(``FAKETIME_TIMESTAMP_FILE``, ``FAKETIME_NO_CACHE=1``): the test writes an offset
-such as ``+2d`` or ``-1h`` there, and ``+0`` to put the clock right again. Its
+(``FAKETIME_TIMESTAMP_FILE``, ``FAKETIME_NO_CACHE=1``): the test sets an offset such
+as ``+2d`` or ``-1h`` there (`set_offset`), and ``+0`` to put the clock right again. Its
 monotonic clock is never faked (``FAKETIME_DONT_FAKE_MONOTONIC=1``), as on a host
 whose wall clock is stepped. The worker is started directly (``kexpr worker``), not
 by ``kexpr supervise``, which builds its worker's environment and so would drop
@@ -36,6 +36,14 @@ def libfaketime() -> str | None:
         if p.exists():
             return str(p)
     return None
+
+
+def set_offset(stamp: Path, offset: str) -> None:
+    """The faked clock's offset from the real one (``+2d``, ``-1h``, ``+0``), replaced
+    whole (a rename over the stamp file): libfaketime never reads it half-written."""
+    staging = stamp.with_name(f".{stamp.name}.new")
+    staging.write_text(f"{offset}\n")
+    os.replace(staging, stamp)
 
 
 def faked_worker(
