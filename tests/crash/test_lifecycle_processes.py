@@ -3,7 +3,7 @@ supervise`` and its worker, a gateway process importing `gateway_shim` without
 the key (`shim_driver.py`), and the loopback fake of the API behind its CONNECT
 proxy. The lifecycle rules are in `kexpr.spool.lifecycle`.
 
-Clock steps on real processes need libfaketime (`kit.faketime`; skipped with the
+Clock steps on real processes need libfaketime (`crash.faketime_kit`; skipped with the
 reason where it is not installed); the same rules are proved through the worker's
 injected clock in tests/worker_tests/test_daemon.py.
 """
@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 from conftest import RunningWorker, start_supervised_worker
+from crash.faketime_kit import faked_worker, libfaketime, stop_worker
 from crash.shim_driver import artifact_fields
 from fakeapi import FakeOpenAI, compose_reply, default_style
-from kit.faketime import faked_worker, libfaketime, stop_worker
 from kit.poll import until
 from spool_tests.journal_support import hand_rows, write_segment
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 from conftest import journal_rows, start_supervised_worker
+from crash.faketime_kit import faked_worker, libfaketime, set_offset, stop_worker
 from fakeapi import FakeOpenAI
 from kit.bodies import present_styled
-from kit.faketime import faked_worker, libfaketime, set_offset, stop_worker
 from kit.poll import until
 from ops_tests.ops_support import kexpr
 
@@ -186,7 +186,7 @@ def test_a_clock_excursion_two_days_ahead_frees_no_budget(
                 # the clock ahead: each is canonical with no call and no row,
                 # ``clock_skew`` (the shim stamps it on the right clock), or where a
                 # libfaketime build without threads lets one read the real time
-                # (`kit.faketime`), judged on that reading, ``spend_cap_reached``.
+                # (`crash.faketime_kit`), judged on that reading, ``spend_cap_reached``.
                 while time.monotonic() - began < EXCURSION_S or _heartbeat(root) < ahead:
                     assert time.monotonic() - began < 30, "no status written on the clock ahead"
                     cand = present_styled(coord, next(keys))
