@@ -3,9 +3,9 @@ supervise`` and its worker, a gateway process importing `gateway_shim` without
 the key (`shim_driver.py`), and the loopback fake of the API behind its CONNECT
 proxy. The lifecycle rules are in `kexpr.spool.lifecycle`.
 
-Clock steps on real processes need libfaketime (skipped with the reason where it
-is not installed); the same rules are proved through the worker's injected clock
-in tests/worker_tests/test_daemon.py.
+Clock steps on real processes need libfaketime (`crash.faketime_kit`; skipped with the
+reason where it is not installed); the same rules are proved through the worker's
+injected clock in tests/worker_tests/test_daemon.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEST_KEY, RunningWorker, start_supervised_worker
+from conftest import RunningWorker, start_supervised_worker
+from crash.faketime_kit import faked_worker, libfaketime, stop_worker
 from crash.shim_driver import artifact_fields
 from fakeapi import FakeOpenAI, compose_reply, default_style
 from kit.poll import until
@@ -252,41 +253,7 @@ def test_responses_nobody_collects_are_removed(data_root: Path, fake_api: FakeOp
         w.stop()
 
 
-def _libfaketime() -> str | None:
-    for d in (
-        "/usr/lib/x86_64-linux-gnu/faketime",
-        "/usr/lib/aarch64-linux-gnu/faketime",
-        "/usr/lib/faketime",
-    ):
-        p = Path(d) / "libfaketime.so.1"
-        if p.exists():
-            return str(p)
-    return None
-
-
-def _faked_worker(
-    data_root: Path, fake_api: FakeOpenAI, lib: str, stamp: Path
-) -> subprocess.Popen[bytes]:
-    """A worker process whose wall clock is libfaketime's, read from ``stamp`` at every
-    call (its monotonic clock untouched), calling the fake API through the proxy."""
-    env = {
-        **GATEWAY_ENV,
-        "OPENAI_API_KEY": TEST_KEY,
-        "HTTPS_PROXY": fake_api.proxy_url,
-        "SSL_CERT_FILE": str(fake_api.ca_file),
-        "LD_PRELOAD": lib,
-        "FAKETIME_TIMESTAMP_FILE": str(stamp),
-        "FAKETIME_NO_CACHE": "1",
-        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "kexpr.ops.cli", "worker", "--data-root", str(data_root)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-@pytest.mark.skipif(_libfaketime() is None, reason="libfaketime is not installed (apt: faketime)")
+@pytest.mark.skipif(libfaketime() is None, reason="libfaketime is not installed (apt: faketime)")
 @pytest.mark.parametrize("step", ["+40d", "-1h", "+1h"])
 def test_why4_a_real_worker_under_a_stepped_clock(
     data_root: Path,
@@ -298,13 +265,13 @@ def test_why4_a_real_worker_under_a_stepped_clock(
     """A worker process whose wall clock steps (libfaketime, monotonic clock
     untouched) never calls twice for an artifact presented before the step,
     never empties the journal, and says so in its status."""
-    lib = _libfaketime()
+    lib = libfaketime()
     assert lib is not None
     stamp = tmp_path / "faketime"
     stamp.write_text("+0\n")
     root = DataRoot(data_root)
     root.ensure()
-    worker = _faked_worker(data_root, fake_api, lib, stamp)
+    worker = faked_worker(data_root, fake_api, lib, stamp)
     try:
         assert wait_ready(root, 30, pid=worker.pid)
         shim = shim_factory()
@@ -325,15 +292,10 @@ def test_why4_a_real_worker_under_a_stepped_clock(
         assert fake_api.count_for(_akey(root, "evt-why4")) == 1
         assert until(lambda: os.listdir(root.responses) == [], RESPONSE_TTL.total_seconds() + 5)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        stop_worker(worker)
 
 
-@pytest.mark.skipif(_libfaketime() is None, reason="libfaketime is not installed (apt: faketime)")
+@pytest.mark.skipif(libfaketime() is None, reason="libfaketime is not installed (apt: faketime)")
 def test_a_restart_40_days_ahead_keeps_the_dedupe_history(
     data_root: Path, fake_api: FakeOpenAI, shim_factory: Callable[[], Shim], tmp_path: Path
 ) -> None:
@@ -343,7 +305,7 @@ def test_a_restart_40_days_ahead_keeps_the_dedupe_history(
     their artifacts were paid a second time. Now retention needs the clock, the
     journal's newest row and `retention.json` to agree (docs/lifecycle.md): nothing is
     removed, and no artifact is paid twice."""
-    lib = _libfaketime()
+    lib = libfaketime()
     assert lib is not None
     stamp = tmp_path / "faketime"
     root = DataRoot(data_root)
@@ -358,7 +320,7 @@ def test_a_restart_40_days_ahead_keeps_the_dedupe_history(
 
     def run(offset: str, presentations: list[tuple[str, str]]) -> None:
         stamp.write_text(f"{offset}\n")
-        worker = _faked_worker(data_root, fake_api, lib, stamp)
+        worker = faked_worker(data_root, fake_api, lib, stamp)
         try:
             assert wait_ready(root, 30, pid=worker.pid)
             time.sleep(2)  # housekeeping ticks (retention runs there) on this clock
@@ -367,12 +329,7 @@ def test_a_restart_40_days_ahead_keeps_the_dedupe_history(
                 shim.send(id=n, event=event, mode="shadow", host="selected")
                 assert shim.line()["outcome"] == outcome, (offset, event)
         finally:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+            stop_worker(worker)
 
     run("+0", [("evt-day-3", "shadow_selected")])
     segments = sorted(n for n in os.listdir(root.outcomes) if n.endswith(".jsonl"))
