@@ -99,8 +99,8 @@ class Identity:
     key: bytes
     sealed: tuple[bytes, ...]
     record: FileId | None
-    fingerprint: str = ""
-    earlier: tuple[str, ...] = ()
+    fingerprint: str
+    earlier: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
