@@ -296,3 +296,31 @@ def test_a_gateway_does_not_mint_in_a_root_swapped_in_at_its_path(
         assert fresh.ensure_started().key != first.key
     finally:
         fresh.close()
+
+
+def test_a_lost_key_is_not_let_go_past_the_sealed_limit(tmp_path: Path) -> None:
+    """Eight sealed keys, the journal naming another (lost) key: the let-go entry
+    would be a ninth, so the rotation is refused and nothing is written."""
+    root = _root(tmp_path)
+    load_or_create_key(root)
+    _row(root)
+    for _ in range(8):
+        store.rotate(root, NOW)
+    journal_identity.write(root, "e" * 32)  # a key none of the files holds
+    before = {f: getattr(root, f).read_bytes() for f in ("identity_key", "identity_sealed")}
+    with pytest.raises(store.RotationRefused) as e:
+        store.rotate(root, NOW, old_key_lost=True)
+    assert e.value.problem is store.RotationProblem.TOO_MANY_SEALED
+    assert {f: getattr(root, f).read_bytes() for f in before} == before
+
+
+def test_an_unsafe_journal_record_is_a_journal_finding(tmp_path: Path) -> None:
+    from kexpr.spool.journal import audit_journal
+
+    root = _root(tmp_path)
+    _journaled(root, load_or_create_key(root))
+    os.chmod(journal_identity.path(root), 0o644)  # readable by anyone: not ours
+    where = "outcomes/identity.json"  # (the hand-made row has findings of its own)
+    assert [f.finding for f in audit_journal(root).findings if f.where == where] == ["bad_mode"]
+    os.chmod(journal_identity.path(root), 0o600)
+    assert [f for f in audit_journal(root).findings if f.where == where] == []
